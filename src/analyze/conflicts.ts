@@ -1,0 +1,244 @@
+import type { Snapshot } from '../cluster/types.ts';
+import {
+  contains, formatCidr, formatIP, overlaps, parseCidr, tryParseCidr, type Cidr, type IP, parseIP,
+} from '../net/index.ts';
+import { addressPlan, cidrsOf, nodePodCIDRs, type RangeGroup } from './addressing.ts';
+import { CATALOG, type AvoidRange, type Severity } from './catalog.ts';
+
+export type ConflictKind =
+  | 'overlap'                    // two cluster ranges of roles that must be disjoint overlap
+  | 'legacy-kops-pool'           // seed 002: the Calico pool is the whole nonMasqueradeCIDR, so it holds the service range
+  | 'pool-outside-cluster-cidr'  // a Calico pool outside every pod range kube-proxy/kube-controller-manager know
+  | 'outside-masquerade'         // kOps: pod/service range not inside nonMasqueradeCIDR
+  | 'catalog'                    // a cluster range overlaps a well-known range
+  | 'avoid'                      // a cluster range overlaps a range the user asked to avoid
+  | 'node-podcidr-outside'       // a node's podCIDR is outside kube-controller-manager's --cluster-cidr
+  | 'node-podcidr-overlap'       // two nodes' podCIDRs overlap, or one overlaps a service range
+  | 'node-ip-inside';            // a node address lies inside a pod, pool or service range
+
+export interface ConflictSide {
+  cidr: string;
+  /** What the range is, e.g. "service range (ServiceCIDR/kubernetes, kube-apiserver --service-cluster-ip-range)". */
+  what: string;
+}
+
+export interface Conflict {
+  severity: Severity;
+  kind: ConflictKind;
+  a: ConflictSide;
+  b: ConflictSide;
+  reason: string;
+}
+
+const ROLE_NAME: Record<string, string> = {
+  service: 'service range',
+  pod: 'pod range',
+  pool: 'Calico pool',
+  node: 'node network',
+  masquerade: 'nonMasqueradeCIDR',
+};
+
+function side(g: RangeGroup): ConflictSide {
+  return { cidr: g.cidr, what: `${ROLE_NAME[g.role] ?? g.role} (${g.sources.join(', ')})` };
+}
+
+/** Why two roles must not overlap, or undefined when overlapping is expected. */
+function overlapReason(a: string, b: string): string | undefined {
+  const pair = [a, b].sort().join('+');
+  switch (pair) {
+    case 'pod+service':
+    case 'pool+service':
+      return 'a ClusterIP and a pod IP can be the same address: traffic to one reaches the other';
+    case 'node+service':
+      return 'node addresses inside the service range are captured by kube-proxy rules';
+    case 'node+pod':
+    case 'node+pool':
+      return 'node addresses inside the pod range are routed to pods instead of nodes';
+    case 'pool+pool':
+      return 'Calico IP pools must not overlap';
+    case 'masquerade+node':
+      return 'kOps refuses a nonMasqueradeCIDR that overlaps the node network (networkCIDR): node traffic would not be masqueraded';
+    default:
+      return undefined;
+  }
+}
+
+export interface ConflictOptions {
+  avoid?: readonly AvoidRange[];
+}
+
+/** Every conflict in the snapshot, most severe first. Pure. */
+export function findConflicts(snap: Snapshot, opts: ConflictOptions = {}): Conflict[] {
+  const out: Conflict[] = [];
+  const groups = addressPlan(snap);
+  const masq = groups.filter((g) => g.role === 'masquerade');
+  const podGroups = groups.filter((g) => g.role === 'pod');
+
+  // Pairwise among cluster ranges.
+  for (let i = 0; i < groups.length; i++) {
+    for (let j = i + 1; j < groups.length; j++) {
+      const x = groups[i]!;
+      const y = groups[j]!;
+      if (!overlaps(x.parsed, y.parsed)) continue;
+      // Node networks guessed from node addresses are checked address by address below instead.
+      if (isGuessedNodeNetwork(x) || isGuessedNodeNetwork(y)) continue;
+      const reason = overlapReason(x.role, y.role);
+      if (!reason) continue;
+      const pool = x.role === 'pool' ? x : y.role === 'pool' ? y : undefined;
+      const svc = x.role === 'service' ? x : y.role === 'service' ? y : undefined;
+      if (pool && svc && masq.some((m) => contains(pool.parsed, m.parsed))) {
+        out.push({
+          severity: 'error', kind: 'legacy-kops-pool', a: side(pool), b: side(svc),
+          reason: 'the Calico pool is the whole nonMasqueradeCIDR (kOps clusters made before 1.7), so it contains the service '
+            + 'range and pod IPs can collide with ClusterIPs; create a pool from the pod range and delete this one',
+        });
+        continue;
+      }
+      out.push({ severity: 'error', kind: 'overlap', a: side(x), b: side(y), reason });
+    }
+  }
+
+  // Pools must sit inside the cluster CIDR kube-proxy and kube-controller-manager know.
+  if (podGroups.length > 0) {
+    for (const p of groups.filter((g) => g.role === 'pool')) {
+      if (podGroups.some((g) => contains(g.parsed, p.parsed))) continue;
+      if (masq.some((m) => contains(p.parsed, m.parsed))) continue; // reported as legacy-kops-pool
+      const pod = podGroups.find((g) => g.parsed.family === p.parsed.family) ?? podGroups[0]!;
+      out.push({
+        severity: 'warning', kind: 'pool-outside-cluster-cidr', a: side(p), b: side(pod),
+        reason: 'the pool is not inside the cluster CIDR: traffic from its pods is masqueraded (NATed) where it should not be',
+      });
+    }
+  }
+
+  // kOps: podCIDR and service range must sit inside nonMasqueradeCIDR.
+  for (const m of masq) {
+    for (const g of groups) {
+      if ((g.role !== 'pod' && g.role !== 'service') || g.parsed.family !== m.parsed.family) continue;
+      if (contains(m.parsed, g.parsed)) continue;
+      out.push({
+        severity: 'warning', kind: 'outside-masquerade', a: side(g), b: side(m),
+        reason: 'kOps expects podCIDR and serviceClusterIPRange inside nonMasqueradeCIDR; traffic to this range is masqueraded',
+      });
+    }
+  }
+
+  // Well-known ranges and the user's own.
+  for (const g of groups) {
+    for (const k of CATALOG) {
+      const kc = parseCidr(k.cidr);
+      if (!overlaps(g.parsed, kc)) continue;
+      out.push({
+        severity: k.severity, kind: 'catalog', a: side(g), b: { cidr: k.cidr, what: k.name }, reason: k.reason,
+      });
+    }
+    for (const a of opts.avoid ?? []) {
+      const ac = tryParseCidr(a.cidr);
+      if (!ac || !overlaps(g.parsed, ac)) continue;
+      out.push({
+        severity: 'warning', kind: 'avoid', a: side(g), b: { cidr: a.cidr, what: `avoided range (${a.from})` },
+        reason: a.reason || 'listed as a range to avoid',
+      });
+    }
+  }
+
+  out.push(...nodePodCIDRConflicts(snap), ...nodeAddressConflicts(snap));
+  const rank: Record<Severity, number> = { error: 0, warning: 1, info: 2 };
+  return out.sort((p, q) => rank[p.severity] - rank[q.severity]);
+}
+
+/** The node network derived from node InternalIPs (not configured anywhere). */
+export const GUESSED_NODE_SOURCE = 'node InternalIPs';
+function isGuessedNodeNetwork(g: RangeGroup): boolean {
+  return g.role === 'node' && g.sources.every((s) => s === GUESSED_NODE_SOURCE);
+}
+
+function summarize(names: string[], max = 3): string {
+  return names.length <= max ? names.join(', ') : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
+}
+
+/** Node podCIDRs outside --cluster-cidr, overlapping each other, or overlapping a service range. */
+function nodePodCIDRConflicts(snap: Snapshot): Conflict[] {
+  const out: Conflict[] = [];
+  const nodes = nodePodCIDRs(snap);
+  if (nodes.length === 0) return out;
+  const kcmCIDRs = snap.controllerManagers.flatMap((c) => c.clusterCIDR ?? []).map((s) => tryParseCidr(s)).filter((c): c is Cidr => !!c);
+  const clusterCIDRs = kcmCIDRs.length > 0 ? kcmCIDRs : cidrsOf(snap, 'pod');
+  const clusterSource = kcmCIDRs.length > 0 ? 'kube-controller-manager --cluster-cidr' : 'pod range';
+  if (clusterCIDRs.length > 0) {
+    const outside = new Map<string, string[]>();
+    for (const n of nodes) {
+      if (clusterCIDRs.some((c) => contains(c, n.cidr))) continue;
+      if (!clusterCIDRs.some((c) => c.family === n.cidr.family)) continue;
+      const key = formatCidr(clusterCIDRs.find((c) => c.family === n.cidr.family)!);
+      const list = outside.get(key) ?? [];
+      list.push(`${n.node} ${formatCidr(n.cidr)}`);
+      outside.set(key, list);
+    }
+    for (const [cluster, list] of outside) {
+      out.push({
+        severity: 'error', kind: 'node-podcidr-outside',
+        a: { cidr: list.length === 1 ? list[0]!.split(' ')[1]! : `${list.length} node podCIDRs`, what: `node podCIDR (${summarize(list)})` },
+        b: { cidr: cluster, what: clusterSource },
+        reason: 'node IPAM fails ("cidr is out the range of cluster cidr") and kube-controller-manager may not start; '
+          + 'podCIDR is immutable, so these nodes must be re-registered',
+      });
+    }
+  }
+  // Overlaps among nodes: sort by start and sweep.
+  const sorted = [...nodes].sort((p, q) => (p.cidr.family - q.cidr.family) || (p.cidr.network < q.cidr.network ? -1 : p.cidr.network > q.cidr.network ? 1 : 0));
+  for (let i = 1; i < sorted.length; i++) {
+    const prev = sorted[i - 1]!;
+    const cur = sorted[i]!;
+    if (prev.node !== cur.node && overlaps(prev.cidr, cur.cidr)) {
+      out.push({
+        severity: 'error', kind: 'node-podcidr-overlap',
+        a: { cidr: formatCidr(prev.cidr), what: `node podCIDR (${prev.node})` },
+        b: { cidr: formatCidr(cur.cidr), what: `node podCIDR (${cur.node})` },
+        reason: 'two nodes hand out the same pod addresses',
+      });
+    }
+  }
+  const services = addressPlan(snap).filter((g) => g.role === 'service');
+  for (const s of services) {
+    const hit = nodes.filter((n) => overlaps(n.cidr, s.parsed));
+    if (hit.length === 0) continue;
+    out.push({
+      severity: 'error', kind: 'node-podcidr-overlap',
+      a: { cidr: hit.length === 1 ? formatCidr(hit[0]!.cidr) : `${hit.length} node podCIDRs`, what: `node podCIDR (${summarize(hit.map((h) => h.node))})` },
+      b: side(s),
+      reason: 'pod addresses on these nodes can equal ClusterIPs',
+    });
+  }
+  return out;
+}
+
+/** Node addresses that sit inside a pod, pool or service range. */
+function nodeAddressConflicts(snap: Snapshot): Conflict[] {
+  const out: Conflict[] = [];
+  const targets = addressPlan(snap).filter((g) => g.role === 'service' || g.role === 'pod' || g.role === 'pool');
+  const hits = new Map<RangeGroup, string[]>();
+  for (const n of snap.nodes) {
+    for (const addr of [...n.internalIPs, ...n.externalIPs]) {
+      let ip: IP;
+      try { ip = parseIP(addr); } catch { continue; }
+      for (const t of targets) {
+        if (!contains(t.parsed, ip)) continue;
+        const list = hits.get(t) ?? [];
+        list.push(`${n.name} ${formatIP(ip)}`);
+        hits.set(t, list);
+      }
+    }
+  }
+  for (const [t, list] of hits) {
+    out.push({
+      severity: 'error', kind: 'node-ip-inside',
+      a: { cidr: list.length === 1 ? list[0]!.split(' ')[1]! : `${list.length} node addresses`, what: `node address (${summarize(list)})` },
+      b: side(t),
+      reason: t.role === 'service'
+        ? 'kube-proxy captures traffic to these node addresses as ClusterIP traffic'
+        : 'traffic to these node addresses is routed into the pod network',
+    });
+  }
+  return out;
+}

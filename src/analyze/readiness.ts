@@ -1,0 +1,109 @@
+import type { Snapshot } from '../cluster/types.ts';
+import { contains, formatIP, nthAddress, parseIP } from '../net/index.ts';
+import { cidrsOf } from './addressing.ts';
+
+/**
+ * Readiness facts for a migration: each a yes/no/unknown with a one-line explanation. `ok: false` is not an
+ * error by itself; it tells which path a migration takes or what must be fixed first.
+ */
+export interface ReadinessFact {
+  id: string;
+  ok: boolean | null;
+  summary: string;
+}
+
+function minor(version: string | undefined): number | undefined {
+  const m = version?.match(/^v?1\.(\d+)/);
+  return m ? Number(m[1]) : undefined;
+}
+
+export function readiness(snap: Snapshot): ReadinessFact[] {
+  const facts: ReadinessFact[] = [];
+  const v = minor(snap.kubernetesVersion);
+
+  // ServiceCIDR API.
+  if (snap.serviceCIDRApi) {
+    facts.push({ id: 'service-cidr-api', ok: true,
+      summary: `ServiceCIDR API served (networking.k8s.io/${snap.serviceCIDRApi}): the Service CIDR can move without an outage` });
+  } else if (snap.serviceCIDRApi === null) {
+    const how = v === undefined ? 'upgrade to 1.33+ or enable it'
+      : v >= 33 ? 'it should be on by default: check --runtime-config'
+        : v >= 31 ? 'enable feature gate MultiCIDRServiceAllocator and --runtime-config=networking.k8s.io/v1beta1=true'
+          : v >= 29 ? 'enable feature gate MultiCIDRServiceAllocator and --runtime-config=networking.k8s.io/v1alpha1=true'
+            : 'upgrade to 1.29+ (1.33+ has it on by default); older clusters keep a RangeAllocation bitmap that goes stale when the range changes';
+    facts.push({ id: 'service-cidr-api', ok: false, summary: `ServiceCIDR API not served: ${how}` });
+  } else {
+    facts.push({ id: 'service-cidr-api', ok: null,
+      summary: v === undefined ? 'ServiceCIDR API: unknown (offline input without ServiceCIDR objects or version)'
+        : v >= 33 ? `ServiceCIDR API: expected (v1 is on by default from 1.33; cluster is ${snap.kubernetesVersion})`
+          : `ServiceCIDR API: unknown; on ${snap.kubernetesVersion} it needs the MultiCIDRServiceAllocator gate` });
+  }
+
+  // kubernetes Service at the first IP of the service range.
+  const svc = cidrsOf(snap, 'service');
+  const kip = snap.kubernetesServiceIPs[0];
+  if (kip && svc.length > 0) {
+    const ip = parseIP(kip);
+    const range = svc.find((c) => contains(c, ip));
+    const first = range ? formatIP(nthAddress(range, 1n)) : undefined;
+    facts.push({ id: 'kubernetes-service', ok: first === formatIP(ip),
+      summary: first === formatIP(ip)
+        ? `default/kubernetes is ${kip}, the first IP of ${range ? formatCidrish(range) : '?'}`
+        : `default/kubernetes is ${kip}, not the first IP of a known service range` });
+  }
+
+  // DNS.
+  if (snap.dnsService) {
+    facts.push({ id: 'cluster-dns', ok: true,
+      summary: `cluster DNS is ${snap.dnsService.namespace}/${snap.dnsService.name} at ${snap.dnsService.clusterIPs.join(',')} (found by ${snap.dnsService.foundBy})` });
+  } else {
+    facts.push({ id: 'cluster-dns', ok: false, summary: 'cluster DNS Service not found (no kubelet clusterDNS match, no k8s-app=kube-dns selector)' });
+  }
+
+  // HA apiservers must agree.
+  const ranges = new Set(snap.apiservers.map((a) => (a.serviceClusterIPRange ?? []).join(',')));
+  if (snap.apiservers.length > 1) {
+    facts.push({ id: 'apiservers-agree', ok: ranges.size === 1,
+      summary: ranges.size === 1
+        ? `${snap.apiservers.length} kube-apiservers, all with --service-cluster-ip-range=${[...ranges][0]}`
+        : `kube-apiservers disagree on --service-cluster-ip-range: ${[...ranges].join(' vs ')}` });
+  }
+
+  // Pod IPAM path.
+  const ipam = snap.cni.ipam;
+  facts.push({ id: 'pod-ipam', ok: ipam === 'unknown' ? null : true,
+    summary: ipam === 'calico-ipam'
+      ? `pods get IPs from Calico IPAM${snap.cni.operatorManaged ? ' (operator-managed: pools change through Installation.spec.calicoNetwork.ipPools)' : ''}: the pod range moves by pool migration, node podCIDRs are not used`
+      : ipam === 'host-local' ? 'pods get IPs from each node\'s podCIDR (host-local): the pod range moves by re-registering nodes'
+        : ipam === 'cilium' ? 'pods get IPs from Cilium IPAM'
+          : 'pod IPAM owner unknown' });
+
+  const kcm = snap.controllerManagers[0];
+  if (kcm?.allocateNodeCIDRs && ipam === 'calico-ipam') {
+    facts.push({ id: 'allocate-node-cidrs', ok: null,
+      summary: 'kube-controller-manager allocates node podCIDRs although Calico IPAM ignores them: changing --cluster-cidr '
+        + 'without re-registering nodes crash-loops it; set allocate-node-cidrs=false first (kOps: allocateNodeCIDRs: false)' });
+  }
+  const waiting = snap.nodes.filter((n) => n.podCIDRs.length === 0).length;
+  if (kcm?.allocateNodeCIDRs !== false && waiting > 0 && snap.nodes.some((n) => n.podCIDRs.length > 0)) {
+    facts.push({ id: 'nodes-waiting', ok: false, summary: `${waiting} node(s) have no podCIDR: the cluster CIDR may be exhausted` });
+  }
+
+  const bare = snap.pods.filter((p) => !p.hostNetwork && !p.owner).length;
+  const jobs = snap.pods.filter((p) => !p.hostNetwork && p.owner?.kind === 'Job').length;
+  if (bare + jobs > 0) {
+    facts.push({ id: 'unmanaged-pods', ok: null,
+      summary: `${bare} bare pod(s) and ${jobs} Job pod(s) cannot be rolled: a pod migration must evict them` });
+  }
+  const hostNet = snap.pods.filter((p) => p.hostNetwork).length;
+  facts.push({ id: 'host-network-pods', ok: true, summary: `${hostNet} hostNetwork pod(s) keep the node IP and need no restart` });
+
+  for (const w of snap.warnings) facts.push({ id: 'gap', ok: null, summary: w });
+  return facts;
+}
+
+function formatCidrish(c: { family: 4 | 6; network: bigint; prefix: number }): string {
+  return `${formatIP({ family: c.family, value: c.network })}/${c.prefix}`;
+}
+
+

@@ -1,0 +1,192 @@
+import type { Snapshot } from '../cluster/types.ts';
+import {
+  alignUp, bits, cidrLast, formatCidr, NetError, parseCidr, smallestPrefixFor, tryParseCidr,
+  type Cidr, type Family,
+} from '../net/index.ts';
+import { addressPlan, nodePodCoverage } from './addressing.ts';
+import { CATALOG, type AvoidRange } from './catalog.ts';
+
+/**
+ * Where `suggest` looks, in this order (documented in the README): the private ranges of RFC 1918 from the
+ * largest to the smallest for IPv4, the unique-local range for IPv6. Inside each, the lowest free aligned
+ * block wins.
+ */
+export const SEARCH_SPACES: Record<Family, readonly string[]> = {
+  4: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'],
+  6: ['fd00::/8'],
+};
+
+/** Service ranges the apiserver accepts: IPv4 /12 or smaller, IPv6 /108 or smaller. */
+const SERVICE_MAX_SIZE: Record<Family, number> = { 4: 12, 6: 108 };
+/** We never suggest a service range smaller than this (the allocator reserves a static band at the start). */
+const SERVICE_MIN_SIZE: Record<Family, number> = { 4: 24, 6: 112 };
+
+export interface SuggestOptions {
+  for: 'pods' | 'services';
+  family?: Family;
+  /** pods: nodes to plan for (before headroom); default: the cluster's node count. */
+  nodes?: number;
+  /** pods: prefix of each node's block; default: the cluster's node mask, else 24 / 64. */
+  nodeMask?: number;
+  /** services: Services to plan for (before headroom); default: Services with a ClusterIP today. */
+  services?: number;
+  /** Multiplier on the count (default 2: room to double). */
+  headroom?: number;
+  avoid?: readonly AvoidRange[];
+  /** How many further candidates to return beside the best one. */
+  alternatives?: number;
+}
+
+export interface Rejection {
+  /** The first and last rejected candidate blocks of this run. */
+  from: string;
+  to: string;
+  count: string;
+  by: string;
+  reason: string;
+}
+
+export interface Suggestion {
+  for: 'pods' | 'services';
+  family: Family;
+  cidr?: string;
+  prefix: number;
+  need: { count: number; headroom: number; addresses: string; nodeMask?: number; nodes?: number; services?: number };
+  searched: string[];
+  alternatives: string[];
+  rejected: Rejection[];
+  avoided: number;
+}
+
+interface Obstacle {
+  cidr: Cidr;
+  label: string;
+  reason: string;
+}
+
+/** Everything a new range must not overlap: the cluster's ranges (current ones too), the catalog, --avoid. */
+export function obstacles(snap: Snapshot, avoid: readonly AvoidRange[]): Obstacle[] {
+  const out: Obstacle[] = [];
+  for (const g of addressPlan(snap)) {
+    out.push({ cidr: g.parsed, label: g.cidr, reason: `cluster ${g.role} range (${g.sources.join(', ')})` });
+  }
+  for (const c of nodePodCoverage(snap)) out.push({ cidr: c, label: formatCidr(c), reason: 'node podCIDRs' });
+  for (const n of snap.nodes) {
+    for (const a of [...n.internalIPs, ...n.externalIPs]) {
+      const c = tryParseCidr(a.includes(':') ? `${a}/128` : `${a}/32`);
+      if (c) out.push({ cidr: c, label: formatCidr(c), reason: `address of node ${n.name}` });
+    }
+  }
+  for (const k of CATALOG) out.push({ cidr: parseCidr(k.cidr), label: k.cidr, reason: `${k.name}: ${k.reason}` });
+  for (const a of avoid) {
+    const c = tryParseCidr(a.cidr);
+    if (c) out.push({ cidr: c, label: a.cidr, reason: `avoided (${a.from})${a.reason ? `: ${a.reason}` : ''}` });
+  }
+  return out;
+}
+
+function log2Ceil(n: number): number {
+  let p = 0;
+  while (2 ** p < n) p++;
+  return p;
+}
+
+function defaultFamily(snap: Snapshot): Family {
+  const g = addressPlan(snap).find((x) => x.role === 'service' || x.role === 'pod');
+  return g?.parsed.family ?? 4;
+}
+
+/**
+ * The smallest aligned range that fits the need and overlaps nothing known, searched in SEARCH_SPACES order;
+ * with the runs of candidates rejected on the way and why. Pure.
+ */
+export function suggest(snap: Snapshot, opts: SuggestOptions): Suggestion {
+  const family = opts.family ?? defaultFamily(snap);
+  const width = bits(family);
+  const headroom = opts.headroom ?? 2;
+  if (!(headroom >= 1)) throw new NetError(`--headroom ${headroom} must be a number >= 1 (2 means room to double)`);
+  let prefix: number;
+  const need: Suggestion['need'] = { count: 0, headroom, addresses: '0' };
+  if (opts.for === 'pods') {
+    const nodes = opts.nodes ?? Math.max(1, snap.nodes.length);
+    const inferredMask = snap.nodes.flatMap((n) => n.podCIDRs).map((s) => tryParseCidr(s)).find((c) => c?.family === family)?.prefix;
+    const nodeMask = opts.nodeMask ?? inferredMask ?? (family === 4 ? 24 : 64);
+    if (!Number.isInteger(nodeMask) || nodeMask < 1 || nodeMask > width) {
+      throw new NetError(`--node-mask ${nodeMask} is out of range for IPv${family} (1–${width})`);
+    }
+    if (!Number.isInteger(nodes) || nodes < 1) throw new NetError(`--nodes ${nodes} must be a whole number >= 1`);
+    const wanted = Math.ceil(nodes * headroom);
+    prefix = nodeMask - log2Ceil(wanted);
+    if (prefix < 1) throw new NetError(`${wanted} nodes with /${nodeMask} blocks need more than half of the IPv${family} space`);
+    need.count = wanted;
+    need.nodes = nodes;
+    need.nodeMask = nodeMask;
+    need.addresses = ((1n << BigInt(width - prefix))).toString();
+  } else {
+    const services = opts.services ?? snap.services.filter((s) => s.clusterIPs.length > 0).length;
+    if (!Number.isInteger(services) || services < 0) throw new NetError(`--services ${services} must be a whole number >= 0`);
+    const wanted = Math.ceil(Math.max(services, 1) * headroom);
+    // +2: the network and broadcast addresses are never handed out.
+    prefix = Math.min(smallestPrefixFor(BigInt(wanted + 2), family), SERVICE_MIN_SIZE[family]);
+    if (prefix < SERVICE_MAX_SIZE[family]) {
+      throw new NetError(`${wanted} Service IPs need a /${prefix}, larger than the largest service range the apiserver accepts (/${SERVICE_MAX_SIZE[family]})`);
+    }
+    need.count = wanted;
+    need.services = services;
+    need.addresses = (1n << BigInt(width - prefix)).toString();
+  }
+
+  const obs = obstacles(snap, opts.avoid ?? []).filter((o) => o.cidr.family === family);
+  const spaces = SEARCH_SPACES[family].map((s) => parseCidr(s));
+  const found: Cidr[] = [];
+  const rejected: Rejection[] = [];
+  const wantMore = 1 + (opts.alternatives ?? 3);
+  const blockSize = 1n << BigInt(width - prefix);
+  for (const space of spaces) {
+    if (found.length >= wantMore || space.prefix > prefix) continue;
+    const spaceEnd = cidrLast(space);
+    let cand = space.network;
+    let lastBy: Rejection | undefined;
+    while (cand + blockSize - 1n <= spaceEnd && found.length < wantMore) {
+      const end = cand + blockSize - 1n;
+      const hit = obs.filter((o) => o.cidr.network <= end && cidrLast(o.cidr) >= cand);
+      if (hit.length === 0) {
+        found.push({ family, network: cand, prefix });
+        cand += blockSize;
+        lastBy = undefined;
+        continue;
+      }
+      // Skip every candidate the obstacles cover; report the run under the first obstacle.
+      const maxEnd = hit.reduce((m, o) => (cidrLast(o.cidr) > m ? cidrLast(o.cidr) : m), 0n);
+      const next = maxEnd + 1n > spaceEnd ? spaceEnd + 1n : alignUp(maxEnd + 1n, prefix, family);
+      const lastRejected = next - blockSize;
+      const by = hit.sort((a, b) => (a.cidr.network < b.cidr.network ? -1 : 1))[0]!;
+      const count = (next - cand) / blockSize;
+      if (lastBy && lastBy.by === by.label) {
+        lastBy.to = formatCidr({ family, network: lastRejected, prefix });
+        lastBy.count = (BigInt(lastBy.count) + count).toString();
+      } else {
+        lastBy = {
+          from: formatCidr({ family, network: cand, prefix }),
+          to: formatCidr({ family, network: lastRejected, prefix }),
+          count: count.toString(),
+          by: by.label,
+          reason: by.reason,
+        };
+        rejected.push(lastBy);
+      }
+      cand = next;
+    }
+  }
+  return {
+    for: opts.for,
+    family,
+    cidr: found[0] ? formatCidr(found[0]) : undefined,
+    prefix,
+    need,
+    searched: spaces.map(formatCidr),
+    alternatives: found.slice(1).map(formatCidr),
+    rejected,
+    avoided: obs.length,
+  };
+}

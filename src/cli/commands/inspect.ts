@@ -1,0 +1,98 @@
+import type { Severity } from '../../analyze/catalog.ts';
+import { inspect, type InspectReport } from '../../analyze/inspect.ts';
+import { avoidList, loadSnapshot, str } from '../common.ts';
+import { ExitCode, UsageError } from '../errors.ts';
+import type { Command } from '../main.ts';
+import { parseOutput, renderData, section, table } from '../output.ts';
+
+const SEVERITIES: Severity[] = ['error', 'warning', 'info'];
+
+export const inspectCommand: Command = {
+  name: 'inspect',
+  summary: "show the cluster's ranges, every conflict, capacity and migration readiness (changes nothing)",
+  usage: 'kube-renumber inspect [--from-file PATH ...] [--avoid CIDR[=REASON] ...] [--exit-code [--fail-on SEVERITY]] [-o table|wide|json|yaml]',
+  options: {
+    'exit-code': { type: 'boolean' },
+    'fail-on': { type: 'string' },
+  },
+  help: `Flags:
+  --exit-code              exit 1 when conflicts of --fail-on severity or worse exist (like kubectl diff)
+  --fail-on SEVERITY       error | warning | info (default warning)`,
+  async run({ values, io }) {
+    const output = parseOutput(str(values, 'output'));
+    const failOn = (str(values, 'fail-on') ?? 'warning') as Severity;
+    if (!SEVERITIES.includes(failOn)) throw new UsageError(`--fail-on ${failOn} must be one of ${SEVERITIES.join(', ')}`);
+    const avoid = avoidList(values, io);
+    const snap = await loadSnapshot(values, io);
+    const report = inspect(snap, { avoid });
+    if (output === 'json' || output === 'yaml') io.out(renderData(report, output));
+    else io.out(renderInspect(report, output === 'wide'));
+    if (values['exit-code'] === true) {
+      const limit = SEVERITIES.indexOf(failOn);
+      const failing = report.conflicts.filter((c) => SEVERITIES.indexOf(c.severity) <= limit);
+      if (failing.length > 0) {
+        io.err(`${failing.length} conflict(s) at severity ${failOn} or worse\n`);
+        return ExitCode.findings;
+      }
+    }
+    return ExitCode.ok;
+  },
+};
+
+function sourceText(r: InspectReport['source']): string {
+  return r.kind === 'live' ? `live: ${r.server ?? ''}${r.context ? ` (context ${r.context})` : ''}` : `files: ${r.files.join(', ')}`;
+}
+
+export function renderInspect(r: InspectReport, wide: boolean): string {
+  let out = '';
+  const api = r.serviceCIDRApi ? `ServiceCIDR API ${r.serviceCIDRApi}` : r.serviceCIDRApi === null ? 'no ServiceCIDR API' : 'ServiceCIDR API unknown';
+  out += section('CLUSTER', table(['field', 'value'], [
+    ['source', sourceText(r.source)],
+    ['kubernetes', `${r.kubernetesVersion ?? 'unknown'} (${api})`],
+    ['distribution', `${r.distribution.kind}${wide && r.distribution.evidence.length ? ` (${r.distribution.evidence.join('; ')})` : ''}`],
+    ['cni / ipam', `${r.cni.plugin} / ${r.cni.ipam}${r.cni.operatorManaged ? ' (operator-managed)' : ''}${wide && r.cni.evidence.length ? ` (${r.cni.evidence.join('; ')})` : ''}`],
+    ['kubernetes service', r.kubernetesServiceIPs.join(', ') || '-'],
+    ['cluster DNS', r.dnsService ? `${r.dnsService.namespace}/${r.dnsService.name} ${r.dnsService.clusterIPs.join(',')} (by ${r.dnsService.foundBy})` : 'not found'],
+  ]));
+
+  const rows: string[][] = [];
+  const add = (role: string, entries: Array<{ cidr: string; sources: string[]; labels: string[] }>) => {
+    for (const e of entries) rows.push([role, e.cidr, wide ? e.sources.join(', ') : e.labels.join(', ')]);
+  };
+  add('service', r.serviceCIDRs);
+  add('pod', r.podCIDRs);
+  for (const p of r.pools) {
+    rows.push(['pool', p.cidr, `${p.name} blockSize ${p.blockSize}${p.disabled ? ' DISABLED' : ''}${p.nodeSelector && wide ? ` nodeSelector ${p.nodeSelector}` : ''}`]);
+  }
+  add('masquerade', r.masqueradeCIDRs);
+  add('node', r.nodeCIDRs);
+  out += section('RANGES', rows.length ? table(['role', 'cidr', wide ? 'sources' : 'what'], rows) : 'none found\n');
+
+  const counts = SEVERITIES.map((s) => `${r.conflicts.filter((c) => c.severity === s).length} ${s}`).join(', ');
+  out += section(`CONFLICTS (${counts})`, r.conflicts.length
+    ? table(wide ? ['severity', 'range', 'is', 'overlaps', 'which is', 'why'] : ['severity', 'range', 'overlaps', 'why'],
+      r.conflicts.map((c) => wide
+        ? [c.severity, c.a.cidr, c.a.what, c.b.cidr, c.b.what, c.reason]
+        : [c.severity, c.a.cidr, `${c.b.cidr} (${c.b.what.replace(/ \(.*$/, '')})`, c.reason]))
+    : 'none\n');
+
+  const cap = r.capacity;
+  const capRows: string[][] = [];
+  for (const n of cap.nodeIpam) {
+    capRows.push(['nodes', `${n.clusterCIDR} with /${n.nodeMask} per node: max ${n.maxNodes} nodes, ${n.nodesWithPodCIDR} allocated, ${n.nodesLeft} left, ${n.nodesWaiting} waiting without a podCIDR`]);
+    capRows.push(['pods per node', `${n.usablePerNode} usable addresses per /${n.nodeMask} (kubelet maxPods also applies)`]);
+  }
+  capRows.push(['node count', `${cap.nodes.total} (${cap.nodes.withPodCIDR} with a podCIDR, ${cap.nodes.withoutPodCIDR} without${cap.nodes.waiting.length ? `: ${cap.nodes.waiting.slice(0, wide ? 20 : 5).join(', ')}${cap.nodes.withoutPodCIDR > (wide ? 20 : 5) ? ', ...' : ''}` : ''})`]);
+  for (const s of cap.serviceRanges) capRows.push(['service IPs', `${s.cidr}: ${s.used} used, ${s.free} free of ${s.usable}`]);
+  for (const p of cap.podRanges) capRows.push([`pod IPs (${p.role})`, `${p.cidr}: ${p.podIPs} in use`]);
+  for (const p of cap.pools) {
+    capRows.push(['calico blocks', `${p.name} ${p.cidr}: ${p.blocksUsed} of ${p.blocksTotal} /${p.blockSize} blocks on ${p.nodesWithBlocks} nodes (max ${p.maxBlocksOnANode} on one node)`]);
+  }
+  capRows.push(['pods', `${cap.pods.total} (${cap.pods.hostNetwork} hostNetwork, ${cap.pods.outsideKnownRanges} IPs outside known pod ranges)`]);
+  capRows.push(['services', `${cap.services.total} (${cap.services.withClusterIP} with a ClusterIP, ${cap.services.headless} headless, ${cap.services.externalName} ExternalName, ${cap.services.loadBalancer} LoadBalancer, ${cap.services.nodePort} NodePort)`]);
+  out += section('CAPACITY', table(['what', 'value'], capRows));
+
+  const mark = (ok: boolean | null) => (ok === true ? 'ok' : ok === false ? 'NO' : '?');
+  out += section('READINESS', table(['', 'fact'], r.readiness.map((f) => [mark(f.ok), f.summary])));
+  return out.trimEnd() + '\n';
+}

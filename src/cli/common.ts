@@ -1,0 +1,76 @@
+import type { AvoidRange } from '../analyze/catalog.ts';
+import { buildSnapshot } from '../cluster/build.ts';
+import { readInventoryFiles } from '../cluster/files.ts';
+import type { Snapshot } from '../cluster/types.ts';
+import { connect } from '../kube/client.ts';
+import { readLiveInventory } from '../kube/discover.ts';
+import { loadConfig, parseAvoid } from './config.ts';
+import { UsageError } from './errors.ts';
+import type { Io, Values } from './main.ts';
+
+export function str(values: Values, key: string): string | undefined {
+  const v = values[key];
+  return typeof v === 'string' ? v : undefined;
+}
+
+export function list(values: Values, key: string): string[] {
+  const v = values[key];
+  return Array.isArray(v) ? v : typeof v === 'string' ? [v] : [];
+}
+
+/** An integer flag within bounds, or a usage error naming the flag. */
+export function intFlag(values: Values, key: string, min: number, max: number): number | undefined {
+  const raw = str(values, key);
+  if (raw === undefined) return undefined;
+  const n = Number(raw.replace(/^\//, ''));
+  if (!/^\/?\d+$/.test(raw.trim()) || !Number.isInteger(n) || n < min || n > max) {
+    throw new UsageError(`--${key} ${raw} must be a whole number from ${min} to ${max}`);
+  }
+  return n;
+}
+
+export function numberFlag(values: Values, key: string, min: number): number | undefined {
+  const raw = str(values, key);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min) throw new UsageError(`--${key} ${raw} must be a number >= ${min}`);
+  return n;
+}
+
+/** "30s", "2m", "500ms" or plain seconds → milliseconds. */
+export function durationFlag(values: Values, key: string): number | undefined {
+  const raw = str(values, key);
+  if (raw === undefined) return undefined;
+  const m = raw.trim().match(/^(\d+(?:\.\d+)?)(ms|s|m|h)?$/);
+  if (!m) throw new UsageError(`--${key} ${raw} is not a duration (e.g. 30s, 2m)`);
+  const mult = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  return Number(m[1]) * mult;
+}
+
+/** --avoid flags plus the config file's list. */
+export function avoidList(values: Values, io: Io): AvoidRange[] {
+  const cfg = loadConfig(str(values, 'config'), io.env);
+  return [...list(values, 'avoid').map((a) => parseAvoid(a)), ...cfg.avoid];
+}
+
+/** The snapshot, offline from --from-file or live from the cluster. */
+export async function loadSnapshot(values: Values, io: Io): Promise<Snapshot> {
+  const files = list(values, 'from-file');
+  const verbose = values.verbose === true;
+  const progress = (m: string) => { if (verbose) io.err(`${m}\n`); };
+  if (files.length > 0) {
+    const inv = await readInventoryFiles(files);
+    progress(`read ${inv.objects.length} objects from ${files.length} path(s)`);
+    return buildSnapshot(inv);
+  }
+  const client = connect({
+    kubeconfig: str(values, 'kubeconfig'),
+    context: str(values, 'context'),
+    requestTimeoutMs: durationFlag(values, 'request-timeout'),
+    env: io.env,
+  });
+  progress(`reading cluster ${client.server} (context "${client.context}")`);
+  const inv = await readLiveInventory(client, { onProgress: progress });
+  progress(`${client.requestCount} API requests`);
+  return buildSnapshot(inv);
+}

@@ -1,0 +1,37 @@
+/**
+ * Exit codes and the error types that map onto them. Every failure the user can cause or meet ends as
+ * one `error:` line on stderr and one of these codes; a stack trace is printed only with -v.
+ */
+export const ExitCode = {
+  ok: 0,
+  /** `inspect --exit-code` (or `verify`) found conflicts or problems; like `kubectl diff`, 1 means "differences found". */
+  findings: 1,
+  /** Bad command line or bad value: malformed CIDR, wrong family, unknown flag, overlapping target. */
+  usage: 2,
+  /** An input file could not be read or is not Kubernetes YAML/JSON. */
+  input: 3,
+  /** The cluster could not be reached (connection refused, DNS, TLS, timeout) or no kubeconfig. */
+  unreachable: 4,
+  /** The cluster refused us: unauthenticated (401) or not allowed (403). */
+  forbidden: 5,
+  /** Internal error: a bug. Run with -v and report it. */
+  internal: 70,
+} as const;
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** An error whose message is already one clear line for the user, with the exit code it ends in. */
+export class UserError extends Error {
+  readonly exitCode: number;
+  constructor(message: string, exitCode: number) {
+    super(message);
+    this.name = 'UserError';
+    this.exitCode = exitCode;
+  }
+}
+
+export class UsageError extends UserError {
+  constructor(message: string) {
+    super(message, ExitCode.usage);
+    this.name = 'UsageError';
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * The cluster model: everything kube-renumber knows about a cluster's addressing, built by one pure
+ * function (`buildSnapshot`) from raw Kubernetes objects, whether those were listed live or read from
+ * `kubectl get -o yaml` files. Nothing in here does I/O.
+ */
+
+/** A raw Kubernetes object as the API (or a dump) returns it. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: Array<{ apiVersion?: string; kind?: string; name?: string; uid?: string; controller?: boolean }>;
+    deletionTimestamp?: string;
+    finalizers?: string[];
+    [k: string]: unknown;
+  };
+  spec?: any;
+  status?: any;
+  data?: Record<string, string>;
+  [k: string]: unknown;
+}
+
+/**
+ * What discovery gathered before interpretation. The live path and the file path both produce this,
+ * so both build the very same snapshot.
+ */
+export interface RawInventory {
+  /** Where it came from: 'live' or the list of files read. */
+  source: { kind: 'live'; context?: string; server?: string } | { kind: 'file'; files: string[] };
+  /** Server version (gitVersion) when known, e.g. "v1.34.4". */
+  serverVersion?: string;
+  /**
+   * The ServiceCIDR API versions the server serves (networking.k8s.io/v1, v1beta1, v1alpha1), if known.
+   * `undefined` means "unknown" (offline without evidence); `[]` means "checked: not served".
+   */
+  serviceCIDRApiVersions?: string[];
+  /** All objects, any kind. Lists are flattened into their items. */
+  objects: KubeObject[];
+  /** Distribution configs given alongside (kOps Cluster spec, kubeadm ClusterConfiguration), as parsed YAML. */
+  configs: KubeObject[];
+  /** Things that could not be read, with the reason (e.g. a resource the user may not list). */
+  gaps: string[];
+}
+
+export type Family = 4 | 6;
+
+/** Where a fact came from, so every number in `inspect` can be traced back to an object or flag. */
+export interface Origin {
+  /** e.g. "ServiceCIDR/kubernetes", "kube-apiserver --service-cluster-ip-range", "kubeadm-config podSubnet". */
+  source: string;
+}
+
+export type RangeRole =
+  | 'service'        // a range Services take ClusterIPs from
+  | 'pod'            // a range pods take IPs from (cluster CIDR, pool)
+  | 'node-pod'       // one node's spec.podCIDR
+  | 'node'           // the node network (derived from node InternalIPs, or configured)
+  | 'masquerade'     // kOps nonMasqueradeCIDR
+  | 'pool';          // a Calico IPPool
+
+/** One range the cluster uses, with where we learnt it. */
+export interface ClusterRange extends Origin {
+  cidr: string;
+  role: RangeRole;
+  /** Short human label, e.g. "Service CIDR", "Calico pool default-ipv4-ippool". */
+  label: string;
+}
+
+export interface ServiceCIDRInfo {
+  name: string;
+  cidrs: string[];
+  apiVersion: string;
+  /** Has deletionTimestamp. */
+  deleting: boolean;
+  /** status.conditions Ready. undefined when there is no status. */
+  ready?: boolean;
+}
+
+export interface ServiceInfo {
+  namespace: string;
+  name: string;
+  type: 'ClusterIP' | 'NodePort' | 'LoadBalancer' | 'ExternalName';
+  /** spec.clusterIPs (or [spec.clusterIP]); 'None' is not included. */
+  clusterIPs: string[];
+  headless: boolean;
+  externalName?: string;
+  selector?: Record<string, string>;
+  ports: Array<{ name?: string; port: number; protocol?: string; targetPort?: number | string; nodePort?: number }>;
+  loadBalancerIPs: string[];
+  loadBalancerSourceRanges: string[];
+  externalIPs: string[];
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface PodInfo {
+  namespace: string;
+  name: string;
+  nodeName?: string;
+  podIPs: string[];
+  hostNetwork: boolean;
+  phase?: string;
+  /** The controlling owner, e.g. { kind: 'ReplicaSet', name: 'web-5d8' }. */
+  owner?: { kind: string; name: string };
+  labels: Record<string, string>;
+}
+
+export interface NodeInfo {
+  name: string;
+  podCIDRs: string[];
+  internalIPs: string[];
+  externalIPs: string[];
+  labels: Record<string, string>;
+  ready?: boolean;
+  unschedulable: boolean;
+}
+
+export interface CalicoPool {
+  name: string;
+  cidr: string;
+  blockSize: number;
+  disabled: boolean;
+  nodeSelector?: string;
+  ipipMode?: string;
+  vxlanMode?: string;
+  natOutgoing?: boolean;
+  allowedUses?: string[];
+}
+
+export interface CalicoBlock {
+  cidr: string;
+  /** "host:<node>" in IPAMBlock.spec.affinity, reduced to the node name; undefined when unaffine. */
+  node?: string;
+  /** Addresses in use (allocations that are not null). */
+  allocated: number;
+}
+
+export interface BlockAffinityInfo {
+  name: string;
+  node: string;
+  cidr: string;
+  state?: string;
+}
+
+export type DistributionKind = 'kops' | 'kubeadm' | 'kubespray' | 'k3s' | 'generic';
+export type CniKind = 'calico' | 'cilium' | 'flannel' | 'unknown';
+export type IpamKind = 'calico-ipam' | 'host-local' | 'cilium' | 'unknown';
+
+/** kube-apiserver flags seen on its mirror pod(s). One entry per apiserver pod (HA clusters have several). */
+export interface ApiserverFlags {
+  pod: string;
+  serviceClusterIPRange?: string[];
+  featureGates?: string;
+  runtimeConfig?: string;
+  admissionPlugins?: string[];
+  advertiseAddress?: string;
+}
+
+export interface ControllerManagerFlags {
+  pod: string;
+  clusterCIDR?: string[];
+  nodeCIDRMaskSize?: number;
+  nodeCIDRMaskSizeIPv4?: number;
+  nodeCIDRMaskSizeIPv6?: number;
+  allocateNodeCIDRs?: boolean;
+  serviceClusterIPRange?: string[];
+}
+
+export interface KopsNetworking {
+  /** Which layout the spec used: 'legacy' (top-level fields) or 'networking' (spec.networking.*). */
+  layout: 'legacy' | 'networking';
+  kubernetesVersion?: string;
+  nonMasqueradeCIDR?: string;
+  podCIDR?: string;
+  serviceClusterIPRange?: string;
+  networkCIDR?: string;
+  kubeDNSServerIP?: string;
+  kubeletClusterDNS?: string;
+  allocateNodeCIDRs?: boolean;
+  networkingProvider?: string;
+}
+
+export interface KubeadmNetworking {
+  podSubnet?: string[];
+  serviceSubnet?: string[];
+  dnsDomain?: string;
+  kubernetesVersion?: string;
+  /** kube-controller-manager extraArgs cluster-cidr / node-cidr-mask-size when set there. */
+  controllerManagerExtraArgs?: Record<string, string>;
+  apiServerExtraArgs?: Record<string, string>;
+  /** clusterDNS from the kubelet-config ConfigMap. */
+  kubeletClusterDNS?: string[];
+}
+
+/** The snapshot: a pure function of a RawInventory. */
+export interface Snapshot {
+  source: RawInventory['source'];
+  kubernetesVersion?: string;
+  /** 'v1' | 'v1beta1' | 'v1alpha1' when served (the newest), null when checked and not served, undefined when unknown. */
+  serviceCIDRApi?: string | null;
+  distribution: { kind: DistributionKind; evidence: string[] };
+  cni: {
+    plugin: CniKind;
+    ipam: IpamKind;
+    operatorManaged: boolean;
+    evidence: string[];
+    /**
+     * Raw IPAM detail when known (added by the cluster model): "calico-ipam", "host-local usePodCidr",
+     * Calico operator "Calico"/"HostLocal", Cilium's cilium-config ipam ("cluster-pool", "multi-pool",
+     * "kubernetes" = pod IPs from node podCIDRs, ...).
+     */
+    ipamMode?: string;
+  };
+
+  /** Every range discovered, de-duplicated by (cidr, role, source). */
+  ranges: ClusterRange[];
+
+  serviceCIDRs: ServiceCIDRInfo[];
+  /** default/kubernetes ClusterIPs. */
+  kubernetesServiceIPs: string[];
+  /** The cluster DNS Service (found by the kubelets' clusterDNS, else by selector k8s-app=kube-dns). */
+  dnsService?: { namespace: string; name: string; clusterIPs: string[]; foundBy: string };
+  /** clusterDNS as configured for kubelets (kubeadm kubelet-config, kOps spec), when known. */
+  clusterDNS: string[];
+
+  apiservers: ApiserverFlags[];
+  controllerManagers: ControllerManagerFlags[];
+  kubeProxy?: { clusterCIDR?: string; mode?: string };
+  kops?: KopsNetworking;
+  kubeadm?: KubeadmNetworking;
+
+  nodes: NodeInfo[];
+  services: ServiceInfo[];
+  pods: PodInfo[];
+  pools: CalicoPool[];
+  blocks: CalicoBlock[];
+  blockAffinities: BlockAffinityInfo[];
+
+  /** Problems interpreting the input (unparseable CIDR in an object, etc.) and gaps in what could be read. */
+  warnings: string[];
+}

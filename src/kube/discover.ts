@@ -1,0 +1,111 @@
+/**
+ * Live discovery: list (paginated, in parallel) everything the cluster model needs and hand it over as a
+ * RawInventory, the same shape the offline file reader produces. No per-object GETs: a fixed number of
+ * discovery calls, then one paginated LIST per resource.
+ */
+import type { KubeObject, RawInventory } from '../cluster/types.ts';
+import { KubeApiError, type KubeClient } from './client.ts';
+
+/** ServiceCIDR API versions, newest first. */
+export const SERVICE_CIDR_VERSIONS = ['v1', 'v1beta1', 'v1alpha1'] as const;
+
+interface Source {
+  path: string;
+  what: string;
+  required: boolean;
+  slim?: (o: KubeObject) => KubeObject;
+}
+
+/** Keep only what the model reads of a pod; full specs only for kube-system (mirror pods carry flags). */
+export function slimPod(p: KubeObject): KubeObject {
+  const ns = p.metadata?.namespace;
+  if (ns === 'kube-system') return p;
+  const owners = (p.metadata?.ownerReferences ?? []).filter((o) => o.controller);
+  return {
+    apiVersion: p.apiVersion ?? 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: p.metadata?.name,
+      namespace: ns,
+      uid: p.metadata?.uid,
+      labels: p.metadata?.labels,
+      ownerReferences: owners.length ? owners : undefined,
+    },
+    spec: { nodeName: p.spec?.nodeName, hostNetwork: p.spec?.hostNetwork },
+    status: { phase: p.status?.phase, podIP: p.status?.podIP, podIPs: p.status?.podIPs, hostIP: p.status?.hostIP },
+  };
+}
+
+/** Which group versions the server serves, from /api and /apis discovery. */
+async function servedGroups(client: KubeClient): Promise<Map<string, string[]>> {
+  const groups = new Map<string, string[]>();
+  const list: any = await client.request('GET', '/apis');
+  for (const g of list?.groups ?? []) groups.set(g.name, (g.versions ?? []).map((v: any) => v.version));
+  return groups;
+}
+
+async function servesResource(client: KubeClient, groupVersion: string, resource: string): Promise<boolean> {
+  try {
+    const rl: any = await client.request('GET', `/apis/${groupVersion}`);
+    return (rl?.resources ?? []).some((r: any) => r.name === resource);
+  } catch (e) {
+    if (e instanceof KubeApiError && (e.status === 404 || e.status === 403)) return false;
+    throw e;
+  }
+}
+
+export async function readLiveInventory(client: KubeClient, opts: { onProgress?: (msg: string) => void } = {}): Promise<RawInventory> {
+  const progress = opts.onProgress ?? (() => {});
+  const version: any = await client.request('GET', '/version');
+  const groups = await servedGroups(client);
+  const netVersions = groups.get('networking.k8s.io') ?? [];
+  const served: string[] = [];
+  for (const v of SERVICE_CIDR_VERSIONS) {
+    if (netVersions.includes(v) && await servesResource(client, `networking.k8s.io/${v}`, 'servicecidrs')) served.push(`networking.k8s.io/${v}`);
+  }
+
+  const sources: Source[] = [
+    { path: '/api/v1/nodes', what: 'nodes', required: true },
+    { path: '/api/v1/services', what: 'services', required: true },
+    { path: '/api/v1/pods', what: 'pods', required: true, slim: slimPod },
+    { path: '/api/v1/namespaces/kube-system/configmaps', what: 'configmaps in kube-system', required: false },
+  ];
+  if (served[0]) sources.push({ path: `/apis/${served[0]}/servicecidrs`, what: 'servicecidrs', required: false });
+  if (groups.get('crd.projectcalico.org')?.includes('v1')) {
+    for (const r of ['ippools', 'ipamblocks', 'blockaffinities']) {
+      sources.push({ path: `/apis/crd.projectcalico.org/v1/${r}`, what: `${r}.crd.projectcalico.org`, required: false });
+    }
+  }
+  if (groups.get('operator.tigera.io')?.includes('v1')) {
+    sources.push({ path: '/apis/operator.tigera.io/v1/installations', what: 'installations.operator.tigera.io', required: false });
+  }
+
+  const gaps: string[] = [];
+  const lists = await Promise.all(sources.map(async (s) => {
+    const items: KubeObject[] = [];
+    try {
+      for await (const o of client.list(s.path)) items.push(s.slim ? s.slim(o) : o);
+    } catch (e) {
+      if (!s.required && e instanceof KubeApiError && (e.status === 403 || e.status === 404)) {
+        gaps.push(`could not list ${s.what} (${e.status === 403 ? 'forbidden' : 'not found'}): facts from them are missing`);
+        return [];
+      }
+      if (s.required && e instanceof KubeApiError && e.status === 403) {
+        throw new KubeApiError(e.method, e.path, e.status, e.reason,
+          `not allowed to list ${s.what} (403 Forbidden): kube-renumber needs the read permissions in deploy/rbac.yaml`);
+      }
+      throw e;
+    }
+    progress(`listed ${items.length} ${s.what}`);
+    return items;
+  }));
+
+  return {
+    source: { kind: 'live', context: client.context, server: client.server },
+    serverVersion: version?.gitVersion,
+    serviceCIDRApiVersions: served,
+    objects: lists.flat(),
+    configs: [],
+    gaps,
+  };
+}
