@@ -123,21 +123,25 @@ export function findConflicts(snap: Snapshot, opts: ConflictOptions = {}): Confl
     }
   }
 
-  // Well-known ranges and the user's own.
-  for (const g of groups) {
+  // Well-known ranges and the user's own, once per distinct CIDR whatever roles it plays. A tool's default
+  // (severity info) is reported only when the cluster range lies inside it, i.e. the cluster uses that default.
+  const byCidr = new Map<string, RangeGroup[]>();
+  for (const g of groups) byCidr.set(g.cidr, [...(byCidr.get(g.cidr) ?? []), g]);
+  for (const same of byCidr.values()) {
+    const g = same[0]!;
+    const a: ConflictSide = { cidr: g.cidr, what: same.map((x) => side(x).what).join('; ') };
     for (const k of CATALOG) {
       const kc = parseCidr(k.cidr);
       if (!overlaps(g.parsed, kc)) continue;
-      out.push({
-        severity: k.severity, kind: 'catalog', a: side(g), b: { cidr: k.cidr, what: k.name }, reason: k.reason,
-      });
+      if (k.severity === 'info' && !contains(kc, g.parsed)) continue;
+      out.push({ severity: k.severity, kind: 'catalog', a, b: { cidr: k.cidr, what: k.name }, reason: k.reason });
     }
-    for (const a of opts.avoid ?? []) {
-      const ac = tryParseCidr(a.cidr);
+    for (const av of opts.avoid ?? []) {
+      const ac = tryParseCidr(av.cidr);
       if (!ac || !overlaps(g.parsed, ac)) continue;
       out.push({
-        severity: 'warning', kind: 'avoid', a: side(g), b: { cidr: a.cidr, what: `avoided range (${a.from})` },
-        reason: a.reason || 'listed as a range to avoid',
+        severity: 'warning', kind: 'avoid', a, b: { cidr: av.cidr, what: `avoided range (${av.from})` },
+        reason: av.reason || 'listed as a range to avoid',
       });
     }
   }

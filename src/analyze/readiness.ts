@@ -36,7 +36,9 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
     facts.push({ id: 'service-cidr-api', ok: null,
       summary: v === undefined ? 'ServiceCIDR API: unknown (offline input without ServiceCIDR objects or version)'
         : v >= 33 ? `ServiceCIDR API: expected (v1 is on by default from 1.33; cluster is ${snap.kubernetesVersion})`
-          : `ServiceCIDR API: unknown; on ${snap.kubernetesVersion} it needs the MultiCIDRServiceAllocator gate` });
+          : v >= 29 ? `ServiceCIDR API: unknown; on ${snap.kubernetesVersion} it needs the MultiCIDRServiceAllocator gate and runtime-config`
+            : `ServiceCIDR API: not available on ${snap.kubernetesVersion} (needs 1.29+; on by default from 1.33): the service range `
+              + 'sits in a RangeAllocation bitmap that goes stale when the range changes' });
   }
 
   // kubernetes Service at the first IP of the service range.

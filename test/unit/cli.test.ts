@@ -6,17 +6,10 @@ import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { main, type Io } from '../../src/cli/main.ts';
+import { run } from './run-cli.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-export async function run(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const io: Io = { out: (s) => { out += s; }, err: (s) => { err += s; }, env: { HOME: '/nonexistent', ...env } };
-  const code = await main(argv, io);
-  return { code, out, err };
-}
 
 describe('calc', () => {
   it('reproduces seed 004 for the service range', async () => {

@@ -68,7 +68,10 @@ export function renderInspect(r: InspectReport, wide: boolean): string {
   add('node', r.nodeCIDRs);
   out += section('RANGES', rows.length ? table(['role', 'cidr', wide ? 'sources' : 'what'], rows) : 'none found\n');
 
-  const counts = SEVERITIES.map((s) => `${r.conflicts.filter((c) => c.severity === s).length} ${s}`).join(', ');
+  const counts = SEVERITIES.map((s) => {
+    const n = r.conflicts.filter((c) => c.severity === s).length;
+    return `${n} ${s === 'info' || n === 1 ? s : `${s}s`}`;
+  }).join(', ');
   out += section(`CONFLICTS (${counts})`, r.conflicts.length
     ? table(wide ? ['severity', 'range', 'is', 'overlaps', 'which is', 'why'] : ['severity', 'range', 'overlaps', 'why'],
       r.conflicts.map((c) => wide
