@@ -14,6 +14,12 @@ export const ExitCode = {
   unreachable: 4,
   /** The cluster refused us: unauthenticated (401) or not allowed (403). */
   forbidden: 5,
+  /** A step's verification (or `verify`) found the cluster not in the expected state; nothing further was changed. */
+  verifyFailed: 6,
+  /** apply/resume stopped at a gate that needs a person or a pipeline (the message says what to do); run `resume` after. */
+  gate: 7,
+  /** Another run holds the lock (a Lease in the cluster, or the local state lock). */
+  locked: 8,
   /** Internal error: a bug. Run with -v and report it. */
   internal: 70,
 } as const;

@@ -1,0 +1,145 @@
+/**
+ * The step runner, shared by every migration. Steps run in order; each one
+ *   1. checks the live state first (already done → skip: the cluster, not the journal, says what is done),
+ *   2. stops at a gate whose condition does not hold yet (a person or pipeline must act; `resume` re-checks),
+ *   3. asks for confirmation at a confirm step unless --yes,
+ *   4. backs up every object it will change (durably, before touching it),
+ *   5. applies (idempotently; transient API errors are retried with backoff inside the step),
+ *   6. verifies, and stops the run at the first failed verification,
+ * journaling each transition. A crash anywhere leaves a state from which `resume` continues: a step that
+ * was applied but not journaled is seen as done by its check.
+ */
+import type { KubeObject } from '../cluster/types.ts';
+import type { KubeClient } from '../kube/client.ts';
+import type { BackupStore } from './backup.ts';
+import { refKey, refOf } from './backup.ts';
+import { completedSteps, type Journal } from './journal.ts';
+
+export type DryRun = 'none' | 'client' | 'server';
+
+export interface StepContext {
+  client: KubeClient;
+  backups: BackupStore;
+  journal: Journal;
+  dryRun: DryRun;
+  log(msg: string): void;
+}
+
+export interface Step {
+  id: string;
+  title: string;
+  kind: 'action' | 'gate' | 'confirm';
+  /** Is this step's effect already in place (for a gate: does its condition hold)? Reads only. */
+  check(ctx: StepContext): Promise<boolean>;
+  /** The current objects this step will change or delete, to back up first. */
+  backup?(ctx: StepContext): Promise<KubeObject[]>;
+  apply?(ctx: StepContext): Promise<void>;
+  /** undefined when the effect is verified; else what is wrong. */
+  verify?(ctx: StepContext): Promise<string | undefined>;
+  /** Undo the step where the API allows; throw with the reason where it does not. */
+  rollback?(ctx: StepContext): Promise<void>;
+  /** For gates: what must be done before resume. */
+  instructions?: string[];
+}
+
+export type RunResult =
+  | { status: 'completed'; applied: number; skipped: number }
+  | { status: 'gate'; step: string; title: string; instructions: string[] }
+  | { status: 'declined'; step: string }
+  | { status: 'failed'; step: string; message: string };
+
+export interface RunOptions {
+  yes?: boolean;
+  confirm?: (question: string) => Promise<boolean>;
+  /** Test hook: called after each journaled transition; throwing simulates a crash there. */
+  afterEvent?: (event: string, step: string) => void;
+}
+
+export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions = {}): Promise<RunResult> {
+  let applied = 0;
+  let skipped = 0;
+  const mark = (event: string, step: string) => opts.afterEvent?.(event, step);
+  for (const step of steps) {
+    ctx.journal.append('step-start', { step: step.id, detail: step.title });
+    if (await step.check(ctx)) {
+      ctx.journal.append('step-skip', { step: step.id, detail: step.kind === 'gate' ? 'condition holds' : 'already done' });
+      skipped++;
+      mark('skip', step.id);
+      continue;
+    }
+    if (step.kind === 'gate') {
+      ctx.journal.append('gate', { step: step.id, detail: step.title });
+      return { status: 'gate', step: step.id, title: step.title, instructions: step.instructions ?? [] };
+    }
+    if (step.kind === 'confirm') {
+      const ok = opts.yes || (opts.confirm ? await opts.confirm(step.title) : false);
+      if (!ok) {
+        ctx.journal.append('confirm', { step: step.id, detail: 'declined or not confirmed (use --yes)' });
+        return { status: 'declined', step: step.id };
+      }
+      ctx.journal.append('step-done', { step: step.id, detail: 'confirmed' });
+      continue;
+    }
+    if (ctx.dryRun === 'client') {
+      ctx.log(`would ${step.title}`);
+      continue;
+    }
+    const objects = step.backup ? await step.backup(ctx) : [];
+    if (objects.length > 0) {
+      const files = objects.map((o) => ctx.backups.save(o));
+      ctx.journal.append('backup', { step: step.id, objects: objects.map((o) => refKey(refOf(o))), detail: `${files.length} file(s)` });
+      mark('backup', step.id);
+    }
+    try {
+      await step.apply?.(ctx);
+    } catch (e) {
+      const message = e instanceof Error ? e.message.split('\n')[0]! : String(e);
+      ctx.journal.append('step-failed', { step: step.id, detail: message });
+      return { status: 'failed', step: step.id, message: `${step.title}: ${message}` };
+    }
+    ctx.journal.append('applied', { step: step.id });
+    mark('applied', step.id);
+    if (ctx.dryRun === 'server') continue;
+    const problem = step.verify ? await step.verify(ctx) : undefined;
+    if (problem) {
+      ctx.journal.append('step-failed', { step: step.id, detail: problem });
+      return { status: 'failed', step: step.id, message: `${step.title}: ${problem}` };
+    }
+    ctx.journal.append('verified', { step: step.id });
+    ctx.journal.append('step-done', { step: step.id });
+    applied++;
+    mark('done', step.id);
+  }
+  return { status: 'completed', applied, skipped };
+}
+
+export interface RollbackResult {
+  undone: string[];
+  notUndone: Array<{ step: string; reason: string }>;
+}
+
+/** Undo completed steps in reverse order of completion, where each step can. */
+export async function rollbackSteps(steps: Step[], ctx: StepContext): Promise<RollbackResult> {
+  const byId = new Map(steps.map((s) => [s.id, s]));
+  const done = completedSteps(ctx.journal.entries()).reverse();
+  const result: RollbackResult = { undone: [], notUndone: [] };
+  ctx.journal.append('rollback-start', { detail: `${done.length} completed step(s)` });
+  for (const id of done) {
+    const step = byId.get(id);
+    if (!step || step.kind !== 'action') continue;
+    if (!step.rollback) {
+      result.notUndone.push({ step: id, reason: 'this step cannot be undone' });
+      continue;
+    }
+    try {
+      await step.rollback(ctx);
+      ctx.journal.append('rolled-back', { step: id });
+      result.undone.push(id);
+    } catch (e) {
+      const reason = e instanceof Error ? e.message.split('\n')[0]! : String(e);
+      ctx.journal.append('rollback-failed', { step: id, detail: reason });
+      result.notUndone.push({ step: id, reason });
+    }
+  }
+  return result;
+}

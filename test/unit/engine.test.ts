@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import { appendFileSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { BackupStore, backupFileName } from '../../src/engine/backup.ts';
+import { completedSteps, Journal, readJournal } from '../../src/engine/journal.ts';
+import { acquireLocalLock, LockedError } from '../../src/engine/lock.ts';
+import { isTransient, withRetry } from '../../src/engine/retry.ts';
+import { rollbackSteps, runSteps, type Step, type StepContext } from '../../src/engine/runner.ts';
+import { KubeApiError } from '../../src/kube/client.ts';
+
+const tmp = () => mkdtempSync(join(tmpdir(), 'kr-engine-'));
+const mode = (p: string) => statSync(p).mode & 0o777;
+
+function ctxIn(dir: string, run = 'r1'): StepContext {
+  return {
+    client: undefined as never,
+    backups: new BackupStore(join(dir, 'backups'), run),
+    journal: new Journal(join(dir, 'journal.jsonl'), run),
+    dryRun: 'none',
+    log: () => {},
+  };
+}
+
+describe('journal and backups', () => {
+  it('journal lines are durable JSON, 0600, and a torn last line is ignored', () => {
+    const d = tmp();
+    const j = new Journal(join(d, 'j.jsonl'), 'run-1');
+    j.append('step-start', { step: 'a' });
+    j.append('step-done', { step: 'a' });
+    appendFileSync(join(d, 'j.jsonl'), '{"ts":"2026-');
+    assert.equal(mode(join(d, 'j.jsonl')), 0o600);
+    const e = readJournal(join(d, 'j.jsonl'));
+    assert.deepEqual(e.map((x) => x.event), ['step-start', 'step-done']);
+    assert.deepEqual(completedSteps(e), ['a']);
+  });
+
+  it('backups are one 0600 file per object in a 0700 directory, and the first backup wins', () => {
+    const d = tmp();
+    const b = new BackupStore(join(d, 'b'), 'run-1');
+    const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'shop' }, spec: { clusterIP: '10.0.0.5' } };
+    const p = b.save(svc);
+    b.save({ ...svc, spec: { clusterIP: '10.9.9.9' } });
+    assert.equal(mode(join(d, 'b')), 0o700);
+    assert.equal(mode(p), 0o600);
+    assert.equal(readdirSync(join(d, 'b')).filter((f) => f.endsWith('.json')).length, 1);
+    assert.equal(b.load({ apiVersion: 'v1', kind: 'Service', namespace: 'shop', name: 'web' })?.spec.clusterIP, '10.0.0.5');
+    assert.equal(b.all().length, 1);
+    assert.equal(backupFileName({ apiVersion: 'networking.k8s.io/v1', kind: 'ServiceCIDR', name: 'kubernetes' }), 'networking.k8s.io_ServiceCIDR__cluster_kubernetes.json');
+  });
+});
+
+describe('local lock', () => {
+  it('stops a second holder and is released', () => {
+    const d = tmp();
+    const l = acquireLocalLock(join(d, 'lock'), 'me');
+    assert.equal(mode(join(d, 'lock')), 0o600);
+    // a live other pid (our parent) holds it
+    appendFileSync(join(d, 'lock2'), JSON.stringify({ pid: process.ppid, holder: 'other' }));
+    assert.throws(() => acquireLocalLock(join(d, 'lock2'), 'me'), LockedError);
+    l.release();
+    const again = acquireLocalLock(join(d, 'lock'), 'me');
+    again.release();
+  });
+
+  it('takes over a lock left by a dead process', () => {
+    const d = tmp();
+    appendFileSync(join(d, 'lock'), JSON.stringify({ pid: 2 ** 22 + 12345, holder: 'gone' }));
+    const l = acquireLocalLock(join(d, 'lock'), 'me');
+    l.release();
+  });
+});
+
+describe('retry', () => {
+  it('retries 429/5xx with growing delays, not 409 or 404', async () => {
+    const delays: number[] = [];
+    let n = 0;
+    const v = await withRetry(async () => {
+      if (++n < 4) throw new KubeApiError('PUT', '/x', n === 1 ? 429 : 503, undefined, 'busy');
+      return 'ok';
+    }, { sleep: async (ms) => { delays.push(ms); }, baseDelayMs: 100 });
+    assert.equal(v, 'ok');
+    assert.equal(delays.length, 3);
+    assert.ok(delays[2]! > delays[0]!);
+    assert.equal(isTransient(new KubeApiError('PUT', '/x', 409, 'Conflict', 'c')), false);
+    await assert.rejects(withRetry(async () => { throw new KubeApiError('GET', '/x', 404, 'NotFound', 'gone'); }, { sleep: async () => {} }), /gone/);
+    let tries = 0;
+    await assert.rejects(withRetry(async () => { tries++; throw new KubeApiError('GET', '/x', 500, undefined, 'boom'); }, { attempts: 3, sleep: async () => {} }), /boom/);
+    assert.equal(tries, 3);
+  });
+});
+
+/**
+ * A tiny world of named flags stands in for cluster state so the runner's control flow (skip, gate,
+ * confirm, verify, crash and resume, rollback) can be checked at every point.
+ */
+function world() {
+  const state = new Map<string, number>();
+  const applies: string[] = [];
+  const step = (id: string, extra: Partial<Step> = {}): Step => ({
+    id, title: `set ${id}`, kind: 'action',
+    check: async () => state.has(id),
+    backup: async () => [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: id, namespace: 'w' }, data: { v: String(state.get(id) ?? 'none') } }],
+    apply: async () => { applies.push(id); state.set(id, 1); },
+    verify: async () => (state.get(id) === 1 ? undefined : `${id} not set`),
+    rollback: async () => { state.delete(id); },
+    ...extra,
+  });
+  return { state, applies, step };
+}
+
+describe('runner', () => {
+  it('runs steps in order, skips what is done, journals every transition', async () => {
+    const w = world();
+    w.state.set('b', 1);
+    const c = ctxIn(tmp());
+    const r = await runSteps([w.step('a'), w.step('b'), w.step('c')], c);
+    assert.deepEqual(r, { status: 'completed', applied: 2, skipped: 1 });
+    assert.deepEqual(w.applies, ['a', 'c']);
+    const events = c.journal.entries().map((e) => `${e.event}:${e.step ?? ''}`);
+    assert.deepEqual(events.filter((e) => e.startsWith('step-skip')), ['step-skip:b']);
+    assert.ok(events.indexOf('backup:a') < events.indexOf('applied:a'));
+    assert.equal(c.backups.all().length, 2);
+  });
+
+  it('stops at a gate until its condition holds, and at a confirm step unless --yes', async () => {
+    const w = world();
+    const c = ctxIn(tmp());
+    let restarted = false;
+    const steps: Step[] = [
+      w.step('a'),
+      { id: 'gate', title: 'restart the apiservers', kind: 'gate', check: async () => restarted, instructions: ['do it'] },
+      { id: 'ok', title: 'continue to tier 2?', kind: 'confirm', check: async () => false },
+      w.step('b'),
+    ];
+    const r1 = await runSteps(steps, c);
+    assert.equal(r1.status, 'gate');
+    assert.deepEqual(w.applies, ['a']);
+    restarted = true;
+    const r2 = await runSteps(steps, c);
+    assert.equal(r2.status, 'declined');
+    const r3 = await runSteps(steps, c, { yes: true });
+    assert.equal(r3.status, 'completed');
+    assert.deepEqual(w.applies, ['a', 'b']);
+  });
+
+  it('stops at the first failed verification', async () => {
+    const w = world();
+    const c = ctxIn(tmp());
+    const bad = w.step('b', { apply: async () => { w.state.set('b', 2); } });
+    const r = await runSteps([w.step('a'), bad, w.step('c')], c);
+    assert.equal(r.status, 'failed');
+    assert.match((r as { message: string }).message, /b not set/);
+    assert.equal(w.state.has('c'), false);
+  });
+
+  it('a crash after any transition, then resume, ends in the same state with each step applied once', async () => {
+    const reference = world();
+    await runSteps(['a', 'b', 'c'].map((id) => reference.step(id)), ctxIn(tmp()));
+    for (const point of ['backup', 'applied', 'done', 'skip']) {
+      for (const at of ['a', 'b', 'c']) {
+        const w = world();
+        if (point === 'skip') w.state.set(at, 1);
+        const steps = ['a', 'b', 'c'].map((id) => w.step(id));
+        const c = ctxIn(tmp());
+        await assert.rejects(runSteps(steps, c, { afterEvent: (e, s) => { if (e === point && s === at) throw new Error('crash'); } }), /crash/);
+        const r = await runSteps(steps, c);
+        assert.equal(r.status, 'completed', `${point}@${at}`);
+        assert.deepEqual([...w.state.entries()].sort(), [...reference.state.entries()].sort(), `${point}@${at}`);
+        assert.equal(new Set(w.applies).size, w.applies.length, `no step applied twice (${point}@${at}): ${w.applies}`);
+        // the original state survives in the backups
+        assert.ok(c.backups.all().every((o) => o.data?.v === 'none' || point === 'skip'));
+      }
+    }
+  });
+
+  it('rolls back completed steps in reverse and reports what it cannot undo', async () => {
+    const w = world();
+    const c = ctxIn(tmp());
+    const order: string[] = [];
+    const steps = [
+      w.step('a', { rollback: async () => { order.push('a'); w.state.delete('a'); } }),
+      w.step('b', { rollback: undefined }),
+      w.step('c', { rollback: async () => { order.push('c'); w.state.delete('c'); } }),
+    ];
+    await runSteps(steps, c);
+    const r = await rollbackSteps(steps, c);
+    assert.deepEqual(order, ['c', 'a']);
+    assert.deepEqual(r.undone, ['c', 'a']);
+    assert.deepEqual(r.notUndone.map((x) => x.step), ['b']);
+    assert.deepEqual(completedSteps(c.journal.entries()), ['b']);
+  });
+});
