@@ -3,6 +3,7 @@ import { InputError } from '../cluster/files.ts';
 import { NetError } from '../net/index.ts';
 import { calcCommand } from './commands/calc.ts';
 import { inspectCommand } from './commands/inspect.ts';
+import { planCommand } from './commands/plan.ts';
 import { suggestCommand } from './commands/suggest.ts';
 import { ExitCode, UsageError, UserError } from './errors.ts';
 import { VERSION } from './version.ts';
@@ -54,7 +55,7 @@ const GLOBAL_HELP = `Global flags:
   -v, --verbose            progress on stderr, and a stack trace with any error
   -h, --help               help`;
 
-const COMMANDS: Command[] = [inspectCommand, calcCommand, suggestCommand];
+const COMMANDS: Command[] = [inspectCommand, calcCommand, suggestCommand, planCommand];
 
 function topHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

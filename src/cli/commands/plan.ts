@@ -1,0 +1,145 @@
+import { connect as tlsConnect } from 'node:tls';
+import { loadKubeConfig } from '../../kube/client.ts';
+import { buildServicePlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRATEGY, mappingCounts, type MigrationPlan, type Strategy, type TierOrder } from '../../plan/plan.ts';
+import { refusals } from '../../plan/preflight.ts';
+import { planToJson, planToMarkdown, planToYaml } from '../../plan/render.ts';
+import { DEFAULT_TIER_KEY } from '../../plan/service-mapping.ts';
+import { avoidList, durationFlag, intFlag, list, loadSnapshot, numberFlag, str } from '../common.ts';
+import { ExitCode, UsageError } from '../errors.ts';
+import type { Command, Io, Values } from '../main.ts';
+import { parseOutput, section, table } from '../output.ts';
+import { VERSION } from '../version.ts';
+
+const TIER_ORDERS: Record<string, TierOrder> = { asc: 'ascending', ascending: 'ascending', desc: 'descending', descending: 'descending' };
+
+export const planCommand: Command = {
+  name: 'plan',
+  summary: 'write the ordered, reviewable plan that moves the Service CIDR (changes nothing)',
+  usage: 'kube-renumber plan --service-cidr NEW [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
+    + '[--batch-size N] [--headroom X] [-o yaml|json|markdown|table]',
+  options: {
+    'service-cidr': { type: 'string' },
+    keep: { type: 'string', multiple: true },
+    strategy: { type: 'string' },
+    'tier-key': { type: 'string' },
+    'tier-order': { type: 'string' },
+    'batch-size': { type: 'string' },
+    headroom: { type: 'string' },
+    'apiserver-cert-san': { type: 'string', multiple: true },
+  },
+  help: `Flags:
+  --service-cidr NEW       the new Service CIDR; dual-stack: one per family, comma-separated (required)
+  --keep NS/NAME           keep this Service's ClusterIP (repeatable); LoadBalancer Services are always kept
+  --strategy S             recreate (delete and create at the new IP) or in-place (ExternalName round trip
+                           behind a bridge Service); default ${DEFAULT_STRATEGY}
+  --tier-key KEY           label (else annotation) holding each Service's tier (default ${DEFAULT_TIER_KEY})
+  --tier-order asc|desc    asc (default): tier 0 moves first; desc: for criticality labels where 1 is the
+                           most critical. Untiered Services move first.
+  --batch-size N           Services per step (default ${DEFAULT_BATCH_SIZE})
+  --headroom X             NEW must hold today's moved Service IPs times X (default ${DEFAULT_HEADROOM})
+  --apiserver-cert-san IP  the apiserver serving certificate's IP SANs, when read elsewhere (repeatable);
+                           live input reads them over TLS from the kubeconfig server
+
+Output: -o yaml is the file apply reads; markdown is for a change request; table (default) is a summary.
+Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
+2 the target is refused (bad CIDR or family, overlaps a known range, too small): one error line, no plan.`,
+  async run({ values, io }) {
+    const target = str(values, 'service-cidr');
+    if (!target) throw new UsageError('--service-cidr is required: the new Service CIDR, e.g. --service-cidr 172.24.0.0/15');
+    const output = parseOutput(str(values, 'output'), ['markdown', 'md']);
+    const strategyRaw = str(values, 'strategy') ?? DEFAULT_STRATEGY;
+    if (strategyRaw !== 'in-place' && strategyRaw !== 'recreate') throw new UsageError(`--strategy ${strategyRaw} must be in-place or recreate`);
+    const orderRaw = str(values, 'tier-order') ?? 'asc';
+    const tierOrder = TIER_ORDERS[orderRaw];
+    if (!tierOrder) throw new UsageError(`--tier-order ${orderRaw} must be asc or desc`);
+    const keep = list(values, 'keep').flatMap((k) => k.split(',')).map((k) => k.trim()).filter(Boolean);
+    for (const k of keep) if (!/^[^/\s]+\/[^/\s]+$/.test(k)) throw new UsageError(`--keep ${k} must be namespace/name`);
+    const avoid = avoidList(values, io);
+    const batchSize = intFlag(values, 'batch-size', 1, 10_000);
+    const headroom = numberFlag(values, 'headroom', 1);
+    const snap = await loadSnapshot(values, io);
+    let sans = list(values, 'apiserver-cert-san').flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+    if (sans.length === 0 && list(values, 'from-file').length === 0) {
+      const read = await readServingCertSANs(values, io);
+      if (read) sans = read;
+    }
+    const plan = buildServicePlan(snap, {
+      target,
+      keep,
+      strategy: strategyRaw as Strategy,
+      tierKey: str(values, 'tier-key'),
+      tierOrder,
+      batchSize,
+      headroom,
+      avoid,
+      apiserverCertSANs: sans.length > 0 ? sans : undefined,
+      generator: `kube-renumber ${VERSION}`,
+    });
+    const refused = refusals(plan.preflight);
+    if (refused.length > 0) {
+      throw new UsageError(`--service-cidr ${target} refused: ${refused.map((c) => c.message).join('; ')}`);
+    }
+    if (output === 'yaml') io.out(planToYaml(plan));
+    else if (output === 'json') io.out(planToJson(plan));
+    else if ((output as string) === 'markdown' || (output as string) === 'md') io.out(planToMarkdown(plan));
+    else io.out(renderPlanTable(plan, output === 'wide'));
+    const failed = plan.preflight.filter((c) => c.status === 'fail');
+    if (failed.length > 0) {
+      io.err(`${failed.length} pre-flight check(s) failed (${failed.map((c) => c.id).join(', ')}): the plan is printed for review; fix them before apply\n`);
+      return ExitCode.findings;
+    }
+    return ExitCode.ok;
+  },
+};
+
+/** The apiserver serving certificate's IP SANs, read over TLS from the kubeconfig server; undefined when not readable. */
+async function readServingCertSANs(values: Values, io: Io): Promise<string[] | undefined> {
+  let url: URL;
+  try {
+    const kc = loadKubeConfig({ kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'), env: io.env });
+    url = new URL(kc.getCurrentCluster()!.server);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'https:') return undefined;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const port = Number(url.port || 443);
+  const timeout = durationFlag(values, 'request-timeout') ?? 10_000;
+  return await new Promise<string[] | undefined>((resolve) => {
+    const isIP = /^[\d.]+$/.test(host) || host.includes(':');
+    const sock = tlsConnect({ host, port, rejectUnauthorized: false, ...(isIP ? {} : { servername: host }) }, () => {
+      const alt = sock.getPeerCertificate()?.subjectaltname ?? '';
+      sock.end();
+      const ips = alt.split(',').map((s) => s.trim()).filter((s) => s.startsWith('IP Address:')).map((s) => s.slice('IP Address:'.length));
+      if (values.verbose === true) io.err(`apiserver serving certificate at ${host}:${port}: IP SANs ${ips.join(', ') || 'none'}\n`);
+      resolve(ips);
+    });
+    sock.setTimeout(timeout, () => { sock.destroy(); resolve(undefined); });
+    sock.on('error', () => resolve(undefined));
+  });
+}
+
+export function renderPlanTable(plan: MigrationPlan, wide: boolean): string {
+  const sc = plan.spec.serviceCIDR;
+  const c = mappingCounts(plan);
+  const dns = plan.mapping.find((m) => m.isDNS);
+  const kube = plan.mapping.find((m) => m.isKubernetes);
+  let out = section('PLAN', table(['field', 'value'], [
+    ['service range', `${sc.from.join(', ')} -> ${sc.target.join(', ')} (flag afterwards: ${sc.to.join(',') || '?'})`],
+    ['kubernetes', `${plan.metadata.kubernetesVersion ?? 'unknown'} (${plan.metadata.distribution}), ${sc.apiVersion}`],
+    ['strategy', plan.spec.strategy],
+    ['services', `${c.move} move, ${c.keep} keep, ${c.skip} skip`],
+    ['cluster DNS', dns ? `${dns.namespace}/${dns.name} ${dns.from.join(',')} -> ${dns.to.join(',')}` : 'not found'],
+    ['default/kubernetes', kube ? `${kube.from.join(',')} -> ${kube.to.join(',')}` : 'not found'],
+    ['kept ranges', sc.kept.join(', ') || '-'],
+  ]));
+  out += section('PRE-FLIGHT', table(wide ? ['status', 'check', 'finding', 'fix'] : ['status', 'check', 'finding'],
+    plan.preflight.map((p) => (wide ? [p.status.toUpperCase(), p.id, p.message, p.fix] : [p.status.toUpperCase(), p.id, p.message]))));
+  const rows = plan.mapping.filter((m) => wide || m.action !== 'skip');
+  out += section(`MAPPING${wide ? '' : ' (skipped Services: -o wide)'}`, table(['action', 'service', 'type', 'tier', 'from', 'to'],
+    rows.map((m) => [m.action, `${m.namespace}/${m.name}${m.isDNS ? ' (DNS)' : ''}`, m.type, m.tier === null ? '-' : String(m.tier), m.from.join(',') || '-', m.to.join(',') || '-'])));
+  out += section('STEPS', plan.steps.length > 0
+    ? table(['#', 'step', 'kind', 'what'], plan.steps.map((s, i) => [i + 1, s.id, s.kind, (s.items ? `${s.items.length} item(s): ` : '') + (wide || s.description.length <= 100 ? s.description : `${s.description.slice(0, 99)}…`)]))
+    : 'none: the pre-flight checks stop the migration\n');
+  return out.trimEnd() + '\n';
+}

@@ -1,0 +1,482 @@
+/**
+ * The Service CIDR migration plan as data: pre-flight checks, the Service mapping, and the ordered steps
+ * with their gates. Pure: a function of (Snapshot, options). The engine (`apply`/`resume`) executes the
+ * steps; docs/plan.md explains the order.
+ */
+import type { AvoidRange } from '../analyze/catalog.ts';
+import type { Family, Snapshot } from '../cluster/types.ts';
+import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
+import { distroPatches, gateInstructions, type DistroPatch, type PatchContext } from './distro-patches.ts';
+import {
+  clusterChecks, distributionOf, proposeNonMasquerade, serviceCIDRApiState, targetChecks, type PreflightCheck,
+} from './preflight.ts';
+import {
+  currentServiceRanges, DEFAULT_TIER_KEY, keptRanges, mapServices, MIN_KEPT_PREFIX, serviceKey, type ServiceMapping,
+  type Tier,
+} from './service-mapping.ts';
+
+export const PLAN_API_VERSION = 'kube-renumber.io/v1';
+export const PLAN_KIND = 'MigrationPlan';
+export const DEFAULT_BATCH_SIZE = 20;
+export const DEFAULT_HEADROOM = 2;
+/**
+ * `recreate` (delete and create at the mapped IP: the seeds' way) until the data-plane issue proves
+ * `in-place` (ExternalName round trip behind a bridge); then flip this.
+ */
+export const DEFAULT_STRATEGY: Strategy = 'recreate';
+/** Prefix of every object the plan creates (ServiceCIDRs, bridge Services). */
+export const OBJECT_PREFIX = 'kube-renumber';
+/** Label on every object the plan creates. */
+export const MANAGED_LABEL = 'kube-renumber.io/managed';
+
+export type Strategy = 'in-place' | 'recreate';
+export type TierOrder = 'ascending' | 'descending';
+
+export interface PlanOptions {
+  /** NEW: one CIDR per family (array or comma-separated). */
+  target: string | readonly string[];
+  keep?: readonly string[];
+  strategy?: Strategy;
+  tierKey?: string;
+  /** ascending (default): tier 0 first; descending: for criticality labels where 1 is the most critical. */
+  tierOrder?: TierOrder;
+  batchSize?: number;
+  headroom?: number;
+  apiserverCertSANs?: readonly string[];
+  avoid?: readonly AvoidRange[];
+  /** Recorded in metadata.generator, e.g. "kube-renumber 0.1.0". */
+  generator?: string;
+}
+
+export type StepKind =
+  | 'gate'
+  | 'confirm'
+  | 'create-servicecidrs'
+  | 'move-services'
+  | 'drain-servicecidrs'
+  | 'sweep-services'
+  | 'move-kubernetes'
+  | 'remove-bridges'
+  | 'finalize-servicecidrs'
+  | 'verify';
+
+export const STEP_KINDS: readonly StepKind[] = [
+  'gate', 'confirm', 'create-servicecidrs', 'move-services', 'drain-servicecidrs', 'sweep-services', 'move-kubernetes',
+  'remove-bridges', 'finalize-servicecidrs', 'verify',
+];
+
+export interface StepItem {
+  namespace: string;
+  name: string;
+  from: string[];
+  to: string[];
+  /** Name (same namespace) of the bridge Service that keeps `from` answering until the bridges are removed. */
+  bridge?: string;
+}
+
+export interface ServiceCIDRSpec {
+  name: string;
+  cidrs: string[];
+  /** target: NEW until the apiserver's own `kubernetes` ServiceCIDR holds it; keep: kept IPs (permanent);
+   *  bridge: the old default/kubernetes IP while its bridge lives; old: a range being drained. */
+  purpose: 'target' | 'keep' | 'bridge' | 'old';
+}
+
+export interface Gate {
+  reason: string;
+  instructions: string[];
+  /** What `resume` verifies itself before continuing. */
+  check: string;
+  patches?: DistroPatch[];
+}
+
+export interface PlanStep {
+  id: string;
+  kind: StepKind;
+  description: string;
+  tier?: Tier;
+  gate?: Gate;
+  items?: StepItem[];
+  serviceCIDRs?: ServiceCIDRSpec[];
+  /** How to undo the step, or why it cannot be undone. */
+  rollback: string;
+}
+
+export interface MigrationPlan {
+  apiVersion: typeof PLAN_API_VERSION;
+  kind: typeof PLAN_KIND;
+  metadata: {
+    generatedFrom: string;
+    kubernetesVersion?: string;
+    distribution: string;
+    generator?: string;
+  };
+  spec: {
+    serviceCIDR: {
+      /** Every service range the cluster has today. */
+      from: string[];
+      /** The new --service-cluster-ip-range (flag order; a family NEW does not name keeps its range). */
+      to: string[];
+      /** NEW as requested. */
+      target: string[];
+      /** networking.k8s.io version the ServiceCIDR objects use. */
+      apiVersion: string;
+      /** ServiceCIDRs kept for the IPs that stay in the old range. */
+      kept: string[];
+      minKeptPrefix: { ipv4: number; ipv6: number };
+    };
+    strategy: Strategy;
+    options: { batchSize: number; headroom: number; tierKey: string; tierOrder: TierOrder; keep: string[] };
+  };
+  preflight: PreflightCheck[];
+  mapping: ServiceMapping[];
+  steps: PlanStep[];
+}
+
+/** A DNS-safe name for a ServiceCIDR derived from CIDRs: 172.24.0.0/15 → 172-24-0-0-15. */
+export function cidrSlug(cidrs: readonly string[]): string {
+  return cidrs.map((c) => c.toLowerCase().replace(/[:./]/g, '-')).join('-').replace(/^-+|-+$/g, '');
+}
+
+function fnv1a(s: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(16).padStart(8, '0');
+}
+
+/** The bridge Service holding a moved Service's old IPs: "<name>-kr-old", shortened with a hash to fit 63. */
+export function bridgeName(name: string): string {
+  const plain = `${name}-kr-old`;
+  if (plain.length <= 63) return plain;
+  return `${name.slice(0, 63 - 16).replace(/-+$/, '')}-${fnv1a(name)}-old`;
+}
+
+/** Orders tiers: untiered first, then numbers, then strings; numbers and strings by `order`. */
+export function compareTiers(a: Tier, b: Tier, order: TierOrder = 'ascending'): number {
+  const rank = (t: Tier) => (t === null ? 0 : typeof t === 'number' ? 1 : 2);
+  if (rank(a) !== rank(b)) return rank(a) - rank(b);
+  if (a === null || b === null) return 0;
+  const c = typeof a === 'number' && typeof b === 'number' ? a - b : String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
+  return order === 'descending' ? -c : c;
+}
+
+function sourceText(src: Snapshot['source']): string {
+  return src.kind === 'live' ? `live cluster ${src.server ?? ''}${src.context ? ` (context ${src.context})` : ''}`.trim() : `files: ${src.files.join(', ')}`;
+}
+
+function familyOf(a: string): Family {
+  return a.includes(':') ? 6 : 4;
+}
+
+/** --service-cluster-ip-range today: the apiserver flag, else ServiceCIDR/kubernetes, else configs, else every range. */
+export function currentFlag(snap: Snapshot): string[] {
+  const fromApi = snap.apiservers.find((a) => a.serviceClusterIPRange && a.serviceClusterIPRange.length > 0)?.serviceClusterIPRange;
+  if (fromApi) return [...fromApi];
+  const sc = snap.serviceCIDRs.find((s) => s.name === 'kubernetes');
+  if (sc && sc.cidrs.length > 0) return [...sc.cidrs];
+  if (snap.kubeadm?.serviceSubnet?.length) return [...snap.kubeadm.serviceSubnet];
+  if (snap.kops?.serviceClusterIPRange) return snap.kops.serviceClusterIPRange.split(',').map((s) => s.trim());
+  const byFamily = new Map<Family, string>();
+  for (const r of snap.ranges) if (r.role === 'service' && !byFamily.has(familyOf(r.cidr))) byFamily.set(familyOf(r.cidr), r.cidr);
+  return [...byFamily.values()];
+}
+
+const BRIDGE_NOTE = 'bridges carry only selector, ports and the label kube-renumber.io/managed (no addon-manager labels, no externalIPs)';
+
+/** Builds the plan. Never throws on cluster data; NetError only for values that cannot be planned at all. */
+export function buildServicePlan(snap: Snapshot, opts: PlanOptions): MigrationPlan {
+  const strategy = opts.strategy ?? DEFAULT_STRATEGY;
+  const tierKey = opts.tierKey ?? DEFAULT_TIER_KEY;
+  const tierOrder = opts.tierOrder ?? 'ascending';
+  const batchSize = opts.batchSize ?? DEFAULT_BATCH_SIZE;
+  const headroom = opts.headroom ?? DEFAULT_HEADROOM;
+  const keep = [...(opts.keep ?? [])];
+  const api = serviceCIDRApiState(snap);
+  const oldFlag = currentFlag(snap);
+
+  const plan: MigrationPlan = {
+    apiVersion: PLAN_API_VERSION,
+    kind: PLAN_KIND,
+    metadata: {
+      generatedFrom: sourceText(snap.source),
+      ...(snap.kubernetesVersion ? { kubernetesVersion: snap.kubernetesVersion } : {}),
+      distribution: snap.distribution.kind,
+      ...(opts.generator ? { generator: opts.generator } : {}),
+    },
+    spec: {
+      serviceCIDR: {
+        from: [], to: [], target: [],
+        apiVersion: `networking.k8s.io/${api.version ?? 'v1'}`,
+        kept: [],
+        minKeptPrefix: { ipv4: MIN_KEPT_PREFIX[4], ipv6: MIN_KEPT_PREFIX[6] },
+      },
+      strategy,
+      options: { batchSize, headroom, tierKey, tierOrder, keep },
+    },
+    preflight: [],
+    mapping: [],
+    steps: [],
+  };
+  plan.spec.serviceCIDR.from = currentServiceRanges(snap).map(formatCidr);
+
+  const tc = targetChecks(snap, { target: opts.target, avoid: opts.avoid });
+  plan.preflight = tc.checks;
+  if (!tc.target || tc.checks.some((c) => c.status === 'fail' && (c.id === 'target-parse' || c.id === 'target-family'))) return plan;
+  const target = tc.target;
+  plan.spec.serviceCIDR.target = [...target.values()].map(formatCidr);
+  const newFlag = oldFlag.length > 0
+    ? oldFlag.map((c) => { const t = target.get(familyOf(c)); return t ? formatCidr(t) : c; })
+    : [...target.values()].map(formatCidr);
+  plan.spec.serviceCIDR.to = newFlag;
+
+  const mapping = mapServices(snap, { target: opts.target, keep, tierKey });
+  plan.mapping = mapping;
+  plan.preflight = [...tc.checks, ...clusterChecks(snap, target, mapping, {
+    target: opts.target, strategy, headroom, apiserverCertSANs: opts.apiserverCertSANs, avoid: opts.avoid, keep,
+  })];
+
+  // ---- ServiceCIDRs ----
+  const olds = currentServiceRanges(snap, target);
+  const movedFamily = (a: string) => target.has(familyOf(a));
+  const insideNew = (a: string) => { try { const ip = parseIP(a); const t = target.get(ip.family); return !!t && contains(t, ip); } catch { return false; } };
+  const keptIPs = mapping.filter((m) => m.action === 'keep').flatMap((m) => m.from).filter((a) => movedFamily(a) && !insideNew(a));
+  const existing = snap.serviceCIDRs.filter((s) => s.name !== 'kubernetes' && !s.name.startsWith(`${OBJECT_PREFIX}-`) && !s.deleting);
+  const retained = existing.filter((s) => s.cidrs.some((c) => { const p = tryParseCidr(c); return !!p && keptIPs.some((a) => contains(p, parseIP(a))); }));
+  const retainedCidrs = retained.flatMap((s) => s.cidrs).map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c);
+  const kept = keptRanges(keptIPs, olds, { covered: retainedCidrs });
+  plan.spec.serviceCIDR.kept = kept;
+  const targetSC: ServiceCIDRSpec = { name: `${OBJECT_PREFIX}-${cidrSlug(newFlag)}`, cidrs: newFlag, purpose: 'target' };
+  const keptSC: ServiceCIDRSpec[] = kept.map((c) => ({ name: `${OBJECT_PREFIX}-keep-${cidrSlug([c])}`, cidrs: [c], purpose: 'keep' }));
+  const oldSC: ServiceCIDRSpec[] = [
+    { name: 'kubernetes', cidrs: (snap.serviceCIDRs.find((s) => s.name === 'kubernetes')?.cidrs ?? oldFlag), purpose: 'old' },
+    ...existing.filter((s) => !retained.includes(s)).map((s) => ({ name: s.name, cidrs: s.cidrs, purpose: 'old' as const })),
+  ];
+
+  if (api.state === 'unsupported') return plan; // preflight explains; nothing can be planned
+
+  // ---- context for patches and gates ----
+  const kube = mapping.find((m) => m.isKubernetes);
+  const dns = mapping.find((m) => m.isDNS);
+  const dnsMoves = !!dns && dns.action === 'move';
+  const kubeMoves = !!kube && kube.action === 'move';
+  const changed = (m: ServiceMapping | undefined) => m ? m.from.map((a, i) => [a, m.to[i]!] as const).filter(([a, b]) => a !== b) : [];
+  const ctx: PatchContext = {
+    oldFlag, newFlag,
+    ...(dnsMoves ? { oldDNS: changed(dns)[0]?.[0], newDNS: changed(dns)[0]?.[1] } : {}),
+    ...(kubeMoves ? { oldKubernetesIP: changed(kube)[0]?.[0], newKubernetesIP: changed(kube)[0]?.[1] } : {}),
+    ...(api.state === 'enable' ? { enableApi: api.version } : {}),
+  };
+  if (snap.kops?.nonMasqueradeCIDR) {
+    const nm = tryParseCidr(snap.kops.nonMasqueradeCIDR);
+    const out = [...target.values()].find((t) => nm && nm.family === t.family && !contains(nm, t));
+    if (out) ctx.nonMasqueradeCIDR = proposeNonMasquerade(snap, out) ?? '';
+  }
+  const patches = distroPatches(snap, ctx);
+  const patchesFor = (g: DistroPatch['gate']) => patches.filter((p) => p.gate === g);
+  const distro = distributionOf(snap);
+
+  const steps: PlanStep[] = [];
+  const push = (s: PlanStep) => steps.push(s);
+
+  if (api.state === 'enable') {
+    push({
+      id: 'enable-servicecidr-api', kind: 'gate',
+      description: `enable the ServiceCIDR API (networking.k8s.io/${api.version}) on every kube-apiserver and kube-controller-manager`,
+      gate: {
+        reason: `Kubernetes ${snap.kubernetesVersion ?? ''} serves ServiceCIDR only with feature gate MultiCIDRServiceAllocator and --runtime-config; kube-controller-manager runs the ServiceCIDR finalizer under the same gate`.replace('  ', ' '),
+        instructions: gateInstructions(snap, 'enable-servicecidr-api', ctx),
+        check: `the apiserver serves networking.k8s.io/${api.version} servicecidrs and ServiceCIDR/kubernetes exists and is Ready`,
+        patches: patchesFor('enable-servicecidr-api'),
+      },
+      rollback: 'remove the flags again and restart; harmless while no ServiceCIDR other than kubernetes exists',
+    });
+  }
+
+  push({
+    id: 'create-target-servicecidr', kind: 'create-servicecidrs',
+    description: `create ServiceCIDR ${targetSC.name} for ${newFlag.join(',')} so the new range can be allocated (upstream step 1)`,
+    serviceCIDRs: [targetSC],
+    rollback: `delete ServiceCIDR ${targetSC.name} (it stays Terminating while Services hold IPs in it)`,
+  });
+  if (keptSC.length > 0) {
+    push({
+      id: 'create-kept-servicecidrs', kind: 'create-servicecidrs',
+      description: `create ServiceCIDRs covering the ${keptIPs.length} kept IP(s) of the old range (${kept.join(', ')}; no smaller than /${MIN_KEPT_PREFIX[4]} IPv4, /${MIN_KEPT_PREFIX[6]} IPv6) so they stay valid when the old range is drained`,
+      serviceCIDRs: keptSC,
+      rollback: 'delete them (only while the old range still exists)',
+    });
+  }
+
+  // ---- tiers ----
+  const bridged = (m: ServiceMapping) => strategy === 'in-place' || m.isDNS;
+  const item = (m: ServiceMapping): StepItem => ({
+    namespace: m.namespace, name: m.name, from: [...m.from], to: [...m.to], ...(bridged(m) ? { bridge: bridgeName(m.name) } : {}),
+  });
+  const movable = mapping.filter((m) => m.action === 'move' && !m.isKubernetes && !m.isDNS);
+  const tiers: Tier[] = [];
+  for (const m of movable) if (!tiers.some((t) => t === m.tier)) tiers.push(m.tier);
+  tiers.sort((a, b) => compareTiers(a, b, tierOrder));
+  const how = strategy === 'in-place'
+    ? `in place: a bridge Service takes the same selector and ports, the Service goes ExternalName (its ClusterIP is released), the bridge takes the old IP, the Service returns to ClusterIP at the mapped IP; ${BRIDGE_NOTE}`
+    : 'recreate: back up, delete, create again at the mapped IP with the same spec (nodePorts kept); a short outage per Service';
+  let movedSoFar = 0;
+  tiers.forEach((tier, ti) => {
+    const inTier = movable.filter((m) => m.tier === tier).sort((a, b) => (serviceKey(a) < serviceKey(b) ? -1 : serviceKey(a) > serviceKey(b) ? 1 : 0));
+    const label = tier === null ? 'untiered' : `tier ${tier}`;
+    if (ti > 0) {
+      push({
+        id: `confirm-tier-${ti + 1}`, kind: 'confirm', tier,
+        description: `confirm before moving ${label} (${inTier.length} Service(s)); ${movedSoFar} moved so far`,
+        gate: { reason: 'tiers go lowest risk first: check the moved Services before the next tier', instructions: ['kube-renumber status', 'kube-renumber resume (apply --yes skips confirmations)'], check: 'none: a person confirms' },
+        rollback: 'nothing to undo',
+      });
+    }
+    for (let b = 0; b * batchSize < inTier.length; b++) {
+      const batch = inTier.slice(b * batchSize, (b + 1) * batchSize);
+      push({
+        id: `move-tier-${ti + 1}-batch-${b + 1}`, kind: 'move-services', tier,
+        description: `move ${batch.length} Service(s) of ${label}, batch ${b + 1} of ${Math.ceil(inTier.length / batchSize)} (${how})`,
+        items: batch.map(item),
+        rollback: 'restore each Service from its backup at its old IP (possible while the old range is not drained)',
+      });
+    }
+    movedSoFar += inTier.length;
+  });
+
+  if (dnsMoves) {
+    if (movedSoFar > 0) {
+      push({
+        id: 'confirm-dns', kind: 'confirm',
+        description: `confirm before moving the cluster DNS Service ${serviceKey(dns!)}`,
+        gate: { reason: 'every pod resolves through it: move it after the procedure has worked on every other Service', instructions: ['kube-renumber status', 'kube-renumber resume (apply --yes skips confirmations)'], check: 'none: a person confirms' },
+        rollback: 'nothing to undo',
+      });
+    }
+    push({
+      id: 'move-dns', kind: 'move-services',
+      description: `move the cluster DNS Service ${serviceKey(dns!)} ${dns!.from.join(',')} → ${dns!.to.join(',')}; a bridge keeps the old DNS IP answering for every pod `
+        + 'whose /etc/resolv.conf still names it, until all pods restarted (whatever the strategy)',
+      items: [item(dns!)],
+      rollback: 'restore it from its backup at its old IP and delete the bridge (before the old range is drained)',
+    });
+  }
+
+  // ---- apiservers ----
+  const sans = [ctx.oldKubernetesIP, ctx.newKubernetesIP].filter(Boolean).join(', ');
+  push({
+    id: 'restart-apiservers', kind: 'gate',
+    description: `restart every kube-apiserver with --service-cluster-ip-range=${newFlag.join(',')} and a serving certificate carrying ${sans || 'the new first IP'}`,
+    gate: {
+      reason: 'the apiserver gives default/kubernetes the first IP of its flag range and recreates ServiceCIDR/kubernetes from the flag; '
+        + (distro === 'kops' ? 'kOps changes the range, the DNS IP and the certificate in one spec edit and rolls the control plane' : 'the flag lives outside the API'),
+      instructions: gateInstructions(snap, 'restart-apiservers', ctx),
+      check: `every kube-apiserver pod runs with --service-cluster-ip-range=${newFlag.join(',')} (none left with ${oldFlag.join(',') || 'the old range'}), `
+        + `and every apiserver endpoint's serving certificate carries ${sans || 'the new first IP'} as IP SANs`,
+      patches: patchesFor('restart-apiservers'),
+    },
+    rollback: `restart the apiservers with --service-cluster-ip-range=${oldFlag.join(',')} again (patch "before" texts)`,
+  });
+
+  push({
+    id: 'drain-old-servicecidrs', kind: 'drain-servicecidrs',
+    description: `delete ServiceCIDR ${oldSC.map((s) => s.name).join(', ')}: each stays Terminating (finalizer networking.k8s.io/service-cidr-finalizer) while it holds IPs no other ServiceCIDR covers, and allocates no new IPs (upstream step 2)`,
+    serviceCIDRs: oldSC,
+    rollback: `a deleted ServiceCIDR cannot be restored: create ServiceCIDR ${OBJECT_PREFIX}-rollback-${cidrSlug(oldFlag)} with ${oldFlag.join(',')} to make the old range allocatable again`,
+  });
+
+  push({
+    id: 'sweep-stragglers', kind: 'sweep-services',
+    description: 'list Services again and move any that still has a ClusterIP in a drained range and is not kept (created or changed since the plan): '
+      + 'the same address rule against the addresses in use at that time; no bridge (an explicit IP inside a Terminating ServiceCIDR may be refused: measured on the testbed)',
+    rollback: 'as for move-services',
+  });
+
+  if (kubeMoves) {
+    const oldK = changed(kube).map(([a]) => a);
+    const coveredCidrs = [...kept, ...retainedCidrs.map(formatCidr)].map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c);
+    const bridgeCidrs = keptRanges(oldK.filter(movedFamily), olds, { covered: coveredCidrs });
+    const bridgeSC: ServiceCIDRSpec[] = bridgeCidrs.map((c) => ({ name: `${OBJECT_PREFIX}-bridge-${cidrSlug([c])}`, cidrs: [c], purpose: 'bridge' }));
+    push({
+      id: 'move-kubernetes', kind: 'move-kubernetes',
+      description: `${bridgeSC.length > 0 ? `create ServiceCIDR ${bridgeSC.map((s) => s.name).join(', ')} (so the old IP stays allocatable), ` : ''}`
+        + `delete Service default/kubernetes; the apiserver recreates it at ${kube!.to.join(',')} (upstream step 5); then create the selectorless bridge default/${bridgeName('kubernetes')} `
+        + `at ${oldK.join(',')} with an EndpointSlice copying default/kubernetes's endpoints, for pods whose KUBERNETES_SERVICE_HOST still names the old IP`,
+      items: [{ namespace: 'default', name: 'kubernetes', from: [...kube!.from], to: [...kube!.to], bridge: bridgeName('kubernetes') }],
+      serviceCIDRs: bridgeSC,
+      rollback: 'restart the apiservers with the old flag, then delete default/kubernetes again so it returns at the old first IP',
+    });
+  }
+
+  if (dnsMoves) {
+    const local = snap.clusterDNS.length > 0 && !snap.clusterDNS.includes(ctx.oldDNS ?? '');
+    push({
+      id: 'kubelet-cluster-dns', kind: 'gate',
+      description: local
+        ? `kubelets use a node-local DNS cache (${snap.clusterDNS.join(',')}): point its upstream at ${ctx.newDNS} (node-local-dns ConfigMap; kOps does it from kubeDNS.serverIP)`
+        : `change the kubelets' clusterDNS ${ctx.oldDNS} → ${ctx.newDNS} so new pods get the new nameserver`,
+      gate: {
+        reason: 'kubelets write clusterDNS into every new pod\'s /etc/resolv.conf; it is node configuration, outside the API',
+        instructions: gateInstructions(snap, 'kubelet-cluster-dns', ctx),
+        check: local
+          ? `the node-local DNS cache configuration names ${ctx.newDNS} as its upstream`
+          : `every Ready node's kubelet reports clusterDNS ${ctx.newDNS} (GET /api/v1/nodes/NODE/proxy/configz)`,
+        patches: patchesFor('kubelet-cluster-dns'),
+      },
+      rollback: 'put the old clusterDNS back (its bridge still answers until remove-bridges)',
+    });
+  }
+
+  push({
+    id: 'restart-workloads', kind: 'gate',
+    description: 'restart every pod so /etc/resolv.conf, KUBERNETES_SERVICE_HOST and <NAME>_SERVICE_HOST name the new IPs',
+    gate: {
+      reason: 'running pods keep the nameserver and the Service environment variables they started with; the bridges answer at the old IPs until this is done',
+      instructions: gateInstructions(snap, 'restart-workloads', ctx),
+      check: 'no running pod other than hostNetwork pods (dnsPolicy ClusterFirstWithHostNet included) started before move-kubernetes'
+        + (dnsMoves ? ' and kubelet-cluster-dns' : '') + ' finished',
+      patches: [],
+    },
+    rollback: 'nothing to undo',
+  });
+
+  const bridgeItems = steps.filter((s) => s.kind === 'move-services' || s.kind === 'move-kubernetes').flatMap((s) => s.items ?? []).filter((i) => i.bridge);
+  const bridgeSCs = steps.filter((s) => s.kind === 'move-kubernetes').flatMap((s) => s.serviceCIDRs ?? []);
+  push({
+    id: 'remove-bridges', kind: 'remove-bridges',
+    description: `delete the ${bridgeItems.length} bridge Service(s) at old IPs${bridgeSCs.length > 0 ? ` and ServiceCIDR ${bridgeSCs.map((s) => s.name).join(', ')}` : ''}; the old range then holds no IPs outside the kept ServiceCIDRs`,
+    items: bridgeItems.map((i) => ({ namespace: i.namespace, name: i.bridge!, from: [...i.from], to: [] })),
+    serviceCIDRs: bridgeSCs,
+    rollback: 'recreate a bridge from its backup while its old IP is still allocatable (a kept or bridge ServiceCIDR covers it)',
+  });
+
+  push({
+    id: 'finalize-servicecidrs', kind: 'finalize-servicecidrs',
+    description: `wait until the old ServiceCIDR/kubernetes is gone and the apiserver has recreated it with ${newFlag.join(',')}; `
+      + 'if it came back with the old range (an apiserver still on the old flag recreated it), delete it again; '
+      + `then delete ServiceCIDR ${targetSC.name} (upstream step 6)`,
+    serviceCIDRs: [targetSC],
+    rollback: `create ServiceCIDR ${targetSC.name} again (harmless: ServiceCIDRs may overlap)`,
+  });
+
+  push({
+    id: 'verify', kind: 'verify',
+    description: 'check the end state: every moved Service at its mapped IP with its spec otherwise unchanged (against the backups) and EndpointSlices present; '
+      + `default/kubernetes at ${kube?.to.join(',') ?? 'the new first IP'}; ServiceCIDR/kubernetes is ${newFlag.join(',')} and Ready; `
+      + `${kept.length > 0 ? `kept ServiceCIDRs ${kept.join(', ')} Ready and kept Services unchanged; ` : ''}`
+      + 'headless and ExternalName Services untouched; no IPAddress left in a drained range outside the kept ServiceCIDRs; no bridge left',
+    rollback: 'nothing to undo',
+  });
+
+  plan.steps = steps;
+  return plan;
+}
+
+/** Counts for summaries. */
+export function mappingCounts(plan: Pick<MigrationPlan, 'mapping'>): { move: number; keep: number; skip: number } {
+  const c = { move: 0, keep: 0, skip: 0 };
+  for (const m of plan.mapping) c[m.action]++;
+  return c;
+}

@@ -1,0 +1,458 @@
+/**
+ * Pre-flight checks of a Service CIDR migration. Pure: every input (including the apiserver certificate's
+ * SANs, which need a TLS read) is passed in. Each check says pass / warn / fail, what it saw, and the fix.
+ * Checks marked `target: true` judge NEW itself: when one fails the target is refused (the CLI exits 2 and
+ * prints no plan).
+ */
+import { addressPlan, nodePodCoverage } from '../analyze/addressing.ts';
+import { CATALOG, type AvoidRange } from '../analyze/catalog.ts';
+import type { Family, Snapshot } from '../cluster/types.ts';
+import { parseVersion } from '../cluster/version.ts';
+import {
+  bits, contains, familyName, formatCidr, formatIP, NetError, overlaps, parseCidr, parseIP, supernet, tryParseCidr,
+  type Cidr,
+} from '../net/index.ts';
+import {
+  assignableCount, currentServiceRanges, firstIP, isKubernetesService, mapServices, parseTarget, serviceKey, type ServiceMapping,
+} from './service-mapping.ts';
+
+export type CheckStatus = 'pass' | 'warn' | 'fail';
+
+export interface PreflightCheck {
+  id: string;
+  status: CheckStatus;
+  message: string;
+  /** What to do about it ('' when nothing). */
+  fix: string;
+  /** True for checks that judge the requested target itself: a failure refuses the target. */
+  target?: boolean;
+}
+
+export interface PreflightOptions {
+  target: string | readonly string[];
+  strategy?: 'in-place' | 'recreate';
+  /** Multiplier on today's moved Service count NEW must hold (default 2). */
+  headroom?: number;
+  /** IP SANs of the apiserver serving certificate; undefined when not read (offline). */
+  apiserverCertSANs?: readonly string[];
+  avoid?: readonly AvoidRange[];
+  keep?: readonly string[];
+}
+
+/** The largest service range the apiserver flag accepts: IPv4 /12 (2^20 addresses), IPv6 /108. */
+export const SERVICE_RANGE_MAX_SIZE: Readonly<Record<Family, number>> = { 4: 12, 6: 108 };
+
+/** Minor version of a "v1.29.3"-style string. */
+export function minorOf(version: string | undefined): number | undefined {
+  if (!version) return undefined;
+  const v = parseVersion(version);
+  return v && v[0] === 1 ? v[1] : undefined;
+}
+
+/** Which ServiceCIDR API version a cluster of this minor serves once enabled. */
+export function serviceCIDRVersionFor(minor: number): 'v1' | 'v1beta1' | 'v1alpha1' | undefined {
+  if (minor >= 33) return 'v1';
+  if (minor >= 31) return 'v1beta1';
+  if (minor >= 29) return 'v1alpha1';
+  return undefined;
+}
+
+/** How the plan gets the ServiceCIDR API: already served, enabled at a gate, or impossible. */
+export interface ServiceCIDRApiState {
+  /** 'served': use it; 'enable': the plan opens with a gate enabling it; 'unknown': offline, apply checks; 'unsupported': stop. */
+  state: 'served' | 'enable' | 'unknown' | 'unsupported';
+  /** networking.k8s.io/<version> to use. */
+  version?: 'v1' | 'v1beta1' | 'v1alpha1';
+  minor?: number;
+}
+
+export function serviceCIDRApiState(snap: Snapshot): ServiceCIDRApiState {
+  const minor = minorOf(snap.kubernetesVersion);
+  const fromObjects = snap.serviceCIDRs[0]?.apiVersion?.split('/').pop();
+  const served = snap.serviceCIDRApi ?? (fromObjects && ['v1', 'v1beta1', 'v1alpha1'].includes(fromObjects) ? fromObjects : undefined);
+  if (served) return { state: 'served', version: served as 'v1', minor };
+  const version = minor === undefined ? undefined : serviceCIDRVersionFor(minor);
+  if (minor !== undefined && version === undefined) return { state: 'unsupported', minor };
+  if (snap.serviceCIDRApi === null) return version ? { state: 'enable', version, minor } : { state: 'unknown', minor };
+  // Unknown (offline without evidence).
+  if (version === 'v1') return { state: 'unknown', version, minor };
+  return version ? { state: 'enable', version, minor } : { state: 'unknown', minor };
+}
+
+interface Obstacle {
+  cidr: Cidr;
+  what: string;
+}
+
+/**
+ * Everything NEW must not overlap: the cluster's own ranges (the current service range included; the kOps
+ * nonMasqueradeCIDR excepted, NEW belongs inside it), node podCIDRs, node addresses, catalog entries of
+ * severity error or warning, and --avoid ranges.
+ */
+export function targetObstacles(snap: Snapshot, avoid: readonly AvoidRange[], target: Map<Family, Cidr>): Obstacle[] {
+  const out: Obstacle[] = [];
+  const ROLE: Record<string, string> = { service: 'the current service range', pod: 'pod range', pool: 'Calico pool', node: 'node network' };
+  for (const g of addressPlan(snap)) {
+    if (g.role === 'masquerade') continue;
+    // A ServiceCIDR for NEW (or part of it) added by an earlier run is the target itself, not an obstacle.
+    const t = target.get(g.parsed.family);
+    if (g.role === 'service' && t && contains(t, g.parsed) && g.sources.every((s) => s.startsWith('ServiceCIDR/'))) continue;
+    out.push({ cidr: g.parsed, what: `${ROLE[g.role] ?? g.role} (${g.sources.join(', ')})` });
+  }
+  for (const c of nodePodCoverage(snap)) out.push({ cidr: c, what: 'node podCIDRs' });
+  for (const n of snap.nodes) {
+    for (const a of [...n.internalIPs, ...n.externalIPs]) {
+      const c = tryParseCidr(a.includes(':') ? `${a}/128` : `${a}/32`);
+      if (c) out.push({ cidr: c, what: `address of node ${n.name}` });
+    }
+  }
+  for (const k of CATALOG) {
+    if (k.severity === 'info') continue;
+    out.push({ cidr: parseCidr(k.cidr), what: `${k.name}: ${k.reason}` });
+  }
+  for (const a of avoid) {
+    const c = tryParseCidr(a.cidr);
+    if (c) out.push({ cidr: c, what: `avoided range (${a.from})${a.reason ? `: ${a.reason}` : ''}` });
+  }
+  return out;
+}
+
+function summarize(xs: string[], max = 3): string {
+  return xs.length <= max ? xs.join(', ') : `${xs.slice(0, max).join(', ')} and ${xs.length - max} more`;
+}
+
+/** Checks that judge NEW alone (parse, family, overlaps). Returns the parsed target when it parses. */
+export function targetChecks(snap: Snapshot, opts: PreflightOptions): { checks: PreflightCheck[]; target?: Map<Family, Cidr> } {
+  const checks: PreflightCheck[] = [];
+  let target: Map<Family, Cidr>;
+  try {
+    target = parseTarget(opts.target);
+  } catch (e) {
+    if (!(e instanceof NetError)) throw e;
+    checks.push({ id: 'target-parse', status: 'fail', target: true, message: e.message, fix: 'give NEW as address/prefix, e.g. --service-cidr 172.24.0.0/15 (one CIDR per family, comma-separated for dual-stack)' });
+    return { checks };
+  }
+  const newText = [...target.values()].map(formatCidr).join(',');
+  checks.push({ id: 'target-parse', status: 'pass', target: true, message: `new Service CIDR ${newText}`, fix: '' });
+
+  // Family: NEW may only name families the cluster's service ranges use.
+  const current = currentServiceRanges(snap, target);
+  const families = new Set<Family>([...current.map((c) => c.family), ...snap.services.flatMap((s) => s.clusterIPs.map((a) => (a.includes(':') ? 6 : 4) as Family))]);
+  const extra = [...target.keys()].filter((f) => families.size > 0 && !families.has(f));
+  if (extra.length > 0) {
+    checks.push({
+      id: 'target-family', status: 'fail', target: true,
+      message: `${newText} adds ${extra.map(familyName).join(' and ')}, which the cluster's service range does not use (${current.map(formatCidr).join(', ') || 'none known'})`,
+      fix: 'renumbering keeps the families the cluster has: give one CIDR per family the cluster uses (converting to dual-stack is a different change)',
+    });
+  } else {
+    const kept = [...families].filter((f) => !target.has(f));
+    checks.push({
+      id: 'target-family', status: 'pass', target: true,
+      message: kept.length > 0
+        ? `${newText} replaces the ${[...target.keys()].map(familyName).join('/')} range; the ${kept.map(familyName).join('/')} range and addresses stay as they are`
+        : `${newText} matches the cluster's address families`,
+      fix: '',
+    });
+  }
+
+  // Overlaps (an obstacle inside another one that is hit, e.g. a node address inside the node network, is not repeated).
+  const hits: string[] = [];
+  for (const t of target.values()) {
+    const hit = targetObstacles(snap, opts.avoid ?? [], target).filter((o) => o.cidr.family === t.family && overlaps(t, o.cidr));
+    const shown = hit.filter((o, i) => !hit.some((p, j) => j !== i && contains(p.cidr, o.cidr) && (p.cidr.prefix < o.cidr.prefix || j < i)));
+    for (const o of shown) hits.push(`${formatCidr(t)} overlaps ${formatCidr(o.cidr)} (${o.what})`);
+  }
+  checks.push(hits.length > 0
+    ? {
+      id: 'target-conflicts', status: 'fail', target: true,
+      message: summarize(hits, 4),
+      fix: 'choose a range that overlaps nothing the cluster uses or must reach: `kube-renumber suggest --for services` finds one',
+    }
+    : {
+      id: 'target-conflicts', status: 'pass', target: true,
+      message: `${newText} overlaps no cluster range, node address, well-known network or --avoid range`, fix: '',
+    });
+
+  // Tool defaults (catalog info): not refused, but other clusters built on defaults collide.
+  const defaults = [...target.values()].flatMap((t) => CATALOG.filter((k) => k.severity === 'info' && overlaps(t, parseCidr(k.cidr))).map((k) => `${k.cidr} (${k.name})`));
+  if (defaults.length > 0) {
+    checks.push({
+      id: 'target-defaults', status: 'warn', target: false,
+      message: `${newText} overlaps a tool's default range: ${defaults.join(', ')}; other clusters built on defaults use it too`,
+      fix: 'fine for an isolated cluster; pick another range if this cluster will be peered or joined by a VPN to others',
+    });
+  }
+  return { checks, target };
+}
+
+/** The size check: NEW holds today's moved Services times headroom, and the apiserver accepts its size. */
+export function sizeCheck(target: Map<Family, Cidr>, mapping: readonly ServiceMapping[], headroom: number): PreflightCheck {
+  const problems: string[] = [];
+  const fine: string[] = [];
+  for (const [f, t] of target) {
+    if (t.prefix < SERVICE_RANGE_MAX_SIZE[f]) {
+      problems.push(`${formatCidr(t)} is larger than the apiserver accepts for --service-cluster-ip-range (/${SERVICE_RANGE_MAX_SIZE[f]} at most for ${familyName(f)})`);
+      continue;
+    }
+    // Addresses that must live in NEW: every ClusterIP of this family except those kept by policy
+    // (LoadBalancer, --keep): moved ones (default/kubernetes included), those already there, those NEW had no room for.
+    let used = 0;
+    for (const m of mapping) {
+      if (m.action === 'skip' || m.keptBecause === 'load-balancer' || m.keptBecause === 'keep-flag') continue;
+      for (const a of m.from) {
+        try { if (parseIP(a).family === f) used++; } catch { /* not an address */ }
+      }
+    }
+    const need = BigInt(Math.ceil(Math.max(used, 1) * headroom));
+    const have = assignableCount(t) + 1n; // + the first IP, which default/kubernetes takes
+    const line = `${formatCidr(t)}: ${have} usable addresses for ${used} Service IPs (x${headroom} headroom = ${need})`;
+    if (have < need) problems.push(line); else fine.push(line);
+  }
+  return problems.length > 0
+    ? { id: 'target-size', status: 'fail', target: true, message: problems.join('; '), fix: 'choose a larger range (`kube-renumber suggest --for services`), or lower --headroom (1 = no room to grow)' }
+    : { id: 'target-size', status: 'pass', target: true, message: fine.join('; '), fix: '' };
+}
+
+/** The distribution family whose procedure the plan follows: kubespray is kubeadm underneath. */
+export function distributionOf(snap: Snapshot): 'kops' | 'kubeadm' | 'k3s' | 'generic' {
+  const d = snap.distribution.kind;
+  if (d === 'kops' || snap.kops) return 'kops';
+  if (d === 'kubeadm' || d === 'kubespray' || snap.kubeadm) return 'kubeadm';
+  if (d === 'k3s') return 'k3s';
+  return 'generic';
+}
+
+/** The certificate fix, per distribution. */
+export function certFix(snap: Snapshot, newFirst: string, oldFirst: string | undefined): string {
+  const both = [newFirst, oldFirst].filter(Boolean).join(',');
+  switch (distributionOf(snap)) {
+    case 'kubeadm':
+      return `on every control-plane node: add ${both} to apiServer.certSANs in the kubeadm ClusterConfiguration (kubectl -n kube-system get cm kubeadm-config -o jsonpath='{.data.ClusterConfiguration}' > kubeadm.yaml), `
+        + 'move /etc/kubernetes/pki/apiserver.crt and apiserver.key aside, run `kubeadm init phase certs apiserver --config kubeadm.yaml` '
+        + `(or --apiserver-cert-extra-sans=${both}), then restart kube-apiserver`;
+    case 'kops':
+      return `add ${both} to ${snap.kops?.layout === 'legacy' ? 'spec.additionalSans' : 'spec.api.additionalSANs'} (kops edit cluster), then kops update cluster --yes and `
+        + 'kops rolling-update cluster --instance-group-roles=control-plane --yes (kOps issues the serving certificate when the control plane rolls)';
+    case 'k3s':
+      return `add --tls-san=${both} to every k3s server (config.yaml tls-san) and restart k3s; k3s regenerates the serving certificate`;
+    default:
+      return `reissue the kube-apiserver serving certificate with ${both} as IP SANs, the way this cluster's certificates are managed, then restart every kube-apiserver`;
+  }
+}
+
+/** Every check other than the target ones. */
+export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping: readonly ServiceMapping[], opts: PreflightOptions): PreflightCheck[] {
+  const checks: PreflightCheck[] = [];
+  checks.push(sizeCheck(target, mapping, opts.headroom ?? 2));
+
+  // ServiceCIDR API.
+  const api = serviceCIDRApiState(snap);
+  const v = snap.kubernetesVersion ?? 'unknown version';
+  switch (api.state) {
+    case 'served':
+      checks.push({ id: 'servicecidr-api', status: 'pass', message: `ServiceCIDR API served (networking.k8s.io/${api.version}) on ${v}`, fix: '' });
+      break;
+    case 'enable':
+      checks.push({
+        id: 'servicecidr-api', status: 'warn',
+        message: `ServiceCIDR API not served on ${v}: the plan opens with a gate enabling networking.k8s.io/${api.version}`
+          + (api.version === 'v1' ? '' : ' (feature gate MultiCIDRServiceAllocator and --runtime-config)'),
+        fix: api.version === 'v1'
+          ? 'enable it: --runtime-config=networking.k8s.io/v1=true on every kube-apiserver (it is on by default from 1.33)'
+          : `enable feature gate MultiCIDRServiceAllocator=true on kube-apiserver and kube-controller-manager and --runtime-config=networking.k8s.io/${api.version}=true (see step enable-servicecidr-api)`,
+      });
+      break;
+    case 'unknown':
+      checks.push({
+        id: 'servicecidr-api', status: 'warn',
+        message: api.version === 'v1'
+          ? `ServiceCIDR API not checked (offline): expected, networking.k8s.io/v1 is on by default on ${v}`
+          : 'ServiceCIDR API not checked (offline) and the Kubernetes version is unknown',
+        fix: 'plan against the live cluster, or apply checks it before the first step',
+      });
+      break;
+    case 'unsupported':
+      checks.push({
+        id: 'servicecidr-api', status: 'fail',
+        message: `Kubernetes ${v} has no ServiceCIDR API (it arrived as v1alpha1 in 1.29): the service range lives only in the apiserver flag, `
+          + 'and the allocator keeps a bitmap in a RangeAllocation object in etcd that goes stale when the range changes ("range is full"); '
+          + 'Zendesk (seed 003) had to patch kube-proxy and the apiserver and delete that object with kube-controller-manager stopped',
+        fix: 'upgrade to 1.29+ (1.33+ serves networking.k8s.io/v1 by default), then plan again; kube-renumber does not migrate without the ServiceCIDR API',
+      });
+      break;
+  }
+
+  // Apiserver serving certificate.
+  const kube = mapping.find((m) => m.isKubernetes);
+  const primary = kube?.to[0] ?? (() => {
+    const t = [...target.values()][0]!;
+    return formatIP(firstIP(t));
+  })();
+  const oldFirst = kube?.from[0];
+  const newFirsts = [...target.values()].map((t) => formatIP(firstIP(t)));
+  const wanted = kube ? kube.to.filter((a, i) => a !== kube.from[i]) : newFirsts.slice(0, 1);
+  if (opts.apiserverCertSANs === undefined) {
+    checks.push({
+      id: 'apiserver-cert-san', status: 'warn',
+      message: `not checked (offline): the apiserver serving certificate must carry ${wanted.join(', ') || primary} (the new default/kubernetes IP) before pods use it`,
+      fix: certFix(snap, wanted.join(',') || primary, oldFirst),
+    });
+  } else {
+    const sans = new Set(opts.apiserverCertSANs.map((s) => { try { return formatIP(parseIP(s)); } catch { return s; } }));
+    const missing = wanted.filter((a) => !sans.has(a));
+    checks.push(missing.length === 0
+      ? { id: 'apiserver-cert-san', status: 'pass', message: `the apiserver serving certificate carries ${wanted.join(', ') || primary}`, fix: '' }
+      : {
+        id: 'apiserver-cert-san', status: 'fail',
+        message: `the apiserver serving certificate lacks ${missing.join(', ')}: pods reaching default/kubernetes at its new IP would fail TLS verification (x509)`,
+        fix: certFix(snap, missing.join(','), oldFirst),
+      });
+  }
+
+  // Admission: DenyServiceExternalIPs and the strategy.
+  const plugins = new Set(snap.apiservers.flatMap((a) => a.admissionPlugins ?? []));
+  const moved = new Set(mapping.filter((m) => m.action === 'move' && !m.isKubernetes).map(serviceKey));
+  const withExternal = snap.services.filter((s) => moved.has(serviceKey(s)) && s.externalIPs.length > 0).map(serviceKey);
+  if (plugins.has('DenyServiceExternalIPs')) {
+    if ((opts.strategy ?? 'recreate') === 'recreate' && withExternal.length > 0) {
+      checks.push({
+        id: 'admission', status: 'fail',
+        message: `DenyServiceExternalIPs is enabled and strategy recreate would create ${summarize(withExternal)} again with spec.externalIPs, which it rejects`,
+        fix: 'use --strategy in-place (updates keep existing externalIPs), or --keep these Services',
+      });
+    } else {
+      checks.push({
+        id: 'admission', status: 'pass',
+        message: 'DenyServiceExternalIPs is enabled; no step sets spec.externalIPs (in-place keeps existing ones unchanged, bridges carry none)',
+        fix: '',
+      });
+    }
+  } else {
+    checks.push({
+      id: 'admission', status: 'pass',
+      message: `no admission plugin known to reject the changes (no strategy needs spec.externalIPs)${snap.apiservers.length === 0 ? '; apiserver flags not seen' : ''}; validating webhooks on Services are checked by apply --dry-run=server`,
+      fix: '',
+    });
+  }
+
+  // HA apiservers must agree on the range.
+  const ranges = new Map<string, string[]>();
+  for (const a of snap.apiservers) {
+    const k = (a.serviceClusterIPRange ?? []).join(',') || '(unset)';
+    ranges.set(k, [...(ranges.get(k) ?? []), a.pod]);
+  }
+  if (snap.apiservers.length === 0) {
+    checks.push({
+      id: 'apiservers-agree', status: 'warn',
+      message: 'no kube-apiserver pods seen (managed control plane, or not readable): the apiserver restart gate cannot be checked from their flags',
+      fix: 'a managed control plane (EKS, GKE, AKS) cannot change its service range; elsewhere grant read access to kube-system pods',
+    });
+  } else if (ranges.size > 1) {
+    checks.push({
+      id: 'apiservers-agree', status: 'fail',
+      message: `kube-apiservers disagree on --service-cluster-ip-range: ${[...ranges].map(([r, pods]) => `${r} (${summarize(pods, 2)})`).join(' vs ')}`,
+      fix: 'finish (or undo) the rollout that changed the flag so every apiserver has the same range, then plan again',
+    });
+  } else {
+    checks.push({
+      id: 'apiservers-agree', status: 'pass',
+      message: `${snap.apiservers.length} kube-apiserver(s), all with --service-cluster-ip-range=${[...ranges.keys()][0]}`, fix: '',
+    });
+  }
+
+  // --keep names.
+  if ((opts.keep ?? []).length > 0) {
+    const known = new Set(snap.services.map(serviceKey));
+    const bad = (opts.keep ?? []).filter((k) => !/^[^/]+\/[^/]+$/.test(k) || !known.has(k));
+    const kube2 = (opts.keep ?? []).filter((k) => isKubernetesService({ namespace: k.split('/')[0] ?? '', name: k.split('/')[1] ?? '' }));
+    if (bad.length > 0) {
+      checks.push({ id: 'keep', status: 'fail', message: `--keep names no Service: ${bad.join(', ')}`, fix: 'give existing Services as namespace/name' });
+    } else if (kube2.length > 0) {
+      checks.push({ id: 'keep', status: 'warn', message: '--keep default/kubernetes is ignored: its IP is always the first IP of the apiserver flag range', fix: 'remove it from --keep' });
+    } else {
+      checks.push({ id: 'keep', status: 'pass', message: `${opts.keep!.length} Service(s) kept by --keep`, fix: '' });
+    }
+  }
+
+  // Cluster DNS.
+  const dns = mapping.find((m) => m.isDNS);
+  if (!snap.dnsService || !dns) {
+    checks.push({
+      id: 'cluster-dns', status: 'warn',
+      message: 'cluster DNS Service not found (no Service at the kubelets\' clusterDNS, none selecting k8s-app=kube-dns): no DNS step is planned',
+      fix: 'include the kubelet configuration (kubeadm kubelet-config ConfigMap, kOps spec) and kube-system Services in the input',
+    });
+  } else {
+    const local = snap.clusterDNS.length > 0 && !snap.clusterDNS.some((a) => dns.from.includes(a));
+    checks.push({
+      id: 'cluster-dns', status: 'pass',
+      message: `cluster DNS is ${serviceKey(dns)} at ${dns.from.join(',')} (found by ${snap.dnsService.foundBy})`
+        + (dns.action === 'move' ? ` → ${dns.to.join(',')}` : ` (${dns.action}: ${dns.reason})`)
+        + (local ? `; kubelets use ${snap.clusterDNS.join(',')} (a node-local cache forwarding to it)` : ''),
+      fix: '',
+    });
+  }
+
+  // kOps: serviceClusterIPRange must sit inside nonMasqueradeCIDR (kOps validation).
+  if (snap.kops?.nonMasqueradeCIDR) {
+    const nm = tryParseCidr(snap.kops.nonMasqueradeCIDR);
+    const outside = [...target.values()].filter((t) => nm && nm.family === t.family && !contains(nm, t));
+    if (outside.length > 0 && nm) {
+      const proposal = proposeNonMasquerade(snap, outside[0]!);
+      checks.push({
+        id: 'kops-non-masquerade', status: 'warn',
+        message: `${formatCidr(outside[0]!)} is outside kOps nonMasqueradeCIDR ${formatCidr(nm)}; kOps validation (the versions read) rejects a serviceClusterIPRange or podCIDR outside it; kops update cluster without --yes shows whether yours does`,
+        fix: proposal
+          ? `set nonMasqueradeCIDR to ${proposal} (holds the new service range and the pod range) in the same kops edit (see the restart-apiservers patch)`
+          : 'no single nonMasqueradeCIDR holds both the new service range and today\'s pod range without overlapping the node network: '
+            + 'move the Pod CIDR next to the new service range first or together (seed 000 ended with nonMasqueradeCIDR 172.16.0.0/12 holding services 172.24.0.0/15 and pods 172.16.0.0/13)',
+      });
+    }
+  }
+
+  // An earlier run left traces.
+  const ours = snap.serviceCIDRs.filter((s) => s.name.startsWith('kube-renumber-'));
+  const draining = snap.serviceCIDRs.filter((s) => s.name === 'kubernetes' && s.deleting);
+  if (ours.length > 0 || draining.length > 0) {
+    checks.push({
+      id: 'in-progress', status: 'warn',
+      message: `a migration seems under way: ${[...ours.map((s) => `ServiceCIDR/${s.name}`), ...draining.map(() => 'ServiceCIDR/kubernetes is being deleted')].join(', ')}`,
+      fix: 'continue it with `kube-renumber resume`; a new plan maps from the state the snapshot shows',
+    });
+  }
+  return checks;
+}
+
+/**
+ * A nonMasqueradeCIDR holding both `svc` and the kOps pod range: the smallest common supernet, if it
+ * overlaps no node network and no error/warning catalog range.
+ */
+export function proposeNonMasquerade(snap: Snapshot, svc: Cidr): string | undefined {
+  const pod = tryParseCidr(snap.kops?.podCIDR ?? '');
+  if (!pod || pod.family !== svc.family) return undefined;
+  let p = Math.min(pod.prefix, svc.prefix);
+  while (p > 0 && !contains(supernet(svc, p), pod)) p--;
+  const c = supernet(svc, p);
+  if (p < 8 || bits(c.family) === 128 && p < 16) return undefined;
+  const nodes = addressPlan(snap).filter((g) => g.role === 'node');
+  if (nodes.some((n) => overlaps(n.parsed, c))) return undefined;
+  if (CATALOG.some((k) => k.severity !== 'info' && overlaps(parseCidr(k.cidr), c))) return undefined;
+  return formatCidr(c);
+}
+
+/**
+ * All checks, target ones first. Without a parseable target of the cluster's families only the target
+ * checks are returned. `mapping` defaults to mapServices(snap, {target, keep, tierKey}).
+ */
+export function runPreflight(snap: Snapshot, opts: PreflightOptions & { tierKey?: string }, mapping?: readonly ServiceMapping[]): PreflightCheck[] {
+  const t = targetChecks(snap, opts);
+  if (!t.target || t.checks.some((c) => c.status === 'fail' && (c.id === 'target-parse' || c.id === 'target-family'))) return t.checks;
+  const m = mapping ?? mapServices(snap, { target: opts.target, keep: opts.keep, tierKey: opts.tierKey });
+  return [...t.checks, ...clusterChecks(snap, t.target, m, opts)];
+}
+
+/** The failed target checks: non-empty means the target is refused. */
+export function refusals(checks: readonly PreflightCheck[]): PreflightCheck[] {
+  return checks.filter((c) => c.target && c.status === 'fail');
+}
