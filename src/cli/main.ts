@@ -1,6 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { InputError } from '../cluster/files.ts';
 import { NetError } from '../net/index.ts';
+import { applyCommand, restoreCommand, resumeCommand, rollbackCommand, statusCommand, verifyCommand } from './commands/apply.ts';
 import { calcCommand } from './commands/calc.ts';
 import { inspectCommand } from './commands/inspect.ts';
 import { planCommand } from './commands/plan.ts';
@@ -55,7 +56,10 @@ const GLOBAL_HELP = `Global flags:
   -v, --verbose            progress on stderr, and a stack trace with any error
   -h, --help               help`;
 
-const COMMANDS: Command[] = [inspectCommand, calcCommand, suggestCommand, planCommand];
+const COMMANDS: Command[] = [
+  inspectCommand, calcCommand, suggestCommand, planCommand,
+  applyCommand, resumeCommand, statusCommand, verifyCommand, rollbackCommand, restoreCommand,
+];
 
 function topHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
@@ -69,8 +73,8 @@ ${COMMANDS.map((c) => `  ${c.name.padEnd(width)}   ${c.summary}`).join('\n')}
 
 Run "kube-renumber COMMAND --help" for a command's flags.
 
-Exit codes: 0 ok; 1 findings (--exit-code); 2 bad usage or input value; 3 unreadable input file;
-4 cluster unreachable; 5 permission denied; 70 internal error.
+Exit codes: 0 ok; 1 findings; 2 bad usage or input value; 3 unreadable input file; 4 cluster unreachable;
+5 permission denied; 6 verification failed; 7 stopped at a gate; 8 locked by another run; 70 internal error.
 `;
 }
 

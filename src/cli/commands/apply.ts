@@ -1,0 +1,295 @@
+/**
+ * apply / resume / status / rollback / verify / restore: thin commands over the engine. They share one
+ * session: the plan file, the state directory (journal, backups, local lock), the cluster Lease.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import type { KubeObject } from '../../cluster/types.ts';
+import { BackupStore } from '../../engine/backup.ts';
+import { writeFileDurable } from '../../engine/files.ts';
+import { completedSteps, Journal, readJournal } from '../../engine/journal.ts';
+import { acquireLease, acquireLocalLock, holderIdentity } from '../../engine/lock.ts';
+import { rollbackSteps, runSteps, type DryRun, type StepContext } from '../../engine/runner.ts';
+import { ServiceExecutor } from '../../engine/service-steps.ts';
+import { connect, type KubeClient } from '../../kube/client.ts';
+import { createObject, getObject, SERVICES, serviceCIDRs, ENDPOINTSLICES, type ResourceType } from '../../kube/resources.ts';
+import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
+import { durationFlag, list, str } from '../common.ts';
+import { ExitCode, UsageError, UserError } from '../errors.ts';
+import type { Command, Io, Values } from '../main.ts';
+import { parseOutput, renderData, table } from '../output.ts';
+
+const SESSION_OPTIONS = {
+  'state-dir': { type: 'string' },
+  'cluster-domain': { type: 'string' },
+  timeout: { type: 'string' },
+} as const;
+
+const SESSION_HELP = `  --state-dir DIR          journal, backups and lock (default ~/.local/state/kube-renumber/<plan id>)
+  --cluster-domain D       cluster DNS domain for ExternalName targets (default cluster.local)
+  --timeout DUR            how long to wait for the cluster to show a step's effect (default 60s)`;
+
+interface Session {
+  plan: MigrationPlan;
+  planId: string;
+  stateDir: string;
+  client: KubeClient;
+  executor: ServiceExecutor;
+  ctx: StepContext;
+  release(): Promise<void>;
+}
+
+function readPlan(positionals: string[]): { plan: MigrationPlan; text: string; path: string } {
+  if (positionals.length !== 1) throw new UsageError('give the plan file, e.g. kube-renumber apply plan.yaml (from kube-renumber plan -o yaml)');
+  const path = positionals[0]!;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new UserError(`cannot read plan ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, ExitCode.input);
+  }
+  return { plan: planFromYaml(text), text, path };
+}
+
+export function planId(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 12);
+}
+
+export function defaultStateDir(id: string, env: NodeJS.ProcessEnv): string {
+  const base = env.XDG_STATE_HOME || join(env.HOME ?? homedir(), '.local', 'state');
+  return join(base, 'kube-renumber', id);
+}
+
+async function openSession(values: Values, positionals: string[], io: Io, opts: { lock: boolean; dryRun?: DryRun }): Promise<Session> {
+  const { plan, text } = readPlan(positionals);
+  const id = planId(text);
+  const stateDir = str(values, 'state-dir') ?? defaultStateDir(id, io.env);
+  const verbose = values.verbose === true;
+  const client = connect({
+    kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
+    requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env,
+  });
+  const run = `${id}`;
+  const holder = holderIdentity(run);
+  let releaseLocal = () => {};
+  let lease: { release(): Promise<void> } | undefined;
+  if (opts.lock) {
+    releaseLocal = acquireLocalLock(join(stateDir, 'lock'), holder).release;
+    try {
+      if (opts.dryRun !== 'client') lease = await acquireLease(client, holder);
+    } catch (e) {
+      releaseLocal();
+      throw e;
+    }
+    if (!existsSync(join(stateDir, 'plan.yaml'))) writeFileDurable(join(stateDir, 'plan.yaml'), text);
+  }
+  const executor = new ServiceExecutor(plan, {
+    clusterDomain: str(values, 'cluster-domain'),
+    acknowledgedGates: list(values, 'ack-gate'),
+    timeoutMs: durationFlag(values, 'timeout'),
+  });
+  const ctx: StepContext = {
+    client,
+    backups: new BackupStore(join(stateDir, 'backups'), run),
+    journal: new Journal(join(stateDir, 'journal.jsonl'), run),
+    dryRun: opts.dryRun ?? 'none',
+    log: (m) => { if (verbose || opts.dryRun === 'client') io.err(`${m}\n`); },
+  };
+  return {
+    plan, planId: id, stateDir, client, executor, ctx,
+    async release() {
+      await lease?.release();
+      releaseLocal();
+    },
+  };
+}
+
+function parseDryRun(values: Values): DryRun {
+  const v = str(values, 'dry-run') ?? 'none';
+  if (v !== 'none' && v !== 'client' && v !== 'server') throw new UsageError(`--dry-run=${v} must be none, client or server`);
+  return v;
+}
+
+async function ask(io: Io, question: string): Promise<boolean> {
+  if (!process.stdin.isTTY) return false;
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const a = await rl.question(`${question}\nproceed? [y/N] `);
+    return /^y(es)?$/i.test(a.trim());
+  } finally {
+    rl.close();
+  }
+}
+
+async function runPlan(values: Values, positionals: string[], io: Io, resume: boolean): Promise<number> {
+  const dryRun = parseDryRun(values);
+  const output = parseOutput(str(values, 'output'));
+  const { plan } = readPlan(positionals);
+  const failed = plan.preflight.filter((c) => c.status === 'fail');
+  if (failed.length > 0 && dryRun === 'none') {
+    throw new UserError(`the plan has ${failed.length} failed pre-flight check(s) (${failed.map((c) => c.id).join(', ')}): fix them and plan again`, ExitCode.usage);
+  }
+  const s = await openSession(values, positionals, io, { lock: true, dryRun });
+  try {
+    s.ctx.journal.append('run-start', { detail: `${resume ? 'resume' : 'apply'}${dryRun !== 'none' ? ` --dry-run=${dryRun}` : ''}` });
+    const steps = s.executor.steps();
+    let n = 0;
+    const total = steps.length;
+    const result = await runSteps(steps, s.ctx, {
+      yes: values.yes === true,
+      confirm: (q) => ask(io, q),
+      afterEvent: (event, step) => {
+        if (event === 'done' || event === 'skip') io.err(`[${++n}/${total}] ${step}: ${event === 'skip' ? 'already done' : 'done'}\n`);
+      },
+    });
+    s.ctx.journal.append('run-end', { detail: result.status });
+    if (output === 'json' || output === 'yaml') io.out(renderData({ ...result, stateDir: s.stateDir }, output));
+    switch (result.status) {
+      case 'completed':
+        if (output === 'table' || output === 'wide') io.out(`completed: ${result.applied} step(s) applied, ${result.skipped} already done (state in ${s.stateDir})\n`);
+        return ExitCode.ok;
+      case 'gate':
+        io.err(`stopped at gate ${result.step}: ${result.title}\n${result.instructions.map((i) => `  - ${i}\n`).join('')}then run: kube-renumber resume ${positionals[0]}\n`);
+        return ExitCode.gate;
+      case 'declined':
+        io.err(`stopped before ${result.step}: confirm it with kube-renumber resume ${positionals[0]} --yes\n`);
+        return ExitCode.gate;
+      case 'failed':
+        io.err(`error: ${result.message}\n(nothing further was changed; fix it and run kube-renumber resume ${positionals[0]})\n`);
+        return ExitCode.verifyFailed;
+    }
+  } finally {
+    await s.release();
+  }
+}
+
+const RUN_OPTIONS = {
+  ...SESSION_OPTIONS,
+  yes: { type: 'boolean', short: 'y' },
+  'dry-run': { type: 'string' },
+  'ack-gate': { type: 'string', multiple: true },
+} as const;
+
+const RUN_HELP = `Flags:
+  -y, --yes                skip confirmation steps (between tiers, before the DNS Service)
+  --dry-run=MODE           none (default) | client (print what each step would do) | server (send with dryRun=All)
+  --ack-gate ID            assert by hand that gate ID holds where the cluster cannot show it (repeatable)
+${SESSION_HELP}`;
+
+export const applyCommand: Command = {
+  name: 'apply',
+  summary: 'execute a plan step by step: check, back up, apply, verify, journal; stops at gates',
+  usage: 'kube-renumber apply PLAN.yaml [--yes] [--dry-run=none|client|server]',
+  options: RUN_OPTIONS,
+  help: `${RUN_HELP}\n\nExit codes: 0 done; 6 a step's verification failed; 7 stopped at a gate or confirmation (resume after it); 8 locked by another run.`,
+  run: ({ values, positionals, io }) => runPlan(values, positionals, io, false),
+};
+
+export const resumeCommand: Command = {
+  name: 'resume',
+  summary: 'continue a stopped or crashed run of a plan (each step re-checks the cluster first)',
+  usage: 'kube-renumber resume PLAN.yaml [--yes] [--ack-gate ID]',
+  options: RUN_OPTIONS,
+  help: RUN_HELP,
+  run: ({ values, positionals, io }) => runPlan(values, positionals, io, true),
+};
+
+export const statusCommand: Command = {
+  name: 'status',
+  summary: "show a plan's progress from its journal",
+  usage: 'kube-renumber status PLAN.yaml [-o table|json|yaml]',
+  options: { 'state-dir': { type: 'string' } },
+  async run({ values, positionals, io }) {
+    const output = parseOutput(str(values, 'output'));
+    const { plan, text } = readPlan(positionals);
+    const stateDir = str(values, 'state-dir') ?? defaultStateDir(planId(text), io.env);
+    const entries = readJournal(join(stateDir, 'journal.jsonl'));
+    const done = new Set(completedSteps(entries));
+    const rows = plan.steps.map((st) => {
+      const last = [...entries].reverse().find((e) => e.step === st.id);
+      const state = done.has(st.id) ? 'done' : last?.event === 'gate' ? 'waiting at gate' : last?.event === 'step-failed' ? 'failed'
+        : last?.event === 'confirm' ? 'waiting for confirmation' : last ? 'started' : 'pending';
+      return { id: st.id, kind: st.kind, state, at: last?.ts, detail: last?.event === 'step-failed' ? last.detail : undefined };
+    });
+    if (output === 'json' || output === 'yaml') {
+      io.out(renderData({ stateDir, steps: rows }, output));
+    } else {
+      io.out(table(['step', 'kind', 'state', 'since', 'detail'], rows.map((r) => [r.id, r.kind, r.state, r.at ?? '', r.detail ?? ''])));
+    }
+    return ExitCode.ok;
+  },
+};
+
+export const verifyCommand: Command = {
+  name: 'verify',
+  summary: "check the cluster is in the plan's end state; exit 6 if anything is off",
+  usage: 'kube-renumber verify PLAN.yaml',
+  options: SESSION_OPTIONS,
+  async run({ values, positionals, io }) {
+    const s = await openSession(values, positionals, io, { lock: false });
+    const problem = await s.executor.verifyEndState(s.client, s.ctx.backups);
+    if (problem) {
+      io.err(`error: not in the end state: ${problem}\n`);
+      return ExitCode.verifyFailed;
+    }
+    io.out('verified: every Service is where the plan puts it, ServiceCIDR/kubernetes holds the new range, no bridge left\n');
+    return ExitCode.ok;
+  },
+};
+
+export const rollbackCommand: Command = {
+  name: 'rollback',
+  summary: 'undo completed steps in reverse where the API allows, and say what cannot be undone',
+  usage: 'kube-renumber rollback PLAN.yaml',
+  options: SESSION_OPTIONS,
+  async run({ values, positionals, io }) {
+    const s = await openSession(values, positionals, io, { lock: true });
+    try {
+      const r = await rollbackSteps(s.executor.steps(), s.ctx);
+      io.out(table(['step', 'result'], [
+        ...r.undone.map((id) => [id, 'undone']),
+        ...r.notUndone.map((x) => [x.step, `NOT undone: ${x.reason}`]),
+      ]));
+      return r.notUndone.length === 0 ? ExitCode.ok : ExitCode.findings;
+    } finally {
+      await s.release();
+    }
+  },
+};
+
+function typeFor(o: KubeObject, scVersion: string): ResourceType | undefined {
+  if (o.kind === 'Service') return SERVICES;
+  if (o.kind === 'ServiceCIDR') return serviceCIDRs(scVersion);
+  if (o.kind === 'EndpointSlice') return ENDPOINTSLICES;
+  return undefined;
+}
+
+export const restoreCommand: Command = {
+  name: 'restore',
+  summary: "put back objects from a run's backups (those that no longer exist)",
+  usage: 'kube-renumber restore PLAN.yaml',
+  options: SESSION_OPTIONS,
+  async run({ values, positionals, io }) {
+    const s = await openSession(values, positionals, io, { lock: true });
+    try {
+      const rows: string[][] = [];
+      for (const o of s.ctx.backups.all()) {
+        const t = typeFor(o, s.executor.scVersion);
+        const name = `${o.kind}/${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name}`;
+        if (!t) { rows.push([name, 'skipped: unknown kind']); continue; }
+        if (await getObject(s.client, t, o.metadata!.name!, o.metadata?.namespace)) { rows.push([name, 'exists: left as it is']); continue; }
+        const { uid, resourceVersion, creationTimestamp, managedFields, ...meta } = o.metadata ?? {};
+        void uid; void resourceVersion; void creationTimestamp; void managedFields;
+        await createObject(s.client, t, { ...o, metadata: meta, status: undefined });
+        rows.push([name, 'restored']);
+      }
+      io.out(table(['object', 'result'], rows));
+      return ExitCode.ok;
+    } finally {
+      await s.release();
+    }
+  },
+};

@@ -1,0 +1,118 @@
+// A Service CIDR migration end to end against the real control plane: plan, apply until the apiserver gate,
+// restart the apiserver with the new range (the harness does what a person or pipeline would), resume through
+// the remaining gates, verify; every Service compared with its backup.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { useTestbed } from '../testbed/harness.ts';
+import { run } from '../unit/run-cli.ts';
+
+const OLD = '10.96.0.0/16';
+const NEW = '10.100.0.0/16';
+
+async function restartAllWorkloads(tb: { kubectl(a: string[]): Promise<{ code: number; stdout: string; stderr: string }> }) {
+  const ns = await tb.kubectl(['get', 'ns', '-o', 'jsonpath={.items[*].metadata.name}']);
+  for (const n of ns.stdout.trim().split(/\s+/)) {
+    for (const kind of ['deployment', 'statefulset', 'daemonset']) {
+      const list = await tb.kubectl(['get', kind, '-n', n, '-o', 'name']);
+      if (list.stdout.trim()) await tb.kubectl(['rollout', 'restart', kind, '-n', n]);
+    }
+  }
+  // bare pods are deleted (nothing recreates them: that is what a real migration warns about)
+  const pods = await tb.kubectl(['get', 'pods', '-A', '-o', 'json']);
+  for (const p of JSON.parse(pods.stdout).items) {
+    if (!p.metadata.ownerReferences?.length) await tb.kubectl(['delete', 'pod', '-n', p.metadata.namespace, p.metadata.name, '--wait=false']);
+  }
+  for (const n of ns.stdout.trim().split(/\s+/)) {
+    for (const kind of ['deployment', 'statefulset', 'daemonset']) {
+      const list = await tb.kubectl(['get', kind, '-n', n, '-o', 'name']);
+      for (const name of list.stdout.trim().split('\n').filter(Boolean)) {
+        const r = await tb.kubectl(['rollout', 'status', name, '-n', n, '--timeout=120s']);
+        assert.equal(r.code, 0, r.stderr);
+      }
+    }
+  }
+}
+
+describe('Service CIDR migration (in-place) on the real control plane', () => {
+  const tb = useTestbed({ serviceCIDR: OLD, podCIDR: '10.244.0.0/20', nodes: 3, populate: { services: 20 } });
+  const dir = mkdtempSync(join(tmpdir(), 'kr-svc-'));
+  const planPath = join(dir, 'plan.yaml');
+  const stateDir = join(dir, 'state');
+  const common = () => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '90s'];
+  let before: any[] = [];
+
+  test('plan', async () => {
+    before = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
+    const r = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', NEW, '--strategy', 'in-place',
+      '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '-o', 'yaml']);
+    assert.equal(r.code, 0, r.err + r.out.slice(0, 2000));
+    writeFileSync(planPath, r.out);
+    assert.match(r.out, /kind: MigrationPlan/);
+  });
+
+  test('apply stops at the apiserver gate with exit 7 after moving every Service', async () => {
+    const r = await run(['apply', planPath, '--yes', ...common()]);
+    assert.equal(r.code, 7, r.err);
+    assert.match(r.err, /stopped at gate restart-apiservers/);
+    const dns = JSON.parse((await tb.kubectl(['get', 'svc', '-n', 'kube-system', 'kube-dns', '-o', 'json'])).stdout);
+    assert.equal(dns.spec.clusterIP, '10.100.0.10');
+    const bridge = JSON.parse((await tb.kubectl(['get', 'svc', '-n', 'kube-system', 'kube-dns-kr-old', '-o', 'json'])).stdout);
+    assert.equal(bridge.spec.clusterIP, tb.fixture!.kubeDnsIP);
+    // backups and journal are private
+    assert.equal(statSync(join(stateDir, 'journal.jsonl')).mode & 0o777, 0o600);
+    const files = readdirSync(join(stateDir, 'backups')).filter((f) => f.endsWith('.json'));
+    assert.ok(files.length >= 20);
+    for (const f of files) assert.equal(statSync(join(stateDir, 'backups', f)).mode & 0o777, 0o600);
+    // resume without doing what the gate says stops there again
+    const again = await run(['resume', planPath, '--yes', ...common()]);
+    assert.equal(again.code, 7, again.err);
+  });
+
+  test('after the apiserver restart, resume runs to the kubelet and workload gates, then to the end', async () => {
+    await tb.restartApiserver({ serviceCIDR: NEW });
+    let r = await run(['resume', planPath, '--yes', ...common()]);
+    assert.equal(r.code, 7, r.err);
+    assert.match(r.err, /kubelet-cluster-dns/);
+    const k = JSON.parse((await tb.kubectl(['get', 'svc', 'kubernetes', '-o', 'json'])).stdout);
+    assert.equal(k.spec.clusterIP, '10.100.0.1');
+    r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', ...common()]);
+    assert.equal(r.code, 7, r.err);
+    assert.match(r.err, /restart-workloads/);
+    await restartAllWorkloads(tb);
+    r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', '-v', ...common()]);
+    assert.equal(r.code, 0, r.err);
+  });
+
+  test('verify: every Service where the plan puts it, specs unchanged but for the IPs', async () => {
+    const v = await run(['verify', planPath, ...common()]);
+    assert.equal(v.code, 0, v.err);
+    const after = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
+    const byKey = new Map(after.map((s: any) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+    for (const s of before) {
+      const key = `${s.metadata.namespace}/${s.metadata.name}`;
+      const a: any = byKey.get(key);
+      assert.ok(a, `${key} exists`);
+      if (key === 'default/kubernetes') continue;
+      if (s.spec.type === 'ExternalName' || s.spec.clusterIP === 'None' || s.spec.type === 'LoadBalancer') {
+        assert.deepEqual(a.spec, s.spec, `${key} untouched`);
+        assert.equal(a.metadata.resourceVersion, s.metadata.resourceVersion, `${key} not even written`);
+        continue;
+      }
+      assert.equal(a.metadata.uid, s.metadata.uid, `${key} kept its uid (in-place)`);
+      const oldOffset = s.spec.clusterIP.split('.').slice(2).join('.');
+      assert.equal(a.spec.clusterIP, `10.100.${oldOffset}`, `${key} keeps its offset`);
+      const strip = (x: any) => { const { clusterIP, clusterIPs, ...rest } = x.spec; void clusterIP; void clusterIPs; return rest; };
+      assert.deepEqual(strip(a), strip(s), `${key} spec unchanged but for the IPs`);
+    }
+    const scs = JSON.parse((await tb.kubectl(['get', 'servicecidrs', '-o', 'json'])).stdout).items;
+    const k = scs.find((x: any) => x.metadata.name === 'kubernetes');
+    assert.deepEqual(k.spec.cidrs, [NEW]);
+    assert.ok(!scs.some((x: any) => x.spec.cidrs.includes(OLD)), 'old range gone');
+    const status = await run(['status', planPath, '--state-dir', stateDir, '-o', 'json']);
+    assert.ok(JSON.parse(status.out).steps.every((s: any) => s.state === 'done'));
+  });
+});
