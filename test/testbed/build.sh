@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Builds the testbed's control-plane binaries from Go modules (no release downloads).
+# Called by test/testbed/build.ts, which handles locking, the stamp file and timing.
+#
+# Inputs (environment):
+#   TB_ROOT        cache root for the testbed, e.g. ~/.cache/kube-renumber/testbed
+#   K8S_VERSION    e.g. v1.35.4
+#   ETCD_VERSION   e.g. v3.6.16
+#   KWOK_VERSION   e.g. v0.7.0
+# Output: $TB_ROOT/$K8S_VERSION/bin/{tbsup,etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kwok}
+#
+# Wrapper modules are generated under $TB_ROOT/$K8S_VERSION/src, never inside the checkout. The Go
+# module cache and build cache live under $TB_ROOT/go so that the whole cost is in one directory.
+set -euo pipefail
+
+# Everything is inside main(), parsed before it runs: editing this file during a build is harmless.
+main() {
+
+: "${TB_ROOT:?}" "${K8S_VERSION:?}" "${ETCD_VERSION:?}" "${KWOK_VERSION:?}"
+
+VDIR="$TB_ROOT/$K8S_VERSION"
+BIN="$VDIR/bin"
+SRC="$VDIR/src"
+mkdir -p "$BIN" "$SRC"
+
+export GOMODCACHE="$TB_ROOT/go/mod"
+export GOCACHE="$TB_ROOT/go/build-cache"
+export GOPATH="$TB_ROOT/go/path"
+export GOFLAGS="-mod=mod -buildvcs=false"
+export GOTOOLCHAIN=local
+export CGO_ENABLED=0
+export GOWORK=off
+unset GOBIN
+
+log() { printf '[testbed build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# `go get` lists every module it downloads (hundreds of lines): keep that in a log, show it on failure.
+quiet_go_get() {
+  local name="$1"; shift
+  local logf="$VDIR/go-get-$name.log"
+  if ! go get "$@" > "$logf" 2>&1; then
+    tail -n 60 "$logf" >&2
+    echo "go get $* failed (full log: $logf)" >&2
+    return 1
+  fi
+}
+
+command -v go >/dev/null || { echo "the testbed is built from Go modules: install Go >= 1.25 (e.g. apt-get install golang-go, or go.dev toolchain)" >&2; exit 1; }
+
+ver="${K8S_VERSION#v}"
+major="${ver%%.*}"
+rest="${ver#*.}"
+minor="${rest%%.*}"
+patch="${rest#*.}"
+staging_ver="v0.${minor}.${patch}"
+
+# ---------------------------------------------------------------------------- kubernetes
+build_k8s() {
+  local mod="$SRC/kubernetes"
+  mkdir -p "$mod"
+  cd "$mod"
+  log "resolving k8s.io/kubernetes@$K8S_VERSION"
+  local gomod
+  gomod="$(cd "$mod" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+  [ -f "$gomod" ] || { echo "cannot find go.mod of k8s.io/kubernetes@$K8S_VERSION" >&2; exit 1; }
+  local goline
+  goline="$(grep -m1 '^go ' "$gomod")"
+  {
+    echo "module kube-renumber.local/testbed/kubernetes"
+    echo
+    echo "$goline"
+    echo
+    grep -m1 '^godebug ' "$gomod" || true
+    echo
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo
+    echo "replace ("
+    # k8s.io/api => ./staging/src/k8s.io/api   ->   k8s.io/api => k8s.io/api v0.35.4
+    sed -n 's#^[[:space:]]*\(k8s\.io/[A-Za-z0-9._-]*\) => \./staging/src/k8s\.io/[A-Za-z0-9._-]*[[:space:]]*$#\t\1 => \1 '"$staging_ver"'#p' "$gomod"
+    echo ")"
+  } > go.mod
+  local n
+  n="$(grep -c ' => ' go.mod)"
+  log "wrapper module with $n staging replaces ($staging_ver)"
+  [ "$n" -gt 20 ] || { echo "too few staging replaces derived from $gomod" >&2; exit 1; }
+
+  local pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+              k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+  log "go get (downloads modules)"
+  quiet_go_get kubernetes "${pkgs[@]/%/@$K8S_VERSION}"
+  local now
+  now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  local ldf="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldf="$ldf -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor"
+    ldf="$ldf -X $p.gitTreeState=clean -X $p.buildDate=$now -X $p.gitCommit=0000000000000000000000000000000000000000"
+  done
+  log "go build ${pkgs[*]}"
+  go build -trimpath -ldflags "$ldf" -o "$BIN/" "${pkgs[@]}"
+}
+
+# ---------------------------------------------------------------------------- etcd
+build_etcd() {
+  local mod="$SRC/etcd"
+  mkdir -p "$mod"
+  cd "$mod"
+  cat > go.mod <<EOF
+module kube-renumber.local/testbed/etcd
+
+go 1.25
+EOF
+  log "go get go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+  quiet_go_get etcd "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+  log "go build etcd"
+  go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3
+}
+
+# ---------------------------------------------------------------------------- kwok
+build_kwok() {
+  local mod="$SRC/kwok"
+  mkdir -p "$mod"
+  cd "$mod"
+  cat > go.mod <<EOF
+module kube-renumber.local/testbed/kwok
+
+go 1.25
+EOF
+  log "go get sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  quiet_go_get kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  log "go build kwok"
+  go build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" -o "$BIN/kwok" sigs.k8s.io/kwok/cmd/kwok
+}
+
+# ---------------------------------------------------------------------------- tbsup (our supervisor)
+build_sup() {
+  local here
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  log "go build tbsup"
+  cd "$here/supervisor"
+  GOFLAGS=-buildvcs=false GO111MODULE=on go build -trimpath -ldflags "-s -w" -o "$BIN/tbsup" main.go
+}
+
+want="${1:-all}"
+case "$want" in
+  all)
+    build_sup; build_etcd; build_kwok; build_k8s
+    # The build cache (~3.9 GB for v1.35.4) only speeds up a rebuild; the stamp prevents rebuilds.
+    if [ "${KUBE_RENUMBER_TESTBED_KEEP_GOCACHE:-0}" != 1 ]; then
+      log "build cache: $(du -sh "$GOCACHE" | cut -f1), removing it (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it)"
+      du -sb "$GOCACHE" | cut -f1 > "$VDIR/gocache-bytes-before-trim"
+      go clean -cache
+    fi
+    ;;
+  sup)  build_sup ;;
+  etcd) build_etcd ;;
+  kwok) build_kwok ;;
+  k8s)  build_k8s ;;
+  *) echo "unknown target $want" >&2; exit 2 ;;
+esac
+log "done: $(ls "$BIN" | tr '\n' ' ')"
+}
+
+main "$@"
+exit $?

@@ -1,0 +1,257 @@
+// Builds (once per version) and locates the testbed binaries.
+//
+//   ensureBuilt({ version }) -> bin directory holding tbsup, etcd, kube-apiserver,
+//   kube-controller-manager, kube-scheduler, kubectl, kwok.
+//
+// Binaries live in ${KUBE_RENUMBER_CACHE:-$HOME/.cache/kube-renumber}/testbed/<version>/bin, with the
+// Go module cache and build cache in .../testbed/go (so the whole cost sits in one directory that CI
+// can cache). A stamp file records a successful build; with it present `ensureBuilt` only stats files.
+// A lock file (O_EXCL, holding the builder's pid) keeps concurrent builds from running twice.
+
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const DEFAULT_VERSION = 'v1.35.4';
+export const ETCD_VERSION = 'v3.6.16';
+export const KWOK_VERSION = 'v0.7.0';
+export const BINARIES = [
+  'tbsup',
+  'etcd',
+  'kube-apiserver',
+  'kube-controller-manager',
+  'kube-scheduler',
+  'kubectl',
+  'kwok',
+] as const;
+
+const here = dirname(fileURLToPath(import.meta.url));
+const buildScript = join(here, 'build.sh');
+const supervisorSource = join(here, 'supervisor', 'main.go');
+
+export interface BuildStamp {
+  k8s: string;
+  etcd: string;
+  kwok: string;
+  supervisorHash: string;
+  builtAt: string;
+  /** Wall-clock seconds of the last full build (absent when only the supervisor was rebuilt). */
+  seconds?: number;
+  /** Max RSS of the largest single process of the build, from /usr/bin/time -v, in KiB. */
+  maxRssKiB?: number;
+  /** Sizes after the build. goBuildCacheBytes is what is left (the cache is trimmed unless
+   *  KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1); goBuildCacheBytesBeforeTrim what the build had made. */
+  sizes?: { binBytes: number; goModCacheBytes: number; goBuildCacheBytes: number; goBuildCacheBytesBeforeTrim?: number };
+}
+
+export function cacheRoot(): string {
+  const env = process.env.KUBE_RENUMBER_CACHE;
+  return env && env.length > 0 ? env : join(homedir(), '.cache', 'kube-renumber');
+}
+
+export function testbedRoot(): string {
+  return join(cacheRoot(), 'testbed');
+}
+
+export function versionDir(version: string): string {
+  return join(testbedRoot(), version);
+}
+
+export function binDir(version: string = DEFAULT_VERSION): string {
+  return join(versionDir(version), 'bin');
+}
+
+function supervisorHash(): string {
+  return createHash('sha256').update(readFileSync(supervisorSource)).digest('hex').slice(0, 16);
+}
+
+function stampPath(version: string): string {
+  return join(versionDir(version), 'stamp.json');
+}
+
+export function readStamp(version: string = DEFAULT_VERSION): BuildStamp | undefined {
+  try {
+    return JSON.parse(readFileSync(stampPath(version), 'utf8')) as BuildStamp;
+  } catch {
+    return undefined;
+  }
+}
+
+type Need = 'none' | 'sup' | 'all';
+
+function whatIsNeeded(version: string): Need {
+  const stamp = readStamp(version);
+  const bin = binDir(version);
+  if (
+    !stamp ||
+    stamp.k8s !== version ||
+    stamp.etcd !== ETCD_VERSION ||
+    stamp.kwok !== KWOK_VERSION ||
+    BINARIES.some((b) => b !== 'tbsup' && !existsSync(join(bin, b)))
+  ) {
+    return 'all';
+  }
+  if (stamp.supervisorHash !== supervisorHash() || !existsSync(join(bin, 'tbsup'))) return 'sup';
+  return 'none';
+}
+
+/** True when all binaries of `version` are built (no build is started). */
+export function isBuilt(version: string = DEFAULT_VERSION): boolean {
+  return whatIsNeeded(version) === 'none';
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function withLock<T>(lockPath: string, fn: () => Promise<T>, log: (s: string) => void): Promise<T> {
+  await mkdir(dirname(lockPath), { recursive: true });
+  let announced = false;
+  for (;;) {
+    try {
+      const fh = await open(lockPath, 'wx');
+      await fh.writeFile(String(process.pid));
+      await fh.close();
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      let holder = NaN;
+      try {
+        holder = Number((await readFile(lockPath, 'utf8')).trim());
+      } catch {
+        continue; // removed meanwhile
+      }
+      if (Number.isInteger(holder) && holder > 0 && !pidAlive(holder)) {
+        log(`removing stale build lock of dead pid ${holder}`);
+        await rm(lockPath, { force: true });
+        continue;
+      }
+      if (!announced) {
+        log(`waiting for the build running in pid ${holder} (lock ${lockPath})`);
+        announced = true;
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(lockPath, { force: true });
+  }
+}
+
+async function duBytes(path: string): Promise<number> {
+  if (!existsSync(path)) return 0;
+  return await new Promise<number>((resolve) => {
+    const p = spawn('du', ['-sb', path], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.on('close', () => resolve(Number(out.split(/\s/)[0]) || 0));
+    p.on('error', () => resolve(0));
+  });
+}
+
+async function runBuildScript(version: string, target: 'all' | 'sup', log: (s: string) => void) {
+  const timeBin = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
+  const vdir = versionDir(version);
+  await mkdir(vdir, { recursive: true });
+  const timeFile = join(vdir, 'build-time.txt');
+  const args = timeBin ? ['-v', '-o', timeFile, 'bash', buildScript, target] : [buildScript, target];
+  const cmd = timeBin ?? 'bash';
+  const started = Date.now();
+  log(`building ${target === 'all' ? `kubernetes ${version}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}` : 'tbsup'} into ${binDir(version)} (cold: tens of minutes on 2 cores)`);
+  const code = await new Promise<number>((resolve, reject) => {
+    const p = spawn(cmd, args, {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: {
+        ...process.env,
+        TB_ROOT: testbedRoot(),
+        K8S_VERSION: version,
+        ETCD_VERSION,
+        KWOK_VERSION,
+      },
+    });
+    p.on('error', reject);
+    p.on('close', (c, sig) => resolve(c ?? (sig ? 128 : 1)));
+  });
+  const seconds = Math.round((Date.now() - started) / 1000);
+  if (code !== 0) {
+    throw new Error(`testbed build failed (exit ${code}): bash ${buildScript} ${target} with TB_ROOT=${testbedRoot()} K8S_VERSION=${version}`);
+  }
+  let maxRssKiB: number | undefined;
+  if (timeBin && existsSync(timeFile)) {
+    const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(await readFile(timeFile, 'utf8'));
+    if (m) maxRssKiB = Number(m[1]);
+  }
+  return { seconds, maxRssKiB };
+}
+
+/**
+ * Makes sure the binaries for `version` exist, building them if needed; returns the bin directory.
+ * Returns in milliseconds when the stamp says they are built.
+ */
+export async function ensureBuilt(opts: { version?: string; log?: (s: string) => void } = {}): Promise<string> {
+  const version = opts.version ?? DEFAULT_VERSION;
+  if (!/^v\d+\.\d+\.\d+$/.test(version)) throw new Error(`bad kubernetes version ${version} (want vX.Y.Z)`);
+  const log = opts.log ?? ((s: string) => process.stderr.write(`[testbed] ${s}\n`));
+  if (whatIsNeeded(version) === 'none') return binDir(version);
+  await withLock(join(versionDir(version), '.build.lock'), async () => {
+    const need = whatIsNeeded(version); // another process may have built meanwhile
+    if (need === 'none') return;
+    const previous = readStamp(version);
+    const figures = await runBuildScript(version, need, log);
+    const stamp: BuildStamp = {
+      ...(need === 'sup' && previous ? previous : {}),
+      k8s: version,
+      etcd: ETCD_VERSION,
+      kwok: KWOK_VERSION,
+      supervisorHash: supervisorHash(),
+      builtAt: new Date().toISOString(),
+    };
+    if (need === 'all') {
+      stamp.seconds = figures.seconds;
+      if (figures.maxRssKiB !== undefined) stamp.maxRssKiB = figures.maxRssKiB;
+      const root = testbedRoot();
+      stamp.sizes = {
+        binBytes: await duBytes(binDir(version)),
+        goModCacheBytes: await duBytes(join(root, 'go', 'mod')),
+        goBuildCacheBytes: await duBytes(join(root, 'go', 'build-cache')),
+      };
+      const trimFile = join(versionDir(version), 'gocache-bytes-before-trim');
+      if (existsSync(trimFile)) {
+        stamp.sizes.goBuildCacheBytesBeforeTrim = Number((await readFile(trimFile, 'utf8')).trim()) || undefined;
+        await rm(trimFile, { force: true });
+      }
+      const mib = (n: number) => `${(n / 1048576).toFixed(0)} MiB`;
+      log(
+        `built in ${figures.seconds}s, peak RSS ${figures.maxRssKiB ?? '?'} KiB; bin ${mib(stamp.sizes.binBytes)}, ` +
+          `module cache ${mib(stamp.sizes.goModCacheBytes)}, build cache ${mib(stamp.sizes.goBuildCacheBytes)}` +
+          (stamp.sizes.goBuildCacheBytesBeforeTrim ? ` (${mib(stamp.sizes.goBuildCacheBytesBeforeTrim)} before trimming)` : ''),
+      );
+    }
+    await writeFile(stampPath(version), JSON.stringify(stamp, null, 2) + '\n');
+  }, log);
+  const left = whatIsNeeded(version);
+  if (left !== 'none') throw new Error(`testbed build finished but binaries are missing in ${binDir(version)}`);
+  return binDir(version);
+}
+
+/** Path of one binary; throws a clear error when it is not built. */
+export async function binary(name: (typeof BINARIES)[number], version: string = DEFAULT_VERSION): Promise<string> {
+  const p = join(binDir(version), name);
+  try {
+    await stat(p);
+  } catch {
+    throw new Error(`${p} is missing: run \`npm run testbed -- build --version ${version}\``);
+  }
+  return p;
+}

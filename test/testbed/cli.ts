@@ -1,0 +1,333 @@
+// Testbed command line.
+//
+//   npm run testbed -- build [--version V]
+//   npm run testbed -- up [--service-cidr CIDR] [--pod-cidr CIDR] [--node-mask N] [--nodes N] [--version V]
+//        starts a cluster that outlives the command; prints the kubeconfig path as the LAST stdout line
+//   npm run testbed -- populate [--services N] [--deployments N] [--namespaces N] [--replicas N]
+//   npm run testbed -- restart-apiserver --service-cidr CIDR
+//   npm run testbed -- status
+//   npm run testbed -- down
+//
+// `up` starts a detached keeper process (this file with the hidden command __serve) that owns the
+// components (through tbsup) and listens on a 127.0.0.1 control port for restart/down. State lives in
+// ${XDG_RUNTIME_DIR:-/tmp}/kube-renumber-testbed/. If the keeper dies, so do the components.
+
+import { spawn } from 'node:child_process';
+import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { mkdir, rm, writeFile, rename } from 'node:fs/promises';
+import { createServer, type IncomingMessage, request as httpRequest } from 'node:http';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { DEFAULT_VERSION, ensureBuilt, readStamp } from './build.ts';
+import { Testbed } from './cluster.ts';
+import { populate } from './fixture.ts';
+import { KubeClient } from './kube.ts';
+
+const self = fileURLToPath(import.meta.url);
+
+function stateRoot(): string {
+  const base = process.env.XDG_RUNTIME_DIR || '/tmp';
+  return join(base, 'kube-renumber-testbed');
+}
+
+interface State {
+  keeperPid: number;
+  controlPort: number;
+  kubeconfigPath: string;
+  server: string;
+  token: string;
+  serviceCIDR: string;
+  podCIDR: string;
+  nodes: number;
+  version: string;
+  stateDir: string;
+  startedAt: string;
+}
+
+const statePath = () => join(stateRoot(), 'state.json');
+
+function readState(): State | undefined {
+  try {
+    return JSON.parse(readFileSync(statePath(), 'utf8')) as State;
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function die(msg: string): never {
+  process.stderr.write(`testbed: ${msg}\n`);
+  process.exit(1);
+}
+
+function control(state: State, path: string, body: unknown, timeoutMs = 300_000): Promise<{ status: number; text: string }> {
+  const payload = JSON.stringify(body ?? {});
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port: state.controlPort,
+        method: 'POST',
+        path,
+        headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) },
+        timeout: timeoutMs,
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`control request ${path} timed out`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+const num = (v: string | undefined, name: string): number | undefined => {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) die(`--${name} wants a non-negative integer, got ${v}`);
+  return n;
+};
+
+async function cmdBuild(args: string[]) {
+  const { values } = parseArgs({ args, options: { version: { type: 'string' } } });
+  const t = Date.now();
+  const dir = await ensureBuilt({ version: values.version ?? DEFAULT_VERSION });
+  const stamp = readStamp(values.version ?? DEFAULT_VERSION);
+  process.stderr.write(`[testbed] binaries in ${dir} (${Date.now() - t} ms${stamp?.seconds ? `; last full build took ${stamp.seconds}s` : ''})\n`);
+}
+
+async function cmdUp(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: {
+      'service-cidr': { type: 'string' },
+      'pod-cidr': { type: 'string' },
+      'node-mask': { type: 'string' },
+      nodes: { type: 'string' },
+      version: { type: 'string' },
+    },
+  });
+  const existing = readState();
+  if (existing && alive(existing.keeperPid)) {
+    process.stderr.write(`testbed already up (keeper pid ${existing.keeperPid}); \`npm run testbed -- down\` first to change it\n`);
+    process.stdout.write(`${existing.kubeconfigPath}\n`);
+    return;
+  }
+  await rm(stateRoot(), { recursive: true, force: true });
+  await mkdir(stateRoot(), { recursive: true, mode: 0o700 });
+  const opts = {
+    serviceCIDR: values['service-cidr'],
+    podCIDR: values['pod-cidr'],
+    nodeMask: num(values['node-mask'], 'node-mask'),
+    nodes: num(values.nodes, 'nodes'),
+    version: values.version,
+  };
+  // build in the foreground so its progress is visible
+  await ensureBuilt({ version: opts.version ?? DEFAULT_VERSION });
+  const logPath = join(stateRoot(), 'keeper.log');
+  const fd = openSync(logPath, 'a');
+  const keeper = spawn(process.execPath, [self, '__serve', JSON.stringify(opts)], {
+    detached: true,
+    stdio: ['ignore', fd, fd],
+    env: { ...process.env, KUBE_RENUMBER_TESTBED_VERBOSE: '1' },
+  });
+  closeSync(fd);
+  keeper.unref();
+  const deadline = Date.now() + 5 * 60_000;
+  for (;;) {
+    const st = readState();
+    if (st && st.keeperPid === keeper.pid) {
+      process.stderr.write(`testbed up: ${st.server}, service CIDR ${st.serviceCIDR}, pod CIDR ${st.podCIDR}, ${st.nodes} nodes\n`);
+      process.stdout.write(`${st.kubeconfigPath}\n`);
+      return;
+    }
+    if (keeper.pid === undefined || !alive(keeper.pid) || Date.now() > deadline) {
+      const log = existsSync(logPath) ? readFileSync(logPath, 'utf8').split('\n').slice(-40).join('\n') : '';
+      if (keeper.pid !== undefined && alive(keeper.pid)) process.kill(keeper.pid, 'SIGKILL');
+      die(`testbed did not come up. Keeper log (${logPath}):\n${log}`);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+async function readBody(req: IncomingMessage): Promise<any> {
+  let text = '';
+  for await (const c of req) text += (c as Buffer).toString();
+  return text ? JSON.parse(text) : {};
+}
+
+/** Hidden: the keeper process started by `up`. */
+async function cmdServe(args: string[]) {
+  const opts = JSON.parse(args[0] ?? '{}');
+  const clusterDir = join(stateRoot(), 'cluster');
+  const tb = await Testbed.start({ ...opts, stateDir: clusterDir });
+  let stopping = false;
+  const shutdown = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    await tb.stop({ keepState: true });
+    server.close();
+    process.exit(code);
+  };
+  const server = createServer(async (req, res) => {
+    try {
+      const body = await readBody(req);
+      if (req.url === '/restart-apiserver') {
+        await tb.restartApiserver({ serviceCIDR: body.serviceCIDR });
+        await writeState({ ...readState()!, serviceCIDR: tb.serviceCIDR });
+        res.end(JSON.stringify({ ok: true, serviceCIDR: tb.serviceCIDR }));
+      } else if (req.url === '/down') {
+        res.end(JSON.stringify({ ok: true }));
+        setImmediate(() => void shutdown(0));
+      } else {
+        res.statusCode = 404;
+        res.end('{}');
+      }
+    } catch (e) {
+      res.statusCode = 500;
+      res.end(JSON.stringify({ error: e instanceof Error ? e.message : String(e) }));
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const addr = server.address();
+  if (!addr || typeof addr === 'string') throw new Error('no control port');
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => void shutdown(0));
+  await writeState({
+    keeperPid: process.pid,
+    controlPort: addr.port,
+    kubeconfigPath: tb.kubeconfigPath,
+    server: tb.server,
+    token: tb.token,
+    serviceCIDR: tb.serviceCIDR,
+    podCIDR: tb.options.podCIDR,
+    nodes: tb.options.nodes,
+    version: tb.options.version,
+    stateDir: tb.stateDir,
+    startedAt: new Date().toISOString(),
+  });
+  process.stderr.write(`keeper ready on 127.0.0.1:${addr.port}\n`);
+}
+
+async function writeState(st: State) {
+  const tmp = `${statePath()}.tmp`;
+  await writeFile(tmp, JSON.stringify(st, null, 2) + '\n', { mode: 0o600 });
+  await rename(tmp, statePath());
+}
+
+function requireUp(): State {
+  const st = readState();
+  if (!st || !alive(st.keeperPid)) die('no testbed is up (run `npm run testbed -- up`)');
+  return st;
+}
+
+async function cmdPopulate(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: {
+      services: { type: 'string' },
+      deployments: { type: 'string' },
+      namespaces: { type: 'string' },
+      replicas: { type: 'string' },
+    },
+  });
+  const st = requireUp();
+  // populate() only needs the client, the ranges and the options; a light stand-in for the Testbed.
+  const client = new KubeClient(st.server, st.token);
+  const tbLike = {
+    client,
+    serviceCIDR: st.serviceCIDR,
+    options: { podCIDR: st.podCIDR, calicoCRDs: true },
+  } as unknown as Testbed;
+  const t = Date.now();
+  const fx = await populate(tbLike, {
+    services: num(values.services, 'services'),
+    deployments: num(values.deployments, 'deployments'),
+    namespaces: num(values.namespaces, 'namespaces'),
+    replicas: num(values.replicas, 'replicas'),
+  });
+  client.close();
+  process.stderr.write(
+    `populated in ${Date.now() - t} ms: namespaces ${fx.namespaces.join(',')}, ${fx.services.length} services, ` +
+      `${fx.expectedPods} pods running, kube-dns ${fx.kubeDnsIP}\n`,
+  );
+}
+
+async function cmdRestart(args: string[]) {
+  const { values } = parseArgs({ args, options: { 'service-cidr': { type: 'string' } } });
+  const st = requireUp();
+  const r = await control(st, '/restart-apiserver', { serviceCIDR: values['service-cidr'] });
+  if (r.status !== 200) die(`restart-apiserver failed: ${r.text}`);
+  process.stderr.write(`kube-apiserver restarted: ${r.text}\n`);
+}
+
+async function cmdDown() {
+  const st = readState();
+  if (st && alive(st.keeperPid)) {
+    try {
+      await control(st, '/down', {}, 10_000);
+    } catch {
+      /* fall through to signals */
+    }
+    const deadline = Date.now() + 30_000;
+    while (alive(st.keeperPid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    if (alive(st.keeperPid)) process.kill(st.keeperPid, 'SIGKILL'); // tbsup children follow
+  }
+  await rm(stateRoot(), { recursive: true, force: true });
+  process.stderr.write('testbed down\n');
+}
+
+function cmdStatus() {
+  const st = readState();
+  if (!st || !alive(st.keeperPid)) {
+    process.stdout.write('down\n');
+    return;
+  }
+  process.stdout.write(JSON.stringify({ ...st, token: '(in kubeconfig)' }, null, 2) + '\n');
+}
+
+const [cmd, ...rest] = process.argv.slice(2);
+try {
+  switch (cmd) {
+    case 'build':
+      await cmdBuild(rest);
+      break;
+    case 'up':
+      await cmdUp(rest);
+      break;
+    case '__serve':
+      await cmdServe(rest);
+      break;
+    case 'populate':
+      await cmdPopulate(rest);
+      break;
+    case 'restart-apiserver':
+      await cmdRestart(rest);
+      break;
+    case 'down':
+      await cmdDown();
+      break;
+    case 'status':
+      cmdStatus();
+      break;
+    default:
+      die(
+        'usage: testbed build [--version V] | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
+          '       | populate [--services N] [--deployments N] [--namespaces N] [--replicas N]\n' +
+          '       | restart-apiserver --service-cidr C | status | down',
+      );
+  }
+} catch (e) {
+  die(e instanceof Error ? (e.stack ?? e.message) : String(e));
+}

@@ -1,0 +1,603 @@
+// A real local Kubernetes control plane for tests, as plain child processes:
+//   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and kwok (fake kubelets).
+//
+//   const tb = await Testbed.start({ serviceCIDR: '10.96.0.0/16', podCIDR: '10.244.0.0/16', nodes: 3 });
+//   await tb.kubectl(['get', 'nodes']);        // { stdout, stderr, code }
+//   tb.client.get('/api/v1/nodes');            // REST client (bearer token, loopback TLS unverified)
+//   await tb.restartApiserver({ serviceCIDR: '10.100.0.0/16' });
+//   await tb.stop();
+//
+// Every child runs under `tbsup` (test/testbed/supervisor), which kills the child's process group as soon
+// as its stdin pipe from this process closes: if this process dies, even by SIGKILL, nothing is left.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DEFAULT_VERSION, ensureBuilt } from './build.ts';
+import { cidrFamily } from './ip.ts';
+import { KubeClient, type KubeObject } from './kube.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+export interface TestbedOptions {
+  /** --service-cluster-ip-range (default 10.96.0.0/16). */
+  serviceCIDR?: string;
+  /** kube-controller-manager --cluster-cidr (default 10.244.0.0/16). */
+  podCIDR?: string;
+  /** --node-cidr-mask-size (default 24). */
+  nodeMask?: number;
+  /** Node objects to create (kwok makes them Ready). Default 2. */
+  nodes?: number;
+  /** Kubernetes version of the binaries (default DEFAULT_VERSION). */
+  version?: string;
+  /** Directory for state and logs (default: a fresh temp dir, removed by stop()). */
+  stateDir?: string;
+  /** Install the Calico CRDs (default true). */
+  calicoCRDs?: boolean;
+  /** Progress messages (default: silent unless KUBE_RENUMBER_TESTBED_VERBOSE=1). */
+  log?: (msg: string) => void;
+  /** Startup timeout per component, ms (default 90 s). */
+  timeoutMs?: number;
+}
+
+export interface ExecResult {
+  stdout: string;
+  stderr: string;
+  code: number;
+}
+
+export function calicoCRDDir(): string {
+  const env = process.env.KUBE_RENUMBER_CALICO_CRDS;
+  if (env) return resolve(env);
+  // test/testbed -> repo root -> ../shared/calico-crds
+  return resolve(here, '..', '..', '..', 'shared', 'calico-crds');
+}
+
+/** Free TCP ports on 127.0.0.1, all distinct (held open together, then released). */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((res, rej) => {
+          const s = createServer();
+          s.on('error', rej);
+          s.listen(0, '127.0.0.1', () => res(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => {
+    const a = s.address();
+    if (!a || typeof a === 'string') throw new Error('no port');
+    return a.port;
+  });
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+function tailOf(path: string, lines = 25): string {
+  try {
+    const all = readFileSync(path, 'utf8').split('\n');
+    return all.slice(-lines - 1).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One supervised child process. */
+class Proc {
+  readonly name: string;
+  readonly logPath: string;
+  readonly child: ChildProcess;
+  exitCode: number | null = null;
+  exited: Promise<number>;
+
+  constructor(name: string, supervisor: string, cmd: string, args: string[], logPath: string, graceSeconds: number) {
+    this.name = name;
+    this.logPath = logPath;
+    const fd = openSync(logPath, 'a');
+    try {
+      this.child = spawn(supervisor, [`-grace=${graceSeconds}s`, '--', cmd, ...args], {
+        stdio: ['pipe', fd, fd],
+        detached: false,
+      });
+    } finally {
+      closeSync(fd);
+    }
+    this.exited = new Promise<number>((res) => {
+      this.child.on('exit', (code, sig) => {
+        this.exitCode = code ?? (sig ? 128 : 1);
+        res(this.exitCode);
+      });
+      this.child.on('error', () => {
+        this.exitCode = 127;
+        res(127);
+      });
+    });
+    // Never let the pipe keep the event loop alive, never crash on EPIPE.
+    this.child.stdin?.on('error', () => {});
+    (this.child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    this.child.unref();
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  running(): boolean {
+    return this.exitCode === null;
+  }
+
+  /** Close the supervisor's stdin (SIGTERM to the group, SIGKILL after grace) and wait. */
+  async stop(timeoutMs = 15_000): Promise<void> {
+    if (!this.running()) return;
+    this.child.stdin?.end();
+    this.child.stdin?.destroy();
+    const t = await Promise.race([this.exited, sleep(timeoutMs).then(() => 'timeout' as const)]);
+    if (t === 'timeout') {
+      this.child.kill('SIGKILL'); // PDEATHSIG then kills the child
+      await this.exited;
+    }
+  }
+
+  logTail(lines = 25): string {
+    return `--- last lines of ${this.name} log (${this.logPath}) ---\n${tailOf(this.logPath, lines)}`;
+  }
+}
+
+/** Polls `check` until it returns a truthy value; fails early if `proc` exits. */
+async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false | null>,
+  opts: { timeoutMs: number; proc?: Proc; intervalMs?: number },
+): Promise<T> {
+  const deadline = Date.now() + opts.timeoutMs;
+  let lastErr: unknown;
+  for (;;) {
+    if (opts.proc && !opts.proc.running()) {
+      throw new Error(`${what}: ${opts.proc.name} exited with code ${opts.proc.exitCode}\n${opts.proc.logTail()}`);
+    }
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch (e) {
+      lastErr = e;
+    }
+    if (Date.now() > deadline) {
+      const le = lastErr instanceof Error ? ` (last error: ${lastErr.message})` : '';
+      throw new Error(`timed out after ${opts.timeoutMs} ms waiting for ${what}${le}${opts.proc ? '\n' + opts.proc.logTail() : ''}`);
+    }
+    await sleep(opts.intervalMs ?? 250);
+  }
+}
+
+/** A non-loopback IPv4 address of this machine, if any (for --advertise-address). */
+function hostAddress(): string | undefined {
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) {
+      if (a.family === 'IPv4' && !a.internal) return a.address;
+    }
+  }
+  return undefined;
+}
+
+interface Ports {
+  etcdClient: number;
+  etcdPeer: number;
+  apiserver: number;
+  kcm: number;
+  scheduler: number;
+}
+
+export class Testbed {
+  readonly options: Required<Omit<TestbedOptions, 'log' | 'stateDir'>>;
+  readonly stateDir: string;
+  readonly binDir: string;
+  readonly kubeconfigPath: string;
+  readonly token: string;
+  readonly server: string;
+  readonly client: KubeClient;
+  /** The current --service-cluster-ip-range (changes with restartApiserver). */
+  serviceCIDR: string;
+  /** --advertise-address given to the apiserver, or undefined with --endpoint-reconciler-type=none. */
+  readonly advertiseAddress: string | undefined;
+
+  #ports: Ports;
+  #procs = new Map<string, Proc>();
+  #log: (msg: string) => void;
+  #ownsStateDir: boolean;
+  #stopped = false;
+
+  private constructor(args: {
+    options: Required<Omit<TestbedOptions, 'log' | 'stateDir'>>;
+    stateDir: string;
+    ownsStateDir: boolean;
+    binDir: string;
+    ports: Ports;
+    log: (msg: string) => void;
+  }) {
+    this.options = args.options;
+    this.stateDir = args.stateDir;
+    this.#ownsStateDir = args.ownsStateDir;
+    this.binDir = args.binDir;
+    this.#ports = args.ports;
+    this.#log = args.log;
+    this.serviceCIDR = args.options.serviceCIDR;
+    this.kubeconfigPath = join(args.stateDir, 'kubeconfig');
+    this.token = randomBytes(24).toString('hex');
+    this.server = `https://127.0.0.1:${args.ports.apiserver}`;
+    this.client = new KubeClient(this.server, this.token);
+    this.advertiseAddress = hostAddress();
+  }
+
+  /** Builds (if needed) and starts a cluster. On failure everything started is stopped again. */
+  static async start(opts: TestbedOptions = {}): Promise<Testbed> {
+    const options = {
+      serviceCIDR: opts.serviceCIDR ?? '10.96.0.0/16',
+      podCIDR: opts.podCIDR ?? '10.244.0.0/16',
+      nodeMask: opts.nodeMask ?? 24,
+      nodes: opts.nodes ?? 2,
+      version: opts.version ?? DEFAULT_VERSION,
+      calicoCRDs: opts.calicoCRDs ?? true,
+      timeoutMs: opts.timeoutMs ?? 90_000,
+    };
+    const verbose = process.env.KUBE_RENUMBER_TESTBED_VERBOSE === '1';
+    const log = opts.log ?? (verbose ? (m: string) => process.stderr.write(`[testbed] ${m}\n`) : () => {});
+    const binDir = await ensureBuilt({ version: options.version, log: (m) => process.stderr.write(`[testbed] ${m}\n`) });
+    let stateDir = opts.stateDir;
+    const ownsStateDir = !stateDir;
+    if (!stateDir) stateDir = await mkdtemp(join(tmpdir(), 'kube-renumber-tb-'));
+    await mkdir(stateDir, { recursive: true });
+    // Ports can be taken by another process between probing and binding: retry with fresh ones.
+    for (let attempt = 1; ; attempt++) {
+      const [etcdClient, etcdPeer, apiserver, kcm, scheduler] = await freePorts(5);
+      const tb = new Testbed({
+        options,
+        stateDir,
+        ownsStateDir,
+        binDir,
+        ports: { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, kcm: kcm!, scheduler: scheduler! },
+        log,
+      });
+      try {
+        await tb.#boot();
+        return tb;
+      } catch (e) {
+        const msg = e instanceof Error ? e.message : String(e);
+        await tb.#stopProcs();
+        tb.client.close();
+        if (attempt < 3 && /address already in use/i.test(msg)) {
+          log(`port collision, retrying (${msg.split('\n')[0]})`);
+          await rm(join(stateDir, 'etcd-data'), { recursive: true, force: true });
+          continue;
+        }
+        if (ownsStateDir && process.env.KUBE_RENUMBER_TESTBED_KEEP !== '1') {
+          // keep logs of a failed start for inspection only on request
+          await rm(stateDir, { recursive: true, force: true });
+        }
+        throw e;
+      }
+    }
+  }
+
+  #spawn(name: string, args: string[], graceSeconds = 5): Proc {
+    const old = this.#procs.get(name);
+    if (old?.running()) throw new Error(`${name} already running`);
+    const proc = new Proc(
+      name,
+      join(this.binDir, 'tbsup'),
+      join(this.binDir, name),
+      args,
+      join(this.stateDir, 'logs', `${name}.log`),
+      graceSeconds,
+    );
+    this.#procs.set(name, proc);
+    return proc;
+  }
+
+  /** Names and pids of the supervised components (supervisor pids). */
+  processes(): { name: string; pid: number | undefined; running: boolean; log: string }[] {
+    return [...this.#procs.values()].map((p) => ({ name: p.name, pid: p.pid, running: p.running(), log: p.logPath }));
+  }
+
+  logPath(component: string): string {
+    return join(this.stateDir, 'logs', `${component}.log`);
+  }
+
+  async #boot(): Promise<void> {
+    const t0 = Date.now();
+    const { stateDir } = this;
+    const timeoutMs = this.options.timeoutMs;
+    await mkdir(join(stateDir, 'logs'), { recursive: true });
+    await mkdir(join(stateDir, 'pki'), { recursive: true });
+
+    // --- etcd
+    const p = this.#ports;
+    const etcd = this.#spawn('etcd', [
+      '--name=testbed',
+      `--data-dir=${join(stateDir, 'etcd-data')}`,
+      `--listen-client-urls=http://127.0.0.1:${p.etcdClient}`,
+      `--advertise-client-urls=http://127.0.0.1:${p.etcdClient}`,
+      `--listen-peer-urls=http://127.0.0.1:${p.etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${p.etcdPeer}`,
+      `--initial-cluster=testbed=http://127.0.0.1:${p.etcdPeer}`,
+      '--unsafe-no-fsync',
+      '--log-level=warn',
+      '--quota-backend-bytes=2147483648',
+    ]);
+    await waitFor(
+      'etcd /health',
+      async () => {
+        const r = await fetch(`http://127.0.0.1:${p.etcdClient}/health`);
+        const j = (await r.json()) as { health?: string };
+        return j.health === 'true';
+      },
+      { timeoutMs, proc: etcd },
+    );
+    this.#log(`etcd ready (${Date.now() - t0} ms)`);
+
+    // --- credentials
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const saKey = join(stateDir, 'pki', 'sa.key');
+    await writeFile(saKey, privateKey.export({ type: 'pkcs1', format: 'pem' }), { mode: 0o600 });
+    await writeFile(join(stateDir, 'pki', 'tokens.csv'), `${this.token},testbed-admin,testbed-admin,"system:masters"\n`, {
+      mode: 0o600,
+    });
+    await this.#writeKubeconfig();
+
+    // --- kube-apiserver
+    await this.#startApiserver();
+    this.#log(`kube-apiserver ready (${Date.now() - t0} ms)`);
+
+    const commonAuth = [
+      `--kubeconfig=${this.kubeconfigPath}`,
+      `--authentication-kubeconfig=${this.kubeconfigPath}`,
+      `--authorization-kubeconfig=${this.kubeconfigPath}`,
+      '--leader-elect=false',
+      '--bind-address=127.0.0.1',
+    ];
+
+    // --- kube-controller-manager
+    const kcm = this.#spawn('kube-controller-manager', [
+      ...commonAuth,
+      `--secure-port=${p.kcm}`,
+      `--cert-dir=${join(stateDir, 'pki', 'kcm')}`,
+      '--controllers=*',
+      '--allocate-node-cidrs=true',
+      `--cluster-cidr=${this.options.podCIDR}`,
+      `--node-cidr-mask-size${this.#podFamilySuffix()}=${this.options.nodeMask}`,
+      `--service-cluster-ip-range=${this.serviceCIDR}`,
+      `--service-account-private-key-file=${saKey}`,
+      `--root-ca-file=${join(stateDir, 'pki', 'apiserver', 'apiserver.crt')}`,
+      '--use-service-account-credentials=false',
+      '--v=1',
+    ]);
+    // --- kube-scheduler
+    const sched = this.#spawn('kube-scheduler', [...commonAuth, `--secure-port=${p.scheduler}`, '--v=1']);
+    // --- kwok
+    const kwok = this.#spawn('kwok', [
+      `--kubeconfig=${this.kubeconfigPath}`,
+      '--manage-all-nodes=true',
+      // used only for pods on nodes without spec.podCIDR (kcm assigns one to every node here)
+      '--cidr=100.127.0.0/16',
+    ]);
+
+    await Promise.all([
+      waitFor('kube-controller-manager /healthz', () => this.#healthz(p.kcm), { timeoutMs, proc: kcm }),
+      waitFor('kube-scheduler /healthz', () => this.#healthz(p.scheduler), { timeoutMs, proc: sched }),
+    ]);
+    this.#log(`controller-manager and scheduler ready (${Date.now() - t0} ms)`);
+
+    if (this.options.calicoCRDs) await this.#installCalicoCRDs();
+
+    // --- nodes
+    await this.addNodes(this.options.nodes, kwok);
+    this.#log(`cluster up with ${this.options.nodes} nodes (${Date.now() - t0} ms)`);
+  }
+
+  #podFamilySuffix(): string {
+    // --node-cidr-mask-size applies to single-stack; for an IPv6-only cluster use the -ipv6 flag.
+    return cidrFamily(this.options.podCIDR) === 6 ? '-ipv6' : '';
+  }
+
+  async #healthz(port: number): Promise<boolean> {
+    const r = await new KubeClient(`https://127.0.0.1:${port}`, this.token).raw('GET', '/healthz', undefined, undefined, 2000);
+    return r.status === 200;
+  }
+
+  async #writeKubeconfig(): Promise<void> {
+    const kc = [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- name: testbed',
+      '  cluster:',
+      `    server: ${this.server}`,
+      '    insecure-skip-tls-verify: true',
+      'users:',
+      '- name: testbed-admin',
+      '  user:',
+      `    token: ${this.token}`,
+      'contexts:',
+      '- name: testbed',
+      '  context:',
+      '    cluster: testbed',
+      '    user: testbed-admin',
+      'current-context: testbed',
+      '',
+    ].join('\n');
+    await writeFile(this.kubeconfigPath, kc, { mode: 0o600 });
+    await chmod(this.kubeconfigPath, 0o600);
+  }
+
+  async #startApiserver(): Promise<void> {
+    const p = this.#ports;
+    const pki = join(this.stateDir, 'pki');
+    const args = [
+      `--etcd-servers=http://127.0.0.1:${p.etcdClient}`,
+      `--secure-port=${p.apiserver}`,
+      '--bind-address=127.0.0.1',
+      `--cert-dir=${join(pki, 'apiserver')}`,
+      `--token-auth-file=${join(pki, 'tokens.csv')}`,
+      '--authorization-mode=Node,RBAC',
+      `--service-account-key-file=${join(pki, 'sa.key')}`,
+      `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-cluster-ip-range=${this.serviceCIDR}`,
+      '--allow-privileged=true',
+      '--enable-priority-and-fairness=false',
+      '--profiling=false',
+      '--v=1',
+    ];
+    // A loopback advertise address is rejected for the `kubernetes` Endpoints (see docs/testbed.md):
+    // advertise this machine's address when it has one, else run without the endpoint reconciler.
+    if (this.advertiseAddress) args.push(`--advertise-address=${this.advertiseAddress}`);
+    else args.push('--advertise-address=127.0.0.1', '--endpoint-reconciler-type=none');
+    // After "HTTPServerStoppedListening" a SIGTERMed kube-apiserver hangs until killed (measured: it sat
+    // there the whole 10 s grace); everything it owns is in etcd already, so give it 2 s.
+    const api = this.#spawn('kube-apiserver', args, 2);
+    await waitFor(
+      'kube-apiserver /readyz',
+      async () => (await this.client.raw('GET', '/readyz', undefined, undefined, 3000)).status === 200,
+      { timeoutMs: this.options.timeoutMs, proc: api },
+    );
+    // the `kubernetes` ServiceCIDR exists and is Ready once the apiserver's bootstrap controller ran
+    await waitFor(
+      'the `kubernetes` ServiceCIDR and default/kubernetes Service',
+      async () => {
+        const sc = await this.client.getOrUndefined('/apis/networking.k8s.io/v1/servicecidrs/kubernetes');
+        const svc = await this.client.getOrUndefined('/api/v1/namespaces/default/services/kubernetes');
+        return sc !== undefined && svc !== undefined;
+      },
+      { timeoutMs: this.options.timeoutMs, proc: api },
+    );
+  }
+
+  async #installCalicoCRDs(): Promise<void> {
+    const dir = calicoCRDDir();
+    if (!existsSync(dir)) {
+      throw new Error(`Calico CRDs not found at ${dir} (set KUBE_RENUMBER_CALICO_CRDS to their directory)`);
+    }
+    const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f));
+    if (files.length === 0) throw new Error(`no Calico CRD YAML files in ${dir}`);
+    const r = await this.kubectl(['apply', '--server-side', '--force-conflicts', '-f', dir]);
+    if (r.code !== 0) throw new Error(`installing Calico CRDs from ${dir} failed: ${r.stderr || r.stdout}`);
+    const w = await this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
+    if (w.code !== 0) throw new Error(`Calico CRDs not Established: ${w.stderr || w.stdout}`);
+    // Established is not enough: lists answer 429 "storage is (re)initializing" until the watch cache
+    // of each new resource is ready. Wait for every Calico resource to list.
+    const crds = await this.client.list('/apis/apiextensions.k8s.io/v1/customresourcedefinitions');
+    const calico = crds.items.filter((c) => c.spec?.group === 'crd.projectcalico.org');
+    await Promise.all(
+      calico.map((c) =>
+        waitFor(
+          `${c.metadata.name} listable`,
+          async () => {
+            const v = c.spec.versions.find((x: { storage: boolean }) => x.storage).name;
+            const r = await this.client.raw('GET', `/apis/${c.spec.group}/${v}/${c.spec.names.plural}?limit=1`);
+            return r.status === 200;
+          },
+          { timeoutMs: this.options.timeoutMs, proc: this.#procs.get('kube-apiserver') },
+        ),
+      ),
+    );
+  }
+
+  /** Creates `count` more Node objects (names tb-node-<i>) and waits until they are Ready with a podCIDR. */
+  async addNodes(count: number, kwokProc?: Proc): Promise<KubeObject[]> {
+    const existing = await this.client.list('/api/v1/nodes');
+    const start = existing.items.length;
+    const nodes: KubeObject[] = [];
+    for (let i = start; i < start + count; i++) {
+      const name = `tb-node-${i}`;
+      nodes.push({
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: {
+          name,
+          labels: {
+            'kubernetes.io/hostname': name,
+            'kubernetes.io/os': 'linux',
+            'kubernetes.io/arch': 'amd64',
+            type: 'kwok',
+          },
+          annotations: { 'node.alpha.kubernetes.io/ttl': '0', 'kwok.x-k8s.io/node': 'fake' },
+        },
+        spec: {},
+      });
+    }
+    await this.client.createAll(nodes);
+    const kwok = kwokProc ?? this.#procs.get('kwok');
+    const want = new Set(nodes.map((n) => n.metadata.name));
+    return await waitFor(
+      `${count} nodes Ready with spec.podCIDR`,
+      async () => {
+        const list = await this.client.list('/api/v1/nodes');
+        const ours = list.items.filter((n) => want.has(n.metadata.name));
+        const ok = ours.filter(
+          (n) =>
+            n.spec?.podCIDR &&
+            (n.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True'),
+        );
+        return ok.length === want.size ? ok : undefined;
+      },
+      { timeoutMs: this.options.timeoutMs, proc: kwok },
+    );
+  }
+
+  /** Runs the built kubectl against this cluster. Never throws for a non-zero exit. */
+  kubectl(args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<ExecResult> {
+    return new Promise((resolvePromise, reject) => {
+      const p = spawn(join(this.binDir, 'kubectl'), [`--kubeconfig=${this.kubeconfigPath}`, ...args], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const timer = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs ?? 120_000);
+      p.on('error', (e) => {
+        clearTimeout(timer);
+        reject(e);
+      });
+      p.on('close', (code, sig) => {
+        clearTimeout(timer);
+        resolvePromise({ stdout, stderr, code: code ?? (sig ? 128 : 1) });
+      });
+      p.stdin.on('error', () => {});
+      p.stdin.end(opts.input ?? '');
+    });
+  }
+
+  /** Restarts kube-apiserver with a new --service-cluster-ip-range, same etcd, and waits until healthy. */
+  async restartApiserver(opts: { serviceCIDR?: string } = {}): Promise<void> {
+    const api = this.#procs.get('kube-apiserver');
+    if (api) await api.stop();
+    if (opts.serviceCIDR) this.serviceCIDR = opts.serviceCIDR;
+    await this.#startApiserver();
+  }
+
+  async #stopProcs(): Promise<void> {
+    const order: string[][] = [['kwok', 'kube-scheduler', 'kube-controller-manager'], ['kube-apiserver'], ['etcd']];
+    for (const group of order) {
+      await Promise.all(group.map((n) => this.#procs.get(n)?.stop()));
+    }
+  }
+
+  /** Stops every component; removes the state dir it created unless KUBE_RENUMBER_TESTBED_KEEP=1. */
+  async stop(opts: { keepState?: boolean } = {}): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    await this.#stopProcs();
+    this.client.close();
+    const keep = opts.keepState ?? process.env.KUBE_RENUMBER_TESTBED_KEEP === '1';
+    if (this.#ownsStateDir && !keep) await rm(this.stateDir, { recursive: true, force: true });
+  }
+}
