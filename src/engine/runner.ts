@@ -41,6 +41,12 @@ export interface Step {
   rollback?(ctx: StepContext): Promise<void>;
   /** For gates: what must be done before resume. */
   instructions?: string[];
+  /**
+   * Later steps that undo part of this step's effect on purpose (a bridge removed, a temporary ServiceCIDR
+   * deleted). Once a run has reached one of them, every step before it was complete, and this step's check
+   * must not bring back what the later step removed: it counts as done.
+   */
+  supersededBy?: string[];
 }
 
 export type RunResult =
@@ -62,8 +68,16 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
   let applied = 0;
   let skipped = 0;
   const mark = (event: string, step: string) => opts.afterEvent?.(event, step);
+  const reached = new Set(ctx.journal.entries().filter((e) => e.event === 'step-start' && e.step).map((e) => e.step!));
   for (const step of steps) {
     ctx.journal.append('step-start', { step: step.id, detail: step.title });
+    const by = step.supersededBy?.find((id) => reached.has(id));
+    if (by) {
+      ctx.journal.append('step-skip', { step: step.id, detail: `superseded by ${by}` });
+      skipped++;
+      mark('skip', step.id);
+      continue;
+    }
     if (await step.check(ctx)) {
       ctx.journal.append('step-skip', { step: step.id, detail: step.kind === 'gate' ? 'condition holds' : 'already done' });
       skipped++;

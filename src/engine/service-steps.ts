@@ -138,7 +138,16 @@ export class ServiceExecutor {
   }
 
   steps(): Step[] {
-    return this.plan.steps.map((s) => this.step(s));
+    const idsOf = (kind: string) => this.plan.steps.filter((s) => s.kind === kind).map((s) => s.id);
+    const removeBridges = idsOf('remove-bridges');
+    const finalize = idsOf('finalize-servicecidrs');
+    return this.plan.steps.map((p) => {
+      const step = this.step(p);
+      // bridges go in remove-bridges; the temporary target ServiceCIDR goes in finalize-servicecidrs
+      if (p.kind === 'move-services' || p.kind === 'move-kubernetes') step.supersededBy = removeBridges;
+      if (p.kind === 'create-servicecidrs' && (p.serviceCIDRs ?? []).some((c) => c.purpose === 'target')) step.supersededBy = finalize;
+      return step;
+    });
   }
 
   step(p: PlanStep): Step {
@@ -237,7 +246,24 @@ export class ServiceExecutor {
       if (!sameIPs(ipsOf(cur), it.from)) throw new Error(`bridge ${it.namespace}/${it.bridge} exists at ${ipsOf(cur).join(',')}, not ${it.from.join(',')}`);
       return;
     }
+    await this.waitReleased(ctx, it.from, it.namespace, it.bridge);
     await withRetry(() => createObject(ctx.client, SERVICES, bridgeService(orig, it.bridge!, it.from), { dryRun: ctx.dryRun === 'server' }));
+  }
+
+  /**
+   * The apiserver releases a Service's IPAddress objects asynchronously after the Service lets go of them
+   * (measured: up to a few seconds); wait until each IP is free or already held by `holder`.
+   */
+  private async waitReleased(ctx: StepContext, ips: readonly string[], namespace: string, holder: string): Promise<void> {
+    if (ctx.dryRun !== 'none') return;
+    await waitFor(`IP ${ips.join(',')} to be released`, async () => {
+      for (const ip of ips) {
+        const a = await getObject(ctx.client, this.IPADDR, formatIP(parseIP(ip)));
+        const ref = a?.spec?.parentRef;
+        if (a && !(ref?.name === holder && ref?.namespace === namespace)) return undefined;
+      }
+      return true;
+    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 200 });
   }
 
   /** Move one Service to its mapped IPs; safe to call again at any point of a previous attempt. */
@@ -477,11 +503,17 @@ export class ServiceExecutor {
     return all.filter((s) => {
       const key = `${s.metadata?.namespace}/${s.metadata?.name}`;
       if (skip.has(key) || s.metadata?.labels?.[MANAGED_LABEL] === 'true' || s.spec?.type === 'LoadBalancer') return false;
+      // half-swept by an interrupted run: ExternalName now, pointing at itself
+      if (s.spec?.type === 'ExternalName' && s.spec?.externalName === this.selfName(s)) return true;
       return ipsOf(s).some((ip) => {
         const a = parseIP(ip);
         return old.some((c) => contains(c, a)) && !keptSCs.some((k) => contains(k, a));
       });
     });
+  }
+
+  private selfName(s: KubeObject): string {
+    return `${s.metadata!.name}.${s.metadata!.namespace}.svc.${this.opts.clusterDomain}`;
   }
 
   private sweepStep(p: PlanStep): Step {
@@ -492,10 +524,13 @@ export class ServiceExecutor {
       apply: async (ctx) => {
         for (const s of await this.stragglers(ctx.client)) {
           // No bridge (an explicit IP in a Terminating ServiceCIDR is refused) and no explicit address: the
-          // apiserver allocates from the Ready ranges, the old one being drained.
+          // apiserver allocates from the Ready ranges, the old one being drained. The backup (taken before
+          // the first change) gives the type to return to when an earlier run was interrupted half-way.
           const cur = s;
-          const patched = await withRetry(() => patchService(ctx.client, cur, { type: 'ExternalName', externalName: `${cur.metadata!.name}.${cur.metadata!.namespace}.svc.${this.opts.clusterDomain}` }, false));
-          const back = backToType(s, []);
+          const orig = ctx.backups.load(refOf(s)) ?? s;
+          const patched = cur.spec?.type === 'ExternalName' ? cur
+            : await withRetry(() => patchService(ctx.client, cur, { type: 'ExternalName', externalName: this.selfName(cur) }, false));
+          const back = backToType(orig, []);
           delete back.clusterIP;
           delete back.clusterIPs;
           await withRetry(() => patchService(ctx.client, patched, back, false));
@@ -546,7 +581,10 @@ export class ServiceExecutor {
         if (!it.bridge) return;
         const orig = ctx.backups.load(svcRef('default', 'kubernetes')) ?? back;
         const bridge = bridgeService({ ...orig, spec: { ...orig.spec, selector: undefined } }, it.bridge, it.from);
-        await withRetry(() => createObject(ctx.client, SERVICES, bridge));
+        if (!(await getObject(ctx.client, SERVICES, it.bridge, 'default'))) {
+          await this.waitReleased(ctx, it.from, 'default', it.bridge);
+          await withRetry(() => createObject(ctx.client, SERVICES, bridge));
+        }
         const src = await getObject(ctx.client, ENDPOINTSLICES, 'kubernetes', 'default');
         if (src) {
           await withRetry(() => createObject(ctx.client, ENDPOINTSLICES, {

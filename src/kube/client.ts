@@ -158,6 +158,10 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
   const http = new IsomorphicFetchHttpLibrary();
   const timeout = opts.requestTimeoutMs ?? 30_000;
   let count = 0;
+  // Fault injection for the crash tests only: SIGKILL this process right after the Nth successful write
+  // (Lease writes excluded), i.e. after the apiserver applied it and before anything else happened.
+  const killAfter = Number((opts.env ?? process.env).KUBE_RENUMBER_TEST_KILL_AFTER_WRITES ?? 0);
+  let writes = 0;
 
   async function request<T>(method: Method, path: string, ro: RequestOptions = {}): Promise<T> {
     const url = new URL(server + path);
@@ -180,6 +184,7 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
     }
     const text = await res.body.text();
     if (res.httpStatusCode >= 200 && res.httpStatusCode < 300) {
+      if (killAfter > 0 && method !== 'GET' && !path.includes('/leases') && ++writes >= killAfter) process.kill(process.pid, 'SIGKILL');
       return (text ? JSON.parse(text) : undefined) as T;
     }
     let status: any;

@@ -9,33 +9,10 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
+import { restartAllWorkloads } from './workloads.ts';
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';
-
-async function restartAllWorkloads(tb: { kubectl(a: string[]): Promise<{ code: number; stdout: string; stderr: string }> }) {
-  const ns = await tb.kubectl(['get', 'ns', '-o', 'jsonpath={.items[*].metadata.name}']);
-  for (const n of ns.stdout.trim().split(/\s+/)) {
-    for (const kind of ['deployment', 'statefulset', 'daemonset']) {
-      const list = await tb.kubectl(['get', kind, '-n', n, '-o', 'name']);
-      if (list.stdout.trim()) await tb.kubectl(['rollout', 'restart', kind, '-n', n]);
-    }
-  }
-  // bare pods are deleted (nothing recreates them: that is what a real migration warns about)
-  const pods = await tb.kubectl(['get', 'pods', '-A', '-o', 'json']);
-  for (const p of JSON.parse(pods.stdout).items) {
-    if (!p.metadata.ownerReferences?.length) await tb.kubectl(['delete', 'pod', '-n', p.metadata.namespace, p.metadata.name, '--wait=false']);
-  }
-  for (const n of ns.stdout.trim().split(/\s+/)) {
-    for (const kind of ['deployment', 'statefulset', 'daemonset']) {
-      const list = await tb.kubectl(['get', kind, '-n', n, '-o', 'name']);
-      for (const name of list.stdout.trim().split('\n').filter(Boolean)) {
-        const r = await tb.kubectl(['rollout', 'status', name, '-n', n, '--timeout=120s']);
-        assert.equal(r.code, 0, r.stderr);
-      }
-    }
-  }
-}
 
 describe('Service CIDR migration (in-place) on the real control plane', () => {
   const tb = useTestbed({ serviceCIDR: OLD, podCIDR: '10.244.0.0/20', nodes: 3, populate: { services: 20 } });

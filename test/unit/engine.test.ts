@@ -192,3 +192,20 @@ describe('runner', () => {
     assert.deepEqual(completedSteps(c.journal.entries()), ['b']);
   });
 });
+
+describe('runner: superseded steps', () => {
+  it('a step whose effect a later step removed on purpose is not redone on resume', async () => {
+    const w = world();
+    const c = ctxIn(tmp());
+    const removeA: Step = { id: 'remove-a', title: 'remove a', kind: 'action', check: async () => !w.state.has('a'),
+      apply: async () => { w.state.delete('a'); } };
+    const steps = [{ ...w.step('a'), supersededBy: ['remove-a'] }, removeA, w.step('b')];
+    // crash right after remove-a was applied
+    await assert.rejects(runSteps(steps, c, { afterEvent: (e, s) => { if (e === 'applied' && s === 'remove-a') throw new Error('crash'); } }), /crash/);
+    const r = await runSteps(steps, c);
+    assert.equal(r.status, 'completed');
+    assert.equal(w.state.has('a'), false, 'a stays removed');
+    assert.deepEqual(w.applies, ['a', 'b']);
+    assert.ok(c.journal.entries().some((e) => e.event === 'step-skip' && e.step === 'a' && /superseded by remove-a/.test(e.detail ?? '')));
+  });
+});

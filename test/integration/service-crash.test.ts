@@ -1,0 +1,91 @@
+// Kill the real CLI process (SIGKILL) at every mutation point of a Service CIDR migration in turn: each run
+// is killed right after its first successful write to the apiserver, so every write of the migration is the
+// last thing some process did before dying. Resuming again and again must end in the same state as an
+// uninterrupted run, with nothing lost.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { useTestbed } from '../testbed/harness.ts';
+import { run } from '../unit/run-cli.ts';
+import { restartAllWorkloads } from './workloads.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const OLD = '10.96.0.0/16';
+const NEW = '10.100.0.0/16';
+
+function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [join(ROOT, 'bin/kube-renumber.js'), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d) => { out += d; });
+    p.stderr.on('data', (d) => { err += d; });
+    p.on('close', (code, signal) => resolve({ code, signal, out, err }));
+  });
+}
+
+for (const strategy of (process.env.KR_CRASH_STRATEGY ? [process.env.KR_CRASH_STRATEGY] : ['in-place', 'recreate']) as Array<'in-place' | 'recreate'>) {
+  describe(`Service CIDR migration (${strategy}) killed at every write, resumed each time`, () => {
+    const tb = useTestbed({ serviceCIDR: OLD, podCIDR: '10.244.0.0/20', nodes: 2, populate: { namespaces: 2, deployments: 1, replicas: 1, services: 4 } });
+    const dir = mkdtempSync(join(tmpdir(), `kr-crash-${strategy}-`));
+    const planPath = join(dir, 'plan.yaml');
+    const stateDir = join(dir, 'state');
+
+    test('ends in the planned state with nothing lost', { timeout: 20 * 60_000 }, async () => {
+      const before = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
+      const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', NEW, '--strategy', strategy,
+        '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '-o', 'yaml']);
+      assert.equal(p.code, 0, p.err);
+      writeFileSync(planPath, p.out);
+      const args = ['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', '--kubeconfig', tb.kubeconfigPath,
+        '--state-dir', stateDir, '--timeout', '90s'];
+      const history: string[] = [];
+      let kills = 0;
+      let apiserverRestarted = false;
+      let workloadsRestarted = false;
+      for (let i = 0; i < 400; i++) {
+        const r = await cli(args, { KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: '1' });
+        const steps = r.err.split('\n').filter((l) => /^\[\d+\/\d+\]/.test(l));
+        history.push(`${i}: ${r.signal ?? r.code} after ${steps.at(-1) ?? 'no step'} ${r.err.split('\n').filter((l) => /error|stopped/.test(l)).join(' | ').slice(0, 300)}`);
+        writeFileSync(join(dir, 'history.txt'), history.join('\n'));
+        if (r.signal === 'SIGKILL') { kills++; continue; }
+        if (r.code === 0) break;
+        assert.equal(r.code, 7, `run ${i}: ${r.err}`);
+        if (/gate restart-apiservers/.test(r.err) && !apiserverRestarted) {
+          await tb.restartApiserver({ serviceCIDR: NEW });
+          apiserverRestarted = true;
+        } else if (/gate restart-workloads/.test(r.err) && !workloadsRestarted) {
+          await restartAllWorkloads(tb);
+          workloadsRestarted = true;
+        } else {
+          assert.fail(`stuck at a gate: ${r.err}`);
+        }
+      }
+      process.stderr.write(`# ${strategy}: ${kills} kills, one after each write\n`);
+      assert.ok(apiserverRestarted && workloadsRestarted);
+      assert.ok(kills >= 20, `a kill after every write (${kills})`);
+
+      const v = await run(['verify', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);
+      assert.equal(v.code, 0, `${v.err}\n${history.slice(-15).join('\n')}`);
+      const after = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
+      const byKey = new Map(after.map((s: any) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+      for (const s of before) {
+        const key = `${s.metadata.namespace}/${s.metadata.name}`;
+        const a: any = byKey.get(key);
+        assert.ok(a, `${key} survived`);
+        if (key === 'default/kubernetes' || s.spec.type === 'ExternalName' || s.spec.clusterIP === 'None' || s.spec.type === 'LoadBalancer') continue;
+        assert.equal(a.spec.clusterIP, `10.100.${s.spec.clusterIP.split('.').slice(2).join('.')}`, `${key} at its mapped IP`);
+        const strip = (x: any) => { const { clusterIP, clusterIPs, ...rest } = x.spec; void clusterIP; void clusterIPs; return rest; };
+        assert.deepEqual(strip(a), strip(s), `${key} spec unchanged but for the IPs`);
+        if (strategy === 'in-place') assert.equal(a.metadata.uid, s.metadata.uid, `${key} kept its uid`);
+        assert.deepEqual(a.metadata.labels ?? {}, s.metadata.labels ?? {}, `${key} labels`);
+      }
+      assert.equal(after.filter((s: any) => s.metadata.labels?.['kube-renumber.io/bridge-for']).length, 0, 'no bridge left');
+    });
+  });
+}

@@ -1,0 +1,29 @@
+import assert from 'node:assert/strict';
+
+interface Kubectl {
+  kubectl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+}
+
+/**
+ * What a person does at the restart-workloads gate: `kubectl rollout restart` every Deployment, StatefulSet
+ * and DaemonSet, delete bare pods, and wait for the rollouts.
+ */
+export async function restartAllWorkloads(tb: Kubectl): Promise<void> {
+  const ns = (await tb.kubectl(['get', 'ns', '-o', 'jsonpath={.items[*].metadata.name}'])).stdout.trim().split(/\s+/);
+  const kinds = ['deployment', 'statefulset', 'daemonset'];
+  for (const n of ns) {
+    const names = (await tb.kubectl(['get', kinds.join(','), '-n', n, '-o', 'name'])).stdout.trim();
+    if (names) await tb.kubectl(['rollout', 'restart', kinds.join(','), '-n', n]);
+  }
+  const pods = JSON.parse((await tb.kubectl(['get', 'pods', '-A', '-o', 'json'])).stdout).items;
+  for (const p of pods) {
+    if (!p.metadata.ownerReferences?.length) await tb.kubectl(['delete', 'pod', '-n', p.metadata.namespace, p.metadata.name, '--wait=false']);
+  }
+  for (const n of ns) {
+    const names = (await tb.kubectl(['get', kinds.join(','), '-n', n, '-o', 'name'])).stdout.trim().split('\n').filter(Boolean);
+    for (const name of names) {
+      const r = await tb.kubectl(['rollout', 'status', name, '-n', n, '--timeout=180s']);
+      assert.equal(r.code, 0, r.stderr);
+    }
+  }
+}
