@@ -220,6 +220,10 @@ export class ServiceExecutor {
       },
       rollback: async (ctx) => {
         for (const s of specs) await deleteObject(ctx.client, this.SC, s.name);
+        // the service-cidr finalizer lets each go once no IP depends on it alone (10 s grace)
+        await waitFor('the ServiceCIDRs to be deleted', async () =>
+          ((await Promise.all(specs.map((s) => getObject(ctx.client, this.SC, s.name)))).every((x) => !x) ? true : undefined),
+        { timeoutMs: Math.max(this.opts.timeoutMs, 60_000), intervalMs: 500 });
       },
     };
   }

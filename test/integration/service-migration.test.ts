@@ -15,7 +15,7 @@ const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';
 
 describe('Service CIDR migration (in-place) on the real control plane', () => {
-  const tb = useTestbed({ serviceCIDR: OLD, podCIDR: '10.244.0.0/20', nodes: 3, populate: { services: 20 } });
+  const tb = useTestbed({ serviceCIDR: OLD, podCIDR: '10.244.0.0/20', nodes: 3, populate: { namespaces: 10, deployments: 1, replicas: 1, services: 200 } });
   const dir = mkdtempSync(join(tmpdir(), 'kr-svc-'));
   const planPath = join(dir, 'plan.yaml');
   const stateDir = join(dir, 'state');
@@ -24,6 +24,11 @@ describe('Service CIDR migration (in-place) on the real control plane', () => {
 
   test('plan', async () => {
     before = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
+    assert.ok(before.length >= 200, `${before.length} Services`);
+    assert.ok(new Set(before.map((s: any) => s.metadata.namespace)).size >= 10, 'in at least 10 namespaces');
+    for (const t of ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName']) assert.ok(before.some((s: any) => s.spec.type === t), t);
+    assert.ok(before.some((s: any) => s.spec.clusterIP === 'None'), 'headless');
+    assert.ok(before.some((s: any) => s.spec.ports?.length > 1), 'multi-port');
     const r = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', NEW, '--strategy', 'in-place',
       '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '-o', 'yaml']);
     assert.equal(r.code, 0, r.err + r.out.slice(0, 2000));
@@ -42,7 +47,7 @@ describe('Service CIDR migration (in-place) on the real control plane', () => {
     // backups and journal are private
     assert.equal(statSync(join(stateDir, 'journal.jsonl')).mode & 0o777, 0o600);
     const files = readdirSync(join(stateDir, 'backups')).filter((f) => f.endsWith('.json'));
-    assert.ok(files.length >= 20);
+    assert.ok(files.length >= 200);
     for (const f of files) assert.equal(statSync(join(stateDir, 'backups', f)).mode & 0o777, 0o600);
     // resume without doing what the gate says stops there again
     const again = await run(['resume', planPath, '--yes', ...common()]);
@@ -84,6 +89,7 @@ describe('Service CIDR migration (in-place) on the real control plane', () => {
       assert.equal(a.spec.clusterIP, `10.100.${oldOffset}`, `${key} keeps its offset`);
       const strip = (x: any) => { const { clusterIP, clusterIPs, ...rest } = x.spec; void clusterIP; void clusterIPs; return rest; };
       assert.deepEqual(strip(a), strip(s), `${key} spec unchanged but for the IPs`);
+      if (s.spec.type === 'NodePort') assert.deepEqual(a.spec.ports.map((p: any) => p.nodePort), s.spec.ports.map((p: any) => p.nodePort), `${key} nodePorts`);
     }
     const scs = JSON.parse((await tb.kubectl(['get', 'servicecidrs', '-o', 'json'])).stdout).items;
     const k = scs.find((x: any) => x.metadata.name === 'kubernetes');
@@ -91,5 +97,40 @@ describe('Service CIDR migration (in-place) on the real control plane', () => {
     assert.ok(!scs.some((x: any) => x.spec.cidrs.includes(OLD)), 'old range gone');
     const status = await run(['status', planPath, '--state-dir', stateDir, '-o', 'json']);
     assert.ok(JSON.parse(status.out).steps.every((s: any) => s.state === 'done'));
+  });
+});
+
+describe('rollback after a partial run', () => {
+  const tb = useTestbed({ serviceCIDR: OLD, podCIDR: '10.244.0.0/20', nodes: 2, populate: { namespaces: 2, deployments: 1, replicas: 1, services: 10 } });
+  const dir = mkdtempSync(join(tmpdir(), 'kr-rb-'));
+  const planPath = join(dir, 'plan.yaml');
+  const stateDir = join(dir, 'state');
+
+  test('restores every moved Service to its original IP and removes what the run created', async () => {
+    const before = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
+    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', NEW, '--strategy', 'in-place',
+      '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '-o', 'yaml']);
+    assert.equal(p.code, 0, p.err);
+    writeFileSync(planPath, p.out);
+    const a = await run(['apply', planPath, '--yes', '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);
+    assert.equal(a.code, 7, a.err);
+    const moved = JSON.parse((await tb.kubectl(['get', 'svc', '-n', 'kube-system', 'kube-dns', '-o', 'json'])).stdout);
+    assert.equal(moved.spec.clusterIP, '10.100.0.10');
+
+    const r = await run(['rollback', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '60s']);
+    assert.equal(r.code, 0, r.err + r.out);
+    assert.match(r.out, /move-dns\s+undone/);
+    const after = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
+    const byKey = new Map(after.map((s: any) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+    for (const s of before) {
+      const key = `${s.metadata.namespace}/${s.metadata.name}`;
+      const x: any = byKey.get(key);
+      assert.ok(x, `${key} exists`);
+      assert.deepEqual(x.spec.clusterIPs, s.spec.clusterIPs, `${key} back at its original IPs`);
+      assert.equal(x.metadata.uid, s.metadata.uid, `${key} same object`);
+    }
+    assert.equal(after.length, before.length, 'no bridge left');
+    const scs = JSON.parse((await tb.kubectl(['get', 'servicecidrs', '-o', 'json'])).stdout).items;
+    assert.deepEqual(scs.map((x: any) => x.metadata.name), ['kubernetes'], 'only the original ServiceCIDR remains');
   });
 });
