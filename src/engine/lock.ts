@@ -28,6 +28,8 @@ export function holderIdentity(run: string): string {
 
 export interface LeaseLock {
   readonly holder: string;
+  /** Throws LockedError when a renewal found the Lease taken by someone else. */
+  assertHeld(): void;
   release(): Promise<void>;
 }
 
@@ -79,17 +81,28 @@ export async function acquireLease(client: KubeClient, holder: string, opts: { d
   }
   if (current?.spec?.holderIdentity !== holder) throw new LockedError(`could not take Lease ${LEASE_NAMESPACE}/${LEASE_NAME}: it kept changing`);
   let stopped = false;
+  let lostTo: string | undefined;
   const timer = setInterval(async () => {
     if (stopped) return;
     try {
       current = await client.request('PUT', `${leasePath}/${LEASE_NAME}`, { body: { ...current, spec: { ...current.spec, renewTime: micro() } } });
-    } catch {
-      // the next renewal tries again; losing the Lease is detected by checkLease before each step
+    } catch (e) {
+      // 409: someone wrote the Lease; if it is no longer ours, the run must stop before its next step
+      if (e instanceof KubeApiError && e.status === 409) {
+        try {
+          const cur: any = await client.request('GET', `${leasePath}/${LEASE_NAME}`);
+          if (cur?.spec?.holderIdentity !== holder) lostTo = cur?.spec?.holderIdentity ?? 'nobody';
+          else current = cur;
+        } catch { /* the next renewal tries again */ }
+      }
     }
   }, Math.max(1000, (duration * 1000) / 3));
   timer.unref();
   return {
     holder,
+    assertHeld() {
+      if (lostTo !== undefined) throw new LockedError(`lost Lease ${LEASE_NAMESPACE}/${LEASE_NAME} to ${lostTo}: stopping before the next step`);
+    },
     async release() {
       stopped = true;
       clearInterval(timer);

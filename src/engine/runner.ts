@@ -58,6 +58,8 @@ export type RunResult =
 export interface RunOptions {
   yes?: boolean;
   confirm?: (question: string) => Promise<boolean>;
+  /** Called before each step; throwing stops the run (e.g. the cluster Lease was lost). */
+  beforeStep?: (step: string) => void;
   /** Test hook: called after each journaled transition; throwing simulates a crash there. */
   afterEvent?: (event: string, step: string) => void;
 }
@@ -70,6 +72,7 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
   const mark = (event: string, step: string) => opts.afterEvent?.(event, step);
   const reached = new Set(ctx.journal.entries().filter((e) => e.event === 'step-start' && e.step).map((e) => e.step!));
   for (const step of steps) {
+    opts.beforeStep?.(step.id);
     ctx.journal.append('step-start', { step: step.id, detail: step.title });
     const by = step.supersededBy?.find((id) => reached.has(id));
     if (by) {

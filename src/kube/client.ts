@@ -158,6 +158,7 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
   const http = new IsomorphicFetchHttpLibrary();
   const timeout = opts.requestTimeoutMs ?? 30_000;
   let count = 0;
+  let dispatcher: ReturnType<RequestContext['getDispatcher']>;
   // Fault injection for the crash tests only: SIGKILL this process right after the Nth successful write
   // (Lease writes excluded), i.e. after the apiserver applied it and before anything else happened.
   const killAfter = Number((opts.env ?? process.env).KUBE_RENUMBER_TEST_KILL_AFTER_WRITES ?? 0);
@@ -176,7 +177,11 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
     count++;
     let res;
     try {
+      // Headers (tokens, exec plugins) are applied per request; the connection pool is kept: client-node
+      // builds a new dispatcher on every call, which would open a new TLS connection per request.
       await kc.applySecurityAuthentication(ctx);
+      if (dispatcher) ctx.setDispatcher(dispatcher);
+      else dispatcher = ctx.getDispatcher();
       res = await http.send(ctx).toPromise();
     } catch (e) {
       const cause = networkCause(e);

@@ -9,6 +9,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
+import { kubeconfigWithToken } from './helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -17,18 +18,6 @@ function comparable(report: any) {
   const { source, kubernetesVersion, serviceCIDRApi, readiness, warnings, ...rest } = report;
   void source; void kubernetesVersion; void serviceCIDRApi; void warnings;
   return { ...rest, readiness: readiness.filter((f: any) => f.id !== 'service-cidr-api' && f.id !== 'gap') };
-}
-
-function kubeconfigWithToken(server: string, token: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'kr-kc-'));
-  const path = join(dir, 'kubeconfig');
-  writeFileSync(path, [
-    'apiVersion: v1', 'kind: Config', 'current-context: sa',
-    `clusters: [{name: tb, cluster: {server: "${server}", insecure-skip-tls-verify: true}}]`,
-    `users: [{name: sa, user: {token: "${token}"}}]`,
-    'contexts: [{name: sa, context: {cluster: tb, user: sa}}]', '',
-  ].join('\n'), { mode: 0o600 });
-  return path;
 }
 
 describe('inspect against the real apiserver', () => {

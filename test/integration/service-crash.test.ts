@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { restartAllWorkloads } from './workloads.ts';
+import { restartAllWorkloads } from './helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const OLD = '10.96.0.0/16';

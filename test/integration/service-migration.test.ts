@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { restartAllWorkloads } from './workloads.ts';
+import { fileURLToPath } from 'node:url';
+import { kubeconfigWithToken, restartAllWorkloads } from './helpers.ts';
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';
@@ -106,18 +107,26 @@ describe('rollback after a partial run', () => {
   const planPath = join(dir, 'plan.yaml');
   const stateDir = join(dir, 'state');
 
-  test('restores every moved Service to its original IP and removes what the run created', async () => {
+  test('restores every moved Service to its original IP and removes what the run created (under deploy/rbac-migrate.yaml)', async () => {
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const rbac = await tb.kubectl(['apply', '-f', join(root, 'deploy/rbac.yaml'), '-f', join(root, 'deploy/rbac-migrate.yaml')]);
+    assert.equal(rbac.code, 0, rbac.stderr);
+    const tok = await tb.kubectl(['create', 'token', 'kube-renumber-migrate', '-n', 'kube-system']);
+    assert.equal(tok.code, 0, tok.stderr);
+    const kc = kubeconfigWithToken(tb.server, tok.stdout.trim());
+    const can = await tb.kubectl(['auth', 'can-i', 'delete', 'nodes', '--as', 'system:serviceaccount:kube-system:kube-renumber-migrate']);
+    assert.equal(can.stdout.trim(), 'no', 'least privilege: no access beyond what a migration needs');
     const before = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
-    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', NEW, '--strategy', 'in-place',
+    const p = await run(['plan', '--kubeconfig', kc, '--service-cidr', NEW, '--strategy', 'in-place',
       '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '-o', 'yaml']);
     assert.equal(p.code, 0, p.err);
     writeFileSync(planPath, p.out);
-    const a = await run(['apply', planPath, '--yes', '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);
+    const a = await run(['apply', planPath, '--yes', '--kubeconfig', kc, '--state-dir', stateDir]);
     assert.equal(a.code, 7, a.err);
     const moved = JSON.parse((await tb.kubectl(['get', 'svc', '-n', 'kube-system', 'kube-dns', '-o', 'json'])).stdout);
     assert.equal(moved.spec.clusterIP, '10.100.0.10');
 
-    const r = await run(['rollback', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '60s']);
+    const r = await run(['rollback', planPath, '--kubeconfig', kc, '--state-dir', stateDir, '--timeout', '60s']);
     assert.equal(r.code, 0, r.err + r.out);
     assert.match(r.out, /move-dns\s+undone/);
     const after = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
@@ -132,5 +141,22 @@ describe('rollback after a partial run', () => {
     assert.equal(after.length, before.length, 'no bridge left');
     const scs = JSON.parse((await tb.kubectl(['get', 'servicecidrs', '-o', 'json'])).stdout).items;
     assert.deepEqual(scs.map((x: any) => x.metadata.name), ['kubernetes'], 'only the original ServiceCIDR remains');
+  });
+
+  test('a Lease held by another run stops apply with exit 8 and changes nothing', async () => {
+    const now = new Date().toISOString().replace(/Z$/, '000Z');
+    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'kube-renumber', namespace: 'kube-system' },
+      spec: { holderIdentity: 'alice@elsewhere/other-run', leaseDurationSeconds: 120, renewTime: now, acquireTime: now } };
+    const dirL = mkdtempSync(join(tmpdir(), 'kr-lease-'));
+    writeFileSync(join(dirL, 'lease.json'), JSON.stringify(lease));
+    const c = await tb.kubectl(['apply', '-f', join(dirL, 'lease.json')]);
+    assert.equal(c.code, 0, c.stderr);
+    const before = (await tb.kubectl(['get', 'services', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.spec.clusterIP}{"\\n"}{end}'])).stdout;
+    const r = await run(['apply', planPath, '--yes', '--kubeconfig', tb.kubeconfigPath, '--state-dir', join(dirL, 'state')]);
+    assert.equal(r.code, 8, r.err);
+    assert.match(r.err, /^error: another kube-renumber run holds the lock: Lease kube-system\/kube-renumber held by alice@elsewhere\/other-run/);
+    const after = (await tb.kubectl(['get', 'services', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.spec.clusterIP}{"\\n"}{end}'])).stdout;
+    assert.equal(after, before);
+    await tb.kubectl(['delete', 'lease', '-n', 'kube-system', 'kube-renumber']);
   });
 });

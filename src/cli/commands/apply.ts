@@ -39,6 +39,7 @@ interface Session {
   client: KubeClient;
   executor: ServiceExecutor;
   ctx: StepContext;
+  assertLocked(): void;
   release(): Promise<void>;
 }
 
@@ -75,7 +76,7 @@ async function openSession(values: Values, positionals: string[], io: Io, opts: 
   const run = `${id}`;
   const holder = holderIdentity(run);
   let releaseLocal = () => {};
-  let lease: { release(): Promise<void> } | undefined;
+  let lease: { assertHeld(): void; release(): Promise<void> } | undefined;
   if (opts.lock) {
     releaseLocal = acquireLocalLock(join(stateDir, 'lock'), holder).release;
     try {
@@ -100,6 +101,7 @@ async function openSession(values: Values, positionals: string[], io: Io, opts: 
   };
   return {
     plan, planId: id, stateDir, client, executor, ctx,
+    assertLocked: () => lease?.assertHeld(),
     async release() {
       await lease?.release();
       releaseLocal();
@@ -141,6 +143,7 @@ async function runPlan(values: Values, positionals: string[], io: Io, resume: bo
     const result = await runSteps(steps, s.ctx, {
       yes: values.yes === true,
       confirm: (q) => ask(io, q),
+      beforeStep: () => s.assertLocked(),
       afterEvent: (event, step) => {
         if (event === 'done' || event === 'skip') io.err(`[${++n}/${total}] ${step}: ${event === 'skip' ? 'already done' : 'done'}\n`);
       },

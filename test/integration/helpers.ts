@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 interface Kubectl {
   kubectl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
@@ -26,4 +29,17 @@ export async function restartAllWorkloads(tb: Kubectl): Promise<void> {
       assert.equal(r.code, 0, r.stderr);
     }
   }
+}
+
+/** A kubeconfig (0600) for `server` with a bearer token, e.g. a ServiceAccount's from `kubectl create token`. */
+export function kubeconfigWithToken(server: string, token: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'kr-kc-'));
+  const path = join(dir, 'kubeconfig');
+  writeFileSync(path, [
+    'apiVersion: v1', 'kind: Config', 'current-context: sa',
+    `clusters: [{name: tb, cluster: {server: "${server}", insecure-skip-tls-verify: true}}]`,
+    `users: [{name: sa, user: {token: "${token}"}}]`,
+    'contexts: [{name: sa, context: {cluster: tb, user: sa}}]', '',
+  ].join('\n'), { mode: 0o600 });
+  return path;
 }

@@ -1,0 +1,44 @@
+// Benchmark entry point: `npm run bench -- <scenario> [flags]`.
+//
+// Each scenario module exports `run(args): Promise<number>` (the exit code). It prints a human-readable
+// table to stdout and, as the last stdout line, one JSON object with its figures; progress goes to stderr.
+// See docs/benchmarks.md.
+
+interface Scenario {
+  summary: string;
+  load(): Promise<{ run(args: string[]): Promise<number> }>;
+}
+
+const SCENARIOS: Record<string, Scenario> = {
+  'service-renumber': {
+    summary: 'Service CIDR move (in-place) on a real local control plane vs raw updates vs kubectl delete+apply',
+    load: () => import('./service-renumber.ts'),
+  },
+};
+
+function list(): string {
+  return Object.entries(SCENARIOS).map(([name, s]) => `  ${name.padEnd(18)} ${s.summary}`).join('\n');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '-h' || name === '--help') {
+    process.stderr.write(`usage: npm run bench -- <scenario> [flags]\n\nscenarios:\n${list()}\n`);
+    return name ? 0 : 2;
+  }
+  const scenario = Object.hasOwn(SCENARIOS, name) ? SCENARIOS[name] : undefined;
+  if (!scenario) {
+    process.stderr.write(`unknown scenario "${name}"; scenarios:\n${list()}\n`);
+    return 2;
+  }
+  const mod = await scenario.load();
+  return mod.run(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (e: unknown) => {
+    process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exitCode = 1;
+  },
+);
