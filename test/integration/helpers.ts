@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 interface Kubectl {
-  kubectl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  kubectl(args: string[], opts?: { timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }>;
 }
 
 /**
@@ -22,13 +22,16 @@ export async function restartAllWorkloads(tb: Kubectl): Promise<void> {
   for (const p of pods) {
     if (!p.metadata.ownerReferences?.length) await tb.kubectl(['delete', 'pod', '-n', p.metadata.namespace, p.metadata.name, '--wait=false']);
   }
+  const waits: Array<Promise<void>> = [];
   for (const n of ns) {
     const names = (await tb.kubectl(['get', kinds.join(','), '-n', n, '-o', 'name'])).stdout.trim().split('\n').filter(Boolean);
     for (const name of names) {
-      const r = await tb.kubectl(['rollout', 'status', name, '-n', n, '--timeout=180s']);
-      assert.equal(r.code, 0, r.stderr);
+      waits.push(tb.kubectl(['rollout', 'status', name, '-n', n, '--timeout=300s'], { timeoutMs: 330_000 }).then((r) => {
+        assert.equal(r.code, 0, `rollout status ${n}/${name}: ${r.stderr}`);
+      }));
     }
   }
+  await Promise.all(waits);
 }
 
 /** A kubeconfig (0600) for `server` with a bearer token, e.g. a ServiceAccount's from `kubectl create token`. */

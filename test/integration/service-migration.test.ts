@@ -159,4 +159,28 @@ describe('rollback after a partial run', () => {
     assert.equal(after, before);
     await tb.kubectl(['delete', 'lease', '-n', 'kube-system', 'kube-renumber']);
   });
+
+  test('--dry-run=client and --dry-run=server change nothing; restore recreates a deleted Service from its backup', async () => {
+    const snapshot = async () => (await tb.kubectl(['get', 'services,servicecidrs', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.metadata.resourceVersion}{"\\n"}{end}'])).stdout;
+    const dirD = mkdtempSync(join(tmpdir(), 'kr-dry-'));
+    const before = await snapshot();
+    const c = await run(['apply', planPath, '--dry-run=client', '--yes', '--kubeconfig', tb.kubeconfigPath, '--state-dir', join(dirD, 'c')]);
+    assert.equal(c.code, 7, c.err);
+    assert.match(c.err, /would move/);
+    const sv = await run(['apply', planPath, '--dry-run=server', '--yes', '--kubeconfig', tb.kubeconfigPath, '--state-dir', join(dirD, 's')]);
+    assert.ok(sv.code === 0 || sv.code === 7, sv.err);
+    assert.equal(await snapshot(), before, 'nothing written by either dry run');
+
+    // restore: a Service the rollback run backed up is deleted by someone; restore brings it back
+    const victim = JSON.parse((await tb.kubectl(['get', 'svc', '-n', 'kube-system', 'kube-dns', '-o', 'json'])).stdout);
+    const del = await tb.kubectl(['delete', 'svc', '-n', 'kube-system', 'kube-dns']);
+    assert.equal(del.code, 0, del.stderr);
+    const r = await run(['restore', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /Service\/kube-system\/kube-dns\s+restored/);
+    const back = JSON.parse((await tb.kubectl(['get', 'svc', '-n', 'kube-system', 'kube-dns', '-o', 'json'])).stdout);
+    assert.equal(back.spec.clusterIP, victim.spec.clusterIP, 'at the IP it had when backed up');
+    assert.deepEqual(back.spec.selector, victim.spec.selector);
+    assert.deepEqual(back.spec.ports, victim.spec.ports);
+  });
 });
