@@ -15,7 +15,7 @@ import type { KubeObject } from '../cluster/types.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import {
   createObject, deleteObject, ENDPOINTSLICES, EVENTS, getObject, listAll, objectPath, PODS, SERVICES, serviceCIDRs,
-  ipAddresses, type ResourceType,
+  forCreate, ipAddresses, type ResourceType,
 } from '../kube/resources.ts';
 import { contains, formatIP, parseCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
 import { MANAGED_LABEL, type MigrationPlan, type PlanStep, type ServiceCIDRSpec, type StepItem } from '../plan/plan.ts';
@@ -75,12 +75,8 @@ async function patchService(client: KubeClient, cur: KubeObject, spec: Record<st
 
 /** The Service as it must be re-created from its backup, at `ips`. */
 function recreated(orig: KubeObject, ips: string[]): KubeObject {
-  const { uid, resourceVersion, creationTimestamp, managedFields, generation, selfLink, deletionTimestamp, deletionGracePeriodSeconds, ...meta } = orig.metadata ?? {};
-  void uid; void resourceVersion; void creationTimestamp; void managedFields; void generation; void selfLink; void deletionTimestamp; void deletionGracePeriodSeconds;
-  return {
-    apiVersion: 'v1', kind: 'Service', metadata: meta,
-    spec: { ...orig.spec, clusterIP: ips[0], clusterIPs: ips },
-  };
+  const o = forCreate(orig);
+  return { ...o, apiVersion: 'v1', kind: 'Service', spec: { ...orig.spec, clusterIP: ips[0], clusterIPs: ips } };
 }
 
 /** The spec fields that return a Service from ExternalName to what it was, at `ips`. */

@@ -92,3 +92,12 @@ export async function listAll(client: KubeClient, t: ResourceType, opts: { names
   for await (const o of client.list(collectionPath(t, opts.namespace), opts)) out.push(o);
   return out;
 }
+
+/** A copy of `o` that can be POSTed again: server-set metadata (uid, resourceVersion, timestamps, managedFields) and status dropped. */
+export function forCreate(o: KubeObject): KubeObject {
+  const { uid, resourceVersion, creationTimestamp, managedFields, generation, selfLink, deletionTimestamp, deletionGracePeriodSeconds, ...meta } = o.metadata ?? {};
+  void uid; void resourceVersion; void creationTimestamp; void managedFields; void generation; void selfLink; void deletionTimestamp; void deletionGracePeriodSeconds;
+  const { status, ...rest } = o;
+  void status;
+  return { ...rest, metadata: meta };
+}

@@ -15,7 +15,7 @@ import { acquireLease, acquireLocalLock, holderIdentity } from '../../engine/loc
 import { rollbackSteps, runSteps, type DryRun, type StepContext } from '../../engine/runner.ts';
 import { ServiceExecutor } from '../../engine/service-steps.ts';
 import { connect, type KubeClient } from '../../kube/client.ts';
-import { createObject, getObject, SERVICES, serviceCIDRs, ENDPOINTSLICES, type ResourceType } from '../../kube/resources.ts';
+import { createObject, ENDPOINTSLICES, forCreate, getObject, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
 import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
 import { durationFlag, list, str } from '../common.ts';
 import { ExitCode, UsageError, UserError } from '../errors.ts';
@@ -284,9 +284,7 @@ export const restoreCommand: Command = {
         const name = `${o.kind}/${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name}`;
         if (!t) { rows.push([name, 'skipped: unknown kind']); continue; }
         if (await getObject(s.client, t, o.metadata!.name!, o.metadata?.namespace)) { rows.push([name, 'exists: left as it is']); continue; }
-        const { uid, resourceVersion, creationTimestamp, managedFields, ...meta } = o.metadata ?? {};
-        void uid; void resourceVersion; void creationTimestamp; void managedFields;
-        await createObject(s.client, t, { ...o, metadata: meta, status: undefined });
+        await createObject(s.client, t, forCreate(o));
         rows.push([name, 'restored']);
       }
       io.out(table(['object', 'result'], rows));
