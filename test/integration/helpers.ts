@@ -26,8 +26,10 @@ export async function restartAllWorkloads(tb: Kubectl): Promise<void> {
   for (const n of ns) {
     const names = (await tb.kubectl(['get', kinds.join(','), '-n', n, '-o', 'name'])).stdout.trim().split('\n').filter(Boolean);
     for (const name of names) {
-      waits.push(tb.kubectl(['rollout', 'status', name, '-n', n, '--timeout=300s'], { timeoutMs: 330_000 }).then((r) => {
-        assert.equal(r.code, 0, `rollout status ${n}/${name}: ${r.stderr}`);
+      waits.push(tb.kubectl(['rollout', 'status', name, '-n', n, '--timeout=300s'], { timeoutMs: 330_000 }).then(async (r) => {
+        if (r.code === 0) return;
+        const state = await tb.kubectl(['get', 'deploy,statefulset,daemonset,rs,pods', '-n', n, '-o', 'wide']);
+        assert.fail(`rollout status ${n}/${name}: ${r.stderr}\n${state.stdout}`);
       }));
     }
   }
