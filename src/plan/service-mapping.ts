@@ -13,11 +13,26 @@ import {
 export const DEFAULT_TIER_KEY = 'kube-renumber.io/tier';
 
 /**
- * The smallest ServiceCIDR we create to keep kept IPs of a drained range allocated: IPv4 /24, IPv6 /120.
- * Seed 000 saw ClusterIPOutOfRange events for a LoadBalancer IP kept in a range smaller than /24 and a /32
- * did not work at all. To be measured on the testbed's real apiserver (issue 3); change it here only.
+ * The smallest ServiceCIDR we create to keep kept IPs of a drained range allocated: IPv4 /30, IPv6 /120.
+ * Measured on the real apiserver (test/integration/kept-servicecidr.test.ts, v1.35.4): a ServiceCIDR serves only
+ * its usable addresses. A /32 or /31 serves none (an explicit clusterIP there is refused, and the drained
+ * range's finalizer does not count the IP as covered: it stays Terminating, seed 000's "a /32 won't work"); a
+ * /30 serves its two middle addresses; the network and broadcast address of any ServiceCIDR are never served.
+ * So each kept IP gets the smallest block of at least this prefix in which it is neither the first nor the
+ * last address (`keptBlock`). IPv6 is not measured yet (the testbed is IPv4): /120, same interior rule.
  */
-export const MIN_KEPT_PREFIX: Readonly<Record<Family, number>> = { 4: 24, 6: 120 };
+export const MIN_KEPT_PREFIX: Readonly<Record<Family, number>> = { 4: 30, 6: 120 };
+
+/** The smallest aligned block of at least `minPrefix` in which `ip` is neither the first nor the last address. */
+export function keptBlock(ip: IP, minPrefix: number): Cidr {
+  const host: Cidr = { family: ip.family, network: ip.value, prefix: bits(ip.family) };
+  for (let p = Math.min(minPrefix, bits(ip.family) - 2); p >= 1; p--) {
+    const b = supernet(host, p);
+    const last = b.network + (1n << BigInt(bits(ip.family) - p)) - 1n;
+    if (ip.value !== b.network && ip.value !== last) return b;
+  }
+  return supernet(host, 0);
+}
 
 export type MappingAction = 'move' | 'keep' | 'skip';
 /** A tier as read from the label/annotation: a whole number, any other string, or null (untiered). */
@@ -308,9 +323,10 @@ function addReason(e: ServiceMapping, text: string): void {
 }
 
 /**
- * The CIDRs that keep `ips` represented once the old ranges are drained: every address's enclosing block of
- * MIN_KEPT_PREFIX (or the old range itself when that is smaller), minus addresses another retained range
- * already covers, merged into the fewest aligned CIDRs covering exactly the union of those blocks.
+ * The CIDRs that keep `ips` represented once the old ranges are drained: every address's keptBlock (or the old
+ * range itself when that is smaller), minus addresses another retained range already covers, merged into the
+ * fewest aligned CIDRs covering exactly the union of those blocks. Merging keeps every address interior: each
+ * block lies inside exactly one merged CIDR.
  */
 export function keptRanges(
   ips: readonly string[],
@@ -323,8 +339,7 @@ export function keptRanges(
     let ip: IP;
     try { ip = parseIP(a); } catch { continue; }
     if ((opts.covered ?? []).some((c) => contains(c, ip))) continue;
-    const host: Cidr = { family: ip.family, network: ip.value, prefix: bits(ip.family) };
-    let block = supernet(host, min[ip.family]);
+    let block = keptBlock(ip, min[ip.family]);
     const old = containingRange(oldRanges, ip);
     if (old && old.prefix > block.prefix) block = old;
     blocks.push(block);

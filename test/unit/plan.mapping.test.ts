@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import type { ServiceInfo, Snapshot } from '../../src/cluster/types.ts';
-import { cidrSize, contains, formatIP, parseCidr, parseIP, usable } from '../../src/net/index.ts';
+import { cidrSize, contains, formatCidr, formatIP, parseCidr, parseIP, usable } from '../../src/net/index.ts';
 import { keptRanges, mapServices, MIN_KEPT_PREFIX, parseTarget, readTier, type ServiceMapping } from '../../src/plan/service-mapping.ts';
 
 // ---- fixtures -------------------------------------------------------------------------------------
@@ -297,25 +297,43 @@ describe('mapServices: properties', () => {
 
 describe('keptRanges', () => {
   const olds = [parseCidr('100.64.0.0/13')];
-  it('covers each kept IP with its /24 (the documented minimum), merging neighbours', () => {
-    assert.equal(MIN_KEPT_PREFIX[4], 24);
+  it('covers each kept IP with the smallest block (/30 at least) where it is neither network nor broadcast', () => {
+    assert.equal(MIN_KEPT_PREFIX[4], 30);
     assert.equal(MIN_KEPT_PREFIX[6], 120);
-    assert.deepEqual(keptRanges(['100.66.133.7'], olds), ['100.66.133.0/24']);
-    assert.deepEqual(keptRanges(['100.66.133.7', '100.66.133.200'], olds), ['100.66.133.0/24']);
-    assert.deepEqual(keptRanges(['100.66.132.7', '100.66.133.9'], olds), ['100.66.132.0/23']);
-    assert.deepEqual(keptRanges(['100.66.133.7', '100.66.135.9'], olds), ['100.66.133.0/24', '100.66.135.0/24']);
+    assert.deepEqual(keptRanges(['100.66.133.7'], olds), ['100.66.133.0/28']); // .7 is the last address of .4/30 and .0/29
+    assert.deepEqual(keptRanges(['100.66.133.6'], olds), ['100.66.133.4/30']);
+    assert.deepEqual(keptRanges(['100.66.133.5', '100.66.133.9'], olds), ['100.66.133.4/30', '100.66.133.8/30']);
+    assert.deepEqual(keptRanges(['100.66.133.5', '100.66.133.6'], olds), ['100.66.133.4/30']);
+    assert.deepEqual(keptRanges(['100.66.133.0'], olds), ['100.66.132.0/23']); // a .0 needs a block that starts below it
+    assert.deepEqual(keptRanges(['100.66.133.7', '100.66.135.9'], olds), ['100.66.133.0/28', '100.66.135.8/30']);
   });
-  it('IPv6 uses /120; an old range smaller than the minimum is used whole; covered IPs need nothing', () => {
+
+  it('every kept IP is interior to the CIDR that covers it (property)', () => {
+    fc.assert(fc.property(fc.array(fc.integer({ min: 1, max: 2 ** 19 - 2 }), { minLength: 1, maxLength: 20 }), (offs) => { // ClusterIPs: usable addresses of the old range
+      const ips = offs.map((o) => formatIP({ family: 4, value: parseIP('100.64.0.0').value + BigInt(o) }));
+      const out = keptRanges(ips, olds).map((c) => parseCidr(c));
+      for (const a of ips) {
+        const ip = parseIP(a);
+        const c = out.find((x) => contains(x, ip));
+        assert.ok(c, `${a} covered`);
+        const size = 1n << BigInt(32 - c.prefix);
+        assert.ok(ip.value !== c.network && ip.value !== c.network + size - 1n, `${a} interior to ${formatCidr(c)}`);
+      }
+    }));
+  });
+
+  it('IPv6 and small old ranges', () => {
     assert.deepEqual(keptRanges(['fd00:10::1:5'], [parseCidr('fd00:10::/108')]), ['fd00:10::1:0/120']);
-    assert.deepEqual(keptRanges(['10.9.0.70'], [parseCidr('10.9.0.64/26')]), ['10.9.0.64/26']);
+    assert.deepEqual(keptRanges(['10.9.0.70'], [parseCidr('10.9.0.64/26')]), ['10.9.0.68/30']);
     assert.deepEqual(keptRanges(['100.66.133.7'], olds, { covered: [parseCidr('100.66.133.0/24')] }), []);
   });
+
   it('property: every kept IP is covered, every range is no smaller than the minimum', () => {
     fc.assert(fc.property(fc.array(fc.integer({ min: 0, max: (1 << 19) - 1 }), { maxLength: 40 }), (offs) => {
       const ips = offs.map((o) => formatIP({ family: 4, value: olds[0]!.network + BigInt(o) }));
       const out = keptRanges(ips, olds).map((c) => parseCidr(c));
       for (const a of ips) assert.ok(out.some((c) => contains(c, parseIP(a))));
-      for (const c of out) assert.ok(c.prefix <= 24);
+      for (const c of out) assert.ok(c.prefix <= MIN_KEPT_PREFIX[4]);
       for (let i = 1; i < out.length; i++) assert.ok(out[i - 1]!.network + cidrSize(out[i - 1]!) <= out[i]!.network, 'overlapping or unsorted');
     }));
   });

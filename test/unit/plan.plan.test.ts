@@ -72,7 +72,7 @@ describe('buildServicePlan: order', () => {
     assert.equal(plan.kind, 'MigrationPlan');
     assert.deepEqual(plan.spec.serviceCIDR.from, ['10.96.0.0/16']);
     assert.deepEqual(plan.spec.serviceCIDR.to, ['172.24.0.0/16']);
-    assert.deepEqual(plan.spec.serviceCIDR.kept, ['10.96.7.0/24']);
+    assert.deepEqual(plan.spec.serviceCIDR.kept, ['10.96.7.0/28']);
     assert.equal(plan.spec.options.batchSize, 2);
     assert.equal(plan.metadata.kubernetesVersion, 'v1.33.4');
   });
@@ -99,7 +99,7 @@ describe('buildServicePlan: order', () => {
   it('creates the target and kept ServiceCIDRs first; never moves kept, skipped, DNS or kubernetes in tiers', () => {
     assert.deepEqual(ids(plan).slice(0, 2), ['create-target-servicecidr', 'create-kept-servicecidrs']);
     assert.deepEqual(plan.steps[0]!.serviceCIDRs, [{ name: 'kube-renumber-172-24-0-0-16', cidrs: ['172.24.0.0/16'], purpose: 'target' }]);
-    assert.deepEqual(plan.steps[1]!.serviceCIDRs, [{ name: 'kube-renumber-keep-10-96-7-0-24', cidrs: ['10.96.7.0/24'], purpose: 'keep' }]);
+    assert.deepEqual(plan.steps[1]!.serviceCIDRs, [{ name: 'kube-renumber-keep-10-96-7-0-28', cidrs: ['10.96.7.0/28'], purpose: 'keep' }]);
     const moved = plan.steps.filter((s) => s.id.startsWith('move-tier-')).flatMap((s) => s.items!.map((i) => i.name));
     for (const n of ['lb', 'headless', 'kube-dns', 'kubernetes']) assert.ok(!moved.includes(n), n);
   });
@@ -123,7 +123,7 @@ describe('buildServicePlan: order', () => {
     }
     const k = plan.steps[idx(plan, 'move-kubernetes')]!;
     assert.deepEqual(k.items, [{ namespace: 'default', name: 'kubernetes', from: ['10.96.0.1'], to: ['172.24.0.1'], bridge: 'kubernetes-kr-old' }]);
-    assert.deepEqual(k.serviceCIDRs, [{ name: 'kube-renumber-bridge-10-96-0-0-24', cidrs: ['10.96.0.0/24'], purpose: 'bridge' }]);
+    assert.deepEqual(k.serviceCIDRs, [{ name: 'kube-renumber-bridge-10-96-0-0-30', cidrs: ['10.96.0.0/30'], purpose: 'bridge' }]);
     const drain = plan.steps[idx(plan, 'drain-old-servicecidrs')]!;
     assert.deepEqual(drain.serviceCIDRs, [{ name: 'kubernetes', cidrs: ['10.96.0.0/16'], purpose: 'old' }]);
     const fin = plan.steps[idx(plan, 'finalize-servicecidrs')]!;
@@ -282,7 +282,7 @@ async function plan(argv: string[]): Promise<{ code: number; out: string; err: s
 describe('kube-renumber plan (examples/kops-tailscale, the seed-000 cluster)', () => {
   const ex = `${ROOT}examples/kops-tailscale`;
 
-  it('writes a plan: 100.64.0.10 → 172.24.0.10, kubernetes → 172.24.0.1, the LoadBalancer kept in a /24', async () => {
+  it('writes a plan: 100.64.0.10 → 172.24.0.10, kubernetes → 172.24.0.1, the LoadBalancer kept in a /28', async () => {
     const r = await plan(['--service-cidr', '172.24.0.0/15', '-f', ex, '-o', 'yaml']);
     assert.equal(r.code, 0, r.err);
     const p = planFromYaml(r.out);
@@ -291,7 +291,7 @@ describe('kube-renumber plan (examples/kops-tailscale, the seed-000 cluster)', (
     assert.deepEqual(m('kubernetes').to, ['172.24.0.1']);
     assert.equal(m('ingress-nginx-controller').action, 'keep');
     assert.equal(m('web-headless').action, 'skip');
-    assert.deepEqual(p.spec.serviceCIDR.kept, ['100.66.133.0/24']);
+    assert.deepEqual(p.spec.serviceCIDR.kept, ['100.66.133.0/28']);
     assert.equal(p.metadata.distribution, 'kops');
   });
 
