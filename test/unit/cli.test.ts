@@ -135,6 +135,12 @@ describe('the installed binary', () => {
     assert.equal(bad.stderr.trimEnd().split('\n').length, 1);
   });
 
+  it('runs as a kubectl plugin: bin/kubectl-renumber', () => {
+    const r = spawnSync(node, [join(ROOT, 'bin/kubectl-renumber'), 'calc', '10.233.64.0/18', '--node-mask', '24', '-o', 'json'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).nodeBlocks.count, 64);
+  });
+
   it('prints help and version', async () => {
     const h = await run(['--help']);
     assert.equal(h.code, 0);
