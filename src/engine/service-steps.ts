@@ -353,10 +353,10 @@ export class ServiceExecutor {
         try {
           await waitFor('the moved Services to settle', async () => {
             problems.length = 0;
-            for (const it of items) {
+            await mapLimit(items, this.opts.concurrency, async (it) => {
               const p2 = await this.verifyItem(ctx.client, it);
               if (p2) problems.push(p2);
-            }
+            });
             return problems.length === 0 ? true : undefined;
           }, { timeoutMs: this.opts.timeoutMs, intervalMs: 500 });
           return undefined;
