@@ -379,13 +379,7 @@ export class ServiceExecutor {
     const orig = ctx.backups.load(svcRef(it.namespace, it.name));
     if (!orig) throw new Error(`no backup of Service ${it.namespace}/${it.name}`);
     if (it.bridge) await deleteObject(ctx.client, SERVICES, it.bridge, it.namespace);
-    await waitFor(`the old IP ${it.from.join(',')} to be released`, async () => {
-      for (const ip of it.from) if (await getObject(ctx.client, this.IPADDR, formatIP(parseIP(ip)))) {
-        const a = await getObject(ctx.client, this.IPADDR, formatIP(parseIP(ip)));
-        if (a?.spec?.parentRef?.name !== it.name) return undefined;
-      }
-      return true;
-    }, { timeoutMs: this.opts.timeoutMs });
+    await this.waitReleased(ctx, it.from, it.namespace, it.name);
     await this.moveOne(ctx, { namespace: it.namespace, name: it.name, from: it.to, to: it.from }, this.plan.spec.strategy);
   }
 

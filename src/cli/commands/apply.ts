@@ -64,8 +64,9 @@ export function defaultStateDir(id: string, env: NodeJS.ProcessEnv): string {
   return join(base, 'kube-renumber', id);
 }
 
-async function openSession(values: Values, positionals: string[], io: Io, opts: { lock: boolean; dryRun?: DryRun }): Promise<Session> {
-  const { plan, text } = readPlan(positionals);
+async function openSession(values: Values, positionals: string[], io: Io,
+  opts: { lock: boolean; dryRun?: DryRun; read?: ReturnType<typeof readPlan> }): Promise<Session> {
+  const { plan, text } = opts.read ?? readPlan(positionals);
   const id = planId(text);
   const stateDir = str(values, 'state-dir') ?? defaultStateDir(id, io.env);
   const verbose = values.verbose === true;
@@ -129,12 +130,12 @@ async function ask(io: Io, question: string): Promise<boolean> {
 async function runPlan(values: Values, positionals: string[], io: Io, resume: boolean): Promise<number> {
   const dryRun = parseDryRun(values);
   const output = parseOutput(str(values, 'output'));
-  const { plan } = readPlan(positionals);
-  const failed = plan.preflight.filter((c) => c.status === 'fail');
+  const read = readPlan(positionals);
+  const failed = read.plan.preflight.filter((c) => c.status === 'fail');
   if (failed.length > 0 && dryRun === 'none') {
     throw new UserError(`the plan has ${failed.length} failed pre-flight check(s) (${failed.map((c) => c.id).join(', ')}): fix them and plan again`, ExitCode.usage);
   }
-  const s = await openSession(values, positionals, io, { lock: true, dryRun });
+  const s = await openSession(values, positionals, io, { lock: true, dryRun, read });
   try {
     s.ctx.journal.append('run-start', { detail: `${resume ? 'resume' : 'apply'}${dryRun !== 'none' ? ` --dry-run=${dryRun}` : ''}` });
     const steps = s.executor.steps();
