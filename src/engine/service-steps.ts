@@ -345,9 +345,8 @@ export class ServiceExecutor {
         const objs = await Promise.all(items.map((it) => getObject(ctx.client, SERVICES, it.name, it.namespace)));
         return objs.filter((o): o is KubeObject => !!o && o.spec?.type !== 'ExternalName' && sameIPs(ipsOf(o), this.fromOf(items, o)));
       },
-      apply: async (ctx) => mapLimit(items, this.opts.concurrency, async (it) => {
-        if (!(await this.itemDone(ctx.client, it))) await this.moveOne(ctx, it, strategy);
-      }),
+      // moveOne returns at once for a Service already at its mapped IPs with its bridge in place
+      apply: async (ctx) => mapLimit(items, this.opts.concurrency, (it) => this.moveOne(ctx, it, strategy)),
       verify: async (ctx) => {
         const problems: string[] = [];
         try {
