@@ -48,3 +48,16 @@ export function kubeconfigWithToken(server: string, token: string): string {
   ].join('\n'), { mode: 0o600 });
   return path;
 }
+
+/** Every Service of the cluster, keyed "namespace/name". */
+export async function servicesByKey(tb: Kubectl): Promise<Map<string, any>> {
+  const items = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
+  return new Map(items.map((s: any) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+}
+
+/** A Service's spec without its ClusterIPs: what a renumbering must leave unchanged. */
+export function specWithoutIPs(s: any): Record<string, unknown> {
+  const { clusterIP, clusterIPs, ...rest } = s.spec;
+  void clusterIP; void clusterIPs;
+  return rest;
+}

@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { restartAllWorkloads } from './helpers.ts';
+import { restartAllWorkloads, servicesByKey, specWithoutIPs } from './helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const OLD = '10.96.0.0/16';
@@ -72,20 +72,18 @@ for (const strategy of (process.env.KR_CRASH_STRATEGY ? [process.env.KR_CRASH_ST
 
       const v = await run(['verify', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);
       assert.equal(v.code, 0, `${v.err}\n${history.slice(-15).join('\n')}`);
-      const after = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
-      const byKey = new Map(after.map((s: any) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+      const byKey = await servicesByKey(tb);
       for (const s of before) {
         const key = `${s.metadata.namespace}/${s.metadata.name}`;
         const a: any = byKey.get(key);
         assert.ok(a, `${key} survived`);
         if (key === 'default/kubernetes' || s.spec.type === 'ExternalName' || s.spec.clusterIP === 'None' || s.spec.type === 'LoadBalancer') continue;
         assert.equal(a.spec.clusterIP, `10.100.${s.spec.clusterIP.split('.').slice(2).join('.')}`, `${key} at its mapped IP`);
-        const strip = (x: any) => { const { clusterIP, clusterIPs, ...rest } = x.spec; void clusterIP; void clusterIPs; return rest; };
-        assert.deepEqual(strip(a), strip(s), `${key} spec unchanged but for the IPs`);
+        assert.deepEqual(specWithoutIPs(a), specWithoutIPs(s), `${key} spec unchanged but for the IPs`);
         if (strategy === 'in-place') assert.equal(a.metadata.uid, s.metadata.uid, `${key} kept its uid`);
         assert.deepEqual(a.metadata.labels ?? {}, s.metadata.labels ?? {}, `${key} labels`);
       }
-      assert.equal(after.filter((s: any) => s.metadata.labels?.['kube-renumber.io/bridge-for']).length, 0, 'no bridge left');
+      assert.equal([...byKey.values()].filter((s: any) => s.metadata.labels?.['kube-renumber.io/bridge-for']).length, 0, 'no bridge left');
     });
   });
 }

@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { fileURLToPath } from 'node:url';
-import { kubeconfigWithToken, restartAllWorkloads } from './helpers.ts';
+import { kubeconfigWithToken, restartAllWorkloads, servicesByKey, specWithoutIPs } from './helpers.ts';
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';
@@ -73,8 +73,7 @@ describe('Service CIDR migration (in-place) on the real control plane', () => {
   test('verify: every Service where the plan puts it, specs unchanged but for the IPs', async () => {
     const v = await run(['verify', planPath, ...common()]);
     assert.equal(v.code, 0, v.err);
-    const after = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
-    const byKey = new Map(after.map((s: any) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+    const byKey = await servicesByKey(tb);
     for (const s of before) {
       const key = `${s.metadata.namespace}/${s.metadata.name}`;
       const a: any = byKey.get(key);
@@ -88,8 +87,7 @@ describe('Service CIDR migration (in-place) on the real control plane', () => {
       assert.equal(a.metadata.uid, s.metadata.uid, `${key} kept its uid (in-place)`);
       const oldOffset = s.spec.clusterIP.split('.').slice(2).join('.');
       assert.equal(a.spec.clusterIP, `10.100.${oldOffset}`, `${key} keeps its offset`);
-      const strip = (x: any) => { const { clusterIP, clusterIPs, ...rest } = x.spec; void clusterIP; void clusterIPs; return rest; };
-      assert.deepEqual(strip(a), strip(s), `${key} spec unchanged but for the IPs`);
+      assert.deepEqual(specWithoutIPs(a), specWithoutIPs(s), `${key} spec unchanged but for the IPs`);
       if (s.spec.type === 'NodePort') assert.deepEqual(a.spec.ports.map((p: any) => p.nodePort), s.spec.ports.map((p: any) => p.nodePort), `${key} nodePorts`);
     }
     const scs = JSON.parse((await tb.kubectl(['get', 'servicecidrs', '-o', 'json'])).stdout).items;
@@ -129,8 +127,7 @@ describe('rollback after a partial run', () => {
     const r = await run(['rollback', planPath, '--kubeconfig', kc, '--state-dir', stateDir, '--timeout', '60s']);
     assert.equal(r.code, 0, r.err + r.out);
     assert.match(r.out, /move-dns\s+undone/);
-    const after = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
-    const byKey = new Map(after.map((s: any) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+    const byKey = await servicesByKey(tb);
     for (const s of before) {
       const key = `${s.metadata.namespace}/${s.metadata.name}`;
       const x: any = byKey.get(key);
@@ -138,7 +135,7 @@ describe('rollback after a partial run', () => {
       assert.deepEqual(x.spec.clusterIPs, s.spec.clusterIPs, `${key} back at its original IPs`);
       assert.equal(x.metadata.uid, s.metadata.uid, `${key} same object`);
     }
-    assert.equal(after.length, before.length, 'no bridge left');
+    assert.equal(byKey.size, before.length, 'no bridge left');
     const scs = JSON.parse((await tb.kubectl(['get', 'servicecidrs', '-o', 'json'])).stdout).items;
     assert.deepEqual(scs.map((x: any) => x.metadata.name), ['kubernetes'], 'only the original ServiceCIDR remains');
   });
