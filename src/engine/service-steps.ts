@@ -51,6 +51,15 @@ function ipsOf(s: KubeObject | undefined): string[] {
   return s.spec.clusterIP && s.spec.clusterIP !== 'None' ? [s.spec.clusterIP] : [];
 }
 
+/** JSON with object keys sorted at every depth, so equal specs compare equal whatever their key order. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.keys(v).sort().filter((k) => (v as any)[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonical((v as any)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
 async function mapLimit<T>(items: readonly T[], limit: number, fn: (t: T) => Promise<void>): Promise<void> {
   let next = 0;
   const errors: unknown[] = [];
@@ -168,7 +177,7 @@ export class ServiceExecutor {
       case 'finalize-servicecidrs':
         return this.finalizeStep(p);
       case 'verify':
-        return { ...base, kind: 'action', check: async () => false, apply: async () => {}, verify: (ctx) => this.verifyEndState(ctx.client) };
+        return { ...base, kind: 'action', check: async () => false, apply: async () => {}, verify: (ctx) => this.verifyEndState(ctx.client, ctx.backups) };
       default:
         throw new Error(`plan step ${p.id}: unknown kind ${String(p.kind)}`);
     }
@@ -682,7 +691,7 @@ export class ServiceExecutor {
       if (m.action !== 'move' && m.from.length > 0 && !sameIPs(ipsOf(s), m.from)) problems.push(`${m.action} Service ${m.namespace}/${m.name} changed its IPs`);
       const orig = backups?.load(svcRef(m.namespace, m.name));
       if (orig && m.action === 'move') {
-        const strip = (o: KubeObject) => { const { clusterIP, clusterIPs, ...rest } = o.spec ?? {}; void clusterIP; void clusterIPs; return JSON.stringify(rest, Object.keys(rest).sort()); };
+        const strip = (o: KubeObject) => { const { clusterIP, clusterIPs, ...rest } = o.spec ?? {}; void clusterIP; void clusterIPs; return canonical(rest); };
         if (strip(orig) !== strip(s)) problems.push(`Service ${m.namespace}/${m.name}: spec differs from its backup beyond the IPs`);
       }
     }
