@@ -14,6 +14,10 @@ const SCENARIOS: Record<string, Scenario> = {
     summary: 'Service CIDR move (in-place) on a real local control plane vs raw updates vs kubectl delete+apply',
     load: () => import('./service-renumber.ts'),
   },
+  'pod-waves': {
+    summary: 'Pod CIDR move (Calico) on a real local control plane: total time vs the sum of the individual rollouts',
+    load: () => import('./pod-waves.ts'),
+  },
 };
 
 function list(): string {

@@ -33,6 +33,7 @@ import type {
 import { componentContainer, isComponentPod } from './components.ts';
 import { containerWords, parseBool, parseComponentFlags, parseIntFlag, splitList } from './flags.ts';
 import { inferServerVersion } from './version.ts';
+import { ReferenceCollector } from './reference-sources.ts';
 import { isKopsCluster, parseKopsCluster, type KopsParse, type RawRange } from '../distro/kops.ts';
 import {
   clusterConfigurationFromConfigMap,
@@ -206,6 +207,7 @@ export function buildSnapshot(inv: RawInventory): Snapshot {
   const configMaps = new Map<string, KubeObject>();
   const kubeletConfigMaps: KubeObject[] = [];
   const configs: KubeObject[] = [...inv.configs];
+  const references = new ReferenceCollector();
   let kubeProxyFromPod: { clusterCIDR?: string; mode?: string; pod: string } | undefined;
   let kopsNodeCount = 0;
   let kopsNodeExample = '';
@@ -220,6 +222,7 @@ export function buildSnapshot(inv: RawInventory): Snapshot {
   for (const o of inv.objects) {
     if (!o || typeof o !== 'object') continue;
     const md = o.metadata ?? {};
+    if (o.kind !== 'Pod') references.add(o);
     switch (o.kind) {
       case 'Pod': {
         const name = md.name ?? '';
@@ -581,6 +584,7 @@ export function buildSnapshot(inv: RawInventory): Snapshot {
     pools: [...pools.values()],
     blocks: [...blocks.values()],
     blockAffinities: [...affinities.values()],
+    referenceSources: references.sources(),
     warnings: [],
   };
   const version = inv.serverVersion ?? inferServerVersion(inv.objects, inv.configs);

@@ -198,6 +198,37 @@ export interface KubeadmNetworking {
   kubeletClusterDNS?: string[];
 }
 
+/**
+ * A field outside the cluster's own range settings that names addresses: a policy peer, an allow-list, a
+ * component's config text. Kept so the references scan (src/analyze/references.ts) can find what still names
+ * an old range after a renumbering. Service allow-lists are read from ServiceInfo instead.
+ */
+export interface ReferenceSource {
+  /** The object's kind: NetworkPolicy, GlobalNetworkPolicy, NetworkSet, GlobalNetworkSet, Ingress, ConfigMap. */
+  kind: string;
+  apiVersion: string;
+  namespace?: string;
+  name: string;
+  /** A readable path, e.g. `spec.ingress[0].from[1].ipBlock.cidr`, `metadata.annotations["haproxy.org/allow-list"]`, `data["Corefile"]`. */
+  field: string;
+  /**
+   * How the field is written: 'cidr' one CIDR; 'list' a list of CIDRs or addresses; 'csv' one string of them
+   * separated by commas (values holds that string); 'text' free text (values holds the addresses, CIDRs and
+   * reverse-DNS zone names found in it, each once, in order).
+   */
+  format: 'cidr' | 'list' | 'csv' | 'text';
+  /**
+   * What the addresses do: 'allow' let through (policy peers, allow-lists); 'deny' taken out of an allow
+   * (ipBlock.except, notNets, deny-lists); 'cluster' the range a component treats as the cluster's own
+   * (kube-proxy clusterCIDR); 'nomasq' destinations not masqueraded (ip-masq-agent); 'dns' a CoreDNS Corefile;
+   * 'set' a Calico network set (used by policy selectors); 'text' any other config text.
+   */
+  use: 'allow' | 'deny' | 'cluster' | 'nomasq' | 'dns' | 'set' | 'text';
+  values: string[];
+  /** For an ipBlock.except list: the ipBlock's cidr (every except entry must lie inside it). */
+  within?: string;
+}
+
 /** The snapshot: a pure function of a RawInventory. */
 export interface Snapshot {
   source: RawInventory['source'];
@@ -241,6 +272,11 @@ export interface Snapshot {
   pools: CalicoPool[];
   blocks: CalicoBlock[];
   blockAffinities: BlockAffinityInfo[];
+  /**
+   * Fields naming addresses (NetworkPolicies, Calico policies and network sets, Ingress allow-list annotations,
+   * kube-system ConfigMaps), for the references scan. Absent in snapshots made without them.
+   */
+  referenceSources?: ReferenceSource[];
 
   /** Problems interpreting the input (unparseable CIDR in an object, etc.) and gaps in what could be read. */
   warnings: string[];

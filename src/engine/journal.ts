@@ -9,7 +9,9 @@ import { appendLineDurable } from './files.ts';
 export type JournalEvent =
   | 'run-start' | 'run-end'
   | 'step-start' | 'step-skip' | 'backup' | 'applied' | 'verified' | 'step-done' | 'step-failed'
-  | 'gate' | 'confirm' | 'rollback-start' | 'rolled-back' | 'rollback-failed';
+  | 'gate' | 'confirm' | 'rollback-start' | 'rolled-back' | 'rollback-failed'
+  /** Figures of a step (e.g. restart waves: JSON with totalSeconds, sumSeconds, maxInFlight, workloads). */
+  | 'report';
 
 export interface JournalEntry {
   ts: string;

@@ -23,7 +23,10 @@ export interface StepContext {
   backups: BackupStore;
   journal: Journal;
   dryRun: DryRun;
+  /** Progress detail (shown with -v). */
   log(msg: string): void;
+  /** What the operator must see even without -v (lost pod state, blocked evictions). */
+  warn?(msg: string): void;
 }
 
 export interface Step {

@@ -122,15 +122,20 @@ export class ServiceExecutor {
   readonly plan: MigrationPlan;
   readonly opts: Required<Omit<ServiceExecOptions, 'acknowledgedGates'>> & { acknowledgedGates: readonly string[] };
   readonly scVersion: string;
+  readonly svc: NonNullable<MigrationPlan['spec']['serviceCIDR']>;
+  readonly strategy: 'in-place' | 'recreate';
   constructor(plan: MigrationPlan, opts: ServiceExecOptions = {}) {
     this.plan = plan;
+    if (!plan.spec.serviceCIDR) throw new Error('the plan does not move the Service CIDR');
+    this.svc = plan.spec.serviceCIDR;
+    this.strategy = plan.spec.strategy ?? 'recreate';
     this.opts = {
       clusterDomain: opts.clusterDomain ?? 'cluster.local',
       acknowledgedGates: opts.acknowledgedGates ?? [],
       timeoutMs: opts.timeoutMs ?? 60_000,
       concurrency: opts.concurrency ?? 8,
     };
-    this.scVersion = plan.spec.serviceCIDR.apiVersion.split('/')[1] ?? 'v1';
+    this.scVersion = this.svc.apiVersion.split('/')[1] ?? 'v1';
   }
 
   get SC(): ResourceType { return serviceCIDRs(this.scVersion); }
@@ -138,15 +143,18 @@ export class ServiceExecutor {
 
   /** The ranges the migration leaves: every current range not inside the target. */
   oldRanges(): Cidr[] {
-    const targets = this.plan.spec.serviceCIDR.target.map((t) => parseCidr(t));
-    return this.plan.spec.serviceCIDR.from.map((f) => parseCidr(f)).filter((c) => !targets.some((t) => contains(t, c)));
+    const targets = this.svc.target.map((t) => parseCidr(t));
+    return this.svc.from.map((f) => parseCidr(f)).filter((c) => !targets.some((t) => contains(t, c)));
   }
 
-  steps(): Step[] {
+  /** Engine steps for the plan; `other` builds the steps this executor does not handle (the Pod CIDR ones). */
+  steps(other?: (p: PlanStep) => Step | undefined): Step[] {
     const idsOf = (kind: string) => this.plan.steps.filter((s) => s.kind === kind).map((s) => s.id);
     const removeBridges = idsOf('remove-bridges');
     const finalize = idsOf('finalize-servicecidrs');
     return this.plan.steps.map((p) => {
+      const delegated = other?.(p);
+      if (delegated) return delegated;
       const step = this.step(p);
       // bridges go in remove-bridges; the temporary target ServiceCIDR goes in finalize-servicecidrs
       if (p.kind === 'move-services' || p.kind === 'move-kubernetes') step.supersededBy = removeBridges;
@@ -346,7 +354,7 @@ export class ServiceExecutor {
 
   private moveServicesStep(p: PlanStep): Step {
     const items = p.items ?? [];
-    const strategy = this.plan.spec.strategy;
+    const strategy = this.strategy;
     return {
       id: p.id, title: p.description, kind: 'action',
       check: async (ctx) => (await Promise.all(items.map((it) => this.itemDone(ctx.client, it)))).every(Boolean),
@@ -388,7 +396,7 @@ export class ServiceExecutor {
     if (!orig) throw new Error(`no backup of Service ${it.namespace}/${it.name}`);
     if (it.bridge) await deleteObject(ctx.client, SERVICES, it.bridge, it.namespace);
     await this.waitReleased(ctx, it.from, it.namespace, it.name);
-    await this.moveOne(ctx, { namespace: it.namespace, name: it.name, from: it.to, to: it.from }, this.plan.spec.strategy);
+    await this.moveOne(ctx, { namespace: it.namespace, name: it.name, from: it.to, to: it.from }, this.strategy);
   }
 
   // ---- gates --------------------------------------------------------------------------------------
@@ -411,7 +419,7 @@ export class ServiceExecutor {
    * already holding the new range.
    */
   async apiserversOnNewRange(ctx: StepContext): Promise<boolean> {
-    const want = this.plan.spec.serviceCIDR.to.join(',');
+    const want = this.svc.to.join(',');
     const pods = await listAll(ctx.client, PODS, { namespace: 'kube-system', labelSelector: 'component=kube-apiserver' });
     const flags = pods.map((pod) => {
       const c = (pod.spec?.containers ?? []).find((x: any) => x.name === 'kube-apiserver') ?? pod.spec?.containers?.[0];
@@ -431,7 +439,7 @@ export class ServiceExecutor {
     const gateSeen = this.firstJournalTime(ctx, 'gate', 'restart-apiservers');
     return events.some((e) => {
       const when = Date.parse(String(e.lastTimestamp ?? e.eventTime ?? e.metadata?.creationTimestamp ?? ""));
-      return String(e.message ?? '').includes(this.plan.spec.serviceCIDR.to[0]!) && (!gateSeen || when >= gateSeen - 1000);
+      return String(e.message ?? '').includes(this.svc.to[0]!) && (!gateSeen || when >= gateSeen - 1000);
     });
   }
 
@@ -498,7 +506,7 @@ export class ServiceExecutor {
   /** Services holding a ClusterIP in a drained range that the plan neither keeps nor bridges. */
   async stragglers(client: KubeClient): Promise<KubeObject[]> {
     const old = this.oldRanges();
-    const keptSCs = this.plan.spec.serviceCIDR.kept.map((k) => parseCidr(k));
+    const keptSCs = this.svc.kept.map((k) => parseCidr(k));
     const skip = new Set(this.plan.mapping.filter((m) => m.action !== 'move').map((m) => `${m.namespace}/${m.name}`));
     skip.add('default/kubernetes');
     const all = await listAll(client, SERVICES);
@@ -637,7 +645,7 @@ export class ServiceExecutor {
 
   private finalizeStep(p: PlanStep): Step {
     const specs = p.serviceCIDRs ?? [];
-    const want = this.plan.spec.serviceCIDR.to;
+    const want = this.svc.to;
     const kubernetesOnNew = async (client: KubeClient) => {
       const sc = await getObject(client, this.SC, 'kubernetes');
       return !!sc && !sc.metadata?.deletionTimestamp && (sc.spec?.cidrs ?? []).join(',') === want.join(',');
@@ -696,7 +704,7 @@ export class ServiceExecutor {
       }
     }
     const sc = await getObject(client, this.SC, 'kubernetes');
-    if (!sc || (sc.spec?.cidrs ?? []).join(',') !== this.plan.spec.serviceCIDR.to.join(',')) problems.push('ServiceCIDR/kubernetes does not hold the new range');
+    if (!sc || (sc.spec?.cidrs ?? []).join(',') !== this.svc.to.join(',')) problems.push('ServiceCIDR/kubernetes does not hold the new range');
     const bridges = services.filter((s) => s.metadata?.labels?.[BRIDGE_FOR_LABEL]);
     if (bridges.length > 0) problems.push(`${bridges.length} bridge Service(s) left`);
     return problems.length === 0 ? undefined : `${problems.length} problem(s): ${problems.slice(0, 5).join('; ')}`;

@@ -36,6 +36,27 @@ export function slimPod(p: KubeObject): KubeObject {
   };
 }
 
+/**
+ * Objects read only for the addresses they name (policies, Ingress annotations): drop managedFields and
+ * kubectl's last-applied copy, which repeat the object and can be most of its size.
+ */
+export function slimReferenceObject(o: KubeObject): KubeObject {
+  const md = o.metadata;
+  if (!md) return o;
+  const { managedFields, ...rest } = md;
+  void managedFields;
+  const ann = rest.annotations;
+  if (ann && 'kubectl.kubernetes.io/last-applied-configuration' in ann) {
+    const { 'kubectl.kubernetes.io/last-applied-configuration': last, ...keep } = ann;
+    void last;
+    rest.annotations = keep;
+  }
+  return { ...o, metadata: rest };
+}
+
+/** Calico resources read for the references scan, listed when the server has them. */
+export const CALICO_REFERENCE_RESOURCES = ['networkpolicies', 'globalnetworkpolicies', 'networksets', 'globalnetworksets'] as const;
+
 /** Which group versions the server serves, from /api and /apis discovery. */
 async function servedGroups(client: KubeClient): Promise<Map<string, string[]>> {
   const groups = new Map<string, string[]>();
@@ -44,14 +65,18 @@ async function servedGroups(client: KubeClient): Promise<Map<string, string[]>> 
   return groups;
 }
 
-async function servesResource(client: KubeClient, groupVersion: string, resource: string): Promise<boolean> {
+async function servedResources(client: KubeClient, groupVersion: string): Promise<Set<string>> {
   try {
     const rl: any = await client.request('GET', `/apis/${groupVersion}`);
-    return (rl?.resources ?? []).some((r: any) => r.name === resource);
+    return new Set((rl?.resources ?? []).map((r: any) => r.name));
   } catch (e) {
-    if (e instanceof KubeApiError && (e.status === 404 || e.status === 403)) return false;
+    if (e instanceof KubeApiError && (e.status === 404 || e.status === 403)) return new Set();
     throw e;
   }
+}
+
+async function servesResource(client: KubeClient, groupVersion: string, resource: string): Promise<boolean> {
+  return (await servedResources(client, groupVersion)).has(resource);
 }
 
 export async function readLiveInventory(client: KubeClient, opts: { onProgress?: (msg: string) => void } = {}): Promise<RawInventory> {
@@ -71,9 +96,19 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
     { path: '/api/v1/namespaces/kube-system/configmaps', what: 'configmaps in kube-system', required: false },
   ];
   if (served[0]) sources.push({ path: `/apis/${served[0]}/servicecidrs`, what: 'servicecidrs', required: false });
+  // Read for the references scan (what still names an old range): policies and allow-list annotations.
+  if (netVersions.includes('v1')) {
+    for (const r of ['networkpolicies', 'ingresses']) {
+      sources.push({ path: `/apis/networking.k8s.io/v1/${r}`, what: `${r}.networking.k8s.io`, required: false, slim: slimReferenceObject });
+    }
+  }
   if (groups.get('crd.projectcalico.org')?.includes('v1')) {
     for (const r of ['ippools', 'ipamblocks', 'blockaffinities']) {
       sources.push({ path: `/apis/crd.projectcalico.org/v1/${r}`, what: `${r}.crd.projectcalico.org`, required: false });
+    }
+    const calico = await servedResources(client, 'crd.projectcalico.org/v1');
+    for (const r of CALICO_REFERENCE_RESOURCES) {
+      if (calico.has(r)) sources.push({ path: `/apis/crd.projectcalico.org/v1/${r}`, what: `${r}.crd.projectcalico.org`, required: false, slim: slimReferenceObject });
     }
   }
   if (groups.get('operator.tigera.io')?.includes('v1')) {

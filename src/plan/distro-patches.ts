@@ -7,7 +7,7 @@ import * as yaml from 'js-yaml';
 import type { Snapshot } from '../cluster/types.ts';
 import { distributionOf } from './preflight.ts';
 
-export type PatchGate = 'enable-servicecidr-api' | 'restart-apiservers' | 'kubelet-cluster-dns';
+export type PatchGate = 'enable-servicecidr-api' | 'restart-apiservers' | 'kubelet-cluster-dns' | 'kcm-stop-allocating' | 'kcm-cluster-cidr' | 'pod-cidr-config';
 
 export interface DistroPatch {
   id: string;
@@ -246,7 +246,7 @@ export function distroPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] 
 }
 
 /** The commands a human or pipeline runs at a gate, per distribution. */
-export function gateInstructions(snap: Snapshot, gate: PatchGate | 'restart-workloads', ctx: PatchContext): string[] {
+export function gateInstructions(snap: Snapshot, gate: Exclude<PatchGate, 'kcm-stop-allocating' | 'kcm-cluster-cidr' | 'pod-cidr-config'> | 'restart-workloads', ctx: PatchContext): string[] {
   const d = distributionOf(snap);
   const sans = [ctx.oldKubernetesIP, ctx.newKubernetesIP].filter(Boolean).join(',');
   switch (gate) {

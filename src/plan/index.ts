@@ -4,3 +4,4 @@ export * from './preflight.ts';
 export * from './distro-patches.ts';
 export * from './plan.ts';
 export * from './render.ts';
+export * from "./pod-plan.ts";

@@ -4,6 +4,8 @@
  * steps; docs/plan.md explains the order.
  */
 import type { AvoidRange } from '../analyze/catalog.ts';
+import { buildPodSection, type PodCIDRSpec, type PodPlanOptions } from './pod-plan.ts';
+import { scanReferences, type RangeMove, type Reference } from '../analyze/references.ts';
 import type { Family, Snapshot } from '../cluster/types.ts';
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
 import { distroPatches, gateInstructions, type DistroPatch, type PatchContext } from './distro-patches.ts';
@@ -58,12 +60,31 @@ export type StepKind =
   | 'move-kubernetes'
   | 'remove-bridges'
   | 'finalize-servicecidrs'
-  | 'verify';
+  | 'verify'
+  // Pod CIDR (pod-plan.ts)
+  | 'create-ippool'
+  | 'disable-ippools'
+  | 'scale-critical'
+  | 'restart-pods'
+  | 'restore-scale'
+  | 'delete-ippools'
+  | 'remove-ipam-leftovers'
+  | 'drain-node'
+  | 'reregister-node'
+  | 'assign-podcidr'
+  | 'verify-pods';
 
-export const STEP_KINDS: readonly StepKind[] = [
-  'gate', 'confirm', 'create-servicecidrs', 'move-services', 'drain-servicecidrs', 'sweep-services', 'move-kubernetes',
+export const SERVICE_STEP_KINDS: readonly StepKind[] = [
+  'create-servicecidrs', 'move-services', 'drain-servicecidrs', 'sweep-services', 'move-kubernetes',
   'remove-bridges', 'finalize-servicecidrs', 'verify',
 ];
+export const POD_STEP_KINDS: readonly StepKind[] = [
+  'create-ippool', 'disable-ippools', 'scale-critical', 'restart-pods', 'restore-scale', 'delete-ippools', 'remove-ipam-leftovers',
+  'drain-node', 'reregister-node', 'assign-podcidr', 'verify-pods',
+];
+export const STEP_KINDS: readonly StepKind[] = ['gate', 'confirm', ...SERVICE_STEP_KINDS, ...POD_STEP_KINDS];
+/** Gates whose condition the Pod CIDR executor checks. */
+export const POD_GATES: readonly string[] = ['kcm-stop-allocating', 'kcm-cluster-cidr', 'pod-cidr-config'];
 
 export interface StepItem {
   namespace: string;
@@ -112,7 +133,8 @@ export interface MigrationPlan {
     generator?: string;
   };
   spec: {
-    serviceCIDR: {
+    /** Present when the plan moves the Service CIDR. */
+    serviceCIDR?: {
       /** Every service range the cluster has today. */
       from: string[];
       /** The new --service-cluster-ip-range (flag order; a family NEW does not name keeps its range). */
@@ -125,11 +147,15 @@ export interface MigrationPlan {
       kept: string[];
       minKeptPrefix: { ipv4: number; ipv6: number };
     };
-    strategy: Strategy;
-    options: { batchSize: number; headroom: number; tierKey: string; tierOrder: TierOrder; keep: string[] };
+    strategy?: Strategy;
+    options?: { batchSize: number; headroom: number; tierKey: string; tierOrder: TierOrder; keep: string[] };
+    /** Present when the plan moves the Pod CIDR. */
+    podCIDR?: PodCIDRSpec;
   };
   preflight: PreflightCheck[];
   mapping: ServiceMapping[];
+  /** What still names the old ranges outside the migrated objects (policies, allow-lists, ConfigMaps), with proposals. */
+  references?: Reference[];
   steps: PlanStep[];
 }
 
@@ -187,7 +213,12 @@ export function currentFlag(snap: Snapshot): string[] {
 const BRIDGE_NOTE = 'bridges carry only selector, ports and the label kube-renumber.io/managed (no addon-manager labels, no externalIPs)';
 
 /** Builds the plan. Never throws on cluster data; NetError only for values that cannot be planned at all. */
-export function buildServicePlan(snap: Snapshot, opts: PlanOptions): MigrationPlan {
+/** A plan with its Service part present (what buildServicePlan returns). */
+export type ServicePlan = MigrationPlan & {
+  spec: Required<Pick<MigrationPlan['spec'], 'serviceCIDR' | 'strategy' | 'options'>>;
+};
+
+export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan {
   const strategy = opts.strategy ?? DEFAULT_STRATEGY;
   const tierKey = opts.tierKey ?? DEFAULT_TIER_KEY;
   const tierOrder = opts.tierOrder ?? 'ascending';
@@ -197,7 +228,7 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): MigrationPl
   const api = serviceCIDRApiState(snap);
   const oldFlag = currentFlag(snap);
 
-  const plan: MigrationPlan = {
+  const plan: ServicePlan = {
     apiVersion: PLAN_API_VERSION,
     kind: PLAN_KIND,
     metadata: {
@@ -479,4 +510,78 @@ export function mappingCounts(plan: Pick<MigrationPlan, 'mapping'>): { move: num
   const c = { move: 0, keep: 0, skip: 0 };
   for (const m of plan.mapping) c[m.action]++;
   return c;
+}
+
+export interface CombinedPlanOptions {
+  service?: PlanOptions;
+  pod?: PodPlanOptions;
+  generator?: string;
+}
+
+/**
+ * One plan for the Service CIDR, the Pod CIDR, or both. Combined, the pod restarts run after the Services
+ * and default/kubernetes moved and the kubelets name the new DNS, so one restart of every pod picks up the
+ * new nameserver, Service variables and pod address together (the Service plan's restart-workloads gate
+ * then holds by itself); the pod clean-up runs after the Service clean-up, and both verifications last.
+ * Each target avoids the other.
+ */
+export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): MigrationPlan {
+  const podTargets = opts.pod ? String(opts.pod.target).split(',').map((t) => t.trim()).filter(Boolean) : [];
+  const svcTargets = opts.service ? (typeof opts.service.target === 'string' ? opts.service.target.split(',') : [...opts.service.target]).map((t) => t.trim()).filter(Boolean) : [];
+  const asAvoid = (cidrs: string[], what: string): AvoidRange[] => cidrs.filter((c) => tryParseCidr(c)).map((c) => ({ cidr: c, reason: what, from: 'this plan' }) as AvoidRange);
+  const base: MigrationPlan = opts.service
+    ? buildServicePlan(snap, { ...opts.service, avoid: [...(opts.service.avoid ?? []), ...asAvoid(podTargets, 'the new pod CIDR of this plan')], ...(opts.generator ? { generator: opts.generator } : {}) })
+    : {
+      apiVersion: PLAN_API_VERSION, kind: PLAN_KIND,
+      metadata: {
+        generatedFrom: sourceText(snap.source),
+        ...(snap.kubernetesVersion ? { kubernetesVersion: snap.kubernetesVersion } : {}),
+        distribution: snap.distribution.kind,
+        ...(opts.generator ? { generator: opts.generator } : {}),
+      },
+      spec: {}, preflight: [], mapping: [], steps: [],
+    };
+  const withRefs = (p: MigrationPlan): MigrationPlan => {
+    const moves: RangeMove[] = [];
+    const pair = (role: 'service' | 'pod', from: string[], to: string[]) => {
+      for (const f of from) {
+        const fc = tryParseCidr(f);
+        const t = to.map((x) => tryParseCidr(x)).find((x) => x && fc && x.family === fc.family);
+        if (fc && t && formatCidr(fc) !== formatCidr(t)) moves.push({ role, from: formatCidr(fc), to: formatCidr(t) });
+      }
+    };
+    if (p.spec.serviceCIDR) pair('service', p.spec.serviceCIDR.from, p.spec.serviceCIDR.target);
+    if (p.spec.podCIDR) pair('pod', p.spec.podCIDR.from, p.spec.podCIDR.to);
+    try {
+      const refs = moves.length > 0 ? scanReferences(snap, moves) : [];
+      if (refs.length > 0) p.references = refs;
+    } catch { /* a move that is not two CIDRs of one family: nothing to scan */ }
+    return p;
+  };
+  if (!opts.pod) return withRefs(base);
+  const pod = buildPodSection(snap, { ...opts.pod, avoid: [...(opts.pod.avoid ?? []), ...asAvoid(svcTargets, 'the new Service CIDR of this plan')] });
+  base.preflight = [...base.preflight, ...pod.preflight];
+  if (pod.spec) base.spec.podCIDR = pod.spec;
+  if (!pod.spec || (opts.service && base.steps.length === 0)) {
+    base.steps = opts.service ? base.steps : [];
+    return withRefs(base);
+  }
+  const podSteps = (xs: typeof pod.prepare): PlanStep[] => xs as unknown as PlanStep[];
+  if (!opts.service) {
+    base.steps = [...podSteps(pod.prepare), ...podSteps(pod.restart), ...podSteps(pod.finish)];
+    return withRefs(base);
+  }
+  const steps = [...base.steps];
+  const at = (id: string) => steps.findIndex((s) => s.id === id);
+  let i = at('restart-workloads');
+  if (i < 0) i = at('remove-bridges');
+  if (i < 0) i = steps.length;
+  steps.splice(i, 0, ...podSteps(pod.prepare), ...podSteps(pod.restart));
+  let v = at('verify');
+  if (v < 0) v = steps.length;
+  const finish = podSteps(pod.finish);
+  steps.splice(v, 0, ...finish.filter((s) => s.kind !== 'verify-pods'));
+  steps.push(...finish.filter((s) => s.kind === 'verify-pods'));
+  base.steps = steps;
+  return withRefs(base);
 }

@@ -4,6 +4,8 @@
  */
 import * as yaml from 'js-yaml';
 import { InputError } from '../cluster/files.ts';
+import type { PodCIDRSpec } from './pod-plan.ts';
+import { renderReferences } from '../analyze/references.ts';
 import { mappingCounts, PLAN_API_VERSION, PLAN_KIND, STEP_KINDS, type MigrationPlan, type PlanStep } from './plan.ts';
 import type { ServiceMapping } from './service-mapping.ts';
 
@@ -131,18 +133,53 @@ export function validatePlan(doc: unknown): MigrationPlan {
   str(md, 'kubernetesVersion', 'metadata', true);
   str(md, 'distribution', 'metadata');
   const spec = obj(p.spec, 'spec');
-  const sc = obj(spec.serviceCIDR, 'spec.serviceCIDR');
-  for (const k of ['from', 'to', 'target', 'kept']) strList(sc, k, 'spec.serviceCIDR');
-  str(sc, 'apiVersion', 'spec.serviceCIDR');
-  const mk = obj(sc.minKeptPrefix, 'spec.serviceCIDR.minKeptPrefix');
-  for (const k of ['ipv4', 'ipv6']) if (!Number.isInteger(mk[k])) fail(`spec.serviceCIDR.minKeptPrefix.${k}`, 'must be a whole number');
-  oneOf(spec, 'strategy', 'spec', ['in-place', 'recreate'] as const);
-  const o = obj(spec.options, 'spec.options');
-  if (!Number.isInteger(o.batchSize) || (o.batchSize as number) < 1) fail('spec.options.batchSize', 'must be a whole number >= 1');
-  if (typeof o.headroom !== 'number' || o.headroom < 1) fail('spec.options.headroom', 'must be a number >= 1');
-  str(o, 'tierKey', 'spec.options');
-  oneOf(o, 'tierOrder', 'spec.options', ['ascending', 'descending'] as const);
-  strList(o, 'keep', 'spec.options');
+  if (spec.serviceCIDR === undefined && spec.podCIDR === undefined) fail('spec', 'names neither serviceCIDR nor podCIDR: nothing to migrate');
+  if (spec.serviceCIDR !== undefined) {
+    const sc = obj(spec.serviceCIDR, 'spec.serviceCIDR');
+    for (const k of ['from', 'to', 'target', 'kept']) strList(sc, k, 'spec.serviceCIDR');
+    str(sc, 'apiVersion', 'spec.serviceCIDR');
+    const mk = obj(sc.minKeptPrefix, 'spec.serviceCIDR.minKeptPrefix');
+    for (const k of ['ipv4', 'ipv6']) if (!Number.isInteger(mk[k])) fail(`spec.serviceCIDR.minKeptPrefix.${k}`, 'must be a whole number');
+    oneOf(spec, 'strategy', 'spec', ['in-place', 'recreate'] as const);
+    const o = obj(spec.options, 'spec.options');
+    if (!Number.isInteger(o.batchSize) || (o.batchSize as number) < 1) fail('spec.options.batchSize', 'must be a whole number >= 1');
+    if (typeof o.headroom !== 'number' || o.headroom < 1) fail('spec.options.headroom', 'must be a number >= 1');
+    str(o, 'tierKey', 'spec.options');
+    oneOf(o, 'tierOrder', 'spec.options', ['ascending', 'descending'] as const);
+    strList(o, 'keep', 'spec.options');
+  }
+  if (spec.podCIDR !== undefined) {
+    const pc = obj(spec.podCIDR, 'spec.podCIDR');
+    strList(pc, 'from', 'spec.podCIDR');
+    strList(pc, 'to', 'spec.podCIDR');
+    oneOf(pc, 'ipam', 'spec.podCIDR', ['calico', 'node'] as const);
+    const r = obj(pc.restarts, 'spec.podCIDR.restarts');
+    if (!Number.isInteger(r.parallel) || (r.parallel as number) < 1) fail('spec.podCIDR.restarts.parallel', 'must be a whole number >= 1');
+    strList(r, 'critical', 'spec.podCIDR.restarts');
+    if (pc.ipam === 'calico') {
+      const c = obj(pc.calico, 'spec.podCIDR.calico');
+      for (const k of ['oldPools', 'newPools'] as const) {
+        list(c, k, 'spec.podCIDR.calico')!.forEach((p, i) => {
+          const pp = `spec.podCIDR.calico.${k}[${i}]`;
+          const po = obj(p, pp);
+          str(po, 'name', pp);
+          str(po, 'cidr', pp);
+          if (!Number.isInteger(po.blockSize)) fail(`${pp}.blockSize`, 'must be a whole number');
+        });
+      }
+    } else {
+      const n = obj(pc.node, 'spec.podCIDR.node');
+      if (!Number.isInteger(n.maskSize)) fail('spec.podCIDR.node.maskSize', 'must be a whole number');
+      str(n, 'hook', 'spec.podCIDR.node', true);
+      list(n, 'nodes', 'spec.podCIDR.node')!.forEach((x, i) => {
+        const np = `spec.podCIDR.node.nodes[${i}]`;
+        const no = obj(x, np);
+        str(no, 'name', np);
+        strList(no, 'from', np);
+        strList(no, 'to', np);
+      });
+    }
+  }
   list(p, 'preflight', 'plan')!.forEach((c, i) => {
     const cp = `preflight[${i}]`;
     const co = obj(c, cp);
@@ -224,6 +261,18 @@ function stepMarkdown(s: PlanStep, n: number): string {
 }
 
 /** The plan for a change request: summary, pre-flight, mapping, steps with gates, rollback notes. */
+/** Summary rows of a Pod CIDR section. */
+export function podSummaryRows(pc: PodCIDRSpec): Array<[string, string]> {
+  const rows: Array<[string, string]> = [
+    ['Pod range', `${pc.from.join(', ')} → ${pc.to.join(', ')}`],
+    ['Pod IPAM', pc.ipam === 'calico' ? `Calico IPAM${pc.calico?.operatorManaged ? ' (operator-managed: through Installation)' : ''}` : 'node podCIDRs (nodes drained and re-registered)'],
+    ['Restarts', `${pc.restarts.parallel} rollout(s) at a time; scaled up first: ${pc.restarts.critical.join(', ') || 'none'}`],
+  ];
+  if (pc.calico) rows.push(['Pools', `${pc.calico.oldPools.map((p) => `${p.name} ${p.cidr}`).join(', ')} → ${pc.calico.newPools.map((p) => `${p.name} ${p.cidr} /${p.blockSize} blocks`).join(', ')}`]);
+  if (pc.node) rows.push(['Nodes', `${pc.node.nodes.length} node(s), /${pc.node.maskSize} each; re-registration: ${pc.node.hook ? `hook \`${pc.node.hook}\`` : 'a gate per node'}`]);
+  return rows;
+}
+
 export function planToMarkdown(plan: MigrationPlan): string {
   const sc = plan.spec.serviceCIDR;
   const counts = mappingCounts(plan);
@@ -234,25 +283,38 @@ export function planToMarkdown(plan: MigrationPlan): string {
   const tiers = plan.steps.filter((s) => s.kind === 'move-services' && s.id.startsWith('move-tier-'))
     .map((s) => (s.tier === null || s.tier === undefined ? 'untiered' : String(s.tier)))
     .filter((t, i, a) => a.indexOf(t) === i);
-  let out = `# Service CIDR migration: ${sc.from.join(', ') || '?'} → ${sc.target.join(', ') || '?'}\n\n`;
-  out += mdTable(['', ''], [
+  const pc = plan.spec.podCIDR;
+  const title = [sc ? `Service CIDR ${sc.from.join(', ') || '?'} → ${sc.target.join(', ') || '?'}` : '', pc ? `Pod CIDR ${pc.from.join(', ')} → ${pc.to.join(', ')}` : ''].filter(Boolean).join('; ');
+  let out = `# Migration: ${title}\n\n`;
+  const rows: Array<[string, string]> = [
     ['Cluster', plan.metadata.generatedFrom],
     ['Kubernetes', `${plan.metadata.kubernetesVersion ?? 'unknown'} (${plan.metadata.distribution})`],
-    ['Service range', `${sc.from.join(', ')} → ${sc.target.join(', ')} (--service-cluster-ip-range afterwards: ${sc.to.join(',') || '?'})`],
-    ['ServiceCIDR API', sc.apiVersion],
-    ['Strategy', plan.spec.strategy],
-    ['Services', `${counts.move} moved, ${counts.keep} kept, ${counts.skip} skipped`],
-    ['Cluster DNS', dns ? `${dns.namespace}/${dns.name} ${ips(dns.from)} → ${ips(dns.to)} (${dns.action})` : 'not found'],
-    ['default/kubernetes', kube ? `${ips(kube.from)} → ${ips(kube.to)}` : 'not found'],
-    ['Kept ranges', sc.kept.length > 0 ? `${sc.kept.join(', ')} (at least /${sc.minKeptPrefix.ipv4} IPv4, /${sc.minKeptPrefix.ipv6} IPv6)` : 'none'],
-    ['Tier order', tiers.length > 0 ? `${tiers.join(' → ')} (key ${plan.spec.options.tierKey}, ${plan.spec.options.tierOrder}), batches of ${plan.spec.options.batchSize}` : '-'],
-    ['Pre-flight', `${failed.length} failed, ${warned.length} warning(s), ${plan.preflight.length - failed.length - warned.length} passed`],
-  ]);
+  ];
+  if (sc) {
+    const o = plan.spec.options!;
+    rows.push(
+      ['Service range', `${sc.from.join(', ')} → ${sc.target.join(', ')} (--service-cluster-ip-range afterwards: ${sc.to.join(',') || '?'})`],
+      ['ServiceCIDR API', sc.apiVersion],
+      ['Strategy', plan.spec.strategy ?? '-'],
+      ['Services', `${counts.move} moved, ${counts.keep} kept, ${counts.skip} skipped`],
+      ['Cluster DNS', dns ? `${dns.namespace}/${dns.name} ${ips(dns.from)} → ${ips(dns.to)} (${dns.action})` : 'not found'],
+      ['default/kubernetes', kube ? `${ips(kube.from)} → ${ips(kube.to)}` : 'not found'],
+      ['Kept ranges', sc.kept.length > 0 ? `${sc.kept.join(', ')} (at least /${sc.minKeptPrefix.ipv4} IPv4, /${sc.minKeptPrefix.ipv6} IPv6)` : 'none'],
+      ['Tier order', tiers.length > 0 ? `${tiers.join(' → ')} (key ${o.tierKey}, ${o.tierOrder}), batches of ${o.batchSize}` : '-'],
+    );
+  }
+  if (pc) rows.push(...podSummaryRows(pc));
+  rows.push(['Pre-flight', `${failed.length} failed, ${warned.length} warning(s), ${plan.preflight.length - failed.length - warned.length} passed`]);
+  out += mdTable(['', ''], rows);
   out += '\n## Pre-flight checks\n\n';
   out += mdTable(['Check', 'Status', 'Finding', 'Fix'], plan.preflight.map((c) => [`\`${c.id}\``, STATUS[c.status] ?? c.status, c.message, c.fix || '-']));
   if (failed.length > 0) out += `\n**${failed.length} check(s) failed: fix them before apply.**\n`;
 
-  out += `\n## Service mapping\n\n${counts.move} moved, ${counts.keep} kept, ${counts.skip} skipped.\n\n`;
+  if (pc?.node && pc.node.nodes.length > 0) {
+    out += `\n## Node podCIDRs\n\n`;
+    out += mdTable(['Node', 'From', 'To'], pc.node.nodes.map((n) => [n.name, n.from.join(',') || '-', n.to.join(',')]));
+  }
+  if (sc) out += `\n## Service mapping\n\n${counts.move} moved, ${counts.keep} kept, ${counts.skip} skipped.\n\n`;
   if (dns) out += `- Cluster DNS: \`${dns.namespace}/${dns.name}\` ${ips(dns.from)} → ${ips(dns.to)} — ${dns.reason}\n`;
   if (kube) out += `- default/kubernetes: ${ips(kube.from)} → ${ips(kube.to)} — ${kube.reason}\n`;
   if (dns || kube) out += '\n';
@@ -266,13 +328,15 @@ export function planToMarkdown(plan: MigrationPlan): string {
   section('Kept', plan.mapping.filter((m) => m.action === 'keep'));
   section('Skipped', plan.mapping.filter((m) => m.action === 'skip'));
 
+  if (plan.references && plan.references.length > 0) out += `\n${renderReferences(plan.references)}\n`;
   out += '## Steps\n\n';
   if (plan.steps.length === 0) out += 'None: the pre-flight checks above stop the migration.\n\n';
   plan.steps.forEach((s, i) => { out += stepMarkdown(s, i + 1); });
 
   out += '## Rollback notes\n\n';
   out += '- Every step backs up the objects it changes first; `kube-renumber rollback` undoes completed steps in reverse where the API allows and says what it cannot undo.\n';
-  out += '- Moved Services can return to their old IPs only while the old range is allocatable: before `drain-old-servicecidrs`, or after creating a ServiceCIDR for the old range again.\n';
+  if (pc) out += '- Pods restarted into NEW stay there after a rollback of the pool steps; re-enable the old pool (or give nodes old podCIDRs) and restart again to move back.\n';
+  if (sc) out += '- Moved Services can return to their old IPs only while the old range is allocatable: before `drain-old-servicecidrs`, or after creating a ServiceCIDR for the old range again.\n';
   out += '- A deleted ServiceCIDR cannot be restored; a new one with the same range makes it allocatable again.\n';
   out += '- Apiserver flags, certificates and kubelet configuration go back by applying each patch\'s "before" text and restarting.\n';
   out += '- Pods restarted with the new nameserver and Service variables keep working after a rollback only while the bridges and the new range exist.\n\n';

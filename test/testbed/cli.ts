@@ -2,9 +2,13 @@
 //
 //   npm run testbed -- build [--version V]
 //   npm run testbed -- up [--service-cidr CIDR] [--pod-cidr CIDR] [--node-mask N] [--nodes N] [--version V]
+//                         [--pod-ipam kwok|calico] [--kcm-qps N]
 //        starts a cluster that outlives the command; prints the kubeconfig path as the LAST stdout line
 //   npm run testbed -- populate [--services N] [--deployments N] [--namespaces N] [--replicas N]
+//   npm run testbed -- populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]
 //   npm run testbed -- restart-apiserver --service-cidr CIDR
+//   npm run testbed -- restart-controller-manager [--cluster-cidr CIDR] [--allocate-node-cidrs true|false]
+//   npm run testbed -- reregister-node NAME
 //   npm run testbed -- status
 //   npm run testbed -- down
 //
@@ -23,6 +27,9 @@ import { DEFAULT_VERSION, ensureBuilt, readStamp } from './build.ts';
 import { Testbed } from './cluster.ts';
 import { populate } from './fixture.ts';
 import { KubeClient } from './kube.ts';
+import { NODE_TEMPLATE_FILE, reregisterNode } from './reregister-node.ts';
+import type { PodIPAM } from './stages.ts';
+import { populateWorkloads } from './workloads.ts';
 
 const self = fileURLToPath(import.meta.url);
 
@@ -39,6 +46,7 @@ interface State {
   token: string;
   serviceCIDR: string;
   podCIDR: string;
+  podIPAM?: PodIPAM;
   nodes: number;
   version: string;
   stateDir: string;
@@ -117,8 +125,12 @@ async function cmdUp(args: string[]) {
       'node-mask': { type: 'string' },
       nodes: { type: 'string' },
       version: { type: 'string' },
+      'pod-ipam': { type: 'string' },
+      'kcm-qps': { type: 'string' },
     },
   });
+  const podIPAM = values['pod-ipam'];
+  if (podIPAM !== undefined && podIPAM !== 'kwok' && podIPAM !== 'calico') die(`--pod-ipam wants kwok or calico, got ${podIPAM}`);
   const existing = readState();
   if (existing && alive(existing.keeperPid)) {
     process.stderr.write(`testbed already up (keeper pid ${existing.keeperPid}); \`npm run testbed -- down\` first to change it\n`);
@@ -133,6 +145,8 @@ async function cmdUp(args: string[]) {
     nodeMask: num(values['node-mask'], 'node-mask'),
     nodes: num(values.nodes, 'nodes'),
     version: values.version,
+    podIPAM,
+    controllerManagerQPS: num(values['kcm-qps'], 'kcm-qps'),
   };
   // build in the foreground so its progress is visible
   await ensureBuilt({ version: opts.version ?? DEFAULT_VERSION });
@@ -149,7 +163,9 @@ async function cmdUp(args: string[]) {
   for (;;) {
     const st = readState();
     if (st && st.keeperPid === keeper.pid) {
-      process.stderr.write(`testbed up: ${st.server}, service CIDR ${st.serviceCIDR}, pod CIDR ${st.podCIDR}, ${st.nodes} nodes\n`);
+      process.stderr.write(
+        `testbed up: ${st.server}, service CIDR ${st.serviceCIDR}, pod CIDR ${st.podCIDR}, pod IPAM ${st.podIPAM ?? 'kwok'}, ${st.nodes} nodes\n`,
+      );
       process.stdout.write(`${st.kubeconfigPath}\n`);
       return;
     }
@@ -188,6 +204,11 @@ async function cmdServe(args: string[]) {
         await tb.restartApiserver({ serviceCIDR: body.serviceCIDR });
         await writeState({ ...readState()!, serviceCIDR: tb.serviceCIDR });
         res.end(JSON.stringify({ ok: true, serviceCIDR: tb.serviceCIDR }));
+      } else if (req.url === '/restart-controller-manager') {
+        const r = await tb.restartControllerManager({ clusterCIDR: body.clusterCIDR, allocateNodeCIDRs: body.allocateNodeCIDRs });
+        res.end(JSON.stringify({ ok: true, ...r, flags: tb.controllerManagerFlags }));
+      } else if (req.url === '/status') {
+        res.end(JSON.stringify({ processes: tb.processes(), controllerManagerFlags: tb.controllerManagerFlags, serviceCIDR: tb.serviceCIDR }));
       } else if (req.url === '/down') {
         res.end(JSON.stringify({ ok: true }));
         setImmediate(() => void shutdown(0));
@@ -212,6 +233,7 @@ async function cmdServe(args: string[]) {
     token: tb.token,
     serviceCIDR: tb.serviceCIDR,
     podCIDR: tb.options.podCIDR,
+    podIPAM: tb.options.podIPAM,
     nodes: tb.options.nodes,
     version: tb.options.version,
     stateDir: tb.stateDir,
@@ -272,6 +294,70 @@ async function cmdRestart(args: string[]) {
   process.stderr.write(`kube-apiserver restarted: ${r.text}\n`);
 }
 
+async function cmdPopulateWorkloads(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: {
+      namespaces: { type: 'string' },
+      deployments: { type: 'string' },
+      replicas: { type: 'string' },
+      statefulsets: { type: 'string' },
+    },
+  });
+  const st = requireUp();
+  const client = new KubeClient(st.server, st.token);
+  const t = Date.now();
+  try {
+    const wl = await populateWorkloads(
+      { client, options: { podCIDR: st.podCIDR, podIPAM: st.podIPAM ?? 'kwok' } },
+      {
+        namespaces: num(values.namespaces, 'namespaces'),
+        deploymentsPerNs: num(values.deployments, 'deployments'),
+        replicas: num(values.replicas, 'replicas'),
+        statefulSets: num(values.statefulsets, 'statefulsets'),
+      },
+    );
+    process.stderr.write(
+      `workloads up in ${Date.now() - t} ms: ${wl.workloads.length} workloads in ${wl.namespaces.join(',')}, ` +
+        `${wl.totalPods} pods (${wl.podNetworkPods} on the pod network), ${wl.pdbs.length} PDBs\n`,
+    );
+  } finally {
+    client.close();
+  }
+}
+
+async function cmdRestartControllerManager(args: string[]) {
+  const { values } = parseArgs({ args, options: { 'cluster-cidr': { type: 'string' }, 'allocate-node-cidrs': { type: 'string' } } });
+  const alloc = values['allocate-node-cidrs'];
+  if (alloc !== undefined && alloc !== 'true' && alloc !== 'false') die(`--allocate-node-cidrs wants true or false, got ${alloc}`);
+  const st = requireUp();
+  const r = await control(st, '/restart-controller-manager', {
+    clusterCIDR: values['cluster-cidr'],
+    allocateNodeCIDRs: alloc === undefined ? undefined : alloc === 'true',
+  });
+  if (r.status !== 200) die(`restart-controller-manager failed: ${r.text}`);
+  const body = JSON.parse(r.text);
+  process.stderr.write(`kube-controller-manager restarted: ${r.text}\n`);
+  if (!body.running) process.exit(2); // it crashed at startup (e.g. node podCIDRs outside --cluster-cidr)
+}
+
+async function cmdReregisterNode(args: string[]) {
+  const name = args[0] ?? process.env.KUBE_RENUMBER_NODE;
+  if (!name) die('usage: reregister-node NAME');
+  const st = requireUp();
+  const client = new KubeClient(st.server, st.token);
+  try {
+    await reregisterNode({
+      client,
+      name,
+      templatePath: join(st.stateDir, NODE_TEMPLATE_FILE),
+      log: (m) => process.stderr.write(`${m}\n`),
+    });
+  } finally {
+    client.close();
+  }
+}
+
 async function cmdDown() {
   const st = readState();
   if (st && alive(st.keeperPid)) {
@@ -288,13 +374,20 @@ async function cmdDown() {
   process.stderr.write('testbed down\n');
 }
 
-function cmdStatus() {
+async function cmdStatus() {
   const st = readState();
   if (!st || !alive(st.keeperPid)) {
     process.stdout.write('down\n');
     return;
   }
-  process.stdout.write(JSON.stringify({ ...st, token: '(in kubeconfig)' }, null, 2) + '\n');
+  let live: unknown;
+  try {
+    const r = await control(st, '/status', {}, 5000);
+    if (r.status === 200) live = JSON.parse(r.text);
+  } catch {
+    /* keeper busy or gone: show the saved state only */
+  }
+  process.stdout.write(JSON.stringify({ ...st, token: '(in kubeconfig)', ...(live ? { live } : {}) }, null, 2) + '\n');
 }
 
 const [cmd, ...rest] = process.argv.slice(2);
@@ -312,20 +405,33 @@ try {
     case 'populate':
       await cmdPopulate(rest);
       break;
+    case 'populate-workloads':
+      await cmdPopulateWorkloads(rest);
+      break;
     case 'restart-apiserver':
       await cmdRestart(rest);
+      break;
+    case 'restart-controller-manager':
+      await cmdRestartControllerManager(rest);
+      break;
+    case 'reregister-node':
+      await cmdReregisterNode(rest);
       break;
     case 'down':
       await cmdDown();
       break;
     case 'status':
-      cmdStatus();
+      await cmdStatus();
       break;
     default:
       die(
         'usage: testbed build [--version V] | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
+          '                                        [--pod-ipam kwok|calico] [--kcm-qps N]\n' +
           '       | populate [--services N] [--deployments N] [--namespaces N] [--replicas N]\n' +
-          '       | restart-apiserver --service-cidr C | status | down',
+          '       | populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]\n' +
+          '       | restart-apiserver --service-cidr C\n' +
+          '       | restart-controller-manager [--cluster-cidr C] [--allocate-node-cidrs true|false]\n' +
+          '       | reregister-node NAME | status | down',
       );
   }
 } catch (e) {

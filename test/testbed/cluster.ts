@@ -5,7 +5,12 @@
 //   await tb.kubectl(['get', 'nodes']);        // { stdout, stderr, code }
 //   tb.client.get('/api/v1/nodes');            // REST client (bearer token, loopback TLS unverified)
 //   await tb.restartApiserver({ serviceCIDR: '10.100.0.0/16' });
+//   await tb.restartControllerManager({ clusterCIDR: '10.50.0.0/16', allocateNodeCIDRs: false });
+//   await tb.reregisterNode('tb-node-1');      // after the Node object was deleted
 //   await tb.stop();
+//
+// Pod IPs: podIPAM 'kwok' (default) lets kwok hand out IPs from the node's spec.podCIDR; 'calico' runs the
+// Calico IPAM stand-in (calico-ipam.ts) as one more supervised child, and kwok takes each pod's IP from it.
 //
 // Every child runs under `tbsup` (test/testbed/supervisor), which kills the child's process group as soon
 // as its stdin pipe from this process closes: if this process dies, even by SIGKILL, nothing is left.
@@ -21,6 +26,17 @@ import { fileURLToPath } from 'node:url';
 import { DEFAULT_VERSION, ensureBuilt } from './build.ts';
 import { cidrFamily } from './ip.ts';
 import { KubeClient, type KubeObject } from './kube.ts';
+import {
+  NODE_TEMPLATE_ENV,
+  NODE_TEMPLATE_FILE,
+  nodeFromTemplate,
+  readNodeTemplate,
+  reregisterNode,
+  testbedNodeIP,
+  type NodeTemplate,
+  type NodeTemplateFile,
+} from './reregister-node.ts';
+import { kwokPodStages, type PodIPAM } from './stages.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -43,6 +59,28 @@ export interface TestbedOptions {
   log?: (msg: string) => void;
   /** Startup timeout per component, ms (default 90 s). */
   timeoutMs?: number;
+  /**
+   * Who gives pods their IPs (default 'kwok'): 'kwok' = kwok, from the node's spec.podCIDR; 'calico' = the
+   * Calico IPAM stand-in (test/testbed/calico-ipam.ts) from IPPools, through IPAMBlocks/BlockAffinities/
+   * IPAMHandles. 'calico' needs calicoCRDs. Pods wait without an IP until an eligible IPPool exists.
+   */
+  podIPAM?: PodIPAM;
+  /** In 'calico' mode: create IPPool default-ipv4-ippool (= podCIDR) at start when none exists, as
+   *  calico-node does (default false: populate() and populateWorkloads() create the pool themselves). */
+  calicoDefaultPool?: boolean;
+  /**
+   * kube-controller-manager --kube-api-qps (burst = 2x). 0 (default) keeps kcm's default of 20, which
+   * paces pod creation by ReplicaSets/StatefulSets/DaemonSets/Jobs at ~20 pods/s.
+   */
+  controllerManagerQPS?: number;
+}
+
+/** kube-controller-manager flags that restartControllerManager can change. */
+export interface ControllerManagerFlags {
+  /** --cluster-cidr */
+  clusterCIDR: string;
+  /** --allocate-node-cidrs */
+  allocateNodeCIDRs: boolean;
 }
 
 export interface ExecResult {
@@ -91,8 +129,17 @@ function tailOf(path: string, lines = 25): string {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** `p`, or `undefined` after ms; the timer is cleared as soon as `p` settles (no idle wait at exit). */
+function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<undefined>((r) => {
+    timer = setTimeout(() => r(undefined), ms);
+  });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
 /** One supervised child process. */
-class Proc {
+export class Proc {
   readonly name: string;
   readonly logPath: string;
   readonly child: ChildProcess;
@@ -140,8 +187,8 @@ class Proc {
     if (!this.running()) return;
     this.child.stdin?.end();
     this.child.stdin?.destroy();
-    const t = await Promise.race([this.exited, sleep(timeoutMs).then(() => 'timeout' as const)]);
-    if (t === 'timeout') {
+    const t = await within(this.exited, timeoutMs);
+    if (t === undefined) {
       this.child.kill('SIGKILL'); // PDEATHSIG then kills the child
       await this.exited;
     }
@@ -208,6 +255,10 @@ export class Testbed {
   serviceCIDR: string;
   /** --advertise-address given to the apiserver, or undefined with --endpoint-reconciler-type=none. */
   readonly advertiseAddress: string | undefined;
+  /** The current kube-controller-manager flags (change with restartControllerManager). */
+  controllerManagerFlags: ControllerManagerFlags;
+  /** Node template used by reregisterNode / reregister-node.ts (written by addNodes). */
+  readonly nodeTemplatePath: string;
 
   #ports: Ports;
   #procs = new Map<string, Proc>();
@@ -235,6 +286,8 @@ export class Testbed {
     this.server = `https://127.0.0.1:${args.ports.apiserver}`;
     this.client = new KubeClient(this.server, this.token);
     this.advertiseAddress = hostAddress();
+    this.controllerManagerFlags = { clusterCIDR: args.options.podCIDR, allocateNodeCIDRs: true };
+    this.nodeTemplatePath = join(args.stateDir, NODE_TEMPLATE_FILE);
   }
 
   /** Builds (if needed) and starts a cluster. On failure everything started is stopped again. */
@@ -247,7 +300,12 @@ export class Testbed {
       version: opts.version ?? DEFAULT_VERSION,
       calicoCRDs: opts.calicoCRDs ?? true,
       timeoutMs: opts.timeoutMs ?? 90_000,
+      podIPAM: opts.podIPAM ?? 'kwok',
+      calicoDefaultPool: opts.calicoDefaultPool ?? false,
+      controllerManagerQPS: opts.controllerManagerQPS ?? 0,
     };
+    if (options.podIPAM !== 'kwok' && options.podIPAM !== 'calico') throw new Error(`podIPAM must be 'kwok' or 'calico', got ${String(options.podIPAM)}`);
+    if (options.podIPAM === 'calico' && !options.calicoCRDs) throw new Error("podIPAM 'calico' needs the Calico CRDs (calicoCRDs: true)");
     const verbose = process.env.KUBE_RENUMBER_TESTBED_VERBOSE === '1';
     const log = opts.log ?? (verbose ? (m: string) => process.stderr.write(`[testbed] ${m}\n`) : () => {});
     const binDir = await ensureBuilt({ version: options.version, log: (m) => process.stderr.write(`[testbed] ${m}\n`) });
@@ -287,13 +345,13 @@ export class Testbed {
     }
   }
 
-  #spawn(name: string, args: string[], graceSeconds = 5): Proc {
+  #spawn(name: string, args: string[], graceSeconds = 5, cmd = join(this.binDir, name)): Proc {
     const old = this.#procs.get(name);
     if (old?.running()) throw new Error(`${name} already running`);
     const proc = new Proc(
       name,
       join(this.binDir, 'tbsup'),
-      join(this.binDir, name),
+      cmd,
       args,
       join(this.stateDir, 'logs', `${name}.log`),
       graceSeconds,
@@ -356,35 +414,20 @@ export class Testbed {
     await this.#startApiserver();
     this.#log(`kube-apiserver ready (${Date.now() - t0} ms)`);
 
-    const commonAuth = [
-      `--kubeconfig=${this.kubeconfigPath}`,
-      `--authentication-kubeconfig=${this.kubeconfigPath}`,
-      `--authorization-kubeconfig=${this.kubeconfigPath}`,
-      '--leader-elect=false',
-      '--bind-address=127.0.0.1',
-    ];
-
     // --- kube-controller-manager
-    const kcm = this.#spawn('kube-controller-manager', [
-      ...commonAuth,
-      `--secure-port=${p.kcm}`,
-      `--cert-dir=${join(stateDir, 'pki', 'kcm')}`,
-      '--controllers=*',
-      '--allocate-node-cidrs=true',
-      `--cluster-cidr=${this.options.podCIDR}`,
-      `--node-cidr-mask-size${this.#podFamilySuffix()}=${this.options.nodeMask}`,
-      `--service-cluster-ip-range=${this.serviceCIDR}`,
-      `--service-account-private-key-file=${saKey}`,
-      `--root-ca-file=${join(stateDir, 'pki', 'apiserver', 'apiserver.crt')}`,
-      '--use-service-account-credentials=false',
-      '--v=1',
-    ]);
+    const kcm = this.#spawnControllerManager();
     // --- kube-scheduler
-    const sched = this.#spawn('kube-scheduler', [...commonAuth, `--secure-port=${p.scheduler}`, '--v=1']);
-    // --- kwok
+    const sched = this.#spawn('kube-scheduler', [...this.#commonAuth(), `--secure-port=${p.scheduler}`, '--v=1']);
+    // --- kwok, with our pod Stages (see stages.ts)
+    const stagesPath = join(stateDir, 'kwok-stages.yaml');
+    await writeFile(stagesPath, kwokPodStages(this.options.podIPAM));
     const kwok = this.#spawn('kwok', [
       `--kubeconfig=${this.kubeconfigPath}`,
+      `--config=${stagesPath}`,
       '--manage-all-nodes=true',
+      // renew each node's Lease (kube-node-lease) like a kubelet: without it kwok only posts node status
+      // about once a minute and the node lifecycle controller marks nodes, then their pods, NotReady
+      '--node-lease-duration-seconds=40',
       // used only for pods on nodes without spec.podCIDR (kcm assigns one to every node here)
       '--cidr=100.127.0.0/16',
     ]);
@@ -396,15 +439,57 @@ export class Testbed {
     this.#log(`controller-manager and scheduler ready (${Date.now() - t0} ms)`);
 
     if (this.options.calicoCRDs) await this.#installCalicoCRDs();
+    if (this.options.podIPAM === 'calico') {
+      this.#startCalicoIpam();
+      this.#log(`calico IPAM stand-in started (${Date.now() - t0} ms)`);
+    }
 
     // --- nodes
     await this.addNodes(this.options.nodes, kwok);
     this.#log(`cluster up with ${this.options.nodes} nodes (${Date.now() - t0} ms)`);
   }
 
-  #podFamilySuffix(): string {
-    // --node-cidr-mask-size applies to single-stack; for an IPv6-only cluster use the -ipv6 flag.
-    return cidrFamily(this.options.podCIDR) === 6 ? '-ipv6' : '';
+  #commonAuth(): string[] {
+    return [
+      `--kubeconfig=${this.kubeconfigPath}`,
+      `--authentication-kubeconfig=${this.kubeconfigPath}`,
+      `--authorization-kubeconfig=${this.kubeconfigPath}`,
+      '--leader-elect=false',
+      '--bind-address=127.0.0.1',
+    ];
+  }
+
+  #spawnControllerManager(): Proc {
+    const f = this.controllerManagerFlags;
+    return this.#spawn('kube-controller-manager', [
+      ...this.#commonAuth(),
+      `--secure-port=${this.#ports.kcm}`,
+      `--cert-dir=${join(this.stateDir, 'pki', 'kcm')}`,
+      '--controllers=*',
+      `--allocate-node-cidrs=${f.allocateNodeCIDRs}`,
+      `--cluster-cidr=${f.clusterCIDR}`,
+      `--node-cidr-mask-size${cidrFamily(f.clusterCIDR) === 6 ? '-ipv6' : ''}=${this.options.nodeMask}`,
+      `--service-cluster-ip-range=${this.serviceCIDR}`,
+      `--service-account-private-key-file=${join(this.stateDir, 'pki', 'sa.key')}`,
+      `--root-ca-file=${join(this.stateDir, 'pki', 'apiserver', 'apiserver.crt')}`,
+      '--use-service-account-credentials=false',
+      // kwok renews node leases from the same process that plays every pod's stages: with hundreds of pods
+      // starting at once on 2 busy cores a renewal can come late, the node goes NotReady for a moment, and the
+      // node lifecycle controller sets every pod on it NotReady for good (kwok never sets Ready again).
+      // Real kubelets do not starve that way; give the fake ones room.
+      '--node-monitor-grace-period=10m',
+      ...(this.options.controllerManagerQPS > 0
+        ? [`--kube-api-qps=${this.options.controllerManagerQPS}`, `--kube-api-burst=${2 * this.options.controllerManagerQPS}`]
+        : []),
+      '--v=1',
+    ]);
+  }
+
+  #startCalicoIpam(): Proc {
+    const args = [join(here, 'calico-ipam.ts'), `--kubeconfig=${this.kubeconfigPath}`];
+    if (this.options.calicoDefaultPool) args.push(`--default-pool=${this.options.podCIDR}`);
+    // process.execPath: the Node that runs the tests (24+, runs .ts directly)
+    return this.#spawn('calico-ipam', args, 2, process.execPath);
   }
 
   async #healthz(port: number): Promise<boolean> {
@@ -510,30 +595,47 @@ export class Testbed {
     );
   }
 
-  /** Creates `count` more Node objects (names tb-node-<i>) and waits until they are Ready with a podCIDR. */
-  async addNodes(count: number, kwokProc?: Proc): Promise<KubeObject[]> {
-    const existing = await this.client.list('/api/v1/nodes');
-    const start = existing.items.length;
-    const nodes: KubeObject[] = [];
-    for (let i = start; i < start + count; i++) {
-      const name = `tb-node-${i}`;
-      nodes.push({
-        apiVersion: 'v1',
-        kind: 'Node',
-        metadata: {
-          name,
-          labels: {
-            'kubernetes.io/hostname': name,
-            'kubernetes.io/os': 'linux',
-            'kubernetes.io/arch': 'amd64',
-            type: 'kwok',
-          },
-          annotations: { 'node.alpha.kubernetes.io/ttl': '0', 'kwok.x-k8s.io/node': 'fake' },
+  /** What a (kwok) kubelet registers: the Node object ("${NODE}" = its name), without spec.podCIDR. */
+  static nodeTemplate(): NodeTemplate {
+    return {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {
+        name: '${NODE}',
+        labels: {
+          'kubernetes.io/hostname': '${NODE}',
+          'kubernetes.io/os': 'linux',
+          'kubernetes.io/arch': 'amd64',
+          type: 'kwok',
         },
-        spec: {},
-      });
+        annotations: { 'node.alpha.kubernetes.io/ttl': '0', 'kwok.x-k8s.io/node': 'fake' },
+      },
+      spec: {},
+    };
+  }
+
+  /**
+   * Creates `count` more Node objects (names tb-node-<i>) and waits until they are Ready, with a podCIDR
+   * while kube-controller-manager allocates node CIDRs. Also writes the node template used by
+   * reregisterNode (nodeTemplatePath).
+   */
+  async addNodes(count: number, kwokProc?: Proc): Promise<KubeObject[]> {
+    const file: NodeTemplateFile = existsSync(this.nodeTemplatePath)
+      ? readNodeTemplate(this.nodeTemplatePath)
+      : { node: Testbed.nodeTemplate(), internalIPs: {} };
+    const existing = await this.client.list('/api/v1/nodes');
+    const taken = new Set(existing.items.map((n) => n.metadata.name));
+    const nodes: KubeObject[] = [];
+    for (let i = 0; nodes.length < count; i++) {
+      const name = `tb-node-${i}`;
+      if (taken.has(name)) continue;
+      const ip = testbedNodeIP(i);
+      if (ip) file.internalIPs[name] = ip;
+      nodes.push(nodeFromTemplate(file, name));
     }
+    await writeFile(this.nodeTemplatePath, JSON.stringify(file, null, 2) + '\n');
     await this.client.createAll(nodes);
+    const needCIDR = this.controllerManagerFlags.allocateNodeCIDRs;
     const kwok = kwokProc ?? this.#procs.get('kwok');
     const want = new Set(nodes.map((n) => n.metadata.name));
     return await waitFor(
@@ -543,7 +645,7 @@ export class Testbed {
         const ours = list.items.filter((n) => want.has(n.metadata.name));
         const ok = ours.filter(
           (n) =>
-            n.spec?.podCIDR &&
+            (n.spec?.podCIDR || !needCIDR) &&
             (n.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True'),
         );
         return ok.length === want.size ? ok : undefined;
@@ -576,6 +678,64 @@ export class Testbed {
     });
   }
 
+  /** Environment for running test/testbed/reregister-node.ts against this cluster (KUBECONFIG + template). */
+  nodeHookEnv(): Record<string, string> {
+    return { KUBECONFIG: this.kubeconfigPath, [NODE_TEMPLATE_ENV]: this.nodeTemplatePath };
+  }
+
+  /**
+   * Re-creates the Node object `name` (after it was deleted) from the node template, without podCIDR, as
+   * a kubelet re-registering would, and waits until kwok reports it Ready. Same code as
+   * `node test/testbed/reregister-node.ts --kubeconfig K NAME`.
+   */
+  async reregisterNode(name: string, opts: { timeoutMs?: number } = {}): Promise<KubeObject> {
+    return reregisterNode({ client: this.client, name, templatePath: this.nodeTemplatePath, timeoutMs: opts.timeoutMs });
+  }
+
+  /** True while kube-controller-manager runs (false after it crashed or was stopped). */
+  controllerManagerAlive(): boolean {
+    return this.#procs.get('kube-controller-manager')?.running() ?? false;
+  }
+
+  /** Waits up to timeoutMs for kube-controller-manager to exit; its exit code, or undefined if still running. */
+  async controllerManagerExit(timeoutMs: number): Promise<number | undefined> {
+    const kcm = this.#procs.get('kube-controller-manager');
+    if (!kcm) return undefined;
+    return await within(kcm.exited, timeoutMs);
+  }
+
+  /**
+   * Restarts kube-controller-manager with changed flags (others unchanged), waits until its /healthz
+   * answers, then `settleMs` more (default 3 s) for an early exit. Never throws for a crash: the result
+   * says whether it is still running (see also controllerManagerAlive() / controllerManagerExit()).
+   * kcm answers /healthz ~170 ms after the start and, when a node's podCIDR lies outside --cluster-cidr
+   * with --allocate-node-cidrs=true, exits with code 1 ~40 ms later (measured; docs/testbed.md).
+   */
+  async restartControllerManager(
+    opts: Partial<ControllerManagerFlags> & { settleMs?: number } = {},
+  ): Promise<{ running: boolean; exitCode?: number }> {
+    await this.#procs.get('kube-controller-manager')?.stop();
+    this.controllerManagerFlags = {
+      clusterCIDR: opts.clusterCIDR ?? this.controllerManagerFlags.clusterCIDR,
+      allocateNodeCIDRs: opts.allocateNodeCIDRs ?? this.controllerManagerFlags.allocateNodeCIDRs,
+    };
+    const kcm = this.#spawnControllerManager();
+    const deadline = Date.now() + this.options.timeoutMs;
+    while (Date.now() < deadline) {
+      if (!kcm.running()) return { running: false, exitCode: kcm.exitCode ?? undefined };
+      try {
+        if (await this.#healthz(this.#ports.kcm)) {
+          const code = await within(kcm.exited, opts.settleMs ?? 3000);
+          return code === undefined ? { running: true } : { running: false, exitCode: code };
+        }
+      } catch {
+        /* not listening yet */
+      }
+      await sleep(100);
+    }
+    throw new Error(`kube-controller-manager neither healthy nor exited after ${this.options.timeoutMs} ms\n${kcm.logTail()}`);
+  }
+
   /** Restarts kube-apiserver with a new --service-cluster-ip-range, same etcd, and waits until healthy. */
   async restartApiserver(opts: { serviceCIDR?: string } = {}): Promise<void> {
     const api = this.#procs.get('kube-apiserver');
@@ -585,7 +745,7 @@ export class Testbed {
   }
 
   async #stopProcs(): Promise<void> {
-    const order: string[][] = [['kwok', 'kube-scheduler', 'kube-controller-manager'], ['kube-apiserver'], ['etcd']];
+    const order: string[][] = [['calico-ipam', 'kwok', 'kube-scheduler', 'kube-controller-manager'], ['kube-apiserver'], ['etcd']];
     for (const group of order) {
       await Promise.all(group.map((n) => this.#procs.get(n)?.stop()));
     }

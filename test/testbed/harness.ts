@@ -11,8 +11,10 @@
 //   await startTestbed(t, opts?): Promise<Testbed>
 //     For one test: starts a cluster and registers t.after(() => tb.stop()).
 //
-//   opts: TestbedOptions (serviceCIDR, podCIDR, nodeMask, nodes, version, ...) plus
-//     populate?: FixtureOptions | true   - also load the standard fixture (see fixture.ts)
+//   opts: TestbedOptions (serviceCIDR, podCIDR, nodeMask, nodes, version, podIPAM, ...) plus
+//     populate?: FixtureOptions | true    - also load the standard fixture (see fixture.ts)
+//     workloads?: WorkloadOptions | true  - also load the workload fixture (see workloads.ts);
+//                                           its summary is tb.workloads
 //
 // Isolation: each Testbed picks free ports and its own temp dir, so test files can run in parallel
 // (--test-concurrency=2). Every component runs under tbsup, which kills it when this process exits,
@@ -24,26 +26,41 @@
 //   import { useTestbed } from '../testbed/harness.ts';
 //   const tb = useTestbed({ serviceCIDR: '10.96.0.0/16', nodes: 2 });
 //   test('nodes', async () => { const r = await tb.kubectl(['get', 'nodes']); ... });
+//
+//   // 20 nodes, Calico IPAM stand-in, >= 500 pods of every kind with PDBs:
+//   const tb = useTestbed({ nodes: 20, podIPAM: 'calico', controllerManagerQPS: 100, workloads: true });
+//   test('...', async () => { tb.workloads!.totalPods; ... });
 
 import { after, before, type TestContext } from 'node:test';
 import { Testbed, type TestbedOptions } from './cluster.ts';
 import { populate, type FixtureOptions, type FixtureResult } from './fixture.ts';
+import { populateWorkloads, type WorkloadOptions, type WorkloadSummary } from './workloads.ts';
 
 export interface HarnessOptions extends TestbedOptions {
   populate?: FixtureOptions | true;
+  workloads?: WorkloadOptions | true;
 }
 
 export interface HarnessTestbed extends Testbed {
   /** Result of the fixture, when opts.populate was given. */
   readonly fixture: FixtureResult | undefined;
+  /** Summary of the workload fixture, when opts.workloads was given. */
+  readonly workloads: WorkloadSummary | undefined;
 }
 
-async function startWith(opts: HarnessOptions): Promise<{ tb: Testbed; fixture: FixtureResult | undefined }> {
-  const { populate: pop, ...tbOpts } = opts;
+interface Started {
+  tb: Testbed;
+  fixture: FixtureResult | undefined;
+  workloads: WorkloadSummary | undefined;
+}
+
+async function startWith(opts: HarnessOptions): Promise<Started> {
+  const { populate: pop, workloads: wl, ...tbOpts } = opts;
   const tb = await Testbed.start(tbOpts);
   try {
     const fixture = pop ? await populate(tb, pop === true ? {} : pop) : undefined;
-    return { tb, fixture };
+    const workloads = wl ? await populateWorkloads(tb, wl === true ? {} : wl) : undefined;
+    return { tb, fixture, workloads };
   } catch (e) {
     await tb.stop();
     throw e;
@@ -53,11 +70,13 @@ async function startWith(opts: HarnessOptions): Promise<{ tb: Testbed; fixture: 
 export function useTestbed(opts: HarnessOptions = {}): HarnessTestbed {
   let current: Testbed | undefined;
   let fixture: FixtureResult | undefined;
+  let workloads: WorkloadSummary | undefined;
   before(
     async () => {
       const r = await startWith(opts);
       current = r.tb;
       fixture = r.fixture;
+      workloads = r.workloads;
     },
     { timeout: 15 * 60_000 }, // may include a cold build when run outside `npm run test:integration`
   );
@@ -67,6 +86,7 @@ export function useTestbed(opts: HarnessOptions = {}): HarnessTestbed {
   return new Proxy({} as HarnessTestbed, {
     get(_target, prop) {
       if (prop === 'fixture') return fixture;
+      if (prop === 'workloads') return workloads;
       if (!current) {
         throw new Error(`testbed not started: use it inside tests or hooks (accessed .${String(prop)})`);
       }
@@ -81,9 +101,9 @@ export function useTestbed(opts: HarnessOptions = {}): HarnessTestbed {
 }
 
 export async function startTestbed(t: TestContext, opts: HarnessOptions = {}): Promise<HarnessTestbed> {
-  const { tb, fixture } = await startWith(opts);
+  const { tb, fixture, workloads } = await startWith(opts);
   t.after(() => tb.stop());
-  return Object.assign(tb, { fixture }) as HarnessTestbed;
+  return Object.assign(tb, { fixture, workloads }) as HarnessTestbed;
 }
 
 /** Polls `fn` until it returns a truthy value (returned) or the timeout passes (throws). */

@@ -242,7 +242,7 @@ describe('render', () => {
   it('Markdown for a change request has the summary, pre-flight table, mapping, steps with gates, rollback notes', () => {
     const md = planToMarkdown(plan);
     for (const re of [
-      /^# Service CIDR migration: 10\.96\.0\.0\/16 → 172\.24\.0\.0\/16$/m,
+      /^# Migration: Service CIDR 10\.96\.0\.0\/16 → 172\.24\.0\.0\/16$/m,
       /^\| Services \| 10 moved, 2 kept, 1 skipped \|$/m,
       /^\| Cluster DNS \| kube-system\/kube-dns 10\.96\.0\.10 → 172\.24\.0\.10 \(move\) \|$/m,
       /^\| default\/kubernetes \| 10\.96\.0\.1 → 172\.24\.0\.1 \|$/m,
@@ -291,14 +291,14 @@ describe('kube-renumber plan (examples/kops-tailscale, the seed-000 cluster)', (
     assert.deepEqual(m('kubernetes').to, ['172.24.0.1']);
     assert.equal(m('ingress-nginx-controller').action, 'keep');
     assert.equal(m('web-headless').action, 'skip');
-    assert.deepEqual(p.spec.serviceCIDR.kept, ['100.66.133.0/28']);
+    assert.deepEqual(p.spec.serviceCIDR!.kept, ['100.66.133.0/28']);
     assert.equal(p.metadata.distribution, 'kops');
   });
 
   it('-o markdown and the table summary', async () => {
     const md = await plan(['--service-cidr', '172.24.0.0/15', '-f', ex, '-o', 'markdown']);
     assert.equal(md.code, 0);
-    assert.match(md.out, /^# Service CIDR migration: 100\.64\.0\.0\/13 → 172\.24\.0\.0\/15$/m);
+    assert.match(md.out, /^# Migration: Service CIDR 100\.64\.0\.0\/13 → 172\.24\.0\.0\/15$/m);
     const t = await plan(['--service-cidr', '172.24.0.0/15', '-f', ex]);
     assert.match(t.out, /^PRE-FLIGHT$/m);
     assert.match(t.out, /^move\s+kube-system\/kube-dns \(DNS\)\s+ClusterIP\s+-\s+100\.64\.0\.10\s+172\.24\.0\.10$/m);

@@ -13,9 +13,12 @@ import { writeFileDurable } from '../../engine/files.ts';
 import { completedSteps, Journal, readJournal } from '../../engine/journal.ts';
 import { acquireLease, acquireLocalLock, holderIdentity } from '../../engine/lock.ts';
 import { rollbackSteps, runSteps, type DryRun, type StepContext } from '../../engine/runner.ts';
-import { ServiceExecutor } from '../../engine/service-steps.ts';
+import { PlanExecutor } from '../../engine/plan-executor.ts';
+import { podForRecreate } from '../../engine/restarts.ts';
 import { connect, type KubeClient } from '../../kube/client.ts';
-import { createObject, ENDPOINTSLICES, forCreate, getObject, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
+import { BLOCKAFFINITIES, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, NODES } from '../../kube/calico.ts';
+import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
+import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
 import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
 import { durationFlag, list, str } from '../common.ts';
 import { ExitCode, UsageError, UserError } from '../errors.ts';
@@ -26,18 +29,20 @@ const SESSION_OPTIONS = {
   'state-dir': { type: 'string' },
   'cluster-domain': { type: 'string' },
   timeout: { type: 'string' },
+  'rollout-timeout': { type: 'string' },
 } as const;
 
 const SESSION_HELP = `  --state-dir DIR          journal, backups and lock (default ~/.local/state/kube-renumber/<plan id>)
   --cluster-domain D       cluster DNS domain for ExternalName targets (default cluster.local)
-  --timeout DUR            how long to wait for the cluster to show a step's effect (default 60s)`;
+  --timeout DUR            how long to wait for the cluster to show a step's effect (default 60s)
+  --rollout-timeout DUR    how long one workload's restart or one eviction may take (default 5m)`;
 
 interface Session {
   plan: MigrationPlan;
   planId: string;
   stateDir: string;
   client: KubeClient;
-  executor: ServiceExecutor;
+  executor: PlanExecutor;
   ctx: StepContext;
   assertLocked(): void;
   release(): Promise<void>;
@@ -88,10 +93,12 @@ async function openSession(values: Values, positionals: string[], io: Io,
     }
     if (!existsSync(join(stateDir, 'plan.yaml'))) writeFileDurable(join(stateDir, 'plan.yaml'), text);
   }
-  const executor = new ServiceExecutor(plan, {
+  const executor = new PlanExecutor(plan, {
     clusterDomain: str(values, 'cluster-domain'),
     acknowledgedGates: list(values, 'ack-gate'),
     timeoutMs: durationFlag(values, 'timeout'),
+    rolloutTimeoutMs: durationFlag(values, 'rollout-timeout'),
+    token: id,
   });
   const ctx: StepContext = {
     client,
@@ -99,6 +106,7 @@ async function openSession(values: Values, positionals: string[], io: Io,
     journal: new Journal(join(stateDir, 'journal.jsonl'), run),
     dryRun: opts.dryRun ?? 'none',
     log: (m) => { if (verbose || opts.dryRun === 'client') io.err(`${m}\n`); },
+    warn: (m) => io.err(`warning: ${m}\n`),
   };
   return {
     plan, planId: id, stateDir, client, executor, ctx,
@@ -239,7 +247,8 @@ export const verifyCommand: Command = {
       io.err(`error: not in the end state: ${problem}\n`);
       return ExitCode.verifyFailed;
     }
-    io.out('verified: every Service is where the plan puts it, ServiceCIDR/kubernetes holds the new range, no bridge left\n');
+    io.out(`verified: ${[s.plan.spec.serviceCIDR ? 'every Service is where the plan puts it, ServiceCIDR/kubernetes holds the new range, no bridge left' : '',
+      s.plan.spec.podCIDR ? `no pod left in ${s.plan.spec.podCIDR.from.join(', ')}, workloads at their desired replicas` : ''].filter(Boolean).join('; ')}\n`);
     return ExitCode.ok;
   },
 };
@@ -266,6 +275,15 @@ export const rollbackCommand: Command = {
 
 function typeFor(o: KubeObject, scVersion: string): ResourceType | undefined {
   if (o.kind === 'Service') return SERVICES;
+  if (o.kind === 'Pod') return PODS;
+  if (o.kind === 'Node') return NODES;
+  if (o.kind === 'Deployment') return DEPLOYMENTS;
+  if (o.kind === 'StatefulSet') return STATEFULSETS;
+  if (o.kind === 'DaemonSet') return DAEMONSETS;
+  if (o.kind === 'IPPool') return IPPOOLS;
+  if (o.kind === 'IPAMBlock') return IPAMBLOCKS;
+  if (o.kind === 'BlockAffinity') return BLOCKAFFINITIES;
+  if (o.kind === 'IPAMHandle') return IPAMHANDLES;
   if (o.kind === 'ServiceCIDR') return serviceCIDRs(scVersion);
   if (o.kind === 'EndpointSlice') return ENDPOINTSLICES;
   return undefined;
@@ -285,7 +303,7 @@ export const restoreCommand: Command = {
         const name = `${o.kind}/${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name}`;
         if (!t) { rows.push([name, 'skipped: unknown kind']); continue; }
         if (await getObject(s.client, t, o.metadata!.name!, o.metadata?.namespace)) { rows.push([name, 'exists: left as it is']); continue; }
-        await createObject(s.client, t, forCreate(o));
+        await createObject(s.client, t, o.kind === 'Pod' ? podForRecreate(o) : forCreate(o));
         rows.push([name, 'restored']);
       }
       io.out(table(['object', 'result'], rows));

@@ -1,8 +1,9 @@
 import { connect as tlsConnect } from 'node:tls';
 import { loadKubeConfig } from '../../kube/client.ts';
-import { buildServicePlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRATEGY, mappingCounts, type MigrationPlan, type Strategy, type TierOrder } from '../../plan/plan.ts';
+import { buildMigrationPlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRATEGY, mappingCounts, type MigrationPlan, type Strategy, type TierOrder } from '../../plan/plan.ts';
 import { refusals } from '../../plan/preflight.ts';
-import { planToJson, planToMarkdown, planToYaml } from '../../plan/render.ts';
+import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
+import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
 import { DEFAULT_TIER_KEY } from '../../plan/service-mapping.ts';
 import { avoidList, durationFlag, intFlag, list, loadSnapshot, numberFlag, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
@@ -14,9 +15,9 @@ const TIER_ORDERS: Record<string, TierOrder> = { asc: 'ascending', ascending: 'a
 
 export const planCommand: Command = {
   name: 'plan',
-  summary: 'write the ordered, reviewable plan that moves the Service CIDR (changes nothing)',
-  usage: 'kube-renumber plan --service-cidr NEW [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
-    + '[--batch-size N] [--headroom X] [-o yaml|json|markdown|table]',
+  summary: 'write the ordered, reviewable plan that moves the Service CIDR, the Pod CIDR, or both (changes nothing)',
+  usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
+    + '[--batch-size N] [--headroom X] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [-o yaml|json|markdown|table]',
   options: {
     'service-cidr': { type: 'string' },
     keep: { type: 'string', multiple: true },
@@ -26,9 +27,19 @@ export const planCommand: Command = {
     'batch-size': { type: 'string' },
     headroom: { type: 'string' },
     'apiserver-cert-san': { type: 'string', multiple: true },
+    'pod-cidr': { type: 'string' },
+    ipam: { type: 'string' },
+    parallel: { type: 'string' },
+    critical: { type: 'string', multiple: true },
+    'block-size': { type: 'string' },
+    'pool-name': { type: 'string' },
+    'node-mask-size': { type: 'string' },
+    'node-hook': { type: 'string' },
   },
   help: `Flags:
-  --service-cidr NEW       the new Service CIDR; dual-stack: one per family, comma-separated (required)
+  --service-cidr NEW       the new Service CIDR; dual-stack: one per family, comma-separated
+  --pod-cidr NEW           the new Pod CIDR (one per family); with --service-cidr: one combined plan
+                           (at least one of the two is required)
   --keep NS/NAME           keep this Service's ClusterIP (repeatable); LoadBalancer Services are always kept
   --strategy S             recreate (delete and create at the new IP) or in-place (ExternalName round trip
                            behind a bridge Service); default ${DEFAULT_STRATEGY}
@@ -39,13 +50,30 @@ export const planCommand: Command = {
   --headroom X             NEW must hold today's moved Service IPs times X (default ${DEFAULT_HEADROOM})
   --apiserver-cert-san IP  the apiserver serving certificate's IP SANs, when read elsewhere (repeatable);
                            live input reads them over TLS from the kubeconfig server
+Pod CIDR flags:
+  --ipam calico|node       how pods get addresses (default: detected): Calico IPPools, or node podCIDRs
+  --parallel N             workload rollouts in flight at once (default ${DEFAULT_PARALLEL})
+  --critical NS/NAME       a Deployment scaled up by one before the restarts, besides the cluster DNS (repeatable)
+  --block-size N           Calico: block size of the new pool (default: the old pool's)
+  --pool-name NAME         Calico: name of the new pool (default kube-renumber-<cidr>)
+  --node-mask-size N       node path: podCIDR size per node (default: kube-controller-manager's)
+  --node-hook CMD          node path: command that re-registers a deleted node (env KUBE_RENUMBER_NODE);
+                           without it every node stops at a gate until its kubelet registers it again
 
 Output: -o yaml is the file apply reads; markdown is for a change request; table (default) is a summary.
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
 2 the target is refused (bad CIDR or family, overlaps a known range, too small): one error line, no plan.`,
   async run({ values, io }) {
     const target = str(values, 'service-cidr');
-    if (!target) throw new UsageError('--service-cidr is required: the new Service CIDR, e.g. --service-cidr 172.24.0.0/15');
+    const podTarget = str(values, 'pod-cidr');
+    if (!target && !podTarget) throw new UsageError('give --service-cidr NEW, --pod-cidr NEW, or both, e.g. --service-cidr 172.24.0.0/15');
+    const ipam = str(values, 'ipam');
+    if (ipam !== undefined && ipam !== 'calico' && ipam !== 'node') throw new UsageError(`--ipam ${ipam} must be calico or node`);
+    const critical = list(values, 'critical').flatMap((k) => k.split(',')).map((k) => k.trim()).filter(Boolean);
+    for (const k of critical) if (!/^[^/\s]+\/[^/\s]+$/.test(k)) throw new UsageError(`--critical ${k} must be namespace/name`);
+    const parallel = intFlag(values, 'parallel', 1, 100);
+    const blockSize = intFlag(values, 'block-size', 1, 128);
+    const nodeMaskSize = intFlag(values, 'node-mask-size', 1, 128);
     const output = parseOutput(str(values, 'output'), ['markdown', 'md']);
     const strategyRaw = str(values, 'strategy') ?? DEFAULT_STRATEGY;
     if (strategyRaw !== 'in-place' && strategyRaw !== 'recreate') throw new UsageError(`--strategy ${strategyRaw} must be in-place or recreate`);
@@ -59,11 +87,25 @@ Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix the
     const headroom = numberFlag(values, 'headroom', 1);
     const snap = await loadSnapshot(values, io);
     let sans = list(values, 'apiserver-cert-san').flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
-    if (sans.length === 0 && list(values, 'from-file').length === 0) {
+    if (target && sans.length === 0 && list(values, 'from-file').length === 0) {
       const read = await readServingCertSANs(values, io);
       if (read) sans = read;
     }
-    const plan = buildServicePlan(snap, {
+    const plan = buildMigrationPlan(snap, {
+      generator: `kube-renumber ${VERSION}`,
+      ...(podTarget ? {
+        pod: {
+          target: podTarget, avoid, critical,
+          ...(ipam ? { ipam: ipam as 'calico' | 'node' } : {}),
+          ...(parallel !== undefined ? { parallel } : {}),
+          ...(blockSize !== undefined ? { blockSize } : {}),
+          ...(nodeMaskSize !== undefined ? { nodeMaskSize } : {}),
+          ...(str(values, 'pool-name') ? { poolName: str(values, 'pool-name') } : {}),
+          ...(str(values, 'node-hook') ? { nodeHook: str(values, 'node-hook') } : {}),
+          ...(headroom !== undefined ? { headroom } : {}),
+        },
+      } : {}),
+      service: target ? {
       target,
       keep,
       strategy: strategyRaw as Strategy,
@@ -73,11 +115,12 @@ Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix the
       headroom,
       avoid,
       apiserverCertSANs: sans.length > 0 ? sans : undefined,
-      generator: `kube-renumber ${VERSION}`,
+      } : undefined,
     });
     const refused = refusals(plan.preflight);
     if (refused.length > 0) {
-      throw new UsageError(`--service-cidr ${target} refused: ${refused.map((c) => c.message).join('; ')}`);
+      const what = [target ? `--service-cidr ${target}` : '', podTarget ? `--pod-cidr ${podTarget}` : ''].filter(Boolean).join(' / ');
+      throw new UsageError(`${what} refused: ${refused.map((c) => c.message).join('; ')}`);
     }
     if (output === 'yaml') io.out(planToYaml(plan));
     else if (output === 'json') io.out(planToJson(plan));
@@ -124,20 +167,22 @@ export function renderPlanTable(plan: MigrationPlan, wide: boolean): string {
   const c = mappingCounts(plan);
   const dns = plan.mapping.find((m) => m.isDNS);
   const kube = plan.mapping.find((m) => m.isKubernetes);
-  let out = section('PLAN', table(['field', 'value'], [
-    ['service range', `${sc.from.join(', ')} -> ${sc.target.join(', ')} (flag afterwards: ${sc.to.join(',') || '?'})`],
-    ['kubernetes', `${plan.metadata.kubernetesVersion ?? 'unknown'} (${plan.metadata.distribution}), ${sc.apiVersion}`],
-    ['strategy', plan.spec.strategy],
+  const rows: Array<Array<string | number>> = [['kubernetes', `${plan.metadata.kubernetesVersion ?? 'unknown'} (${plan.metadata.distribution})`]];
+  if (sc) rows.push(
+    ['service range', `${sc.from.join(', ')} -> ${sc.target.join(', ')} (flag afterwards: ${sc.to.join(',') || '?'}, ${sc.apiVersion})`],
+    ['strategy', plan.spec.strategy ?? '-'],
     ['services', `${c.move} move, ${c.keep} keep, ${c.skip} skip`],
     ['cluster DNS', dns ? `${dns.namespace}/${dns.name} ${dns.from.join(',')} -> ${dns.to.join(',')}` : 'not found'],
     ['default/kubernetes', kube ? `${kube.from.join(',')} -> ${kube.to.join(',')}` : 'not found'],
     ['kept ranges', sc.kept.join(', ') || '-'],
-  ]));
+  );
+  if (plan.spec.podCIDR) rows.push(...podSummaryRows(plan.spec.podCIDR).map(([k, v]) => [k.toLowerCase(), v]));
+  let out = section('PLAN', table(['field', 'value'], rows));
   out += section('PRE-FLIGHT', table(wide ? ['status', 'check', 'finding', 'fix'] : ['status', 'check', 'finding'],
     plan.preflight.map((p) => (wide ? [p.status.toUpperCase(), p.id, p.message, p.fix] : [p.status.toUpperCase(), p.id, p.message]))));
-  const rows = plan.mapping.filter((m) => wide || m.action !== 'skip');
-  out += section(`MAPPING${wide ? '' : ' (skipped Services: -o wide)'}`, table(['action', 'service', 'type', 'tier', 'from', 'to'],
-    rows.map((m) => [m.action, `${m.namespace}/${m.name}${m.isDNS ? ' (DNS)' : ''}`, m.type, m.tier === null ? '-' : String(m.tier), m.from.join(',') || '-', m.to.join(',') || '-'])));
+  const mrows = plan.mapping.filter((m) => wide || m.action !== 'skip');
+  if (sc) out += section(`MAPPING${wide ? '' : ' (skipped Services: -o wide)'}`, table(['action', 'service', 'type', 'tier', 'from', 'to'],
+    mrows.map((m) => [m.action, `${m.namespace}/${m.name}${m.isDNS ? ' (DNS)' : ''}`, m.type, m.tier === null ? '-' : String(m.tier), m.from.join(',') || '-', m.to.join(',') || '-'])));
   out += section('STEPS', plan.steps.length > 0
     ? table(['#', 'step', 'kind', 'what'], plan.steps.map((s, i) => [i + 1, s.id, s.kind, (s.items ? `${s.items.length} item(s): ` : '') + (wide || s.description.length <= 100 ? s.description : `${s.description.slice(0, 99)}…`)]))
     : 'none: the pre-flight checks stop the migration\n');

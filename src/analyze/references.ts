@@ -1,0 +1,397 @@
+/**
+ * The references scan: what still names an old range and would break once the range moves, with a proposed
+ * change for each. Sources: NetworkPolicy ipBlocks, Calico (Global)NetworkPolicy nets/notNets and network
+ * sets, Service loadBalancerSourceRanges, Ingress and Service allow-list annotations, kube-proxy's
+ * clusterCIDR, ip-masq-agent's nonMasqueradeCIDRs, CoreDNS Corefiles and any other kube-system ConfigMap text.
+ * Pure: a function of the Snapshot and the moves.
+ *
+ * A value is a reference when it overlaps a move's `from`. Where the old addresses go (the "image") is `to`
+ * for a value equal to `from` or covering it, and the same offset in `to` (same prefix length) for a value
+ * inside `from` when that block fits in `to`. A value whose image is already covered (by itself or by another
+ * entry of the same list or rule) keeps working and is not reported.
+ */
+import type { ReferenceSource, ServiceInfo, Snapshot } from '../cluster/types.ts';
+import {
+  type AddressToken, formatToken, parseAddressToken, SOURCE_RANGE_ANNOTATIONS, splitAddressList,
+} from '../cluster/reference-sources.ts';
+import { bits, cidrSize, contains, formatCidr, overlaps, parseCidr, type Cidr } from '../net/index.ts';
+
+export interface RangeMove {
+  role: 'service' | 'pod';
+  from: string;
+  to: string;
+}
+
+export interface Reference {
+  kind: string;
+  namespace?: string;
+  name: string;
+  /** A readable path, e.g. `spec.ingress[0].from[1].ipBlock.cidr`. */
+  field: string;
+  /** The text found: one value, a whole list (`[a, b]`), or an annotation as written. */
+  value: string;
+  role: 'service' | 'pod';
+  severity: 'error' | 'warning';
+  /** The replacement text, when one can be computed (for allow-lists: the list to use during the move). */
+  proposed?: string;
+  /** Why it would break and what to do. */
+  note: string;
+}
+
+interface ParsedMove {
+  move: RangeMove;
+  from: Cidr;
+  to: Cidr;
+}
+
+interface Entry extends AddressToken {
+  text: string;
+}
+
+type Relation = 'equal' | 'inside' | 'covers' | 'overlaps';
+
+interface Match {
+  entry: Entry;
+  relation: Relation;
+  /** Where the entry's old addresses go; undefined when that cannot be worked out. */
+  image?: Cidr;
+}
+
+/** The block `v` (overlapping `m.from`) maps to, and how it relates to `from`. */
+function relate(v: Cidr, m: ParsedMove): { relation: Relation; image?: Cidr } {
+  if (v.prefix === m.from.prefix && v.network === m.from.network) return { relation: 'equal', image: m.to };
+  if (contains(v, m.from)) return { relation: 'covers', image: m.to };
+  if (contains(m.from, v)) {
+    const offset = v.network - m.from.network;
+    if (offset + cidrSize(v) <= cidrSize(m.to)) {
+      return { relation: 'inside', image: { family: v.family, network: m.to.network + offset, prefix: v.prefix } };
+    }
+    return { relation: 'inside' };
+  }
+  return { relation: 'overlaps' };
+}
+
+/** The entries of `values` that reach into `m.from` and would not be covered after the move. */
+function matchesOf(entries: Entry[], m: ParsedMove, coverage: Cidr[]): Match[] {
+  const out: Match[] = [];
+  for (const e of entries) {
+    if (!overlaps(e.cidr, m.from)) continue;
+    const r = relate(e.cidr, m);
+    if (r.image && coverage.some((c) => contains(c, r.image!))) continue;
+    out.push({ entry: e, ...r });
+  }
+  return out;
+}
+
+function parseEntries(texts: string[]): Entry[] {
+  const out: Entry[] = [];
+  for (const text of texts) {
+    const t = parseAddressToken(text);
+    if (t) out.push({ ...t, text: text.trim() });
+  }
+  return out;
+}
+
+function entriesOf(src: ReferenceSource): { texts: string[]; entries: Entry[] } {
+  const texts = src.format === 'csv' ? src.values.flatMap(splitAddressList) : src.values.map((v) => v.trim());
+  return { texts, entries: parseEntries(texts) };
+}
+
+/** The smallest block holding both. */
+function commonSupernet(a: Cidr, b: Cidr): Cidr {
+  const width = bits(a.family);
+  let p = Math.min(a.prefix, b.prefix);
+  while (p > 0) {
+    const mask = ((1n << BigInt(p)) - 1n) << BigInt(width - p);
+    if ((a.network & mask) === (b.network & mask)) break;
+    p--;
+  }
+  const mask = p === 0 ? 0n : ((1n << BigInt(p)) - 1n) << BigInt(width - p);
+  return { family: a.family, network: a.network & mask, prefix: p };
+}
+
+const ROLE_RANGE: Record<RangeMove['role'], string> = { service: 'Service range', pod: 'pod range' };
+
+/** "is the old pod range", "lies inside the old pod range 10.244.0.0/16", "covers … but not …". */
+function how(x: Match, m: ParsedMove): string {
+  const range = `the old ${ROLE_RANGE[m.move.role]} ${formatCidr(m.from)}`;
+  switch (x.relation) {
+    case 'equal': return `${x.entry.text} is the old ${ROLE_RANGE[m.move.role]}`;
+    case 'inside': return `${x.entry.text} lies inside ${range}`;
+    case 'covers': return `${x.entry.text} covers ${range} but not the new ${formatCidr(m.to)}`;
+    default: return `${x.entry.text} overlaps ${range}`;
+  }
+}
+
+/** What to know about a narrow value's image: pod addresses change, ClusterIPs keep their offset. */
+function offsetCaveat(x: Match, m: ParsedMove, snap: Snapshot): string {
+  if (x.relation !== 'inside') return '';
+  if (!x.image) {
+    return ` ${formatCidr(m.to)} is smaller than ${formatCidr(m.from)} and has no block at the same offset: review by hand.`;
+  }
+  if (m.move.role === 'pod') {
+    return ' Pods get new addresses when they restart, so the same offset in the new range is only a guess: '
+      + 'prefer selecting the pods by label.';
+  }
+  const full = x.entry.cidr.prefix === bits(x.entry.cidr.family);
+  const svc = full ? serviceWithClusterIP(snap, formatToken(x.entry.cidr, 'ip')) : undefined;
+  return svc
+    ? ` It is the ClusterIP of Service ${svc.namespace}/${svc.name}; the Service mapping keeps the offset where it can (check the plan's mapping).`
+    : ' ClusterIPs keep their offset where the Service mapping can (check the plan\'s mapping).';
+}
+
+function serviceWithClusterIP(snap: Snapshot, ip: string): ServiceInfo | undefined {
+  return snap.services.find((s) => s.clusterIPs.includes(ip));
+}
+
+function listText(src: ReferenceSource, texts: string[]): string {
+  if (src.format === 'csv') {
+    const raw = src.values[0] ?? '';
+    return texts.join(/,\s/.test(raw) ? ', ' : ',');
+  }
+  return `[${texts.join(', ')}]`;
+}
+
+function withAdded(texts: string[], entries: Entry[], images: Array<{ cidr: Cidr; form: Entry['form'] }>): string[] {
+  const out = [...texts];
+  for (const img of images) {
+    // Already listed, or inside another new block being added (e.g. a /24 of the old range next to the whole range).
+    if (entries.some((e) => contains(e.cidr, img.cidr))) continue;
+    if (images.some((o) => o.cidr.prefix < img.cidr.prefix && contains(o.cidr, img.cidr))) continue;
+    const t = formatToken(img.cidr, img.form === 'zone' ? 'cidr' : img.form);
+    if (!out.includes(t)) out.push(t);
+  }
+  return out;
+}
+
+function oldNew(ms: Match[]): { olds: string; news: string } {
+  const olds = [...new Set(ms.map((x) => x.entry.text))].join(', ');
+  const news = [...new Set(ms.filter((x) => x.image).map((x) => formatToken(x.image!, x.entry.form)))].join(', ');
+  return { olds, news };
+}
+
+/** What some well-known kube-system ConfigMaps are, for the note. */
+function configMapHint(src: ReferenceSource): string {
+  if (src.kind !== 'ConfigMap') return '';
+  const n = src.name;
+  if (n === 'kubeadm-config') return ' kubeadm reads this on upgrade and join: it must name the new range once the move is done.';
+  if (n === 'kubelet-config' || /^kubelet-config-1\.\d+$/.test(n)) return ' Nodes that join or upgrade take their kubelet configuration (clusterDNS) from it.';
+  if (n === 'calico-config' || n === 'cilium-config' || n === 'kube-flannel-cfg' || n === 'canal-config') return ' This is CNI configuration: pods get their addresses from it.';
+  if (n === 'nodelocaldns' || n === 'node-local-dns') return ' The node-local DNS cache forwards to the cluster DNS Service by address.';
+  return '';
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+interface Ctx {
+  snap: Snapshot;
+  moves: ParsedMove[];
+  out: Reference[];
+  /** Every ReferenceSource, for coverage by sibling peers of the same policy rule. */
+  all: ReferenceSource[];
+}
+
+function ref(src: ReferenceSource, m: ParsedMove, severity: Reference['severity'], value: string, note: string, proposed?: string): Reference {
+  const r: Reference = { kind: src.kind, name: src.name, field: src.field, value, role: m.move.role, severity, note };
+  if (src.namespace !== undefined) r.namespace = src.namespace;
+  if (proposed !== undefined) r.proposed = proposed;
+  return r;
+}
+
+/** The NetworkPolicy rule a field belongs to: `spec.ingress[0]` for `spec.ingress[0].from[1].ipBlock.cidr`. */
+function ruleOf(field: string): string | undefined {
+  return /^(spec\.(?:ingress|egress)\[\d+\])\.(?:from|to)\[\d+\]\.ipBlock\.(?:cidr|except)$/.exec(field)?.[1];
+}
+
+/** Values of the same use in the same NetworkPolicy rule (its other peers), for coverage. */
+function siblings(ctx: Ctx, src: ReferenceSource): Cidr[] {
+  const rule = ruleOf(src.field);
+  if (rule === undefined || src.kind !== 'NetworkPolicy' || !src.apiVersion.startsWith('networking.k8s.io/')) return [];
+  return ctx.all
+    .filter((s) => s !== src && s.kind === src.kind && s.apiVersion === src.apiVersion && s.namespace === src.namespace
+      && s.name === src.name && s.use === src.use && ruleOf(s.field) === rule)
+    .flatMap((s) => parseEntries(s.values).map((e) => e.cidr));
+}
+
+/** One CIDR (NetworkPolicy ipBlock.cidr). */
+function scanSingle(ctx: Ctx, src: ReferenceSource): void {
+  const { entries } = entriesOf(src);
+  const sib = siblings(ctx, src);
+  for (const m of ctx.moves) {
+    const [x] = matchesOf(entries, m, [...entries.map((e) => e.cidr), ...sib]);
+    if (!x) continue;
+    const img = x.image ? formatToken(x.image, x.entry.form) : undefined;
+    const except = ctx.all.find((s) => s.kind === src.kind && s.namespace === src.namespace && s.name === src.name
+      && s.field === src.field.replace(/\.cidr$/, '.except'));
+    const note = `${how(x, m)}: after the move the peer no longer matches the addresses it meant. `
+      + (img
+        ? `During the move keep this peer and add a second one with ipBlock.cidr ${img}${except ? ' (its except entries moved likewise)' : ''}; after it, only ${img}.`
+        : 'Review by hand.')
+      + offsetCaveat(x, m, ctx.snap);
+    ctx.out.push(ref(src, m, 'error', x.entry.text, note, img));
+  }
+}
+
+const LIST_WHY: Record<string, (olds: string, news: string, src: ReferenceSource) => string> = {
+  allow: (o, n, src) => (src.kind === 'Ingress' || src.kind === 'Service'
+    ? `clients from ${n || 'the new range'} are refused until they are allowed`
+    : `traffic from or to ${n || 'the new range'} is not matched by this rule`),
+  deny: (_o, n) => `${n || 'the new range'} is no longer excluded, so what this list kept out is let in`,
+  nomasq: (_o, n) => `ip-masq-agent masquerades (SNATs) traffic to ${n || 'the new range'} until it is listed`,
+  set: (_o, n) => `policies selecting this network set no longer match ${n || 'the new range'}`,
+};
+
+/** Allow-lists, deny-lists, network sets, ip-masq-agent: one Reference per (list, move); one proposed list for all moves. */
+function scanList(ctx: Ctx, src: ReferenceSource): void {
+  const { texts, entries } = entriesOf(src);
+  if (entries.length === 0) return;
+  const coverage = [...entries.map((e) => e.cidr), ...siblings(ctx, src)];
+  const within = src.within !== undefined ? parseAddressToken(src.within)?.cidr : undefined;
+  const perMove = ctx.moves.map((m) => ({ m, ms: matchesOf(entries, m, coverage) }));
+  const images = perMove.flatMap(({ ms }) => ms.filter((x) => x.image).map((x) => ({ cidr: x.image!, form: x.entry.form })));
+  const fits = images.filter((i) => !within || contains(within, i.cidr));
+  const during = fits.length > 0 ? listText(src, withAdded(texts, entries, fits)) : undefined;
+  const value = src.format === 'csv' ? (src.values[0] ?? '') : `[${texts.join(', ')}]`;
+  for (const { m, ms } of perMove) {
+    if (ms.length === 0) continue;
+    const { olds, news } = oldNew(ms);
+    const mine = ms.filter((x) => x.image);
+    const mineFit = mine.filter((x) => !within || contains(within, x.image!));
+    let proposed: string | undefined;
+    let todo: string;
+    if (mine.length === 0) {
+      todo = 'Review by hand.';
+    } else if (mineFit.length > 0) {
+      proposed = during;
+      todo = `During the move list both (the proposed list); after it, remove ${olds}${mineFit.length < mine.length ? ' (the rest goes with the new peer)' : ''}.`;
+    } else {
+      proposed = `[${[...new Set(mine.map((x) => formatToken(x.image!, x.entry.form)))].join(', ')}]`;
+      todo = `The peer itself moves (ipBlock.cidr ${src.within}): give the new peer this except list (proposed); after the move the old peer goes.`;
+    }
+    const relation = ms.map((x) => how(x, m)).join('; ');
+    const why = mine.length > 0 && mineFit.length === 0
+      ? `${news} must be excluded from the new peer as ${olds} is from this one`
+      : (LIST_WHY[src.use] ?? LIST_WHY.allow!)(olds, news, src);
+    const caveat = ms.map((x) => offsetCaveat(x, m, ctx.snap)).find((c) => c !== '') ?? '';
+    ctx.out.push(ref(src, m, 'error', value, `${relation}: after the move ${why}. ${todo}${caveat}`, proposed));
+  }
+}
+
+/** kube-proxy clusterCIDR: one CIDR per family, so "both" means a common supernet during the move. */
+function scanClusterCIDR(ctx: Ctx, src: ReferenceSource): void {
+  const { texts, entries } = entriesOf(src);
+  for (const m of ctx.moves) {
+    const ms = matchesOf(entries, m, entries.map((e) => e.cidr));
+    if (ms.length === 0) continue;
+    const x = ms[0]!;
+    const after = texts.map((t) => {
+      const hit = ms.find((y) => y.entry.text === t);
+      return hit ? (hit.image ? formatToken(hit.image, 'cidr') : t) : t;
+    });
+    const both = commonSupernet(x.entry.cidr, m.to);
+    const note = `${how(x, m)}: kube-proxy treats traffic from outside clusterCIDR as external (masquerade, local-traffic detection), `
+      + `so pods in ${formatCidr(m.to)} would be handled as outside the cluster. It takes one CIDR per family: during the move it must `
+      + `cover both ranges (e.g. ${formatCidr(both)}, if that holds nothing else such as the node network or the other range), and only `
+      + `${formatCidr(m.to)} after it (the proposed value).${offsetCaveat(x, m, ctx.snap)}`;
+    ctx.out.push(ref(src, m, 'error', src.values[0] ?? texts.join(','), note, x.image ? after.join(',') : undefined));
+  }
+}
+
+/** Free text (Corefile, other kube-system ConfigMaps, other annotations): one Reference per token. */
+function scanText(ctx: Ctx, src: ReferenceSource): void {
+  const entries = parseEntries(src.values);
+  for (const m of ctx.moves) {
+    for (const x of matchesOf(entries, m, [])) {
+      const img = x.image ? formatToken(x.image, x.entry.form) : undefined;
+      const isAddress = x.entry.form === 'ip';
+      let severity: Reference['severity'] = 'warning';
+      let note: string;
+      if (src.use === 'dns' && isAddress) {
+        severity = 'error';
+        note = `${how(x, m)}: the Corefile sends queries to (or serves on) an address that ${m.move.role === 'service' ? 'moves' : 'goes away'}. `
+          + (img ? `Change it to ${img} once the address has moved.` : 'Review by hand.');
+      } else if (src.use === 'dns') {
+        note = `${how(x, m)}: reverse lookups (PTR) for ${formatCidr(m.to)} are not served by this zone. `
+          + (img ? `During the move serve ${img} alongside${img.endsWith('.arpa') ? '' : ' (CoreDNS accepts a CIDR as a zone)'}; after it, only ${img}.` : 'Review by hand.');
+      } else {
+        note = `${how(x, m)}: if this configures something in the cluster it breaks after the move. `
+          + (img ? `Change it to ${img} (during the move it may need both).` : 'Review by hand.');
+      }
+      note += configMapHint(src);
+      ctx.out.push(ref(src, m, severity, x.entry.text, note + offsetCaveat(x, m, ctx.snap), img));
+    }
+  }
+}
+
+/** Service allow-lists as ReferenceSources: spec.loadBalancerSourceRanges and the source-ranges annotation. */
+function serviceSources(snap: Snapshot): ReferenceSource[] {
+  const out: ReferenceSource[] = [];
+  for (const s of snap.services) {
+    const b = { kind: 'Service', apiVersion: 'v1', namespace: s.namespace, name: s.name };
+    if (s.loadBalancerSourceRanges.length > 0) {
+      out.push({ ...b, field: 'spec.loadBalancerSourceRanges', format: 'list', use: 'allow', values: s.loadBalancerSourceRanges });
+    }
+    for (const [key, value] of Object.entries(s.annotations)) {
+      if (SOURCE_RANGE_ANNOTATIONS[key] && typeof value === 'string') {
+        out.push({ ...b, field: `metadata.annotations["${key}"]`, format: 'csv', use: SOURCE_RANGE_ANNOTATIONS[key], values: [value] });
+      }
+    }
+  }
+  return out;
+}
+
+function parseMove(m: RangeMove): ParsedMove {
+  const from = parseCidr(m.from, { normalize: true });
+  const to = parseCidr(m.to, { normalize: true, family: from.family });
+  return { move: m, from, to };
+}
+
+/**
+ * Everything in the snapshot that names an old range and would break after the moves, errors first (in the
+ * order found within a severity). Throws NetError on a move that is not a CIDR pair of one family.
+ */
+export function scanReferences(snap: Snapshot, moves: readonly RangeMove[]): Reference[] {
+  const all = [...(snap.referenceSources ?? []), ...serviceSources(snap)];
+  const ctx: Ctx = { snap, moves: moves.map(parseMove), out: [], all };
+  if (ctx.moves.length === 0) return [];
+  for (const src of all) {
+    if (src.format === 'text') scanText(ctx, src);
+    else if (src.use === 'cluster') scanClusterCIDR(ctx, src);
+    else if (src.format === 'cidr') scanSingle(ctx, src);
+    else scanList(ctx, src);
+  }
+  const rank = { error: 0, warning: 1 };
+  return ctx.out
+    .map((r, i) => ({ r, i }))
+    .sort((a, b) => rank[a.r.severity] - rank[b.r.severity] || a.i - b.i)
+    .map((x) => x.r);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Markdown
+
+function cell(s: string | undefined): string {
+  return (s ?? '').replace(/\|/g, '\\|').replace(/\n/g, ' ');
+}
+
+function code(s: string | undefined): string {
+  return s === undefined || s === '' ? '-' : `\`${s.replace(/`/g, "'")}\``;
+}
+
+/** A Markdown section listing the references, for a plan or a change request. */
+export function renderReferences(refs: readonly Reference[]): string {
+  let out = '## References to the old ranges\n\n';
+  if (refs.length === 0) return `${out}Nothing found names an old range.\n`;
+  const errors = refs.filter((r) => r.severity === 'error').length;
+  const warnings = refs.length - errors;
+  out += `${refs.length} place(s) name an old range (${errors} error(s), ${warnings} warning(s)). `
+    + 'Errors break when the range moves; warnings are configuration text to check. During the move, allow-lists and '
+    + 'policies must allow both the old and the new range (the proposed value); afterwards, only the new one.\n\n';
+  out += '| Severity | Role | Object | Field | Value | Proposed | Note |\n| --- | --- | --- | --- | --- | --- | --- |\n';
+  for (const r of refs) {
+    const obj = `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
+    out += `| ${[r.severity, r.role, obj, code(r.field), code(r.value), code(r.proposed), r.note].map(cell).join(' | ')} |\n`;
+  }
+  return out;
+}
+

@@ -1,0 +1,42 @@
+/**
+ * One executor for a whole plan: the Service CIDR steps go to ServiceExecutor, the Pod CIDR steps to
+ * PodExecutor, in the plan's order, through the same runner, journal, backups and locks.
+ */
+import type { KubeClient } from '../kube/client.ts';
+import type { MigrationPlan } from '../plan/plan.ts';
+import type { BackupStore } from './backup.ts';
+import { PodExecutor, type PodExecOptions } from './pod-steps.ts';
+import type { Step } from './runner.ts';
+import { ServiceExecutor, type ServiceExecOptions } from './service-steps.ts';
+
+export type PlanExecOptions = ServiceExecOptions & Omit<PodExecOptions, 'acknowledgedGates' | 'timeoutMs'>;
+
+export class PlanExecutor {
+  readonly plan: MigrationPlan;
+  readonly service?: ServiceExecutor;
+  readonly pod?: PodExecutor;
+  constructor(plan: MigrationPlan, opts: PlanExecOptions) {
+    this.plan = plan;
+    if (plan.spec.serviceCIDR) this.service = new ServiceExecutor(plan, opts);
+    if (plan.spec.podCIDR) this.pod = new PodExecutor(plan, opts);
+  }
+
+  /** networking.k8s.io version of the ServiceCIDR objects (v1 when the plan moves no Service). */
+  get scVersion(): string { return this.service?.scVersion ?? 'v1'; }
+
+  steps(): Step[] {
+    const pod = this.pod;
+    const other = (p: MigrationPlan['steps'][number]) => (pod?.handles(p) ? pod.step(p) : undefined);
+    if (this.service) return this.service.steps(other);
+    return this.plan.steps.map((p) => {
+      const s = other(p);
+      if (!s) throw new Error(`plan step ${p.id} (${p.kind}) belongs to a Service CIDR migration, but the plan has no spec.serviceCIDR`);
+      return s;
+    });
+  }
+
+  async verifyEndState(client: KubeClient, backups: BackupStore): Promise<string | undefined> {
+    const problems = [await this.service?.verifyEndState(client, backups), await this.pod?.verifyEndState(client, { backups })].filter(Boolean);
+    return problems.length > 0 ? problems.join('; ') : undefined;
+  }
+}

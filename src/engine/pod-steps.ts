@@ -1,0 +1,805 @@
+/**
+ * Executes the Pod CIDR part of a MigrationPlan (src/plan/pod-plan.ts) with the same runner, journal,
+ * backups and locks as the Service part. Every step derives "done" from the cluster:
+ *  - pools: the new pool exists and is enabled; the old ones are disabled, then gone;
+ *  - restarts: no non-hostNetwork pod has an address in the old range;
+ *  - nodes: a node's podCIDR is in NEW (or it is gone between its drain and its re-registration);
+ *  - leftovers: no IPAMBlock / BlockAffinity / IPAMHandle in the old range.
+ * So a crash at any point is resumed by running again.
+ */
+import { spawn } from 'node:child_process';
+import { buildSnapshot } from '../cluster/build.ts';
+import type { KubeObject } from '../cluster/types.ts';
+import { BLOCKAFFINITIES, INSTALLATIONS, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, KIND_OF, NODES } from '../kube/calico.ts';
+import { KubeApiError, type KubeClient } from '../kube/client.ts';
+import {
+  CONFIGMAPS, createObject, deleteObject, forCreate, getObject, listAll, PODS, replaceObject, type ResourceType,
+} from '../kube/resources.ts';
+import { DAEMONSETS, DEPLOYMENTS, evictPod, patchWithPrecondition, PODDISRUPTIONBUDGETS, STATEFULSETS } from '../kube/workloads.ts';
+import { contains, formatCidr, overlaps, parseCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
+import type { MigrationPlan, PlanStep } from '../plan/plan.ts';
+import type { PodCIDRSpec, PoolData } from '../plan/pod-plan.ts';
+import {
+  describePdb, describeWorkload, fatalError, pdbsFor, resolveWorkloads, restartWorkload, restoreScale, runWaves, scaledReplicas,
+  scaleUp, type RestartResult, type Workload,
+} from './restarts.ts';
+import { sleep, waitFor, withRetry } from './retry.ts';
+import type { Step, StepContext } from './runner.ts';
+
+export interface PodExecOptions {
+  acknowledgedGates?: readonly string[];
+  /** How long to wait for the cluster to show an effect (default 60 s). */
+  timeoutMs?: number;
+  /** How long one workload's restart (rollout or evictions) may take (default 5 min). */
+  rolloutTimeoutMs?: number;
+  /** Identifies the run in pod templates (kube-renumber.io/restart); the plan id. */
+  token: string;
+  /** Called with a summary of each restart wave (benchmarks read it). */
+  onWaves?: (r: { totalSeconds: number; sumSeconds: number; maxInFlight: number; workloads: number }) => void;
+}
+
+const MANAGED_LABEL = 'kube-renumber.io/managed';
+
+function withKind(o: KubeObject, plural: string): KubeObject {
+  const k = KIND_OF[plural];
+  return k ? { ...o, ...k } : o;
+}
+
+function ipsOf(pod: KubeObject): string[] {
+  const list: string[] = (pod.status?.podIPs ?? []).map((x: any) => x?.ip).filter(Boolean);
+  if (list.length === 0 && pod.status?.podIP) list.push(pod.status.podIP);
+  return list;
+}
+
+function active(pod: KubeObject): boolean {
+  const phase = pod.status?.phase;
+  return !pod.spec?.hostNetwork && phase !== 'Succeeded' && phase !== 'Failed' && !pod.metadata?.deletionTimestamp;
+}
+
+function inAny(ranges: readonly Cidr[], ip: string): boolean {
+  try { const a = parseIP(ip); return ranges.some((r) => contains(r, a)); } catch { return false; }
+}
+
+function cidrIn(ranges: readonly Cidr[], cidr: string | undefined): boolean {
+  const c = cidr ? tryParseCidr(cidr) : undefined;
+  return !!c && ranges.some((r) => overlaps(r, c));
+}
+
+function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
+  return !!a && a.length === b.length && a.every((x, i) => formatCidr(parseCidr(x)) === formatCidr(parseCidr(b[i]!)));
+}
+
+function isDaemonSetPod(p: KubeObject): boolean {
+  return (p.metadata?.ownerReferences ?? []).some((r) => r.controller && r.kind === 'DaemonSet');
+}
+
+function isMirrorPod(p: KubeObject): boolean {
+  return !!p.metadata?.annotations?.['kubernetes.io/config.mirror'];
+}
+
+function errText(e: unknown): string {
+  return e instanceof Error ? e.message.split('\n')[0]! : String(e);
+}
+
+export class PodExecutor {
+  readonly plan: MigrationPlan;
+  readonly spec: PodCIDRSpec;
+  readonly old: Cidr[];
+  readonly target: Cidr[];
+  readonly opts: Required<Omit<PodExecOptions, 'onWaves'>> & Pick<PodExecOptions, 'onWaves'>;
+
+  constructor(plan: MigrationPlan, opts: PodExecOptions) {
+    if (!plan.spec.podCIDR) throw new Error('the plan does not move the Pod CIDR');
+    this.plan = plan;
+    this.spec = plan.spec.podCIDR;
+    this.old = this.spec.from.map((c) => parseCidr(c));
+    this.target = this.spec.to.map((c) => parseCidr(c));
+    this.opts = {
+      acknowledgedGates: opts.acknowledgedGates ?? [],
+      timeoutMs: opts.timeoutMs ?? 60_000,
+      rolloutTimeoutMs: opts.rolloutTimeoutMs ?? 300_000,
+      token: opts.token,
+      onWaves: opts.onWaves,
+    };
+  }
+
+  /** Does this executor handle the plan step? */
+  handles(p: PlanStep): boolean {
+    const kinds = ['create-ippool', 'disable-ippools', 'scale-critical', 'restart-pods', 'restore-scale', 'delete-ippools', 'remove-ipam-leftovers',
+      'drain-node', 'reregister-node', 'assign-podcidr', 'verify-pods'];
+    if (kinds.includes(p.kind)) return true;
+    return p.kind === 'gate' && (['kcm-stop-allocating', 'kcm-cluster-cidr', 'pod-cidr-config'].includes(p.id) || p.id.startsWith('reregister-node-'));
+  }
+
+  step(p: PlanStep): Step {
+    const base = { id: p.id, title: p.description };
+    switch (p.kind) {
+      case 'gate':
+        return { ...base, kind: 'gate', instructions: p.gate?.instructions ?? [], check: (ctx) => this.gateHolds(p, ctx) };
+      case 'create-ippool': return this.createPoolStep(p);
+      case 'disable-ippools': return this.disablePoolsStep(p);
+      case 'scale-critical': return this.scaleStep(p);
+      case 'restart-pods': return this.restartStep(p);
+      case 'restore-scale': return this.restoreScaleStep(p);
+      case 'delete-ippools': return this.deletePoolsStep(p);
+      case 'remove-ipam-leftovers': return this.leftoversStep(p);
+      case 'drain-node': return this.drainNodeStep(p);
+      case 'reregister-node': return this.reregisterStep(p);
+      case 'assign-podcidr': return this.assignStep(p);
+      case 'verify-pods':
+        return { ...base, kind: 'action', check: async () => false, apply: async () => {}, verify: (ctx) => this.verifyEndState(ctx.client, ctx) };
+      default:
+        throw new Error(`plan step ${p.id}: unknown kind ${String(p.kind)}`);
+    }
+  }
+
+  // ---- pods ---------------------------------------------------------------------------------------
+
+  async podsInOld(client: KubeClient, fieldSelector?: string): Promise<KubeObject[]> {
+    const pods = await withRetry(() => listAll(client, PODS, fieldSelector ? { fieldSelector } : {}));
+    return pods.filter((p) => active(p) && ipsOf(p).some((a) => inAny(this.old, a)));
+  }
+
+  /** Bare pods this run backed up (to evict and create again) that do not exist now: a crash came between the two. */
+  async missingBarePods(ctx: StepContext): Promise<KubeObject[]> {
+    const bare = ctx.backups.all().filter((o) => o.kind === 'Pod' && !(o.metadata?.ownerReferences ?? []).some((r) => r.controller));
+    const out: KubeObject[] = [];
+    for (const b of bare) if (!(await getObject(ctx.client, PODS, b.metadata!.name!, b.metadata!.namespace))) out.push(b);
+    return out;
+  }
+
+  /** Create again, from their backups, the bare pods a crash left deleted. */
+  async recreateMissing(ctx: StepContext): Promise<void> {
+    for (const b of await this.missingBarePods(ctx)) {
+      const r = await restartWorkload(ctx, { kind: 'Pod', namespace: b.metadata!.namespace!, name: b.metadata!.name!, pods: [b.metadata!.name!] },
+        { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
+      this.report(ctx, [r]);
+      if (r.status === 'failed' || r.status === 'stuck') throw (r.error ?? new Error(`pod ${b.metadata?.namespace}/${b.metadata?.name}: ${r.status} ${r.message ?? ''}`));
+    }
+  }
+
+  private warn(ctx: StepContext, msg: string): void {
+    (ctx.warn ?? ctx.log)(msg);
+  }
+
+  // ---- Calico pools -------------------------------------------------------------------------------
+
+  private poolObject(p: PoolData): KubeObject {
+    const spec: Record<string, unknown> = {
+      cidr: p.cidr, blockSize: p.blockSize, disabled: false,
+      ipipMode: p.ipipMode ?? 'Never', vxlanMode: p.vxlanMode ?? 'Never', natOutgoing: p.natOutgoing ?? false,
+      nodeSelector: p.nodeSelector ?? 'all()',
+    };
+    if (p.allowedUses) spec.allowedUses = p.allowedUses;
+    return { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: p.name, labels: { [MANAGED_LABEL]: 'true' } }, spec };
+  }
+
+  private async installation(client: KubeClient): Promise<KubeObject | undefined> {
+    return getObject(client, INSTALLATIONS, 'default');
+  }
+
+  /** Replace Installation/default's ipPools with `edit(pools)` (resourceVersion precondition, retried on 409). */
+  private async editInstallationPools(ctx: StepContext, edit: (pools: any[]) => any[] | undefined): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const inst = await this.installation(ctx.client);
+      if (!inst) throw new Error('Installation/default (operator.tigera.io) not found, but the plan says the operator manages Calico');
+      const pools = [...(inst.spec?.calicoNetwork?.ipPools ?? [])];
+      const next = edit(pools);
+      if (!next) return;
+      ctx.backups.save(withKind(inst, 'installations'));
+      const body = { ...inst, spec: { ...inst.spec, calicoNetwork: { ...inst.spec?.calicoNetwork, ipPools: next } } };
+      try {
+        await replaceObject(ctx.client, INSTALLATIONS, body, { dryRun: ctx.dryRun === 'server' });
+        return;
+      } catch (e) {
+        if (e instanceof KubeApiError && e.status === 409) continue;
+        throw e;
+      }
+    }
+    throw new Error('Installation/default kept changing under us (409 Conflict five times)');
+  }
+
+  private async poolsReady(client: KubeClient, pools: readonly PoolData[]): Promise<boolean> {
+    for (const p of pools) {
+      const cur = await getObject(client, IPPOOLS, p.name);
+      if (!cur || cur.spec?.disabled === true || !sameList([cur.spec?.cidr], [p.cidr])) return false;
+    }
+    return true;
+  }
+
+  private createPoolStep(p: PlanStep): Step {
+    const pools = this.spec.calico?.newPools ?? [];
+    const operator = !!this.spec.calico?.operatorManaged;
+    return {
+      id: p.id, title: p.description, kind: 'action',
+      check: (ctx) => this.poolsReady(ctx.client, pools),
+      apply: async (ctx) => {
+        for (const np of pools) {
+          const cur = await getObject(ctx.client, IPPOOLS, np.name);
+          if (cur && !sameList([cur.spec?.cidr], [np.cidr])) throw new Error(`IPPool ${np.name} exists with CIDR ${cur.spec?.cidr}, not ${np.cidr}: not ours to change; give --pool-name`);
+          const clash = (await withRetry(() => listAll(ctx.client, IPPOOLS))).find((x) => x.metadata?.name !== np.name && cidrIn([parseCidr(np.cidr)], x.spec?.cidr));
+          if (clash) throw new Error(`IPPool ${clash.metadata?.name} (${clash.spec?.cidr}) overlaps ${np.cidr}: re-plan with another range`);
+          if (operator) {
+            await this.editInstallationPools(ctx, (list) => (list.some((x) => x.name === np.name || x.cidr === np.cidr) ? undefined : [...list, {
+              name: np.name, cidr: np.cidr, blockSize: np.blockSize,
+              encapsulation: np.vxlanMode && np.vxlanMode !== 'Never' ? (np.vxlanMode === 'CrossSubnet' ? 'VXLANCrossSubnet' : 'VXLAN')
+                : np.ipipMode && np.ipipMode !== 'Never' ? (np.ipipMode === 'CrossSubnet' ? 'IPIPCrossSubnet' : 'IPIP') : 'None',
+              natOutgoing: np.natOutgoing === false ? 'Disabled' : 'Enabled', nodeSelector: np.nodeSelector ?? 'all()',
+            }]));
+          } else if (!cur) {
+            await withRetry(() => createObject(ctx.client, IPPOOLS, this.poolObject(np), { dryRun: ctx.dryRun === 'server' }));
+          } else if (cur.spec?.disabled === true) {
+            ctx.backups.save(withKind(cur, 'ippools'));
+            await withRetry(() => patchWithPrecondition(ctx.client, IPPOOLS, cur, { spec: { disabled: false } }, { dryRun: ctx.dryRun === 'server' }));
+          }
+        }
+      },
+      verify: async (ctx) => {
+        try {
+          await waitFor('the new IPPool(s) to exist and be enabled', async () => ((await this.poolsReady(ctx.client, pools)) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
+          return undefined;
+        } catch (e) { return errText(e); }
+      },
+      rollback: async (ctx) => {
+        const target = pools.map((x) => parseCidr(x.cidr));
+        const using = (await withRetry(() => listAll(ctx.client, PODS))).filter((x) => active(x) && ipsOf(x).some((a) => inAny(target, a)));
+        if (using.length > 0) throw new Error(`${using.length} pod(s) hold addresses in the new pool (e.g. ${using[0]!.metadata?.namespace}/${using[0]!.metadata?.name}): move them back first`);
+        if (operator) await this.editInstallationPools(ctx, (list) => (list.some((x) => pools.some((np) => np.name === x.name)) ? list.filter((x) => !pools.some((np) => np.name === x.name)) : undefined));
+        else for (const np of pools) await deleteObject(ctx.client, IPPOOLS, np.name);
+      },
+    };
+  }
+
+  private async oldPoolsDisabled(client: KubeClient): Promise<boolean> {
+    for (const op of this.spec.calico?.oldPools ?? []) {
+      const cur = await getObject(client, IPPOOLS, op.name);
+      if (cur && cur.spec?.disabled !== true) return false;
+    }
+    return true;
+  }
+
+  private disablePoolsStep(p: PlanStep): Step {
+    const olds = this.spec.calico?.oldPools ?? [];
+    const operator = !!this.spec.calico?.operatorManaged;
+    return {
+      id: p.id, title: p.description, kind: 'action',
+      check: (ctx) => this.oldPoolsDisabled(ctx.client),
+      backup: async (ctx) => (await Promise.all(olds.map((o) => getObject(ctx.client, IPPOOLS, o.name)))).filter((x): x is KubeObject => !!x).map((x) => withKind(x, 'ippools')),
+      apply: async (ctx) => {
+        if (operator) {
+          await this.editInstallationPools(ctx, (list) => {
+            const hit = list.filter((x) => olds.some((o) => o.name === x.name || o.cidr === x.cidr));
+            if (hit.every((x) => x.disableNewAllocations === true)) return undefined;
+            return list.map((x) => (hit.includes(x) ? { ...x, disableNewAllocations: true } : x));
+          });
+          return;
+        }
+        for (const o of olds) {
+          for (let attempt = 0; attempt < 5; attempt++) {
+            const cur = await getObject(ctx.client, IPPOOLS, o.name);
+            if (!cur || cur.spec?.disabled === true) break;
+            try {
+              await withRetry(() => patchWithPrecondition(ctx.client, IPPOOLS, cur, { spec: { disabled: true } }, { dryRun: ctx.dryRun === 'server' }));
+              break;
+            } catch (e) {
+              if (!(e instanceof KubeApiError && e.status === 409)) throw e;
+            }
+          }
+        }
+      },
+      verify: async (ctx) => {
+        try {
+          await waitFor('the old IPPool(s) to be disabled', async () => ((await this.oldPoolsDisabled(ctx.client)) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
+          return undefined;
+        } catch (e) { return errText(e); }
+      },
+      rollback: async (ctx) => {
+        if (operator) {
+          await this.editInstallationPools(ctx, (list) => list.map((x) => (olds.some((o) => o.name === x.name) ? { ...x, disableNewAllocations: false } : x)));
+          return;
+        }
+        for (const o of olds) {
+          const cur = await getObject(ctx.client, IPPOOLS, o.name);
+          if (cur && cur.spec?.disabled === true) await patchWithPrecondition(ctx.client, IPPOOLS, cur, { spec: { disabled: ctx.backups.load({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: o.name })?.spec?.disabled === true } });
+        }
+      },
+    };
+  }
+
+  private deletePoolsStep(p: PlanStep): Step {
+    const olds = this.spec.calico?.oldPools ?? [];
+    const operator = !!this.spec.calico?.operatorManaged;
+    const gone = async (client: KubeClient) => (await Promise.all(olds.map((o) => getObject(client, IPPOOLS, o.name)))).every((x) => !x);
+    return {
+      id: p.id, title: p.description, kind: 'action',
+      check: (ctx) => gone(ctx.client),
+      backup: async (ctx) => (await Promise.all(olds.map((o) => getObject(ctx.client, IPPOOLS, o.name)))).filter((x): x is KubeObject => !!x).map((x) => withKind(x, 'ippools')),
+      apply: async (ctx) => {
+        const still = await this.podsInOld(ctx.client);
+        if (still.length > 0) {
+          throw new Error(`${still.length} pod(s) still have addresses in ${this.spec.from.join(', ')} (e.g. ${still.slice(0, 3).map((x) => `${x.metadata?.namespace}/${x.metadata?.name}`).join(', ')}): the old pool is not deleted`);
+        }
+        if (operator) {
+          await this.editInstallationPools(ctx, (list) => (list.some((x) => olds.some((o) => o.name === x.name || o.cidr === x.cidr))
+            ? list.filter((x) => !olds.some((o) => o.name === x.name || o.cidr === x.cidr)) : undefined));
+          return;
+        }
+        for (const o of olds) await withRetry(() => deleteObject(ctx.client, IPPOOLS, o.name, undefined, { dryRun: ctx.dryRun === 'server' }));
+      },
+      verify: async (ctx) => {
+        try {
+          await waitFor('the old IPPool(s) to be gone', async () => ((await gone(ctx.client)) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
+          return undefined;
+        } catch (e) { return errText(e); }
+      },
+      rollback: async (ctx) => {
+        for (const o of olds) {
+          const b = ctx.backups.load({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: o.name });
+          if (!b) throw new Error(`no backup of IPPool ${o.name}`);
+          if (!(await getObject(ctx.client, IPPOOLS, o.name))) await createObject(ctx.client, IPPOOLS, forCreate(b));
+        }
+      },
+    };
+  }
+
+  /** IPAM objects in the old range: blocks, affinities, and handles that point only at such blocks. */
+  async leftovers(client: KubeClient): Promise<{ blocks: KubeObject[]; affinities: KubeObject[]; handles: KubeObject[] }> {
+    const [blocks, affinities, handles] = await Promise.all([IPAMBLOCKS, BLOCKAFFINITIES, IPAMHANDLES].map((t) => withRetry(() => listAll(client, t))));
+    const oldBlocks = blocks!.filter((b) => cidrIn(this.old, b.spec?.cidr)).map((b) => withKind(b, 'ipamblocks'));
+    const oldAff = affinities!.filter((a) => cidrIn(this.old, a.spec?.cidr)).map((a) => withKind(a, 'blockaffinities'));
+    const oldHandles = handles!.filter((h) => {
+      const keys = Object.keys(h.spec?.block ?? {});
+      return keys.length > 0 && keys.every((k) => cidrIn(this.old, k));
+    }).map((h) => withKind(h, 'ipamhandles'));
+    return { blocks: oldBlocks, affinities: oldAff, handles: oldHandles };
+  }
+
+  private leftoversStep(p: PlanStep): Step {
+    const none = async (client: KubeClient) => { const l = await this.leftovers(client); return l.blocks.length + l.affinities.length + l.handles.length === 0; };
+    return {
+      id: p.id, title: p.description, kind: 'action',
+      check: (ctx) => none(ctx.client),
+      backup: async (ctx) => { const l = await this.leftovers(ctx.client); return [...l.blocks, ...l.affinities, ...l.handles]; },
+      apply: async (ctx) => {
+        const l = await this.leftovers(ctx.client);
+        // A block whose allocation belongs to a pod that still exists with that address is in use: stop.
+        const pods = await withRetry(() => listAll(ctx.client, PODS));
+        const live = new Set(pods.filter(active).flatMap((x) => ipsOf(x)).filter((a) => inAny(this.old, a)));
+        for (const b of l.blocks) {
+          const c = parseCidr(b.spec.cidr);
+          const used = [...live].filter((a) => contains(c, parseIP(a)));
+          if (used.length > 0) throw new Error(`IPAMBlock ${b.metadata?.name} still holds ${used.join(', ')} of running pods: restart them first`);
+        }
+        const dry = ctx.dryRun === 'server';
+        for (const b of l.blocks) await withRetry(() => deleteObject(ctx.client, IPAMBLOCKS, b.metadata!.name!, undefined, { dryRun: dry }));
+        for (const a of l.affinities) await withRetry(() => deleteObject(ctx.client, BLOCKAFFINITIES, a.metadata!.name!, undefined, { dryRun: dry }));
+        for (const h of l.handles) await withRetry(() => deleteObject(ctx.client, IPAMHANDLES, h.metadata!.name!, undefined, { dryRun: dry }));
+        ctx.log(`removed ${l.blocks.length} IPAMBlock(s), ${l.affinities.length} BlockAffinity(ies), ${l.handles.length} IPAMHandle(s) in ${this.spec.from.join(', ')}`);
+      },
+      verify: async (ctx) => ((await none(ctx.client)) ? undefined : 'IPAM objects are left in the old range'),
+      rollback: async () => { throw new Error('removed IPAM blocks are not put back: Calico creates blocks as pools need them (the backups hold them)'); },
+    };
+  }
+
+  // ---- scaling ------------------------------------------------------------------------------------
+
+  private critical(p: PlanStep): Array<{ namespace: string; name: string }> {
+    return (p.items ?? []).map((i) => ({ namespace: i.namespace, name: i.name }));
+  }
+
+  private scaleStep(p: PlanStep): Step {
+    const refs = this.critical(p);
+    return {
+      id: p.id, title: p.description, kind: 'action',
+      check: async (ctx) => {
+        for (const r of refs) {
+          const b = ctx.backups.load({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: r.namespace, name: r.name });
+          const cur = await getObject(ctx.client, DEPLOYMENTS, r.name, r.namespace);
+          if (!cur) continue;
+          if (!b || (cur.spec?.replicas ?? 1) < scaledReplicas(b.spec?.replicas ?? 1)) return false;
+        }
+        return true;
+      },
+      apply: async (ctx) => {
+        for (const r of refs) {
+          const rec = await scaleUp(ctx, r, { timeoutMs: this.opts.rolloutTimeoutMs });
+          if (!rec) this.warn(ctx, `Deployment ${r.namespace}/${r.name} not found: not scaled up`);
+        }
+      },
+      rollback: async (ctx) => { for (const r of refs) await restoreScale(ctx, r); },
+    };
+  }
+
+  private restoreScaleStep(p: PlanStep): Step {
+    const refs = this.critical(p);
+    return {
+      id: p.id, title: p.description, kind: 'action',
+      check: async (ctx) => {
+        for (const r of refs) {
+          const b = ctx.backups.load({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: r.namespace, name: r.name });
+          const cur = await getObject(ctx.client, DEPLOYMENTS, r.name, r.namespace);
+          if (b && cur && (cur.spec?.replicas ?? 1) !== (b.spec?.replicas ?? 1)) return false;
+        }
+        return true;
+      },
+      apply: async (ctx) => {
+        for (const r of refs) {
+          if (!ctx.backups.load({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: r.namespace, name: r.name })) continue;
+          await restoreScale(ctx, r);
+        }
+      },
+    };
+  }
+
+  // ---- restarts -----------------------------------------------------------------------------------
+
+  private report(ctx: StepContext, results: readonly RestartResult[]): void {
+    for (const r of results) for (const w of r.warnings) this.warn(ctx, w);
+  }
+
+  /** Restart `workloads` in waves; throws when any is paused, stuck or failed (after all have run). */
+  async restartAll(ctx: StepContext, workloads: Workload[], critical: readonly string[]): Promise<void> {
+    if (workloads.length === 0) return;
+    const rep = await runWaves(workloads, { parallel: this.spec.restarts.parallel, order: critical.map((c) => `Deployment/${c}`) },
+      (w) => restartWorkload(ctx, w, { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs }));
+    this.report(ctx, rep.results);
+    ctx.log(`restarted ${rep.results.length} workload(s) in ${rep.totalSeconds.toFixed(1)} s (sum of rollouts ${rep.sumSeconds.toFixed(1)} s, up to ${rep.maxInFlight} at once)`);
+    const figures = { totalSeconds: rep.totalSeconds, sumSeconds: rep.sumSeconds, maxInFlight: rep.maxInFlight, workloads: rep.results.length };
+    if (ctx.dryRun === 'none') ctx.journal.append('report', { detail: JSON.stringify({ restarts: figures }) });
+    this.opts.onWaves?.(figures);
+    const fatal = fatalError(rep.results);
+    if (fatal) throw fatal;
+    const bad = rep.results.filter((r) => r.status === 'paused' || r.status === 'stuck' || r.status === 'failed');
+    if (bad.length > 0) {
+      throw new Error(`${bad.length} workload(s) not restarted: ${bad.slice(0, 5).map((r) => `${describeWorkload(r.workload)} ${r.status}${r.message ? ` (${r.message})` : ''}`).join('; ')}`
+        + `${bad.length > 5 ? ` and ${bad.length - 5} more` : ''} — paused rollouts are never resumed by this tool: resume them (kubectl rollout resume) or fix them, then kube-renumber resume`);
+    }
+  }
+
+  private restartStep(p: PlanStep): Step {
+    return {
+      id: p.id, title: p.description, kind: 'action',
+      check: async (ctx) => (await this.podsInOld(ctx.client)).length === 0 && (await this.missingBarePods(ctx)).length === 0,
+      apply: async (ctx) => {
+        if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
+        // Rounds: a pod created while the old pool was still enabled somewhere (or by a slow controller) is caught by the next one.
+        for (let round = 1; round <= 3; round++) {
+          const pods = await this.podsInOld(ctx.client);
+          if (pods.length === 0) return;
+          const g = await resolveWorkloads(ctx.client, pods);
+          for (const u of g.unknownOwners) this.warn(ctx, `pod ${u.namespace}/${u.pod} is owned by ${u.kind} ${u.name} (${u.apiVersion}), which this tool does not know: it is evicted and left to that controller`);
+          await this.restartAll(ctx, g.workloads, this.spec.restarts.critical);
+          if (ctx.dryRun !== 'none') return;
+        }
+      },
+      verify: async (ctx) => {
+        try {
+          await waitFor(`no pod left with an address in ${this.spec.from.join(', ')}`, async () => ((await this.podsInOld(ctx.client)).length === 0 ? true : undefined), { timeoutMs: this.opts.timeoutMs });
+          return undefined;
+        } catch {
+          const left = await this.podsInOld(ctx.client);
+          return `${left.length} pod(s) still have addresses in ${this.spec.from.join(', ')}: ${left.slice(0, 5).map((x) => `${x.metadata?.namespace}/${x.metadata?.name} ${ipsOf(x).join(',')}`).join(', ')}`;
+        }
+      },
+      rollback: async () => { throw new Error('restarted pods cannot be un-restarted; re-enable the old pool and restart again to move back'); },
+    };
+  }
+
+  // ---- nodes --------------------------------------------------------------------------------------
+
+  private nodeItem(p: PlanStep): { name: string; from: string[]; to: string[] } {
+    const it = p.items?.[0];
+    if (!it) throw new Error(`plan step ${p.id} names no node`);
+    return { name: it.name, from: it.from, to: it.to };
+  }
+
+  private nodeOld(n: KubeObject | undefined): boolean {
+    const cidrs: string[] = n?.spec?.podCIDRs ?? (n?.spec?.podCIDR ? [n.spec.podCIDR] : []);
+    return cidrs.some((c) => cidrIn(this.old, c));
+  }
+
+  private podsOnNode(client: KubeClient, node: string): Promise<KubeObject[]> {
+    return withRetry(() => listAll(client, PODS, { fieldSelector: `spec.nodeName=${node}` }));
+  }
+
+  /** Evict one pod, waiting while a PodDisruptionBudget forbids it (naming the budget); true when gone. */
+  async evictWaiting(ctx: StepContext, pod: KubeObject): Promise<void> {
+    const ns = pod.metadata!.namespace!;
+    const name = pod.metadata!.name!;
+    const deadline = Date.now() + this.opts.rolloutTimeoutMs;
+    let delay = 500;
+    let lastBlock = '';
+    for (;;) {
+      try {
+        await evictPod(ctx.client, ns, name, { uid: pod.metadata?.uid, dryRun: ctx.dryRun === 'server' });
+        break;
+      } catch (e) {
+        if (e instanceof KubeApiError && (e.status === 404 || e.status === 409)) return; // gone or replaced
+        if (!(e instanceof KubeApiError && e.status === 429)) throw e;
+        const pdbs = pdbsFor(pod, await withRetry(() => listAll(ctx.client, PODDISRUPTIONBUDGETS, { namespace: ns })));
+        const block = pdbs.map(describePdb).join('; ') || 'a PodDisruptionBudget';
+        if (block !== lastBlock) { ctx.log(`eviction of ${ns}/${name} blocked by ${block}: waiting`); lastBlock = block; }
+        if (Date.now() > deadline) throw new Error(`eviction of pod ${ns}/${name} blocked for ${Math.round(this.opts.rolloutTimeoutMs / 1000)} s by ${block}`);
+        await sleep(delay);
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+    if (ctx.dryRun !== 'none') return;
+    await waitFor(`pod ${ns}/${name} to be gone`, async () => {
+      const cur = await getObject(ctx.client, PODS, name, ns);
+      return !cur || cur.metadata?.uid !== pod.metadata?.uid ? true : undefined;
+    }, { timeoutMs: this.opts.rolloutTimeoutMs });
+  }
+
+  /** Evict every pod on the node but DaemonSet and mirror pods; bare pods are created again elsewhere from their backup. */
+  private async drainPods(ctx: StepContext, node: string): Promise<void> {
+    const pods = (await this.podsOnNode(ctx.client, node)).filter((x) => !isDaemonSetPod(x) && !isMirrorPod(x)
+      && x.status?.phase !== 'Succeeded' && x.status?.phase !== 'Failed' && !x.metadata?.deletionTimestamp);
+    const bare = pods.filter((x) => !(x.metadata?.ownerReferences ?? []).some((r) => r.controller));
+    const owned = pods.filter((x) => !bare.includes(x));
+    const errors: unknown[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < owned.length) {
+        const x = owned[next++]!;
+        try { await this.evictWaiting(ctx, x); } catch (e) { errors.push(e); }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(8, owned.length) }, worker));
+    if (errors.length > 0) throw errors[0];
+    for (const x of bare) {
+      const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] },
+        { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
+      this.report(ctx, [r]);
+      if (r.status === 'failed' || r.status === 'stuck') throw (r.error ?? new Error(`pod ${x.metadata?.namespace}/${x.metadata?.name}: ${r.status} ${r.message ?? ''}`));
+    }
+  }
+
+  private async cordon(ctx: StepContext, n: KubeObject): Promise<void> {
+    if (n.spec?.unschedulable === true) return;
+    ctx.backups.save(withKind(n, 'nodes'));
+    await withRetry(() => patchWithPrecondition(ctx.client, NODES, n, { spec: { unschedulable: true } }, { dryRun: ctx.dryRun === 'server' }));
+  }
+
+  private async nodeDone(client: KubeClient, name: string): Promise<boolean> {
+    const n = await getObject(client, NODES, name);
+    if (n && this.nodeOld(n)) return false;
+    const left = (await this.podsOnNode(client, name)).filter((x) => active(x) && ipsOf(x).some((a) => inAny(this.old, a)) && !isMirrorPod(x));
+    return left.length === 0;
+  }
+
+  private drainNodeStep(p: PlanStep): Step {
+    const it = this.nodeItem(p);
+    return {
+      id: p.id, title: p.description, kind: 'action',
+      check: async (ctx) => (await this.nodeDone(ctx.client, it.name)) && (await this.missingBarePods(ctx)).length === 0,
+      apply: async (ctx) => {
+        if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
+        const n = await getObject(ctx.client, NODES, it.name);
+        if (n && this.nodeOld(n)) {
+          ctx.backups.save(withKind(n, 'nodes'));
+          const nodes = await withRetry(() => listAll(ctx.client, NODES));
+          const ready = (x: KubeObject) => (x.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
+          const anyNew = nodes.some((x) => !this.nodeOld(x) && (x.spec?.podCIDRs ?? []).length > 0 && ready(x) && x.spec?.unschedulable !== true);
+          // Once a node in NEW can take pods, cordon every old node so evicted pods land only in NEW.
+          for (const x of anyNew ? nodes.filter((y) => this.nodeOld(y)) : [n]) await this.cordon(ctx, withKind(x, 'nodes'));
+          if (ctx.dryRun === 'client') return;
+          await this.drainPods(ctx, it.name);
+          if (ctx.dryRun === 'server') return;
+          const cur = await getObject(ctx.client, NODES, it.name);
+          if (cur && this.nodeOld(cur)) await withRetry(() => deleteObject(ctx.client, NODES, it.name, undefined, { uid: cur.metadata?.uid }));
+          await waitFor(`Node ${it.name} to be deleted`, async () => {
+            const x = await getObject(ctx.client, NODES, it.name);
+            return !x || !this.nodeOld(x) ? true : undefined;
+          }, { timeoutMs: this.opts.timeoutMs });
+        }
+        if (ctx.dryRun !== 'none') return;
+        // What is left on the deleted node (DaemonSet pods, stragglers): delete it, as the pod garbage collector would.
+        const left = (await this.podsOnNode(ctx.client, it.name)).filter((x) => ipsOf(x).some((a) => inAny(this.old, a)) || !ipsOf(x).length);
+        const node = await getObject(ctx.client, NODES, it.name);
+        for (const x of left) {
+          if (node && !this.nodeOld(node) && !ipsOf(x).some((a) => inAny(this.old, a))) continue;
+          if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) ctx.backups.save(withKind(x, 'pods'));
+          await withRetry(() => deleteObject(ctx.client, PODS, x.metadata!.name!, x.metadata!.namespace, { uid: x.metadata?.uid }));
+        }
+      },
+      verify: async (ctx) => {
+        try {
+          await waitFor(`node ${it.name} drained and deleted`, async () => ((await this.nodeDone(ctx.client, it.name)) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
+          return undefined;
+        } catch (e) { return errText(e); }
+      },
+      rollback: async () => { throw new Error(`node ${it.name} was deleted: it re-registers and takes a podCIDR in NEW; its old podCIDR cannot be given back`); },
+    };
+  }
+
+  private async registered(client: KubeClient, name: string): Promise<boolean> {
+    const n = await getObject(client, NODES, name);
+    return !!n && !this.nodeOld(n);
+  }
+
+  private reregisterStep(p: PlanStep): Step {
+    const it = this.nodeItem(p);
+    const hook = this.spec.node?.hook;
+    return {
+      id: p.id, title: p.description, kind: 'action',
+      check: (ctx) => this.registered(ctx.client, it.name),
+      apply: async (ctx) => {
+        if (!hook) throw new Error('the plan has no node hook');
+        if (ctx.dryRun !== 'none') { ctx.log(`would run: ${hook} (KUBE_RENUMBER_NODE=${it.name})`); return; }
+        await runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log);
+      },
+      verify: async (ctx) => {
+        try {
+          await waitFor(`node ${it.name} to register again`, async () => ((await this.registered(ctx.client, it.name)) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
+          return undefined;
+        } catch (e) { return errText(e); }
+      },
+    };
+  }
+
+  private async assigned(client: KubeClient, it: { name: string; to: string[] }): Promise<string | undefined> {
+    const n = await getObject(client, NODES, it.name);
+    if (!n) return `node ${it.name} is not registered`;
+    const cidrs: string[] = n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []);
+    if (cidrs.length === 0) return `node ${it.name} has no podCIDR`;
+    if (!cidrs.every((c) => cidrIn(this.target, c))) return `node ${it.name} has podCIDR ${cidrs.join(',')}, outside ${this.spec.to.join(',')}`;
+    if (!(n.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True')) return `node ${it.name} is not Ready`;
+    const mine = cidrs.map((c) => parseCidr(c));
+    const stray = (await this.podsOnNode(client, it.name)).filter((x) => active(x) && ipsOf(x).length > 0 && !ipsOf(x).every((a) => inAny(mine, a)));
+    if (stray.length > 0) return `${stray.length} pod(s) on node ${it.name} have addresses outside its podCIDR`;
+    return undefined;
+  }
+
+  private assignStep(p: PlanStep): Step {
+    const it = this.nodeItem(p);
+    return {
+      id: p.id, title: p.description, kind: 'action',
+      check: async (ctx) => (await this.assigned(ctx.client, it)) === undefined && (await this.missingBarePods(ctx)).length === 0,
+      apply: async (ctx) => {
+        if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
+        const n = await waitFor(`node ${it.name} to be registered`, async () => (await getObject(ctx.client, NODES, it.name)) ?? undefined, { timeoutMs: this.opts.timeoutMs });
+        const cidrs: string[] = n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []);
+        if (cidrs.length === 0) {
+          await withRetry(() => patchWithPrecondition(ctx.client, NODES, n, { spec: { podCIDR: it.to[0], podCIDRs: it.to } }, { dryRun: ctx.dryRun === 'server' }));
+        } else if (cidrs.some((c) => cidrIn(this.old, c))) {
+          throw new Error(`node ${it.name} registered with podCIDR ${cidrs.join(',')} in the old range: kube-controller-manager still allocates from it (gate kcm-stop-allocating)`);
+        } else if (!sameList(cidrs, it.to)) {
+          this.warn(ctx, `node ${it.name} got podCIDR ${cidrs.join(',')} from elsewhere, not the planned ${it.to.join(',')}: kept`);
+        }
+        if (ctx.dryRun !== 'none') return;
+        const ready = await getObject(ctx.client, NODES, it.name);
+        if (ready?.spec?.unschedulable === true) await withRetry(() => patchWithPrecondition(ctx.client, NODES, ready, { spec: { unschedulable: false } }));
+        await waitFor(`node ${it.name} to be Ready`, async () => {
+          const x = await getObject(ctx.client, NODES, it.name);
+          return (x?.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
+        }, { timeoutMs: this.opts.timeoutMs });
+        // Pods that started on the node before it had its podCIDR got no address from it: their owners recreate them.
+        const final = (await getObject(ctx.client, NODES, it.name))!;
+        const mine = (final.spec?.podCIDRs ?? []).map((c: string) => parseCidr(c));
+        for (const x of await this.podsOnNode(ctx.client, it.name)) {
+          if (!active(x) || ipsOf(x).length === 0 || ipsOf(x).every((a) => inAny(mine, a))) continue;
+          if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) {
+            const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] }, { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
+            this.report(ctx, [r]);
+            continue;
+          }
+          await withRetry(() => deleteObject(ctx.client, PODS, x.metadata!.name!, x.metadata!.namespace, { uid: x.metadata?.uid }));
+        }
+      },
+      verify: async (ctx) => {
+        let last: string | undefined;
+        try {
+          await waitFor(`node ${it.name} in NEW and Ready`, async () => { last = await this.assigned(ctx.client, it); return last === undefined ? true : undefined; }, { timeoutMs: this.opts.timeoutMs });
+          return undefined;
+        } catch { return last ?? `node ${it.name} not in NEW`; }
+      },
+    };
+  }
+
+  // ---- gates --------------------------------------------------------------------------------------
+
+  /** kube-controller-manager flags and kube-proxy config as the cluster shows them (mirror pods, ConfigMap). */
+  private async controlPlaneView(client: KubeClient) {
+    const [pods, cms] = await Promise.all([
+      withRetry(() => listAll(client, PODS, { namespace: 'kube-system' })),
+      withRetry(() => listAll(client, CONFIGMAPS, { namespace: 'kube-system' })),
+    ]);
+    const snap = buildSnapshot({
+      source: { kind: 'live' },
+      objects: [...pods.map((x) => ({ ...x, apiVersion: 'v1', kind: 'Pod' })), ...cms.map((x) => ({ ...x, apiVersion: 'v1', kind: 'ConfigMap' }))],
+      configs: [], gaps: [],
+    });
+    return { kcm: snap.controllerManagers, kubeProxy: snap.kubeProxy };
+  }
+
+  async gateHolds(p: PlanStep, ctx: StepContext): Promise<boolean> {
+    if (this.opts.acknowledgedGates.includes(p.id)) {
+      ctx.log(`gate ${p.id}: acknowledged by --ack-gate`);
+      return true;
+    }
+    if (p.id.startsWith('reregister-node-')) return this.registered(ctx.client, this.nodeItem(p).name);
+    const v = await this.controlPlaneView(ctx.client);
+    const within = (cs: string[] | undefined) => !!cs && cs.length > 0 && cs.every((c) => cidrIn(this.target, c) && this.target.some((t) => contains(t, parseCidr(c))));
+    switch (p.id) {
+      case 'kcm-stop-allocating':
+        return v.kcm.length > 0 && v.kcm.every((k) => k.allocateNodeCIDRs === false);
+      case 'kcm-cluster-cidr':
+        return v.kcm.length > 0 && v.kcm.every((k) => k.allocateNodeCIDRs !== false && within(k.clusterCIDR));
+      case 'pod-cidr-config': {
+        if (v.kcm.length === 0 && !v.kubeProxy?.clusterCIDR) return false; // nothing visible: --ack-gate
+        const kcmOk = v.kcm.every((k) => k.allocateNodeCIDRs === false || within(k.clusterCIDR));
+        const kp = v.kubeProxy?.clusterCIDR?.split(',').map((s) => tryParseCidr(s.trim())).filter((c): c is Cidr => !!c);
+        const kpOk = !kp || kp.length === 0 || this.target.every((t) => kp.some((c) => contains(c, t)));
+        return kcmOk && kpOk;
+      }
+      default:
+        return false;
+    }
+  }
+
+  // ---- end state ----------------------------------------------------------------------------------
+
+  async verifyEndState(client: KubeClient, ctx?: Pick<StepContext, 'backups'>): Promise<string | undefined> {
+    const problems: string[] = [];
+    const left = await this.podsInOld(client);
+    if (left.length > 0) problems.push(`${left.length} pod(s) still have addresses in ${this.spec.from.join(', ')} (${left.slice(0, 3).map((x) => `${x.metadata?.namespace}/${x.metadata?.name}`).join(', ')})`);
+    if (this.spec.ipam === 'calico') {
+      for (const o of this.spec.calico?.oldPools ?? []) if (await getObject(client, IPPOOLS, o.name)) problems.push(`IPPool ${o.name} still exists`);
+      if (!(await this.poolsReady(client, this.spec.calico?.newPools ?? []))) problems.push('the new IPPool is missing or disabled');
+      const l = await this.leftovers(client);
+      if (l.blocks.length + l.affinities.length + l.handles.length > 0) problems.push(`${l.blocks.length} IPAMBlock(s), ${l.affinities.length} BlockAffinity(ies) and ${l.handles.length} IPAMHandle(s) left in the old range`);
+    } else {
+      const nodes = await withRetry(() => listAll(client, NODES));
+      const bad = nodes.filter((n) => { const c: string[] = n.spec?.podCIDRs ?? []; return c.length === 0 || !c.every((x) => cidrIn(this.target, x)); });
+      if (bad.length > 0) problems.push(`${bad.length} node(s) without a podCIDR in ${this.spec.to.join(',')}: ${bad.slice(0, 5).map((n) => `${n.metadata?.name} ${(n.spec?.podCIDRs ?? []).join(',') || 'none'}`).join(', ')}`);
+      const cordoned = nodes.filter((n) => n.spec?.unschedulable === true);
+      if (cordoned.length > 0 && ctx) {
+        const ours = cordoned.filter((n) => ctx.backups.load({ apiVersion: 'v1', kind: 'Node', name: n.metadata!.name! })?.spec?.unschedulable !== true);
+        if (ours.length > 0) problems.push(`node(s) left cordoned: ${ours.map((n) => n.metadata?.name).join(', ')}`);
+      }
+    }
+    const notReady: string[] = [];
+    for (const [t, kind] of [[DEPLOYMENTS, 'Deployment'], [STATEFULSETS, 'StatefulSet'], [DAEMONSETS, 'DaemonSet']] as Array<[ResourceType, string]>) {
+      for (const o of await withRetry(() => listAll(client, t))) {
+        const s = o.status ?? {};
+        const want = kind === 'DaemonSet' ? s.desiredNumberScheduled ?? 0 : o.spec?.replicas ?? 1;
+        const have = kind === 'DaemonSet' ? s.numberAvailable ?? 0 : kind === 'StatefulSet' ? s.readyReplicas ?? 0 : s.availableReplicas ?? 0;
+        if (have < want) notReady.push(`${kind} ${o.metadata?.namespace}/${o.metadata?.name} ${have}/${want}`);
+      }
+    }
+    if (notReady.length > 0) problems.push(`not at desired replicas: ${notReady.slice(0, 5).join(', ')}${notReady.length > 5 ? ` and ${notReady.length - 5} more` : ''}`);
+    if (ctx && 'all' in ctx.backups) {
+      const gone = ctx.backups.all().filter((o) => o.kind === 'Pod' && !(o.metadata?.ownerReferences ?? []).some((r) => r.controller));
+      for (const b of gone) if (!(await getObject(client, PODS, b.metadata!.name!, b.metadata!.namespace))) problems.push(`bare pod ${b.metadata?.namespace}/${b.metadata?.name} is gone (restore it: kube-renumber restore)`);
+    }
+    if (ctx) {
+      for (const c of this.spec.restarts.critical) {
+        const [namespace, name] = c.split('/') as [string, string];
+        const b = ctx.backups.load({ apiVersion: 'apps/v1', kind: 'Deployment', namespace, name });
+        const cur = await getObject(client, DEPLOYMENTS, name, namespace);
+        if (b && cur && (cur.spec?.replicas ?? 1) !== (b.spec?.replicas ?? 1)) problems.push(`Deployment ${c} has ${cur.spec?.replicas} replicas, not its original ${b.spec?.replicas ?? 1}`);
+      }
+    }
+    return problems.length > 0 ? problems.join('; ') : undefined;
+  }
+}
+
+/** Runs the node hook with KUBE_RENUMBER_NODE; its output goes to our stderr log. */
+export function runHook(command: string, node: string, timeoutMs: number, log: (m: string) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/bin/sh', ['-c', command], { env: { ...process.env, KUBE_RENUMBER_NODE: node }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const keep = (b: Buffer) => { out = (out + b.toString()).slice(-4000); };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    const timer = setTimeout(() => { child.kill('SIGKILL'); }, timeoutMs);
+    child.on('error', (e) => { clearTimeout(timer); reject(new Error(`node hook could not start: ${e.message}`)); });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (out.trim()) log(`node hook (${node}): ${out.trim().split('\n').slice(-5).join(' | ')}`);
+      if (code === 0) resolve();
+      else reject(new Error(`node hook for ${node} ${signal ? `was killed (${signal}, timeout ${Math.round(timeoutMs / 1000)} s)` : `exited ${code}`}: ${out.trim().split('\n').pop() ?? ''}`));
+    });
+  });
+}

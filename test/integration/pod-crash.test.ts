@@ -1,0 +1,73 @@
+// Kill the real CLI process (SIGKILL) at every mutation point of a Pod CIDR migration in turn (Calico path):
+// each run is killed right after its first successful write, so every write of the migration is the last
+// thing some process did before dying. Resuming again and again must end in the same state as an
+// uninterrupted run, with nothing lost: every workload back, the bare pod back, every pod in NEW.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { useTestbed } from '../testbed/harness.ts';
+import { populateWorkloads } from '../testbed/workloads.ts';
+import { run } from '../unit/run-cli.ts';
+import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, ROOT } from './pod-helpers.ts';
+
+const OLD = '10.244.0.0/16';
+const NEW = '10.50.0.0/16';
+
+function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [join(ROOT, 'bin/kube-renumber.js'), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d) => { out += d; });
+    p.stderr.on('data', (d) => { err += d; });
+    p.on('close', (code, signal) => resolve({ code, signal, out, err }));
+  });
+}
+
+describe('Pod CIDR migration (Calico) killed at every write, resumed each time', () => {
+  const tb = useTestbed({ serviceCIDR: '10.96.0.0/16', podCIDR: OLD, nodes: 3, podIPAM: 'calico', populate: { namespaces: 1, deployments: 1, replicas: 1, services: 2 } });
+  const dir = mkdtempSync(join(tmpdir(), 'kr-pod-crash-'));
+  const planPath = join(dir, 'plan.yaml');
+  const stateDir = join(dir, 'state');
+
+  test('ends in the planned state with nothing lost', { timeout: 25 * 60_000 }, async () => {
+    await populateWorkloads(tb, { namespaces: 2, deploymentsPerNs: 2, replicas: 2, statefulSets: 1, statefulSetReplicas: 2 });
+    const before = await activePodNetworkPods(tb);
+    const names = (kind: string) => getJSON(tb, ['get', kind, '-A']).then((l) => l.items.map((o: any) => `${o.metadata.namespace}/${o.metadata.name}`).sort());
+    const workloadsBefore = { deploy: await names('deployments'), sts: await names('statefulsets'), ds: await names('daemonsets'), jobs: await names('jobs') };
+    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--parallel', '3', '-o', 'yaml']);
+    assert.ok(p.code === 0 || p.code === 1, p.err);
+    writeFileSync(planPath, p.out);
+    const args = ['resume', planPath, '--yes', '--ack-gate', 'pod-cidr-config', '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '90s'];
+    const history: string[] = [];
+    let kills = 0;
+    for (let i = 0; i < 300; i++) {
+      const r = await cli(args, { KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: '1' });
+      const steps = r.err.split('\n').filter((l) => /^\[\d+\/\d+\]/.test(l));
+      history.push(`${i}: ${r.signal ?? r.code} after ${steps.at(-1) ?? 'no step'} ${r.err.split('\n').filter((l) => /error|stopped/.test(l)).join(' | ').slice(0, 300)}`);
+      writeFileSync(join(dir, 'history.txt'), history.join('\n'));
+      if (r.signal === 'SIGKILL') { kills++; continue; }
+      assert.equal(r.code, 0, `run ${i}: ${r.err}\n${history.slice(-10).join('\n')}`);
+      break;
+    }
+    process.stderr.write(`# pod crash: ${kills} kills, one after each write\n`);
+    assert.ok(kills >= 15, `a kill after every write (${kills})`);
+
+    const v = await run(['verify', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);
+    assert.equal(v.code, 0, `${v.err}\n${history.slice(-15).join('\n')}`);
+    const n = await assertAllPodsIn(tb, NEW, OLD);
+    assert.ok(n >= before.length - 1, `${n} pods, ${before.length} before`);
+    await assertWorkloadsReady(tb);
+    assert.deepEqual({ deploy: await names('deployments'), sts: await names('statefulsets'), ds: await names('daemonsets'), jobs: await names('jobs') }, workloadsBefore, 'no workload lost');
+    const bare = await getJSON(tb, ['get', 'pod', '-n', 'tb-wl-0', 'standalone']);
+    assert.ok(inRange(NEW, bare.status.podIP), 'the bare pod is back, in NEW');
+    const pools = (await getJSON(tb, ['get', 'ippools.crd.projectcalico.org'])).items;
+    assert.deepEqual(pools.map((x: any) => x.spec.cidr), [NEW]);
+    const left = (await getJSON(tb, ['get', 'ipamblocks.crd.projectcalico.org'])).items.filter((b: any) => inRange(OLD, b.spec.cidr.split('/')[0]));
+    assert.equal(left.length, 0);
+  });
+});

@@ -1,0 +1,61 @@
+// Shared checks of the Pod CIDR migration tests: where every pod is, whether workloads are back.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { contains, parseCidr, parseIP } from '../../src/net/index.ts';
+import { kubeconfigWithToken } from './helpers.ts';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+interface Kubectl {
+  kubectl(args: string[], opts?: { timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }>;
+  server: string;
+}
+
+export async function getJSON(tb: Kubectl, args: string[]): Promise<any> {
+  const r = await tb.kubectl([...args, '-o', 'json']);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+export function inRange(cidr: string, ip: string): boolean {
+  return contains(parseCidr(cidr), parseIP(ip));
+}
+
+/** Pods on the pod network that are not finished or terminating. */
+export async function activePodNetworkPods(tb: Kubectl): Promise<any[]> {
+  const pods = (await getJSON(tb, ['get', 'pods', '-A'])).items;
+  return pods.filter((p: any) => !p.spec.hostNetwork && !['Succeeded', 'Failed'].includes(p.status?.phase) && !p.metadata.deletionTimestamp);
+}
+
+/** Every pod-network pod has an IP in `range`, none in `old`. */
+export async function assertAllPodsIn(tb: Kubectl, range: string, old: string): Promise<number> {
+  const pods = await activePodNetworkPods(tb);
+  const bad = pods.filter((p: any) => !p.status?.podIP || !inRange(range, p.status.podIP) || inRange(old, p.status.podIP));
+  assert.equal(bad.length, 0, `pods outside ${range}: ${bad.slice(0, 10).map((p: any) => `${p.metadata.namespace}/${p.metadata.name} ${p.status?.podIP ?? 'none'}`).join(', ')}`);
+  return pods.length;
+}
+
+/** Deployments, StatefulSets and DaemonSets at their desired replicas. */
+export async function assertWorkloadsReady(tb: Kubectl): Promise<void> {
+  const notReady: string[] = [];
+  for (const d of (await getJSON(tb, ['get', 'deployments', '-A'])).items) {
+    if ((d.status?.availableReplicas ?? 0) < d.spec.replicas) notReady.push(`deploy ${d.metadata.namespace}/${d.metadata.name} ${d.status?.availableReplicas ?? 0}/${d.spec.replicas}`);
+  }
+  for (const s of (await getJSON(tb, ['get', 'statefulsets', '-A'])).items) {
+    if ((s.status?.readyReplicas ?? 0) < s.spec.replicas) notReady.push(`sts ${s.metadata.namespace}/${s.metadata.name} ${s.status?.readyReplicas ?? 0}/${s.spec.replicas}`);
+  }
+  for (const d of (await getJSON(tb, ['get', 'daemonsets', '-A'])).items) {
+    if ((d.status?.numberAvailable ?? 0) < d.status?.desiredNumberScheduled) notReady.push(`ds ${d.metadata.namespace}/${d.metadata.name} ${d.status?.numberAvailable ?? 0}/${d.status?.desiredNumberScheduled}`);
+  }
+  assert.deepEqual(notReady, [], 'every workload at its desired replicas');
+}
+
+/** A kubeconfig for the ServiceAccount kube-renumber-migrate with the shipped roles for a Pod CIDR migration. */
+export async function migrateKubeconfig(tb: Kubectl): Promise<string> {
+  const r = await tb.kubectl(['apply', '-f', join(ROOT, 'deploy/rbac.yaml'), '-f', join(ROOT, 'deploy/rbac-migrate.yaml'), '-f', join(ROOT, 'deploy/rbac-migrate-pods.yaml')]);
+  assert.equal(r.code, 0, r.stderr);
+  const tok = await tb.kubectl(['create', 'token', 'kube-renumber-migrate', '-n', 'kube-system', '--duration', '2h']);
+  assert.equal(tok.code, 0, tok.stderr);
+  return kubeconfigWithToken(tb.server, tok.stdout.trim());
+}

@@ -1,0 +1,85 @@
+// Pod CIDR migration (node IPAM) end to end against the real control plane, 20 nodes and more than 500 pods across
+// Deployments, StatefulSets, DaemonSets (one of them hostNetwork), a bare pod and a Job, with PDBs:
+//  - Calico path: pod IPs from IPPools through per-node blocks (the testbed's Calico IPAM stand-in), run
+//    under the shipped least-privilege roles;
+//  - node IPAM path: pod IPs from node podCIDRs (kwok), nodes drained, deleted and re-registered by a hook.
+// A watcher follows every PodDisruptionBudget during the runs: no budget may ever be violated.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { useTestbed } from '../testbed/harness.ts';
+import { watchPDBs, type PDBWatcher } from '../testbed/pdb-watch.ts';
+import { populateWorkloads, type WorkloadSummary } from '../testbed/workloads.ts';
+import { run } from '../unit/run-cli.ts';
+import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, migrateKubeconfig, ROOT } from './pod-helpers.ts';
+
+const SVC = '10.96.0.0/16';
+
+describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registered', () => {
+  const OLD = '10.244.0.0/16';
+  const NEW = '10.60.0.0/16';
+  const tb = useTestbed({ serviceCIDR: SVC, podCIDR: OLD, nodes: 20, podIPAM: 'kwok', calicoCRDs: false, populate: { namespaces: 1, deployments: 1, replicas: 1, services: 2 } });
+  const dir = mkdtempSync(join(tmpdir(), 'kr-pod-node-'));
+  const planPath = join(dir, 'plan.yaml');
+  const stateDir = join(dir, 'state');
+  let watcher: PDBWatcher;
+  let summary: WorkloadSummary;
+  const common = () => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '120s'];
+
+  test('plan with a re-registration hook; apply stops until kcm stops allocating', { timeout: 600_000 }, async () => {
+    summary = await populateWorkloads(tb, {});
+    assert.ok(summary.totalPods >= 500, `${summary.totalPods} pods`);
+    const hook = `${process.execPath} ${join(ROOT, 'test/testbed/reregister-node.ts')} --kubeconfig ${tb.kubeconfigPath}`;
+    const r = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--ipam', 'node', '--node-hook', hook, '-o', 'yaml']);
+    assert.ok(r.code === 0 || r.code === 1, r.err);
+    writeFileSync(planPath, r.out);
+    assert.match(r.out, /ipam: node/);
+    const a = await run(['apply', planPath, '--yes', ...common()]);
+    assert.equal(a.code, 7, a.err);
+    assert.match(a.err, /stopped at gate kcm-stop-allocating/);
+  });
+
+  test('every node re-registers with a podCIDR in NEW; kcm keeps running; no PDB violated', { timeout: 1_500_000 }, async () => {
+    const stop = await tb.restartControllerManager({ allocateNodeCIDRs: false });
+    assert.equal(stop.running, true);
+    watcher = watchPDBs(tb);
+    await watcher.ready;
+    const r = await run(['resume', planPath, '--yes', '--ack-gate', 'kcm-stop-allocating', ...common()]);
+    assert.equal(r.code, 7, r.err);
+    assert.match(r.err, /stopped at gate kcm-cluster-cidr/);
+    assert.equal(tb.controllerManagerAlive(), true, 'kube-controller-manager kept running while nodes of both ranges existed');
+    const nodes = (await getJSON(tb, ['get', 'nodes'])).items;
+    assert.equal(nodes.length, 20);
+    for (const n of nodes) assert.ok(inRange(NEW, n.spec.podCIDR.split('/')[0]), `${n.metadata.name} ${n.spec.podCIDR}`);
+    const up = await tb.restartControllerManager({ clusterCIDR: NEW, allocateNodeCIDRs: true });
+    assert.equal(up.running, true, 'kcm starts with --cluster-cidr=NEW once every node is in NEW');
+    const done = await run(['resume', planPath, '--yes', '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr', ...common()]);
+    assert.equal(done.code, 0, done.err);
+    const res = await watcher.stop();
+    assert.deepEqual(res.violations, [], 'no PodDisruptionBudget was ever violated');
+    assert.ok(res.observations >= summary.pdbs.length);
+  });
+
+  test('end state: pods in NEW, workloads back, nothing cordoned, verify passes', async () => {
+    await assertAllPodsIn(tb, NEW, OLD);
+    await assertWorkloadsReady(tb);
+    const nodes = (await getJSON(tb, ['get', 'nodes'])).items;
+    assert.ok(nodes.every((n: any) => !n.spec.unschedulable), 'no node left cordoned');
+    await getJSON(tb, ['get', 'pod', '-n', 'tb-wl-0', 'standalone']);
+    const v = await run(['verify', planPath, ...common()]);
+    assert.equal(v.code, 0, v.err);
+    // a node added now gets its podCIDR from kube-controller-manager, in NEW
+    await tb.kubectl(['delete', 'node', nodes[0].metadata.name, '--wait=true']);
+    const again = await tb.reregisterNode(nodes[0].metadata.name);
+    void again;
+    let cidr = '';
+    for (let i = 0; i < 50 && !cidr; i++) {
+      cidr = (await getJSON(tb, ['get', 'node', nodes[0].metadata.name])).spec.podCIDR ?? '';
+      if (!cidr) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(inRange(NEW, cidr.split('/')[0]), `kcm allocates from NEW again: ${cidr}`);
+  });
+});

@@ -1,0 +1,157 @@
+// Re-registers a testbed Node that was deleted, as its kubelet would: same name, the labels and
+// annotations kwok needs, no spec.podCIDR (kube-controller-manager allocates one if it runs with
+// --allocate-node-cidrs=true). Exits 0 once the Node exists and kwok reports it Ready.
+//
+//   node test/testbed/reregister-node.ts [--kubeconfig K] [--template FILE] [--timeout SECONDS] [NODE]
+//
+//   NODE       default: $KUBE_RENUMBER_NODE (how a hook command receives it)
+//   --kubeconfig  default: $KUBECONFIG
+//   --template    default: $KUBE_RENUMBER_TESTBED_NODE_TEMPLATE, else node-template.json next to the
+//                 kubeconfig (the testbed writes it into its state dir when it creates nodes)
+//   --timeout     seconds to wait for Ready (default 30)
+//
+// If the Node still exists but is being deleted, it waits for it to go away first; if it exists and is
+// not being deleted, nothing is created (exit 0 once Ready). Exit 1 on errors or timeout.
+
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { readKubeconfig } from './calico-ipam.ts';
+import { ApiError, KubeClient, type KubeObject } from './kube.ts';
+
+export const NODE_TEMPLATE_ENV = 'KUBE_RENUMBER_TESTBED_NODE_TEMPLATE';
+export const NODE_TEMPLATE_FILE = 'node-template.json';
+export const NODE_NAME_ENV = 'KUBE_RENUMBER_NODE';
+
+/** A Node object in which every "${NODE}" stands for the node name. */
+export type NodeTemplate = KubeObject;
+
+/** The template file the testbed writes (node-template.json in its state dir). */
+export interface NodeTemplateFile {
+  node: NodeTemplate;
+  /** InternalIP each node registers with (data only: never contacted). */
+  internalIPs: Record<string, string>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The InternalIP of testbed node tb-node-<i>: TEST-NET-1 192.0.2.1-254, then TEST-NET-2 198.51.100.1-254
+ * (documentation ranges: written into Node and Pod objects only, never contacted); none beyond.
+ */
+export function testbedNodeIP(i: number): string | undefined {
+  if (i >= 0 && i < 254) return `192.0.2.${i + 1}`;
+  if (i >= 254 && i < 508) return `198.51.100.${i - 253}`;
+  return undefined;
+}
+
+export function readNodeTemplate(path: string): NodeTemplateFile {
+  const f = JSON.parse(readFileSync(path, 'utf8')) as NodeTemplateFile;
+  if (!f.node?.metadata) throw new Error(`${path}: not a testbed node template`);
+  f.internalIPs ??= {};
+  return f;
+}
+
+/** The Node object a kubelet for `name` registers: spec without podCIDR; status with its addresses. */
+export function nodeFromTemplate(file: NodeTemplateFile, name: string): KubeObject {
+  const node = JSON.parse(JSON.stringify(file.node).replaceAll('${NODE}', name)) as KubeObject;
+  const ip = file.internalIPs[name];
+  // a kubelet registers with status (addresses); kwok's node-initialize Stage keeps given addresses
+  if (ip) node.status = { addresses: [{ type: 'InternalIP', address: ip }, { type: 'Hostname', address: name }] };
+  return node;
+}
+
+function isReady(n: KubeObject | undefined): boolean {
+  return (n?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
+}
+
+export async function reregisterNode(opts: {
+  client: KubeClient;
+  name: string;
+  templatePath: string;
+  timeoutMs?: number;
+  log?: (msg: string) => void;
+}): Promise<KubeObject> {
+  const { client, name } = opts;
+  const log = opts.log ?? (() => {});
+  const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
+  const template = readNodeTemplate(opts.templatePath);
+  const path = `/api/v1/nodes/${encodeURIComponent(name)}`;
+  for (;;) {
+    const cur = await client.getOrUndefined(path);
+    if (cur && !cur.metadata.deletionTimestamp) {
+      if (isReady(cur)) return cur;
+      break;
+    }
+    if (!cur) {
+      try {
+        await client.post('/api/v1/nodes', nodeFromTemplate(template, name));
+        log(`created Node ${name}`);
+      } catch (e) {
+        if (!(e instanceof ApiError && e.status === 409)) throw e;
+      }
+      break;
+    }
+    if (Date.now() > deadline) throw new Error(`Node ${name} is still being deleted`);
+    await sleep(200);
+  }
+  for (;;) {
+    const n = await client.getOrUndefined(path);
+    if (isReady(n)) {
+      log(`Node ${name} Ready`);
+      return n!;
+    }
+    if (Date.now() > deadline) throw new Error(`Node ${name} not Ready within ${opts.timeoutMs ?? 30_000} ms`);
+    await sleep(200);
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  let kubeconfig = process.env.KUBECONFIG;
+  let template = process.env[NODE_TEMPLATE_ENV];
+  let timeoutSec = 30;
+  let name: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const val = () => {
+      const eq = a.indexOf('=');
+      if (eq >= 0) return a.slice(eq + 1);
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    if (a === '--kubeconfig' || a.startsWith('--kubeconfig=')) kubeconfig = val();
+    else if (a === '--template' || a.startsWith('--template=')) template = val();
+    else if (a === '--timeout' || a.startsWith('--timeout=')) timeoutSec = Number(val());
+    else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
+    else if (name === undefined) name = a;
+    else throw new Error(`unexpected argument ${a}`);
+  }
+  name ??= process.env[NODE_NAME_ENV] || undefined;
+  if (!name) throw new Error(`no node name (give it as an argument or in $${NODE_NAME_ENV})`);
+  if (!kubeconfig) throw new Error('no kubeconfig (--kubeconfig or $KUBECONFIG)');
+  if (!Number.isFinite(timeoutSec) || timeoutSec <= 0) throw new Error('--timeout wants a positive number of seconds');
+  template ??= join(dirname(kubeconfig), NODE_TEMPLATE_FILE);
+  const { server, token } = readKubeconfig(kubeconfig);
+  const client = new KubeClient(server, token);
+  try {
+    await reregisterNode({
+      client,
+      name,
+      templatePath: template,
+      timeoutMs: timeoutSec * 1000,
+      log: (m) => process.stderr.write(`reregister-node: ${m}\n`),
+    });
+  } finally {
+    client.close();
+  }
+}
+
+if (process.argv[1] && import.meta.filename === process.argv[1]) {
+  main(process.argv.slice(2)).then(
+    () => process.exit(0),
+    (e) => {
+      process.stderr.write(`reregister-node: ${e instanceof Error ? e.message : String(e)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,206 @@
+// kwok pod Stages for the testbed (kwok `--config FILE`; pod Stages given there replace kwok's default
+// pod Stages, node Stages stay default).
+//
+// Both modes start from kwok v0.7.0's "fast" pod Stages (kustomize/stage/pod/fast) and add:
+//   - pod-ready waits `pod-ready.stage.kwok.x-k8s.io/delay` (a Go duration such as "3s", or an RFC 3339
+//     time) when a pod carries that annotation; none otherwise (as fast);
+//   - pod-complete (pods owned by a Job) waits `pod-complete.stage.kwok.x-k8s.io/delay` the same way
+//     (fast completes at once), so a Job can keep a running pod for as long as a test needs.
+// In 'calico' mode the pod network comes from the Calico IPAM stand-in (calico-ipam.ts):
+//   - pod-ready for a pod without hostNetwork also requires the annotation testbed.kube-renumber.io/pod-ip
+//     and copies it into status.podIP/podIPs;
+//   - pod-ready-host-network (spec.hostNetwork true) keeps kwok's node IP, as fast does.
+
+export type PodIPAM = 'kwok' | 'calico';
+
+/** Annotation the IPAM stand-in writes with the bare pod IP; kwok copies it into status.podIP. */
+export const POD_IP_ANNOTATION = 'testbed.kube-renumber.io/pod-ip';
+/** Delay before a Job pod completes (Go duration, e.g. "1h"). */
+export const COMPLETE_DELAY_ANNOTATION = 'pod-complete.stage.kwok.x-k8s.io/delay';
+/** Delay before a pod becomes Running/Ready (Go duration, e.g. "3s"). */
+export const READY_DELAY_ANNOTATION = 'pod-ready.stage.kwok.x-k8s.io/delay';
+
+const READY_STATUS_HEAD = `      {{ $now := Now }}
+
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Initialized
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Ready
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: ContainersReady
+      {{ range .spec.readinessGates }}
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: {{ .conditionType | Quote }}
+      {{ end }}
+
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: true
+        restartCount: 0
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+
+      initContainerStatuses:
+      {{ range .spec.initContainers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: true
+        restartCount: 0
+        {{ if eq .restartPolicy "Always" }}
+        started: true
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+        {{ else }}
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{ $now | Quote }}
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+        {{ end }}
+      {{ end }}
+
+      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+`;
+
+const READY_STATUS_TAIL = `      phase: Running
+      startTime: {{ $now | Quote }}
+`;
+
+const KWOK_POD_IP = `      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+`;
+
+const CALICO_POD_IP = `      podIP: {{ index .metadata.annotations "${POD_IP_ANNOTATION}" | Quote }}
+      podIPs:
+      - ip: {{ index .metadata.annotations "${POD_IP_ANNOTATION}" | Quote }}
+`;
+
+function readyStage(name: string, extraExpressions: string, podIP: string): string {
+  return `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: ${name}
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.podIP'
+      operator: 'DoesNotExist'
+${extraExpressions}  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.annotations["${READY_DELAY_ANNOTATION}"]'
+  next:
+    statusTemplate: |
+${READY_STATUS_HEAD}${podIP}${READY_STATUS_TAIL}`;
+}
+
+const COMPLETE_STAGE = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-complete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values:
+      - 'Job'
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.annotations["${COMPLETE_DELAY_ANNOTATION}"]'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $root := . }}
+      containerStatuses:
+      {{ range $index, $item := .spec.containers }}
+      {{ $origin := index $root.status.containerStatuses $index }}
+      - image: {{ $item.image | Quote }}
+        name: {{ $item.name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{ $now | Quote }}
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Succeeded
+`;
+
+const DELETE_STAGE = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-delete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+  next:
+    finalizers:
+      empty: true
+    delete: true
+`;
+
+/** The kwok --config document (several Stage objects) for a pod IPAM mode. */
+export function kwokPodStages(mode: PodIPAM): string {
+  const ready =
+    mode === 'kwok'
+      ? [readyStage('pod-ready', '', KWOK_POD_IP)]
+      : [
+          readyStage(
+            'pod-ready',
+            `    - key: '.spec.hostNetwork'
+      operator: 'NotIn'
+      values:
+      - 'true'
+    - key: '.metadata.annotations["${POD_IP_ANNOTATION}"]'
+      operator: 'Exists'
+    - key: '.metadata.annotations["cni.projectcalico.org/podIP"]'
+      operator: 'Exists'
+`,
+            CALICO_POD_IP,
+          ),
+          readyStage(
+            'pod-ready-host-network',
+            `    - key: '.spec.hostNetwork'
+      operator: 'In'
+      values:
+      - 'true'
+`,
+            KWOK_POD_IP,
+          ),
+        ];
+  return [...ready, COMPLETE_STAGE, DELETE_STAGE].join('---\n');
+}

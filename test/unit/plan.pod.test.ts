@@ -1,0 +1,256 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import type { NodeInfo, PodInfo, ServiceInfo, Snapshot } from '../../src/cluster/types.ts';
+import { contains, formatCidr, overlaps, parseCidr } from '../../src/net/index.ts';
+import { buildMigrationPlan, type MigrationPlan } from '../../src/plan/plan.ts';
+import { buildPodSection, covering, dnsDeployment, podIpamOf, podPatches } from '../../src/plan/pod-plan.ts';
+import { planFromYaml, planToMarkdown, planToYaml } from '../../src/plan/render.ts';
+
+function node(name: string, podCIDR: string, ip: string): NodeInfo {
+  return { name, podCIDRs: podCIDR ? [podCIDR] : [], internalIPs: [ip], externalIPs: [], labels: {}, ready: true, unschedulable: false };
+}
+
+function pod(ns: string, name: string, ip: string, over: Partial<PodInfo> = {}): PodInfo {
+  return { namespace: ns, name, podIPs: [ip], hostNetwork: false, phase: 'Running', labels: {}, ...over };
+}
+
+function svc(ns: string, name: string, ip: string, over: Partial<ServiceInfo> = {}): ServiceInfo {
+  return {
+    namespace: ns, name, type: 'ClusterIP', clusterIPs: [ip], headless: false, ports: [{ port: 53 }],
+    loadBalancerIPs: [], loadBalancerSourceRanges: [], externalIPs: [], labels: {}, annotations: {}, ...over,
+  };
+}
+
+const NODES = [node('n2', '10.244.1.0/24', '192.168.1.12'), node('n1', '10.244.0.0/24', '192.168.1.11'), node('n3', '10.244.2.0/24', '192.168.1.13')];
+
+function calicoSnap(over: Partial<Snapshot> = {}): Snapshot {
+  return {
+    source: { kind: 'file', files: ['test'] },
+    kubernetesVersion: 'v1.33.4',
+    serviceCIDRApi: 'v1',
+    distribution: { kind: 'kubeadm', evidence: [] },
+    cni: { plugin: 'calico', ipam: 'calico-ipam', operatorManaged: false, evidence: [] },
+    ranges: [
+      { cidr: '10.96.0.0/16', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' },
+      { cidr: '10.244.0.0/16', role: 'pod', source: 'kube-controller-manager --cluster-cidr', label: 'cluster CIDR' },
+      { cidr: '10.244.0.0/16', role: 'pool', source: 'IPPool/default-ipv4-ippool', label: 'Calico pool' },
+      { cidr: '192.168.1.0/24', role: 'node', source: 'node InternalIPs', label: 'node network' },
+    ],
+    serviceCIDRs: [{ name: 'kubernetes', cidrs: ['10.96.0.0/16'], apiVersion: 'networking.k8s.io/v1', deleting: false, ready: true }],
+    kubernetesServiceIPs: ['10.96.0.1'],
+    dnsService: { namespace: 'kube-system', name: 'kube-dns', clusterIPs: ['10.96.0.10'], foundBy: 'selector' },
+    clusterDNS: ['10.96.0.10'],
+    apiservers: [{ pod: 'kube-apiserver-cp1', serviceClusterIPRange: ['10.96.0.0/16'] }],
+    controllerManagers: [{ pod: 'kube-controller-manager-cp1', clusterCIDR: ['10.244.0.0/16'], nodeCIDRMaskSize: 24, allocateNodeCIDRs: true }],
+    kubeadm: { serviceSubnet: ['10.96.0.0/16'], podSubnet: ['10.244.0.0/16'] },
+    nodes: NODES,
+    services: [svc('kube-system', 'kube-dns', '10.96.0.10', { selector: { 'k8s-app': 'kube-dns' } })],
+    pods: [
+      pod('kube-system', 'coredns-7db6d8ff4d-abcde', '10.244.0.5', { owner: { kind: 'ReplicaSet', name: 'coredns-7db6d8ff4d' }, labels: { 'k8s-app': 'kube-dns', 'pod-template-hash': '7db6d8ff4d' } }),
+      pod('web', 'web-1', '10.244.1.7'),
+      pod('kube-system', 'kube-proxy-x', '192.168.1.11', { hostNetwork: true }),
+    ],
+    pools: [{ name: 'default-ipv4-ippool', cidr: '10.244.0.0/16', blockSize: 26, disabled: false, ipipMode: 'Always', vxlanMode: 'Never', natOutgoing: true, nodeSelector: 'all()' }],
+    blocks: [], blockAffinities: [], warnings: [],
+    kubeProxy: { clusterCIDR: '10.244.0.0/16' },
+    ...over,
+  };
+}
+
+function nodeSnap(over: Partial<Snapshot> = {}): Snapshot {
+  return calicoSnap({ cni: { plugin: 'flannel', ipam: 'host-local', operatorManaged: false, evidence: [] }, pools: [], ...over });
+}
+
+const ids = (p: { steps: Array<{ id: string }> }) => p.steps.map((s) => s.id);
+
+describe('pod plan: Calico path', () => {
+  it('creates a pool copying the old one, disables, scales DNS, restarts, cleans up, gates, verifies — in that order', () => {
+    const p = buildMigrationPlan(calicoSnap(), { pod: { target: '172.16.0.0/16' } });
+    assert.deepEqual(ids(p), ['create-ippool', 'disable-ippools', 'scale-critical', 'restart-pods', 'restore-scale', 'delete-ippools', 'remove-ipam-leftovers', 'pod-cidr-config', 'verify-pods']);
+    const pc = p.spec.podCIDR!;
+    assert.equal(pc.ipam, 'calico');
+    assert.deepEqual(pc.from, ['10.244.0.0/16']);
+    assert.deepEqual(pc.calico!.newPools, [{ name: 'kube-renumber-172-16-0-0-16', cidr: '172.16.0.0/16', blockSize: 26, ipipMode: 'Always', vxlanMode: 'Never', natOutgoing: true, nodeSelector: 'all()' }]);
+    assert.deepEqual(pc.restarts.critical, ['kube-system/coredns']);
+    assert.equal(p.spec.serviceCIDR, undefined);
+    assert.ok(p.preflight.every((c) => c.status !== 'fail'), JSON.stringify(p.preflight.filter((c) => c.status === 'fail')));
+  });
+
+  it('--block-size, --pool-name and --critical are honoured; the gate carries kubeadm patches that keep kcm starting', () => {
+    const p = buildMigrationPlan(calicoSnap(), { pod: { target: '172.16.0.0/16', blockSize: 28, poolName: 'new-pool', critical: ['web/api'] } });
+    const pc = p.spec.podCIDR!;
+    assert.equal(pc.calico!.newPools[0]!.blockSize, 28);
+    assert.equal(pc.calico!.newPools[0]!.name, 'new-pool');
+    assert.deepEqual(pc.restarts.critical, ['kube-system/coredns', 'web/api']);
+    const gate = p.steps.find((s) => s.id === 'pod-cidr-config')!;
+    const kcm = gate.gate!.patches!.find((x) => x.id === 'kubeadm-kcm-pod-cidr')!;
+    // allocation off in the same edit that names NEW: kcm would exit at start otherwise
+    assert.match(kcm.after, /--allocate-node-cidrs=false\n\s+- --cluster-cidr=172\.16\.0\.0\/16/);
+    assert.ok(gate.gate!.patches!.some((x) => x.id === 'kube-proxy-cluster-cidr' && x.after.includes('172.16.0.0/16')));
+  });
+
+  it('operator-managed installs go through Installation (pre-flight says so)', () => {
+    const p = buildMigrationPlan(calicoSnap({ cni: { plugin: 'calico', ipam: 'calico-ipam', operatorManaged: true, evidence: [] } }), { pod: { target: '172.16.0.0/16' } });
+    assert.equal(p.spec.podCIDR!.calico!.operatorManaged, true);
+    assert.equal(p.preflight.find((c) => c.id === 'pod-calico-install')!.status, 'warn');
+    assert.match(p.steps[0]!.description, /Installation\/default/);
+  });
+
+  it('refuses a target overlapping the node network, the service range or the old pool', () => {
+    for (const [t, what] of [['192.168.0.0/16', /node/], ['10.96.0.0/12', /service range/], ['10.244.128.0/17', /pod range|Calico pool|podCIDR/]] as const) {
+      const p = buildMigrationPlan(calicoSnap(), { pod: { target: t } });
+      const c = p.preflight.find((x) => x.id === 'pod-target-conflicts')!;
+      assert.equal(c.status, 'fail', t);
+      assert.equal(c.target, true);
+      assert.match(c.message, what);
+      assert.equal(p.steps.length > 0, true); // the plan is still printed for review; the CLI refuses it
+    }
+  });
+
+  it('size: blocks for every node and addresses for every pod, with headroom', () => {
+    const big = calicoSnap({ nodes: Array.from({ length: 40 }, (_, i) => node(`n${i}`, '', `192.168.1.${i + 10}`)) });
+    const p = buildMigrationPlan(big, { pod: { target: '172.16.0.0/24', blockSize: 28 } }); // 16 blocks for 40 nodes x2
+    assert.equal(p.preflight.find((c) => c.id === 'pod-target-size')!.status, 'fail');
+    const q = buildMigrationPlan(big, { pod: { target: '172.16.0.0/20', blockSize: 26 } }); // 64 blocks
+    assert.equal(q.preflight.find((c) => c.id === 'pod-target-size')!.status, 'fail');
+    const r = buildMigrationPlan(big, { pod: { target: '172.16.0.0/19', blockSize: 26 } }); // 128 blocks
+    assert.equal(r.preflight.find((c) => c.id === 'pod-target-size')!.status, 'pass');
+    const bad = buildMigrationPlan(big, { pod: { target: '172.16.0.0/19', blockSize: 18 } });
+    assert.match(bad.preflight.find((c) => c.id === 'pod-target-size')!.message, /block size/);
+  });
+
+  it('warns when kube-proxy clusterCIDR does not cover NEW, proposing a covering range', () => {
+    const p = buildMigrationPlan(calicoSnap(), { pod: { target: '10.245.0.0/16' } });
+    const c = p.preflight.find((x) => x.id === 'pod-kube-proxy')!;
+    assert.equal(c.status, 'warn');
+    assert.match(c.fix, /10\.244\.0\.0\/15/);
+  });
+
+  it('finds the DNS Deployment from the DNS Service selector and the pod template hash', () => {
+    assert.equal(dnsDeployment(calicoSnap()), 'kube-system/coredns');
+    assert.equal(dnsDeployment(calicoSnap({ dnsService: undefined })), undefined);
+  });
+
+  it('round-trips through YAML and renders Markdown', () => {
+    const p = buildMigrationPlan(calicoSnap(), { pod: { target: '172.16.0.0/16' } });
+    const back = planFromYaml(planToYaml(p));
+    assert.deepEqual(back, JSON.parse(JSON.stringify(p)));
+    const md = planToMarkdown(p);
+    assert.match(md, /Pod CIDR 10\.244\.0\.0\/16 → 172\.16\.0\.0\/16/);
+    assert.match(md, /`remove-ipam-leftovers`/);
+  });
+});
+
+describe('pod plan: node IPAM path', () => {
+  it('stops kcm allocating, then drains, re-registers and assigns each node in name order, then kcm on NEW', () => {
+    const p = buildMigrationPlan(nodeSnap(), { pod: { target: '172.16.0.0/16', nodeHook: 'reregister.sh' } });
+    assert.deepEqual(ids(p), [
+      'kcm-stop-allocating', 'scale-critical',
+      'drain-node-n1', 'reregister-node-n1', 'assign-podcidr-n1',
+      'drain-node-n2', 'reregister-node-n2', 'assign-podcidr-n2',
+      'drain-node-n3', 'reregister-node-n3', 'assign-podcidr-n3',
+      'restore-scale', 'kcm-cluster-cidr', 'verify-pods',
+    ]);
+    const nodes = p.spec.podCIDR!.node!.nodes;
+    assert.deepEqual(nodes.map((n) => [n.name, n.from[0], n.to[0]]), [
+      ['n1', '10.244.0.0/24', '172.16.0.0/24'], ['n2', '10.244.1.0/24', '172.16.1.0/24'], ['n3', '10.244.2.0/24', '172.16.2.0/24'],
+    ]);
+    assert.equal(p.steps.find((s) => s.id === 'reregister-node-n1')!.kind, 'reregister-node');
+  });
+
+  it('without a hook each re-registration is a gate', () => {
+    const p = buildMigrationPlan(nodeSnap(), { pod: { target: '172.16.0.0/16' } });
+    assert.equal(p.steps.find((s) => s.id === 'reregister-node-n2')!.kind, 'gate');
+    assert.equal(p.preflight.find((c) => c.id === 'pod-node-hook')!.status, 'warn');
+  });
+
+  it('size: NEW must hold a podCIDR of the node mask per node with headroom; mask at most 16 bits longer', () => {
+    assert.equal(buildMigrationPlan(nodeSnap(), { pod: { target: '172.16.0.0/21' } }).preflight.find((c) => c.id === 'pod-target-size')!.status, 'pass'); // 8 for 3 x2
+    assert.equal(buildMigrationPlan(nodeSnap(), { pod: { target: '172.16.0.0/22' } }).preflight.find((c) => c.id === 'pod-target-size')!.status, 'fail'); // 4 for 3 x2
+    assert.equal(buildMigrationPlan(nodeSnap(), { pod: { target: '172.0.0.0/7', nodeMaskSize: 24 } }).preflight.find((c) => c.id === 'pod-target-size')!.status, 'fail');
+  });
+
+  it('kcm gates: allocation off first (alone), then NEW with allocation on', () => {
+    const p = buildMigrationPlan(nodeSnap(), { pod: { target: '172.16.0.0/16' } });
+    const first = p.steps.find((s) => s.id === 'kcm-stop-allocating')!.gate!.patches!;
+    assert.deepEqual(first.map((x) => x.id), ['kubeadm-kcm-stop-allocating']);
+    assert.equal(first[0]!.after.trim(), '- --allocate-node-cidrs=false');
+    const last = p.steps.find((s) => s.id === 'kcm-cluster-cidr')!.gate!.patches!;
+    assert.match(last.find((x) => x.id === 'kubeadm-kcm-pod-cidr')!.after, /allocate-node-cidrs=true\n\s+- --cluster-cidr=172\.16\.0\.0\/16/);
+  });
+
+  it('kOps patches: podCIDR and a nonMasqueradeCIDR that contains NEW', () => {
+    const snap = calicoSnap({ distribution: { kind: 'kops', evidence: [] }, kubeadm: undefined, kops: { layout: 'networking', nonMasqueradeCIDR: '100.64.0.0/10', podCIDR: '100.96.0.0/11', serviceClusterIPRange: '100.64.0.0/13' } });
+    const patches = podPatches(snap, buildPodSection(snap, { target: '100.128.0.0/11', avoid: [] }).spec!);
+    const k = patches.find((x) => x.id === 'kops-pod-cidr')!;
+    assert.match(k.after, /podCIDR: 100\.128\.0\.0\/11/);
+    assert.match(k.after, /nonMasqueradeCIDR: 100\.0\.0\.0\/8/);
+    assert.match(k.after, /allocateNodeCIDRs: false/);
+  });
+});
+
+describe('pod plan: IPAM detection and combined plans', () => {
+  it('detects calico-ipam, host-local, flannel, Cilium kubernetes IPAM; refuses Cilium cluster-pool', () => {
+    assert.equal(podIpamOf(calicoSnap()), 'calico');
+    assert.equal(podIpamOf(nodeSnap()), 'node');
+    assert.equal(podIpamOf(calicoSnap({ cni: { plugin: 'cilium', ipam: 'cilium', operatorManaged: false, evidence: [], ipamMode: 'kubernetes' }, pools: [] })), 'node');
+    const p = buildMigrationPlan(calicoSnap({ cni: { plugin: 'cilium', ipam: 'cilium', operatorManaged: false, evidence: [], ipamMode: 'cluster-pool' }, pools: [] }), { pod: { target: '172.16.0.0/16' } });
+    assert.equal(p.preflight.find((c) => c.id === 'pod-ipam')!.status, 'fail');
+    assert.equal(p.steps.length, 0);
+  });
+
+  it('combined: pod restarts after the Services moved and before the Service restart gate; cleanups, then both verifications', () => {
+    const p: MigrationPlan = buildMigrationPlan(calicoSnap({ services: [svc('default', 'kubernetes', '10.96.0.1'), svc('kube-system', 'kube-dns', '10.96.0.10', { selector: { 'k8s-app': 'kube-dns' } }), svc('web', 'web', '10.96.3.3')] }), {
+      service: { target: '10.100.0.0/16' }, pod: { target: '172.16.0.0/16' },
+    });
+    const order = ids(p);
+    const at = (id: string) => { const i = order.indexOf(id); assert.ok(i >= 0, `${id} in ${order.join(',')}`); return i; };
+    assert.ok(at('move-kubernetes') < at('create-ippool'));
+    assert.ok(at('kubelet-cluster-dns') < at('restart-pods'));
+    assert.ok(at('restart-pods') < at('restart-workloads'));
+    assert.ok(at('restart-workloads') < at('remove-bridges'));
+    assert.ok(at('finalize-servicecidrs') < at('delete-ippools'));
+    assert.ok(at('pod-cidr-config') < at('verify'));
+    assert.equal(order[order.length - 1], 'verify-pods');
+    assert.ok(p.spec.serviceCIDR && p.spec.podCIDR);
+    assert.deepEqual(planFromYaml(planToYaml(p)), JSON.parse(JSON.stringify(p)));
+  });
+
+  it('combined: each target avoids the other', () => {
+    const p = buildMigrationPlan(calicoSnap(), { service: { target: '172.16.0.0/16' }, pod: { target: '172.16.0.0/14' } });
+    assert.equal(p.preflight.find((c) => c.id === 'pod-target-conflicts')!.status, 'fail');
+    assert.equal(p.preflight.find((c) => c.id === 'target-conflicts')!.status, 'fail');
+  });
+});
+
+describe('pod plan properties', () => {
+  it('covering() contains every input and is the smallest such prefix', () => {
+    const v4 = fc.tuple(fc.integer({ min: 0, max: 2 ** 32 - 1 }), fc.integer({ min: 8, max: 32 }))
+      .map(([a, p]) => parseCidr(`${(a >>> 24) & 255}.${(a >>> 16) & 255}.${(a >>> 8) & 255}.${a & 255}/${p}`, { normalize: true }));
+    fc.assert(fc.property(fc.array(v4, { minLength: 1, maxLength: 5 }), (cs) => {
+      const c = covering(cs);
+      assert.ok(cs.every((x) => contains(c, x)));
+      if (c.prefix < 32) {
+        const tighter = parseCidr(`${formatCidr(c).split('/')[0]}/${c.prefix + 1}`);
+        const other = parseCidr(formatCidr({ ...c, prefix: c.prefix + 1, network: c.network | (1n << BigInt(32 - c.prefix - 1)) }));
+        assert.ok(!cs.every((x) => contains(tighter, x)) && !cs.every((x) => contains(other, x)));
+      }
+    }));
+  });
+
+  it('node podCIDRs are distinct, inside NEW, and of the node mask, for any node count that fits', () => {
+    fc.assert(fc.property(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 20, max: 24 }), (n, mask) => {
+      const nodes = Array.from({ length: n }, (_, i) => node(`node-${String(i).padStart(3, '0')}`, `10.244.${i}.0/24`, `192.168.1.${i + 2}`));
+      const p = buildMigrationPlan(nodeSnap({ nodes }), { pod: { target: '172.16.0.0/12', nodeMaskSize: mask, headroom: 1 } });
+      const assigned = p.spec.podCIDR!.node!.nodes.map((x) => parseCidr(x.to[0]!));
+      assert.equal(assigned.length, n);
+      const t = parseCidr('172.16.0.0/12');
+      for (let i = 0; i < assigned.length; i++) {
+        assert.ok(contains(t, assigned[i]!));
+        assert.equal(assigned[i]!.prefix, mask);
+        for (let j = i + 1; j < assigned.length; j++) assert.ok(!overlaps(assigned[i]!, assigned[j]!));
+      }
+    }), { numRuns: 40 });
+  });
+});
