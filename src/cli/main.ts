@@ -5,6 +5,7 @@ import { applyCommand, restoreCommand, resumeCommand, rollbackCommand, statusCom
 import { calcCommand } from './commands/calc.ts';
 import { inspectCommand } from './commands/inspect.ts';
 import { planCommand } from './commands/plan.ts';
+import { probeCommand } from './commands/probe.ts';
 import { suggestCommand } from './commands/suggest.ts';
 import { ExitCode, UsageError, UserError } from './errors.ts';
 import { VERSION } from './version.ts';
@@ -58,7 +59,7 @@ const GLOBAL_HELP = `Global flags:
 
 const COMMANDS: Command[] = [
   inspectCommand, calcCommand, suggestCommand, planCommand,
-  applyCommand, resumeCommand, statusCommand, verifyCommand, rollbackCommand, restoreCommand,
+  applyCommand, resumeCommand, statusCommand, verifyCommand, rollbackCommand, restoreCommand, probeCommand,
 ];
 
 function topHelp(): string {

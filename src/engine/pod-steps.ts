@@ -502,13 +502,19 @@ export class PodExecutor {
     return withRetry(() => listAll(client, PODS, { fieldSelector: `spec.nodeName=${node}` }));
   }
 
-  /** Evict one pod, waiting while a PodDisruptionBudget forbids it (naming the budget); true when gone. */
-  async evictWaiting(ctx: StepContext, pod: KubeObject): Promise<void> {
+  /**
+   * Evict one pod, waiting while a PodDisruptionBudget forbids it (naming the budget). When the budget has
+   * blocked it for `fallbackAfterMs` and `fallback` is given, `fallback` is tried once (a rollout that
+   * surges a replacement elsewhere before the pod goes: no budget is broken); either way, wait until the pod is gone.
+   */
+  async evictWaiting(ctx: StepContext, pod: KubeObject, fallback?: () => Promise<boolean>, fallbackAfterMs = 10_000): Promise<void> {
     const ns = pod.metadata!.namespace!;
     const name = pod.metadata!.name!;
-    const deadline = Date.now() + this.opts.rolloutTimeoutMs;
+    const t0 = Date.now();
+    const deadline = t0 + this.opts.rolloutTimeoutMs;
     let delay = 500;
     let lastBlock = '';
+    let fellBack = false;
     for (;;) {
       try {
         await evictPod(ctx.client, ns, name, { uid: pod.metadata?.uid, dryRun: ctx.dryRun === 'server' });
@@ -519,6 +525,10 @@ export class PodExecutor {
         const pdbs = pdbsFor(pod, await withRetry(() => listAll(ctx.client, PODDISRUPTIONBUDGETS, { namespace: ns })));
         const block = pdbs.map(describePdb).join('; ') || 'a PodDisruptionBudget';
         if (block !== lastBlock) { ctx.log(`eviction of ${ns}/${name} blocked by ${block}: waiting`); lastBlock = block; }
+        if (fallback && !fellBack && Date.now() - t0 >= fallbackAfterMs) {
+          fellBack = true;
+          if (await fallback()) break;
+        }
         if (Date.now() > deadline) throw new Error(`eviction of pod ${ns}/${name} blocked for ${Math.round(this.opts.rolloutTimeoutMs / 1000)} s by ${block}`);
         await sleep(delay);
         delay = Math.min(delay * 2, 5000);
@@ -539,10 +549,27 @@ export class PodExecutor {
     const owned = pods.filter((x) => !bare.includes(x));
     const errors: unknown[] = [];
     let next = 0;
+    // A Deployment whose budget allows no disruption now (one replica, minAvailable 1) can still move: a
+    // rollout surges the new pod onto a schedulable node before the old one goes.
+    const rollout = (x: KubeObject) => async (): Promise<boolean> => {
+      // only for a budget that can never allow an eviction (all healthy and still none allowed), not a passing block
+      const pdbs = pdbsFor(x, await withRetry(() => listAll(ctx.client, PODDISRUPTIONBUDGETS, { namespace: x.metadata!.namespace! })));
+      if (pdbs.length === 0 || pdbs.some((b) => (b.status?.expectedPods ?? 0) > (b.status?.desiredHealthy ?? 0))) return false;
+      const g = await resolveWorkloads(ctx.client, [x]);
+      const w = g.workloads.find((y) => y.kind === 'Deployment');
+      if (!w) return false;
+      const dep = await getObject(ctx.client, DEPLOYMENTS, w.name, w.namespace);
+      const surge = dep?.spec?.strategy?.rollingUpdate?.maxSurge;
+      if (dep?.spec?.strategy?.type === 'Recreate' || surge === 0 || surge === '0%') return false;
+      this.warn(ctx, `pod ${x.metadata?.namespace}/${x.metadata?.name}: its PodDisruptionBudget allows no eviction now; restarting Deployment ${w.namespace}/${w.name} instead (its rollout surges a replacement first)`);
+      const r = await restartWorkload(ctx, w, { token: `${this.opts.token}-${node}`, timeoutMs: this.opts.rolloutTimeoutMs });
+      this.report(ctx, [r]);
+      return r.status === 'restarted';
+    };
     const worker = async () => {
       while (next < owned.length) {
         const x = owned[next++]!;
-        try { await this.evictWaiting(ctx, x); } catch (e) { errors.push(e); }
+        try { await this.evictWaiting(ctx, x, rollout(x)); } catch (e) { errors.push(e); }
       }
     };
     await Promise.all(Array.from({ length: Math.min(8, owned.length) }, worker));
@@ -555,10 +582,18 @@ export class PodExecutor {
     }
   }
 
+  /** Merge-patch a Node's spec without a resourceVersion precondition (kubelets update nodes all the time, as kubectl cordon does). */
+  private async patchNode(ctx: StepContext, name: string, spec: Record<string, unknown>): Promise<void> {
+    await withRetry(() => ctx.client.request('PATCH', `/api/v1/nodes/${encodeURIComponent(name)}`, {
+      body: { spec }, contentType: 'application/merge-patch+json',
+      query: { dryRun: ctx.dryRun === 'server' ? 'All' : undefined, fieldManager: 'kube-renumber' },
+    }));
+  }
+
   private async cordon(ctx: StepContext, n: KubeObject): Promise<void> {
     if (n.spec?.unschedulable === true) return;
     ctx.backups.save(withKind(n, 'nodes'));
-    await withRetry(() => patchWithPrecondition(ctx.client, NODES, n, { spec: { unschedulable: true } }, { dryRun: ctx.dryRun === 'server' }));
+    await this.patchNode(ctx, n.metadata!.name!, { unschedulable: true });
   }
 
   private async nodeDone(client: KubeClient, name: string): Promise<boolean> {
@@ -661,7 +696,7 @@ export class PodExecutor {
         const n = await waitFor(`node ${it.name} to be registered`, async () => (await getObject(ctx.client, NODES, it.name)) ?? undefined, { timeoutMs: this.opts.timeoutMs });
         const cidrs: string[] = n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []);
         if (cidrs.length === 0) {
-          await withRetry(() => patchWithPrecondition(ctx.client, NODES, n, { spec: { podCIDR: it.to[0], podCIDRs: it.to } }, { dryRun: ctx.dryRun === 'server' }));
+          await this.patchNode(ctx, it.name, { podCIDR: it.to[0], podCIDRs: it.to });
         } else if (cidrs.some((c) => cidrIn(this.old, c))) {
           throw new Error(`node ${it.name} registered with podCIDR ${cidrs.join(',')} in the old range: kube-controller-manager still allocates from it (gate kcm-stop-allocating)`);
         } else if (!sameList(cidrs, it.to)) {
@@ -669,7 +704,7 @@ export class PodExecutor {
         }
         if (ctx.dryRun !== 'none') return;
         const ready = await getObject(ctx.client, NODES, it.name);
-        if (ready?.spec?.unschedulable === true) await withRetry(() => patchWithPrecondition(ctx.client, NODES, ready, { spec: { unschedulable: false } }));
+        if (ready?.spec?.unschedulable === true) await this.patchNode(ctx, it.name, { unschedulable: false });
         await waitFor(`node ${it.name} to be Ready`, async () => {
           const x = await getObject(ctx.client, NODES, it.name);
           return (x?.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
@@ -788,12 +823,13 @@ export class PodExecutor {
 /** Runs the node hook with KUBE_RENUMBER_NODE; its output goes to our stderr log. */
 export function runHook(command: string, node: string, timeoutMs: number, log: (m: string) => void): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', command], { env: { ...process.env, KUBE_RENUMBER_NODE: node }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // its own process group, so a timeout kills whatever the hook started too
+    const child = spawn('/bin/sh', ['-c', command], { env: { ...process.env, KUBE_RENUMBER_NODE: node }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let out = '';
     const keep = (b: Buffer) => { out = (out + b.toString()).slice(-4000); };
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
-    const timer = setTimeout(() => { child.kill('SIGKILL'); }, timeoutMs);
+    const timer = setTimeout(() => { try { process.kill(-child.pid!, 'SIGKILL'); } catch { child.kill('SIGKILL'); } }, timeoutMs);
     child.on('error', (e) => { clearTimeout(timer); reject(new Error(`node hook could not start: ${e.message}`)); });
     child.on('close', (code, signal) => {
       clearTimeout(timer);

@@ -60,8 +60,9 @@ function podTemplate(labels: Record<string, string>, ports: { containerPort: num
     spec: {
       containers: [container('main', ports)],
       terminationGracePeriodSeconds: 0,
-      // kwok nodes may carry the kwok taint in other setups; tolerate everything to be safe
-      tolerations: [{ operator: 'Exists' }],
+      // only kwok's own taint (in setups that add it): tolerating everything would also tolerate
+      // node.kubernetes.io/unschedulable, and cordoned nodes would keep receiving pods
+      tolerations: [{ key: 'kwok.x-k8s.io/node', operator: 'Exists', effect: 'NoSchedule' }],
     },
   };
 }

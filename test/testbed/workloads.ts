@@ -99,7 +99,8 @@ function podSpec(hostNetwork = false): Record<string, unknown> {
   return {
     containers: [{ name: 'main', image: IMAGE, resources: { requests: { cpu: '10m', memory: '16Mi' } } }],
     terminationGracePeriodSeconds: 0,
-    tolerations: [{ operator: 'Exists' }],
+    // kwok's own taint only: a blanket toleration would let pods onto cordoned nodes
+    tolerations: [{ key: 'kwok.x-k8s.io/node', operator: 'Exists', effect: 'NoSchedule' }],
     ...(hostNetwork ? { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' } : {}),
   };
 }

@@ -209,3 +209,33 @@ describe('runner: superseded steps', () => {
     assert.ok(c.journal.entries().some((e) => e.event === 'step-skip' && e.step === 'a' && /superseded by remove-a/.test(e.detail ?? '')));
   });
 });
+
+describe('pod executor: node hook and plan routing', () => {
+  it('runs the node hook with KUBE_RENUMBER_NODE, reports its exit code and output tail', async () => {
+    const { runHook } = await import('../../src/engine/pod-steps.ts');
+    const d = tmp();
+    const logs: string[] = [];
+    await runHook(`echo "registered $KUBE_RENUMBER_NODE" > ${join(d, 'out')}; echo done`, 'node-7', 10_000, (m) => logs.push(m));
+    const { readFileSync } = await import('node:fs');
+    assert.equal(readFileSync(join(d, 'out'), 'utf8').trim(), 'registered node-7');
+    assert.match(logs.join('\n'), /node hook \(node-7\): done/);
+    await assert.rejects(runHook('echo nope >&2; exit 3', 'n1', 10_000, () => {}), /node hook for n1 exited 3: nope/);
+    await assert.rejects(runHook('sleep 5', 'n2', 200, () => {}), /killed \(SIGKILL, timeout/);
+  });
+
+  it('routes every step of a combined plan to the executor that owns it', async () => {
+    const { PlanExecutor } = await import('../../src/engine/plan-executor.ts');
+    const { buildMigrationPlan } = await import('../../src/plan/plan.ts');
+    const { readInventoryFiles } = await import('../../src/cluster/files.ts');
+    const { buildSnapshot } = await import('../../src/cluster/build.ts');
+    const root = new URL('../../examples/kops-tailscale', import.meta.url).pathname;
+    const snap = buildSnapshot(await readInventoryFiles([root]));
+    const plan = buildMigrationPlan(snap, { service: { target: '172.24.0.0/15' }, pod: { target: '10.32.0.0/13' } });
+    const ex = new PlanExecutor(plan, { token: 't' });
+    const steps = ex.steps();
+    assert.deepEqual(steps.map((s) => s.id), plan.steps.map((s) => s.id));
+    const podIds = plan.steps.filter((s) => ex.pod!.handles(s)).map((s) => s.id);
+    assert.ok(podIds.includes('restart-pods') && podIds.includes('pod-cidr-config') && !podIds.includes('restart-apiservers'));
+    assert.throws(() => new PlanExecutor({ ...plan, spec: { podCIDR: plan.spec.podCIDR } }, { token: 't' }).steps(), /has no spec.serviceCIDR/);
+  });
+});

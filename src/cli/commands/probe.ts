@@ -1,0 +1,184 @@
+import { isIP } from 'node:net';
+import {
+  CLIENT_KINDS, probe, PROTOCOLS, readTargetsFile, parseServiceTarget, splitHostPort, TargetError, TargetFileError,
+  type ClientKind, type ProbeReport, type ProbeResult, type Protocol, type ServiceTarget,
+} from '../../probe/index.ts';
+import { durationFlag, intFlag, list, str } from '../common.ts';
+import { ExitCode, UsageError, UserError } from '../errors.ts';
+import type { Command } from '../main.ts';
+import { parseOutput, renderData, section, table } from '../output.ts';
+
+export const probeCommand: Command = {
+  name: 'probe',
+  summary: 'run continuous clients against Services and report failed requests and gaps (for use during a migration)',
+  usage: 'kube-renumber probe --service [NS/]NAME[:PORT] ... | --targets FILE  --dns-server IP[:PORT] [--duration D] [-o table|wide|json|yaml]',
+  options: {
+    service: { type: 'string', multiple: true, short: 's' },
+    targets: { type: 'string' },
+    'dns-server': { type: 'string' },
+    'cluster-domain': { type: 'string' },
+    kinds: { type: 'string' },
+    interval: { type: 'string' },
+    timeout: { type: 'string' },
+    duration: { type: 'string' },
+    protocol: { type: 'string' },
+    'http-path': { type: 'string' },
+    connections: { type: 'string' },
+    port: { type: 'string' },
+    family: { type: 'string' },
+    'kubernetes-address': { type: 'string' },
+  },
+  help: `Flags:
+  -s, --service [NS/]NAME[:PORT]  a Service to probe (repeatable; NS defaults to -n or "default", PORT to --port)
+  --targets FILE           Services from a YAML/JSON list of "[NS/]NAME[:PORT]" or {namespace, name, port}
+  --dns-server IP[:PORT]   the cluster DNS Service address (needed by dns and long, and by kubernetes without
+                           --kubernetes-address)
+  --cluster-domain D       cluster domain (default cluster.local)
+  --kinds LIST             clients to run, comma-separated: dns, env, kubernetes, long (default all four)
+  --interval DUR           time between requests of one client (default 20ms)
+  --timeout DUR            per-request timeout: DNS lookup, connect and answer together (default 1s)
+  --duration DUR           stop after DUR (default: run until SIGINT or SIGTERM), then print the report
+  --protocol P             what the Services' servers speak: echo (a line echoed back) | http (default echo)
+  --http-path PATH         path for --protocol http (default /)
+  --connections N          long-lived connections per Service (default 1)
+  --port N                 port for Services given without one (default 80)
+  --family 4|6|any         DNS record type: A, AAAA, or A then AAAA (default any)
+  --kubernetes-address HOST[:PORT]  handshake with this address instead of resolving kubernetes.default.svc
+
+Client kinds: dns resolves the Service name on every request; env connects to the ClusterIP learned at start
+(NAME_SERVICE_HOST, else one DNS lookup) and never re-resolves; kubernetes completes a TLS handshake with
+kubernetes.default.svc; long holds connections and exchanges a message every interval, reconnecting on a break.
+Exit 0 when no request failed, 1 when some did. See docs/probe.md.`,
+  async run({ values, io }) {
+    const output = parseOutput(str(values, 'output'));
+    const kindsRaw = str(values, 'kinds');
+    const kinds = (kindsRaw ?? CLIENT_KINDS.join(',')).split(',').map((k) => k.trim()).filter(Boolean);
+    for (const k of kinds) {
+      if (!(CLIENT_KINDS as readonly string[]).includes(k)) throw new UsageError(`--kinds: "${k}" is not a client kind (use ${CLIENT_KINDS.join(', ')})`);
+    }
+    if (kinds.length === 0) throw new UsageError('--kinds is empty');
+    const protocol = (str(values, 'protocol') ?? 'echo') as Protocol;
+    if (!PROTOCOLS.includes(protocol)) throw new UsageError(`--protocol ${protocol} must be one of ${PROTOCOLS.join(', ')}`);
+    const familyRaw = str(values, 'family') ?? 'any';
+    if (!['4', '6', 'any'].includes(familyRaw)) throw new UsageError(`--family ${familyRaw} must be 4, 6 or any`);
+    const family = familyRaw === 'any' ? 'any' : (Number(familyRaw) as 4 | 6);
+    const port = intFlag(values, 'port', 1, 65535) ?? 80;
+    const defaults = { namespace: str(values, 'namespace') ?? 'default', port };
+    const intervalMs = positiveDuration(values, 'interval') ?? 20;
+    const timeoutMs = positiveDuration(values, 'timeout') ?? 1000;
+    const durationMs = positiveDuration(values, 'duration');
+    const connections = intFlag(values, 'connections', 1, 1000) ?? 1;
+    const domain = str(values, 'cluster-domain') ?? 'cluster.local';
+    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\.?$/i.test(domain)) throw new UsageError(`--cluster-domain ${domain} is not a domain name`);
+
+    let services: ServiceTarget[];
+    try {
+      services = list(values, 'service').map((s) => parseServiceTarget(s, defaults, `--service ${s}`));
+      const file = str(values, 'targets');
+      if (file) services.push(...readTargetsFile(file, defaults));
+    } catch (e) {
+      if (e instanceof TargetError) throw new UsageError(e.message);
+      if (e instanceof TargetFileError) throw new UserError(e.message, ExitCode.input);
+      throw e;
+    }
+    const seen = new Set<string>();
+    services = services.filter((s) => {
+      const k = `${s.namespace}/${s.name}:${s.port}`;
+      return seen.has(k) ? false : (seen.add(k), true);
+    });
+    const needServices = kinds.some((k) => k !== 'kubernetes');
+    if (needServices && services.length === 0) throw new UsageError('no Services to probe: give --service [NS/]NAME[:PORT] or --targets FILE (or --kinds kubernetes)');
+
+    const dnsServer = str(values, 'dns-server');
+    if (dnsServer !== undefined) checkAddress(dnsServer, '--dns-server', 53, true);
+    const kubernetesAddress = str(values, 'kubernetes-address');
+    if (kubernetesAddress !== undefined) checkAddress(kubernetesAddress, '--kubernetes-address', 443, false);
+    if (!dnsServer) {
+      const needDns = kinds.filter((k) => k === 'dns' || k === 'long' || (k === 'kubernetes' && !kubernetesAddress));
+      if (needDns.length) throw new UsageError(`--dns-server IP[:PORT] is needed by the ${needDns.join(', ')} client(s) (the cluster DNS Service ClusterIP)`);
+    }
+
+    const stopper = new AbortController();
+    const onSignal = () => {
+      if (!stopper.signal.aborted) io.err('stopping; printing the report\n');
+      stopper.abort();
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    const verbose = values.verbose === true;
+    if (verbose) io.err(`probing ${services.length} Service(s) with ${kinds.join(', ')}${durationMs ? ` for ${durationMs} ms` : ' until SIGINT/SIGTERM'}\n`);
+    let report: ProbeReport;
+    try {
+      report = await probe({
+        services, kinds: kinds as ClientKind[], dnsServer, clusterDomain: domain, intervalMs, timeoutMs, protocol,
+        httpPath: str(values, 'http-path'), connections, family, kubernetesAddress, env: io.env, durationMs,
+        signal: stopper.signal,
+        onFailure: verbose
+          ? (f) => { io.err(`${(f.atMs / 1000).toFixed(3)}s ${f.kind} ${f.service}${f.address ? ` ${f.address}` : ''}: ${f.reason}${f.detail ? ` (${f.detail})` : ''}\n`); }
+          : undefined,
+      });
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+    if (output === 'json' || output === 'yaml') io.out(renderData(report, output));
+    else io.out(renderProbe(report, output === 'wide'));
+    if (report.totals.failures > 0) {
+      io.err(`${report.totals.failures} of ${report.totals.requests} request(s) failed\n`);
+      return ExitCode.findings;
+    }
+    return ExitCode.ok;
+  },
+};
+
+function positiveDuration(values: Parameters<Command['run']>[0]['values'], key: string): number | undefined {
+  const ms = durationFlag(values, key);
+  if (ms !== undefined && ms <= 0) throw new UsageError(`--${key} must be more than 0`);
+  return ms;
+}
+
+function checkAddress(value: string, flag: string, defaultPort: number, ipOnly: boolean): void {
+  let host: string;
+  try {
+    ({ host } = splitHostPort(value, defaultPort));
+  } catch (e) {
+    throw new UsageError(`${flag} ${(e as Error).message}`);
+  }
+  if (ipOnly && !isIP(host)) throw new UsageError(`${flag} ${value}: expected an IP address, optionally with :PORT`);
+}
+
+export function ms(v: number | undefined): string {
+  if (v === undefined) return '-';
+  if (v < 1) return `${v.toFixed(1)}ms`;
+  if (v < 1000) return `${Math.round(v)}ms`;
+  return `${(v / 1000).toFixed(v < 10_000 ? 2 : 1)}s`;
+}
+
+function reasons(r: ProbeResult): string {
+  return Object.entries(r.failuresByReason).map(([k, n]) => `${k}=${n}`).join(',') || '-';
+}
+
+export function renderProbe(report: ProbeReport, wide: boolean): string {
+  const headers = wide
+    ? ['service', 'kind', 'requests', 'failures', 'dns-fail', 'longest-gap', 'gap-at', 'start-gap', 'end-gap', 'p50', 'p99', 'max', 'breaks', 'reconnects', 'addresses', 'reasons']
+    : ['service', 'kind', 'requests', 'failures', 'dns-fail', 'longest-gap', 'p50', 'p99', 'breaks', 'reasons'];
+  const rows = report.results.map((r) => {
+    const gap = r.longestGap;
+    const breaks = r.kind === 'long' ? String(r.breaks ?? 0) : '-';
+    if (!wide) {
+      return [`${r.service}:${r.port}`, r.kind, r.requests, r.failures, r.dnsFailures, ms(gap?.ms), ms(r.latencyMs?.p50), ms(r.latencyMs?.p99), breaks, reasons(r)];
+    }
+    return [
+      `${r.service}:${r.port}`, r.kind, r.requests, r.failures, r.dnsFailures, ms(gap?.ms),
+      gap ? `${(gap.fromMs / 1000).toFixed(2)}s-${(gap.toMs / 1000).toFixed(2)}s` : '-',
+      ms(r.startGap.ms), ms(r.endGap.ms), ms(r.latencyMs?.p50), ms(r.latencyMs?.p99), ms(r.latencyMs?.max),
+      breaks, r.kind === 'long' ? String(r.reconnects ?? 0) : '-',
+      Object.entries(r.addresses).map(([a, n]) => `${a}(${n})`).join(',') + (r.startAddress ? ` [start ${r.startAddress.from}]` : ''),
+      reasons(r),
+    ];
+  });
+  const t = report.totals;
+  const summary = `${t.requests} requests, ${t.failures} failed (${t.dnsFailures} DNS), ${t.breaks} connection breaks in ${ms(report.durationMs)}`
+    + ` (stopped by ${report.stoppedBy}; interval ${ms(report.settings.intervalMs)}, timeout ${ms(report.settings.timeoutMs)}, ${report.settings.protocol})\n`;
+  return section('PROBE', table(headers, rows)) + summary;
+}
