@@ -391,6 +391,8 @@ export class PodExecutor {
     const refs = this.critical(p);
     return {
       id: p.id, title: p.description, kind: 'action',
+      // restore-scale undoes this on purpose: once a run reached it, scaling up again would ping-pong
+      supersededBy: this.plan.steps.filter((x) => x.kind === 'restore-scale').map((x) => x.id),
       check: async (ctx) => {
         for (const r of refs) {
           const b = ctx.backups.load({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: r.namespace, name: r.name });

@@ -39,7 +39,7 @@ describe('Pod CIDR migration (Calico) killed at every write, resumed each time',
     const before = await activePodNetworkPods(tb);
     const names = (kind: string) => getJSON(tb, ['get', kind, '-A']).then((l) => l.items.map((o: any) => `${o.metadata.namespace}/${o.metadata.name}`).sort());
     const workloadsBefore = { deploy: await names('deployments'), sts: await names('statefulsets'), ds: await names('daemonsets'), jobs: await names('jobs') };
-    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--parallel', '3', '-o', 'yaml']);
+    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--parallel', '1', '-o', 'yaml']);
     assert.ok(p.code === 0 || p.code === 1, p.err);
     writeFileSync(planPath, p.out);
     const args = ['resume', planPath, '--yes', '--ack-gate', 'pod-cidr-config', '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '90s'];

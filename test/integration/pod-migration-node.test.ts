@@ -30,7 +30,10 @@ describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registere
   const common = () => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '120s'];
 
   test('plan with a re-registration hook; apply stops until kcm stops allocating', { timeout: 600_000 }, async () => {
-    summary = await populateWorkloads(tb, {});
+    // One small StatefulSet per namespace: an evicted StatefulSet pod comes back under the same name, and the
+    // disruption controller keeps counting that name as disrupted for up to 2 minutes (disruptedPods), which
+    // blocks the next eviction of the same StatefulSet that long (measured; kubectl drain waits the same).
+    summary = await populateWorkloads(tb, { statefulSets: 1, statefulSetReplicas: 3, replicas: 24 });
     assert.ok(summary.totalPods >= 500, `${summary.totalPods} pods`);
     const hook = `${process.execPath} ${join(ROOT, 'test/testbed/reregister-node.ts')} --kubeconfig ${tb.kubeconfigPath}`;
     const r = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--ipam', 'node', '--node-hook', hook, '-o', 'yaml']);
