@@ -1,9 +1,7 @@
-// Pod CIDR migration (node IPAM) end to end against the real control plane, 20 nodes and more than 500 pods across
-// Deployments, StatefulSets, DaemonSets (one of them hostNetwork), a bare pod and a Job, with PDBs:
-//  - Calico path: pod IPs from IPPools through per-node blocks (the testbed's Calico IPAM stand-in), run
-//    under the shipped least-privilege roles;
-//  - node IPAM path: pod IPs from node podCIDRs (kwok), nodes drained, deleted and re-registered by a hook.
-// A watcher follows every PodDisruptionBudget during the runs: no budget may ever be violated.
+// Pod CIDR migration on the node IPAM path end to end against the real control plane: 20 nodes and more
+// than 500 pods (pod IPs from node podCIDRs, given by kwok); kube-controller-manager stops allocating, every
+// node is drained, deleted, re-registered by a hook and given a podCIDR in NEW, then kcm allocates from NEW.
+// A watcher follows every PodDisruptionBudget: none may ever be violated.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -14,7 +12,7 @@ import { useTestbed } from '../testbed/harness.ts';
 import { watchPDBs, type PDBWatcher } from '../testbed/pdb-watch.ts';
 import { populateWorkloads, type WorkloadSummary } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
-import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, migrateKubeconfig, ROOT } from './pod-helpers.ts';
+import { assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, ROOT } from './pod-helpers.ts';
 
 const SVC = '10.96.0.0/16';
 

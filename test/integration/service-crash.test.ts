@@ -4,30 +4,17 @@
 // uninterrupted run, with nothing lost.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { restartAllWorkloads, servicesByKey, specWithoutIPs } from './helpers.ts';
+import { cli, restartAllWorkloads, servicesByKey, specWithoutIPs } from './helpers.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';
 
-function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [join(ROOT, 'bin/kube-renumber.js'), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (d) => { out += d; });
-    p.stderr.on('data', (d) => { err += d; });
-    p.on('close', (code, signal) => resolve({ code, signal, out, err }));
-  });
-}
 
 for (const strategy of (process.env.KR_CRASH_STRATEGY ? [process.env.KR_CRASH_STRATEGY] : ['in-place', 'recreate']) as Array<'in-place' | 'recreate'>) {
   describe(`Service CIDR migration (${strategy}) killed at every write, resumed each time`, () => {

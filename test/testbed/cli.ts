@@ -1,6 +1,8 @@
 // Testbed command line.
 //
 //   npm run testbed -- build [--version V]
+//   npm run testbed -- build-dataplane [--version V]   kube-proxy, CoreDNS and dpnet (see dataplane-build.ts)
+//   npm run testbed -- dataplane-cleanup     deletes network namespaces left by dead data planes (dataplane.ts)
 //   npm run testbed -- up [--service-cidr CIDR] [--pod-cidr CIDR] [--node-mask N] [--nodes N] [--version V]
 //                         [--pod-ipam kwok|calico] [--kcm-qps N]
 //        starts a cluster that outlives the command; prints the kubeconfig path as the LAST stdout line
@@ -25,6 +27,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DEFAULT_VERSION, ensureBuilt, readStamp } from './build.ts';
 import { Testbed } from './cluster.ts';
+import { cleanupLeftovers } from './dataplane.ts';
+import { COREDNS_VERSION, ensureDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
 import { populate } from './fixture.ts';
 import { KubeClient } from './kube.ts';
 import { NODE_TEMPLATE_FILE, reregisterNode } from './reregister-node.ts';
@@ -114,6 +118,18 @@ async function cmdBuild(args: string[]) {
   const dir = await ensureBuilt({ version: values.version ?? DEFAULT_VERSION });
   const stamp = readStamp(values.version ?? DEFAULT_VERSION);
   process.stderr.write(`[testbed] binaries in ${dir} (${Date.now() - t} ms${stamp?.seconds ? `; last full build took ${stamp.seconds}s` : ''})\n`);
+}
+
+async function cmdBuildDataplane(args: string[]) {
+  const { values } = parseArgs({ args, options: { version: { type: 'string' } } });
+  const version = values.version ?? DEFAULT_VERSION;
+  const t = Date.now();
+  const dir = await ensureDataplaneBuilt({ version });
+  const stamp = readDataplaneStamp(version);
+  process.stderr.write(
+    `[dataplane] kube-proxy ${version}, CoreDNS ${COREDNS_VERSION}, dpnet in ${dir} (${Date.now() - t} ms` +
+      `${stamp?.seconds ? `; last full build took ${stamp.seconds}s` : ''})\n`,
+  );
 }
 
 async function cmdUp(args: string[]) {
@@ -396,6 +412,14 @@ try {
     case 'build':
       await cmdBuild(rest);
       break;
+    case 'build-dataplane':
+      await cmdBuildDataplane(rest);
+      break;
+    case 'dataplane-cleanup': {
+      const gone = await cleanupLeftovers();
+      process.stderr.write(`[dataplane] deleted ${gone.length} leftover network namespaces${gone.length ? `: ${gone.join(' ')}` : ''}\n`);
+      break;
+    }
     case 'up':
       await cmdUp(rest);
       break;
@@ -425,7 +449,7 @@ try {
       break;
     default:
       die(
-        'usage: testbed build [--version V] | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
+        'usage: testbed build [--version V] | build-dataplane [--version V] | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
           '                                        [--pod-ipam kwok|calico] [--kcm-qps N]\n' +
           '       | populate [--services N] [--deployments N] [--namespaces N] [--replicas N]\n' +
           '       | populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]\n' +
