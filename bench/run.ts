@@ -18,6 +18,10 @@ const SCENARIOS: Record<string, Scenario> = {
     summary: 'Pod CIDR move (Calico) on a real local control plane: total time vs the sum of the individual rollouts',
     load: () => import('./pod-waves.ts'),
   },
+  'zero-downtime': {
+    summary: 'Service CIDR move (recreate, in-place) on the data-plane testbed with the prober: failed requests, longest gap',
+    load: () => import('./zero-downtime.ts'),
+  },
 };
 
 function list(): string {

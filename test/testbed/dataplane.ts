@@ -48,6 +48,8 @@ export const FABRIC_CIDR = '172.31.255.0/24';
 export const POD_GATEWAY = '169.254.1.1';
 /** Port of the apiserver forwarder inside node and CoreDNS namespaces. */
 export const NETNS_APISERVER_PORT = 6443;
+/** Addresses of client namespaces (`addClient`): outside every pod and Service range, one /32 each. */
+export const CLIENT_CIDR = '172.31.254.0/24';
 
 const PREFIX_RE = /^krn(\d+)x(\d+)-/;
 let counter = 0;
@@ -197,6 +199,7 @@ export class Dataplane {
   #pods = new Map<string, PodNet>();
   #procs: Proc[] = [];
   #podCounter = 0;
+  #clientCounter = 0;
   #log: (m: string) => void;
   #stopped = false;
   #timeoutMs: number;
@@ -497,6 +500,35 @@ export class Dataplane {
     this.#procs = this.#procs.filter((p) => !mine.includes(p));
     await run('ip', ['-n', this.#nodes.get(pn.node)!.netns, 'route', 'del', `${pn.ip}/32`]);
     await deleteNetns([pn.netns]); // deleting the netns deletes the veth pair
+  }
+
+  /**
+   * A netns attached to a node the way a pod is (veth, default route via the node netns, so its packets pass
+   * the node's kube-proxy rules) but not backed by any Pod object: a client that outlives every pod restart
+   * of a migration. Address 172.31.254.<k>/32 (CLIENT_CIDR); every other node routes it via the node.
+   * Deleted by stop().
+   */
+  async addClient(node: string): Promise<{ netns: string; ip: string }> {
+    const n = this.#nodes.get(node);
+    if (!n) throw new Error(`node ${node} is not part of the data plane`);
+    const k = ++this.#clientCounter;
+    if (k > 254) throw new Error('at most 254 client namespaces');
+    const addr = intToIPv4(ipv4ToInt(CLIENT_CIDR.split('/')[0]!) + k);
+    const P = `${this.prefix}c${k}`;
+    const hostVeth = `c${k}`;
+    await ip(['netns', 'add', P]);
+    await ip(['-n', P, 'link', 'set', 'lo', 'up']);
+    await ip(['-n', n.netns, 'link', 'add', hostVeth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', P]);
+    await ip(['-n', n.netns, 'link', 'set', hostVeth, 'up']);
+    await ip(['-n', n.netns, 'route', 'add', `${addr}/32`, 'dev', hostVeth]);
+    await ip(['-n', P, 'addr', 'add', `${addr}/32`, 'dev', 'eth0']);
+    await ip(['-n', P, 'link', 'set', 'eth0', 'up']);
+    await ip(['-n', P, 'route', 'add', POD_GATEWAY, 'dev', 'eth0', 'scope', 'link']);
+    await ip(['-n', P, 'route', 'add', 'default', 'via', POD_GATEWAY, 'dev', 'eth0']);
+    for (const other of this.#nodes.values()) {
+      if (other !== n) await ip(['-n', other.netns, 'route', 'add', `${addr}/32`, 'via', n.fabricIP, 'dev', 'eth0']);
+    }
+    return { netns: P, ip: addr };
   }
 
   /** Waits until CoreDNS of every wired kube-dns pod reports ready (/ready on 127.0.0.1:8181 in its netns). */
