@@ -104,7 +104,8 @@ export function isBuilt(version: string = DEFAULT_VERSION): boolean {
   return whatIsNeeded(version) === 'none';
 }
 
-function pidAlive(pid: number): boolean {
+/** Whether process `pid` exists (EPERM: it exists but is not ours). */
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -113,7 +114,8 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-async function withLock<T>(lockPath: string, fn: () => Promise<T>, log: (s: string) => void): Promise<T> {
+/** Runs `fn` holding an exclusive lock file (pid inside; a dead holder's lock is taken over). */
+export async function withLock<T>(lockPath: string, fn: () => Promise<T>, log: (s: string) => void): Promise<T> {
   await mkdir(dirname(lockPath), { recursive: true });
   let announced = false;
   for (;;) {

@@ -11,10 +11,10 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot, DEFAULT_VERSION, testbedRoot } from './build.ts';
+import { cacheRoot, DEFAULT_VERSION, testbedRoot, withLock } from './build.ts';
 
 export const COREDNS_VERSION = 'v1.15.0';
 export const DATAPLANE_BINARIES = ['kube-proxy', 'coredns', 'dpnet'] as const;
@@ -82,50 +82,7 @@ export function isDataplaneBuilt(version: string = DEFAULT_VERSION): boolean {
   return whatIsNeeded(version) === 'none';
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
-async function withLock<T>(lockPath: string, fn: () => Promise<T>, log: (s: string) => void): Promise<T> {
-  await mkdir(dirname(lockPath), { recursive: true });
-  let announced = false;
-  for (;;) {
-    try {
-      const fh = await open(lockPath, 'wx');
-      await fh.writeFile(String(process.pid));
-      await fh.close();
-      break;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      let holder = NaN;
-      try {
-        holder = Number((await readFile(lockPath, 'utf8')).trim());
-      } catch {
-        continue;
-      }
-      if (Number.isInteger(holder) && holder > 0 && !pidAlive(holder)) {
-        log(`removing stale build lock of dead pid ${holder}`);
-        await rm(lockPath, { force: true });
-        continue;
-      }
-      if (!announced) {
-        log(`waiting for the data-plane build running in pid ${holder} (lock ${lockPath})`);
-        announced = true;
-      }
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    await rm(lockPath, { force: true });
-  }
-}
 
 async function duBytes(path: string): Promise<number> {
   if (!existsSync(path)) return 0;

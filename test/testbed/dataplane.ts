@@ -37,6 +37,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pidAlive } from './build.ts';
 import { Proc, type ExecResult, type Testbed } from './cluster.ts';
 import { ensureDataplaneBuilt } from './dataplane-build.ts';
 import { parseCIDR } from './ip.ts';
@@ -90,14 +91,6 @@ interface PodNet {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Runs a command; never throws for a non-zero exit. */
 export function run(cmd: string, args: string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<ExecResult> {
