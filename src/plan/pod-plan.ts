@@ -17,10 +17,10 @@ import { clusterCIDRs } from '../analyze/capacity.ts';
 import type { AvoidRange } from '../analyze/catalog.ts';
 import type { CalicoPool, Family, Snapshot } from '../cluster/types.ts';
 import {
-  contains, familyName, formatCidr, NetError, overlaps, parseCidr, split, supernet, tryParseCidr, type Cidr,
+  contains, familyName, formatCidr, NetError, parseCidr, split, supernet, tryParseCidr, type Cidr,
 } from '../net/index.ts';
 import type { DistroPatch } from './distro-patches.ts';
-import { distributionOf, targetObstacles, type PreflightCheck } from './preflight.ts';
+import { distributionOf, overlapHits, type PreflightCheck } from './preflight.ts';
 
 export type PodIpam = 'calico' | 'node';
 
@@ -244,14 +244,7 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
   const fromText = from.map(formatCidr);
 
   // ---- conflicts ----
-  const hits: string[] = [];
-  for (const t of target.values()) {
-    const obstacles = targetObstacles(snap, opts.avoid ?? [], target).filter((o) => o.cidr.family === t.family && overlaps(t, o.cidr));
-    for (const o of obstacles) {
-      if (obstacles.some((p) => p !== o && contains(p.cidr, o.cidr) && p.cidr.prefix < o.cidr.prefix)) continue;
-      hits.push(`${formatCidr(t)} overlaps ${formatCidr(o.cidr)} (${o.what})`);
-    }
-  }
+  const hits = overlapHits(snap, opts.avoid ?? [], target);
   checks.push(hits.length > 0
     ? { id: 'pod-target-conflicts', status: 'fail', target: true, message: hits.slice(0, 4).join(', ') + (hits.length > 4 ? ` and ${hits.length - 4} more` : ''), fix: 'choose a range that overlaps nothing the cluster uses or must reach (the node network included): `kube-renumber suggest --for pods` finds one' }
     : pass('pod-target-conflicts', `${newText.join(',')} overlaps no cluster range, node address, well-known network or --avoid range`, true));

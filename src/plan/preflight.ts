@@ -117,6 +117,21 @@ export function targetObstacles(snap: Snapshot, avoid: readonly AvoidRange[], ta
   return out;
 }
 
+/**
+ * "NEW overlaps X (what)" for every obstacle NEW overlaps; an obstacle inside another one that is hit (e.g. a node
+ * address inside the node network), or equal to an earlier one, is not repeated.
+ */
+export function overlapHits(snap: Snapshot, avoid: readonly AvoidRange[], target: Map<Family, Cidr>): string[] {
+  const obstacles = targetObstacles(snap, avoid, target);
+  const hits: string[] = [];
+  for (const t of target.values()) {
+    const hit = obstacles.filter((o) => o.cidr.family === t.family && overlaps(t, o.cidr));
+    const shown = hit.filter((o, i) => !hit.some((p, j) => j !== i && contains(p.cidr, o.cidr) && (p.cidr.prefix < o.cidr.prefix || j < i)));
+    for (const o of shown) hits.push(`${formatCidr(t)} overlaps ${formatCidr(o.cidr)} (${o.what})`);
+  }
+  return hits;
+}
+
 function summarize(xs: string[], max = 3): string {
   return xs.length <= max ? xs.join(', ') : `${xs.slice(0, max).join(', ')} and ${xs.length - max} more`;
 }
@@ -157,12 +172,7 @@ export function targetChecks(snap: Snapshot, opts: PreflightOptions): { checks: 
   }
 
   // Overlaps (an obstacle inside another one that is hit, e.g. a node address inside the node network, is not repeated).
-  const hits: string[] = [];
-  for (const t of target.values()) {
-    const hit = targetObstacles(snap, opts.avoid ?? [], target).filter((o) => o.cidr.family === t.family && overlaps(t, o.cidr));
-    const shown = hit.filter((o, i) => !hit.some((p, j) => j !== i && contains(p.cidr, o.cidr) && (p.cidr.prefix < o.cidr.prefix || j < i)));
-    for (const o of shown) hits.push(`${formatCidr(t)} overlaps ${formatCidr(o.cidr)} (${o.what})`);
-  }
+  const hits = overlapHits(snap, opts.avoid ?? [], target);
   checks.push(hits.length > 0
     ? {
       id: 'target-conflicts', status: 'fail', target: true,
