@@ -103,6 +103,16 @@ export class PodExecutor {
     };
   }
 
+  /** A step's verification: wait until `cond` holds; the timeout's message when it does not. */
+  private async until(what: string, cond: () => Promise<boolean>): Promise<string | undefined> {
+    try {
+      await waitFor(what, async () => ((await cond()) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
+      return undefined;
+    } catch (e) {
+      return errText(e);
+    }
+  }
+
   /** Does this executor handle the plan step? */
   handles(p: PlanStep): boolean {
     const kinds = ['create-ippool', 'disable-ippools', 'scale-critical', 'restart-pods', 'restore-scale', 'delete-ippools', 'remove-ipam-leftovers',
@@ -234,12 +244,7 @@ export class PodExecutor {
           }
         }
       },
-      verify: async (ctx) => {
-        try {
-          await waitFor('the new IPPool(s) to exist and be enabled', async () => ((await this.poolsReady(ctx.client, pools)) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
-          return undefined;
-        } catch (e) { return errText(e); }
-      },
+      verify: (ctx) => this.until('the new IPPool(s) to exist and be enabled', () => this.poolsReady(ctx.client, pools)),
       rollback: async (ctx) => {
         const target = pools.map((x) => parseCidr(x.cidr));
         const using = (await withRetry(() => listAll(ctx.client, PODS))).filter((x) => active(x) && ipsOf(x).some((a) => inAny(target, a)));
@@ -248,6 +253,12 @@ export class PodExecutor {
         else for (const np of pools) await deleteObject(ctx.client, IPPOOLS, np.name);
       },
     };
+  }
+
+  /** The old pools that still exist, ready to back up. */
+  private async oldPoolObjects(client: KubeClient): Promise<KubeObject[]> {
+    const found = await Promise.all((this.spec.calico?.oldPools ?? []).map((o) => getObject(client, IPPOOLS, o.name)));
+    return found.filter((x): x is KubeObject => !!x).map((x) => withKind(x, 'ippools'));
   }
 
   private async oldPoolsDisabled(client: KubeClient): Promise<boolean> {
@@ -264,7 +275,7 @@ export class PodExecutor {
     return {
       id: p.id, title: p.description, kind: 'action',
       check: (ctx) => this.oldPoolsDisabled(ctx.client),
-      backup: async (ctx) => (await Promise.all(olds.map((o) => getObject(ctx.client, IPPOOLS, o.name)))).filter((x): x is KubeObject => !!x).map((x) => withKind(x, 'ippools')),
+      backup: (ctx) => this.oldPoolObjects(ctx.client),
       apply: async (ctx) => {
         if (operator) {
           await this.editInstallationPools(ctx, (list) => {
@@ -287,12 +298,7 @@ export class PodExecutor {
           }
         }
       },
-      verify: async (ctx) => {
-        try {
-          await waitFor('the old IPPool(s) to be disabled', async () => ((await this.oldPoolsDisabled(ctx.client)) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
-          return undefined;
-        } catch (e) { return errText(e); }
-      },
+      verify: (ctx) => this.until('the old IPPool(s) to be disabled', () => this.oldPoolsDisabled(ctx.client)),
       rollback: async (ctx) => {
         if (operator) {
           await this.editInstallationPools(ctx, (list) => list.map((x) => (olds.some((o) => o.name === x.name) ? { ...x, disableNewAllocations: false } : x)));
@@ -313,7 +319,7 @@ export class PodExecutor {
     return {
       id: p.id, title: p.description, kind: 'action',
       check: (ctx) => gone(ctx.client),
-      backup: async (ctx) => (await Promise.all(olds.map((o) => getObject(ctx.client, IPPOOLS, o.name)))).filter((x): x is KubeObject => !!x).map((x) => withKind(x, 'ippools')),
+      backup: (ctx) => this.oldPoolObjects(ctx.client),
       apply: async (ctx) => {
         const still = await this.podsInOld(ctx.client);
         if (still.length > 0) {
@@ -326,12 +332,7 @@ export class PodExecutor {
         }
         for (const o of olds) await withRetry(() => deleteObject(ctx.client, IPPOOLS, o.name, undefined, { dryRun: ctx.dryRun === 'server' }));
       },
-      verify: async (ctx) => {
-        try {
-          await waitFor('the old IPPool(s) to be gone', async () => ((await gone(ctx.client)) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
-          return undefined;
-        } catch (e) { return errText(e); }
-      },
+      verify: (ctx) => this.until('the old IPPool(s) to be gone', () => gone(ctx.client)),
       rollback: async (ctx) => {
         for (const o of olds) {
           const b = ctx.backups.load({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: o.name });
@@ -640,12 +641,7 @@ export class PodExecutor {
           await withRetry(() => deleteObject(ctx.client, PODS, x.metadata!.name!, x.metadata!.namespace, { uid: x.metadata?.uid }));
         }
       },
-      verify: async (ctx) => {
-        try {
-          await waitFor(`node ${it.name} drained and deleted`, async () => ((await this.nodeDone(ctx.client, it.name)) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
-          return undefined;
-        } catch (e) { return errText(e); }
-      },
+      verify: (ctx) => this.until(`node ${it.name} drained and deleted`, () => this.nodeDone(ctx.client, it.name)),
       rollback: async () => { throw new Error(`node ${it.name} was deleted: it re-registers and takes a podCIDR in NEW; its old podCIDR cannot be given back`); },
     };
   }
@@ -666,12 +662,7 @@ export class PodExecutor {
         if (ctx.dryRun !== 'none') { ctx.log(`would run: ${hook} (KUBE_RENUMBER_NODE=${it.name})`); return; }
         await runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log);
       },
-      verify: async (ctx) => {
-        try {
-          await waitFor(`node ${it.name} to register again`, async () => ((await this.registered(ctx.client, it.name)) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
-          return undefined;
-        } catch (e) { return errText(e); }
-      },
+      verify: (ctx) => this.until(`node ${it.name} to register again`, () => this.registered(ctx.client, it.name)),
     };
   }
 
