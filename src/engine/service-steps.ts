@@ -18,10 +18,11 @@ import {
   forCreate, ipAddresses, type ResourceType,
 } from '../kube/resources.ts';
 import { contains, formatIP, parseCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
-import { MANAGED_LABEL, type MigrationPlan, type PlanStep, type ServiceCIDRSpec, type StepItem } from '../plan/plan.ts';
+import { coverName, MANAGED_LABEL, type MigrationPlan, type PlanStep, type ServiceCIDRSpec, type StepItem } from '../plan/plan.ts';
 import { refOf } from './backup.ts';
+import { COVER_FOR_LABEL, coverCarries, coverService, coverStatus, pickSpares, readyAddresses } from './covers.ts';
 import { readJournal } from './journal.ts';
-import { waitFor, withRetry } from './retry.ts';
+import { sleep, waitFor, withRetry } from './retry.ts';
 import type { Step, StepContext } from './runner.ts';
 
 export interface ServiceExecOptions {
@@ -33,12 +34,24 @@ export interface ServiceExecOptions {
   timeoutMs?: number;
   /** Parallel Service moves inside one batch (default 8). */
   concurrency?: number;
+  /**
+   * in-place: put up cover Services (src/engine/covers.ts) so the old and the new IP answer throughout a move
+   * (default true). false: the move leaves a window of up to kube-proxy's sync period per Service.
+   */
+  covers?: boolean;
+  /**
+   * How long a change needs to reach every node's kube-proxy rules and every DNS cache (default 5 s: kube-proxy's
+   * 1 s minimum sync period with room for slow syncs, and CoreDNS's 5 s TTL for Service records). Waited once
+   * after the covers of a batch are up and once before they come down.
+   */
+  propagationDelayMs?: number;
 }
 
 export const BRIDGE_FOR_LABEL = 'kube-renumber.io/bridge-for';
 const MANAGED_BY = 'kube-renumber.io';
 
 const svcRef = (ns: string, name: string) => ({ apiVersion: 'v1', kind: 'Service', namespace: ns, name });
+const itemKey = (it: { namespace: string; name: string }) => `${it.namespace}/${it.name}`;
 
 function sameIPs(a: readonly string[] | undefined, b: readonly string[]): boolean {
   if (!a || a.length !== b.length) return false;
@@ -134,6 +147,8 @@ export class ServiceExecutor {
       acknowledgedGates: opts.acknowledgedGates ?? [],
       timeoutMs: opts.timeoutMs ?? 60_000,
       concurrency: opts.concurrency ?? 8,
+      covers: opts.covers ?? true,
+      propagationDelayMs: opts.propagationDelayMs ?? 5_000,
     };
     this.scVersion = this.svc.apiVersion.split('/')[1] ?? 'v1';
   }
@@ -284,7 +299,7 @@ export class ServiceExecutor {
   }
 
   /** Move one Service to its mapped IPs; safe to call again at any point of a previous attempt. */
-  async moveOne(ctx: StepContext, it: StepItem, strategy: 'in-place' | 'recreate'): Promise<void> {
+  async moveOne(ctx: StepContext, it: StepItem, strategy: 'in-place' | 'recreate', externalName?: string): Promise<void> {
     const dry = ctx.dryRun === 'server';
     for (let attempt = 0; attempt < 5; attempt++) {
       const orig = await this.original(ctx, it);
@@ -317,7 +332,7 @@ export class ServiceExecutor {
           return;
         }
         if (now.spec?.type !== 'ExternalName') {
-          const target = it.bridge ? `${it.bridge}.${it.namespace}.svc.${this.opts.clusterDomain}` : `${it.name}.${it.namespace}.svc.${this.opts.clusterDomain}`;
+          const target = externalName ?? (it.bridge ? `${it.bridge}.${it.namespace}.svc.${this.opts.clusterDomain}` : `${it.name}.${it.namespace}.svc.${this.opts.clusterDomain}`);
           now = await withRetry(() => patchService(ctx.client, now!, { type: 'ExternalName', externalName: target }, dry));
           if (dry) return;
         }
@@ -357,14 +372,28 @@ export class ServiceExecutor {
     const strategy = this.strategy;
     return {
       id: p.id, title: p.description, kind: 'action',
-      check: async (ctx) => (await Promise.all(items.map((it) => this.itemDone(ctx.client, it)))).every(Boolean),
+      check: async (ctx) => (await Promise.all(items.map((it) => this.itemDone(ctx.client, it)))).every(Boolean)
+        && (await this.coversOf(ctx.client, items)).length === 0,
       backup: async (ctx) => {
         const objs = await Promise.all(items.map((it) => getObject(ctx.client, SERVICES, it.name, it.namespace)));
         return objs.filter((o): o is KubeObject => !!o && o.spec?.type !== 'ExternalName' && sameIPs(ipsOf(o), this.fromOf(items, o)));
       },
-      // moveOne returns at once for a Service already at its mapped IPs with its bridge in place
-      apply: async (ctx) => mapLimit(items, this.opts.concurrency, (it) => this.moveOne(ctx, it, strategy)),
+      apply: async (ctx) => {
+        if (!this.usesCovers(ctx)) {
+          // moveOne returns at once for a Service already at its mapped IPs with its bridge in place
+          await mapLimit(items, this.opts.concurrency, (it) => this.moveOne(ctx, it, strategy));
+          return;
+        }
+        const pending = (await Promise.all(items.map(async (it) => ((await this.itemDone(ctx.client, it)) ? undefined : it))))
+          .filter((x): x is StepItem => !!x);
+        const covered = pending.length > 0 ? await this.raiseCovers(ctx, pending) : new Set<string>();
+        await mapLimit(pending, this.opts.concurrency, (it) => this.moveOne(ctx, it, strategy,
+          covered.has(itemKey(it)) ? `${coverName(it.name)}.${it.namespace}.svc.${this.opts.clusterDomain}` : undefined));
+        await this.lowerCovers(ctx, items);
+      },
       verify: async (ctx) => {
+        const covers = await this.coversOf(ctx.client, items);
+        if (covers.length > 0) return `${covers.length} cover Service(s) left, e.g. ${covers[0]!.metadata?.namespace}/${covers[0]!.metadata?.name}`;
         const problems: string[] = [];
         try {
           await waitFor('the moved Services to settle', async () => {
@@ -479,6 +508,128 @@ export class ServiceExecutor {
     return dns.to.every((ip) => String(kc.data?.kubelet ?? '').includes(ip));
   }
 
+  // ---- covers (src/engine/covers.ts) ----------------------------------------------------------------
+
+  private usesCovers(ctx: StepContext): boolean {
+    return this.strategy === 'in-place' && this.opts.covers && ctx.dryRun === 'none';
+  }
+
+  /** Cover Services of these items that exist now (one LIST of every cover in the cluster). */
+  async coversOf(client: KubeClient, items: readonly StepItem[]): Promise<KubeObject[]> {
+    const keys = new Set(items.map(itemKey));
+    const all = await listAll(client, SERVICES, { labelSelector: COVER_FOR_LABEL });
+    return all.filter((s) => keys.has(`${s.metadata?.namespace}/${s.metadata?.labels?.[COVER_FOR_LABEL]}`)
+      && s.metadata?.name === coverName(s.metadata?.labels?.[COVER_FOR_LABEL] ?? ''));
+  }
+
+  private async sliceReady(client: KubeClient, namespace: string, service: string): Promise<Set<string>> {
+    return readyAddresses(await listAll(client, ENDPOINTSLICES, { namespace, labelSelector: `kubernetes.io/service-name=${service}` }));
+  }
+
+  /** Copies a selectorless Service's EndpointSlices to `to` (a cover or a bridge), unless already there. */
+  private async copySlices(ctx: StepContext, namespace: string, from: string, to: string): Promise<void> {
+    const mine = await listAll(ctx.client, ENDPOINTSLICES, { namespace, labelSelector: `kubernetes.io/service-name=${to}` });
+    if (mine.length > 0) return;
+    const src = await listAll(ctx.client, ENDPOINTSLICES, { namespace, labelSelector: `kubernetes.io/service-name=${from}` });
+    for (const [i, sl] of src.entries()) {
+      await withRetry(() => createObject(ctx.client, ENDPOINTSLICES, {
+        apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
+        metadata: { name: i === 0 ? to : `${to}-${i}`, namespace, labels: {
+          'kubernetes.io/service-name': to, 'endpointslice.kubernetes.io/managed-by': MANAGED_BY, [MANAGED_LABEL]: 'true' } },
+        addressType: sl.addressType, endpoints: sl.endpoints ?? [], ports: sl.ports ?? [],
+      })).catch((e) => { if (!(e instanceof KubeApiError && e.status === 409)) throw e; });
+    }
+  }
+
+  /**
+   * Puts up a cover for each item (old and new IPs answering through a LoadBalancer status), waits until each
+   * has the Service's ready endpoints, then one propagation delay. Returns the keys of the covered items. A
+   * cover already there (an interrupted run) is reused.
+   */
+  private async raiseCovers(ctx: StepContext, items: readonly StepItem[]): Promise<Set<string>> {
+    const existing = new Map((await this.coversOf(ctx.client, items)).map((c) => [`${c.metadata?.namespace}/${c.metadata?.labels?.[COVER_FOR_LABEL]}`, c]));
+    let used: Set<string> | undefined;
+    const covered = new Set<string>();
+    for (const it of items) {
+      const orig = await this.original(ctx, it);
+      if (!orig) continue; // moveOne reports it
+      const name = coverName(it.name);
+      let cover = existing.get(itemKey(it));
+      if (!cover) {
+        if (!used) {
+          used = new Set((await listAll(ctx.client, this.IPADDR)).map((a) => formatIP(parseIP(a.metadata!.name!))));
+          for (const m of this.plan.mapping) for (const ip of [...m.from, ...m.to]) used.add(formatIP(parseIP(ip)));
+        }
+        const families = it.from.map((ip) => parseIP(ip).family);
+        const spare = pickSpares(this.svc.target, families, used, 1)[0];
+        if (!spare) {
+          ctx.warn?.(`no free address in ${this.svc.target.join(',')} for the cover of Service ${itemKey(it)}: it moves without one (old and new IP may not answer for up to kube-proxy's sync period)`);
+          continue;
+        }
+        try {
+          cover = await withRetry(() => createObject(ctx.client, SERVICES, coverService(orig, name, spare)));
+        } catch (e) {
+          if (e instanceof KubeApiError && e.status === 409) cover = await getObject(ctx.client, SERVICES, name, it.namespace);
+          else throw new Error(`creating the cover Service ${it.namespace}/${name} (type LoadBalancer, loadBalancerClass kube-renumber.io/cover) failed: ${(e as Error).message}; `
+            + 'allow it, or apply with --no-covers to move without covers (short blips per Service)');
+        }
+        ctx.log(`cover ${it.namespace}/${name} at ${spare.join(',')} for ${[...it.from, ...it.to].join(', ')}`);
+      }
+      if (!orig.spec?.selector || Object.keys(orig.spec.selector).length === 0) await this.copySlices(ctx, it.namespace, it.name, name);
+      const want = [...it.from, ...it.to];
+      if (!coverCarries(cover, want)) {
+        await withRetry(() => ctx.client.request('PATCH', `${objectPath(SERVICES, name, it.namespace)}/status`, {
+          body: { status: coverStatus(want) }, contentType: 'application/merge-patch+json', query: { fieldManager: 'kube-renumber' },
+        }));
+      }
+      covered.add(itemKey(it));
+    }
+    if (covered.size === 0) return covered;
+    const list = items.filter((it) => covered.has(itemKey(it)));
+    await waitFor('the cover Services to have their Services\' ready endpoints', async () => {
+      for (const it of list) {
+        const want = await this.sliceReady(ctx.client, it.namespace, it.name);
+        const have = await this.sliceReady(ctx.client, it.namespace, coverName(it.name));
+        if ([...want].some((a) => !have.has(a))) return undefined;
+      }
+      return true;
+    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 200 });
+    ctx.log(`${list.length} cover(s) up; waiting ${this.opts.propagationDelayMs} ms for kube-proxy and DNS`);
+    await sleep(this.opts.propagationDelayMs);
+    return covered;
+  }
+
+  /**
+   * Takes down the covers of these items once each moved Service (new IP) and its bridge (old IP) have the
+   * cover's ready endpoints, after one more propagation delay.
+   */
+  private async lowerCovers(ctx: StepContext, items: readonly StepItem[]): Promise<void> {
+    const covers = await this.coversOf(ctx.client, items);
+    if (covers.length === 0) return;
+    const byKey = new Map(items.map((it) => [itemKey(it), it]));
+    await waitFor('the moved Services and their bridges to have the covers\' ready endpoints', async () => {
+      for (const c of covers) {
+        const it = byKey.get(`${c.metadata?.namespace}/${c.metadata?.labels?.[COVER_FOR_LABEL]}`)!;
+        const have = await this.sliceReady(ctx.client, it.namespace, coverName(it.name));
+        if (have.size === 0) continue;
+        const svc = await getObject(ctx.client, SERVICES, it.name, it.namespace);
+        if (!svc || svc.spec?.type === 'ExternalName' || (await this.sliceReady(ctx.client, it.namespace, it.name)).size === 0) return undefined;
+        if (it.bridge && (await this.sliceReady(ctx.client, it.namespace, it.bridge)).size === 0) return undefined;
+      }
+      return true;
+    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 200 });
+    ctx.log(`waiting ${this.opts.propagationDelayMs} ms before removing ${covers.length} cover(s)`);
+    await sleep(this.opts.propagationDelayMs);
+    await mapLimit(covers, this.opts.concurrency, async (c) => {
+      const ns = c.metadata!.namespace!;
+      const name = c.metadata!.name!;
+      await withRetry(() => deleteObject(ctx.client, SERVICES, name, ns, { uid: c.metadata?.uid }));
+      for (const sl of await listAll(ctx.client, ENDPOINTSLICES, { namespace: ns, labelSelector: `kubernetes.io/service-name=${name},${MANAGED_LABEL}=true` })) {
+        await withRetry(() => deleteObject(ctx.client, ENDPOINTSLICES, sl.metadata!.name!, ns, { uid: sl.metadata?.uid }));
+      }
+    });
+  }
+
   // ---- drain, sweep, kubernetes, bridges, finalize --------------------------------------------------
 
   private drainStep(p: PlanStep): Step {
@@ -560,11 +711,11 @@ export class ServiceExecutor {
     const bridgeSliceName = `${it.bridge}`;
     const done = async (client: KubeClient) => {
       const k = await getObject(client, SERVICES, 'kubernetes', 'default');
-      if (!k || !sameIPs(ipsOf(k), it.to)) return false;
-      if (!it.bridge) return true;
+      if (!k || k.spec?.type === 'ExternalName' || !sameIPs(ipsOf(k), it.to)) return false;
+      if (!it.bridge) return (await this.coversOf(client, [it])).length === 0;
       const b = await getObject(client, SERVICES, it.bridge, 'default');
       const slice = await getObject(client, ENDPOINTSLICES, bridgeSliceName, 'default');
-      return !!b && sameIPs(ipsOf(b), it.from) && !!slice;
+      return !!b && sameIPs(ipsOf(b), it.from) && !!slice && (await this.coversOf(client, [it])).length === 0;
     };
     return {
       id: p.id, title: p.description, kind: 'action',
@@ -577,6 +728,15 @@ export class ServiceExecutor {
         for (const s of specs) await this.ensureServiceCIDR(ctx, s);
         await waitFor('the bridge ServiceCIDR to be Ready', async () =>
           ((await Promise.all(specs.map((s) => this.scState(ctx.client, s)))).every((x) => x === 'ready') ? true : undefined), { timeoutMs: this.opts.timeoutMs });
+        if (this.strategy === 'in-place' && ctx.dryRun === 'none') {
+          // The apiserver only creates default/kubernetes when it is missing (it has not reconciled an existing
+          // one since 1.17), so it can be moved like any Service: the name and both IPs keep answering.
+          const covered = this.opts.covers ? await this.raiseCovers(ctx, [it]) : new Set<string>();
+          if (it.bridge) await this.copySlices(ctx, 'default', 'kubernetes', it.bridge);
+          await this.moveOne(ctx, it, 'in-place', covered.size > 0 ? `${coverName('kubernetes')}.default.svc.${this.opts.clusterDomain}` : undefined);
+          await this.lowerCovers(ctx, [it]);
+          return;
+        }
         const k = await getObject(ctx.client, SERVICES, 'kubernetes', 'default');
         if (k && sameIPs(ipsOf(k), it.from)) {
           await withRetry(() => deleteObject(ctx.client, SERVICES, 'kubernetes', 'default', { uid: k.metadata?.uid }));
@@ -615,6 +775,8 @@ export class ServiceExecutor {
     const present = async (client: KubeClient) => {
       const svcs = await Promise.all(items.map((i) => getObject(client, SERVICES, i.name, i.namespace)));
       const mine = svcs.filter((s) => s?.metadata?.labels?.[MANAGED_LABEL] === 'true') as KubeObject[];
+      // covers of interrupted in-place moves (normally removed by their move step)
+      mine.push(...(await listAll(client, SERVICES, { labelSelector: COVER_FOR_LABEL })).filter((s) => s.metadata?.labels?.[MANAGED_LABEL] === 'true'));
       const scs = (await Promise.all(specs.map((s) => getObject(client, this.SC, s.name)))).filter((x) => x && !x.metadata?.deletionTimestamp) as KubeObject[];
       const slices = await listAll(client, ENDPOINTSLICES, { labelSelector: `${MANAGED_LABEL}=true` });
       return [...mine, ...scs, ...slices];
@@ -707,6 +869,8 @@ export class ServiceExecutor {
     if (!sc || (sc.spec?.cidrs ?? []).join(',') !== this.svc.to.join(',')) problems.push('ServiceCIDR/kubernetes does not hold the new range');
     const bridges = services.filter((s) => s.metadata?.labels?.[BRIDGE_FOR_LABEL]);
     if (bridges.length > 0) problems.push(`${bridges.length} bridge Service(s) left`);
+    const covers = services.filter((s) => s.metadata?.labels?.[COVER_FOR_LABEL]);
+    if (covers.length > 0) problems.push(`${covers.length} cover Service(s) left`);
     return problems.length === 0 ? undefined : `${problems.length} problem(s): ${problems.slice(0, 5).join('; ')}`;
   }
 }

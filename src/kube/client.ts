@@ -30,6 +30,10 @@ export interface RequestOptions {
   body?: unknown;
   /** For PATCH: application/merge-patch+json (default), application/json-patch+json, application/apply-patch+yaml. */
   contentType?: string;
+  /** 'text': return the body as a string (pods/log answers text/plain); default 'json'. */
+  responseType?: 'json' | 'text';
+  /** Per-request timeout (ms) instead of the client's. */
+  timeoutMs?: number;
 }
 
 /** A non-2xx answer from the API server. */
@@ -168,12 +172,12 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
     const url = new URL(server + path);
     for (const [k, v] of Object.entries(ro.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
     const ctx = new RequestContext(url.toString(), HttpMethod[method]);
-    ctx.setHeaderParam('Accept', 'application/json');
+    ctx.setHeaderParam('Accept', ro.responseType === 'text' ? 'text/plain, */*' : 'application/json');
     if (ro.body !== undefined) {
       ctx.setHeaderParam('Content-Type', ro.contentType ?? (method === 'PATCH' ? 'application/merge-patch+json' : 'application/json'));
       ctx.setBody(typeof ro.body === 'string' ? ro.body : JSON.stringify(ro.body));
     }
-    ctx.setSignal(AbortSignal.timeout(timeout));
+    ctx.setSignal(AbortSignal.timeout(ro.timeoutMs ?? timeout));
     count++;
     let res;
     try {
@@ -190,6 +194,7 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
     const text = await res.body.text();
     if (res.httpStatusCode >= 200 && res.httpStatusCode < 300) {
       if (killAfter > 0 && method !== 'GET' && !path.includes('/leases') && ++writes >= killAfter) process.kill(process.pid, 'SIGKILL');
+      if (ro.responseType === 'text') return text as T;
       return (text ? JSON.parse(text) : undefined) as T;
     }
     let status: any;

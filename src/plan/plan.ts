@@ -22,10 +22,11 @@ export const PLAN_KIND = 'MigrationPlan';
 export const DEFAULT_BATCH_SIZE = 20;
 export const DEFAULT_HEADROOM = 2;
 /**
- * `recreate` (delete and create at the mapped IP: the seeds' way) until the data-plane issue proves
- * `in-place` (ExternalName round trip behind a bridge); then flip this.
+ * `in-place`: the ExternalName round trip behind a bridge, with covers keeping the old and the new IP answering
+ * (src/engine/covers.ts). Measured on the data-plane testbed (test/integration/zero-downtime.test.ts,
+ * docs/benchmarks.md): no failed request; `recreate` loses every client of the old IP until it restarts.
  */
-export const DEFAULT_STRATEGY: Strategy = 'recreate';
+export const DEFAULT_STRATEGY: Strategy = 'in-place';
 /** Prefix of every object the plan creates (ServiceCIDRs, bridge Services). */
 export const OBJECT_PREFIX = 'kube-renumber';
 /** Label on every object the plan creates. */
@@ -175,9 +176,21 @@ function fnv1a(s: string): string {
 
 /** The bridge Service holding a moved Service's old IPs: "<name>-kr-old", shortened with a hash to fit 63. */
 export function bridgeName(name: string): string {
-  const plain = `${name}-kr-old`;
+  return suffixedName(name, 'old');
+}
+
+/**
+ * Name of the cover Service that keeps both the old and the mapped IP answering while a Service is moved in
+ * place (src/engine/service-steps.ts): `<name>-kr-cover`, shortened with a hash like bridgeName.
+ */
+export function coverName(name: string): string {
+  return suffixedName(name, 'cover');
+}
+
+function suffixedName(name: string, suffix: string): string {
+  const plain = `${name}-kr-${suffix}`;
   if (plain.length <= 63) return plain;
-  return `${name.slice(0, 63 - 16).replace(/-+$/, '')}-${fnv1a(name)}-old`;
+  return `${name.slice(0, 63 - 13 - suffix.length).replace(/-+$/, '')}-${fnv1a(name)}-${suffix}`;
 }
 
 /** Orders tiers: untiered first, then numbers, then strings; numbers and strings by `order`. */
@@ -433,8 +446,12 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan
     push({
       id: 'move-kubernetes', kind: 'move-kubernetes',
       description: `${bridgeSC.length > 0 ? `create ServiceCIDR ${bridgeSC.map((s) => s.name).join(', ')} (so the old IP stays allocatable), ` : ''}`
-        + `delete Service default/kubernetes; the apiserver recreates it at ${kube!.to.join(',')} (upstream step 5); then create the selectorless bridge default/${bridgeName('kubernetes')} `
-        + `at ${oldK.join(',')} with an EndpointSlice copying default/kubernetes's endpoints, for pods whose KUBERNETES_SERVICE_HOST still names the old IP`,
+        + (strategy === 'in-place'
+          ? `move Service default/kubernetes in place to ${kube!.to.join(',')} (the first IP of the new range, where the apiserver would recreate it) behind a cover, `
+            + `keeping its uid, and create the selectorless bridge default/${bridgeName('kubernetes')} at ${oldK.join(',')} with an EndpointSlice copying default/kubernetes's endpoints, `
+            + 'for pods whose KUBERNETES_SERVICE_HOST still names the old IP; the name and both IPs answer throughout'
+          : `delete Service default/kubernetes; the apiserver recreates it at ${kube!.to.join(',')} (upstream step 5); then create the selectorless bridge default/${bridgeName('kubernetes')} `
+            + `at ${oldK.join(',')} with an EndpointSlice copying default/kubernetes's endpoints, for pods whose KUBERNETES_SERVICE_HOST still names the old IP`),
       items: [{ namespace: 'default', name: 'kubernetes', from: [...kube!.from], to: [...kube!.to], bridge: bridgeName('kubernetes') }],
       serviceCIDRs: bridgeSC,
       rollback: 'restart the apiservers with the old flag, then delete default/kubernetes again so it returns at the old first IP',

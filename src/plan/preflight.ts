@@ -325,7 +325,7 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
   const moved = new Set(mapping.filter((m) => m.action === 'move' && !m.isKubernetes).map(serviceKey));
   const withExternal = snap.services.filter((s) => moved.has(serviceKey(s)) && s.externalIPs.length > 0).map(serviceKey);
   if (plugins.has('DenyServiceExternalIPs')) {
-    if ((opts.strategy ?? 'recreate') === 'recreate' && withExternal.length > 0) {
+    if (opts.strategy === 'recreate' && withExternal.length > 0) {
       checks.push({
         id: 'admission', status: 'fail',
         message: `DenyServiceExternalIPs is enabled and strategy recreate would create ${summarize(withExternal)} again with spec.externalIPs, which it rejects`,

@@ -48,6 +48,12 @@ export interface ProbeOptions {
    * tests and port-forwarded setups.
    */
   mapAddress?: (host: string, port: number) => { host: string; port: number };
+  /**
+   * Call `onReport` with the cumulative report so far (`stoppedBy: 'running'`) every this many ms while the
+   * clients run; the report `probe()` resolves with is the final one.
+   */
+  reportEveryMs?: number;
+  onReport?: (report: ProbeReport) => void;
   /** Called on every failure, for progress output. */
   onFailure?: (e: { service: string; kind: ClientKind; reason: FailureReason; address?: string; detail?: string; atMs: number }) => void;
 }
@@ -67,7 +73,8 @@ export interface ProbeReport {
   startedAt: string;
   endedAt: string;
   durationMs: number;
-  stoppedBy: 'duration' | 'signal';
+  /** `running`: an interim report (printed every `--report-every` by the in-pod probe), not the final one */
+  stoppedBy: 'duration' | 'signal' | 'running';
   settings: {
     kinds: ClientKind[];
     intervalMs: number;
@@ -214,8 +221,12 @@ async function dnsClient(ctx: Ctx, rec: Recorder): Promise<void> {
     const started = ctx.now();
     const l = await lookup(ctx, r, serviceName(ctx, rec.svc));
     if (!l.ok) { rec.record(l, started); return; }
-    const left = Math.max(1, ctx.timeoutMs - (ctx.now() - started));
-    rec.record(await oneShot(dial(ctx, l.address, rec.svc.port), framer, left, ctx.stop), started, l.address);
+    const lookupMs = ctx.now() - started;
+    const left = Math.max(1, ctx.timeoutMs - lookupMs);
+    const o = await oneShot(dial(ctx, l.address, rec.svc.port), framer, left, ctx.stop);
+    // a slow answer leaves little of the timeout for the connection: say how long the lookup took
+    const seen = !o.ok && o.reason !== 'aborted' ? { ...o, detail: [o.detail, `after a ${Math.round(lookupMs)} ms lookup`].filter(Boolean).join('; ') } : o;
+    rec.record(seen, started, l.address);
   });
 }
 
@@ -272,31 +283,48 @@ async function longClient(ctx: Ctx, rec: Recorder, startAddress: () => string | 
   let address: string | undefined;
   let opened = 0;
   let seq = 0;
+  const left = (started: number) => performance.now() + Math.max(1, ctx.timeoutMs - (ctx.now() - started));
+  /** A new connection (resolving the name again); a failed Outcome when it cannot be opened. */
+  const reconnect = async (started: number): Promise<Outcome | undefined> => {
+    if (conn) {
+      conn.reportBreak();
+      conn.close();
+    }
+    conn = undefined;
+    let target = r ? undefined : startAddress();
+    if (!target) {
+      const l = await lookup(ctx, r, serviceName(ctx, rec.svc));
+      if (!l.ok) return l;
+      target = l.address;
+    }
+    address = target;
+    const c = new Conn(dial(ctx, target, rec.svc.port));
+    const up = await c.open(left(started), ctx.stop);
+    if (!up.ok) { c.close(); return up; }
+    if (opened++ > 0) rec.series.reconnected();
+    c.onBreak = () => { if (!ctx.stop.aborted) rec.series.connectionBroke(); };
+    conn = c;
+    return undefined;
+  };
   try {
     await every(ctx, async () => {
       const started = ctx.now();
       if (!conn || !conn.isUsable) {
-        if (conn) {
-          conn.reportBreak();
-          conn.close();
-        }
-        conn = undefined;
-        let target = r ? undefined : startAddress();
-        if (!target) {
-          const l = await lookup(ctx, r, serviceName(ctx, rec.svc));
-          if (!l.ok) { rec.record(l, started); return; }
-          target = l.address;
-        }
-        address = target;
-        const c = new Conn(dial(ctx, target, rec.svc.port));
-        const up = await c.open(performance.now() + Math.max(1, ctx.timeoutMs - (ctx.now() - started)), ctx.stop);
-        if (!up.ok) { c.close(); rec.record(up, started, target); return; }
-        if (opened++ > 0) rec.series.reconnected();
-        c.onBreak = () => { if (!ctx.stop.aborted) rec.series.connectionBroke(); };
-        conn = c;
+        const failed = await reconnect(started);
+        if (failed) { rec.record(failed, started, address); return; }
       }
-      const c = conn;
-      const o = await c.exchange(framer, ++seq, performance.now() + Math.max(1, ctx.timeoutMs - (ctx.now() - started)), ctx.stop);
+      let c = conn!;
+      let o = await c.exchange(framer, ++seq, left(started), ctx.stop);
+      if (!o.ok && o.reason !== 'aborted' && c.closedBeforeAnswer) {
+        // The server closed a kept-alive connection while the request was on its way (a pod shutting down
+        // closes its idle connections): no byte of an answer came back, so the request was not processed.
+        // Like HTTP clients for idempotent requests (RFC 9110 9.2.2), retry once on a new connection; the
+        // break is still counted.
+        const failed = await reconnect(started);
+        if (failed) { rec.record(failed, started, address); return; }
+        c = conn!;
+        o = await c.exchange(framer, ++seq, left(started), ctx.stop);
+      }
       if (!rec.record(o, started, address)) return;
       if (!o.ok) {
         // a failed exchange ends this connection (one break, however it was noticed)
@@ -362,47 +390,57 @@ export async function probe(opts: ProbeOptions): Promise<ProbeReport> {
       }
     }
   }
+  const snapshot = (end: number, by: ProbeReport['stoppedBy']): ProbeReport => {
+    const endedAt = new Date(startedAt.getTime() + end);
+    const results: ProbeResult[] = recorders.map(({ rec, extra }) => ({
+      service: rec.id,
+      port: rec.svc.port,
+      kind: rec.kind,
+      ...(extra.startAddress ? { startAddress: extra.startAddress } : {}),
+      ...rec.series.summary(end),
+    }));
+    const totals = { requests: 0, failures: 0, dnsFailures: 0, breaks: 0 };
+    for (const r of results) {
+      totals.requests += r.requests;
+      totals.failures += r.failures;
+      totals.dnsFailures += r.dnsFailures;
+      totals.breaks += r.breaks ?? 0;
+    }
+    return {
+      apiVersion: 'kube-renumber.io/v1',
+      kind: 'ProbeReport',
+      startedAt: startedAt.toISOString(),
+      endedAt: endedAt.toISOString(),
+      durationMs: Math.round(end),
+      stoppedBy: by,
+      settings: {
+        kinds,
+        intervalMs: ctx.intervalMs,
+        timeoutMs: ctx.timeoutMs,
+        protocol: opts.protocol ?? 'echo',
+        clusterDomain: ctx.domain,
+        dnsServer: opts.dnsServer,
+        kubernetesAddress: opts.kubernetesAddress,
+        connections,
+      },
+      totals,
+      results,
+    };
+  };
+  const ticker = opts.onReport && opts.reportEveryMs && opts.reportEveryMs > 0
+    ? setInterval(() => { if (!stopper.signal.aborted) opts.onReport!(snapshot(ctx.now(), 'running')); }, opts.reportEveryMs)
+    : undefined;
   // A loop that throws (a bug, or a throwing mapAddress) stops all the others; the error is re-thrown.
-  const settled = await Promise.allSettled(loops.map((l) => l.catch((e: unknown) => { stopper.abort(); throw e; })));
+  let settled: PromiseSettledResult<void>[];
+  try {
+    settled = await Promise.allSettled(loops.map((l) => l.catch((e: unknown) => { stopper.abort(); throw e; })));
+  } finally {
+    if (ticker) clearInterval(ticker);
+  }
   if (timer) clearTimeout(timer);
   opts.signal?.removeEventListener('abort', onAbort);
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) throw failed.reason;
-  const end = ctx.now();
-  const endedAt = new Date(startedAt.getTime() + end);
-  const results: ProbeResult[] = recorders.map(({ rec, extra }) => ({
-    service: rec.id,
-    port: rec.svc.port,
-    kind: rec.kind,
-    ...(extra.startAddress ? { startAddress: extra.startAddress } : {}),
-    ...rec.series.summary(end),
-  }));
-  const totals = { requests: 0, failures: 0, dnsFailures: 0, breaks: 0 };
-  for (const r of results) {
-    totals.requests += r.requests;
-    totals.failures += r.failures;
-    totals.dnsFailures += r.dnsFailures;
-    totals.breaks += r.breaks ?? 0;
-  }
-  return {
-    apiVersion: 'kube-renumber.io/v1',
-    kind: 'ProbeReport',
-    startedAt: startedAt.toISOString(),
-    endedAt: endedAt.toISOString(),
-    durationMs: Math.round(end),
-    stoppedBy,
-    settings: {
-      kinds,
-      intervalMs: ctx.intervalMs,
-      timeoutMs: ctx.timeoutMs,
-      protocol: opts.protocol ?? 'echo',
-      clusterDomain: ctx.domain,
-      dnsServer: opts.dnsServer,
-      kubernetesAddress: opts.kubernetesAddress,
-      connections,
-    },
-    totals,
-    results,
-  };
+  return snapshot(ctx.now(), stoppedBy);
 }
 

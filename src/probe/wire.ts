@@ -188,8 +188,23 @@ export class Conn {
     return this.connected || this.tcpUp ? (this.connected ? 'closed' : 'tls-error') : 'error';
   }
 
+  private answered = 0;
+  /**
+   * The last exchange failed because the peer closed (or reset) a connection that had answered before,
+   * without sending a byte of this answer: the request was not processed (safe to retry once).
+   */
+  closedBeforeAnswer = false;
+
   /** One request and its response. */
   async exchange(framer: Framer, seq: number, deadline: number, signal: AbortSignal): Promise<Outcome> {
+    this.closedBeforeAnswer = false;
+    const o = await this.exchangeOnce(framer, seq, deadline, signal);
+    if (o.ok) this.answered++;
+    else this.closedBeforeAnswer = this.answered > 0 && this.buf.length === 0 && (o.reason === 'closed' || o.reason === 'reset');
+    return o;
+  }
+
+  private async exchangeOnce(framer: Framer, seq: number, deadline: number, signal: AbortSignal): Promise<Outcome> {
     if (this.closed || this.ended) return { ok: false, reason: this.failReason(), detail: errText(this.closedErr) };
     this.socket.write(framer.request(seq));
     for (;;) {

@@ -21,7 +21,7 @@ describe('combined Service + Pod CIDR plan, end to end', () => {
   const dir = mkdtempSync(join(tmpdir(), 'kr-combined-'));
   const planPath = join(dir, 'plan.yaml');
   const stateDir = join(dir, 'state');
-  const common = () => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '120s'];
+  const common = () => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '120s', '--propagation-delay', '0s'];
 
   test('plan, apply through every gate, verify', { timeout: 900_000 }, async () => {
     await populateWorkloads(tb, { namespaces: 2, deploymentsPerNs: 2, replicas: 3, statefulSets: 1, statefulSetReplicas: 2 });

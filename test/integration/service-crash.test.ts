@@ -30,7 +30,7 @@ for (const strategy of (process.env.KR_CRASH_STRATEGY ? [process.env.KR_CRASH_ST
       assert.equal(p.code, 0, p.err);
       writeFileSync(planPath, p.out);
       const args = ['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', '--kubeconfig', tb.kubeconfigPath,
-        '--state-dir', stateDir, '--timeout', '90s'];
+        '--state-dir', stateDir, '--timeout', '90s', '--propagation-delay', '0s'];
       const history: string[] = [];
       let kills = 0;
       let apiserverRestarted = false;

@@ -3,7 +3,8 @@
 // the remaining gates, verify; every Service compared with its backup.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import * as yaml from 'js-yaml';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -20,7 +21,7 @@ describe('Service CIDR migration (in-place) on the real control plane', () => {
   const dir = mkdtempSync(join(tmpdir(), 'kr-svc-'));
   const planPath = join(dir, 'plan.yaml');
   const stateDir = join(dir, 'state');
-  const common = () => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '90s'];
+  const common = () => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '90s', '--propagation-delay', '0s'];
   let before: any[] = [];
 
   test('plan', async () => {
@@ -38,9 +39,16 @@ describe('Service CIDR migration (in-place) on the real control plane', () => {
   });
 
   test('apply stops at the apiserver gate with exit 7 after moving every Service', async () => {
-    const r = await run(['apply', planPath, '--yes', ...common()]);
-    assert.equal(r.code, 7, r.err);
+    const r = await run(['apply', planPath, '--yes', '-v', ...common()]);
+    assert.equal(r.code, 7, r.err.slice(-3000));
     assert.match(r.err, /stopped at gate restart-apiservers/);
+    // every in-place move went behind a cover (old and new IP as load-balancer status), and no cover is left
+    const plan = yaml.load(readFileSync(planPath, 'utf8')) as any;
+    const moved = plan.steps.filter((s: any) => s.kind === 'move-services').flatMap((s: any) => s.items);
+    const covered = new Set([...r.err.matchAll(/cover (\S+)-kr-cover at \S+ for /g)].map((m) => m[1]));
+    assert.equal(covered.size, moved.length, `${covered.size} of ${moved.length} moves covered`);
+    const covers = JSON.parse((await tb.kubectl(['get', 'svc', '-A', '-l', 'kube-renumber.io/cover-for', '-o', 'json'])).stdout).items;
+    assert.deepEqual(covers.map((c: any) => c.metadata.name), [], 'covers removed by their step');
     const dns = JSON.parse((await tb.kubectl(['get', 'svc', '-n', 'kube-system', 'kube-dns', '-o', 'json'])).stdout);
     assert.equal(dns.spec.clusterIP, '10.100.0.10');
     const bridge = JSON.parse((await tb.kubectl(['get', 'svc', '-n', 'kube-system', 'kube-dns-kr-old', '-o', 'json'])).stdout);

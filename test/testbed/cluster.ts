@@ -23,7 +23,7 @@ import { createServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_VERSION, ensureBuilt } from './build.ts';
+import { DEFAULT_VERSION, ensureBuilt, KWOK_VERSION, testbedRoot } from './build.ts';
 import { cidrFamily } from './ip.ts';
 import { KubeClient, type KubeObject } from './kube.ts';
 import {
@@ -73,7 +73,33 @@ export interface TestbedOptions {
    * paces pod creation by ReplicaSets/StatefulSets/DaemonSets/Jobs at ~20 pods/s.
    */
   controllerManagerQPS?: number;
+  /**
+   * kube-apiserver --advertise-address (kept across restartApiserver): the address the `kubernetes`
+   * Service's EndpointSlice names. Default: this machine's first non-loopback IPv4 address, else 127.0.0.1
+   * with --endpoint-reconciler-type=none. The address need not exist on this machine; the data plane's
+   * APISERVER_FABRIC_IP (dataplane.ts) makes it reachable from pod network namespaces.
+   */
+  advertiseAddress?: string;
+  /**
+   * Highly available control plane: one kube-apiserver per address, each advertising it (the `kubernetes`
+   * EndpointSlice then names them all). Apiserver i listens on 127.0.0.<i+1> at the same port (tb.server is
+   * the first), has its own serving certificate, and runs with --shutdown-delay-duration=3s, so that a
+   * restart removes its endpoint and keeps serving while kube-proxy catches up, as a real HA control plane is
+   * rolled. restartApiserver restarts them one at a time. Overrides advertiseAddress.
+   */
+  apiserverAdvertiseAddresses?: string[];
+  /**
+   * Pod logs through the apiserver (default false; used with test/testbed/pod-runner.ts, which runs the
+   * containers): kwok serves the kubelet API for every node on 127.0.0.1:tb.kubeletPort (--server-address,
+   * --node-port), container logs from the files kwok `Logs` objects name (CRD installed, --enable-crds=Logs);
+   * nodes register InternalIP 127.0.0.1, so the apiserver's pods/log requests stay on this machine; and pods
+   * annotated CONTAINER_RUNNER_ANNOTATION stay Terminating until deleted with grace 0 (stages.ts).
+   */
+  kubeletLogs?: boolean;
 }
+
+/** Seconds an HA apiserver keeps serving after SIGTERM while its endpoint is removed. */
+export const APISERVER_SHUTDOWN_DELAY_SECONDS = 3;
 
 /** kube-controller-manager flags that restartControllerManager can change. */
 export interface ControllerManagerFlags {
@@ -244,7 +270,7 @@ interface Ports {
 }
 
 export class Testbed {
-  readonly options: Required<Omit<TestbedOptions, 'log' | 'stateDir'>>;
+  readonly options: Required<Omit<TestbedOptions, 'log' | 'stateDir' | 'advertiseAddress' | 'apiserverAdvertiseAddresses'>>;
   readonly stateDir: string;
   readonly binDir: string;
   readonly kubeconfigPath: string;
@@ -253,12 +279,17 @@ export class Testbed {
   readonly client: KubeClient;
   /** The current --service-cluster-ip-range (changes with restartApiserver). */
   serviceCIDR: string;
-  /** --advertise-address given to the apiserver, or undefined with --endpoint-reconciler-type=none. */
+  /** --advertise-address given to the apiserver (TestbedOptions.advertiseAddress, else this machine's
+   *  address), or undefined with --endpoint-reconciler-type=none. */
   readonly advertiseAddress: string | undefined;
+  /** One entry per kube-apiserver (TestbedOptions.apiserverAdvertiseAddresses; one apiserver by default). */
+  readonly apiserverAdvertiseAddresses: string[];
   /** The current kube-controller-manager flags (change with restartControllerManager). */
   controllerManagerFlags: ControllerManagerFlags;
   /** Node template used by reregisterNode / reregister-node.ts (written by addNodes). */
   readonly nodeTemplatePath: string;
+  /** With kubeletLogs: the port of kwok's kubelet server (on 127.0.0.1). */
+  kubeletPort: number | undefined;
 
   #ports: Ports;
   #procs = new Map<string, Proc>();
@@ -267,7 +298,9 @@ export class Testbed {
   #stopped = false;
 
   private constructor(args: {
-    options: Required<Omit<TestbedOptions, 'log' | 'stateDir'>>;
+    options: Required<Omit<TestbedOptions, 'log' | 'stateDir' | 'advertiseAddress' | 'apiserverAdvertiseAddresses'>>;
+    advertiseAddress: string | undefined;
+    apiserverAdvertiseAddresses?: string[];
     stateDir: string;
     ownsStateDir: boolean;
     binDir: string;
@@ -285,7 +318,9 @@ export class Testbed {
     this.token = randomBytes(24).toString('hex');
     this.server = `https://127.0.0.1:${args.ports.apiserver}`;
     this.client = new KubeClient(this.server, this.token);
-    this.advertiseAddress = hostAddress();
+    const ha = args.apiserverAdvertiseAddresses ?? [];
+    this.advertiseAddress = ha[0] ?? args.advertiseAddress ?? hostAddress();
+    this.apiserverAdvertiseAddresses = ha.length > 0 ? [...ha] : [this.advertiseAddress ?? '127.0.0.1'];
     this.controllerManagerFlags = { clusterCIDR: args.options.podCIDR, allocateNodeCIDRs: true };
     this.nodeTemplatePath = join(args.stateDir, NODE_TEMPLATE_FILE);
   }
@@ -303,6 +338,7 @@ export class Testbed {
       podIPAM: opts.podIPAM ?? 'kwok',
       calicoDefaultPool: opts.calicoDefaultPool ?? false,
       controllerManagerQPS: opts.controllerManagerQPS ?? 0,
+      kubeletLogs: opts.kubeletLogs ?? false,
     };
     if (options.podIPAM !== 'kwok' && options.podIPAM !== 'calico') throw new Error(`podIPAM must be 'kwok' or 'calico', got ${String(options.podIPAM)}`);
     if (options.podIPAM === 'calico' && !options.calicoCRDs) throw new Error("podIPAM 'calico' needs the Calico CRDs (calicoCRDs: true)");
@@ -318,6 +354,8 @@ export class Testbed {
       const [etcdClient, etcdPeer, apiserver, kcm, scheduler] = await freePorts(5);
       const tb = new Testbed({
         options,
+        advertiseAddress: opts.advertiseAddress,
+        ...(opts.apiserverAdvertiseAddresses ? { apiserverAdvertiseAddresses: opts.apiserverAdvertiseAddresses } : {}),
         stateDir,
         ownsStateDir,
         binDir,
@@ -410,8 +448,8 @@ export class Testbed {
     });
     await this.#writeKubeconfig();
 
-    // --- kube-apiserver
-    await this.#startApiserver();
+    // --- kube-apiserver(s)
+    for (let i = 0; i < this.apiserverAdvertiseAddresses.length; i++) await this.#startApiserver(i);
     this.#log(`kube-apiserver ready (${Date.now() - t0} ms)`);
 
     // --- kube-controller-manager
@@ -420,7 +458,8 @@ export class Testbed {
     const sched = this.#spawn('kube-scheduler', [...this.#commonAuth(), `--secure-port=${p.scheduler}`, '--v=1']);
     // --- kwok, with our pod Stages (see stages.ts)
     const stagesPath = join(stateDir, 'kwok-stages.yaml');
-    await writeFile(stagesPath, kwokPodStages(this.options.podIPAM));
+    await writeFile(stagesPath, kwokPodStages(this.options.podIPAM, { testRunsContainers: this.options.kubeletLogs }));
+    const kubeletArgs = this.options.kubeletLogs ? await this.#kubeletLogsSetup() : [];
     const kwok = this.#spawn('kwok', [
       `--kubeconfig=${this.kubeconfigPath}`,
       `--config=${stagesPath}`,
@@ -430,6 +469,7 @@ export class Testbed {
       '--node-lease-duration-seconds=40',
       // used only for pods on nodes without spec.podCIDR (kcm assigns one to every node here)
       '--cidr=100.127.0.0/16',
+      ...kubeletArgs,
     ]);
 
     await Promise.all([
@@ -447,6 +487,17 @@ export class Testbed {
     // --- nodes
     await this.addNodes(this.options.nodes, kwok);
     this.#log(`cluster up with ${this.options.nodes} nodes (${Date.now() - t0} ms)`);
+  }
+
+  /** kubeletLogs: kwok's Logs CRD (from the kwok module in the Go module cache) and kwok's kubelet-server flags. */
+  async #kubeletLogsSetup(): Promise<string[]> {
+    const crd = join(testbedRoot(), 'go', 'mod', 'sigs.k8s.io', `kwok@${KWOK_VERSION}`, 'kustomize', 'crd', 'bases', 'kwok.x-k8s.io_logs.yaml');
+    const r = await this.kubectl(['apply', '-f', crd]);
+    if (r.code !== 0) throw new Error(`installing kwok's Logs CRD from ${crd} failed: ${r.stderr || r.stdout}`);
+    const w = await this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/logs.kwok.x-k8s.io']);
+    if (w.code !== 0) throw new Error(`kwok's Logs CRD not Established: ${w.stderr || w.stdout}`);
+    [this.kubeletPort] = await freePorts(1);
+    return [`--server-address=127.0.0.1:${this.kubeletPort}`, `--node-port=${this.kubeletPort}`, '--enable-crds=Logs'];
   }
 
   #commonAuth(): string[] {
@@ -522,14 +573,25 @@ export class Testbed {
     await chmod(this.kubeconfigPath, 0o600);
   }
 
-  async #startApiserver(): Promise<void> {
+  /** Name of apiserver i's process ('kube-apiserver' for the first). */
+  static apiserverName(i: number): string {
+    return i === 0 ? 'kube-apiserver' : `kube-apiserver-${i}`;
+  }
+
+  /** Where apiserver i listens: 127.0.0.<i+1>, all on the same port. */
+  apiserverURL(i: number): string {
+    return `https://127.0.0.${i + 1}:${this.#ports.apiserver}`;
+  }
+
+  async #startApiserver(i = 0): Promise<void> {
     const p = this.#ports;
     const pki = join(this.stateDir, 'pki');
+    const ha = this.apiserverAdvertiseAddresses.length > 1;
     const args = [
       `--etcd-servers=http://127.0.0.1:${p.etcdClient}`,
       `--secure-port=${p.apiserver}`,
-      '--bind-address=127.0.0.1',
-      `--cert-dir=${join(pki, 'apiserver')}`,
+      `--bind-address=127.0.0.${i + 1}`,
+      `--cert-dir=${join(pki, i === 0 ? 'apiserver' : `apiserver-${i}`)}`,
       `--token-auth-file=${join(pki, 'tokens.csv')}`,
       '--authorization-mode=Node,RBAC',
       `--service-account-key-file=${join(pki, 'sa.key')}`,
@@ -543,26 +605,35 @@ export class Testbed {
     ];
     // A loopback advertise address is rejected for the `kubernetes` Endpoints (see docs/testbed.md):
     // advertise this machine's address when it has one, else run without the endpoint reconciler.
-    if (this.advertiseAddress) args.push(`--advertise-address=${this.advertiseAddress}`);
+    if (ha) args.push(`--advertise-address=${this.apiserverAdvertiseAddresses[i]}`, `--shutdown-delay-duration=${APISERVER_SHUTDOWN_DELAY_SECONDS}s`);
+    else if (this.advertiseAddress) args.push(`--advertise-address=${this.advertiseAddress}`);
     else args.push('--advertise-address=127.0.0.1', '--endpoint-reconciler-type=none');
+    // kubeletLogs: reach kwok's kubelet server at the nodes' InternalIP 127.0.0.1, never by looking up a Hostname
+    if (this.options.kubeletLogs) args.push('--kubelet-preferred-address-types=InternalIP');
     // After "HTTPServerStoppedListening" a SIGTERMed kube-apiserver hangs until killed (measured: it sat
-    // there the whole 10 s grace); everything it owns is in etcd already, so give it 2 s.
-    const api = this.#spawn('kube-apiserver', args, 2);
-    await waitFor(
-      'kube-apiserver /readyz',
-      async () => (await this.client.raw('GET', '/readyz', undefined, undefined, 3000)).status === 200,
-      { timeoutMs: this.options.timeoutMs, proc: api },
-    );
-    // the `kubernetes` ServiceCIDR exists and is Ready once the apiserver's bootstrap controller ran
-    await waitFor(
-      'the `kubernetes` ServiceCIDR and default/kubernetes Service',
-      async () => {
-        const sc = await this.client.getOrUndefined('/apis/networking.k8s.io/v1/servicecidrs/kubernetes');
-        const svc = await this.client.getOrUndefined('/api/v1/namespaces/default/services/kubernetes');
-        return sc !== undefined && svc !== undefined;
-      },
-      { timeoutMs: this.options.timeoutMs, proc: api },
-    );
+    // there the whole 10 s grace); everything it owns is in etcd already, so give it 2 s (HA: after the
+    // shutdown delay during which it keeps serving).
+    const api = this.#spawn(Testbed.apiserverName(i), args, ha ? APISERVER_SHUTDOWN_DELAY_SECONDS + 2 : 2, join(this.binDir, 'kube-apiserver'));
+    const client = i === 0 ? this.client : new KubeClient(this.apiserverURL(i), this.token);
+    try {
+      await waitFor(
+        `${Testbed.apiserverName(i)} /readyz`,
+        async () => (await client.raw('GET', '/readyz', undefined, undefined, 3000)).status === 200,
+        { timeoutMs: this.options.timeoutMs, proc: api },
+      );
+      // the `kubernetes` ServiceCIDR exists and is Ready once the apiserver's bootstrap controller ran
+      await waitFor(
+        'the `kubernetes` ServiceCIDR and default/kubernetes Service',
+        async () => {
+          const sc = await client.getOrUndefined('/apis/networking.k8s.io/v1/servicecidrs/kubernetes');
+          const svc = await client.getOrUndefined('/api/v1/namespaces/default/services/kubernetes');
+          return sc !== undefined && svc !== undefined;
+        },
+        { timeoutMs: this.options.timeoutMs, proc: api },
+      );
+    } finally {
+      if (client !== this.client) client.close();
+    }
   }
 
   async #installCalicoCRDs(): Promise<void> {
@@ -629,7 +700,7 @@ export class Testbed {
     for (let i = 0; nodes.length < count; i++) {
       const name = `tb-node-${i}`;
       if (taken.has(name)) continue;
-      const ip = testbedNodeIP(i);
+      const ip = this.options.kubeletLogs ? '127.0.0.1' : testbedNodeIP(i);
       if (ip) file.internalIPs[name] = ip;
       nodes.push(nodeFromTemplate(file, name));
     }
@@ -738,14 +809,18 @@ export class Testbed {
 
   /** Restarts kube-apiserver with a new --service-cluster-ip-range, same etcd, and waits until healthy. */
   async restartApiserver(opts: { serviceCIDR?: string } = {}): Promise<void> {
-    const api = this.#procs.get('kube-apiserver');
-    if (api) await api.stop();
     if (opts.serviceCIDR) this.serviceCIDR = opts.serviceCIDR;
-    await this.#startApiserver();
+    // one at a time, as an HA control plane is rolled
+    for (let i = 0; i < this.apiserverAdvertiseAddresses.length; i++) {
+      const api = this.#procs.get(Testbed.apiserverName(i));
+      if (api) await api.stop();
+      await this.#startApiserver(i);
+    }
   }
 
   async #stopProcs(): Promise<void> {
-    const order: string[][] = [['calico-ipam', 'kwok', 'kube-scheduler', 'kube-controller-manager'], ['kube-apiserver'], ['etcd']];
+    const order: string[][] = [['calico-ipam', 'kwok', 'kube-scheduler', 'kube-controller-manager'],
+      this.apiserverAdvertiseAddresses.map((_, i) => Testbed.apiserverName(i)), ['etcd']];
     for (const group of order) {
       await Promise.all(group.map((n) => this.#procs.get(n)?.stop()));
     }

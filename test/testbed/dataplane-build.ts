@@ -129,8 +129,14 @@ async function runBuildScript(version: string, target: 'all' | 'dpnet', log: (s:
 }
 
 /** Makes sure kube-proxy, coredns and dpnet exist for `version`, building them if needed; returns the bin dir. */
-/** Debian packages the data plane runs (kube-proxy's iptables mode calls iptables-restore / iptables-save). */
-export const DATAPLANE_PACKAGES = ['iptables'] as const;
+/**
+ * Debian packages the data plane runs, each with the command that shows it is installed: kube-proxy's
+ * iptables mode calls iptables-restore / iptables-save, its nftables mode calls nft.
+ */
+export const DATAPLANE_PACKAGES = [
+  { pkg: 'iptables', cmd: 'iptables' },
+  { pkg: 'nftables', cmd: 'nft' },
+] as const;
 
 function onPath(cmd: string): boolean {
   const dirs = [...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/sbin'];
@@ -147,7 +153,7 @@ function runQuiet(cmd: string, args: string[]): Promise<number> {
 
 /** Installs the Debian packages the data plane needs when they are missing (as root, through apt-get). */
 export async function ensureHostPackages(log: (s: string) => void = (s) => process.stderr.write(`[dataplane] ${s}\n`)): Promise<void> {
-  const missing = DATAPLANE_PACKAGES.filter((p) => !onPath(p));
+  const missing = DATAPLANE_PACKAGES.filter((p) => !onPath(p.cmd)).map((p) => p.pkg);
   if (missing.length === 0) return;
   if (process.getuid?.() !== 0) throw new Error(`the data plane needs ${missing.join(', ')} (Debian packages) and installing them needs root`);
   log(`installing ${missing.join(', ')} with apt-get`);
@@ -156,7 +162,7 @@ export async function ensureHostPackages(log: (s: string) => void = (s) => proce
     await runQuiet('apt-get', ['update']);
     code = await runQuiet('apt-get', ['install', '-y', '--no-install-recommends', ...missing]);
   }
-  if (code !== 0 || DATAPLANE_PACKAGES.some((p) => !onPath(p))) throw new Error(`apt-get install ${missing.join(' ')} failed (exit ${code})`);
+  if (code !== 0 || DATAPLANE_PACKAGES.some((p) => !onPath(p.cmd))) throw new Error(`apt-get install ${missing.join(' ')} failed (exit ${code})`);
 }
 
 export async function ensureDataplaneBuilt(opts: { version?: string; log?: (s: string) => void } = {}): Promise<string> {

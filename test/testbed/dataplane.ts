@@ -1,25 +1,39 @@
 // A real data plane for a running Testbed: Linux network namespaces for nodes and pods, the real
-// kube-proxy (iptables mode) per node, the real CoreDNS serving cluster.local.
+// kube-proxy (iptables or nftables mode) per node, the real CoreDNS serving cluster.local.
 //
 //   const dp = await Dataplane.start(tb);       // fabric + one netns per Node, kube-proxy in each
 //   await deployCoreDNS(tb, { clusterIP });     // kube-dns Service + a coredns Pod (kwok gives it an IP)
 //   await dp.syncPods();                        // one netns per Running pod with an IP: a dpnet HTTP
 //                                               // server, or CoreDNS for k8s-app=kube-dns pods
+//   dp.follow();                                // or: syncPods every 100 ms in the background
 //   await dp.get({ namespace, name }, 'http://10.96.0.42/');   // runs inside that pod's netns
 //   await dp.resolve({ namespace, name }, 'web.ns.svc.cluster.local', '10.96.0.10');
 //   await dp.stop();                            // processes stopped, every netns deleted
+//
+// Like a kubelet with CNI:
+//   - a pod with the readiness gate SERVING_GATE (stages.ts) is left Ready=False by kwok; once its netns is
+//     wired and its process answers (dpnet serve accepts a connection, CoreDNS answers /ready), the data
+//     plane sets that gate's condition and Ready to True (PATCH pods/NAME/status);
+//   - a pod that gets a deletionTimestamp or disappears keeps its netns and process for terminationGraceMs
+//     (default 5 s, a preStop sleep): kube-proxy drops the endpoint meanwhile, requests already DNATed to it
+//     are still answered.
 //
 // Topology (all addresses exist only inside namespaces created here; nothing is added to the root
 // namespace except a Unix socket file):
 //
 //   <p>fab     netns with bridge br0; one veth per node (n<i> in fab, eth0 in the node netns)
-//   <p>n<i>    node i: eth0 = 172.31.255.<i+1>/24 (FABRIC_CIDR), ip_forward on, a route to every other
-//              node's spec.podCIDR via that node's fabric address, a /32 route per local pod through
-//              the pod's veth v<k>, 169.254.1.1/32 on lo. kube-proxy runs here (iptables rules of this
-//              netns).
+//   <p>n<i>    node i: eth0 = 172.31.255.<i+1>/24 (FABRIC_CIDR), ip_forward on, a /32 route per local pod
+//              through the pod's veth v<k>, a /32 route per pod (and client) of every other node via that
+//              node's fabric address (no dependence on spec.podCIDR: Calico-style IPAM and a Pod CIDR
+//              migration work the same), 169.254.1.1/32 on lo. kube-proxy runs here (iptables or nftables
+//              rules of this netns).
 //   <p>p<k>    pod k: eth0 = status.podIP/32, default route via 169.254.1.1 (a local address of the node
 //              netns, so the node answers the pod's ARP for it; routed veths as in Calico, no bridge):
 //              every packet of a pod is routed through the node netns and passes its netfilter.
+//   <p>cp      only when tb.advertiseAddress is APISERVER_FABRIC_IP: the apiserver's advertised address
+//              172.31.255.254/24 on the fabric, a forwarder from <that>:<apiserver port> to the apiserver,
+//              and a /32 route per pod; so the `kubernetes` Service (10.96.0.1:443, DNATed by kube-proxy to
+//              the EndpointSlice address) reaches the real apiserver from pods.
 //
 // The apiserver listens on the host's 127.0.0.1, which no netns can reach. A dpnet forwarder in the
 // root netns listens on a Unix socket (<state>/apiserver.sock; socket paths are not per-netns) and
@@ -40,17 +54,31 @@ import { join } from 'node:path';
 import { pidAlive } from './build.ts';
 import { Proc, type ExecResult, type Testbed } from './cluster.ts';
 import { ensureDataplaneBuilt } from './dataplane-build.ts';
-import { parseCIDR } from './ip.ts';
 import type { KubeObject } from './kube.ts';
+import { SERVING_GATE } from './stages.ts';
+
+export { SERVING_GATE };
 
 /** Link addresses between node namespaces (node i = .i+1). */
 export const FABRIC_CIDR = '172.31.255.0/24';
+/**
+ * Fabric address of the control-plane netns: give it to `Testbed.start({ advertiseAddress })` and the
+ * `kubernetes` Service's endpoint is reachable from pods (Dataplane.start wires <prefix>cp with it).
+ */
+export const APISERVER_FABRIC_IP = '172.31.255.254';
+/**
+ * Fabric addresses for an HA control plane (TestbedOptions.apiserverAdvertiseAddresses): apiserver i is
+ * advertised as APISERVER_FABRIC_IPS[i] and reached through the control-plane netns like the first.
+ */
+export const APISERVER_FABRIC_IPS = [APISERVER_FABRIC_IP, '172.31.255.253'] as const;
 /** The pods' default gateway (assigned to lo of every node netns). */
 export const POD_GATEWAY = '169.254.1.1';
 /** Port of the apiserver forwarder inside node and CoreDNS namespaces. */
 export const NETNS_APISERVER_PORT = 6443;
 /** Addresses of client namespaces (`addClient`): outside every pod and Service range, one /32 each. */
 export const CLIENT_CIDR = '172.31.254.0/24';
+/** Default time a deleted pod's netns and process stay (ms). */
+export const DEFAULT_TERMINATION_GRACE_MS = 5000;
 
 const PREFIX_RE = /^krn(\d+)x(\d+)-/;
 let counter = 0;
@@ -61,12 +89,17 @@ export interface PodRef {
 }
 
 export interface DataplaneOptions {
-  /** kube-proxy --proxy-mode (only iptables for now). */
-  proxyMode?: 'iptables';
+  /** kube-proxy --proxy-mode (default iptables). */
+  proxyMode?: 'iptables' | 'nftables';
   /** Progress messages (default: silent unless KUBE_RENUMBER_TESTBED_VERBOSE=1). */
   log?: (msg: string) => void;
   /** Timeout for kube-proxy's first sync per node, ms (default 60 s). */
   timeoutMs?: number;
+  /**
+   * How long a wired pod's netns and process stay after the pod got a deletionTimestamp or disappeared
+   * (ms, default 5000; like a container with a preStop sleep). 0 removes them at once.
+   */
+  terminationGraceMs?: number;
 }
 
 interface NodeNet {
@@ -74,7 +107,6 @@ interface NodeNet {
   index: number;
   netns: string;
   fabricIP: string;
-  podCIDR: string | undefined;
 }
 
 interface PodNet {
@@ -87,10 +119,38 @@ interface PodNet {
   netns: string;
   hostVeth: string;
   role: 'server' | 'coredns';
+  ports: number[];
+  procs: Proc[];
+  /** Carries the SERVING_GATE readiness gate. */
+  gated: boolean;
+  /** Unix ms: wired (netns, routes, process started). */
+  wiredAt: number;
+  /** Unix ms: the data plane set Ready (gated pods). */
+  servingAt?: number;
+  /** Unix ms: the pod was seen deleted (lingering since). */
+  lingeringSince?: number;
+  timer?: NodeJS.Timeout;
+  removed: boolean;
+}
+
+/** A wired pod as `pods()` / `lingering()` report it. */
+export interface WiredPod {
+  namespace: string;
+  name: string;
+  uid: string;
+  ip: string;
+  node: string;
+  netns: string;
+  role: string;
+  /** Unix ms when netns, routes and process were set up. */
+  wiredAt: number;
+  /** Unix ms when the data plane set Ready=True (pods with SERVING_GATE), if it did. */
+  servingAt?: number;
+  /** Unix ms since when the pod lingers after its deletion (lingering() only). */
+  lingeringSince?: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 
 /** Runs a command; never throws for a non-zero exit. */
 export function run(cmd: string, args: string[], opts: { timeoutMs?: number; input?: string } = {}): Promise<ExecResult> {
@@ -170,7 +230,7 @@ function intToIPv4(n: number): string {
 
 function fabricIP(i: number): string {
   const base = ipv4ToInt(FABRIC_CIDR.split('/')[0]!);
-  if (i + 1 > 254) throw new Error('at most 254 nodes on the data-plane fabric');
+  if (i + 1 > 252) throw new Error('at most 252 nodes on the data-plane fabric (.253 and .254 are APISERVER_FABRIC_IPS)');
   return intToIPv4(base + i + 1);
 }
 
@@ -186,16 +246,29 @@ export class Dataplane {
   readonly prefix: string;
   readonly stateDir: string;
   readonly binDir: string;
-  readonly proxyMode: 'iptables';
+  readonly proxyMode: 'iptables' | 'nftables';
   readonly fabricNetns: string;
+  /** The control-plane netns (APISERVER_FABRIC_IP), when tb.advertiseAddress is that address. */
+  readonly controlPlaneNetns: string | undefined;
+  readonly terminationGraceMs: number;
   #nodes = new Map<string, NodeNet>();
+  /** Active (not lingering) wired pods by namespace/name. */
   #pods = new Map<string, PodNet>();
+  /** Pods kept after their deletion until their grace period ends. */
+  #lingering = new Set<PodNet>();
+  /** Node-level processes (forwarders, kube-proxy); pod processes live in PodNet.procs. */
   #procs: Proc[] = [];
   #podCounter = 0;
   #clientCounter = 0;
   #log: (m: string) => void;
   #stopped = false;
   #timeoutMs: number;
+  /** Serialises syncPods, linger removals and stop. */
+  #queue: Promise<unknown> = Promise.resolve();
+  /** Readiness checks of gated pods in flight. */
+  #probes = new Set<Promise<void>>();
+  #follow: { on: boolean; done: Promise<void>; wake?: () => void } | undefined;
+  #lastFollowError = '';
 
   private constructor(tb: Testbed, binDir: string, prefix: string, stateDir: string, opts: DataplaneOptions) {
     this.tb = tb;
@@ -204,6 +277,8 @@ export class Dataplane {
     this.proxyMode = opts.proxyMode ?? 'iptables';
     this.prefix = prefix;
     this.fabricNetns = `${this.prefix}fab`;
+    this.controlPlaneNetns = tb.apiserverAdvertiseAddresses.some((a) => (APISERVER_FABRIC_IPS as readonly string[]).includes(a)) ? `${this.prefix}cp` : undefined;
+    this.terminationGraceMs = opts.terminationGraceMs ?? DEFAULT_TERMINATION_GRACE_MS;
     const verbose = process.env.KUBE_RENUMBER_TESTBED_VERBOSE === '1';
     this.#log = opts.log ?? (verbose ? (m: string) => process.stderr.write(`[dataplane] ${m}\n`) : () => {});
     this.#timeoutMs = opts.timeoutMs ?? 60_000;
@@ -221,7 +296,8 @@ export class Dataplane {
 
   /** Builds the binaries if needed, wires every current Node and starts kube-proxy in each. */
   static async start(tb: Testbed, opts: DataplaneOptions = {}): Promise<Dataplane> {
-    if ((opts.proxyMode ?? 'iptables') !== 'iptables') throw new Error('only --proxy-mode=iptables is wired so far');
+    const mode = opts.proxyMode ?? 'iptables';
+    if (mode !== 'iptables' && mode !== 'nftables') throw new Error(`proxyMode must be 'iptables' or 'nftables', got ${String(mode)}`);
     const binDir = await ensureDataplaneBuilt({ version: tb.options.version, log: (m) => process.stderr.write(`[dataplane] ${m}\n`) });
     const stale = await cleanupLeftovers();
     const prefix = `krn${process.pid}x${++counter}-`;
@@ -237,10 +313,10 @@ export class Dataplane {
     }
   }
 
-  #spawn(name: string, netns: string | undefined, cmd: string, args: string[]): Proc {
+  #spawn(name: string, netns: string | undefined, cmd: string, args: string[], into: Proc[] = this.#procs): Proc {
     const full = netns ? ['netns', 'exec', netns, cmd, ...args] : args;
     const proc = new Proc(name, join(this.tb.binDir, 'tbsup'), netns ? 'ip' : cmd, full, join(this.stateDir, `${name}.log`), 3);
-    this.#procs.push(proc);
+    into.push(proc);
     return proc;
   }
 
@@ -286,6 +362,12 @@ export class Dataplane {
       '-to',
       `tcp:127.0.0.1:${apiserverPort(tb.server)}`,
     ]);
+    // HA: one more socket per further apiserver (127.0.0.<i+1>), for the control-plane netns
+    for (let i = 1; i < tb.apiserverAdvertiseAddresses.length; i++) {
+      this.#spawn(`apiserver-fwd-${i}`, undefined, join(this.binDir, 'dpnet'), [
+        'fwd', '-listen', `unix:${this.#apiserverSocketOf(i)}`, '-to', `tcp:127.0.0.${i + 1}:${apiserverPort(tb.server)}`,
+      ]);
+    }
 
     const fab = this.fabricNetns;
     await ip(['netns', 'add', fab]);
@@ -296,38 +378,30 @@ export class Dataplane {
     const nodes = (await tb.client.list('/api/v1/nodes')).items as KubeObject[];
     nodes.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
     for (const node of nodes) await this.#addNode(node);
-    // routes between nodes (each node's podCIDR via its fabric address)
-    for (const a of this.#nodes.values()) {
-      for (const b of this.#nodes.values()) {
-        if (a === b || !b.podCIDR) continue;
-        await ip(['-n', a.netns, 'route', 'add', b.podCIDR, 'via', b.fabricIP, 'dev', 'eth0']);
-      }
-    }
+    if (this.controlPlaneNetns) await this.#addControlPlane(this.controlPlaneNetns);
     this.#log(`namespaces for ${this.#nodes.size} nodes (${Date.now() - t0} ms)`);
     for (const n of this.#nodes.values()) this.#startKubeProxy(n);
     await Promise.all([...this.#nodes.values()].map((n) => this.#waitProxyHealthy(n)));
-    this.#log(`kube-proxy healthy on ${this.#nodes.size} nodes (${Date.now() - t0} ms)`);
+    this.#log(`kube-proxy (${this.proxyMode}) healthy on ${this.#nodes.size} nodes (${Date.now() - t0} ms)`);
+  }
+
+  /** Attaches `netns` to the fabric with `addr` on its eth0 (veth `name` in the fabric netns). */
+  async #attach(netns: string, name: string, addr: string): Promise<void> {
+    await ip(['netns', 'add', netns]);
+    await ip(['-n', netns, 'link', 'set', 'lo', 'up']);
+    await ip(['-n', this.fabricNetns, 'link', 'add', name, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns]);
+    await ip(['-n', this.fabricNetns, 'link', 'set', name, 'master', 'br0', 'up']);
+    await ip(['-n', netns, 'addr', 'add', `${addr}/${FABRIC_CIDR.split('/')[1]}`, 'dev', 'eth0']);
+    await ip(['-n', netns, 'link', 'set', 'eth0', 'up']);
   }
 
   async #addNode(node: KubeObject): Promise<void> {
     const index = this.#nodes.size;
-    const n: NodeNet = {
-      name: node.metadata.name,
-      index,
-      netns: `${this.prefix}n${index}`,
-      fabricIP: fabricIP(index),
-      podCIDR: (node.spec?.podCIDRs ?? [])[0] ?? node.spec?.podCIDR,
-    };
-    if (n.podCIDR) parseCIDR(n.podCIDR); // validates
+    const n: NodeNet = { name: node.metadata.name, index, netns: `${this.prefix}n${index}`, fabricIP: fabricIP(index) };
     this.#nodes.set(n.name, n);
-    await ip(['netns', 'add', n.netns]);
-    await ip(['-n', n.netns, 'link', 'set', 'lo', 'up']);
+    await this.#attach(n.netns, `n${index}`, n.fabricIP);
     // the pods' gateway is a local address of the node netns: it answers their ARP on every veth
     await ip(['-n', n.netns, 'addr', 'add', `${POD_GATEWAY}/32`, 'dev', 'lo']);
-    await ip(['-n', this.fabricNetns, 'link', 'add', `n${index}`, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', n.netns]);
-    await ip(['-n', this.fabricNetns, 'link', 'set', `n${index}`, 'master', 'br0', 'up']);
-    await ip(['-n', n.netns, 'addr', 'add', `${n.fabricIP}/${FABRIC_CIDR.split('/')[1]}`, 'dev', 'eth0']);
-    await ip(['-n', n.netns, 'link', 'set', 'eth0', 'up']);
     await this.#sysctl(n.netns, 'net.ipv4.ip_forward', '1');
     this.#spawn(`fwd-${n.name}`, n.netns, join(this.binDir, 'dpnet'), [
       'fwd',
@@ -336,6 +410,31 @@ export class Dataplane {
       '-to',
       `unix:${this.apiserverSocket}`,
     ]);
+  }
+
+  /**
+   * The control-plane netns: APISERVER_FABRIC_IP on the fabric, a forwarder from <it>:<apiserver port> (the
+   * port the `kubernetes` EndpointSlice names) to the apiserver. Its routes to pods come from #routeEverywhere.
+   */
+  async #addControlPlane(netns: string): Promise<void> {
+    const addrs = this.tb.apiserverAdvertiseAddresses;
+    await this.#attach(netns, 'cp', addrs[0]!);
+    for (const a of addrs.slice(1)) await ip(['-n', netns, 'addr', 'add', `${a}/${FABRIC_CIDR.split('/')[1]}`, 'dev', 'eth0']);
+    for (const [i, a] of addrs.entries()) {
+      const fwd = this.#spawn(i === 0 ? 'fwd-control-plane' : `fwd-control-plane-${i}`, netns, join(this.binDir, 'dpnet'), [
+        'fwd',
+        '-listen',
+        `tcp:${a}:${apiserverPort(this.tb.server)}`,
+        '-to',
+        `unix:${this.#apiserverSocketOf(i)}`,
+      ]);
+      const r = await this.exec(netns, join(this.binDir, 'dpnet'), ['wait', '-timeout', '10s', `tcp:${a}:${apiserverPort(this.tb.server)}`]);
+      if (r.code !== 0) throw new Error(`the control-plane forwarder for ${a} does not listen: ${r.stderr.trim()}\n${fwd.logTail(20)}`);
+    }
+  }
+
+  #apiserverSocketOf(i: number): string {
+    return i === 0 ? this.apiserverSocket : join(this.stateDir, `apiserver-${i}.sock`);
   }
 
   #startKubeProxy(n: NodeNet): void {
@@ -373,34 +472,60 @@ export class Dataplane {
     return n.netns;
   }
 
-  /** Netns name of a wired pod, or undefined. */
+  /** Netns name of a wired (not lingering) pod, or undefined. */
   podNetns(pod: PodRef): string | undefined {
     return this.#pods.get(`${pod.namespace}/${pod.name}`)?.netns;
   }
 
-  /** The wired pods. */
-  pods(): { namespace: string; name: string; ip: string; node: string; netns: string; role: string }[] {
-    return [...this.#pods.values()].map(({ namespace, name, ip: podIP, node, netns, role }) => ({ namespace, name, ip: podIP, node, netns, role }));
+  static #report(pn: PodNet): WiredPod {
+    const { namespace, name, uid, ip: podIP, node, netns, role, wiredAt, servingAt, lingeringSince } = pn;
+    return { namespace, name, uid, ip: podIP, node, netns, role, wiredAt, servingAt, lingeringSince };
+  }
+
+  /** The wired pods (lingering ones not included). */
+  pods(): WiredPod[] {
+    return [...this.#pods.values()].map(Dataplane.#report);
+  }
+
+  /** Pods deleted from the cluster whose netns and process stay until their grace period ends. */
+  lingering(): WiredPod[] {
+    return [...this.#lingering].map(Dataplane.#report);
+  }
+
+  /** Runs `fn` after every queued syncPods / removal; nothing runs once stopped. */
+  #serial<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.#queue.then(() => fn());
+    this.#queue = p.catch(() => {});
+    return p;
   }
 
   /**
-   * Gives every Running pod with an IP on a wired node its netns and its process (a dpnet HTTP server
-   * on each containerPort, default 8080, answering "<namespace>/<name>"; CoreDNS for k8s-app=kube-dns
-   * pods). Pods already wired are kept; pods gone (or with another uid/IP) are unwired.
+   * Gives every Running pod with an IP on a wired node, without deletionTimestamp, its netns and its process
+   * (a dpnet HTTP server on each containerPort, default 8080, answering "<namespace>/<name>"; CoreDNS for
+   * k8s-app=kube-dns pods). Pods already wired are kept. Pods gone, being deleted, or with another uid/IP
+   * linger for terminationGraceMs (netns and process kept, then removed). For pods with the SERVING_GATE
+   * readiness gate, a background check sets the gate and Ready to True once the process answers.
+   * Serialised with follow()'s calls. `removed` counts pods that stopped being wired (now lingering or gone).
    */
-  async syncPods(): Promise<{ added: number; removed: number }> {
+  syncPods(): Promise<{ added: number; removed: number }> {
+    return this.#serial(() => this.#sync());
+  }
+
+  async #sync(): Promise<{ added: number; removed: number }> {
+    if (this.#stopped) return { added: 0, removed: 0 };
     const list = (await this.tb.client.list('/api/v1/pods')).items as KubeObject[];
+    if (this.#stopped) return { added: 0, removed: 0 };
     const want = new Map<string, KubeObject>();
     for (const p of list) {
       if (p.status?.phase !== 'Running' || !p.status?.podIP || !this.#nodes.has(p.spec?.nodeName)) continue;
-      if (p.spec?.hostNetwork) continue;
+      if (p.spec?.hostNetwork || p.metadata.deletionTimestamp) continue;
       want.set(`${p.metadata.namespace}/${p.metadata.name}`, p);
     }
     let removed = 0;
     for (const [key, pn] of this.#pods) {
       const p = want.get(key);
       if (!p || p.metadata.uid !== pn.uid || p.status.podIP !== pn.ip) {
-        await this.#removePod(pn);
+        await this.#unwire(pn);
         removed++;
       }
     }
@@ -413,10 +538,55 @@ export class Dataplane {
     return { added, removed };
   }
 
+  /** A pod stopped being wanted: it lingers for the grace period (or goes at once with 0). */
+  async #unwire(pn: PodNet): Promise<void> {
+    if (this.#pods.get(pn.key) === pn) this.#pods.delete(pn.key);
+    if (this.terminationGraceMs <= 0) {
+      await this.#removePod(pn);
+      return;
+    }
+    pn.lingeringSince = Date.now();
+    this.#lingering.add(pn);
+    this.#log(`${pn.key} (${pn.ip}) lingers for ${this.terminationGraceMs} ms`);
+    pn.timer = setTimeout(() => {
+      this.#serial(() => this.#removePod(pn)).catch((e) => this.#log(`removing ${pn.key}: ${e instanceof Error ? e.message : e}`));
+    }, this.terminationGraceMs);
+    pn.timer.unref();
+  }
+
+  /** The other namespaces that route to pods by /32 via their node: every other node, the control plane. */
+  #routers(exceptNode: string): string[] {
+    const out = [...this.#nodes.values()].filter((n) => n.name !== exceptNode).map((n) => n.netns);
+    if (this.controlPlaneNetns) out.push(this.controlPlaneNetns);
+    return out;
+  }
+
+  /** `addr`/32 via `node`'s fabric address in every other node netns and the control-plane netns. */
+  async #routeEverywhere(addr: string, node: NodeNet): Promise<void> {
+    await Promise.all(this.#routers(node.name).map((ns) => ip(['-n', ns, 'route', 'replace', `${addr}/32`, 'via', node.fabricIP, 'dev', 'eth0'])));
+  }
+
+  /** Wires a pod; on failure what was set up is removed again, so the next syncPods tries anew. */
   async #addPod(p: KubeObject): Promise<void> {
-    const node = this.#nodes.get(p.spec.nodeName)!;
     const k = this.#podCounter++;
+    try {
+      await this.#wirePod(p, k);
+    } catch (e) {
+      const pn = this.#pods.get(`${p.metadata.namespace}/${p.metadata.name}`);
+      if (pn && pn.netns === `${this.prefix}p${k}`) await this.#removePod(pn).catch(() => {});
+      throw e;
+    }
+  }
+
+  async #wirePod(p: KubeObject, k: number): Promise<void> {
+    const node = this.#nodes.get(p.spec.nodeName)!;
     const labels = p.metadata.labels ?? {};
+    const role = labels['k8s-app'] === 'kube-dns' ? 'coredns' : 'server';
+    const ports = new Set<number>();
+    if (role === 'server') {
+      for (const c of p.spec.containers ?? []) for (const cp of c.ports ?? []) if ((cp.protocol ?? 'TCP') === 'TCP') ports.add(cp.containerPort);
+      if (ports.size === 0) ports.add(8080);
+    }
     const pn: PodNet = {
       key: `${p.metadata.namespace}/${p.metadata.name}`,
       namespace: p.metadata.namespace ?? 'default',
@@ -426,8 +596,16 @@ export class Dataplane {
       node: node.name,
       netns: `${this.prefix}p${k}`,
       hostVeth: `v${k}`,
-      role: labels['k8s-app'] === 'kube-dns' ? 'coredns' : 'server',
+      role,
+      ports: [...ports],
+      procs: [],
+      gated: (p.spec.readinessGates ?? []).some((g: { conditionType?: string }) => g.conditionType === SERVING_GATE),
+      wiredAt: 0,
+      removed: false,
     };
+    // An IP still held by a lingering pod: the new pod's netns is set up first, the routes are switched to
+    // it (`ip route replace`, atomic), then the lingering pod is removed without touching those routes.
+    const previous = [...this.#lingering].filter((l) => l.ip === pn.ip);
     this.#pods.set(pn.key, pn);
     const N = node.netns;
     const P = pn.netns;
@@ -435,20 +613,19 @@ export class Dataplane {
     await ip(['-n', P, 'link', 'set', 'lo', 'up']);
     await ip(['-n', N, 'link', 'add', pn.hostVeth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', P]);
     await ip(['-n', N, 'link', 'set', pn.hostVeth, 'up']);
-    await ip(['-n', N, 'route', 'add', `${pn.ip}/32`, 'dev', pn.hostVeth]);
     await ip(['-n', P, 'addr', 'add', `${pn.ip}/32`, 'dev', 'eth0']);
     await ip(['-n', P, 'link', 'set', 'eth0', 'up']);
     await ip(['-n', P, 'route', 'add', POD_GATEWAY, 'dev', 'eth0', 'scope', 'link']);
     await ip(['-n', P, 'route', 'add', 'default', 'via', POD_GATEWAY, 'dev', 'eth0']);
     if (pn.role === 'coredns') {
-      this.#spawn(`fwd-${pn.namespace}-${pn.name}`, P, join(this.binDir, 'dpnet'), [
-        'fwd',
-        '-listen',
-        `tcp:127.0.0.1:${NETNS_APISERVER_PORT}`,
-        '-to',
-        `unix:${this.apiserverSocket}`,
-      ]);
-      const corefile = join(this.stateDir, `Corefile-${pn.name}`);
+      this.#spawn(
+        `p${k}-fwd-${pn.namespace}-${pn.name}`,
+        P,
+        join(this.binDir, 'dpnet'),
+        ['fwd', '-listen', `tcp:127.0.0.1:${NETNS_APISERVER_PORT}`, '-to', `unix:${this.apiserverSocket}`],
+        pn.procs,
+      );
+      const corefile = join(this.stateDir, `Corefile-p${k}`);
       await writeFile(
         corefile,
         [
@@ -467,39 +644,146 @@ export class Dataplane {
           '',
         ].join('\n'),
       );
-      this.#spawn(`coredns-${pn.name}`, P, join(this.binDir, 'coredns'), ['-conf', corefile]);
+      this.#spawn(`p${k}-coredns-${pn.name}`, P, join(this.binDir, 'coredns'), ['-conf', corefile], pn.procs);
     } else {
-      const ports = new Set<number>();
-      for (const c of p.spec.containers ?? []) for (const cp of c.ports ?? []) if ((cp.protocol ?? 'TCP') === 'TCP') ports.add(cp.containerPort);
-      if (ports.size === 0) ports.add(8080);
-      for (const port of ports) {
-        this.#spawn(`pod-${pn.namespace}-${pn.name}-${port}`, P, join(this.binDir, 'dpnet'), [
-          'serve',
-          '-listen',
-          `0.0.0.0:${port}`,
-          '-name',
-          pn.key,
-        ]);
+      for (const port of pn.ports) {
+        this.#spawn(
+          `p${k}-pod-${pn.namespace}-${pn.name}-${port}`,
+          P,
+          join(this.binDir, 'dpnet'),
+          ['serve', '-listen', `0.0.0.0:${port}`, '-name', pn.key],
+          pn.procs,
+        );
       }
     }
+    if (previous.length > 0) {
+      // requests still DNATed to this IP for the lingering pod: switch only once the new process listens
+      const targets = pn.role === 'coredns' ? ['tcp:127.0.0.1:53'] : pn.ports.map((port) => `tcp:127.0.0.1:${port}`);
+      const r = await this.exec(P, join(this.binDir, 'dpnet'), ['wait', '-timeout', '5s', ...targets], 10_000);
+      if (r.code !== 0) this.#log(`${pn.key} not listening after 5 s, switching ${pn.ip} to it anyway: ${r.stderr.trim()}`);
+    }
+    // routes last: the pod is reachable once its side is complete
+    await ip(['-n', N, 'route', 'replace', `${pn.ip}/32`, 'dev', pn.hostVeth]);
+    await this.#routeEverywhere(pn.ip, node);
+    for (const l of previous) await this.#removePod(l, { routesTaken: true });
+    pn.wiredAt = Date.now();
+    if (pn.gated) this.#checkServing(pn, p);
   }
 
-  async #removePod(pn: PodNet): Promise<void> {
-    this.#pods.delete(pn.key);
-    const mine = this.#procs.filter(
-      (p) => p.name.startsWith(`pod-${pn.namespace}-${pn.name}-`) || p.name === `coredns-${pn.name}` || p.name === `fwd-${pn.namespace}-${pn.name}`,
-    );
-    await Promise.all(mine.map((p) => p.stop()));
-    this.#procs = this.#procs.filter((p) => !mine.includes(p));
-    await run('ip', ['-n', this.#nodes.get(pn.node)!.netns, 'route', 'del', `${pn.ip}/32`]);
+  /** Gated pod: waits until its process answers, then sets the gate's condition and Ready to True. */
+  #checkServing(pn: PodNet, p: KubeObject): void {
+    const conds: { type: string; status: string }[] = p.status?.conditions ?? [];
+    const isTrue = (t: string) => conds.some((c) => c.type === t && c.status === 'True');
+    const targets = pn.role === 'coredns' ? ['http://127.0.0.1:8181/ready'] : pn.ports.map((port) => `tcp:127.0.0.1:${port}`);
+    const task = (async () => {
+      const r = await this.exec(pn.netns, join(this.binDir, 'dpnet'), ['wait', '-timeout', '120s', ...targets], 130_000);
+      if (pn.removed || this.#stopped) return;
+      if (r.code !== 0) {
+        process.stderr.write(`[dataplane] ${pn.key} does not answer, left not Ready: ${r.stderr.trim()}\n`);
+        return;
+      }
+      pn.servingAt = Date.now();
+      if (isTrue(SERVING_GATE) && isTrue('Ready')) return; // already set (e.g. by an earlier data plane)
+      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+      // metadata.uid: a precondition, so a newer pod of the same name is not marked
+      const res = await this.tb.client.raw(
+        'PATCH',
+        `/api/v1/namespaces/${pn.namespace}/pods/${pn.name}/status`,
+        {
+          metadata: { uid: pn.uid },
+          status: {
+            conditions: [
+              { type: SERVING_GATE, status: 'True', lastTransitionTime: now },
+              { type: 'Ready', status: 'True', lastTransitionTime: now },
+            ],
+          },
+        },
+        'application/strategic-merge-patch+json',
+      );
+      if (res.status === 200) this.#log(`${pn.key} serving: Ready after ${pn.servingAt - pn.wiredAt} ms`);
+      // 404: gone; 422 "metadata.uid … immutable": a newer pod of that name (the precondition did its job)
+      else if (res.status !== 404 && !(res.status === 422 && res.text.includes('metadata.uid')) && !pn.removed) {
+        process.stderr.write(`[dataplane] setting ${pn.key} Ready failed: ${res.status} ${res.text.slice(0, 300)}\n`);
+      }
+    })().catch((e) => {
+      if (!this.#stopped) process.stderr.write(`[dataplane] readiness of ${pn.key}: ${e instanceof Error ? e.message : e}\n`);
+    });
+    this.#probes.add(task);
+    void task.finally(() => this.#probes.delete(task));
+  }
+
+  /**
+   * Stops a pod's processes and deletes its netns and routes. `routesTaken`: a new pod with the same IP has
+   * the routes now, leave them.
+   */
+  async #removePod(pn: PodNet, opts: { routesTaken?: boolean } = {}): Promise<void> {
+    if (pn.removed) return;
+    pn.removed = true;
+    clearTimeout(pn.timer);
+    this.#lingering.delete(pn);
+    if (this.#pods.get(pn.key) === pn) this.#pods.delete(pn.key);
+    await Promise.all(pn.procs.map((p) => p.stop()));
+    const node = this.#nodes.get(pn.node)!;
+    if (!opts.routesTaken) {
+      await run('ip', ['-n', node.netns, 'route', 'del', `${pn.ip}/32`, 'dev', pn.hostVeth]);
+      // only the route via this pod's node: a pod with the same IP on another node keeps its own
+      await Promise.all(this.#routers(node.name).map((ns) => run('ip', ['-n', ns, 'route', 'del', `${pn.ip}/32`, 'via', node.fabricIP, 'dev', 'eth0'])));
+    }
     await deleteNetns([pn.netns]); // deleting the netns deletes the veth pair
+    this.#log(`${pn.key} (${pn.ip}) removed`);
+  }
+
+  /**
+   * Runs syncPods every `intervalMs` in the background (one at a time, serialised with other syncPods
+   * calls; errors are written to stderr, once per distinct message) until unfollow() or stop().
+   */
+  follow(intervalMs = 100): void {
+    if (this.#stopped) throw new Error('the data plane is stopped');
+    if (this.#follow) return;
+    const f: { on: boolean; done: Promise<void>; wake?: () => void } = { on: true, done: Promise.resolve() };
+    this.#follow = f;
+    f.done = (async () => {
+      while (f.on) {
+        try {
+          await this.syncPods();
+          this.#lastFollowError = '';
+        } catch (e) {
+          const msg = e instanceof Error ? e.message : String(e);
+          if (msg !== this.#lastFollowError && f.on) process.stderr.write(`[dataplane] follow: syncPods failed: ${msg}\n`);
+          this.#lastFollowError = msg;
+        }
+        if (!f.on) break;
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, intervalMs);
+          f.wake = () => {
+            clearTimeout(t);
+            r();
+          };
+        });
+      }
+    })();
+  }
+
+  /** Stops the follow() loop and waits for its current syncPods to end. */
+  async unfollow(): Promise<void> {
+    const f = this.#follow;
+    if (!f) return;
+    this.#follow = undefined;
+    f.on = false;
+    f.wake?.();
+    await f.done;
+  }
+
+  /** True while follow() runs. */
+  get following(): boolean {
+    return this.#follow !== undefined;
   }
 
   /**
    * A netns attached to a node the way a pod is (veth, default route via the node netns, so its packets pass
    * the node's kube-proxy rules) but not backed by any Pod object: a client that outlives every pod restart
-   * of a migration. Address 172.31.254.<k>/32 (CLIENT_CIDR); every other node routes it via the node.
-   * Deleted by stop().
+   * of a migration. Address 172.31.254.<k>/32 (CLIENT_CIDR); every other node (and the control-plane netns)
+   * routes it via the node. Deleted by stop().
    */
   async addClient(node: string): Promise<{ netns: string; ip: string }> {
     const n = this.#nodes.get(node);
@@ -518,9 +802,7 @@ export class Dataplane {
     await ip(['-n', P, 'link', 'set', 'eth0', 'up']);
     await ip(['-n', P, 'route', 'add', POD_GATEWAY, 'dev', 'eth0', 'scope', 'link']);
     await ip(['-n', P, 'route', 'add', 'default', 'via', POD_GATEWAY, 'dev', 'eth0']);
-    for (const other of this.#nodes.values()) {
-      if (other !== n) await ip(['-n', other.netns, 'route', 'add', `${addr}/32`, 'via', n.fabricIP, 'dev', 'eth0']);
-    }
+    await this.#routeEverywhere(addr, n);
     return { netns: P, ip: addr };
   }
 
@@ -530,7 +812,7 @@ export class Dataplane {
     if (dns.length === 0) throw new Error('no kube-dns pod is wired (deployCoreDNS, then syncPods)');
     const deadline = Date.now() + timeoutMs;
     for (const pn of dns) {
-      const proc = this.#procs.find((p) => p.name === `coredns-${pn.name}`)!;
+      const proc = pn.procs.find((p) => p.name.includes('-coredns-'))!;
       for (;;) {
         if (!proc.running()) throw new Error(`coredns ${pn.name} exited (${proc.exitCode})\n${proc.logTail(40)}`);
         const r = await this.exec(pn.netns, join(this.binDir, 'dpnet'), ['get', '-timeout', '1s', 'http://127.0.0.1:8181/ready']);
@@ -547,9 +829,18 @@ export class Dataplane {
     return pn;
   }
 
-  /** One HTTP GET from inside a pod's netns. */
-  get(from: PodRef, url: string, timeoutMs = 3000): Promise<ExecResult> {
-    return this.exec(this.#pod(from).netns, join(this.binDir, 'dpnet'), ['get', '-timeout', `${timeoutMs}ms`, url], timeoutMs + 5000);
+  /** One HTTP GET from inside a pod's netns (`-k`: https without verifying the certificate). */
+  get(from: PodRef, url: string, timeoutMs = 3000, opts: { insecure?: boolean } = {}): Promise<ExecResult> {
+    const args = ['get', '-timeout', `${timeoutMs}ms`, ...(opts.insecure ? ['-k'] : []), url];
+    return this.exec(this.#pod(from).netns, join(this.binDir, 'dpnet'), args, timeoutMs + 5000);
+  }
+
+  /**
+   * One TLS handshake from inside a pod's netns to `hostPort` (certificate not verified); stdout has lines
+   * version=…, subject=…, dns=…, ips=… of the server certificate.
+   */
+  tls(from: PodRef, hostPort: string, timeoutMs = 3000): Promise<ExecResult> {
+    return this.exec(this.#pod(from).netns, join(this.binDir, 'dpnet'), ['tls', '-timeout', `${timeoutMs}ms`, hostPort], timeoutMs + 5000);
   }
 
   /** Resolves a name from inside a pod's netns through the DNS server at `server` (port 53). */
@@ -557,9 +848,19 @@ export class Dataplane {
     return this.exec(this.#pod(from).netns, join(this.binDir, 'dpnet'), ['resolve', '-server', `${server}:53`, '-timeout', `${timeoutMs}ms`, name], timeoutMs + 5000);
   }
 
-  /** `iptables-save -t nat` of a node netns (the rules kube-proxy wrote). */
+  /** `iptables-save -t nat` of a node netns (the rules kube-proxy wrote in iptables mode). */
   async natRules(node: string): Promise<string> {
     return (await this.exec(this.nodeNetns(node), 'iptables-save', ['-t', 'nat'])).stdout;
+  }
+
+  /** `nft list table ip kube-proxy` of a node netns (the rules kube-proxy wrote in nftables mode). */
+  async nftRules(node: string): Promise<string> {
+    return (await this.exec(this.nodeNetns(node), 'nft', ['list', 'table', 'ip', 'kube-proxy'])).stdout;
+  }
+
+  /** The rules of this data plane's proxy mode: natRules or nftRules. */
+  proxyRules(node: string): Promise<string> {
+    return this.proxyMode === 'nftables' ? this.nftRules(node) : this.natRules(node);
   }
 
   /** Names of the namespaces of this data plane that exist now. */
@@ -569,16 +870,27 @@ export class Dataplane {
 
   /** Log tails of every process (for failure messages). */
   logTails(lines = 15): string {
-    return this.#procs.map((p) => p.logTail(lines)).join('\n');
+    const pods = [...this.#pods.values(), ...this.#lingering].flatMap((pn) => pn.procs);
+    return [...this.#procs, ...pods].map((p) => p.logTail(lines)).join('\n');
   }
 
-  /** Stops every process and deletes every netns of this data plane. */
+  /** Stops follow(), every process (lingering pods' too) and deletes every netns of this data plane. */
   async stop(): Promise<void> {
     if (this.#stopped) return;
+    await this.unfollow();
     this.#stopped = true;
-    await Promise.all(this.#procs.map((p) => p.stop()));
+    await this.#serial(async () => {}); // a syncPods or removal under way ends first
+    const pods = [...this.#pods.values(), ...this.#lingering];
+    for (const pn of pods) {
+      pn.removed = true;
+      clearTimeout(pn.timer);
+    }
+    this.#pods.clear();
+    this.#lingering.clear();
+    await Promise.all([...this.#procs, ...pods.flatMap((pn) => pn.procs)].map((p) => p.stop()));
     this.#procs = [];
-    await deleteNetns(await this.namespaces());
+    await deleteNetns(await this.namespaces()); // also kills readiness checks running in pod namespaces
+    await Promise.all([...this.#probes]);
     if (process.env.KUBE_RENUMBER_TESTBED_KEEP !== '1') await rm(this.stateDir, { recursive: true, force: true });
   }
 }
@@ -587,9 +899,13 @@ export class Dataplane {
  * Creates (in kube-system) the kube-dns Service at `clusterIP` (53/UDP, 53/TCP, selector
  * k8s-app=kube-dns) and a Pod `coredns` with that label, and waits until the pod is Running with an IP.
  * `Dataplane.syncPods()` then runs the real CoreDNS in that pod's netns, and the EndpointSlice
- * controller points the Service at it.
+ * controller points the Service at it. `servingGate` (default true): the pod carries SERVING_GATE, so it is
+ * Ready (and the kube-dns endpoint ready) only once CoreDNS answers /ready in its netns.
  */
-export async function deployCoreDNS(tb: Testbed, opts: { clusterIP: string; node?: string; timeoutMs?: number }): Promise<KubeObject> {
+export async function deployCoreDNS(
+  tb: Testbed,
+  opts: { clusterIP: string; node?: string; timeoutMs?: number; servingGate?: boolean },
+): Promise<KubeObject> {
   const c = tb.client;
   await c.create({
     apiVersion: 'v1',
@@ -610,6 +926,7 @@ export async function deployCoreDNS(tb: Testbed, opts: { clusterIP: string; node
     metadata: { name: 'coredns', namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns' } },
     spec: {
       ...(opts.node ? { nodeName: opts.node } : {}),
+      ...(opts.servingGate === false ? {} : { readinessGates: [{ conditionType: SERVING_GATE }] }),
       containers: [
         {
           name: 'coredns',

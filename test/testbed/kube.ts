@@ -96,7 +96,7 @@ export class KubeClient {
     this.#agent = new Agent({
       keepAlive: true,
       maxSockets: 32,
-      rejectUnauthorized: !LOOPBACK.has(u.hostname),
+      rejectUnauthorized: !(LOOPBACK.has(u.hostname) || u.hostname.startsWith('127.')),
     });
   }
 

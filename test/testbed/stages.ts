@@ -6,6 +6,8 @@
 //     time) when a pod carries that annotation; none otherwise (as fast);
 //   - pod-complete (pods owned by a Job) waits `pod-complete.stage.kwok.x-k8s.io/delay` the same way
 //     (fast completes at once), so a Job can keep a running pod for as long as a test needs.
+//   - a pod with the readiness gate SERVING_GATE gets Ready=False and that gate's condition False from
+//     pod-ready (ContainersReady and other gates True); the data plane sets them True when the pod serves.
 // In 'calico' mode the pod network comes from the Calico IPAM stand-in (calico-ipam.ts):
 //   - pod-ready for a pod without hostNetwork also requires the annotation testbed.kube-renumber.io/pod-ip
 //     and copies it into status.podIP/podIPs;
@@ -19,22 +21,39 @@ export const POD_IP_ANNOTATION = 'testbed.kube-renumber.io/pod-ip';
 export const COMPLETE_DELAY_ANNOTATION = 'pod-complete.stage.kwok.x-k8s.io/delay';
 /** Delay before a pod becomes Running/Ready (Go duration, e.g. "3s"). */
 export const READY_DELAY_ANNOTATION = 'pod-ready.stage.kwok.x-k8s.io/delay';
+/**
+ * Readiness gate (spec.readinessGates[].conditionType) for "Ready only when serving": kwok's pod-ready Stage
+ * leaves such a pod Ready=False with this condition False; the testbed's data plane (dataplane.ts) sets both
+ * True once it has wired the pod's netns and its process answers, as a kubelet with a readiness probe would.
+ */
+export const SERVING_GATE = 'testbed.kube-renumber.io/serving';
+/**
+ * Set on a pod whose container a test runs itself (test/testbed/pod-runner.ts). With kwokPodStages(mode,
+ * { testRunsContainers: true }) kwok's pod-delete Stage skips such a pod: it stays Terminating until the test
+ * deletes it with grace 0 once the process exited, as a kubelet does. Without that option nothing changes.
+ */
+export const CONTAINER_RUNNER_ANNOTATION = 'testbed.kube-renumber.io/container-runner';
 
+// A pod with the readiness gate SERVING_GATE starts Ready=False with that gate's condition False (other gates
+// True, ContainersReady True); the data plane sets both True once the pod's process answers. Without the
+// gate: Ready=True at once, as kwok's fast Stages.
 const READY_STATUS_HEAD = `      {{ $now := Now }}
+      {{ $serving := false }}
+      {{ range .spec.readinessGates }}{{ if eq .conditionType "${SERVING_GATE}" }}{{ $serving = true }}{{ end }}{{ end }}
 
       conditions:
       - lastTransitionTime: {{ $now | Quote }}
         status: "True"
         type: Initialized
       - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
+        status: {{ if $serving }}"False"{{ else }}"True"{{ end }}
         type: Ready
       - lastTransitionTime: {{ $now | Quote }}
         status: "True"
         type: ContainersReady
       {{ range .spec.readinessGates }}
       - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
+        status: {{ if eq .conditionType "${SERVING_GATE}" }}"False"{{ else }}"True"{{ end }}
         type: {{ .conditionType | Quote }}
       {{ end }}
 
@@ -174,7 +193,7 @@ spec:
 `;
 
 /** The kwok --config document (several Stage objects) for a pod IPAM mode. */
-export function kwokPodStages(mode: PodIPAM): string {
+export function kwokPodStages(mode: PodIPAM, opts: { testRunsContainers?: boolean } = {}): string {
   const ready =
     mode === 'kwok'
       ? [readyStage('pod-ready', '', KWOK_POD_IP)]
@@ -202,5 +221,11 @@ export function kwokPodStages(mode: PodIPAM): string {
             KWOK_POD_IP,
           ),
         ];
-  return [...ready, COMPLETE_STAGE, DELETE_STAGE].join('---\n');
+  const del = opts.testRunsContainers
+    ? DELETE_STAGE.replace(
+        "      operator: 'Exists'\n",
+        `      operator: 'Exists'\n    - key: '.metadata.annotations["${CONTAINER_RUNNER_ANNOTATION}"]'\n      operator: 'DoesNotExist'\n`,
+      )
+    : DELETE_STAGE;
+  return [...ready, COMPLETE_STAGE, del].join('---\n');
 }

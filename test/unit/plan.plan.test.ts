@@ -129,7 +129,10 @@ describe('buildServicePlan: order', () => {
     const fin = plan.steps[idx(plan, 'finalize-servicecidrs')]!;
     assert.deepEqual(fin.serviceCIDRs!.map((s) => s.name), ['kube-renumber-172-24-0-0-16']);
     const rm = plan.steps[idx(plan, 'remove-bridges')]!;
-    assert.deepEqual(rm.items!.map((i) => `${i.namespace}/${i.name}`), ['kube-system/kube-dns-kr-old', 'default/kubernetes-kr-old']);
+    // in-place (the default): every moved Service has a bridge; the DNS and kubernetes bridges go last
+    const moved = plan.steps.filter((s) => s.id.startsWith('move-tier-')).flatMap((s) => s.items!.map((i) => `${i.namespace}/${i.name}-kr-old`));
+    assert.ok(moved.length > 0);
+    assert.deepEqual(rm.items!.map((i) => `${i.namespace}/${i.name}`), [...moved, 'kube-system/kube-dns-kr-old', 'default/kubernetes-kr-old']);
     for (const s of plan.steps) assert.ok(s.rollback.length > 0, s.id);
   });
 

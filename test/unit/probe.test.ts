@@ -357,6 +357,44 @@ describe('probe clients (servers on 127.0.0.1)', () => {
     }
   });
 
+  it('a kept-alive connection closed before any byte of the answer is retried once on a new connection; a half answer is a failure', async () => {
+    // every connection answers `answerLines` lines; on the next one it either closes without answering
+    // (a shutting-down server closing its idle connections) or sends half a line and closes
+    const serve = (mode: 'close' | 'half', answerLines: number) => net.createServer((s) => {
+      let n = 0;
+      let pending = '';
+      s.on('error', () => {});
+      s.on('data', (b: Buffer) => {
+        pending += b.toString();
+        for (let i = pending.indexOf('\n'); i >= 0; i = pending.indexOf('\n')) {
+          const line = pending.slice(0, i + 1);
+          pending = pending.slice(i + 1);
+          if (++n <= answerLines) s.write(line);
+          else if (mode === 'close') s.destroy();
+          else { s.write(line.slice(0, 8)); s.end(); }
+        }
+      });
+    });
+    for (const mode of ['close', 'half'] as const) {
+      const srv = serve(mode, 3);
+      await new Promise<void>((r) => srv.listen(0, LOOPBACK, () => r()));
+      const port = (srv.address() as net.AddressInfo).port;
+      const dns = await dnsServer({ [WEB_NAME]: LOOPBACK });
+      try {
+        const r = await probe({ services: [{ ...WEB, port }], kinds: ['long'], dnsServer: dns.address, intervalMs: 10, timeoutMs: 300, durationMs: 400 });
+        const long = result(r, 'long');
+        const info = `${mode}: ${JSON.stringify(long)}`;
+        assert.ok(long.requests >= 8, info);
+        assert.ok((long.breaks ?? 0) >= 2, info);
+        if (mode === 'close') assert.equal(long.failures, 0, info);
+        else assert.ok(long.failures >= 2 && (long.failuresByReason.closed ?? 0) + (long.failuresByReason['bad-response'] ?? 0) === long.failures, info);
+      } finally {
+        dns.close();
+        await new Promise<void>((r) => srv.close(() => r()));
+      }
+    }
+  });
+
   it('HTTP targets and the kubernetes TLS handshake', async () => {
     const web = http.createServer((_req, res) => { res.end('ok'); });
     await new Promise<void>((r) => web.listen(0, LOOPBACK, () => r()));

@@ -30,12 +30,18 @@ const SESSION_OPTIONS = {
   'cluster-domain': { type: 'string' },
   timeout: { type: 'string' },
   'rollout-timeout': { type: 'string' },
+  'propagation-delay': { type: 'string' },
+  'no-covers': { type: 'boolean' },
 } as const;
 
 const SESSION_HELP = `  --state-dir DIR          journal, backups and lock (default ~/.local/state/kube-renumber/<plan id>)
   --cluster-domain D       cluster DNS domain for ExternalName targets (default cluster.local)
   --timeout DUR            how long to wait for the cluster to show a step's effect (default 60s)
-  --rollout-timeout DUR    how long one workload's restart or one eviction may take (default 5m)`;
+  --rollout-timeout DUR    how long one workload's restart or one eviction may take (default 5m)
+  --propagation-delay DUR  how long a Service change needs to reach every node's kube-proxy and DNS caches
+                           (default 5s); in-place moves wait it after putting up covers and before removing them
+  --no-covers              in-place moves without cover Services (no LoadBalancer-typed helpers; each moved
+                           Service's old and new IP may not answer for up to kube-proxy's sync period)`;
 
 interface Session {
   plan: MigrationPlan;
@@ -98,6 +104,8 @@ async function openSession(values: Values, positionals: string[], io: Io,
     acknowledgedGates: list(values, 'ack-gate'),
     timeoutMs: durationFlag(values, 'timeout'),
     rolloutTimeoutMs: durationFlag(values, 'rollout-timeout'),
+    propagationDelayMs: durationFlag(values, 'propagation-delay'),
+    covers: values['no-covers'] === true ? false : undefined,
     token: id,
   });
   const ctx: StepContext = {

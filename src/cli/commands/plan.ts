@@ -41,8 +41,9 @@ export const planCommand: Command = {
   --pod-cidr NEW           the new Pod CIDR (one per family); with --service-cidr: one combined plan
                            (at least one of the two is required)
   --keep NS/NAME           keep this Service's ClusterIP (repeatable); LoadBalancer Services are always kept
-  --strategy S             recreate (delete and create at the new IP) or in-place (ExternalName round trip
-                           behind a bridge Service); default ${DEFAULT_STRATEGY}
+  --strategy S             in-place (ExternalName round trip behind a bridge, old and new IP kept answering by
+                           a cover Service: no failed request measured) or recreate (delete and create at
+                           the new IP: clients of the old IP fail until they restart); default ${DEFAULT_STRATEGY}
   --tier-key KEY           label (else annotation) holding each Service's tier (default ${DEFAULT_TIER_KEY})
   --tier-order asc|desc    asc (default): tier 0 moves first; desc: for criticality labels where 1 is the
                            most critical. Untiered Services move first.

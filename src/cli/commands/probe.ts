@@ -1,8 +1,12 @@
 import { isIP } from 'node:net';
+import { connect } from '../../kube/client.ts';
+import { DEFAULT_PROBE_IMAGE, type MergedProbeReport } from '../../probe/deploy.ts';
+import { ProbeCleanupError, runDeployedProbe } from '../../probe/deploy-run.ts';
 import {
   CLIENT_KINDS, probe, PROTOCOLS, readTargetsFile, parseServiceTarget, splitHostPort, TargetError, TargetFileError,
   type ClientKind, type ProbeReport, type ProbeResult, type Protocol, type ServiceTarget,
 } from '../../probe/index.ts';
+import { RESOLV_CONF, resolvConfNameserver } from '../../probe/resolv.ts';
 import { durationFlag, intFlag, list, str } from '../common.ts';
 import { ExitCode, UsageError, UserError } from '../errors.ts';
 import type { Command } from '../main.ts';
@@ -11,8 +15,15 @@ import { parseOutput, renderData, section, table } from '../output.ts';
 export const probeCommand: Command = {
   name: 'probe',
   summary: 'run continuous clients against Services and report failed requests and gaps (for use during a migration)',
-  usage: 'kube-renumber probe --service [NS/]NAME[:PORT] ... | --targets FILE  --dns-server IP[:PORT] [--duration D] [-o table|wide|json|yaml]',
+  usage: 'kube-renumber probe --service [NS/]NAME[:PORT] ... | --targets FILE  --dns-server IP[:PORT]|auto [--duration D] [-o table|wide|json|yaml]\n'
+    + '       kube-renumber probe --deploy [-n NS] [--image IMAGE] [--replicas N] --service ... [--duration D]   (runs in the cluster)',
   options: {
+    deploy: { type: 'boolean' },
+    image: { type: 'string' },
+    replicas: { type: 'string' },
+    keep: { type: 'boolean' },
+    'report-every': { type: 'string' },
+    'start-timeout': { type: 'string' },
     service: { type: 'string', multiple: true, short: 's' },
     targets: { type: 'string' },
     'dns-server': { type: 'string' },
@@ -31,8 +42,9 @@ export const probeCommand: Command = {
   help: `Flags:
   -s, --service [NS/]NAME[:PORT]  a Service to probe (repeatable; NS defaults to -n or "default", PORT to --port)
   --targets FILE           Services from a YAML/JSON list of "[NS/]NAME[:PORT]" or {namespace, name, port}
-  --dns-server IP[:PORT]   the cluster DNS Service address (needed by dns and long, and by kubernetes without
-                           --kubernetes-address)
+  --dns-server IP[:PORT]|auto  the cluster DNS Service address (needed by dns and long, and by kubernetes without
+                           --kubernetes-address); auto: the first nameserver of /etc/resolv.conf (in a pod: the
+                           cluster DNS). With --deploy the default is auto.
   --cluster-domain D       cluster domain (default cluster.local)
   --kinds LIST             clients to run, comma-separated: dns, env, kubernetes, long (default all four)
   --interval DUR           time between requests of one client (default 20ms)
@@ -45,10 +57,24 @@ export const probeCommand: Command = {
   --family 4|6|any         DNS record type: A, AAAA, or A then AAAA (default any)
   --kubernetes-address HOST[:PORT]  handshake with this address instead of resolving kubernetes.default.svc
 
+In the cluster (--deploy): creates in NS (-n, default "default") a ConfigMap holding the probe program and a
+Deployment running it (labels app.kubernetes.io/name=kube-renumber-probe, kube-renumber.io/probe-run=ID; no
+ServiceAccount token, non-root, read-only root filesystem), reads every probe pod's reports from its log through
+the API server (a pod restarted meanwhile loses nothing it reported), and at the end of --duration or on
+SIGINT/SIGTERM deletes the Deployment, reads the pods' final reports, deletes the ConfigMap and prints the merged
+report. A second Ctrl-C skips the final reports but still deletes both. Permissions: deploy/rbac-probe.yaml.
+  --deploy                 run the clients in the cluster (kubeconfig as for every command: --kubeconfig, --context)
+  --image IMAGE            any image with Node.js >= 22.19 as "node" on PATH (default ${DEFAULT_PROBE_IMAGE})
+  --replicas N             probe pods (default 1)
+  --report-every DUR       how often each pod prints its cumulative report, and the log is read (default 5s)
+  --start-timeout DUR      give up when no probe pod runs after DUR (default 2m; exit 1)
+  --keep                   leave the Deployment and ConfigMap in place (for debugging; prints how to delete them)
+
 Client kinds: dns resolves the Service name on every request; env connects to the ClusterIP learned at start
 (NAME_SERVICE_HOST, else one DNS lookup) and never re-resolves; kubernetes completes a TLS handshake with
 kubernetes.default.svc; long holds connections and exchanges a message every interval, reconnecting on a break.
-Exit 0 when no request failed, 1 when some did. See docs/probe.md.`,
+Exit 0 when no request failed, 1 when some did; with --deploy also 4 when the cluster cannot be reached, 5 when
+it refuses (RBAC). See docs/probe.md.`,
   async run({ values, io }) {
     const output = parseOutput(str(values, 'output'));
     const kindsRaw = str(values, 'kinds');
@@ -89,13 +115,84 @@ Exit 0 when no request failed, 1 when some did. See docs/probe.md.`,
     const needServices = kinds.some((k) => k !== 'kubernetes');
     if (needServices && services.length === 0) throw new UsageError('no Services to probe: give --service [NS/]NAME[:PORT] or --targets FILE (or --kinds kubernetes)');
 
-    const dnsServer = str(values, 'dns-server');
-    if (dnsServer !== undefined) checkAddress(dnsServer, '--dns-server', 53, true);
+    const deploy = values.deploy === true;
+    if (!deploy) {
+      for (const f of ['image', 'replicas', 'keep', 'report-every', 'start-timeout']) {
+        if (values[f] !== undefined) throw new UsageError(`--${f} needs --deploy`);
+      }
+    }
+    const dnsRaw = str(values, 'dns-server');
+    let dnsServer: string | undefined;
+    if (dnsRaw === 'auto') {
+      // --deploy: each pod reads its own resolv.conf (the cluster DNS)
+      if (!deploy) {
+        try {
+          dnsServer = resolvConfNameserver(io.env.KUBE_RENUMBER_RESOLV_CONF || RESOLV_CONF);
+        } catch (e) {
+          throw new UsageError((e as Error).message);
+        }
+      }
+    } else if (dnsRaw !== undefined) {
+      checkAddress(dnsRaw, '--dns-server', 53, true);
+      dnsServer = dnsRaw;
+    }
     const kubernetesAddress = str(values, 'kubernetes-address');
     if (kubernetesAddress !== undefined) checkAddress(kubernetesAddress, '--kubernetes-address', 443, false);
-    if (!dnsServer) {
+    if (!dnsServer && !deploy) {
       const needDns = kinds.filter((k) => k === 'dns' || k === 'long' || (k === 'kubernetes' && !kubernetesAddress));
-      if (needDns.length) throw new UsageError(`--dns-server IP[:PORT] is needed by the ${needDns.join(', ')} client(s) (the cluster DNS Service ClusterIP)`);
+      if (needDns.length) throw new UsageError(`--dns-server IP[:PORT] is needed by the ${needDns.join(', ')} client(s) (the cluster DNS Service ClusterIP, or auto)`);
+    }
+
+    if (deploy) {
+      const image = str(values, 'image') ?? DEFAULT_PROBE_IMAGE;
+      if (!image.trim() || /\s/.test(image)) throw new UsageError(`--image "${image}" is not an image reference`);
+      const replicas = intFlag(values, 'replicas', 1, 100) ?? 1;
+      const reportEveryMs = positiveDuration(values, 'report-every') ?? 5000;
+      const startTimeoutMs = positiveDuration(values, 'start-timeout') ?? 120_000;
+      const client = connect({
+        kubeconfig: str(values, 'kubeconfig'),
+        context: str(values, 'context'),
+        requestTimeoutMs: durationFlag(values, 'request-timeout'),
+        env: io.env,
+      });
+      const stop = new AbortController();
+      const hardStop = new AbortController();
+      let signals = 0;
+      const onSignal = () => {
+        signals++;
+        if (signals === 1) io.err('stopping: reading the final reports, then deleting the probe Deployment and ConfigMap (again to skip the final reports)\n');
+        else if (signals === 2) io.err('not waiting for the final reports; deleting the probe Deployment and ConfigMap\n');
+        else io.err('still deleting the probe Deployment and ConfigMap\n');
+        if (signals >= 2) hardStop.abort();
+        stop.abort();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      const verbose = values.verbose === true;
+      let report: MergedProbeReport;
+      try {
+        report = await runDeployedProbe({
+          client, namespace: defaults.namespace, image, replicas, durationMs, stop: stop.signal, hardStop: hardStop.signal,
+          keep: values.keep === true, startTimeoutMs,
+          settings: {
+            services, kinds: kinds as ClientKind[], dnsServer, clusterDomain: domain, intervalMs, timeoutMs, protocol,
+            httpPath: str(values, 'http-path'), connections, family, kubernetesAddress, reportEveryMs,
+          },
+          progress: verbose ? (m) => { io.err(`${m}\n`); } : undefined,
+          warn: (m) => { io.err(`warning: ${m}\n`); },
+        });
+      } catch (e) {
+        if (e instanceof ProbeCleanupError && e.report) printReport(e.report, output, io);
+        throw e;
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+      const notFinal = (report.sources ?? []).filter((s) => !s.final);
+      if (verbose || notFinal.length > 0 || (report.sources?.length ?? 0) > replicas) {
+        io.err(`merged ${report.sources?.length ?? 0} probe run(s): ${(report.sources ?? []).map((s) => `${s.pod} (${s.final ? 'final report' : 'last periodic report'})`).join(', ')}\n`);
+      }
+      return finish(report, output, io);
     }
 
     const stopper = new AbortController();
@@ -121,15 +218,25 @@ Exit 0 when no request failed, 1 when some did. See docs/probe.md.`,
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
     }
-    if (output === 'json' || output === 'yaml') io.out(renderData(report, output));
-    else io.out(renderProbe(report, output === 'wide'));
-    if (report.totals.failures > 0) {
-      io.err(`${report.totals.failures} of ${report.totals.requests} request(s) failed\n`);
-      return ExitCode.findings;
-    }
-    return ExitCode.ok;
+    return finish(report, output, io);
   },
 };
+
+type Output = ReturnType<typeof parseOutput>;
+
+function printReport(report: ProbeReport, output: Output, io: Parameters<Command['run']>[0]['io']): void {
+  if (output === 'json' || output === 'yaml') io.out(renderData(report, output));
+  else io.out(renderProbe(report, output === 'wide'));
+}
+
+function finish(report: ProbeReport, output: Output, io: Parameters<Command['run']>[0]['io']): number {
+  printReport(report, output, io);
+  if (report.totals.failures > 0) {
+    io.err(`${report.totals.failures} of ${report.totals.requests} request(s) failed\n`);
+    return ExitCode.findings;
+  }
+  return ExitCode.ok;
+}
 
 function positiveDuration(values: Parameters<Command['run']>[0]['values'], key: string): number | undefined {
   const ms = durationFlag(values, key);

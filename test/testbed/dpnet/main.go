@@ -4,7 +4,14 @@
 //	dpnet fwd -listen ADDR -to ADDR     byte-for-byte stream forwarder; ADDR is tcp:HOST:PORT or unix:PATH
 //	dpnet serve -listen HOST:PORT -name NAME
 //	                                    HTTP server answering every request with "NAME\n"
-//	dpnet get [-timeout D] URL          prints the body of one HTTP GET (exit 1 on any error)
+//	dpnet get [-timeout D] [-k] URL     prints the body of one HTTP GET (exit 1 on any error or a status
+//	                                    other than 200); -k: https without verifying the certificate
+//	dpnet tls [-timeout D] [-sni NAME] HOST:PORT
+//	                                    one TLS handshake (certificate not verified), prints the protocol
+//	                                    version and the server certificate's subject, DNS names and IPs
+//	dpnet wait [-timeout D] [-interval D] TARGET...
+//	                                    polls until every TARGET answers: tcp:HOST:PORT accepts a
+//	                                    connection, http://URL answers 200 (exit 1 at the timeout)
 //	dpnet resolve -server HOST:PORT [-timeout D] NAME
 //	                                    resolves NAME (A/AAAA, as an absolute name) through that DNS server
 //	                                    only, prints the addresses
@@ -14,6 +21,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -100,8 +108,13 @@ func serve(args []string) {
 func get(args []string) {
 	fs := flag.NewFlagSet("get", flag.ExitOnError)
 	timeout := fs.Duration("timeout", 3*time.Second, "")
+	insecure := fs.Bool("k", false, "https: do not verify the server certificate")
 	fs.Parse(args)
-	c := &http.Client{Timeout: *timeout, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	tr := &http.Transport{DisableKeepAlives: true, Proxy: nil}
+	if *insecure {
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+	}
+	c := &http.Client{Timeout: *timeout, Transport: tr}
 	r, err := c.Get(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -114,6 +127,80 @@ func get(args []string) {
 		os.Exit(1)
 	}
 	os.Stdout.Write(b)
+}
+
+func tlsHandshake(args []string) {
+	fs := flag.NewFlagSet("tls", flag.ExitOnError)
+	timeout := fs.Duration("timeout", 3*time.Second, "")
+	sni := fs.String("sni", "", "server name to send (default: none)")
+	fs.Parse(args)
+	d := &net.Dialer{Timeout: *timeout}
+	c, err := tls.DialWithDialer(d, "tcp", fs.Arg(0), &tls.Config{InsecureSkipVerify: true, ServerName: *sni})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer c.Close()
+	st := c.ConnectionState()
+	if len(st.PeerCertificates) == 0 {
+		fmt.Fprintln(os.Stderr, "no server certificate")
+		os.Exit(1)
+	}
+	cert := st.PeerCertificates[0]
+	ips := make([]string, 0, len(cert.IPAddresses))
+	for _, ip := range cert.IPAddresses {
+		ips = append(ips, ip.String())
+	}
+	fmt.Printf("version=%s\nsubject=%s\ndns=%s\nips=%s\n", tls.VersionName(st.Version), cert.Subject.String(),
+		strings.Join(cert.DNSNames, ","), strings.Join(ips, ","))
+}
+
+// waitFor polls one target until it answers or the deadline passes.
+func waitFor(target string, deadline time.Time, interval time.Duration) error {
+	var last error
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("%s: %v", target, last)
+		}
+		step := min(left, time.Second)
+		if strings.HasPrefix(target, "http://") {
+			c := &http.Client{Timeout: step, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+			r, err := c.Get(target)
+			if err == nil {
+				io.Copy(io.Discard, r.Body)
+				r.Body.Close()
+				if r.StatusCode == 200 {
+					return nil
+				}
+				err = fmt.Errorf("%s", r.Status)
+			}
+			last = err
+		} else {
+			n, a := splitAddr(target)
+			c, err := net.DialTimeout(n, a, step)
+			if err == nil {
+				c.Close()
+				return nil
+			}
+			last = err
+		}
+		time.Sleep(min(interval, time.Until(deadline)))
+	}
+}
+
+func wait(args []string) {
+	fs := flag.NewFlagSet("wait", flag.ExitOnError)
+	timeout := fs.Duration("timeout", 60*time.Second, "")
+	interval := fs.Duration("interval", 20*time.Millisecond, "")
+	fs.Parse(args)
+	deadline := time.Now().Add(*timeout)
+	for _, t := range fs.Args() {
+		if err := waitFor(t, deadline, *interval); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 }
 
 func resolve(args []string) {
@@ -141,7 +228,7 @@ func resolve(args []string) {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: dpnet fwd|serve|get|resolve ...")
+		fmt.Fprintln(os.Stderr, "usage: dpnet fwd|serve|get|tls|wait|resolve ...")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -151,6 +238,10 @@ func main() {
 		serve(os.Args[2:])
 	case "get":
 		get(os.Args[2:])
+	case "tls":
+		tlsHandshake(os.Args[2:])
+	case "wait":
+		wait(os.Args[2:])
 	case "resolve":
 		resolve(os.Args[2:])
 	default:

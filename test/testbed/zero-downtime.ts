@@ -1,0 +1,451 @@
+// Zero-downtime measurement on the data-plane testbed (issue #6): a migration runs through the real CLI while
+// `kube-renumber probe` runs inside pod network namespaces, and every failed request is counted.
+//
+// Shared by `npm run bench -- zero-downtime` (bench/zero-downtime.ts) and test/integration/zero-downtime.test.ts.
+//
+// One fresh testbed per scenario: real kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok;
+// the data plane (dataplane.ts): real kube-proxy per node netns, real CoreDNS pods, every pod a netns that is
+// Ready only once its server answers and that keeps serving for a grace period after deletion.
+//   - kube-dns at 10.96.0.10 backed by a 2-replica CoreDNS Deployment;
+//   - `services` Deployments zd/web-<i> (`replicas` pods each, the dpnet HTTP server on 8080) behind ClusterIP
+//     Services web-<i>:80;
+//   - a 1-replica Deployment zd/prober. Its pods are the clients: for every prober pod the data plane has wired,
+//     this file plays the kubelet and starts `kube-renumber probe` in the pod's netns with what a kubelet would
+//     give the container at start: the cluster DNS server the kubelets hand out at that moment (`clusterDNS`,
+//     changed when the harness acts on the kubelet-cluster-dns gate), `<NAME>_SERVICE_HOST` for every Service of
+//     its namespace and KUBERNETES_SERVICE_HOST (the `kubernetes` client kind connects there, as client-go
+//     does). The probe runs the dns, env, long and kubernetes clients against every Service; when its pod is
+//     deleted it gets SIGTERM and writes its report. A migration's workload restarts restart the prober too,
+//     exactly as they restart every other pod, so old-IP clients live exactly as long as a real pod would.
+//
+// The control plane has two kube-apiservers (advertised at APISERVER_FABRIC_IPS, restarted one at a time with
+// --shutdown-delay-duration, as an HA control plane is rolled), so the `kubernetes` client measures the
+// migration, not a single apiserver's restart.
+//
+// Scenarios (what the harness does at each gate is what a person or pipeline would do):
+//   recreate, in-place  Service CIDR 10.96.0.0/16 → 10.100.0.0/16 with that strategy: apply → gate
+//                       restart-apiservers → apiserver restarted with the new range → kubelets hand out the new
+//                       DNS IP → resume --ack-gate kubelet-cluster-dns → gate restart-workloads → `kubectl rollout
+//                       restart` of every Deployment → resume to the end.
+//   pod                 Pod CIDR 10.244.0.0/16 → 10.50.0.0/16 on the Calico path (the testbed's Calico IPAM
+//                       stand-in): apply (new pool, old disabled, every workload restarted by the tool) → gate
+//                       pod-cidr-config → kube-controller-manager restarted with the new range → resume to the end.
+//   combined            both in one plan (in-place): the tool's pod restarts also pick up the new DNS and Service
+//                       variables.
+//   control             no migration: the same rollout restart alone (what the testbed's restarts cost).
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { main, type Io } from '../../src/cli/main.ts';
+import type { ProbeReport } from '../../src/probe/probe.ts';
+import { Testbed } from './cluster.ts';
+import { APISERVER_FABRIC_IPS, Dataplane, SERVING_GATE } from './dataplane.ts';
+import type { KubeObject } from './kube.ts';
+
+export const SCENARIOS = ['recreate', 'in-place', 'pod', 'combined', 'control'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+export const KINDS = ['dns', 'env', 'long', 'kubernetes'] as const;
+
+export const SVC_OLD = '10.96.0.0/16';
+export const SVC_NEW = '10.100.0.0/16';
+export const POD_OLD = '10.244.0.0/16';
+export const POD_NEW = '10.50.0.0/16';
+const DNS_OLD = '10.96.0.10';
+const DNS_NEW = '10.100.0.10';
+const NS = 'zd';
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface ZeroDowntimeOptions {
+  scenario: Scenario;
+  services: number;
+  replicas: number;
+  /** Probe interval per client, ms. */
+  intervalMs: number;
+  /** Probe timeout per request, ms (default 1000). */
+  timeoutMs?: number;
+  nodes?: number;
+  proxyMode?: 'iptables' | 'nftables';
+  /** apply/resume --propagation-delay (default: the tool's default). */
+  propagationDelay?: string;
+  /** Seconds of probing before the migration and after it (default 3). */
+  settleSeconds?: number;
+  log?: (m: string) => void;
+}
+
+export interface KindFigures {
+  requests: number;
+  failures: number;
+  longestGapMs: number;
+  failuresByReason: Record<string, number>;
+  breaks?: number;
+}
+
+export interface ScenarioFigures {
+  scenario: Scenario;
+  services: number;
+  replicas: number;
+  proxyMode: string;
+  requests: number;
+  failures: number;
+  dnsFailures: number;
+  longestGapMs: number;
+  byKind: Record<string, KindFigures>;
+  /** failures per phase of the run (from the probes' failure lines) */
+  failuresByPhase: Record<string, number>;
+  /** phase start, ms since the first prober started */
+  phases: Record<string, number>;
+  migrationMs: number;
+  exitCodes: number[];
+  /** prober processes (one per prober pod incarnation) */
+  probers: number;
+  /** the first failure lines, for a report */
+  sampleFailures: string[];
+  dir: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+
+async function until<T>(what: string, f: () => Promise<T | undefined | false>, timeoutMs = 180_000, everyMs = 250): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const io: Io = { out: (s) => { out += s; }, err: (s) => { err += s; }, env: { HOME: '/nonexistent' } };
+  const code = await main(argv, io);
+  return { code, out, err };
+}
+
+/** `<NAME>_SERVICE_HOST` as the kubelet spells it. */
+const envName = (svc: string) => `${svc.toUpperCase().replace(/-/g, '_')}_SERVICE_HOST`;
+
+interface Prober { pod: string; uid: string; proc: ChildProcess; exited: Promise<number>; out: string; err: string; stopping: boolean; startedAt: number }
+
+/**
+ * Plays the kubelet for the prober pods: starts `kube-renumber probe` in each wired prober pod's netns with
+ * the environment a container would get at start, and stops it (SIGTERM) when its pod is deleted.
+ */
+class ProberKubelet {
+  clusterDNS = DNS_OLD;
+  readonly probers: Prober[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #busy = false;
+  #n = 0;
+  #lastError = 0;
+  readonly tb: Testbed;
+  readonly dp: Dataplane;
+  readonly dir: string;
+  readonly args: string[];
+  readonly log: (m: string) => void;
+  constructor(tb: Testbed, dp: Dataplane, dir: string, args: string[], log: (m: string) => void) {
+    this.tb = tb;
+    this.dp = dp;
+    this.dir = dir;
+    this.args = args;
+    this.log = log;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => { void this.tick(); }, 100);
+  }
+
+  running(): Prober[] { return this.probers.filter((p) => !p.stopping); }
+
+  async tick(): Promise<void> {
+    if (this.#busy) return;
+    this.#busy = true;
+    try {
+      const pods = (await this.tb.client.list(`/api/v1/namespaces/${NS}/pods?labelSelector=app%3Dprober`)).items as KubeObject[];
+      const live = new Map(pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => [p.metadata.uid, p]));
+      for (const pr of this.probers) {
+        if (!pr.stopping && !live.has(pr.uid)) {
+          pr.stopping = true;
+          pr.proc.kill('SIGTERM');
+        }
+      }
+      const wired = new Map(this.dp.pods().map((w) => [`${w.namespace}/${w.name}`, w]));
+      for (const p of live.values()) {
+        if (this.probers.some((x) => x.uid === p.metadata.uid)) continue;
+        const w = wired.get(`${NS}/${p.metadata.name}`);
+        if (!w || w.ip !== p.status?.podIP || p.status?.phase !== 'Running') continue;
+        await this.#startProbe(p, w.netns);
+      }
+    } catch (e) {
+      // the apiserver restarts during a migration: say so once in a while, not every 100 ms
+      if (Date.now() - this.#lastError > 5000) this.log(`prober kubelet: ${e instanceof Error ? e.message : e} (retrying)`);
+      this.#lastError = Date.now();
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  async #startProbe(pod: KubeObject, netns: string): Promise<void> {
+    // what the kubelet puts in a container's environment at start
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/nonexistent' };
+    for (const s of (await this.tb.client.list(`/api/v1/namespaces/${NS}/services`)).items as KubeObject[]) {
+      if (s.spec?.clusterIP && s.spec.clusterIP !== 'None') env[envName(s.metadata.name)] = s.spec.clusterIP;
+    }
+    const k = await this.tb.client.get('/api/v1/namespaces/default/services/kubernetes');
+    env.KUBERNETES_SERVICE_HOST = k.spec.clusterIP;
+    env.KUBERNETES_SERVICE_PORT = '443';
+    const k8sAddr = `${k.spec.clusterIP}:443`;
+    const n = ++this.#n;
+    const out = join(this.dir, `probe-${n}.json`);
+    const err = join(this.dir, `probe-${n}.stderr`);
+    const code = `import { main } from ${JSON.stringify(join(ROOT, 'src/cli/main.ts'))}; process.exitCode = await main(process.argv.slice(1));`;
+    const argv = ['probe', '--dns-server', this.clusterDNS, '--kubernetes-address', k8sAddr, ...this.args];
+    const fo = openSync(out, 'w');
+    const fe = openSync(err, 'w');
+    const proc = spawn('ip', ['netns', 'exec', netns, process.execPath, '--input-type=module', '-e', code, ...argv], { stdio: ['ignore', fo, fe], env });
+    closeSync(fo);
+    closeSync(fe);
+    const exited = new Promise<number>((r) => proc.on('close', (c, sig) => r(c ?? (sig ? 128 : 1))));
+    this.probers.push({ pod: pod.metadata.name, uid: pod.metadata.uid ?? "", proc, exited, out, err, stopping: false, startedAt: Date.now() });
+    this.log(`prober ${n} started in pod ${NS}/${pod.metadata.name} (dns ${this.clusterDNS}, kubernetes ${k8sAddr})`);
+  }
+
+  /** Stops every prober and returns the reports with their failure lines. */
+  async stop(): Promise<{ report: ProbeReport; stderr: string }[]> {
+    if (this.#timer) clearInterval(this.#timer);
+    while (this.#busy) await sleep(20);
+    for (const p of this.probers) if (!p.stopping) { p.stopping = true; p.proc.kill('SIGTERM'); }
+    const out: { report: ProbeReport; stderr: string }[] = [];
+    for (const p of this.probers) {
+      const c = await Promise.race([p.exited, sleep(20_000).then(() => -1)]);
+      if (c === -1) p.proc.kill('SIGKILL');
+      const text = existsSync(p.out) ? readFileSync(p.out, 'utf8').trim() : '';
+      const stderr = existsSync(p.err) ? readFileSync(p.err, 'utf8') : '';
+      try {
+        out.push({ report: JSON.parse(text) as ProbeReport, stderr });
+      } catch {
+        throw new Error(`prober in pod ${p.pod} exited ${c} without a JSON report: ${stderr.slice(-1500)}`);
+      }
+    }
+    return out;
+  }
+}
+
+const spread = (app: Record<string, string>) => ({
+  podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { labelSelector: { matchLabels: app }, topologyKey: 'kubernetes.io/hostname' } }] },
+});
+
+function deployment(name: string, namespace: string, labels: Record<string, string>, replicas: number, ports: Record<string, unknown>[]): KubeObject {
+  return {
+    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name, namespace },
+    spec: {
+      replicas, selector: { matchLabels: labels },
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: {
+        metadata: { labels },
+        spec: {
+          affinity: spread(labels),
+          readinessGates: [{ conditionType: SERVING_GATE }],
+          containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10', ports }],
+        },
+      },
+    },
+  } as KubeObject;
+}
+
+/** The phases of a run, in order; a failure at time t belongs to the last phase started at or before t. */
+export const PHASES = ['baseline', 'apply', 'restart-apiserver', 'resume-to-workloads', 'restart-workloads', 'restart-controller-manager', 'resume-to-end', 'tail'] as const;
+
+function phaseOf(t: number, marks: Record<string, number>): string {
+  let cur = 'baseline';
+  let at = -Infinity;
+  for (const [p, m] of Object.entries(marks)) if (m <= t && m >= at) { cur = p; at = m; }
+  return cur;
+}
+
+export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioFigures> {
+  const log = o.log ?? (() => {});
+  const scenario = o.scenario;
+  const calico = scenario === 'pod' || scenario === 'combined';
+  const nodes = o.nodes ?? 2;
+  const dir = mkdtempSync(join(tmpdir(), `kr-zd-${scenario}-`));
+  log(`[${scenario}] starting a ${nodes}-node testbed and its data plane (${o.proxyMode ?? 'iptables'})`);
+  const tb = await Testbed.start({
+    serviceCIDR: SVC_OLD, podCIDR: POD_OLD, nodes, calicoCRDs: calico, podIPAM: calico ? 'calico' : 'kwok', calicoDefaultPool: calico,
+    // two apiservers, restarted one at a time, as a real control plane is rolled: the `kubernetes` Service keeps
+    // an endpoint throughout (one apiserver restarting alone is an outage of the API, whatever the migration)
+    apiserverAdvertiseAddresses: [...APISERVER_FABRIC_IPS],
+  });
+  let dp: Dataplane | undefined;
+  let kubelet: ProberKubelet | undefined;
+  try {
+    dp = await Dataplane.start(tb, { proxyMode: o.proxyMode ?? 'iptables' });
+    dp.follow();
+    const c = tb.client;
+    await c.create({
+      apiVersion: 'v1', kind: 'Service',
+      metadata: { name: 'kube-dns', namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns' } },
+      spec: {
+        selector: { 'k8s-app': 'kube-dns' }, clusterIP: DNS_OLD,
+        ports: [{ name: 'dns', port: 53, protocol: 'UDP', targetPort: 53 }, { name: 'dns-tcp', port: 53, protocol: 'TCP', targetPort: 53 }],
+      },
+    });
+    await c.create(deployment('coredns', 'kube-system', { 'k8s-app': 'kube-dns' }, 2, [{ name: 'dns', containerPort: 53, protocol: 'UDP' }, { name: 'dns-tcp', containerPort: 53, protocol: 'TCP' }]));
+    await c.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    await until('default ServiceAccount', () => c.getOrUndefined(`/api/v1/namespaces/${NS}/serviceaccounts/default`));
+    const names = Array.from({ length: o.services }, (_, i) => `web-${i}`);
+    for (const name of names) {
+      await c.create(deployment(name, NS, { app: name }, o.replicas, [{ containerPort: 8080 }]));
+      await c.create({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: NS }, spec: { selector: { app: name }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } });
+    }
+    await c.create(deployment('prober', NS, { app: 'prober' }, 1, [{ containerPort: 8080 }]));
+    const deployments = [['kube-system', 'coredns'], ...names.map((n) => [NS, n]), [NS, 'prober']] as [string, string][];
+    const allAvailable = async () => {
+      for (const [ns, name] of deployments) {
+        const d = await c.get(`/apis/apps/v1/namespaces/${ns}/deployments/${name}`);
+        const want = d.spec.replicas;
+        if (d.status?.observedGeneration !== d.metadata.generation || d.status?.updatedReplicas !== want || d.status?.availableReplicas !== want || (d.status?.replicas ?? 0) !== want) return false;
+      }
+      return true;
+    };
+    await until('every Deployment available (pods wired and serving)', allAvailable, 300_000, 500);
+    log(`[${scenario}] ${o.services} Services × ${o.replicas} pods serving`);
+
+    const probeArgs = [...names.flatMap((n) => ['-s', `${NS}/${n}:80`]), '--kinds', KINDS.join(','), '--protocol', 'http',
+      '--interval', `${o.intervalMs}ms`, '--timeout', `${o.timeoutMs ?? 1000}ms`, '-v', '-o', 'json'];
+    kubelet = new ProberKubelet(tb, dp, dir, probeArgs, log);
+    kubelet.start();
+    await until('the prober to run', async () => kubelet!.running().length > 0, 60_000, 100);
+    const t0 = kubelet.running()[0]!.startedAt;
+    const marks: Record<string, number> = { baseline: 0 };
+    const mark = (ph: string) => { marks[ph] = Date.now() - t0; log(`[${scenario}] ${ph} at ${round(marks[ph]! / 1000)} s`); };
+    await sleep((o.settleSeconds ?? 3) * 1000);
+
+    const planPath = join(dir, 'plan.yaml');
+    const common = ['--kubeconfig', tb.kubeconfigPath, '--state-dir', join(dir, 'state'), '--yes', '--timeout', '180s',
+      ...(o.propagationDelay ? ['--propagation-delay', o.propagationDelay] : [])];
+    const exitCodes: number[] = [];
+    const step = async (argv: string[]) => {
+      const r = await cli(argv);
+      exitCodes.push(r.code);
+      writeFileSync(join(dir, `cli-${exitCodes.length}-${argv[0]}.stderr`), r.err);
+      const last = r.err.trim().split('\n').slice(-2).join(' | ');
+      log(`[${scenario}] ${argv[0]} → ${r.code}${last ? `: ${last.slice(0, 300)}` : ''}`);
+      return r;
+    };
+    const resumeUntil = async (what: RegExp | 'end', acks: string[]) => {
+      for (let i = 0; ; i++) {
+        const r = await step(['resume', planPath, ...acks, ...common]);
+        if (what === 'end' ? r.code === 0 : r.code === 7 && what.test(r.err)) return r;
+        if (r.code !== 7 || i >= 3) throw new Error(`resume: expected ${what}, got ${r.code}: ${r.err.slice(-2000)}`);
+        await sleep(1000);
+      }
+    };
+    const rolloutRestartAll = async () => {
+      for (const ns of ['kube-system', NS]) {
+        const rr = await tb.kubectl(['rollout', 'restart', 'deployment', '-n', ns]);
+        if (rr.code !== 0) throw new Error(`rollout restart -n ${ns}: ${rr.stderr}`);
+      }
+      await sleep(1000);
+      await until('every Deployment rolled out', allAvailable, 600_000, 500);
+    };
+    const tm = Date.now();
+    if (scenario === 'control') {
+      mark('restart-workloads');
+      await rolloutRestartAll();
+    } else {
+      const planArgs = ['plan', '--kubeconfig', tb.kubeconfigPath, '-o', 'yaml'];
+      if (scenario !== 'pod') planArgs.push('--service-cidr', SVC_NEW, '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1');
+      if (scenario === 'recreate' || scenario === 'in-place') planArgs.push('--strategy', scenario);
+      if (scenario === 'combined') planArgs.push('--strategy', 'in-place');
+      if (calico) planArgs.push('--pod-cidr', POD_NEW);
+      const pl = await cli(planArgs);
+      if (pl.code !== 0 && pl.code !== 1) throw new Error(`plan exited ${pl.code}: ${pl.err}`);
+      writeFileSync(planPath, pl.out);
+      mark('apply');
+      const podGate = async () => {
+        mark('restart-controller-manager');
+        const kcm = await tb.restartControllerManager({ clusterCIDR: POD_NEW, allocateNodeCIDRs: false });
+        if (!kcm.running) throw new Error('kube-controller-manager did not start with the gate\'s flags');
+        mark('resume-to-end');
+      };
+      if (scenario === 'pod') {
+        const a = await step(['apply', planPath, ...common]);
+        if (a.code !== 7 || !/pod-cidr-config/.test(a.err)) throw new Error(`apply: expected the pod-cidr-config gate, got ${a.code}: ${a.err.slice(-2000)}`);
+        await podGate();
+        await resumeUntil('end', ['--ack-gate', 'pod-cidr-config']);
+      } else {
+        const a = await step(['apply', planPath, ...common]);
+        if (a.code !== 7 || !/restart-apiservers/.test(a.err)) throw new Error(`apply: expected the restart-apiservers gate, got ${a.code}: ${a.err.slice(-2000)}`);
+        mark('restart-apiserver');
+        await tb.restartApiserver({ serviceCIDR: SVC_NEW });
+        // the kubelets now hand the new DNS IP to every pod they start (kubelet clusterDNS changed)
+        kubelet.clusterDNS = DNS_NEW;
+        mark('resume-to-workloads');
+        if (scenario === 'combined') {
+          await resumeUntil(/pod-cidr-config/, ['--ack-gate', 'kubelet-cluster-dns']);
+          await podGate();
+          await resumeUntil('end', ['--ack-gate', 'kubelet-cluster-dns', '--ack-gate', 'pod-cidr-config']);
+        } else {
+          await resumeUntil(/restart-workloads/, ['--ack-gate', 'kubelet-cluster-dns']);
+          mark('restart-workloads');
+          await rolloutRestartAll();
+          mark('resume-to-end');
+          await resumeUntil('end', ['--ack-gate', 'kubelet-cluster-dns']);
+        }
+      }
+    }
+    const migrationMs = Date.now() - tm;
+    mark('tail');
+    await sleep((o.settleSeconds ?? 3) * 1000);
+    const runs = await kubelet.stop();
+    kubelet = undefined;
+    log(`[${scenario}] ${runs.length} prober run(s); reports and failure lines in ${dir}`);
+
+    const byKind: Record<string, KindFigures> = {};
+    let longest = 0;
+    const totals = { requests: 0, failures: 0, dnsFailures: 0 };
+    const failuresByPhase: Record<string, number> = {};
+    const sampleFailures: string[] = [];
+    for (const { report, stderr } of runs) {
+      totals.requests += report.totals.requests;
+      totals.failures += report.totals.failures;
+      totals.dnsFailures += report.totals.dnsFailures;
+      for (const res of report.results) {
+        const k = (byKind[res.kind] ??= { requests: 0, failures: 0, longestGapMs: 0, failuresByReason: {} });
+        k.requests += res.requests;
+        k.failures += res.failures;
+        // a prober that starts or stops is no outage: only gaps between two successes count
+        const gap = res.longestGap?.ms ?? 0;
+        k.longestGapMs = Math.max(k.longestGapMs, round(gap));
+        longest = Math.max(longest, gap);
+        for (const [reason, n] of Object.entries(res.failuresByReason)) k.failuresByReason[reason] = (k.failuresByReason[reason] ?? 0) + (n ?? 0);
+        if (res.breaks !== undefined) k.breaks = (k.breaks ?? 0) + res.breaks;
+      }
+      // failure lines "<s>s <kind> <ns/name>[ <addr>]: <reason>..." → phase, on this harness's clock
+      const base = Date.parse(report.startedAt) - t0;
+      for (const l of stderr.split('\n')) {
+        const m = /^(\d+\.\d+)s (\w+) \S+/.exec(l);
+        if (!m) continue;
+        const ph = phaseOf(Number(m[1]) * 1000 + base, marks);
+        failuresByPhase[ph] = (failuresByPhase[ph] ?? 0) + 1;
+        if (sampleFailures.length < 20) sampleFailures.push(`[${ph}] ${l}`);
+      }
+    }
+    return {
+      scenario, services: o.services, replicas: o.replicas, proxyMode: o.proxyMode ?? 'iptables',
+      requests: totals.requests, failures: totals.failures, dnsFailures: totals.dnsFailures,
+      longestGapMs: round(longest), byKind, failuresByPhase, phases: marks, migrationMs, exitCodes, probers: runs.length,
+      sampleFailures, dir,
+    };
+  } finally {
+    if (kubelet) await kubelet.stop().catch(() => []);
+    if (dp) await dp.stop();
+    await tb.stop();
+  }
+}
