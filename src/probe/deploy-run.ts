@@ -203,7 +203,10 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
         return;
       }
       const { report, errors } = parseReportLog(text);
-      if (report) store.add(podName, uid, report);
+      if (report) {
+        if (!store.has(uid)) progress(`probe pod ${podName} is reporting`);
+        store.add(podName, uid, report);
+      }
       for (const err of errors) warnOnce(`${uid}/${err}`, `probe pod ${podName}: ${err}`);
     }));
     return pods;
@@ -308,7 +311,7 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
         if (f) throw f;
         progress(`deleting the Deployment failed: ${firstLine(e)}`);
       }
-      // MUTATION if (deploymentDeleted) await collectFinals();
+      if (deploymentDeleted) await collectFinals();
     }
   } catch (e) {
     failure = e;

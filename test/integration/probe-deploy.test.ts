@@ -88,14 +88,14 @@ describe('probe --deploy on the real control plane (the test runs the probe cont
     runner = PodRunner.start(tb, { namespace: NS, labelSelector: APP, env });
     runnerDefault = PodRunner.start(tb, { namespace: 'default', labelSelector: APP, env });
     probeArgs = ['-s', `web:${echoPort}`, '--kinds', 'dns,env,long,kubernetes', '--dns-server', dns.address,
-      '--kubernetes-address', `${LOOPBACK}:${new URL(tb.server).port}`, '--interval', '50ms', '--report-every', '1s'];
+      '--kubernetes-address', `${LOOPBACK}:${new URL(tb.server).port}`, '--interval', '50ms', '--timeout', '5s', '--report-every', '1s'];
   });
 
   after(async () => {
     await runner?.stop();
     await runnerDefault?.stop();
     dns?.close();
-    await new Promise((r) => echo?.close(r));
+    if (echo) await new Promise((r) => echo.close(r));
   });
 
   async function leftovers(ns = NS): Promise<string[]> {
@@ -130,7 +130,7 @@ describe('probe --deploy on the real control plane (the test runs the probe cont
     assert.equal(fin.stoppedBy, 'signal');
     assert.deepEqual(report.results, fin.results);
     assert.deepEqual(report.sources, [{ pod: pod.pod, uid: pod.uid, startedAt: fin.startedAt, endedAt: fin.endedAt, final: true, requests: fin.totals.requests }]);
-    assert.ok(fin.durationMs >= 4000 && fin.durationMs < 15_000, `probed ${fin.durationMs} ms`);
+    assert.ok(fin.durationMs >= 2500 && fin.durationMs < 15_000, `probed ${fin.durationMs} ms`);
     // the pod ran what the tool built: the program from the ConfigMap, with the probe flags, locked down
     const spec = pod.podObject.spec;
     assert.equal(spec.automountServiceAccountToken, false);
@@ -161,23 +161,33 @@ describe('probe --deploy on the real control plane (the test runs the probe cont
     await eventually('two reports from pod B', async () => (reportLines(b).length >= 2 ? true : undefined), 15_000, 50);
     runner.kill(b.pod);
     await b.exited;
-    await new Promise((r) => setTimeout(r, 2500));
+    // the tool reads the log every second: give it a few rounds before the pod (and its log) goes away
+    await new Promise((r) => setTimeout(r, 4000));
     await tb.client.delete(`/api/v1/namespaces/${NS}/pods/${b.pod}`, { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 });
     const c = await nth(2);
     const r = await tool;
-    assert.equal(r.code, 0, r.err);
+    // (a request may fail on a machine under heavy load: then exit 1; the merge is what this test is about)
+    assert.ok(r.code === 0 || (r.code === 1 && /request\(s\) failed/.test(r.err)), r.err);
     assert.equal(runner.errors.length, 0, runner.errors.join('\n'));
     const report = JSON.parse(r.out);
-    const [fa, lb, fc] = [lastReport(a)!, lastReport(b)!, lastReport(c)!];
+    const why = `sources ${JSON.stringify(report.sources)}; B's lines ${reportLines(b).map((x) => `${x.stoppedBy}:${x.totals.requests}`).join(',')}; stderr ${r.err}`;
+    const [fa, fc] = [lastReport(a)!, lastReport(c)!];
     assert.equal(fa.stoppedBy, 'signal');
-    assert.equal(lb.stoppedBy, 'running', 'B never printed a final report');
     assert.equal(fc.stoppedBy, 'signal');
+    assert.ok(reportLines(b).every((x) => x.stoppedBy === 'running'), 'B never printed a final report');
+    // B's report is the last one the tool read before B went away: normally B's last line (the tool had 4 s, four
+    // rounds, to read it); on a very slow machine an earlier one, never none
+    const bLines = reportLines(b);
+    const lb = bLines.find((x) => x.totals.requests === report.sources[1]?.requests);
+    assert.ok(lb, why);
+    if (bLines.indexOf(lb) !== bLines.length - 1) process.stderr.write(`# note: the tool read B's report line ${bLines.indexOf(lb) + 1} of ${bLines.length}\n`);
     assert.deepEqual(report.sources.map((s: any) => [s.pod, s.final, s.requests]), [
       [a.pod, true, fa.totals.requests], [b.pod, false, lb.totals.requests], [c.pod, true, fc.totals.requests],
-    ]);
+    ], why);
     assert.equal(report.totals.requests, fa.totals.requests + lb.totals.requests + fc.totals.requests);
+    assert.equal(report.totals.failures, fa.totals.failures + lb.totals.failures + fc.totals.failures);
     for (const kind of ['dns', 'env', 'long', 'kubernetes']) {
-      const sum = [fa, lb, fc].reduce((n, x) => n + x.results.find((y) => y.kind === kind)!.requests, 0);
+      const sum: number = [fa, lb, fc].reduce((n: number, x: ProbeReport) => n + x.results.find((y) => y.kind === kind)!.requests, 0);
       assert.equal(report.results.find((y: any) => y.kind === kind).requests, sum, kind);
     }
     assert.equal(report.startedAt, fa.startedAt);
@@ -188,10 +198,9 @@ describe('probe --deploy on the real control plane (the test runs the probe cont
 
   test('SIGTERM to the tool: final report, cleanup, exit 0; a second Ctrl-C skips the final reports but still cleans up', async () => {
     let before = runner.runs.length;
-    const one = cliChild(['probe', '--deploy', '--kubeconfig', tb.kubeconfigPath, '-n', NS, ...probeArgs, '-o', 'json']);
+    const one = cliChild(['probe', '--deploy', '--kubeconfig', tb.kubeconfigPath, '-n', NS, ...probeArgs, '-o', 'json', '-v']);
     const pa = await eventually('the probe pod', async () => runner.runs[before], 30_000, 50);
-    await eventually('a report', async () => (reportLines(pa).length >= 1 ? true : undefined), 15_000, 50);
-    await new Promise((r) => setTimeout(r, 1200)); // the tool read it
+    await eventually('the tool reading its reports', async () => /probe pod \S+ is reporting/.test(one.err), 30_000, 50);
     one.p.kill('SIGTERM');
     const r1 = await one.done;
     assert.equal(r1.code, 0, r1.err);
@@ -200,19 +209,20 @@ describe('probe --deploy on the real control plane (the test runs the probe cont
     assert.deepEqual(rep1.sources.map((s: any) => s.final), [true]);
     assert.deepEqual(rep1.results, lastReport(pa)!.results);
     assert.match(r1.err, /^stopping: reading the final reports/m);
+    assert.match(r1.err, /deleted Deployment and ConfigMap kr-probe\/kube-renumber-probe-[0-9a-f]{8}/);
     assert.deepEqual(await leftovers(), []);
 
     before = runner.runs.length;
-    const two = cliChild(['probe', '--deploy', '--kubeconfig', tb.kubeconfigPath, '-n', NS, ...probeArgs, '-o', 'json']);
-    const pb = await eventually('the probe pod', async () => runner.runs[before], 30_000, 50);
-    await eventually('a report', async () => (reportLines(pb).length >= 1 ? true : undefined), 15_000, 50);
-    await new Promise((r) => setTimeout(r, 1200));
+    const two = cliChild(['probe', '--deploy', '--kubeconfig', tb.kubeconfigPath, '-n', NS, ...probeArgs, '-o', 'json', '-v']);
+    await eventually('the probe pod', async () => runner.runs[before], 30_000, 50);
+    await eventually('the tool reading its reports', async () => /probe pod \S+ is reporting/.test(two.err), 30_000, 50);
     two.p.kill('SIGINT');
     await eventually('the first signal noticed', async () => /stopping:/.test(two.err), 5000, 10);
     two.p.kill('SIGINT');
     const r2 = await two.done;
     assert.equal(r2.code, 0, r2.err);
     assert.match(r2.err, /not waiting for the final reports/);
+    assert.match(r2.err, /deleted Deployment and ConfigMap kr-probe\/kube-renumber-probe-[0-9a-f]{8}/);
     const rep2 = JSON.parse(r2.out);
     assert.equal(rep2.stoppedBy, 'signal');
     assert.ok(rep2.totals.requests > 0);
@@ -258,7 +268,7 @@ describe('probe --deploy on the real control plane (the test runs the probe cont
     const mid = run(['probe', '--deploy', '--kubeconfig', kc, ...probeArgs, '--duration', '30s']);
     const p = await eventually('the probe pod', async () => runnerDefault.runs[before], 30_000, 50);
     await eventually('a report', async () => (reportLines(p).length >= 1 ? true : undefined), 15_000, 50);
-    const role = await tb.client.get('/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/kube-renumber-probe');
+    const role = await tb.client.get<any>('/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/kube-renumber-probe');
     role.rules = role.rules.filter((r: any) => !r.resources.includes('pods/log'));
     await tb.client.put('/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/kube-renumber-probe', role);
     const r = await mid;

@@ -26,4 +26,17 @@ describe('zero downtime on a real data plane', { skip: isRoot ? false : 'needs r
     assert.ok(f.probers >= 2, 'the prober pod was restarted with the workloads');
     assert.equal(f.failures, 0, `failed requests by kind:\n${kinds.join('\n')}\nby phase: ${JSON.stringify(f.failuresByPhase)}\nfirst failures:\n${f.sampleFailures.join('\n')}\n(reports in ${f.dir})`);
   });
+
+  test(`the same with kube-proxy in nftables mode (10 Services)`, { timeout: 20 * 60_000 }, async () => {
+    const f = await runZeroDowntime({
+      scenario: DEFAULT_STRATEGY, services: 10, replicas: 2, intervalMs: 50, proxyMode: 'nftables',
+      log: (m) => process.stderr.write(`# ${m}\n`),
+    });
+    const kinds = Object.entries(f.byKind).map(([k, v]) => `${k}: ${v.failures}/${v.requests} failed, longest gap ${v.longestGapMs} ms, ${JSON.stringify(v.failuresByReason)}`);
+    process.stderr.write(`# nftables: ${f.requests} requests, ${f.failures} failed, longest gap ${f.longestGapMs} ms\n# ${kinds.join('\n# ')}\n`);
+    assert.equal(f.proxyMode, 'nftables');
+    assert.ok(f.requests >= 20_000, `only ${f.requests} requests`);
+    for (const k of ['dns', 'env', 'long', 'kubernetes']) assert.ok((f.byKind[k]?.requests ?? 0) > 0, `client kind ${k} ran`);
+    assert.equal(f.failures, 0, `failed requests by kind:\n${kinds.join('\n')}\nby phase: ${JSON.stringify(f.failuresByPhase)}\nfirst failures:\n${f.sampleFailures.join('\n')}\n(reports in ${f.dir})`);
+  });
 });

@@ -811,10 +811,26 @@ export class Testbed {
   async restartApiserver(opts: { serviceCIDR?: string } = {}): Promise<void> {
     if (opts.serviceCIDR) this.serviceCIDR = opts.serviceCIDR;
     // one at a time, as an HA control plane is rolled
+    const ha = this.apiserverAdvertiseAddresses.length > 1;
     for (let i = 0; i < this.apiserverAdvertiseAddresses.length; i++) {
       const api = this.#procs.get(Testbed.apiserverName(i));
       if (api) await api.stop();
       await this.#startApiserver(i);
+      if (!ha) continue;
+      // before the next one goes: this one's endpoint is back in the `kubernetes` EndpointSlice (the lease
+      // reconciler adds it up to ~10 s after start) and kube-proxy has had time to program it; stopping the
+      // next apiserver earlier leaves the Service without endpoints for a moment
+      const addr = this.apiserverAdvertiseAddresses[i]!;
+      const client = new KubeClient(this.apiserverURL(i), this.token);
+      try {
+        await waitFor(`apiserver ${i}'s endpoint ${addr} in the kubernetes EndpointSlice`, async () => {
+          const es = await client.getOrUndefined('/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes');
+          return ((es?.endpoints ?? []) as { addresses?: string[] }[]).some((e) => e.addresses?.includes(addr));
+        }, { timeoutMs: this.options.timeoutMs });
+      } finally {
+        client.close();
+      }
+      await new Promise((r) => setTimeout(r, 2000));
     }
   }
 

@@ -109,30 +109,6 @@ interface NodeNet {
   fabricIP: string;
 }
 
-interface PodNet {
-  key: string;
-  namespace: string;
-  name: string;
-  uid: string;
-  ip: string;
-  node: string;
-  netns: string;
-  hostVeth: string;
-  role: 'server' | 'coredns';
-  ports: number[];
-  procs: Proc[];
-  /** Carries the SERVING_GATE readiness gate. */
-  gated: boolean;
-  /** Unix ms: wired (netns, routes, process started). */
-  wiredAt: number;
-  /** Unix ms: the data plane set Ready (gated pods). */
-  servingAt?: number;
-  /** Unix ms: the pod was seen deleted (lingering since). */
-  lingeringSince?: number;
-  timer?: NodeJS.Timeout;
-  removed: boolean;
-}
-
 /** A wired pod as `pods()` / `lingering()` report it. */
 export interface WiredPod {
   namespace: string;
@@ -141,13 +117,24 @@ export interface WiredPod {
   ip: string;
   node: string;
   netns: string;
-  role: string;
+  role: 'server' | 'coredns';
   /** Unix ms when netns, routes and process were set up. */
   wiredAt: number;
   /** Unix ms when the data plane set Ready=True (pods with SERVING_GATE), if it did. */
   servingAt?: number;
   /** Unix ms since when the pod lingers after its deletion (lingering() only). */
   lingeringSince?: number;
+}
+
+interface PodNet extends WiredPod {
+  key: string;
+  hostVeth: string;
+  ports: number[];
+  procs: Proc[];
+  /** Carries the SERVING_GATE readiness gate. */
+  gated: boolean;
+  timer?: NodeJS.Timeout;
+  removed: boolean;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

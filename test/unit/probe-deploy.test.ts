@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as dgram from 'node:dgram';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { KubeObject } from '../../src/cluster/types.ts';
 import { KubeApiError, UnreachableError, type KubeClient, type Method, type RequestOptions } from '../../src/kube/client.ts';
@@ -26,6 +26,8 @@ import { run } from './run-cli.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const LOOPBACK = '127.0.0.1';
+const TMP = mkdtempSync(join(tmpdir(), 'kr-probe-deploy-'));
+after(() => { rmSync(TMP, { recursive: true, force: true }); });
 
 const SETTINGS: PodProbeSettings = {
   services: [{ namespace: 'shop', name: 'cart', port: 8080 }, { namespace: 'default', name: 'web', port: 80 }],
@@ -171,7 +173,7 @@ describe('--dns-server auto: resolv.conf', () => {
   });
 
   it('probe --dns-server auto uses it (the report shows the address)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kr-resolv-'));
+    const dir = mkdtempSync(join(TMP, 'resolv-'));
     writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.0.1\n');
     const srv = net.createServer((s) => { s.on('error', () => {}); s.pipe(s); });
     await new Promise<void>((r) => srv.listen(0, LOOPBACK, () => r()));
@@ -203,7 +205,7 @@ describe('--dns-server auto: resolv.conf', () => {
   });
 
   it('--deploy against an unreachable cluster: exit 4, one error line', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kr-kc-'));
+    const dir = mkdtempSync(join(TMP, 'kc-'));
     const closed = await new Promise<number>((r) => { const s = net.createServer(); s.listen(0, LOOPBACK, () => { const p = (s.address() as net.AddressInfo).port; s.close(() => r(p)); }); });
     writeFileSync(join(dir, 'kc'), ['apiVersion: v1', 'kind: Config', 'current-context: c',
       `clusters: [{name: c, cluster: {server: "https://127.0.0.1:${closed}", insecure-skip-tls-verify: true}}]`,
@@ -322,7 +324,7 @@ async function dnsServer(): Promise<{ address: string; close(): void }> {
 
 /** An entry point like the ConfigMap's main.mjs, for the sources. */
 function podEntry(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'kr-pod-'));
+  const dir = mkdtempSync(join(TMP, 'pod-'));
   writeFileSync(join(dir, 'main.mjs'), `import { main } from ${JSON.stringify(join(ROOT, 'src/probe/pod.ts'))};\nawait main();\n`);
   return join(dir, 'main.mjs');
 }

@@ -49,7 +49,8 @@ export const probeCommand: Command = {
   --kinds LIST             clients to run, comma-separated: dns, env, kubernetes, long (default all four)
   --interval DUR           time between requests of one client (default 20ms)
   --timeout DUR            per-request timeout: DNS lookup, connect and answer together (default 1s)
-  --duration DUR           stop after DUR (default: run until SIGINT or SIGTERM), then print the report
+  --duration DUR           stop after DUR (default: run until SIGINT or SIGTERM), then print the report; with
+                           --deploy counted from when the first probe pod runs
   --protocol P             what the Services' servers speak: echo (a line echoed back) | http (default echo)
   --http-path PATH         path for --protocol http (default /)
   --connections N          long-lived connections per Service (default 1)
