@@ -13,7 +13,7 @@ import type { KubeObject } from '../cluster/types.ts';
 import { BLOCKAFFINITIES, INSTALLATIONS, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, KIND_OF, NODES } from '../kube/calico.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import {
-  CONFIGMAPS, createObject, deleteObject, forCreate, getObject, listAll, PODS, replaceObject, type ResourceType,
+  CONFIGMAPS, createObject, deleteObject, ENDPOINTSLICES, forCreate, getObject, listAll, PODS, replaceObject, type ResourceType,
 } from '../kube/resources.ts';
 import { DAEMONSETS, DEPLOYMENTS, evictPod, patchWithPrecondition, PODDISRUPTIONBUDGETS, STATEFULSETS } from '../kube/workloads.ts';
 import { contains, formatCidr, overlaps, parseCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
@@ -431,6 +431,18 @@ export class PodExecutor {
           await restoreScale(ctx, r);
         }
       },
+      // Settled before the run goes on: the removed replicas are gone and no EndpointSlice still sends traffic
+      // to them. A later gate restarts kube-controller-manager; a slice it had not updated before it stopped
+      // would keep a deleted CoreDNS pod in kube-dns until it is back (measured on the data-plane testbed:
+      // DNS queries unanswered for seconds).
+      verify: (ctx) => this.until('the scaled-down replicas to be gone from their Deployments and EndpointSlices', async () => {
+        for (const r of refs) {
+          const d = await getObject(ctx.client, DEPLOYMENTS, r.name, r.namespace);
+          if (d && (d.status?.replicas ?? 0) > (d.spec?.replicas ?? 1)) return false;
+          if ((await staleEndpoints(ctx.client, r.namespace)).length > 0) return false;
+        }
+        return true;
+      }),
     };
   }
 
@@ -831,4 +843,21 @@ export function runHook(command: string, node: string, timeoutMs: number, log: (
       else reject(new Error(`node hook for ${node} ${signal ? `was killed (${signal}, timeout ${Math.round(timeoutMs / 1000)} s)` : `exited ${code}`}: ${out.trim().split('\n').pop() ?? ''}`));
     });
   });
+}
+
+/**
+ * Ready endpoints in a namespace's EndpointSlices whose pod no longer exists or is being deleted: traffic the
+ * EndpointSlice controller has not taken away yet. As `namespace/pod address`.
+ */
+export async function staleEndpoints(client: KubeClient, namespace: string): Promise<string[]> {
+  const [slices, pods] = await Promise.all([listAll(client, ENDPOINTSLICES, { namespace }), listAll(client, PODS, { namespace })]);
+  const live = new Set(pods.filter((p) => !p.metadata?.deletionTimestamp).map((p) => p.metadata?.uid));
+  const out: string[] = [];
+  for (const sl of slices) {
+    for (const ep of (sl as any).endpoints ?? []) {
+      if (ep?.conditions?.ready === false || ep?.targetRef?.kind !== 'Pod') continue;
+      if (!live.has(ep.targetRef.uid)) out.push(`${namespace}/${ep.targetRef.name} ${(ep.addresses ?? []).join(',')}`);
+    }
+  }
+  return out;
 }

@@ -519,6 +519,10 @@ export class Dataplane {
     let added = 0;
     for (const [key, p] of want) {
       if (this.#pods.has(key)) continue;
+      // kwok hands out the IP of a deleted pod again at once, while that pod still lingers (terminates). A real
+      // CNI frees an address only when the old sandbox is torn down, so the new pod starts (and becomes Ready)
+      // once the lingering one is gone: wired by the first sync after it.
+      if ([...this.#lingering].some((l) => l.ip === p.status.podIP)) continue;
       await this.#addPod(p);
       added++;
     }
@@ -590,9 +594,6 @@ export class Dataplane {
       wiredAt: 0,
       removed: false,
     };
-    // An IP still held by a lingering pod: the new pod's netns is set up first, the routes are switched to
-    // it (`ip route replace`, atomic), then the lingering pod is removed without touching those routes.
-    const previous = [...this.#lingering].filter((l) => l.ip === pn.ip);
     this.#pods.set(pn.key, pn);
     const N = node.netns;
     const P = pn.netns;
@@ -643,16 +644,10 @@ export class Dataplane {
         );
       }
     }
-    if (previous.length > 0) {
-      // requests still DNATed to this IP for the lingering pod: switch only once the new process listens
-      const targets = pn.role === 'coredns' ? ['tcp:127.0.0.1:53'] : pn.ports.map((port) => `tcp:127.0.0.1:${port}`);
-      const r = await this.exec(P, join(this.binDir, 'dpnet'), ['wait', '-timeout', '5s', ...targets], 10_000);
-      if (r.code !== 0) this.#log(`${pn.key} not listening after 5 s, switching ${pn.ip} to it anyway: ${r.stderr.trim()}`);
-    }
-    // routes last: the pod is reachable once its side is complete
+    // routes last: the pod is reachable once its side is complete (#sync never wires a pod whose IP a
+    // lingering pod still holds)
     await ip(['-n', N, 'route', 'replace', `${pn.ip}/32`, 'dev', pn.hostVeth]);
     await this.#routeEverywhere(pn.ip, node);
-    for (const l of previous) await this.#removePod(l, { routesTaken: true });
     pn.wiredAt = Date.now();
     if (pn.gated) this.#checkServing(pn, p);
   }
@@ -699,11 +694,8 @@ export class Dataplane {
     void task.finally(() => this.#probes.delete(task));
   }
 
-  /**
-   * Stops a pod's processes and deletes its netns and routes. `routesTaken`: a new pod with the same IP has
-   * the routes now, leave them.
-   */
-  async #removePod(pn: PodNet, opts: { routesTaken?: boolean } = {}): Promise<void> {
+  /** Stops a pod's processes and deletes its netns and routes. */
+  async #removePod(pn: PodNet): Promise<void> {
     if (pn.removed) return;
     pn.removed = true;
     clearTimeout(pn.timer);
@@ -711,11 +703,9 @@ export class Dataplane {
     if (this.#pods.get(pn.key) === pn) this.#pods.delete(pn.key);
     await Promise.all(pn.procs.map((p) => p.stop()));
     const node = this.#nodes.get(pn.node)!;
-    if (!opts.routesTaken) {
-      await run('ip', ['-n', node.netns, 'route', 'del', `${pn.ip}/32`, 'dev', pn.hostVeth]);
-      // only the route via this pod's node: a pod with the same IP on another node keeps its own
-      await Promise.all(this.#routers(node.name).map((ns) => run('ip', ['-n', ns, 'route', 'del', `${pn.ip}/32`, 'via', node.fabricIP, 'dev', 'eth0'])));
-    }
+    await run('ip', ['-n', node.netns, 'route', 'del', `${pn.ip}/32`, 'dev', pn.hostVeth]);
+    // only the route via this pod's node: a pod with the same IP on another node keeps its own
+    await Promise.all(this.#routers(node.name).map((ns) => run('ip', ['-n', ns, 'route', 'del', `${pn.ip}/32`, 'via', node.fabricIP, 'dev', 'eth0'])));
     await deleteNetns([pn.netns]); // deleting the netns deletes the veth pair
     this.#log(`${pn.key} (${pn.ip}) removed`);
   }
