@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { KubeObject } from '../cluster/types.ts';
-import type { ClientKind, ProbeReport, ProbeResult, ServiceTarget } from './probe.ts';
+import { sumTotals, type ClientKind, type ProbeReport, type ProbeResult, type ServiceTarget } from './probe.ts';
 import { FAILURE_REASONS, type FailureReason, type Gap } from './stats.ts';
 import type { Protocol } from './wire.ts';
 
@@ -326,13 +326,7 @@ export function mergeReports(parts: Array<{ report: ProbeReport; source?: Omit<P
     }
     return res;
   });
-  const totals = { requests: 0, failures: 0, dnsFailures: 0, breaks: 0 };
-  for (const r of results) {
-    totals.requests += r.requests;
-    totals.failures += r.failures;
-    totals.dnsFailures += r.dnsFailures;
-    totals.breaks += r.breaks ?? 0;
-  }
+  const totals = sumTotals(results);
   const first = sorted[0]!.report;
   const merged: MergedProbeReport = {
     apiVersion: 'kube-renumber.io/v1',

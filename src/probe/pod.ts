@@ -49,6 +49,22 @@ export interface PodRunSettings {
   lingerMs: number;
 }
 
+/** The flags of the probe's clients, shared by `kube-renumber probe` and the in-pod program (parseArgs form). */
+export const PROBE_FLAGS = {
+  service: { type: 'string', short: 's', multiple: true },
+  kinds: { type: 'string' },
+  'dns-server': { type: 'string' },
+  'cluster-domain': { type: 'string' },
+  interval: { type: 'string' },
+  timeout: { type: 'string' },
+  duration: { type: 'string' },
+  protocol: { type: 'string' },
+  'http-path': { type: 'string' },
+  connections: { type: 'string' },
+  family: { type: 'string' },
+  'kubernetes-address': { type: 'string' },
+} as const;
+
 /** The in-pod flags (the probe flags plus --report-every and --linger) → settings; throws on a bad value. */
 export function parsePodArgs(argv: string[], env: NodeJS.ProcessEnv): PodRunSettings {
   let values: Record<string, string | string[] | undefined>;
@@ -58,18 +74,7 @@ export function parsePodArgs(argv: string[], env: NodeJS.ProcessEnv): PodRunSett
       strict: true,
       allowPositionals: false,
       options: {
-        service: { type: 'string', short: 's', multiple: true },
-        kinds: { type: 'string' },
-        'dns-server': { type: 'string' },
-        'cluster-domain': { type: 'string' },
-        interval: { type: 'string' },
-        timeout: { type: 'string' },
-        duration: { type: 'string' },
-        protocol: { type: 'string' },
-        'http-path': { type: 'string' },
-        connections: { type: 'string' },
-        family: { type: 'string' },
-        'kubernetes-address': { type: 'string' },
+        ...PROBE_FLAGS,
         'report-every': { type: 'string' },
         linger: { type: 'string' },
       },

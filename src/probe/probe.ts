@@ -399,13 +399,7 @@ export async function probe(opts: ProbeOptions): Promise<ProbeReport> {
       ...(extra.startAddress ? { startAddress: extra.startAddress } : {}),
       ...rec.series.summary(end),
     }));
-    const totals = { requests: 0, failures: 0, dnsFailures: 0, breaks: 0 };
-    for (const r of results) {
-      totals.requests += r.requests;
-      totals.failures += r.failures;
-      totals.dnsFailures += r.dnsFailures;
-      totals.breaks += r.breaks ?? 0;
-    }
+    const totals = sumTotals(results);
     return {
       apiVersion: 'kube-renumber.io/v1',
       kind: 'ProbeReport',
@@ -444,3 +438,14 @@ export async function probe(opts: ProbeOptions): Promise<ProbeReport> {
   return snapshot(ctx.now(), stoppedBy);
 }
 
+/** A report's totals: requests, failures, DNS failures and breaks summed over its results. */
+export function sumTotals(results: readonly ProbeResult[]): ProbeReport['totals'] {
+  const totals = { requests: 0, failures: 0, dnsFailures: 0, breaks: 0 };
+  for (const r of results) {
+    totals.requests += r.requests;
+    totals.failures += r.failures;
+    totals.dnsFailures += r.dnsFailures;
+    totals.breaks += r.breaks ?? 0;
+  }
+  return totals;
+}

@@ -70,6 +70,11 @@ export interface ZeroDowntimeOptions {
   proxyMode?: 'iptables' | 'nftables';
   /** apply/resume --propagation-delay (default: the tool's default). */
   propagationDelay?: string;
+  /**
+   * How long a deleted pod keeps serving (the data plane's terminationGraceMs; default its 5 s, like CoreDNS's
+   * lameduck): the EndpointSlice controller and kube-proxy must drop it within that time.
+   */
+  terminationGraceMs?: number;
   /** Seconds of probing before the migration and after it (default 3). */
   settleSeconds?: number;
   log?: (m: string) => void;
@@ -284,7 +289,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
   let dp: Dataplane | undefined;
   let kubelet: ProberKubelet | undefined;
   try {
-    dp = await Dataplane.start(tb, { proxyMode: o.proxyMode ?? 'iptables' });
+    dp = await Dataplane.start(tb, { proxyMode: o.proxyMode ?? 'iptables', ...(o.terminationGraceMs !== undefined ? { terminationGraceMs: o.terminationGraceMs } : {}) });
     dp.follow();
     const c = tb.client;
     await c.create({
@@ -348,11 +353,11 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
       }
     };
     // What the restart-workloads gate asks of a person: restart every workload. Done as an operator would on a
-    // small cluster: CoreDNS first, then the rest 10 Deployments at a time (all 50 at once would put ~100 pod
+    // small cluster: CoreDNS first, then the rest 5 Deployments at a time (all 50 at once would put ~100 pod
     // starts on the testbed's 2 cores in the same second).
     const rolloutRestartAll = async () => {
-      for (let i = 0; i < deployments.length; i += i === 0 ? 1 : 10) {
-        const wave = i === 0 ? deployments.slice(0, 1) : deployments.slice(i, i + 10);
+      for (let i = 0; i < deployments.length; i += i === 0 ? 1 : 5) {
+        const wave = i === 0 ? deployments.slice(0, 1) : deployments.slice(i, i + 5);
         const ns = wave[0]![0];
         const rr = await tb.kubectl(['rollout', 'restart', '-n', ns, ...wave.map(([, name]) => `deployment/${name}`)]);
         if (rr.code !== 0) throw new Error(`rollout restart -n ${ns}: ${rr.stderr}`);

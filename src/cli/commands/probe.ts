@@ -7,6 +7,7 @@ import {
   type ClientKind, type ProbeReport, type ProbeResult, type Protocol, type ServiceTarget,
 } from '../../probe/index.ts';
 import { RESOLV_CONF, resolvConfNameserver } from '../../probe/resolv.ts';
+import { PROBE_FLAGS } from '../../probe/pod.ts';
 import { durationFlag, intFlag, list, str } from '../common.ts';
 import { ExitCode, UsageError, UserError } from '../errors.ts';
 import type { Command } from '../main.ts';
@@ -24,20 +25,9 @@ export const probeCommand: Command = {
     keep: { type: 'boolean' },
     'report-every': { type: 'string' },
     'start-timeout': { type: 'string' },
-    service: { type: 'string', multiple: true, short: 's' },
+    ...PROBE_FLAGS,
     targets: { type: 'string' },
-    'dns-server': { type: 'string' },
-    'cluster-domain': { type: 'string' },
-    kinds: { type: 'string' },
-    interval: { type: 'string' },
-    timeout: { type: 'string' },
-    duration: { type: 'string' },
-    protocol: { type: 'string' },
-    'http-path': { type: 'string' },
-    connections: { type: 'string' },
     port: { type: 'string' },
-    family: { type: 'string' },
-    'kubernetes-address': { type: 'string' },
   },
   help: `Flags:
   -s, --service [NS/]NAME[:PORT]  a Service to probe (repeatable; NS defaults to -n or "default", PORT to --port)
