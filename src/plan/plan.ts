@@ -24,7 +24,8 @@ export const DEFAULT_HEADROOM = 2;
 /**
  * `in-place`: the ExternalName round trip behind a bridge, with covers keeping the old and the new IP answering
  * (src/engine/covers.ts). Measured on the data-plane testbed (test/integration/zero-downtime.test.ts,
- * docs/benchmarks.md): no failed request; `recreate` loses every client of the old IP until it restarts.
+ * docs/benchmarks.md): no request failed while the tool worked; `recreate` loses every client of the old IP
+ * until it restarts.
  */
 export const DEFAULT_STRATEGY: Strategy = 'in-place';
 /** Prefix of every object the plan creates (ServiceCIDRs, bridge Services). */

@@ -431,8 +431,9 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
         const k = (byKind[res.kind] ??= { requests: 0, failures: 0, longestGapMs: 0, failuresByReason: {} });
         k.requests += res.requests;
         k.failures += res.failures;
-        // a prober that starts or stops is no outage: only gaps between two successes count
-        const gap = res.longestGap?.ms ?? 0;
+        // the windows before a client's first and after its last success count too: a client of an old IP that
+        // fails from a move until its pod is restarted has its outage there (otherwise they are one interval)
+        const gap = Math.max(res.longestGap?.ms ?? 0, res.startGap.ms, res.endGap.ms);
         k.longestGapMs = Math.max(k.longestGapMs, round(gap));
         longest = Math.max(longest, gap);
         for (const [reason, n] of Object.entries(res.failuresByReason)) k.failuresByReason[reason] = (k.failuresByReason[reason] ?? 0) + (n ?? 0);

@@ -42,7 +42,7 @@ export const planCommand: Command = {
                            (at least one of the two is required)
   --keep NS/NAME           keep this Service's ClusterIP (repeatable); LoadBalancer Services are always kept
   --strategy S             in-place (ExternalName round trip behind a bridge, old and new IP kept answering by
-                           a cover Service: no failed request measured) or recreate (delete and create at
+                           a cover Service: no request failed while it worked) or recreate (delete and create at
                            the new IP: clients of the old IP fail until they restart); default ${DEFAULT_STRATEGY}
   --tier-key KEY           label (else annotation) holding each Service's tier (default ${DEFAULT_TIER_KEY})
   --tier-order asc|desc    asc (default): tier 0 moves first; desc: for criticality labels where 1 is the
