@@ -332,7 +332,7 @@ export class ServiceExecutor {
           return;
         }
         if (now.spec?.type !== 'ExternalName') {
-          const target = externalName ?? (it.bridge ? `${it.bridge}.${it.namespace}.svc.${this.opts.clusterDomain}` : `${it.name}.${it.namespace}.svc.${this.opts.clusterDomain}`);
+          const target = externalName ?? this.fqdn(it.bridge ?? it.name, it.namespace);
           now = await withRetry(() => patchService(ctx.client, now!, { type: 'ExternalName', externalName: target }, dry));
           if (dry) return;
         }
@@ -388,7 +388,7 @@ export class ServiceExecutor {
           .filter((x): x is StepItem => !!x);
         const covered = pending.length > 0 ? await this.raiseCovers(ctx, pending) : new Set<string>();
         await mapLimit(pending, this.opts.concurrency, (it) => this.moveOne(ctx, it, strategy,
-          covered.has(itemKey(it)) ? `${coverName(it.name)}.${it.namespace}.svc.${this.opts.clusterDomain}` : undefined));
+          covered.has(itemKey(it)) ? this.fqdn(coverName(it.name), it.namespace) : undefined));
         await this.lowerCovers(ctx, items);
       },
       verify: async (ctx) => {
@@ -526,7 +526,10 @@ export class ServiceExecutor {
     return readyAddresses(await listAll(client, ENDPOINTSLICES, { namespace, labelSelector: `kubernetes.io/service-name=${service}` }));
   }
 
-  /** Copies a selectorless Service's EndpointSlices to `to` (a cover or a bridge), unless already there. */
+  /**
+   * Copies a selectorless Service's EndpointSlices to `to` (a cover or a bridge), unless already there; the first
+   * copy is named `to` (move-kubernetes checks the bridge's slice by that name).
+   */
   private async copySlices(ctx: StepContext, namespace: string, from: string, to: string): Promise<void> {
     const mine = await listAll(ctx.client, ENDPOINTSLICES, { namespace, labelSelector: `kubernetes.io/service-name=${to}` });
     if (mine.length > 0) return;
@@ -665,7 +668,7 @@ export class ServiceExecutor {
       const key = `${s.metadata?.namespace}/${s.metadata?.name}`;
       if (skip.has(key) || s.metadata?.labels?.[MANAGED_LABEL] === 'true' || s.spec?.type === 'LoadBalancer') return false;
       // half-swept by an interrupted run: ExternalName now, pointing at itself
-      if (s.spec?.type === 'ExternalName' && s.spec?.externalName === this.selfName(s)) return true;
+      if (s.spec?.type === 'ExternalName' && s.spec?.externalName === this.fqdn(s.metadata!.name!, s.metadata!.namespace!)) return true;
       return ipsOf(s).some((ip) => {
         const a = parseIP(ip);
         return old.some((c) => contains(c, a)) && !keptSCs.some((k) => contains(k, a));
@@ -673,8 +676,9 @@ export class ServiceExecutor {
     });
   }
 
-  private selfName(s: KubeObject): string {
-    return `${s.metadata!.name}.${s.metadata!.namespace}.svc.${this.opts.clusterDomain}`;
+  /** A Service's DNS name, for ExternalName targets. */
+  private fqdn(name: string, namespace: string): string {
+    return `${name}.${namespace}.svc.${this.opts.clusterDomain}`;
   }
 
   private sweepStep(p: PlanStep): Step {
@@ -690,7 +694,7 @@ export class ServiceExecutor {
           const cur = s;
           const orig = ctx.backups.load(refOf(s)) ?? s;
           const patched = cur.spec?.type === 'ExternalName' ? cur
-            : await withRetry(() => patchService(ctx.client, cur, { type: 'ExternalName', externalName: this.selfName(cur) }, false));
+            : await withRetry(() => patchService(ctx.client, cur, { type: 'ExternalName', externalName: this.fqdn(cur.metadata!.name!, cur.metadata!.namespace!) }, false));
           const back = backToType(orig, []);
           delete back.clusterIP;
           delete back.clusterIPs;
@@ -733,7 +737,7 @@ export class ServiceExecutor {
           // one since 1.17), so it can be moved like any Service: the name and both IPs keep answering.
           const covered = this.opts.covers ? await this.raiseCovers(ctx, [it]) : new Set<string>();
           if (it.bridge) await this.copySlices(ctx, 'default', 'kubernetes', it.bridge);
-          await this.moveOne(ctx, it, 'in-place', covered.size > 0 ? `${coverName('kubernetes')}.default.svc.${this.opts.clusterDomain}` : undefined);
+          await this.moveOne(ctx, it, 'in-place', covered.size > 0 ? this.fqdn(coverName('kubernetes'), 'default') : undefined);
           await this.lowerCovers(ctx, [it]);
           return;
         }
@@ -755,15 +759,7 @@ export class ServiceExecutor {
           await this.waitReleased(ctx, it.from, 'default', it.bridge);
           await withRetry(() => createObject(ctx.client, SERVICES, bridge));
         }
-        const src = await getObject(ctx.client, ENDPOINTSLICES, 'kubernetes', 'default');
-        if (src) {
-          await withRetry(() => createObject(ctx.client, ENDPOINTSLICES, {
-            apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
-            metadata: { name: bridgeSliceName, namespace: 'default', labels: {
-              'kubernetes.io/service-name': it.bridge!, 'endpointslice.kubernetes.io/managed-by': MANAGED_BY, [MANAGED_LABEL]: 'true' } },
-            addressType: src.addressType, endpoints: src.endpoints ?? [], ports: src.ports ?? [],
-          }));
-        }
+        await this.copySlices(ctx, 'default', 'kubernetes', it.bridge);
       },
       verify: async (ctx) => ((await done(ctx.client)) ? undefined : 'default/kubernetes or its bridge is not in place'),
     };
