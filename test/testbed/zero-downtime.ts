@@ -39,7 +39,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { main, type Io } from '../../src/cli/main.ts';
+import { run as cli } from '../unit/run-cli.ts';
 import type { ProbeReport } from '../../src/probe/probe.ts';
 import { Testbed } from './cluster.ts';
 import { APISERVER_FABRIC_IPS, Dataplane, SERVING_GATE } from './dataplane.ts';
@@ -122,14 +122,6 @@ async function until<T>(what: string, f: () => Promise<T | undefined | false>, t
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(everyMs);
   }
-}
-
-async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const io: Io = { out: (s) => { out += s; }, err: (s) => { err += s; }, env: { HOME: '/nonexistent' } };
-  const code = await main(argv, io);
-  return { code, out, err };
 }
 
 /** `<NAME>_SERVICE_HOST` as the kubelet spells it. */
