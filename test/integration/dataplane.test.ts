@@ -47,6 +47,16 @@ function useDataplane(tb: Testbed, opts: Parameters<typeof Dataplane.start>[1], 
   return () => dp!;
 }
 
+/** Service NAME (selector app=NAME) at `clusterIP`, port 80 → the pods' 8080. */
+async function createWebService(c: Testbed['client'], name: string, clusterIP: string): Promise<void> {
+  await c.create({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name, namespace: NS },
+    spec: { selector: { app: name }, clusterIP, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+  });
+}
+
 /**
  * The proof: CoreDNS + a 2-pod Deployment (one per node) behind a ClusterIP Service; from one pod's netns:
  * pod-to-pod across nodes, the ClusterIP answered by the pod on the other node (DNAT by kube-proxy's rules,
@@ -80,12 +90,7 @@ async function proofScenario(tb: Testbed, d: Dataplane, timings: Record<string, 
       },
     },
   });
-  await c.create({
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name: 'web', namespace: NS },
-    spec: { selector: { app: 'web' }, clusterIP: WEB_IP, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
-  });
+  await createWebService(c, 'web', WEB_IP);
   const pods = await eventually('2 web pods Running with IPs', async () => {
     const items = (await c.list(`/api/v1/namespaces/${NS}/pods?labelSelector=app%3Dweb`)).items;
     return items.length === 2 && items.every((p) => p.status?.phase === 'Running' && p.status?.podIP) ? items : undefined;
@@ -250,12 +255,7 @@ describe('data plane (kube-proxy iptables): proof, serving gate, lingering, roll
     const c = tb.client;
     const d = dp();
     assert.ok(!d.following);
-    await c.create({
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'gated', namespace: NS },
-      spec: { selector: { app: 'gated' }, clusterIP: GATED_IP, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
-    });
+    await createWebService(c, 'gated', GATED_IP);
     await c.create({
       apiVersion: 'v1',
       kind: 'Pod',
@@ -314,12 +314,7 @@ describe('data plane (kube-proxy iptables): proof, serving gate, lingering, roll
   test('kubectl rollout restart with the serving gate and follow(): a continuous client sees no failed request', async () => {
     const c = tb.client;
     const d = dp();
-    await c.create({
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'roll', namespace: NS },
-      spec: { selector: { app: 'roll' }, clusterIP: ROLL_IP, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
-    });
+    await createWebService(c, 'roll', ROLL_IP);
     await c.create({
       apiVersion: 'apps/v1',
       kind: 'Deployment',
