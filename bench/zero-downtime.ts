@@ -3,6 +3,7 @@
 //
 //   npm run bench -- zero-downtime [--services 50] [--replicas 2] [--scenarios recreate,in-place,pod,combined,control]
 //                                  [--interval 50] [--timeout 1000] [--proxy-mode iptables|nftables] [--nodes 2]
+//                                  [--k8s-version vX.Y.Z]   (default: the testbed's; built on first use)
 //
 // What each scenario does is described in test/testbed/zero-downtime.ts (shared with
 // test/integration/zero-downtime.test.ts). One fresh testbed per scenario, one after the other.
@@ -10,6 +11,7 @@
 // failures, longestGapMs, byKind, failuresByPhase, ...) plus "settings". Progress on stderr.
 
 import { availableParallelism, loadavg } from 'node:os';
+import { DEFAULT_VERSION } from '../test/testbed/build.ts';
 import { parseArgs } from 'node:util';
 import { KINDS, PHASES, POD_NEW, POD_OLD, runZeroDowntime, SCENARIOS, SVC_NEW, SVC_OLD, type Scenario, type ScenarioFigures } from '../test/testbed/zero-downtime.ts';
 
@@ -26,6 +28,7 @@ export async function run(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: {
     services: { type: 'string' }, replicas: { type: 'string' }, scenarios: { type: 'string' }, strategies: { type: 'string' },
     interval: { type: 'string' }, timeout: { type: 'string' }, 'proxy-mode': { type: 'string' }, nodes: { type: 'string' },
+    'k8s-version': { type: 'string' },
   } });
   const services = Number(values.services ?? 50);
   const replicas = Number(values.replicas ?? 2);
@@ -47,13 +50,18 @@ export async function run(args: string[]): Promise<number> {
     process.stderr.write('error: --proxy-mode must be iptables or nftables\n');
     return 2;
   }
+  const version = values['k8s-version'];
+  if (version !== undefined && !/^v\d+\.\d+\.\d+$/.test(version)) {
+    process.stderr.write('error: --k8s-version takes vX.Y.Z\n');
+    return 2;
+  }
   if (process.getuid?.() !== 0) {
     process.stderr.write('error: the data-plane testbed needs root (ip netns)\n');
     return 2;
   }
   const results: ScenarioFigures[] = [];
   for (const s of scenarios as Scenario[]) {
-    results.push(await runZeroDowntime({ scenario: s, services, replicas, intervalMs, timeoutMs, nodes, proxyMode, log }));
+    results.push(await runZeroDowntime({ scenario: s, services, replicas, intervalMs, timeoutMs, nodes, proxyMode, log, ...(version ? { version } : {}) }));
   }
 
   const head = ['', ...results.map((r) => r.scenario)];
@@ -72,7 +80,7 @@ export async function run(args: string[]): Promise<number> {
   }
   for (const ph of PHASES) rows.push([`failures in ${ph}`, ...results.map((r) => r.failuresByPhase[ph] ?? 0)]);
   process.stdout.write(`zero-downtime: Service CIDR ${SVC_OLD} → ${SVC_NEW}, Pod CIDR ${POD_OLD} → ${POD_NEW}; ${services} Services × ${replicas} pods; `
-    + `probe kinds ${KINDS.join(',')} every ${intervalMs} ms (timeout ${timeoutMs} ms, http) from prober pods; kube-proxy ${proxyMode}; ${nodes} nodes\n\n`);
+    + `probe kinds ${KINDS.join(',')} every ${intervalMs} ms (timeout ${timeoutMs} ms, http) from prober pods; kube-proxy ${proxyMode}; ${nodes} nodes; Kubernetes ${version ?? DEFAULT_VERSION}\n\n`);
   process.stdout.write(table(head, rows));
   for (const r of results) {
     if (r.sampleFailures.length > 0) process.stdout.write(`\n${r.scenario}: first failures\n${r.sampleFailures.slice(0, 10).map((l) => `  ${l}`).join('\n')}\n`);
@@ -86,7 +94,7 @@ export async function run(args: string[]): Promise<number> {
   }));
   out.settings = {
     bench: 'zero-downtime', oldServiceCIDR: SVC_OLD, newServiceCIDR: SVC_NEW, oldPodCIDR: POD_OLD, newPodCIDR: POD_NEW,
-    services, replicas, intervalMs, timeoutMs, nodes, proxyMode, kinds: KINDS,
+    services, replicas, intervalMs, timeoutMs, nodes, proxyMode, kinds: KINDS, kubernetesVersion: version ?? DEFAULT_VERSION,
     cpus: availableParallelism(), loadavg1: round(loadavg()[0] ?? 0, 2),
   };
   process.stdout.write(`${JSON.stringify(out)}\n`);

@@ -17,6 +17,29 @@ function minor(version: string | undefined): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/**
+ * The kube-proxy version a snapshot points at: the oldest kubelet (kube-proxy normally runs the kubelet's
+ * version), else the apiserver's; undefined when neither is known or when Cilium runs without kube-proxy.
+ */
+export function kubeProxyVersion(snap: Snapshot): { version: string; minor: number } | undefined {
+  if (snap.cni.ipam === 'cilium' && !snap.kubeProxy) return undefined;
+  const kubelets = snap.nodes.map((n) => n.kubeletVersion).filter((x): x is string => minor(x) !== undefined);
+  kubelets.sort((a, b) => minor(a)! - minor(b)!);
+  const version = kubelets[0] ?? snap.kubernetesVersion;
+  const m = minor(version);
+  return version !== undefined && m !== undefined ? { version, minor: m } : undefined;
+}
+
+/**
+ * kube-proxy 1.32 to 1.35 deletes stale UDP conntrack entries with one netlink filter per entry, matched against
+ * every entry (kubernetes/kubernetes#135323; linear from 1.36, #135511). Replacing CoreDNS pods while a node
+ * sends many lookups then leaves part of its lookups going to the gone pods until that clean-up ends.
+ */
+export function slowUdpConntrackCleanup(snap: Snapshot): string | undefined {
+  const kp = kubeProxyVersion(snap);
+  return kp && kp.minor >= 32 && kp.minor <= 35 ? kp.version : undefined;
+}
+
 export function readiness(snap: Snapshot): ReadinessFact[] {
   const facts: ReadinessFact[] = [];
   const v = minor(snap.kubernetesVersion);
@@ -99,6 +122,18 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
   }
   const hostNet = snap.pods.filter((p) => p.hostNetwork).length;
   facts.push({ id: 'host-network-pods', ok: true, summary: `${hostNet} hostNetwork pod(s) keep the node IP and need no restart` });
+
+  const kp = kubeProxyVersion(snap);
+  if (kp) {
+    const slow = slowUdpConntrackCleanup(snap);
+    facts.push({ id: 'kube-proxy-udp-conntrack', ok: slow ? null : true,
+      summary: slow
+        ? `kube-proxy ${slow} clears stale UDP conntrack entries in quadratic time (kubernetes/kubernetes#135323, fixed in 1.36): `
+          + 'when CoreDNS pods are replaced on a node sending thousands of lookups a second, part of them go to the gone pods '
+          + 'until the clean-up ends (29 s measured at 17,000 entries). Any CoreDNS rollout does this; a Service CIDR move '
+          + 'restarts CoreDNS once: do it at a quiet hour, or run NodeLocal DNSCache'
+        : `kube-proxy ${kp.version}: stale UDP conntrack entries (DNS after a CoreDNS restart) are cleared in linear time` });
+  }
 
   for (const w of snap.warnings) facts.push({ id: 'gap', ok: null, summary: w });
   return facts;

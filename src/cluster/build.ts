@@ -765,6 +765,8 @@ function readNode(o: KubeObject, b: Builder): NodeInfo {
   const node: NodeInfo = { name, podCIDRs, internalIPs, externalIPs, labels: strMap(md.labels), unschedulable: spec.unschedulable === true };
   const ready = condition(o, 'Ready');
   if (ready !== undefined) node.ready = ready;
+  const kubelet = o.status?.nodeInfo?.kubeletVersion;
+  if (typeof kubelet === 'string' && kubelet !== '') node.kubeletVersion = kubelet;
   return node;
 }
 

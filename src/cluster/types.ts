@@ -119,6 +119,8 @@ export interface NodeInfo {
   labels: Record<string, string>;
   ready?: boolean;
   unschedulable: boolean;
+  /** status.nodeInfo.kubeletVersion, e.g. v1.35.4 (kube-proxy usually runs the same version). */
+  kubeletVersion?: string;
 }
 
 export interface CalicoPool {

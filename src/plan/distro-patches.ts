@@ -6,6 +6,7 @@
 import * as yaml from 'js-yaml';
 import type { Snapshot } from '../cluster/types.ts';
 import { distributionOf } from './preflight.ts';
+import { slowUdpConntrackCleanup } from '../analyze/readiness.ts';
 
 export type PatchGate = 'enable-servicecidr-api' | 'restart-apiservers' | 'kubelet-cluster-dns' | 'kcm-stop-allocating' | 'kcm-cluster-cidr' | 'pod-cidr-config';
 
@@ -294,6 +295,7 @@ export function gateInstructions(snap: Snapshot, gate: Exclude<PatchGate, 'kcm-s
       return [
         'restart every workload: for ns in $(kubectl get ns -o jsonpath=\'{.items[*].metadata.name}\'); do kubectl -n "$ns" rollout restart deployment,statefulset,daemonset; done',
         'delete (or let their owners recreate) bare pods and finished-Job pods that are still running',
+        ...(slowUdpConntrackCleanup(snap) ? [`kube-proxy ${slowUdpConntrackCleanup(snap)} clears stale UDP conntrack entries slowly (kubernetes/kubernetes#135323): restart CoreDNS at a quiet hour, or lookups from busy nodes can fail for as long as that clean-up takes`] : []),
         ...(d === 'kops' ? ['(kOps: a node rolling update after move-kubernetes already did this)'] : []),
         'kube-renumber resume',
       ];

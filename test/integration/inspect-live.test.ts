@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { useTestbed } from '../testbed/harness.ts';
+import { DEFAULT_VERSION } from '../testbed/build.ts';
 import { run } from '../unit/run-cli.ts';
 import { kubeconfigWithToken } from './helpers.ts';
 
@@ -49,7 +50,7 @@ describe('inspect against the real apiserver', () => {
     assert.deepEqual(liveReport.serviceCIDRs.map((s: any) => s.cidr), ['10.96.0.0/16']);
     assert.ok(liveReport.serviceCIDRs[0].sources.includes('ServiceCIDR/kubernetes'));
     assert.equal(liveReport.serviceCIDRApi, 'v1');
-    assert.equal(liveReport.kubernetesVersion, 'v1.35.4');
+    assert.equal(liveReport.kubernetesVersion, DEFAULT_VERSION, 'the version the testbed was built from');
     assert.deepEqual(liveReport.pools.map((p: any) => p.cidr), ['10.244.0.0/20']);
     assert.equal(liveReport.dnsService?.clusterIPs[0], tb.fixture!.kubeDnsIP);
     assert.equal(liveReport.capacity.nodes.total, 3);

@@ -4,13 +4,13 @@
 // env, long-lived and kubernetes clients against every Service), over at least 50 Services and 100,000 requests.
 // The scenario itself is test/testbed/zero-downtime.ts (shared with `npm run bench -- zero-downtime`).
 //
-// Asserted, at 50 Services (iptables mode): not one request fails while the tool moves the Services (apply:
-// covers, every Service and the DNS Service moved in place), while the two apiservers are rolled, and while it
-// moves default/kubernetes (the resume up to the restart-workloads gate). What follows is measured and printed but
-// not asserted at that size: when the operator restarts CoreDNS at the gate, pods started before the migration
-// that resolve through the old DNS IP (the bridge) lose DNS for up to ~30 s, and the outage can run into the last
-// resume (issue #6 note, docs/benchmarks.md). At 10 Services (nftables mode) every phase is asserted, the
-// workload restart, the bridges' removal and the tail included.
+// Asserted: not one request fails in any phase, from the first probe to the last: the apply (covers, every
+// Service and the DNS Service moved in place), the rolling restart of the two apiservers, the move of
+// default/kubernetes, the operator's workload restart (CoreDNS first), the bridges' removal and the tail.
+// At 50 Services the probes run every 250 ms per client (~200 DNS lookups a second from the prober's node):
+// at 50 ms (~1,000 a second) a CoreDNS rollout alone, with no migration, loses lookups on this testbed, because
+// kube-proxy deletes the ~17,000 stale UDP conntrack entries of the replaced CoreDNS pods one by one and takes
+// longer than CoreDNS's 5 s lameduck (docs/benchmarks.md, zero-downtime). At 10 Services (nftables mode) 50 ms.
 // Needs root (ip netns).
 
 import assert from 'node:assert/strict';
@@ -19,10 +19,8 @@ import { DEFAULT_STRATEGY } from '../../src/plan/plan.ts';
 import { runZeroDowntime, type ScenarioFigures } from '../testbed/zero-downtime.ts';
 
 const isRoot = process.getuid?.() === 0;
-/** Phases up to the restart-workloads gate: the tool's moves, the apiserver roll, default/kubernetes. */
-const UP_TO_THE_RESTART = ['baseline', 'apply', 'restart-apiserver', 'resume-to-workloads'];
 
-function check(f: ScenarioFigures, minRequests: number, asserted: (phase: string) => boolean): void {
+function check(f: ScenarioFigures, minRequests: number): void {
   const kinds = Object.entries(f.byKind).map(([k, v]) => `${k}: ${v.failures}/${v.requests} failed, longest gap ${v.longestGapMs} ms, ${JSON.stringify(v.failuresByReason)}`);
   process.stderr.write(`# ${f.proxyMode}: ${f.requests} requests, ${f.failures} failed, longest gap ${f.longestGapMs} ms, migration ${Math.round(f.migrationMs / 1000)} s, `
     + `${f.probers} prober pod(s); failures by phase ${JSON.stringify(f.failuresByPhase)}\n# ${kinds.join('\n# ')}\n`);
@@ -30,20 +28,20 @@ function check(f: ScenarioFigures, minRequests: number, asserted: (phase: string
   for (const k of ['dns', 'env', 'long', 'kubernetes']) assert.ok((f.byKind[k]?.requests ?? 0) > 0, `client kind ${k} ran`);
   assert.ok(f.probers >= 2, 'the prober pod was restarted with the workloads');
   for (const ph of ['apply', 'restart-apiserver', 'resume-to-workloads', 'resume-to-end']) assert.ok(f.phases[ph] !== undefined, `phase ${ph} ran`);
-  const failed = Object.entries(f.failuresByPhase).filter(([ph]) => asserted(ph));
+  const failed = Object.entries(f.failuresByPhase);
   assert.deepEqual(failed, [], `failed requests:\n${kinds.join('\n')}\nfirst failures:\n${f.sampleFailures.join('\n')}\n(reports in ${f.dir})`);
 }
 
 describe('zero downtime on a real data plane', { skip: isRoot ? false : 'needs root for ip netns' }, () => {
-  test(`Service CIDR migration with the default strategy (${DEFAULT_STRATEGY}), 50 Services: no failed request while the tool moves Services, the apiservers and default/kubernetes`, { timeout: 30 * 60_000 }, async () => {
-    const f = await runZeroDowntime({ scenario: DEFAULT_STRATEGY, services: 50, replicas: 2, intervalMs: 50, log: (m) => process.stderr.write(`# ${m}\n`) });
+  test(`Service CIDR migration with the default strategy (${DEFAULT_STRATEGY}), 50 Services, ≥ 100,000 requests: no failed request in any phase`, { timeout: 30 * 60_000 }, async () => {
+    const f = await runZeroDowntime({ scenario: DEFAULT_STRATEGY, services: 50, replicas: 2, intervalMs: 250, settleSeconds: 30, log: (m) => process.stderr.write(`# ${m}\n`) });
     assert.ok(f.services >= 50);
-    check(f, 100_000, (ph) => UP_TO_THE_RESTART.includes(ph));
+    check(f, 100_000);
   });
 
   test('10 Services, kube-proxy in nftables mode: no failed request in any phase, the workload restart and the end included', { timeout: 20 * 60_000 }, async () => {
     const f = await runZeroDowntime({ scenario: DEFAULT_STRATEGY, services: 10, replicas: 2, intervalMs: 50, proxyMode: 'nftables', log: (m) => process.stderr.write(`# ${m}\n`) });
     assert.equal(f.proxyMode, 'nftables');
-    check(f, 20_000, () => true);
+    check(f, 20_000);
   });
 });

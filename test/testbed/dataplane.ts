@@ -436,7 +436,7 @@ export class Dataplane {
       '--conntrack-tcp-timeout-close-wait=0s',
       '--healthz-bind-address=127.0.0.1:10256',
       '--metrics-bind-address=127.0.0.1:10249',
-      '--v=2',
+      `--v=${process.env.KUBE_RENUMBER_PROXY_VERBOSITY ?? '2'}`,
     ]);
   }
 
@@ -838,6 +838,36 @@ export class Dataplane {
   /** The rules of this data plane's proxy mode: natRules or nftRules. */
   proxyRules(node: string): Promise<string> {
     return this.proxyMode === 'nftables' ? this.nftRules(node) : this.natRules(node);
+  }
+
+  /**
+   * Waits until kube-proxy on every node routes each `ip:port/protocol` to endpoints: a `KUBE-SERVICES … -j KUBE-SVC-`
+   * rule (iptables) or a `service-ips` map element (nftables). Ready endpoints alone do not say the rules are written;
+   * a client started in between gets ENETUNREACH or a refusal.
+   */
+  async waitServicesProgrammed(targets: { ip: string; port: number; protocol?: 'tcp' | 'udp' }[], timeoutMs = 60_000): Promise<void> {
+    const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const patterns = targets.map((t) => {
+      const proto = t.protocol ?? 'tcp';
+      return {
+        t,
+        re: this.proxyMode === 'nftables'
+          ? new RegExp(`${esc(t.ip)} \\. ${proto} \\. ${t.port} : goto service-`)
+          : new RegExp(`-A KUBE-SERVICES -d ${esc(t.ip)}/32 -p ${proto} .*--dport ${t.port} -j KUBE-SVC-`),
+      };
+    });
+    const deadline = Date.now() + timeoutMs;
+    let missing: string[] = [];
+    for (;;) {
+      missing = [];
+      for (const node of this.#nodes.keys()) {
+        const rules = await this.proxyRules(node);
+        for (const { t, re } of patterns) if (!re.test(rules)) missing.push(`${node}: ${t.ip}:${t.port}/${t.protocol ?? 'tcp'}`);
+      }
+      if (missing.length === 0) return;
+      if (Date.now() > deadline) throw new Error(`kube-proxy did not program ${missing.length} Service port(s) in ${timeoutMs} ms, e.g. ${missing.slice(0, 3).join(', ')}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
 
   /** Names of the namespaces of this data plane that exist now. */

@@ -77,6 +77,13 @@ export interface ZeroDowntimeOptions {
   terminationGraceMs?: number;
   /** Seconds of probing before the migration and after it (default 3). */
   settleSeconds?: number;
+  /**
+   * control: seconds of probing before the restart (default 60), so that kube-proxy's conntrack table holds
+   * what a migration's restart finds there (30 s of lookups: the UDP timeout).
+   */
+  controlWarmupSeconds?: number;
+  /** Kubernetes version of the testbed and its data plane (default: the testbed's DEFAULT_VERSION). */
+  version?: string;
   log?: (m: string) => void;
 }
 
@@ -112,6 +119,53 @@ export interface ScenarioFigures {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Diagnostics (KUBE_RENUMBER_ZD_TRACE=1): every 200 ms, the kube-system pods and the EndpointSlices of the DNS
+ * Services (kube-dns, its bridge and cover), written to `file` whenever they change, with seconds since t0.
+ */
+function traceKubeDNS(tb: Testbed, dp: Dataplane, t0: number, file: string): { stop: () => Promise<void> } {
+  let on = true;
+  const fd = openSync(file, 'a');
+  let last = '';
+  const loop = (async () => {
+    while (on) {
+      try {
+        const [slices, pods] = await Promise.all([
+          tb.client.list('/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices'),
+          tb.client.list('/api/v1/namespaces/kube-system/pods'),
+        ]);
+        const nodes = (await tb.client.list('/api/v1/nodes')).items.map((n: KubeObject) => n.metadata.name as string);
+        const perNode = await Promise.all(nodes.map(async (node: string) => {
+          const r = await dp.exec(dp.nodeNetns(node), 'sh', ['-c', `grep 'udp' /proc/net/nf_conntrack | grep ' dport=53 ' | grep ' dst=${DNS_OLD} ' ; (iptables-save -t nat 2>/dev/null || nft list table ip kube-proxy) | grep -E 'kube-dns-kr-old.*(DNAT|dnat)'`]);
+          const ct = new Map<string, number>();
+          const rules: string[] = [];
+          for (const l of r.stdout.split('\n')) {
+            const m = /^ipv4 .* udp .* src=(\S+) dst=\S+ sport=(\d+) .*src=(\S+) dst=\S+ sport=53 /.exec(l);
+            if (m) { const k = `${m[3]}${/UNREPLIED/.test(l) ? '?' : ''}`; ct.set(k, (ct.get(k) ?? 0) + 1); continue; }
+            const d = /(?:--to-destination|dnat to) (\S+)/.exec(l);
+            if (d) rules.push(d[1]!);
+          }
+          return [`rules ${node} bridge→ ${rules.sort().join(' ')}`, `conntrack ${node} ${DNS_OLD}:53→ ${[...ct].sort().map(([k, v]) => `${k}×${v}`).join(' ')}`];
+        }));
+        const lines = [
+          ...perNode.flat(),
+          ...(pods.items as KubeObject[]).map((p) => `pod ${p.metadata.name} ${p.status?.podIP ?? '-'}${p.metadata.deletionTimestamp ? ' deleting' : ''} ready=${(p.status?.conditions ?? []).find((c: { type: string }) => c.type === 'Ready')?.status ?? '-'}`),
+          ...(slices.items as KubeObject[]).map((sl) => `slice ${sl.metadata.labels?.['kubernetes.io/service-name']} ${sl.metadata.name}: ${((sl.endpoints ?? []) as { addresses: string[]; conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean } }[])
+            .map((e) => `${e.addresses[0]}${e.conditions?.ready ? 'R' : ''}${e.conditions?.serving ? 'S' : ''}${e.conditions?.terminating ? 'T' : ''}`).sort().join(' ')}`),
+        ].sort().join('\n');
+        if (lines !== last) {
+          writeFileSync(fd, `--- ${((Date.now() - t0) / 1000).toFixed(2)} s\n${lines}\n`);
+          last = lines;
+        }
+      } catch (e) {
+        writeFileSync(fd, `--- ${((Date.now() - t0) / 1000).toFixed(2)} s error ${(e as Error).message}\n`);
+      }
+      await sleep(200);
+    }
+  })();
+  return { stop: async () => { on = false; await loop; closeSync(fd); } };
+}
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 
 async function until<T>(what: string, f: () => Promise<T | undefined | false>, timeoutMs = 180_000, everyMs = 250): Promise<T> {
@@ -277,6 +331,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     // two apiservers, restarted one at a time, as a real control plane is rolled: the `kubernetes` Service keeps
     // an endpoint throughout (one apiserver restarting alone is an outage of the API, whatever the migration)
     apiserverAdvertiseAddresses: [...APISERVER_FABRIC_IPS],
+    ...(o.version ? { version: o.version } : {}),
   });
   let dp: Dataplane | undefined;
   let kubelet: ProberKubelet | undefined;
@@ -312,6 +367,12 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
       return true;
     };
     await until('every Deployment available (pods wired and serving)', () => available(deployments), 300_000, 500);
+    // ready endpoints are not yet rules: the prober starts once every node's kube-proxy routes every Service
+    const svcIPs = await Promise.all(names.map(async (n) => (await c.get(`/api/v1/namespaces/${NS}/services/${n}`)).spec.clusterIP as string));
+    await dp.waitServicesProgrammed([
+      ...svcIPs.map((ip) => ({ ip, port: 80 })),
+      { ip: DNS_OLD, port: 53, protocol: 'udp' as const }, { ip: DNS_OLD, port: 53 },
+    ], 120_000);
     log(`[${scenario}] ${o.services} Services × ${o.replicas} pods serving`);
 
     const probeArgs = [...names.flatMap((n) => ['-s', `${NS}/${n}:80`]), '--kinds', KINDS.join(','), '--protocol', 'http',
@@ -322,6 +383,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     const t0 = kubelet.running()[0]!.startedAt;
     const marks: Record<string, number> = { baseline: 0 };
     const mark = (ph: string) => { marks[ph] = Date.now() - t0; log(`[${scenario}] ${ph} at ${round(marks[ph]! / 1000)} s`); };
+    const trace = process.env.KUBE_RENUMBER_ZD_TRACE === '1' ? traceKubeDNS(tb, dp, t0, join(dir, 'trace.log')) : undefined;
     await sleep((o.settleSeconds ?? 3) * 1000);
 
     const planPath = join(dir, 'plan.yaml');
@@ -359,6 +421,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     };
     const tm = Date.now();
     if (scenario === 'control') {
+      await sleep((o.controlWarmupSeconds ?? 60) * 1000);
       mark('restart-workloads');
       await rolloutRestartAll();
     } else {
@@ -407,6 +470,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     mark('tail');
     await sleep((o.settleSeconds ?? 3) * 1000);
     const runs = await kubelet.stop();
+    await trace?.stop();
     kubelet = undefined;
     log(`[${scenario}] ${runs.length} prober run(s); reports and failure lines in ${dir}`);
 
