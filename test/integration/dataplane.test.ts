@@ -136,7 +136,8 @@ async function proofScenario(tb: Testbed, d: Dataplane, timings: Record<string, 
   } else {
     assert.match(rules, /table ip kube-proxy/, 'kube-proxy wrote its nftables table');
     assert.match(rules, new RegExp(`${esc(WEB_IP)} \\. tcp \\. 80 : goto service-`), 'the Service IP in the service-ips map');
-    assert.match(rules, new RegExp(`dnat to ${otherIP}:8080`), 'and the DNAT to the other pod');
+    // up to 1.35 an endpoint chain per pod (`dnat to IP:PORT`); from 1.36 one map in the service chain (`N : IP . PORT`)
+    assert.match(rules, new RegExp(`dnat to ${otherIP}:8080|\\d+ : ${otherIP} \\. 8080\\b`), 'and the DNAT to the other pod');
   }
 
   // after the rules are in: every request succeeds, both endpoints answer

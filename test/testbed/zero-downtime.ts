@@ -137,14 +137,16 @@ function traceKubeDNS(tb: Testbed, dp: Dataplane, t0: number, file: string): { s
         ]);
         const nodes = (await tb.client.list('/api/v1/nodes')).items.map((n: KubeObject) => n.metadata.name as string);
         const perNode = await Promise.all(nodes.map(async (node: string) => {
-          const r = await dp.exec(dp.nodeNetns(node), 'sh', ['-c', `grep 'udp' /proc/net/nf_conntrack | grep ' dport=53 ' | grep ' dst=${DNS_OLD} ' ; (iptables-save -t nat 2>/dev/null || nft list table ip kube-proxy) | grep -E 'kube-dns-kr-old.*(DNAT|dnat)'`]);
+          const r = await dp.exec(dp.nodeNetns(node), 'sh', ['-c', `grep 'udp' /proc/net/nf_conntrack | grep ' dport=53 ' | grep ' dst=${DNS_OLD} ' ; iptables-save -t nat 2>/dev/null | grep -E 'kube-dns-kr-old:dns" .*DNAT' ; nft list table ip kube-proxy 2>/dev/null | grep -A1 -E 'chain (endpoint|service)-.*kube-dns-kr-old/udp/dns' | grep dnat`]);
           const ct = new Map<string, number>();
           const rules: string[] = [];
           for (const l of r.stdout.split('\n')) {
             const m = /^ipv4 .* udp .* src=(\S+) dst=\S+ sport=(\d+) .*src=(\S+) dst=\S+ sport=53 /.exec(l);
             if (m) { const k = `${m[3]}${/UNREPLIED/.test(l) ? '?' : ''}`; ct.set(k, (ct.get(k) ?? 0) + 1); continue; }
+            // iptables `--to-destination IP:PORT`; nftables up to 1.35 `dnat to IP:PORT`, from 1.36 `map { 0 : IP . PORT, … }`
             const d = /(?:--to-destination|dnat to) (\S+)/.exec(l);
             if (d) rules.push(d[1]!);
+            else for (const e of l.matchAll(/\d+ : ([\d.]+) \. (\d+)/g)) rules.push(`${e[1]}:${e[2]}`);
           }
           return [`rules ${node} bridge→ ${rules.sort().join(' ')}`, `conntrack ${node} ${DNS_OLD}:53→ ${[...ct].sort().map(([k, v]) => `${k}×${v}`).join(' ')}`];
         }));
