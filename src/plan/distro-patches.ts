@@ -291,13 +291,15 @@ export function gateInstructions(snap: Snapshot, gate: Exclude<PatchGate, 'kcm-s
       }
       if (d === 'k3s') return ['k3s agents take clusterDNS from the server (already changed): restart k3s-agent on every agent', 'kube-renumber resume'];
       return ['change clusterDNS in every kubelet\'s configuration (patch generic-kubelet-cluster-dns) and restart the kubelets', 'kube-renumber resume'];
-    case 'restart-workloads':
+    case 'restart-workloads': {
+      const slow = slowUdpConntrackCleanup(snap);
       return [
         'restart every workload: for ns in $(kubectl get ns -o jsonpath=\'{.items[*].metadata.name}\'); do kubectl -n "$ns" rollout restart deployment,statefulset,daemonset; done',
         'delete (or let their owners recreate) bare pods and finished-Job pods that are still running',
-        ...(slowUdpConntrackCleanup(snap) ? [`kube-proxy ${slowUdpConntrackCleanup(snap)} clears stale UDP conntrack entries slowly (kubernetes/kubernetes#135323): restart CoreDNS at a quiet hour, or lookups from busy nodes can fail for as long as that clean-up takes`] : []),
+        ...(slow ? [`kube-proxy ${slow} clears stale UDP conntrack entries slowly (kubernetes/kubernetes#135323): restart CoreDNS at a quiet hour, or lookups from busy nodes can fail for as long as that clean-up takes`] : []),
         ...(d === 'kops' ? ['(kOps: a node rolling update after move-kubernetes already did this)'] : []),
         'kube-renumber resume',
       ];
+    }
   }
 }
