@@ -3,7 +3,7 @@
 //
 //   npm run bench -- zero-downtime [--services 50] [--replicas 2] [--scenarios recreate,in-place,pod,combined,control]
 //                                  [--interval 50] [--timeout 1000] [--proxy-mode iptables|nftables] [--nodes 2]
-//                                  [--k8s-version vX.Y.Z]   (default: the testbed's; built on first use)
+//                                  [--k8s-version vX.Y.Z]   (default ZERO_DOWNTIME_VERSION, v1.36.4; built on first use)
 //
 // What each scenario does is described in test/testbed/zero-downtime.ts (shared with
 // test/integration/zero-downtime.test.ts). One fresh testbed per scenario, one after the other.
@@ -11,9 +11,8 @@
 // failures, longestGapMs, byKind, failuresByPhase, ...) plus "settings". Progress on stderr.
 
 import { availableParallelism, loadavg } from 'node:os';
-import { DEFAULT_VERSION } from '../test/testbed/build.ts';
 import { parseArgs } from 'node:util';
-import { KINDS, PHASES, POD_NEW, POD_OLD, runZeroDowntime, SCENARIOS, SVC_NEW, SVC_OLD, type Scenario, type ScenarioFigures } from '../test/testbed/zero-downtime.ts';
+import { KINDS, PHASES, POD_NEW, POD_OLD, runZeroDowntime, SCENARIOS, SVC_NEW, SVC_OLD, type Scenario, type ScenarioFigures, ZERO_DOWNTIME_VERSION } from '../test/testbed/zero-downtime.ts';
 
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
@@ -80,7 +79,7 @@ export async function run(args: string[]): Promise<number> {
   }
   for (const ph of PHASES) rows.push([`failures in ${ph}`, ...results.map((r) => r.failuresByPhase[ph] ?? 0)]);
   process.stdout.write(`zero-downtime: Service CIDR ${SVC_OLD} → ${SVC_NEW}, Pod CIDR ${POD_OLD} → ${POD_NEW}; ${services} Services × ${replicas} pods; `
-    + `probe kinds ${KINDS.join(',')} every ${intervalMs} ms (timeout ${timeoutMs} ms, http) from prober pods; kube-proxy ${proxyMode}; ${nodes} nodes; Kubernetes ${version ?? DEFAULT_VERSION}\n\n`);
+    + `probe kinds ${KINDS.join(',')} every ${intervalMs} ms (timeout ${timeoutMs} ms, http) from prober pods; kube-proxy ${proxyMode}; ${nodes} nodes; Kubernetes ${version ?? ZERO_DOWNTIME_VERSION}\n\n`);
   process.stdout.write(table(head, rows));
   for (const r of results) {
     if (r.sampleFailures.length > 0) process.stdout.write(`\n${r.scenario}: first failures\n${r.sampleFailures.slice(0, 10).map((l) => `  ${l}`).join('\n')}\n`);
@@ -94,7 +93,7 @@ export async function run(args: string[]): Promise<number> {
   }));
   out.settings = {
     bench: 'zero-downtime', oldServiceCIDR: SVC_OLD, newServiceCIDR: SVC_NEW, oldPodCIDR: POD_OLD, newPodCIDR: POD_NEW,
-    services, replicas, intervalMs, timeoutMs, nodes, proxyMode, kinds: KINDS, kubernetesVersion: version ?? DEFAULT_VERSION,
+    services, replicas, intervalMs, timeoutMs, nodes, proxyMode, kinds: KINDS, kubernetesVersion: version ?? ZERO_DOWNTIME_VERSION,
     cpus: availableParallelism(), loadavg1: round(loadavg()[0] ?? 0, 2),
   };
   process.stdout.write(`${JSON.stringify(out)}\n`);

@@ -16,7 +16,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const DEFAULT_VERSION = 'v1.36.4';
+export const DEFAULT_VERSION = 'v1.35.4';
 export const ETCD_VERSION = 'v3.6.16';
 export const KWOK_VERSION = 'v0.7.0';
 export const BINARIES = [
