@@ -6,33 +6,16 @@ import type { NodeInfo, Snapshot } from '../../src/cluster/types.ts';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { kubeProxyVersion, readiness, slowUdpConntrackCleanup } from '../../src/analyze/readiness.ts';
 import { buildServicePlan } from '../../src/plan/plan.ts';
+import { kubeadmSnapshot, svc } from './fixtures.ts';
 
 function node(name: string, kubeletVersion?: string): NodeInfo {
   return { name, podCIDRs: [], internalIPs: ['192.168.0.1'], externalIPs: [], labels: {}, ready: true, unschedulable: false, ...(kubeletVersion ? { kubeletVersion } : {}) };
 }
 
 function snap(over: Partial<Snapshot> = {}): Snapshot {
-  return {
-    source: { kind: 'file', files: ['test'] },
-    kubernetesVersion: 'v1.36.5',
-    serviceCIDRApi: 'v1',
-    distribution: { kind: 'kubeadm', evidence: [] },
-    cni: { plugin: 'calico', ipam: 'calico-ipam', operatorManaged: false, evidence: [] },
-    ranges: [{ cidr: '10.96.0.0/16', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' }],
-    serviceCIDRs: [{ name: 'kubernetes', cidrs: ['10.96.0.0/16'], apiVersion: 'networking.k8s.io/v1', deleting: false, ready: true }],
-    kubernetesServiceIPs: ['10.96.0.1'],
-    dnsService: { namespace: 'kube-system', name: 'kube-dns', clusterIPs: ['10.96.0.10'], foundBy: 'kubelet clusterDNS' },
-    clusterDNS: ['10.96.0.10'],
-    apiservers: [{ pod: 'kube-apiserver-cp1', serviceClusterIPRange: ['10.96.0.0/16'] }],
-    controllerManagers: [{ pod: 'kube-controller-manager-cp1', serviceClusterIPRange: ['10.96.0.0/16'] }],
-    kubeadm: { serviceSubnet: ['10.96.0.0/16'], kubeletClusterDNS: ['10.96.0.10'] },
-    nodes: [], services: [
-      { namespace: 'default', name: 'kubernetes', type: 'ClusterIP', clusterIPs: ['10.96.0.1'], headless: false, ports: [{ port: 443 }], loadBalancerIPs: [], loadBalancerSourceRanges: [], externalIPs: [], labels: {}, annotations: {} },
-      { namespace: 'kube-system', name: 'kube-dns', type: 'ClusterIP', clusterIPs: ['10.96.0.10'], headless: false, ports: [{ port: 53, protocol: 'UDP' }], loadBalancerIPs: [], loadBalancerSourceRanges: [], externalIPs: [], labels: {}, annotations: {}, selector: { 'k8s-app': 'kube-dns' } },
-    ],
-    pods: [], pools: [], blocks: [], blockAffinities: [], warnings: [],
-    ...over,
-  } as Snapshot;
+  return kubeadmSnapshot([svc('default', 'kubernetes', '10.96.0.1', { ports: [{ port: 443 }] }),
+    svc('kube-system', 'kube-dns', '10.96.0.10', { ports: [{ port: 53, protocol: 'UDP' }], selector: { 'k8s-app': 'kube-dns' } })],
+  { kubernetesVersion: 'v1.36.5', ...over });
 }
 
 const fact = (s: Snapshot) => readiness(s).find((f) => f.id === 'kube-proxy-udp-conntrack');
