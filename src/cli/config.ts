@@ -41,22 +41,22 @@ export function loadConfig(explicit: string | undefined, env: NodeJS.ProcessEnv 
     doc = yaml.load(readFileSync(file, 'utf8'));
   } catch (e) {
     const msg = e instanceof Error ? e.message.split('\n')[0] : String(e);
-    throw new UserError(`cannot read config file ${file}: ${msg}`, ExitCode.input);
+    throw new UserError(`cannot read config file ${file}: ${msg}`, 'input');
   }
   if (doc == null) return { avoid: [], file };
   if (typeof doc !== 'object' || Array.isArray(doc)) {
-    throw new UserError(`config file ${file} must be a YAML mapping with an "avoid" list`, ExitCode.input);
+    throw new UserError(`config file ${file} must be a YAML mapping with an "avoid" list`, 'input');
   }
   const avoid: AvoidRange[] = [];
   const list = doc.avoid ?? [];
-  if (!Array.isArray(list)) throw new UserError(`config file ${file}: "avoid" must be a list`, ExitCode.input);
+  if (!Array.isArray(list)) throw new UserError(`config file ${file}: "avoid" must be a list`, 'input');
   for (const [i, item] of list.entries()) {
     const from = `${file} avoid[${i}]`;
     if (typeof item === 'string') avoid.push(parseAvoid(item, from));
     else if (item && typeof item === 'object' && typeof item.cidr === 'string') {
       avoid.push({ ...parseAvoid(item.cidr, from), reason: typeof item.reason === 'string' ? item.reason : '' });
     } else {
-      throw new UserError(`${from}: each entry is a CIDR string or {cidr, reason}`, ExitCode.input);
+      throw new UserError(`${from}: each entry is a CIDR string or {cidr, reason}`, 'input');
     }
   }
   return { avoid, file };

@@ -1,3 +1,5 @@
+import type { ErrorKind } from '../errors.ts';
+
 /**
  * Exit codes and the error types that map onto them. Every failure the user can cause or meet ends as
  * one `error:` line on stderr and one of these codes; a stack trace is printed only with -v.
@@ -25,19 +27,18 @@ export const ExitCode = {
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 
-/** An error whose message is already one clear line for the user, with the exit code it ends in. */
-export class UserError extends Error {
-  readonly exitCode: number;
-  constructor(message: string, exitCode: number) {
-    super(message);
-    this.name = 'UserError';
-    this.exitCode = exitCode;
-  }
-}
+/** The exit code each kind of error ends in: the one place kinds become numbers. */
+export const EXIT_CODE_OF_KIND: Record<ErrorKind, ExitCodeValue> = {
+  findings: ExitCode.findings,
+  usage: ExitCode.usage,
+  input: ExitCode.input,
+  unreachable: ExitCode.unreachable,
+  forbidden: ExitCode.forbidden,
+  verify: ExitCode.verifyFailed,
+  gate: ExitCode.gate,
+  locked: ExitCode.locked,
+  internal: ExitCode.internal,
+};
 
-export class UsageError extends UserError {
-  constructor(message: string) {
-    super(message, ExitCode.usage);
-    this.name = 'UsageError';
-  }
-}
+export { InputError, UsageError, UserError } from '../errors.ts';
+export type { ErrorKind } from '../errors.ts';

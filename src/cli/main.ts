@@ -1,5 +1,4 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { InputError } from '../cluster/files.ts';
 import { NetError } from '../net/index.ts';
 import { applyCommand, restoreCommand, resumeCommand, rollbackCommand, statusCommand, verifyCommand } from './commands/apply.ts';
 import { calcCommand } from './commands/calc.ts';
@@ -7,7 +6,7 @@ import { inspectCommand } from './commands/inspect.ts';
 import { planCommand } from './commands/plan.ts';
 import { probeCommand } from './commands/probe.ts';
 import { suggestCommand } from './commands/suggest.ts';
-import { ExitCode, UsageError, UserError } from './errors.ts';
+import { EXIT_CODE_OF_KIND, ExitCode, UsageError, UserError } from './errors.ts';
 import { VERSION } from './version.ts';
 
 export interface Io {
@@ -124,9 +123,8 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
 }
 
 export function exitCodeOf(e: unknown): number {
-  if (e instanceof UserError) return e.exitCode;
+  if (e instanceof UserError) return EXIT_CODE_OF_KIND[e.kind];
   if (e instanceof NetError) return ExitCode.usage;
-  if (e instanceof InputError) return ExitCode.input;
   return ExitCode.internal;
 }
 

@@ -14,16 +14,11 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadAll } from 'js-yaml';
+import { InputError } from '../errors.ts';
 import type { KubeObject, RawInventory } from './types.ts';
 import { inferServerVersion } from './version.ts';
 
-/** Bad input files: unreadable, not YAML/JSON, not Kubernetes objects, empty. */
-export class InputError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'InputError';
-  }
-}
+export { InputError };
 
 const HINT = 'expected `kubectl get ... -o yaml` (or -o json) output';
 const EXTENSIONS = ['.yaml', '.yml', '.json'];

@@ -5,14 +5,14 @@
  */
 import { closeSync, existsSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
-import { ExitCode, UserError } from '../cli/errors.ts';
+import { UserError } from '../errors.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { ensurePrivateDir } from './files.ts';
 import { dirname } from 'node:path';
 
 export class LockedError extends UserError {
   constructor(message: string) {
-    super(message, ExitCode.locked);
+    super(message, 'locked');
     this.name = 'LockedError';
   }
 }

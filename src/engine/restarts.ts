@@ -12,7 +12,7 @@
  * any point continues where the first run stopped: the pod template carries this run's token once
  * patched, a bare pod whose backup's uid is gone has been evicted, a budget that blocks is named.
  */
-import { ExitCode, UserError } from '../cli/errors.ts';
+import { UserError } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { createObject, forCreate, getObject, listAll, PODS, type ResourceType } from '../kube/resources.ts';
@@ -694,7 +694,7 @@ export async function runWaves(workloads: readonly Workload[], opts: WaveOptions
 
 /** Errors that end the whole run (unreachable cluster, missing permission) among the results, if any. */
 export function fatalError(results: readonly RestartResult[]): unknown {
-  return results.find((r) => r.error instanceof UserError && (r.error.exitCode === ExitCode.unreachable || r.error.exitCode === ExitCode.forbidden))?.error;
+  return results.find((r) => r.error instanceof UserError && (r.error.kind === 'unreachable' || r.error.kind === 'forbidden'))?.error;
 }
 
 // ---- scaling critical Deployments up for the duration ---------------------------------------------

@@ -9,7 +9,7 @@
  * journaling each transition. A crash anywhere leaves a state from which `resume` continues: a step that
  * was applied but not journaled is seen as done by its check.
  */
-import { ExitCode, UserError } from '../cli/errors.ts';
+import { type ErrorKind, UserError } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { BackupStore } from './backup.ts';
@@ -67,7 +67,7 @@ export interface RunOptions {
   afterEvent?: (event: string, step: string) => void;
 }
 
-const FATAL_CODES = new Set<number>([ExitCode.unreachable, ExitCode.forbidden, ExitCode.locked]);
+const FATAL_KINDS = new Set<ErrorKind>(['unreachable', 'forbidden', 'locked']);
 
 export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions = {}): Promise<RunResult> {
   let applied = 0;
@@ -119,7 +119,7 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
       const message = e instanceof Error ? e.message.split('\n')[0]! : String(e);
       ctx.journal.append('step-failed', { step: step.id, detail: message });
       // Unreachable cluster, missing permissions, a lost lock: the run cannot go on; keep their exit codes.
-      if (e instanceof UserError && FATAL_CODES.has(e.exitCode)) throw e;
+      if (e instanceof UserError && FATAL_KINDS.has(e.kind)) throw e;
       return { status: 'failed', step: step.id, message: `${step.title}: ${message}` };
     }
     ctx.journal.append('applied', { step: step.id });

@@ -9,7 +9,7 @@ import { delimiter, join } from 'node:path';
 import {
   HttpMethod, IsomorphicFetchHttpLibrary, KubeConfig, RequestContext, type Cluster, type Context, type User,
 } from '@kubernetes/client-node';
-import { ExitCode, UsageError, UserError } from '../cli/errors.ts';
+import { UsageError, UserError } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 
 export interface ConnectOptions {
@@ -43,7 +43,7 @@ export class KubeApiError extends UserError {
   readonly method: string;
   readonly path: string;
   constructor(method: string, path: string, status: number, reason: string | undefined, message: string) {
-    super(message, status === 401 || status === 403 ? ExitCode.forbidden : ExitCode.internal);
+    super(message, status === 401 || status === 403 ? 'forbidden' : 'internal');
     this.name = 'KubeApiError';
     this.status = status;
     this.reason = reason;
@@ -54,7 +54,7 @@ export class KubeApiError extends UserError {
 
 export class UnreachableError extends UserError {
   constructor(message: string) {
-    super(message, ExitCode.unreachable);
+    super(message, 'unreachable');
     this.name = 'UnreachableError';
   }
 }

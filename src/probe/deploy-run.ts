@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ExitCode, UsageError, UserError } from '../cli/errors.ts';
+import { type ErrorKind, UsageError, UserError } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import { KubeApiError, UnreachableError, type KubeClient } from '../kube/client.ts';
 import { collectionPath, CONFIGMAPS, listAll, objectPath, PODS, type ResourceType } from '../kube/resources.ts';
@@ -55,8 +55,8 @@ export interface DeployRunOptions {
 /** The run ended with a report, but the objects could not be deleted: print the report, then the error. */
 export class ProbeCleanupError extends UserError {
   readonly report: MergedProbeReport | undefined;
-  constructor(message: string, exitCode: number, report: MergedProbeReport | undefined) {
-    super(message, exitCode);
+  constructor(message: string, kind: ErrorKind, report: MergedProbeReport | undefined) {
+    super(message, kind);
     this.name = 'ProbeCleanupError';
     this.report = report;
   }
@@ -108,7 +108,7 @@ function forbidden(e: unknown): UserError | undefined {
   if (e instanceof KubeApiError && (e.status === 401 || e.status === 403)) {
     if (e.status === 401) return e;
     const what = `${e.method} ${e.path.replace(/\?.*$/, '')}`;
-    return new UserError(`not allowed: ${what} (403 Forbidden); grant the permissions in ${RBAC_FILE}`, ExitCode.forbidden);
+    return new UserError(`not allowed: ${what} (403 Forbidden); grant the permissions in ${RBAC_FILE}`, 'forbidden');
   }
   return undefined;
 }
@@ -234,7 +234,7 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
       if (o.stop.aborted) return 'signal';
       if (endAt === undefined && Date.now() - t0 > startTimeout) {
         const why = lastPods.length ? lastPods.map((p) => `${p.metadata?.name}: ${podWaitReason(p)}`).join('; ') : 'no pod was created';
-        throw new UserError(`no probe pod started within ${Math.round(startTimeout / 1000)} s (${why})`, ExitCode.findings);
+        throw new UserError(`no probe pod started within ${Math.round(startTimeout / 1000)} s (${why})`, 'findings');
       }
       if (endAt !== undefined && Date.now() >= endAt) return 'duration';
       const next = Math.min(round + pollMs, endAt ?? Infinity);
@@ -332,17 +332,17 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
     if (created.configMap || created.deployment) progress(leftover.length ? `could not delete ${leftover.join(', ')}` : `deleted Deployment and ConfigMap ${namespace}/${name}`);
     if (cleanupError !== undefined) {
       const cause = firstLine(forbidden(cleanupError) ?? cleanupError);
-      const code = cleanupError instanceof UserError ? (forbidden(cleanupError)?.exitCode ?? cleanupError.exitCode) : ExitCode.internal;
+      const code: ErrorKind = cleanupError instanceof UserError ? (forbidden(cleanupError)?.kind ?? cleanupError.kind) : 'internal';
       const msg = `could not delete ${leftover.join(' and ')} (${cause}); delete them with: ${manual}`;
       if (failure !== undefined) {
-        const f = failure instanceof UserError ? failure : new UserError(firstLine(failure), ExitCode.internal);
-        throw new UserError(`${firstLine(f)}; also ${msg}`, f.exitCode);
+        const f = failure instanceof UserError ? failure : new UserError(firstLine(failure), 'internal');
+        throw new UserError(`${firstLine(f)}; also ${msg}`, f.kind);
       }
       const report = store.size > 0 ? store.merged(stoppedBy) : undefined;
       throw new ProbeCleanupError(msg, code, report);
     }
   }
   if (failure !== undefined) throw failure;
-  if (store.size === 0) throw new UserError(`no probe pod printed a report before the run ended (--keep leaves the pods to look at: kubectl -n ${namespace} logs -l ${RUN_LABEL}=${runId})`, ExitCode.findings);
+  if (store.size === 0) throw new UserError(`no probe pod printed a report before the run ended (--keep leaves the pods to look at: kubectl -n ${namespace} logs -l ${RUN_LABEL}=${runId})`, 'findings');
   return store.merged(stoppedBy);
 }

@@ -524,7 +524,7 @@ describe('probe --deploy run (fake API server)', () => {
     const kube = new FakeKube();
     kube.fail.push({ match: /^POST .*deployments/, error: () => new KubeApiError('POST', '/apis/apps/v1/namespaces/probe/deployments', 403, 'Forbidden', 'forbidden') });
     const { opts } = baseOpts(kube, { durationMs: 100 });
-    await assert.rejects(runDeployedProbe(opts), (e: any) => e.exitCode === 5 && /POST \/apis\/apps\/v1\/namespaces\/probe\/deployments \(403 Forbidden\); grant the permissions in deploy\/rbac-probe\.yaml/.test(e.message));
+    await assert.rejects(runDeployedProbe(opts), (e: any) => e.kind === 'forbidden' && /POST \/apis\/apps\/v1\/namespaces\/probe\/deployments \(403 Forbidden\); grant the permissions in deploy\/rbac-probe\.yaml/.test(e.message));
     assert.ok(kube.calls.includes('DELETE /api/v1/namespaces/probe/configmaps/kube-renumber-probe-run1'));
     assert.equal(kube.objects.size, 0);
   });
@@ -534,7 +534,7 @@ describe('probe --deploy run (fake API server)', () => {
     kube.pods = [{ name: 'p', uid: 'u', log: '', running: true }];
     kube.fail.push({ match: /\/log$/, error: () => new KubeApiError('GET', '/api/v1/namespaces/probe/pods/p/log', 403, 'Forbidden', 'x') });
     const { opts } = baseOpts(kube, { durationMs: 10_000 });
-    await assert.rejects(runDeployedProbe(opts), (e: any) => e.exitCode === 5 && /pods\/p\/log/.test(e.message));
+    await assert.rejects(runDeployedProbe(opts), (e: any) => e.kind === 'forbidden' && /pods\/p\/log/.test(e.message));
     assert.equal(kube.objects.size, 0);
   });
 
@@ -554,7 +554,7 @@ describe('probe --deploy run (fake API server)', () => {
     kube.pods = [{ name: 'p', uid: 'u', log: line(report({ startedAt: T, durationMs: 1000, stoppedBy: 'running', results: [{ ok: [1] }] })), running: true }];
     kube.fail.push({ match: /^DELETE/, error: () => new UnreachableError('cannot reach the API server: ECONNREFUSED') });
     const { opts } = baseOpts(kube, { durationMs: 100, cleanupTimeoutMs: 200 });
-    await assert.rejects(runDeployedProbe(opts), (e: any) => e instanceof ProbeCleanupError && e.exitCode === 4 && e.report?.totals.requests === 1
+    await assert.rejects(runDeployedProbe(opts), (e: any) => e instanceof ProbeCleanupError && e.kind === 'unreachable' && e.report?.totals.requests === 1
       && /could not delete Deployment probe\/kube-renumber-probe-run1 and ConfigMap probe\/kube-renumber-probe-run1 .*kubectl -n probe delete deployment,configmap -l kube-renumber.io\/probe-run=run1/.test(e.message));
   });
 
@@ -562,7 +562,7 @@ describe('probe --deploy run (fake API server)', () => {
     const kube = new FakeKube();
     kube.pods = [{ name: 'p', uid: 'u', log: '', running: false }];
     const { opts } = baseOpts(kube, { durationMs: 100, startTimeoutMs: 150 });
-    await assert.rejects(runDeployedProbe(opts), (e: any) => e.exitCode === 1 && /no probe pod started within 0 s \(p: ContainerCreating\)/.test(e.message));
+    await assert.rejects(runDeployedProbe(opts), (e: any) => e.kind === 'findings' && /no probe pod started within 0 s \(p: ContainerCreating\)/.test(e.message));
     assert.equal(kube.objects.size, 0);
   });
 

@@ -61,7 +61,7 @@ function readPlan(positionals: string[]): { plan: MigrationPlan; text: string; p
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    throw new UserError(`cannot read plan ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, ExitCode.input);
+    throw new UserError(`cannot read plan ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 'input');
   }
   return { plan: planFromYaml(text), text, path };
 }
@@ -149,7 +149,7 @@ async function runPlan(values: Values, positionals: string[], io: Io, resume: bo
   const read = readPlan(positionals);
   const failed = read.plan.preflight.filter((c) => c.status === 'fail');
   if (failed.length > 0 && dryRun === 'none') {
-    throw new UserError(`the plan has ${failed.length} failed pre-flight check(s) (${failed.map((c) => c.id).join(', ')}): fix them and plan again`, ExitCode.usage);
+    throw new UserError(`the plan has ${failed.length} failed pre-flight check(s) (${failed.map((c) => c.id).join(', ')}): fix them and plan again`, 'usage');
   }
   const s = await openSession(values, positionals, io, { lock: true, dryRun, read });
   try {

@@ -95,7 +95,7 @@ it refuses (RBAC). See docs/probe.md.`,
       if (file) services.push(...readTargetsFile(file, defaults));
     } catch (e) {
       if (e instanceof TargetError) throw new UsageError(e.message);
-      if (e instanceof TargetFileError) throw new UserError(e.message, ExitCode.input);
+      if (e instanceof TargetFileError) throw new UserError(e.message, 'input');
       throw e;
     }
     const seen = new Set<string>();
