@@ -9,12 +9,22 @@
  * KubeProxyConfiguration documents go to `configs`; other kubeadm/kOps documents (InitConfiguration,
  * JoinConfiguration, InstanceGroup, ...) are ignored; everything else goes to `objects`.
  *
+ * Size: a file is read whole into bytes. Up to `streamAbove` bytes (default 64 MiB) it becomes one string
+ * parsed at once. Above, JSON (a List, any object, an array) is parsed item by item from the bytes
+ * (./json-list.ts), so a `kubectl get pods -A -o json` of several GB reads in about the time JSON.parse
+ * takes; Pods outside kube-system read that way keep only the fields the snapshot reads (name, namespace,
+ * uid, labels, ownerReferences, nodeName, hostNetwork, phase, podIP(s)), everything else stays whole.
+ * YAML above the longest string the runtime can hold (~512 MiB) cannot be parsed: the error says to dump
+ * with -o json.
+ *
  * Every problem is an InputError with a one-line message naming the file and what to do.
  */
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { constants as bufferConstants } from 'node:buffer';
+import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadAll } from 'js-yaml';
 import { InputError } from '../errors.ts';
+import { parseJsonBytes } from './json-list.ts';
 import type { KubeObject, RawInventory } from './types.ts';
 import { inferServerVersion } from './version.ts';
 
@@ -22,6 +32,20 @@ export { InputError };
 
 const HINT = 'expected `kubectl get ... -o yaml` (or -o json) output';
 const EXTENSIONS = ['.yaml', '.yml', '.json'];
+
+/** Files larger than this are parsed from bytes, item by item, when they are JSON. */
+export const STREAM_ABOVE = 64 * 1024 * 1024;
+/** The longest string (UTF-16 code units) the runtime can build; a file of at most this many bytes always fits one. */
+const MAX_STRING = bufferConstants.MAX_STRING_LENGTH;
+/** One read call reads at most this much. */
+const READ_CHUNK = 1024 * 1024 * 1024;
+
+export interface ReadInventoryOptions {
+  /** Parse JSON files larger than this many bytes item by item (default STREAM_ABOVE). */
+  streamAbove?: number;
+  /** The longest text parsed as one string (default: the runtime's limit; tests make it small). */
+  stringLimit?: number;
+}
 
 function ioReason(e: unknown): string {
   const err = e as NodeJS.ErrnoException;
@@ -31,11 +55,53 @@ function ioReason(e: unknown): string {
   const m = /^([A-Z]+): ([^,]+)/.exec(msg);
   const text = m ? `${m[1]}: ${m[2]}` : code ? `${code}: ${msg}` : msg;
   const fix =
-    code === 'ENOENT' ? 'check the path' :
+    code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'ENAMETOOLONG' ? 'check the path' :
     code === 'EACCES' || code === 'EPERM' ? 'check its permissions' :
     code === 'EISDIR' ? 'pass the directory itself or a file in it' :
-    'check the path';
-  return `${text} (${fix})`;
+    undefined;
+  return fix === undefined ? text : `${text} (${fix})`;
+}
+
+function sizeText(n: number): string {
+  return n >= 1024 ** 3 ? `${(n / 1024 ** 3).toFixed(1)} GiB` : n >= 1024 ** 2 ? `${(n / 1024 ** 2).toFixed(0)} MiB` : `${n} bytes`;
+}
+
+/**
+ * The whole file as bytes: one Buffer of its size, filled by sequential reads of at most READ_CHUNK (no 2 GiB
+ * limit); pipes and special files (size 0, e.g. `-f <(kubectl get ...)`) are read to their end.
+ */
+async function readBytes(path: string): Promise<Buffer> {
+  const fh = await open(path, 'r');
+  try {
+    const size = (await fh.stat()).size;
+    if (size > bufferConstants.MAX_LENGTH) throw new InputError(`cannot read ${path}: ${sizeText(size)} is more than one buffer can hold`);
+    let buf: Buffer;
+    try {
+      buf = Buffer.allocUnsafe(size);
+    } catch {
+      throw new InputError(`cannot read ${path}: ${sizeText(size)} does not fit in memory`);
+    }
+    let off = 0;
+    while (off < size) {
+      const { bytesRead } = await fh.read(buf, off, Math.min(READ_CHUNK, size - off), null);
+      if (bytesRead === 0) break; // shrank while being read
+      off += bytesRead;
+    }
+    if (off < size) return buf.subarray(0, off);
+    // grew while being read, or a pipe / special file reporting size 0: read to the end
+    const more: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(size === 0 ? 1024 * 1024 : 64 * 1024);
+      const { bytesRead } = await fh.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      more.push(chunk.subarray(0, bytesRead));
+      total += bytesRead;
+    }
+    return more.length === 0 ? buf : Buffer.concat([buf, ...more]);
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Expands directories; returns the files to read, in order ("-" stays "-"). */
@@ -69,10 +135,10 @@ async function expand(paths: string[]): Promise<string[]> {
   return out;
 }
 
-async function readStdin(): Promise<string> {
+async function readStdin(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(typeof c === 'string' ? Buffer.from(c) : c);
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
 /** Where a document goes. */
@@ -123,6 +189,79 @@ export function parseInventoryText(text: string, name: string, objects: KubeObje
       throw new InputError(`${name}: not valid YAML or JSON${line}: ${reason}; ${HINT}`);
     }
   }
+  return addDocuments(docs, name, objects, configs);
+}
+
+/** The first byte that is not whitespace (after a UTF-8 BOM), or -1. */
+function firstByte(buf: Buffer): number {
+  let i = buf.length >= 3 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
+  while (i < buf.length && (buf[i] === 0x20 || buf[i] === 0x0a || buf[i] === 0x0d || buf[i] === 0x09)) i++;
+  return i < buf.length ? buf[i] : -1;
+}
+
+/**
+ * Parses one file's bytes: up to `streamAbove` bytes as text (parseInventoryText), above that JSON item by
+ * item (Pods outside kube-system slimmed to what the snapshot reads; a JSON error is reported with its byte
+ * offset and line, without a second try as YAML). Appends to `objects` / `configs`.
+ */
+export function parseInventoryBytes(buf: Buffer, name: string, objects: KubeObject[] = [], configs: KubeObject[] = [], opts: ReadInventoryOptions = {}): { objects: KubeObject[]; configs: KubeObject[] } {
+  const limit = Math.min(opts.stringLimit ?? MAX_STRING, MAX_STRING);
+  const streamAbove = Math.min(opts.streamAbove ?? STREAM_ABOVE, limit);
+  if (buf.length <= streamAbove) return parseInventoryText(buf.toString('utf8'), name, objects, configs);
+  const first = firstByte(buf);
+  if (first === 0x7b || first === 0x5b) {
+    let v: unknown;
+    try {
+      v = parseJsonBytes(buf, { item: slimItem });
+    } catch (e) {
+      if (e instanceof InputError) throw new InputError(`${name}: ${e.message}; ${HINT}`);
+      throw e;
+    }
+    return addDocuments(Array.isArray(v) ? v : [v], name, objects, configs);
+  }
+  if (buf.length > limit) {
+    throw new InputError(`${name}: ${sizeText(buf.length)} of YAML is more than can be parsed at once (at most ${sizeText(limit)}); `
+      + 'dump a cluster this large with `kubectl get ... -o json`, which is read item by item');
+  }
+  return parseInventoryText(buf.toString('utf8'), name, objects, configs);
+}
+
+const SLIM_METADATA = ['name', 'namespace', 'uid', 'labels', 'ownerReferences'] as const;
+const SLIM_SPEC = ['nodeName', 'hostNetwork'] as const;
+const SLIM_STATUS = ['phase', 'podIP', 'podIPs'] as const;
+
+/** `o` with only `keys` (anything that is not a mapping is returned as it is). */
+function pick(o: unknown, keys: readonly string[]): unknown {
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) return o;
+  const src = o as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const k of keys) if (Object.hasOwn(src, k)) out[k] = src[k];
+  return out;
+}
+
+/**
+ * A List item as kept from a streamed file: Pods outside kube-system keep only what buildSnapshot reads
+ * (kube-system pods are read for component flags, images and CNI agents, and stay whole); anything else
+ * stays whole.
+ */
+function slimItem(v: unknown, head: Readonly<Record<string, unknown>>): unknown {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+  const o = v as KubeObject;
+  const kind = o.kind ?? (head.kind === 'PodList' ? 'Pod' : undefined);
+  if (kind !== 'Pod') return v;
+  const md = o.metadata;
+  if (md === null || typeof md !== 'object' || Array.isArray(md) || md.namespace === 'kube-system') return v;
+  const out: KubeObject = {};
+  if (Object.hasOwn(o, 'apiVersion')) out.apiVersion = o.apiVersion;
+  if (Object.hasOwn(o, 'kind')) out.kind = o.kind;
+  out.metadata = pick(md, SLIM_METADATA) as KubeObject['metadata'];
+  if (Object.hasOwn(o, 'spec')) out.spec = pick(o.spec, SLIM_SPEC);
+  if (Object.hasOwn(o, 'status')) out.status = pick(o.status, SLIM_STATUS);
+  return out;
+}
+
+/** Routes parsed documents (Lists flattened) into `objects` / `configs`. */
+function addDocuments(docs: unknown[], name: string, objects: KubeObject[], configs: KubeObject[]): { objects: KubeObject[]; configs: KubeObject[] } {
   let seen = 0;
   const add = (o: KubeObject): void => {
     const r = route(o);
@@ -138,6 +277,9 @@ export function parseInventoryText(text: string, name: string, objects: KubeObje
     if (why !== '') throw new InputError(`${name}: ${what} is not a Kubernetes object (${why}); ${HINT}`);
     const o = doc as KubeObject;
     const items = (o as { items?: unknown }).items;
+    if (o.kind!.endsWith('List') && items !== undefined && items !== null && !Array.isArray(items)) {
+      throw new InputError(`${name}: ${docs.length > 1 ? `${what}, ` : ''}the items of the ${o.kind} are ${describeValue(items)}, not a list; ${HINT}`);
+    }
     if (o.kind!.endsWith('List') && Array.isArray(items)) {
       const itemKind = o.kind === 'List' ? undefined : o.kind!.slice(0, -'List'.length);
       for (let j = 0; j < items.length; j++) {
@@ -159,19 +301,24 @@ export function parseInventoryText(text: string, name: string, objects: KubeObje
   return { objects, configs };
 }
 
-export async function readInventoryFiles(paths: string[]): Promise<RawInventory> {
+function describeValue(v: unknown): string {
+  return typeof v === 'object' && v !== null ? 'a mapping' : `a ${typeof v}`;
+}
+
+export async function readInventoryFiles(paths: string[], opts: ReadInventoryOptions = {}): Promise<RawInventory> {
   if (paths.length === 0) throw new InputError(`no input files given; ${HINT}`);
   const files = await expand(paths);
   const objects: KubeObject[] = [];
   const configs: KubeObject[] = [];
   for (const f of files) {
-    let text: string;
+    let buf: Buffer;
     try {
-      text = f === '-' ? await readStdin() : await readFile(f, 'utf8');
+      buf = f === '-' ? await readStdin() : await readBytes(f);
     } catch (e) {
+      if (e instanceof InputError) throw e;
       throw new InputError(`cannot read ${f === '-' ? 'stdin' : f}: ${ioReason(e)}`);
     }
-    parseInventoryText(text, f === '-' ? 'stdin' : f, objects, configs);
+    parseInventoryBytes(buf, f === '-' ? 'stdin' : f, objects, configs, opts);
   }
   const inv: RawInventory = { source: { kind: 'file', files }, objects, configs, gaps: [] };
   const version = inferServerVersion(objects, configs);

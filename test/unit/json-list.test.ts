@@ -1,0 +1,305 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import { load, loadAll } from 'js-yaml';
+import { buildSnapshot } from '../../src/cluster/build.ts';
+import { InputError, parseInventoryBytes, readInventoryFiles } from '../../src/cluster/files.ts';
+import { parseJsonBytes } from '../../src/cluster/json-list.ts';
+import type { KubeObject } from '../../src/cluster/types.ts';
+
+const EXAMPLES = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples');
+const bytes = (s: string): Buffer => Buffer.from(s, 'utf8');
+
+// ---------------------------------------------------------------- random JSON documents
+
+/** Strings made of what trips a byte scanner: quotes, backslashes, brackets, commas, newlines, non-ASCII; short and long (past the byte-by-byte scan). */
+const nastyUnit = fc.constantFrom('"', '\\', '\\"', '{', '}', '[', ']', ',', ':', '\n', '\t', ' ', 'a', 'é', '中', '😀', '\u0000', '\u2028', '\\\\', '\\u');
+const nastyString = fc.oneof({ weight: 4, arbitrary: fc.string({ unit: nastyUnit, maxLength: 12 }) }, { weight: 1, arbitrary: fc.string({ unit: nastyUnit, minLength: 20, maxLength: 70 }) });
+const key = fc.oneof(nastyString, fc.constantFrom('items', 'kind', 'apiVersion', 'metadata', '__proto__', '', '0', '10'));
+const scalar = fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), nastyString);
+const { value: jsonValue } = fc.letrec((tie) => ({
+  value: fc.oneof({ depthSize: 'small', withCrossShrink: true }, scalar, tie('array'), tie('object')),
+  array: fc.array(tie('value'), { maxLength: 4 }),
+  object: fc.dictionary(key, tie('value'), { maxKeys: 4 }),
+}));
+/** A List-like document: top-level fields around an "items" array (sometimes not an array, sometimes twice). */
+const listDoc = fc.record({
+  before: fc.dictionary(key, jsonValue, { maxKeys: 3 }),
+  items: fc.oneof({ weight: 6, arbitrary: fc.array(fc.oneof({ weight: 4, arbitrary: fc.dictionary(key, jsonValue, { maxKeys: 5 }) }, { weight: 1, arbitrary: jsonValue }), { maxLength: 8 }) }, { weight: 1, arbitrary: jsonValue }),
+  after: fc.dictionary(key, jsonValue, { maxKeys: 3 }),
+});
+const WS = ['', ' ', '\n', '\r\n', '\t', '\n  ', '\n    ', '\n        ', '  '];
+const wsPool = fc.array(fc.constantFrom(...WS), { minLength: 1, maxLength: 40 });
+
+/** JSON text with whitespace from `pool` (cycled) between every two tokens. */
+function spaced(v: unknown, pool: string[]): string {
+  let n = 0;
+  const w = () => pool[n++ % pool.length];
+  const go = (x: unknown): string => {
+    if (x === null || typeof x !== 'object') return JSON.stringify(x);
+    if (Array.isArray(x)) return `[${w()}${x.map((e) => go(e)).join(`${w()},${w()}`)}${w()}]`;
+    return `{${w()}${Object.entries(x).map(([k, e]) => `${JSON.stringify(k)}${w()}:${w()}${go(e)}`).join(`${w()},${w()}`)}${w()}}`;
+  };
+  return `${w()}${go(v)}${w()}`;
+}
+
+/** The document's text with the top-level fields in order (a record would put "items" anywhere). */
+function listText(d: { before: Record<string, unknown>; items: unknown; after: Record<string, unknown> }, layout: string | number | string[]): string {
+  const o: Record<string, unknown> = {};
+  const put = (k: string, v: unknown) => Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+  for (const [k, v] of Object.entries(d.before)) put(k, v);
+  put('items', d.items);
+  for (const [k, v] of Object.entries(d.after)) put(k, v);
+  return Array.isArray(layout) ? spaced(o, layout) : JSON.stringify(o, null, layout);
+}
+
+const layout = fc.oneof(fc.constantFrom<string | number>(0, 1, 2, 4, 8, '\t', ' \t'), wsPool);
+
+test('property: reads what JSON.parse reads (Lists, arrays, scalars; any layout; any batch size)', () => {
+  fc.assert(fc.property(listDoc, layout, fc.integer({ min: 1, max: 400 }), (d, lay, batch) => {
+    const text = listText(d, lay);
+    const seen: unknown[] = [];
+    const got = parseJsonBytes(bytes(text), { batchBytes: batch, item: (v) => { seen.push(v); return v; } });
+    const want = JSON.parse(text);
+    assert.deepStrictEqual(got, want);
+    // the callback saw each element of a streamed "items" array once, in order
+    const items = (want as { items?: unknown }).items;
+    if (Array.isArray(items)) assert.deepStrictEqual(seen.slice(-items.length), items);
+  }), { numRuns: 600 });
+  fc.assert(fc.property(jsonValue, layout, fc.integer({ min: 1, max: 400 }), (v, lay, batch) => {
+    const text = Array.isArray(lay) ? spaced(v, lay) : JSON.stringify(v, null, lay);
+    assert.deepStrictEqual(parseJsonBytes(bytes(text), { batchBytes: batch }), JSON.parse(text));
+  }), { numRuns: 400 });
+});
+
+test('property: rejects (InputError) exactly what JSON.parse rejects: cut, garbage appended, a byte changed', () => {
+  const broken = fc.tuple(listDoc, layout, fc.nat(), fc.constantFrom('cut', 'append', 'change', 'insert'), fc.constantFrom(...'{}[]",:\\ 0x\n'.split('')), fc.integer({ min: 1, max: 300 }));
+  fc.assert(fc.property(broken, ([d, lay, at, how, ch, batch]) => {
+    const text = listText(d, lay);
+    const p = at % (text.length + 1);
+    const bad = how === 'cut' ? text.trimEnd().slice(0, p % Math.max(1, text.trimEnd().length))
+      : how === 'append' ? `${text}${ch}`
+        : how === 'change' ? `${text.slice(0, p)}${ch}${text.slice(p + 1)}`
+          : `${text.slice(0, p)}${ch}${text.slice(p)}`;
+    const badBytes = bytes(bad); // a change inside a surrogate pair becomes U+FFFD here: compare with what the bytes say
+    let want: unknown;
+    let wantError = false;
+    try {
+      want = JSON.parse(badBytes.toString('utf8'));
+    } catch {
+      wantError = true;
+    }
+    if (wantError) {
+      assert.throws(() => parseJsonBytes(badBytes, { batchBytes: batch }), (e: unknown) => e instanceof InputError && /^not valid JSON at byte \d+ \(line \d+\): /.test(e.message) && !e.message.includes('\n'));
+    } else {
+      assert.deepStrictEqual(parseJsonBytes(badBytes, { batchBytes: batch }), want);
+    }
+  }), { numRuns: 1500 });
+});
+
+// ---------------------------------------------------------------- the reader, by example
+
+test('kubectl layout: items parsed in batches, other top-level fields kept', () => {
+  const list = { apiVersion: 'v1', items: Array.from({ length: 50 }, (_, i) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: `p-${i}`, annotations: { x: '}\n        }' } }, spec: { containers: [{ name: 'c', args: ['{', ']'] }] } })), kind: 'List', metadata: { resourceVersion: '' } };
+  const text = JSON.stringify(list, null, 4);
+  for (const batch of [1, 100, 1000, 1 << 20]) {
+    const heads: string[] = [];
+    const got = parseJsonBytes(bytes(text), { batchBytes: batch, item: (v, head) => { heads.push(Object.keys(head).join(',')); return v; } });
+    assert.deepStrictEqual(got, list);
+    assert.deepEqual(new Set(heads), new Set(['apiVersion']), 'head holds the fields before items');
+  }
+});
+
+test('an element laid out to fool the closing-line guess is still read exactly', () => {
+  // the nested "}" sits at the element's own indentation: the first guess ends inside the element
+  const text = '{"items": [\n  {"a": {\n  }, "b": "\\"}\\\\"\n  },\n  {"c": [1, {"d": 2}\n  ]}\n]}';
+  assert.deepStrictEqual(parseJsonBytes(bytes(text), { batchBytes: 8 }), JSON.parse(text));
+  assert.deepStrictEqual(parseJsonBytes(bytes(text)), JSON.parse(text));
+});
+
+test('errors: truncated, trailing garbage, empty, BOM accepted', () => {
+  const text = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ a: 1 }, { b: 'x' }] }, null, 4);
+  const err = (s: string, re: RegExp) => assert.throws(() => parseJsonBytes(bytes(s)), (e: unknown) => e instanceof InputError && re.test(e.message));
+  err(text.slice(0, text.length - 10), /truncated file/);
+  err(text.slice(0, text.indexOf('"x"') + 2), /unterminated string/);
+  err(`${text}\n{}`, /^not valid JSON at byte \d+ \(line 13\): unexpected data after the end of the document$/);
+  err(`${text} x`, /unexpected data after the end/);
+  err('   \n', /empty document/);
+  err('{"items": [1, 2,]}', /unexpected "\]"/);
+  assert.deepStrictEqual(parseJsonBytes(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes(text)])), JSON.parse(text));
+});
+
+// ---------------------------------------------------------------- the loader's streamed path
+
+/** Every example cluster as one JSON List per file (kubectl's layout) in a temporary directory. */
+function examplesAsJson(dir: string): string[] {
+  const out: string[] = [];
+  for (const ex of readdirSync(EXAMPLES, { withFileTypes: true }).filter((d) => d.isDirectory())) {
+    const files = readdirSync(join(EXAMPLES, ex.name)).filter((f) => f.endsWith('.yaml'));
+    const objs: unknown[] = [];
+    for (const f of files) {
+      for (const d of loadAll(readFileSync(join(EXAMPLES, ex.name, f), 'utf8'))) {
+        const o = d as KubeObject;
+        if (o && Array.isArray((o as { items?: unknown }).items)) objs.push(...(o as { items: unknown[] }).items);
+        else if (o) objs.push(o);
+      }
+    }
+    const path = join(dir, `${ex.name}.json`);
+    writeFileSync(path, JSON.stringify({ apiVersion: 'v1', items: objs, kind: 'List', metadata: { resourceVersion: '' } }, null, 4));
+    out.push(path);
+  }
+  return out;
+}
+
+test('examples: the streamed path builds the same snapshot as the one-string path', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kr-json-list-'));
+  try {
+    const files = examplesAsJson(dir);
+    assert.ok(files.length >= 3);
+    for (const f of files) {
+      const whole = await readInventoryFiles([f]);
+      const streamed = await readInventoryFiles([f], { streamAbove: 0 });
+      assert.equal(streamed.objects.length, whole.objects.length);
+      assert.equal(streamed.serverVersion, whole.serverVersion);
+      assert.deepStrictEqual(buildSnapshot(streamed), buildSnapshot(whole), f);
+      // and the YAML originals agree too
+      assert.deepStrictEqual(buildSnapshot(streamed).pods, buildSnapshot(await readInventoryFiles([join(EXAMPLES, f.split('/').pop()!.replace(/\.json$/, ''))])).pods);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+const POD = (ns: string, name: string, extra: Record<string, unknown> = {}) => ({
+  apiVersion: 'v1', kind: 'Pod',
+  metadata: { name, namespace: ns, uid: `u-${name}`, labels: { app: name }, annotations: { big: 'x'.repeat(100) }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', controller: true }], managedFields: [{ manager: 'm' }] },
+  spec: { nodeName: 'n1', hostNetwork: false, containers: [{ name: 'c', image: 'i' }], volumes: [] },
+  status: { phase: 'Running', podIP: '10.0.0.1', podIPs: [{ ip: '10.0.0.1' }], conditions: [] },
+  ...extra,
+});
+
+test('streamed Lists: Pods outside kube-system keep what the snapshot reads; kube-system pods and other kinds stay whole', () => {
+  const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 's', namespace: 'default', annotations: { a: '10.0.0.0/8' } }, spec: { clusterIP: '10.96.0.10' } };
+  const list = { apiVersion: 'v1', items: [POD('default', 'web'), POD('kube-system', 'kube-apiserver-cp1'), svc], kind: 'List', metadata: {} };
+  const { objects } = parseInventoryBytes(bytes(JSON.stringify(list, null, 4)), 'x.json', [], [], { streamAbove: 0 });
+  assert.deepStrictEqual(objects[0], {
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: { name: 'web', namespace: 'default', uid: 'u-web', labels: { app: 'web' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', controller: true }] },
+    spec: { nodeName: 'n1', hostNetwork: false },
+    status: { phase: 'Running', podIP: '10.0.0.1', podIPs: [{ ip: '10.0.0.1' }] },
+  });
+  assert.deepStrictEqual(objects[1], list.items[1]);
+  assert.deepStrictEqual(objects[2], svc);
+  // below the threshold nothing is slimmed
+  const small = parseInventoryBytes(bytes(JSON.stringify(list)), 'x.json');
+  assert.deepStrictEqual(small.objects, list.items);
+});
+
+test('streamed typed PodList (kind first, items without kind) gets kind Pod and is slimmed', () => {
+  const p = POD('default', 'api');
+  const { kind: _k, apiVersion: _a, ...bare } = p;
+  const list = { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '7' }, items: [bare] };
+  const { objects } = parseInventoryBytes(bytes(JSON.stringify(list)), 'x.json', [], [], { streamAbove: 0 });
+  assert.equal(objects[0].kind, 'Pod');
+  assert.equal(objects[0].apiVersion, 'v1');
+  assert.equal(objects[0].metadata?.annotations, undefined);
+  assert.equal(objects[0].spec.containers, undefined);
+});
+
+test('streamed errors are InputErrors naming the file: truncated, trailing garbage, items not a list', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kr-json-list-'));
+  try {
+    const good = JSON.stringify({ apiVersion: 'v1', items: [POD('default', 'a'), POD('default', 'b')], kind: 'List', metadata: {} }, null, 4);
+    const cases: Array<[string, string, RegExp]> = [
+      ['truncated.json', good.slice(0, Math.floor(good.length * 0.6)), /^.*truncated\.json: not valid JSON at byte \d+ \(line \d+\): .*; expected `kubectl get \.\.\. -o yaml` \(or -o json\) output$/],
+      ['garbage.json', `${good}\n]`, /garbage\.json: not valid JSON at byte \d+ \(line \d+\): unexpected data after the end of the document/],
+      ['items-map.json', JSON.stringify({ apiVersion: 'v1', kind: 'List', items: { a: 1 } }, null, 4), /items-map\.json: the items of the List are a mapping, not a list/],
+      ['items-string.json', JSON.stringify({ apiVersion: 'v1', kind: 'PodList', items: 'x' }), /items-string\.json: the items of the PodList are a string, not a list/],
+    ];
+    for (const [name, text, re] of cases) {
+      const f = join(dir, name);
+      writeFileSync(f, text);
+      for (const streamAbove of [0, undefined]) {
+        if (streamAbove === undefined && !name.startsWith('items-')) continue; // the one-string path reports these as YAML errors
+        await assert.rejects(readInventoryFiles([f], { streamAbove }), (e: unknown) => e instanceof InputError && re.test(e.message) && !e.message.includes('\n'), `${name} streamAbove=${streamAbove}`);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a pipe (size 0, not seekable, as `-f <(kubectl get ...)` gives) is read to its end, streamed or not', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kr-json-list-'));
+  const writers: ChildProcess[] = [];
+  try {
+    const fifo = join(dir, 'pods.json');
+    try {
+      execFileSync('mkfifo', [fifo]);
+    } catch {
+      t.skip('mkfifo is not available');
+      return;
+    }
+    const src = join(dir, 'src.json');
+    writeFileSync(src, JSON.stringify({ apiVersion: 'v1', items: Array.from({ length: 300 }, (_, i) => POD('default', `p${i}`)), kind: 'List', metadata: {} }, null, 4));
+    for (const streamAbove of [0, undefined]) {
+      // the writer is a child process, killed at the end whatever happens to the reader
+      writers.push(spawn('sh', ['-c', 'cat "$1" > "$2"', 'sh', src, fifo], { stdio: 'ignore' }));
+      const inv = await readInventoryFiles([fifo], { streamAbove });
+      assert.equal(inv.objects.length, 300);
+      assert.equal(inv.objects[299].metadata?.name, 'p299');
+    }
+  } finally {
+    for (const w of writers) w.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('YAML larger than one string can hold: InputError telling to use -o json', () => {
+  const yaml = 'apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a, namespace: default}\n';
+  assert.throws(() => parseInventoryBytes(bytes(yaml), 'big.yaml', [], [], { streamAbove: 0, stringLimit: 10 }),
+    (e: unknown) => e instanceof InputError && /^big\.yaml: .* of YAML is more than can be parsed at once .*`kubectl get \.\.\. -o json`/.test(e.message));
+  // under the limit it is read as usual
+  assert.equal(parseInventoryBytes(bytes(yaml), 'ok.yaml', [], [], { streamAbove: 0 }).objects.length, 1);
+  assert.equal((load(yaml) as { items: unknown[] }).items.length, 1);
+});
+
+test('a List larger than the longest string (~600 MB file)', {
+  skip: process.env.KUBE_RENUMBER_BIG_TEST === '1' ? false : 'builds a ~600 MB file and needs ~2 GB of memory: set KUBE_RENUMBER_BIG_TEST=1 to run it',
+  timeout: 15 * 60_000,
+}, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kr-json-list-big-'));
+  const file = join(dir, 'pods.json');
+  try {
+    const fd = openSync(file, 'w');
+    writeSync(fd, '{\n    "apiVersion": "v1",\n    "items": [\n');
+    const pad = 'p'.repeat(9000);
+    let written = 0;
+    let n = 0;
+    let chunk = '';
+    while (written < 600 * 1024 * 1024) {
+      const pod = POD(n % 7 === 0 ? 'kube-system' : 'default', `pod-${n}`, { status: { phase: 'Running', podIP: `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`, padding: pad } });
+      const s = (n === 0 ? '' : ',\n') + `        ${JSON.stringify(pod, null, 4).replaceAll('\n', '\n        ')}`;
+      chunk += s;
+      written += s.length;
+      n++;
+      if (chunk.length > 8 * 1024 * 1024) { writeSync(fd, chunk); chunk = ''; }
+    }
+    writeSync(fd, `${chunk}\n    ],\n    "kind": "List",\n    "metadata": {\n        "resourceVersion": ""\n    }\n}\n`);
+    closeSync(fd);
+    const inv = await readInventoryFiles([file]);
+    assert.equal(inv.objects.length, n);
+    const last = inv.objects[n - 1];
+    assert.equal(last.metadata?.name, `pod-${n - 1}`);
+    const snap = buildSnapshot(inv);
+    assert.equal(snap.pods.length, n);
+    assert.equal(snap.pods[1].podIPs[0], '10.0.0.1');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
