@@ -3,10 +3,14 @@
  * deleted. The first backup of an object in a run wins: a resumed run never overwrites the original state
  * with an intermediate one.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeObject } from '../cluster/types.ts';
-import { createFileDurable, ensurePrivateDir } from './files.ts';
+import { InputError } from '../errors.ts';
+import { createFileDurable, decodeText, fileTypeName, ioReason, readRegularFile, statOrUndefined } from './files.ts';
+
+/** The largest backup file read (one object). */
+export const MAX_BACKUP_BYTES = 64 * 1024 * 1024;
 
 export interface ObjectRef {
   apiVersion: string;
@@ -35,13 +39,37 @@ export interface BackupRecord {
   object: KubeObject;
 }
 
+/** Reads and checks one backup file: InputError naming the file when it is not a backup record. */
+export function readBackupFile(path: string): BackupRecord {
+  const text = decodeText(readRegularFile(path, 'backup', MAX_BACKUP_BYTES));
+  if (text === undefined) throw new InputError(`backup ${path}: not text (binary data); the backup is damaged`);
+  let v: any;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new InputError(`backup ${path}: not JSON (${(e as Error).message.split('\n')[0]}); the backup is damaged`);
+  }
+  const bad = (why: string): never => { throw new InputError(`backup ${path}: ${why}; the backup is damaged`); };
+  if (!v || typeof v !== 'object' || Array.isArray(v)) bad('not a backup record (an object with takenAt, run and object)');
+  if (typeof v.takenAt !== 'string') bad('"takenAt" is not a string');
+  if (typeof v.run !== 'string') bad('"run" is not a string');
+  const o = v.object;
+  if (!o || typeof o !== 'object' || Array.isArray(o)) bad('"object" is not a Kubernetes object');
+  if (typeof o.kind !== 'string' || o.kind === '') bad('"object.kind" is not a string');
+  if (o.apiVersion !== undefined && typeof o.apiVersion !== 'string') bad('"object.apiVersion" is not a string');
+  if (!o.metadata || typeof o.metadata !== 'object' || Array.isArray(o.metadata)) bad('"object.metadata" is not a mapping');
+  if (typeof o.metadata.name !== 'string' || o.metadata.name === '') bad('"object.metadata.name" is not a string');
+  if (o.metadata.namespace !== undefined && typeof o.metadata.namespace !== 'string') bad('"object.metadata.namespace" is not a string');
+  return v as BackupRecord;
+}
+
 export class BackupStore {
   readonly dir: string;
   readonly run: string;
+  /** The directory is created with the first backup; nothing is written before. */
   constructor(dir: string, run: string) {
     this.dir = dir;
     this.run = run;
-    ensurePrivateDir(dir);
   }
 
   pathFor(r: ObjectRef): string {
@@ -49,7 +77,7 @@ export class BackupStore {
   }
 
   has(r: ObjectRef): boolean {
-    return existsSync(this.pathFor(r));
+    return statOrUndefined(this.pathFor(r), 'backup') !== undefined;
   }
 
   /** Save the object unless a backup of it exists already; returns the file path. */
@@ -62,16 +90,31 @@ export class BackupStore {
 
   load(r: ObjectRef): KubeObject | undefined {
     const path = this.pathFor(r);
-    if (!existsSync(path)) return undefined;
-    return (JSON.parse(readFileSync(path, 'utf8')) as BackupRecord).object;
+    if (!statOrUndefined(path, 'backup')) return undefined;
+    return readBackupFile(path).object;
   }
 
-  /** Every backed-up object, sorted by file name. */
+  /** The backup files (*.json), sorted; InputError when the directory cannot be used. */
+  files(): string[] {
+    const st = statOrUndefined(this.dir, 'backups directory');
+    if (!st) return [];
+    if (!st.isDirectory()) throw new InputError(`backups directory ${this.dir} is ${fileTypeName(st)}, not a directory`);
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch (e) {
+      throw new InputError(`cannot read backups directory ${this.dir}: ${ioReason(e)}`);
+    }
+    return names.filter((f) => f.endsWith('.json') && !f.startsWith('.')).sort().map((f) => join(this.dir, f));
+  }
+
+  /** Every backed-up object, sorted by file name; InputError naming the first damaged file. */
   all(): KubeObject[] {
-    if (!existsSync(this.dir)) return [];
-    return readdirSync(this.dir)
-      .filter((f) => f.endsWith('.json'))
-      .sort()
-      .map((f) => (JSON.parse(readFileSync(join(this.dir, f), 'utf8')) as BackupRecord).object);
+    return this.files().map((f) => readBackupFile(f).object);
+  }
+
+  /** Reads every backup once: InputError naming the first one that cannot be used. */
+  check(): number {
+    return this.all().length;
   }
 }

@@ -2,9 +2,15 @@
  * The journal: an append-only JSON-lines log of every step's progress, fsynced line by line. It is a log,
  * not the source of truth: on resume each step asks the cluster whether it is done. The journal tells
  * `status` what happened and `rollback` which steps completed, in which order.
+ *
+ * Every line ends with "\n" when written. Reading: a last line without its "\n" that is not a whole entry is a
+ * write torn by a crash and is skipped (with a warning); any other line that is not a journal entry makes the
+ * journal unusable (InputError naming the file and the line). Before the first append after such a crash, the
+ * torn bytes are moved to journal.jsonl.torn, so the next entry starts on a line of its own.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { appendLineDurable } from './files.ts';
+import { appendFileSync, closeSync, fsyncSync, ftruncateSync, openSync } from 'node:fs';
+import { InputError } from '../errors.ts';
+import { appendLineDurable, decodeText, readRegularFile, statOrUndefined } from './files.ts';
 
 export type JournalEvent =
   | 'run-start' | 'run-end'
@@ -12,6 +18,14 @@ export type JournalEvent =
   | 'gate' | 'confirm' | 'rollback-start' | 'rolled-back' | 'rollback-failed'
   /** Figures of a step (e.g. restart waves: JSON with totalSeconds, sumSeconds, maxInFlight, workloads). */
   | 'report';
+
+export const JOURNAL_EVENTS: readonly JournalEvent[] = [
+  'run-start', 'run-end', 'step-start', 'step-skip', 'backup', 'applied', 'verified', 'step-done', 'step-failed',
+  'gate', 'confirm', 'rollback-start', 'rolled-back', 'rollback-failed', 'report',
+];
+
+/** The largest journal read (a run journals a few lines per object; this is far beyond any real cluster). */
+export const MAX_JOURNAL_BYTES = 256 * 1024 * 1024;
 
 export interface JournalEntry {
   ts: string;
@@ -23,38 +37,142 @@ export interface JournalEntry {
   objects?: string[];
 }
 
+export interface ReadJournalOptions {
+  /** Told about a torn last line (skipped). */
+  warn?: (message: string) => void;
+}
+
 export class Journal {
   readonly path: string;
   readonly run: string;
-  constructor(path: string, run: string) {
+  private readonly warn?: (message: string) => void;
+  private repaired = false;
+  constructor(path: string, run: string, warn?: (message: string) => void) {
     this.path = path;
     this.run = run;
+    this.warn = warn;
   }
 
   append(event: JournalEvent, fields: Omit<JournalEntry, 'ts' | 'run' | 'event'> = {}): JournalEntry {
+    if (!this.repaired) {
+      this.repairTail();
+      this.repaired = true;
+    }
     const entry: JournalEntry = { ts: new Date().toISOString(), run: this.run, event, ...fields };
     appendLineDurable(this.path, JSON.stringify(entry));
     return entry;
   }
 
-  /** All entries; a torn last line (a crash mid-write) is ignored. */
+  /** All entries; a torn last line (a crash mid-write) is skipped. */
   entries(): JournalEntry[] {
     return readJournal(this.path);
   }
-}
 
-export function readJournal(path: string): JournalEntry[] {
-  if (!existsSync(path)) return [];
-  const out: JournalEntry[] = [];
-  for (const line of readFileSync(path, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
+  /**
+   * A journal whose last line has no "\n" (a crash mid-write): a whole entry gets its "\n"; a torn one is moved
+   * to <journal>.torn and cut off, so the next entry is not glued to it.
+   */
+  private repairTail(): void {
+    const scan = scanJournal(this.path);
+    if (!scan || scan.tail === undefined) return;
+    const fd = openSync(this.path, 'a'); // O_APPEND: the newline goes at the end; ftruncate works on it too
     try {
-      out.push(JSON.parse(line) as JournalEntry);
-    } catch {
-      // a torn write at the very end after a crash
+      if (scan.tail.whole) {
+        appendFileSync(fd, '\n');
+      } else {
+        appendFileSync(`${this.path}.torn`, Buffer.concat([scan.tail.bytes, Buffer.from('\n')]), { mode: 0o600 });
+        ftruncateSync(fd, scan.tail.offset);
+        this.warn?.(`journal ${this.path}: line ${scan.tail.line} was torn by a crash mid-write; moved it to ${this.path}.torn`);
+      }
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
     }
   }
-  return out;
+}
+
+interface Scan {
+  entries: JournalEntry[];
+  /** The last line when it has no "\n". */
+  tail?: { line: number; offset: number; bytes: Buffer; whole: boolean };
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'an object';
+  return `${typeof v} ${JSON.stringify(v)?.slice(0, 40) ?? String(v)}`;
+}
+
+/** Why `v` is not a journal entry, or undefined when it is one. */
+export function journalEntryProblem(v: unknown): string | undefined {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return `${describe(v)}, not a journal entry (an object with ts, run and event)`;
+  const o = v as Record<string, unknown>;
+  for (const k of ['ts', 'run'] as const) if (typeof o[k] !== 'string') return `"${k}" is ${o[k] === undefined ? 'missing' : `${describe(o[k])}, not a string`}`;
+  if (typeof o.event !== 'string' || !(JOURNAL_EVENTS as readonly string[]).includes(o.event)) {
+    return `"event" is ${o.event === undefined ? 'missing' : describe(o.event)}, not one of ${JOURNAL_EVENTS.join(', ')}`;
+  }
+  for (const k of ['step', 'detail'] as const) if (o[k] !== undefined && typeof o[k] !== 'string') return `"${k}" is ${describe(o[k])}, not a string`;
+  if (o.objects !== undefined && !(Array.isArray(o.objects) && o.objects.every((x) => typeof x === 'string'))) return '"objects" is not a list of strings';
+  return undefined;
+}
+
+function scanJournal(path: string): Scan | undefined {
+  if (!statOrUndefined(path, 'journal')) return undefined;
+  const buf = readRegularFile(path, 'journal', MAX_JOURNAL_BYTES);
+  const entries: JournalEntry[] = [];
+  let tail: Scan['tail'];
+  let start = 0;
+  let line = 0;
+  while (start < buf.length) {
+    line++;
+    const nl = buf.indexOf(0x0a, start);
+    const end = nl < 0 ? buf.length : nl;
+    const bytes = buf.subarray(start, end);
+    const last = nl < 0;
+    const text = decodeText(bytes);
+    let problem: string | undefined;
+    let value: unknown;
+    if (text === undefined) {
+      problem = 'not text (binary data)';
+    } else if (text.trim() === '') {
+      if (last) tail = { line, offset: start, bytes, whole: true };
+      start = end + 1;
+      continue;
+    } else {
+      try {
+        value = JSON.parse(text);
+        problem = journalEntryProblem(value);
+      } catch {
+        problem = 'not JSON';
+      }
+    }
+    if (last) {
+      // no "\n" after it: the last write may have been cut short by a crash
+      if (problem === undefined) {
+        entries.push(value as JournalEntry);
+        tail = { line, offset: start, bytes, whole: true };
+      } else {
+        tail = { line, offset: start, bytes, whole: false };
+      }
+      break;
+    }
+    if (problem !== undefined) throw new InputError(`journal ${path}: line ${line}: ${problem}; the journal is damaged (fix or move it away; the cluster itself is the truth, resume re-checks every step)`);
+    entries.push(value as JournalEntry);
+    start = end + 1;
+  }
+  return { entries, tail };
+}
+
+/**
+ * Every entry of the journal at `path` ([] when there is none). InputError when it is not a regular file, too
+ * large, or has a line (other than a torn last one) that is not a journal entry.
+ */
+export function readJournal(path: string, opts: ReadJournalOptions = {}): JournalEntry[] {
+  const scan = scanJournal(path);
+  if (!scan) return [];
+  if (scan.tail && !scan.tail.whole) opts.warn?.(`journal ${path}: line ${scan.tail.line} is incomplete (a crash mid-write?): skipped`);
+  return scan.entries;
 }
 
 /** Step ids whose last recorded state is done (done or skipped as already done), in completion order. */

@@ -3,11 +3,11 @@
  * which stops two operators on two machines, and a lock file in the local state directory, which stops two
  * processes sharing one journal. Both record who holds them; neither holds a credential.
  */
-import { closeSync, existsSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
-import { UserError } from '../errors.ts';
+import { InputError, UserError } from '../errors.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
-import { ensurePrivateDir } from './files.ts';
+import { ensurePrivateDir, fileTypeName, readRegularFile, statOrUndefined } from './files.ts';
 import { dirname } from 'node:path';
 
 export class LockedError extends UserError {
@@ -117,8 +117,29 @@ export async function acquireLease(client: KubeClient, holder: string, opts: { d
   };
 }
 
+/** A lock file is a few hundred bytes; anything much larger is not ours. */
+const MAX_LOCK_BYTES = 64 * 1024;
+
+/** The lock file's content, or {} when it is gone or not JSON (torn: treated as stale). */
+function readLock(path: string): { pid?: unknown; holder?: unknown } {
+  try {
+    const v = JSON.parse(readRegularFile(path, 'lock file', MAX_LOCK_BYTES).toString('utf8'));
+    return v && typeof v === 'object' ? v : {};
+  } catch (e) {
+    if (e instanceof InputError && statOrUndefined(path, 'lock file') !== undefined) throw e;
+    return {};
+  }
+}
+
+/** Throws InputError when something that is not a regular file sits where the lock file goes. */
+function checkLockPath(path: string): void {
+  const st = statOrUndefined(path, 'lock file');
+  if (st && !st.isFile()) throw new InputError(`cannot use lock file ${path}: it is ${fileTypeName(st)}, not a regular file (move it away)`);
+}
+
 /** A lock file holding our pid; a file left by a dead process is taken over. */
 export function acquireLocalLock(path: string, holder: string): { release(): void } {
+  checkLockPath(path);
   ensurePrivateDir(dirname(path));
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
@@ -128,19 +149,18 @@ export function acquireLocalLock(path: string, holder: string): { release(): voi
       return {
         release() {
           try {
-            const cur = JSON.parse(readFileSync(path, 'utf8'));
-            if (cur.pid === process.pid) unlinkSync(path);
+            if (readLock(path).pid === process.pid) unlinkSync(path);
           } catch { /* already gone */ }
         },
       };
     } catch (e: any) {
       if (e?.code !== 'EEXIST') throw e;
-      let cur: any = {};
-      try { cur = JSON.parse(readFileSync(path, 'utf8')); } catch { /* torn: treat as stale */ }
-      if (typeof cur.pid === 'number' && cur.pid !== process.pid && pidAlive(cur.pid)) {
-        throw new LockedError(`another kube-renumber process (pid ${cur.pid}, ${cur.holder ?? 'unknown'}) is using ${dirname(path)}`);
+      checkLockPath(path);
+      const cur = readLock(path);
+      if (typeof cur.pid === 'number' && Number.isInteger(cur.pid) && cur.pid > 0 && cur.pid !== process.pid && pidAlive(cur.pid)) {
+        throw new LockedError(`another kube-renumber process (pid ${cur.pid}, ${typeof cur.holder === 'string' ? cur.holder : 'unknown'}) is using ${dirname(path)}`);
       }
-      if (existsSync(path)) unlinkSync(path);
+      try { unlinkSync(path); } catch (e2: any) { if (e2?.code !== 'ENOENT') throw e2; }
     }
   }
   throw new LockedError(`could not take the lock ${path}`);

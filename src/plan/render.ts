@@ -6,14 +6,20 @@ import * as yaml from 'js-yaml';
 import { InputError } from '../cluster/files.ts';
 import type { PodCIDRSpec } from './pod-plan.ts';
 import { renderReferences } from '../analyze/references.ts';
-import { mappingCounts, PLAN_API_VERSION, PLAN_KIND, STEP_KINDS, type MigrationPlan, type PlanStep } from './plan.ts';
+import { contains, familyName, formatCidr, NetError, parseCidr, parseIP, type Cidr, type IP } from '../net/index.ts';
+import {
+  mappingCounts, PLAN_API_VERSION, PLAN_KIND, POD_GATES, POD_STEP_KINDS, SERVICE_STEP_KINDS, STEP_KINDS, type MigrationPlan, type PlanStep,
+} from './plan.ts';
 import type { ServiceMapping } from './service-mapping.ts';
 
 /** A plan file that cannot be used; the message names the field. Exit code 3 like any unreadable input. */
 export class PlanFormatError extends InputError {
-  constructor(message: string) {
+  /** The path of the bad field in the document (spec.serviceCIDR.target[0]), when one is to blame. */
+  readonly field?: string;
+  constructor(message: string, field?: string) {
     super(message);
     this.name = 'PlanFormatError';
+    this.field = field;
   }
 }
 
@@ -31,68 +37,184 @@ export function planToJson(plan: MigrationPlan): string {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Validation
+// Validation: every field the engine reads is checked here, so a plan that passes cannot make it fail on a
+// malformed value. The first bad field is named by its path in the document (spec.serviceCIDR.target[0]).
 
 type Obj = Record<string, unknown>;
 
 function fail(path: string, why: string): never {
-  throw new PlanFormatError(`invalid plan: ${path}: ${why}`);
+  throw new PlanFormatError(`invalid plan: ${path}: ${why}`, path);
+}
+function show(v: unknown): string {
+  if (v === undefined) return 'missing';
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (v instanceof Date) return `a date (${JSON.stringify(v)})`;
+  if (typeof v === 'object') return 'a mapping';
+  const t = JSON.stringify(v) ?? String(v);
+  return t.length > 60 ? `${t.slice(0, 57)}...` : t;
 }
 function obj(v: unknown, path: string): Obj {
-  if (!v || typeof v !== 'object' || Array.isArray(v)) fail(path, 'must be a mapping');
+  if (!v || typeof v !== 'object' || Array.isArray(v) || v instanceof Date) fail(path, v === undefined ? 'missing' : `must be a mapping (got ${show(v)})`);
   return v as Obj;
 }
 function str(o: Obj, k: string, path: string, optional = false): string | undefined {
   const v = o[k];
   if (v === undefined && optional) return undefined;
-  if (typeof v !== 'string') fail(`${path}.${k}`, v === undefined ? 'missing' : 'must be a string');
+  if (typeof v !== 'string') fail(`${path}.${k}`, v === undefined ? 'missing' : `must be a string (got ${show(v)})`);
   return v;
 }
 function strList(o: Obj, k: string, path: string, optional = false): string[] | undefined {
   const v = o[k];
   if (v === undefined && optional) return undefined;
-  if (!Array.isArray(v)) fail(`${path}.${k}`, v === undefined ? 'missing' : 'must be a list');
-  v.forEach((x, i) => { if (typeof x !== 'string') fail(`${path}.${k}[${i}]`, 'must be a string'); });
+  if (!Array.isArray(v)) fail(`${path}.${k}`, v === undefined ? 'missing' : `must be a list (got ${show(v)})`);
+  v.forEach((x, i) => { if (typeof x !== 'string') fail(`${path}.${k}[${i}]`, `must be a string (got ${show(x)})`); });
   return v as string[];
 }
-function bool(o: Obj, k: string, path: string): boolean {
-  if (typeof o[k] !== 'boolean') fail(`${path}.${k}`, o[k] === undefined ? 'missing' : 'must be true or false');
+function bool(o: Obj, k: string, path: string, optional = false): boolean | undefined {
+  if (o[k] === undefined && optional) return undefined;
+  if (typeof o[k] !== 'boolean') fail(`${path}.${k}`, o[k] === undefined ? 'missing' : `must be true or false (got ${show(o[k])})`);
   return o[k] as boolean;
 }
 function list(o: Obj, k: string, path: string, optional = false): unknown[] | undefined {
   const v = o[k];
   if (v === undefined && optional) return undefined;
-  if (!Array.isArray(v)) fail(`${path}.${k}`, v === undefined ? 'missing' : 'must be a list');
+  if (!Array.isArray(v)) fail(`${path}.${k}`, v === undefined ? 'missing' : `must be a list (got ${show(v)})`);
   return v;
 }
 function oneOf<T extends string>(o: Obj, k: string, path: string, allowed: readonly T[], optional = false): T | undefined {
   const v = o[k];
   if (v === undefined && optional) return undefined;
-  if (typeof v !== 'string' || !allowed.includes(v as T)) fail(`${path}.${k}`, `must be one of ${allowed.join(', ')}${v === undefined ? ' (missing)' : ` (got ${JSON.stringify(v)})`}`);
+  if (typeof v !== 'string' || !allowed.includes(v as T)) fail(`${path}.${k}`, `must be one of ${allowed.join(', ')}${v === undefined ? ' (missing)' : ` (got ${show(v)})`}`);
   return v as T;
 }
-
-function checkMapping(v: unknown, path: string): void {
-  const m = obj(v, path);
-  str(m, 'namespace', path);
-  str(m, 'name', path);
-  oneOf(m, 'type', path, ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'] as const);
-  oneOf(m, 'action', path, ['move', 'keep', 'skip'] as const);
-  str(m, 'reason', path);
-  strList(m, 'from', path);
-  strList(m, 'to', path);
-  const t = m.tier;
-  if (!(t === null || typeof t === 'number' || typeof t === 'string')) fail(`${path}.tier`, 'must be a number, a string or null');
-  bool(m, 'isDNS', path);
-  bool(m, 'isKubernetes', path);
+function int(o: Obj, k: string, path: string, min: number, max: number, optional = false): number | undefined {
+  const v = o[k];
+  if (v === undefined && optional) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) fail(`${path}.${k}`, `must be a whole number from ${min} to ${max} (got ${show(v)})`);
+  return v;
+}
+function onlyKeys(o: Obj, path: string, allowed: readonly string[]): void {
+  for (const k of Object.keys(o)) if (!allowed.includes(k)) fail(path === '' ? k : `${path}.${k}`, `unknown field (expected ${allowed.join(', ')})`);
 }
 
-function checkStep(v: unknown, path: string): void {
+/** DNS-1123 label (namespaces, Service names): lowercase alphanumerics and "-", at most 63. */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** DNS-1123 subdomain (nodes, pools, ServiceCIDRs, Deployments): labels joined by ".", at most 253. */
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+function label(o: Obj, k: string, path: string, opts: { optional?: boolean; empty?: boolean } = {}): string | undefined {
+  const v = str(o, k, path, opts.optional);
+  if (v === undefined || (v === '' && opts.empty)) return v;
+  if (!DNS_LABEL.test(v)) fail(`${path}.${k}`, `${show(v)} is not a valid name (lowercase letters, digits and "-", at most 63)`);
+  return v;
+}
+function subdomain(o: Obj, k: string, path: string): string {
+  const v = str(o, k, path)!;
+  if (v.length > 253 || !DNS_SUBDOMAIN.test(v)) fail(`${path}.${k}`, `${show(v)} is not a valid name (lowercase letters, digits, "-" and ".", at most 253)`);
+  return v;
+}
+/** A step id: what the journal, --ack-gate and status name the step by. */
+const STEP_ID = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?$/;
+
+function cidrAt(v: string, path: string): Cidr {
+  try {
+    return parseCidr(v);
+  } catch (e) {
+    if (e instanceof NetError) fail(path, `${show(v)} is not a CIDR (${e.message.replace(/^invalid CIDR "[^"]*": /, '')})`);
+    throw e;
+  }
+}
+function ipAt(v: string, path: string): IP {
+  try {
+    return parseIP(v);
+  } catch (e) {
+    if (e instanceof NetError) fail(path, `${show(v)} is not an IP address (${e.message.replace(/^invalid IP address "[^"]*": /, '')})`);
+    throw e;
+  }
+}
+function cidrList(o: Obj, k: string, path: string, opts: { nonEmpty?: boolean; onePerFamily?: boolean } = {}): Cidr[] {
+  const raw = strList(o, k, path)!;
+  if (opts.nonEmpty && raw.length === 0) fail(`${path}.${k}`, 'must name at least one CIDR');
+  const out = raw.map((c, i) => cidrAt(c, `${path}.${k}[${i}]`));
+  if (opts.onePerFamily) {
+    out.forEach((c, i) => {
+      if (out.findIndex((x) => x.family === c.family) !== i) fail(`${path}.${k}[${i}]`, `${show(raw[i])}: at most one ${familyName(c.family)} CIDR`);
+    });
+  }
+  return out;
+}
+function inAny(ranges: readonly Cidr[], x: Cidr | IP): boolean {
+  return ranges.some((r) => r.family === x.family && contains(r, x));
+}
+const fam = (c: Cidr | IP) => familyName(c.family);
+
+interface Ranges {
+  /** spec.serviceCIDR: ranges left, new flag, target, kept */
+  svc?: { from: Cidr[]; to: Cidr[]; target: Cidr[]; kept: Cidr[] };
+  pod?: { from: Cidr[]; to: Cidr[] };
+}
+
+function checkMapping(v: unknown, path: string, r: Ranges): string {
+  const m = obj(v, path);
+  const ns = label(m, 'namespace', path)!;
+  const name = label(m, 'name', path)!;
+  oneOf(m, 'type', path, ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'] as const);
+  const action = oneOf(m, 'action', path, ['move', 'keep', 'skip'] as const);
+  str(m, 'reason', path);
+  const from = strList(m, 'from', path)!.map((x, i) => ipAt(x, `${path}.from[${i}]`));
+  const to = strList(m, 'to', path)!.map((x, i) => ipAt(x, `${path}.to[${i}]`));
+  const t = m.tier;
+  if (!(t === null || (typeof t === 'number' && Number.isFinite(t)) || typeof t === 'string')) fail(`${path}.tier`, `must be a number, a string or null (got ${show(t)})`);
+  bool(m, 'isDNS', path);
+  bool(m, 'isKubernetes', path);
+  oneOf(m, 'keptBecause', path, ['load-balancer', 'keep-flag', 'already-in-range', 'no-family', 'no-room'] as const, true);
+  if (action === 'move') {
+    if (!r.svc) fail(path, 'a Service moves, but the plan has no spec.serviceCIDR');
+    if (from.length === 0) fail(`${path}.from`, 'a moved Service needs its ClusterIPs');
+    if (to.length !== from.length) fail(`${path}.to`, `must have as many addresses as from (${from.length})`);
+    to.forEach((ip, i) => {
+      const f = from[i]!;
+      if (ip.family !== f.family) fail(`${path}.to[${i}]`, `${show(m.to && (m.to as string[])[i])} is ${fam(ip)}, from[${i}] is ${fam(f)}`);
+      if (ip.value !== f.value && !inAny(r.svc!.target, ip)) fail(`${path}.to[${i}]`, `${show((m.to as string[])[i])} is not inside spec.serviceCIDR.target (${r.svc!.target.map(formatCidr).join(', ')})`);
+    });
+  }
+  return `${ns}/${name}`;
+}
+
+function checkItem(v: unknown, ip: string, kind: string): void {
+  const o = obj(v, ip);
+  const namespaced = SERVICE_ITEM_KINDS.includes(kind) || kind === 'scale-critical' || kind === 'restore-scale';
+  if (namespaced && o.namespace === '') fail(`${ip}.namespace`, 'must not be empty');
+  label(o, 'namespace', ip, { empty: !namespaced });
+  if (namespaced && kind !== 'scale-critical' && kind !== 'restore-scale') label(o, 'name', ip);
+  else subdomain(o, 'name', ip);
+  for (const k of ['from', 'to'] as const) {
+    strList(o, k, ip)!.forEach((x, i) => { if (x.includes('/')) cidrAt(x, `${ip}.${k}[${i}]`); else ipAt(x, `${ip}.${k}[${i}]`); });
+  }
+  label(o, 'bridge', ip, { optional: true });
+}
+
+/** Service step kinds whose items are Services (namespace/name, IPs). */
+const SERVICE_ITEM_KINDS: readonly string[] = ['move-services', 'move-kubernetes', 'remove-bridges', 'sweep-services'];
+/** Steps whose first item is the node they work on. */
+const NODE_STEP_KINDS: readonly string[] = ['drain-node', 'reregister-node', 'assign-podcidr'];
+
+function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: string } {
   const s = obj(v, path);
-  str(s, 'id', path);
-  oneOf(s, 'kind', path, STEP_KINDS);
+  const id = str(s, 'id', path)!;
+  if (!STEP_ID.test(id)) fail(`${path}.id`, `${show(id)} is not a step id (letters, digits, "-", "_" and ".")`);
+  const kind = oneOf(s, 'kind', path, STEP_KINDS)!;
   str(s, 'description', path);
   str(s, 'rollback', path);
+  const t = s.tier;
+  if (!(t === undefined || t === null || (typeof t === 'number' && Number.isFinite(t)) || typeof t === 'string')) fail(`${path}.tier`, `must be a number, a string or null (got ${show(t)})`);
+  const podGate = kind === 'gate' && (POD_GATES.includes(id) || id.startsWith('reregister-node-'));
+  if ((SERVICE_STEP_KINDS.includes(kind) || kind === 'confirm' || (kind === 'gate' && !podGate)) && !r.svc) {
+    fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a Service CIDR migration, but the plan has no spec.serviceCIDR`);
+  }
+  if ((POD_STEP_KINDS.includes(kind) || podGate) && !r.pod) {
+    fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a Pod CIDR migration, but the plan has no spec.podCIDR`);
+  }
   if (s.gate !== undefined) {
     const g = obj(s.gate, `${path}.gate`);
     str(g, 'reason', `${path}.gate`);
@@ -104,81 +226,127 @@ function checkStep(v: unknown, path: string): void {
       for (const k of ['id', 'distribution', 'gate', 'target', 'description', 'before', 'after']) str(o, k, pp);
     });
   }
-  if ((s.kind === 'gate' || s.kind === 'confirm') && s.gate === undefined) fail(`${path}.gate`, `missing (a ${s.kind} step needs one)`);
-  (list(s, 'items', path, true) ?? []).forEach((it, i) => {
-    const ip = `${path}.items[${i}]`;
-    const o = obj(it, ip);
-    str(o, 'namespace', ip);
-    str(o, 'name', ip);
-    strList(o, 'from', ip);
-    strList(o, 'to', ip);
-    str(o, 'bridge', ip, true);
-  });
+  if ((kind === 'gate' || kind === 'confirm') && s.gate === undefined) fail(`${path}.gate`, `missing (a ${kind} step needs one)`);
+  const items = list(s, 'items', path, true) ?? [];
+  items.forEach((it, i) => checkItem(it, `${path}.items[${i}]`, kind));
+  if ((kind === 'move-kubernetes' || NODE_STEP_KINDS.includes(kind) || (kind === 'gate' && id.startsWith('reregister-node-'))) && items.length === 0) {
+    fail(`${path}.items`, `a ${kind} step names what it works on in its first item; it has none`);
+  }
   (list(s, 'serviceCIDRs', path, true) ?? []).forEach((sc, i) => {
     const sp = `${path}.serviceCIDRs[${i}]`;
     const o = obj(sc, sp);
-    str(o, 'name', sp);
-    strList(o, 'cidrs', sp);
+    subdomain(o, 'name', sp);
+    cidrList(o, 'cidrs', sp, { nonEmpty: true, onePerFamily: true });
     oneOf(o, 'purpose', sp, ['target', 'keep', 'bridge', 'old'] as const);
   });
+  return { id, kind };
+}
+
+function checkPool(v: unknown, pp: string, within: readonly Cidr[] | undefined): void {
+  const po = obj(v, pp);
+  subdomain(po, 'name', pp);
+  const c = cidrAt(str(po, 'cidr', pp)!, `${pp}.cidr`);
+  const bits = c.family === 4 ? 32 : 128;
+  int(po, 'blockSize', pp, c.prefix, bits);
+  if (within && !inAny(within, c)) fail(`${pp}.cidr`, `${formatCidr(c)} is not inside spec.podCIDR.to (${within.map(formatCidr).join(', ')})`);
+  for (const k of ['ipipMode', 'vxlanMode'] as const) oneOf(po, k, pp, ['Always', 'CrossSubnet', 'Never'] as const, true);
+  bool(po, 'natOutgoing', pp, true);
+  str(po, 'nodeSelector', pp, true);
+  strList(po, 'allowedUses', pp, true);
 }
 
 /** Validates a parsed plan document; returns it typed. PlanFormatError names the first bad field. */
 export function validatePlan(doc: unknown): MigrationPlan {
   const p = obj(doc, 'plan');
-  if (p.apiVersion !== PLAN_API_VERSION) fail('apiVersion', `is ${JSON.stringify(p.apiVersion)}, expected ${PLAN_API_VERSION} (a plan written by kube-renumber plan -o yaml)`);
-  if (p.kind !== PLAN_KIND) fail('kind', `is ${JSON.stringify(p.kind)}, expected ${PLAN_KIND}`);
+  if (p.apiVersion !== PLAN_API_VERSION) fail('apiVersion', `is ${show(p.apiVersion)}, expected ${PLAN_API_VERSION} (a plan written by kube-renumber plan -o yaml)`);
+  if (p.kind !== PLAN_KIND) fail('kind', `is ${show(p.kind)}, expected ${PLAN_KIND}`);
+  onlyKeys(p, '', ['apiVersion', 'kind', 'metadata', 'spec', 'preflight', 'mapping', 'references', 'steps']);
   const md = obj(p.metadata, 'metadata');
   str(md, 'generatedFrom', 'metadata');
   str(md, 'kubernetesVersion', 'metadata', true);
   str(md, 'distribution', 'metadata');
+  str(md, 'generator', 'metadata', true);
   const spec = obj(p.spec, 'spec');
+  onlyKeys(spec, 'spec', ['serviceCIDR', 'strategy', 'options', 'podCIDR']);
   if (spec.serviceCIDR === undefined && spec.podCIDR === undefined) fail('spec', 'names neither serviceCIDR nor podCIDR: nothing to migrate');
+  const r: Ranges = {};
   if (spec.serviceCIDR !== undefined) {
-    const sc = obj(spec.serviceCIDR, 'spec.serviceCIDR');
-    for (const k of ['from', 'to', 'target', 'kept']) strList(sc, k, 'spec.serviceCIDR');
-    str(sc, 'apiVersion', 'spec.serviceCIDR');
-    const mk = obj(sc.minKeptPrefix, 'spec.serviceCIDR.minKeptPrefix');
-    for (const k of ['ipv4', 'ipv6']) if (!Number.isInteger(mk[k])) fail(`spec.serviceCIDR.minKeptPrefix.${k}`, 'must be a whole number');
+    const P = 'spec.serviceCIDR';
+    const sc = obj(spec.serviceCIDR, P);
+    const from = cidrList(sc, 'from', P, { nonEmpty: true });
+    const to = cidrList(sc, 'to', P, { nonEmpty: true, onePerFamily: true });
+    const target = cidrList(sc, 'target', P, { nonEmpty: true, onePerFamily: true });
+    const kept = cidrList(sc, 'kept', P);
+    target.forEach((t, i) => {
+      if (!from.some((f) => f.family === t.family)) fail(`${P}.target[${i}]`, `${formatCidr(t)} is ${fam(t)}, but from has no ${fam(t)} range`);
+      if (!to.some((x) => x.family === t.family && x.network === t.network && x.prefix === t.prefix)) fail(`${P}.target[${i}]`, `${formatCidr(t)} is not in to (${to.map(formatCidr).join(', ')})`);
+    });
+    to.forEach((t, i) => {
+      if (!from.some((f) => f.family === t.family)) fail(`${P}.to[${i}]`, `${formatCidr(t)} is ${fam(t)}, but from has no ${fam(t)} range`);
+    });
+    kept.forEach((k, i) => {
+      if (!inAny(from, k)) fail(`${P}.kept[${i}]`, `${formatCidr(k)} is not inside from (${from.map(formatCidr).join(', ')})`);
+    });
+    const api = str(sc, 'apiVersion', P)!;
+    if (!['networking.k8s.io/v1', 'networking.k8s.io/v1beta1', 'networking.k8s.io/v1alpha1'].includes(api)) {
+      fail(`${P}.apiVersion`, `${show(api)} is not a ServiceCIDR API version (networking.k8s.io/v1, v1beta1 or v1alpha1)`);
+    }
+    const mk = obj(sc.minKeptPrefix, `${P}.minKeptPrefix`);
+    int(mk, 'ipv4', `${P}.minKeptPrefix`, 0, 32);
+    int(mk, 'ipv6', `${P}.minKeptPrefix`, 0, 128);
     oneOf(spec, 'strategy', 'spec', ['in-place', 'recreate'] as const);
     const o = obj(spec.options, 'spec.options');
-    if (!Number.isInteger(o.batchSize) || (o.batchSize as number) < 1) fail('spec.options.batchSize', 'must be a whole number >= 1');
-    if (typeof o.headroom !== 'number' || o.headroom < 1) fail('spec.options.headroom', 'must be a number >= 1');
+    int(o, 'batchSize', 'spec.options', 1, 100_000);
+    if (typeof o.headroom !== 'number' || !Number.isFinite(o.headroom) || o.headroom < 1) fail('spec.options.headroom', `must be a number >= 1 (got ${show(o.headroom)})`);
     str(o, 'tierKey', 'spec.options');
     oneOf(o, 'tierOrder', 'spec.options', ['ascending', 'descending'] as const);
     strList(o, 'keep', 'spec.options');
+    r.svc = { from, to, target, kept };
+  } else {
+    if (spec.strategy !== undefined) fail('spec.strategy', 'set, but the plan has no spec.serviceCIDR');
+    if (spec.options !== undefined) fail('spec.options', 'set, but the plan has no spec.serviceCIDR');
   }
   if (spec.podCIDR !== undefined) {
-    const pc = obj(spec.podCIDR, 'spec.podCIDR');
-    strList(pc, 'from', 'spec.podCIDR');
-    strList(pc, 'to', 'spec.podCIDR');
-    oneOf(pc, 'ipam', 'spec.podCIDR', ['calico', 'node'] as const);
-    const r = obj(pc.restarts, 'spec.podCIDR.restarts');
-    if (!Number.isInteger(r.parallel) || (r.parallel as number) < 1) fail('spec.podCIDR.restarts.parallel', 'must be a whole number >= 1');
-    strList(r, 'critical', 'spec.podCIDR.restarts');
-    if (pc.ipam === 'calico') {
-      const c = obj(pc.calico, 'spec.podCIDR.calico');
-      for (const k of ['oldPools', 'newPools'] as const) {
-        list(c, k, 'spec.podCIDR.calico')!.forEach((p, i) => {
-          const pp = `spec.podCIDR.calico.${k}[${i}]`;
-          const po = obj(p, pp);
-          str(po, 'name', pp);
-          str(po, 'cidr', pp);
-          if (!Number.isInteger(po.blockSize)) fail(`${pp}.blockSize`, 'must be a whole number');
-        });
+    const P = 'spec.podCIDR';
+    const pc = obj(spec.podCIDR, P);
+    const from = cidrList(pc, 'from', P);
+    const to = cidrList(pc, 'to', P, { nonEmpty: true, onePerFamily: true });
+    from.forEach((f, i) => {
+      if (!to.some((t) => t.family === f.family)) fail(`${P}.from[${i}]`, `${formatCidr(f)} is ${fam(f)}, but to has no ${fam(f)} range`);
+    });
+    const ipam = oneOf(pc, 'ipam', P, ['calico', 'node'] as const);
+    const rs = obj(pc.restarts, `${P}.restarts`);
+    int(rs, 'parallel', `${P}.restarts`, 1, 10_000);
+    strList(rs, 'critical', `${P}.restarts`)!.forEach((c, i) => {
+      const [ns, name, more] = c.split('/');
+      if (more !== undefined || !ns || !name || !DNS_LABEL.test(ns) || name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
+        fail(`${P}.restarts.critical[${i}]`, `${show(c)} is not namespace/name`);
       }
+    });
+    if (ipam === 'calico') {
+      const c = obj(pc.calico, `${P}.calico`);
+      bool(c, 'operatorManaged', `${P}.calico`);
+      list(c, 'oldPools', `${P}.calico`)!.forEach((x, i) => checkPool(x, `${P}.calico.oldPools[${i}]`, undefined));
+      const np = list(c, 'newPools', `${P}.calico`)!;
+      if (np.length === 0) fail(`${P}.calico.newPools`, 'must name at least one pool');
+      np.forEach((x, i) => checkPool(x, `${P}.calico.newPools[${i}]`, to));
     } else {
-      const n = obj(pc.node, 'spec.podCIDR.node');
-      if (!Number.isInteger(n.maskSize)) fail('spec.podCIDR.node.maskSize', 'must be a whole number');
-      str(n, 'hook', 'spec.podCIDR.node', true);
-      list(n, 'nodes', 'spec.podCIDR.node')!.forEach((x, i) => {
-        const np = `spec.podCIDR.node.nodes[${i}]`;
+      const n = obj(pc.node, `${P}.node`);
+      const maxPrefix = Math.max(...to.map((t) => t.prefix));
+      const mask = int(n, 'maskSize', `${P}.node`, Math.min(...to.map((t) => t.prefix)), to.some((t) => t.family === 6) ? 128 : 32)!;
+      if (mask < maxPrefix) fail(`${P}.node.maskSize`, `/${mask} is larger than spec.podCIDR.to`);
+      str(n, 'hook', `${P}.node`, true);
+      list(n, 'nodes', `${P}.node`)!.forEach((x, i) => {
+        const np = `${P}.node.nodes[${i}]`;
         const no = obj(x, np);
-        str(no, 'name', np);
-        strList(no, 'from', np);
-        strList(no, 'to', np);
+        subdomain(no, 'name', np);
+        cidrList(no, 'from', np);
+        cidrList(no, 'to', np, { nonEmpty: true, onePerFamily: true }).forEach((c, j) => {
+          if (!inAny(to, c)) fail(`${np}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${to.map(formatCidr).join(', ')})`);
+        });
       });
     }
+    r.pod = { from, to };
   }
   list(p, 'preflight', 'plan')!.forEach((c, i) => {
     const cp = `preflight[${i}]`;
@@ -187,30 +355,53 @@ export function validatePlan(doc: unknown): MigrationPlan {
     oneOf(co, 'status', cp, ['pass', 'warn', 'fail'] as const);
     str(co, 'message', cp);
     str(co, 'fix', cp);
+    bool(co, 'target', cp, true);
   });
-  list(p, 'mapping', 'plan')!.forEach((m, i) => checkMapping(m, `mapping[${i}]`));
+  const services = new Set<string>();
+  list(p, 'mapping', 'plan')!.forEach((m, i) => {
+    const key = checkMapping(m, `mapping[${i}]`, r);
+    if (services.has(key)) fail(`mapping[${i}]`, `${key} is mapped twice`);
+    services.add(key);
+  });
+  (list(p, 'references', 'plan', true) ?? []).forEach((x, i) => { obj(x, `references[${i}]`); });
   const ids = new Set<string>();
   list(p, 'steps', 'plan')!.forEach((s, i) => {
-    checkStep(s, `steps[${i}]`);
-    const id = (s as Obj).id as string;
+    const { id } = checkStep(s, `steps[${i}]`, r);
     if (ids.has(id)) fail(`steps[${i}].id`, `"${id}" is used twice`);
     ids.add(id);
   });
   return p as unknown as MigrationPlan;
 }
 
-/** Reads a plan written by planToYaml (or planToJson: JSON is YAML). */
-export function planFromYaml(text: string): MigrationPlan {
+/** The largest plan read: far beyond a plan for tens of thousands of Services. */
+export const MAX_PLAN_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Reads a plan written by planToYaml (or planToJson: JSON is YAML). `source` (the file name) starts every
+ * message: "plan.yaml: spec.serviceCIDR.target[0]: "banana" is not a CIDR (...)".
+ */
+export function planFromYaml(text: string, source?: string): MigrationPlan {
+  const prefix = source !== undefined ? `${source}: ` : 'invalid plan: ';
+  if (text.length > MAX_PLAN_BYTES) throw new PlanFormatError(`${prefix}${text.length} characters is more than a plan may have`);
+  if (text.includes('\0')) throw new PlanFormatError(`${prefix}not text (binary data): not a plan written by kube-renumber plan -o yaml`);
+  if (text.trim() === '') throw new PlanFormatError(`${prefix}the file is empty`);
   let doc: unknown;
   try {
     doc = yaml.load(text);
   } catch (e) {
     const err = e as { reason?: string; mark?: { line?: number }; message?: string };
     const line = err.mark?.line !== undefined ? ` at line ${err.mark.line + 1}` : '';
-    throw new PlanFormatError(`invalid plan: not YAML${line}: ${err.reason ?? err.message ?? String(e)}`);
+    throw new PlanFormatError(`${prefix}not YAML${line}: ${(err.reason ?? err.message ?? String(e)).split('\n')[0]}`);
   }
-  if (doc === undefined || doc === null) throw new PlanFormatError('invalid plan: the file is empty');
-  return validatePlan(doc);
+  if (doc === undefined || doc === null) throw new PlanFormatError(`${prefix}the file is empty`);
+  try {
+    return validatePlan(doc);
+  } catch (e) {
+    if (e instanceof PlanFormatError && source !== undefined && e.field !== undefined) {
+      throw new PlanFormatError(`${prefix}${e.message.replace(/^invalid plan: /, '')}`, e.field);
+    }
+    throw e;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -3,14 +3,14 @@
  * session: the plan file, the state directory (journal, backups, local lock), the cluster Lease.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { KubeObject } from '../../cluster/types.ts';
 import { BackupStore } from '../../engine/backup.ts';
-import { writeFileDurable } from '../../engine/files.ts';
-import { completedSteps, Journal, readJournal } from '../../engine/journal.ts';
+import { checkStateDir, decodeText, readRegularFile, writeFileDurable } from '../../engine/files.ts';
+import { completedSteps, Journal, readJournal, type JournalEntry } from '../../engine/journal.ts';
 import { acquireLease, acquireLocalLock, holderIdentity } from '../../engine/lock.ts';
 import { rollbackSteps, runSteps, type DryRun, type StepContext } from '../../engine/runner.ts';
 import { PlanExecutor } from '../../engine/plan-executor.ts';
@@ -20,10 +20,11 @@ import { BLOCKAFFINITIES, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, NODES } from '../../
 import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
 import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
 import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
+import { MAX_PLAN_BYTES } from '../../plan/render.ts';
 import { durationFlag, list, str } from '../common.ts';
-import { ExitCode, UsageError, UserError } from '../errors.ts';
+import { ExitCode, InputError, UsageError, UserError } from '../errors.ts';
 import type { Command, Io, Values } from '../main.ts';
-import { parseOutput, renderData, table } from '../output.ts';
+import { parseOutput, renderData, table, type OutputFormat } from '../output.ts';
 
 const SESSION_OPTIONS = {
   'state-dir': { type: 'string' },
@@ -43,6 +44,9 @@ const SESSION_HELP = `  --state-dir DIR          journal, backups and lock (defa
   --no-covers              in-place moves without cover Services (no LoadBalancer-typed helpers; each moved
                            Service's old and new IP may not answer for up to kube-proxy's sync period)`;
 
+/** The one positional of every command here. */
+const PLAN_POSITIONAL = { min: 1, max: 1, name: 'PLAN' } as const;
+
 interface Session {
   plan: MigrationPlan;
   planId: string;
@@ -54,16 +58,77 @@ interface Session {
   release(): Promise<void>;
 }
 
-function readPlan(positionals: string[]): { plan: MigrationPlan; text: string; path: string } {
+interface ReadPlan { plan: MigrationPlan; text: string; path: string }
+
+/**
+ * The flags of apply/resume/status/verify/rollback/restore, all checked before the plan is read, the state
+ * directory looked at or the cluster contacted: a bad value is exit 2 and nothing else happened.
+ */
+interface Flags {
+  output: OutputFormat;
+  dryRun: DryRun;
+  stateDir?: string;
+  clusterDomain?: string;
+  timeoutMs?: number;
+  rolloutTimeoutMs?: number;
+  propagationDelayMs?: number;
+  ackGates: string[];
+}
+
+/** A DNS domain such as cluster.local: labels of lowercase letters, digits and "-", at most 253 in all. */
+const DOMAIN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
+
+function positiveDuration(values: Values, key: string): number | undefined {
+  const ms = durationFlag(values, key);
+  if (ms !== undefined && ms <= 0) throw new UsageError(`--${key} ${str(values, key)} must be more than 0`);
+  return ms;
+}
+
+function checkFlags(values: Values, name: string): Flags {
+  for (const [flag, why] of [
+    ['from-file', 'the plan holds what was read from the cluster'],
+    ['avoid', 'ranges to avoid are chosen when planning'],
+    ['namespace', 'the plan decides which objects change'],
+  ] as const) {
+    if (values[flag] !== undefined) throw new UsageError(`${name} does not take --${flag}: ${why} (see "kube-renumber ${name} --help")`);
+  }
+  const output = parseOutput(str(values, 'output'));
+  const dryRun = parseDryRun(values);
+  const stateDir = str(values, 'state-dir');
+  if (stateDir !== undefined && (stateDir.trim() === '' || stateDir.includes('\0'))) throw new UsageError('--state-dir needs a directory path');
+  const clusterDomain = str(values, 'cluster-domain');
+  if (clusterDomain !== undefined && (clusterDomain.length > 253 || !DOMAIN.test(clusterDomain))) {
+    throw new UsageError(`--cluster-domain ${JSON.stringify(clusterDomain)} is not a DNS domain (e.g. cluster.local: lowercase letters, digits, "-" and ".")`);
+  }
+  const timeoutMs = positiveDuration(values, 'timeout');
+  const rolloutTimeoutMs = positiveDuration(values, 'rollout-timeout');
+  const propagationDelayMs = durationFlag(values, 'propagation-delay');
+  positiveDuration(values, 'request-timeout');
+  const ackGates = list(values, 'ack-gate');
+  for (const g of ackGates) if (g.trim() === '') throw new UsageError('--ack-gate needs the id of a gate step of the plan');
+  return { output, dryRun, stateDir, clusterDomain, timeoutMs, rolloutTimeoutMs, propagationDelayMs, ackGates };
+}
+
+/** The plan named by the one positional: a regular, non-empty text file holding a valid plan (else exit 3). */
+function readPlan(positionals: string[]): ReadPlan {
   if (positionals.length !== 1) throw new UsageError('give the plan file, e.g. kube-renumber apply plan.yaml (from kube-renumber plan -o yaml)');
   const path = positionals[0]!;
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new UserError(`cannot read plan ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 'input');
+  if (path.trim() === '' || path.includes('\0')) throw new UsageError('give the plan file, e.g. kube-renumber apply plan.yaml (from kube-renumber plan -o yaml)');
+  const bytes = readRegularFile(path, 'plan', MAX_PLAN_BYTES);
+  const text = decodeText(bytes);
+  if (text === undefined) throw new InputError(`${path}: not text (binary data): not a plan written by kube-renumber plan -o yaml`);
+  if (text.trim() === '') throw new InputError(`${path}: the file is empty: not a plan written by kube-renumber plan -o yaml`);
+  return { plan: planFromYaml(text, path), text, path };
+}
+
+/** Every --ack-gate names a gate step of the plan. */
+function checkAcks(flags: Flags, read: ReadPlan): void {
+  const gates = read.plan.steps.filter((s) => s.kind === 'gate').map((s) => s.id);
+  for (const g of flags.ackGates) {
+    if (!gates.includes(g)) {
+      throw new UsageError(`--ack-gate ${JSON.stringify(g)} is not a gate of ${read.path} (${gates.length > 0 ? `its gates: ${gates.join(', ')}` : 'it has no gates'})`);
+    }
   }
-  return { plan: planFromYaml(text), text, path };
 }
 
 export function planId(text: string): string {
@@ -75,11 +140,35 @@ export function defaultStateDir(id: string, env: NodeJS.ProcessEnv): string {
   return join(base, 'kube-renumber', id);
 }
 
-async function openSession(values: Values, positionals: string[], io: Io,
-  opts: { lock: boolean; dryRun?: DryRun; read?: ReturnType<typeof readPlan> }): Promise<Session> {
-  const { plan, text } = opts.read ?? readPlan(positionals);
-  const id = planId(text);
-  const stateDir = str(values, 'state-dir') ?? defaultStateDir(id, io.env);
+interface Prepared { flags: Flags; read: ReadPlan; id: string; stateDir: string; entries: JournalEntry[] }
+
+/**
+ * Everything a command checks before it contacts the cluster, takes a lock or writes: the flags, the plan, the
+ * state directory (a directory we can write 0600 files in, not on a pseudo file system), the journal (every
+ * line an entry) and the backups (every file a backup record). Reads only.
+ */
+function prepare(values: Values, positionals: string[], io: Io, name: string,
+  opts: { write: boolean; journal: boolean; backups: boolean; preflight?: boolean }): Prepared {
+  const flags = checkFlags(values, name);
+  const read = readPlan(positionals);
+  if (opts.preflight) {
+    const failed = read.plan.preflight.filter((c) => c.status === 'fail');
+    if (failed.length > 0 && flags.dryRun === 'none') {
+      throw new InputError(`${read.path}: the plan has ${failed.length} failed pre-flight check(s) (${failed.map((c) => c.id).join(', ')}): fix them and plan again`);
+    }
+  }
+  checkAcks(flags, read);
+  const id = planId(read.text);
+  const stateDir = flags.stateDir ?? defaultStateDir(id, io.env);
+  checkStateDir(stateDir, { writable: opts.write });
+  // A torn last line is reported here by read-only commands; a run that writes reports it when it repairs it.
+  const entries = opts.journal ? readJournal(join(stateDir, 'journal.jsonl'), { warn: opts.write ? undefined : (m) => io.err(`warning: ${m}\n`) }) : [];
+  if (opts.backups) new BackupStore(join(stateDir, 'backups'), id).check();
+  return { flags, read, id, stateDir, entries };
+}
+
+async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: boolean; dryRun?: DryRun }): Promise<Session> {
+  const { flags, read: { plan, text }, id, stateDir } = pre;
   const verbose = values.verbose === true;
   const client = connect({
     kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
@@ -93,28 +182,30 @@ async function openSession(values: Values, positionals: string[], io: Io,
     releaseLocal = acquireLocalLock(join(stateDir, 'lock'), holder).release;
     try {
       if (opts.dryRun !== 'client') lease = await acquireLease(client, holder);
+      if (!existsSync(join(stateDir, 'plan.yaml'))) writeFileDurable(join(stateDir, 'plan.yaml'), text);
     } catch (e) {
+      await lease?.release();
       releaseLocal();
       throw e;
     }
-    if (!existsSync(join(stateDir, 'plan.yaml'))) writeFileDurable(join(stateDir, 'plan.yaml'), text);
   }
   const executor = new PlanExecutor(plan, {
-    clusterDomain: str(values, 'cluster-domain'),
-    acknowledgedGates: list(values, 'ack-gate'),
-    timeoutMs: durationFlag(values, 'timeout'),
-    rolloutTimeoutMs: durationFlag(values, 'rollout-timeout'),
-    propagationDelayMs: durationFlag(values, 'propagation-delay'),
+    clusterDomain: flags.clusterDomain,
+    acknowledgedGates: flags.ackGates,
+    timeoutMs: flags.timeoutMs,
+    rolloutTimeoutMs: flags.rolloutTimeoutMs,
+    propagationDelayMs: flags.propagationDelayMs,
     covers: values['no-covers'] === true ? false : undefined,
     token: id,
   });
+  const warn = (m: string) => io.err(`warning: ${m}\n`);
   const ctx: StepContext = {
     client,
     backups: new BackupStore(join(stateDir, 'backups'), run),
-    journal: new Journal(join(stateDir, 'journal.jsonl'), run),
+    journal: new Journal(join(stateDir, 'journal.jsonl'), run, warn),
     dryRun: opts.dryRun ?? 'none',
     log: (m) => { if (verbose || opts.dryRun === 'client') io.err(`${m}\n`); },
-    warn: (m) => io.err(`warning: ${m}\n`),
+    warn,
   };
   return {
     plan, planId: id, stateDir, client, executor, ctx,
@@ -144,14 +235,9 @@ async function ask(io: Io, question: string): Promise<boolean> {
 }
 
 async function runPlan(values: Values, positionals: string[], io: Io, resume: boolean): Promise<number> {
-  const dryRun = parseDryRun(values);
-  const output = parseOutput(str(values, 'output'));
-  const read = readPlan(positionals);
-  const failed = read.plan.preflight.filter((c) => c.status === 'fail');
-  if (failed.length > 0 && dryRun === 'none') {
-    throw new UserError(`the plan has ${failed.length} failed pre-flight check(s) (${failed.map((c) => c.id).join(', ')}): fix them and plan again`, 'usage');
-  }
-  const s = await openSession(values, positionals, io, { lock: true, dryRun, read });
+  const pre = prepare(values, positionals, io, resume ? 'resume' : 'apply', { write: true, journal: true, backups: true, preflight: true });
+  const { dryRun, output } = pre.flags;
+  const s = await openSession(values, io, pre, { lock: true, dryRun });
   try {
     s.ctx.journal.append('run-start', { detail: `${resume ? 'resume' : 'apply'}${dryRun !== 'none' ? ` --dry-run=${dryRun}` : ''}` });
     const steps = s.executor.steps();
@@ -201,6 +287,7 @@ ${SESSION_HELP}`;
 
 export const applyCommand: Command = {
   name: 'apply',
+  positionals: PLAN_POSITIONAL,
   summary: 'execute a plan step by step: check, back up, apply, verify, journal; stops at gates',
   usage: 'kube-renumber apply PLAN.yaml [--yes] [--dry-run=none|client|server]',
   options: RUN_OPTIONS,
@@ -210,6 +297,7 @@ export const applyCommand: Command = {
 
 export const resumeCommand: Command = {
   name: 'resume',
+  positionals: PLAN_POSITIONAL,
   summary: 'continue a stopped or crashed run of a plan (each step re-checks the cluster first)',
   usage: 'kube-renumber resume PLAN.yaml [--yes] [--ack-gate ID]',
   options: RUN_OPTIONS,
@@ -219,14 +307,12 @@ export const resumeCommand: Command = {
 
 export const statusCommand: Command = {
   name: 'status',
+  positionals: PLAN_POSITIONAL,
   summary: "show a plan's progress from its journal",
   usage: 'kube-renumber status PLAN.yaml [-o table|json|yaml]',
   options: { 'state-dir': { type: 'string' } },
   async run({ values, positionals, io }) {
-    const output = parseOutput(str(values, 'output'));
-    const { plan, text } = readPlan(positionals);
-    const stateDir = str(values, 'state-dir') ?? defaultStateDir(planId(text), io.env);
-    const entries = readJournal(join(stateDir, 'journal.jsonl'));
+    const { flags: { output }, read: { plan }, stateDir, entries } = prepare(values, positionals, io, 'status', { write: false, journal: true, backups: false });
     const done = new Set(completedSteps(entries));
     const rows = plan.steps.map((st) => {
       const last = [...entries].reverse().find((e) => e.step === st.id);
@@ -245,11 +331,13 @@ export const statusCommand: Command = {
 
 export const verifyCommand: Command = {
   name: 'verify',
+  positionals: PLAN_POSITIONAL,
   summary: "check the cluster is in the plan's end state; exit 6 if anything is off",
   usage: 'kube-renumber verify PLAN.yaml',
   options: SESSION_OPTIONS,
   async run({ values, positionals, io }) {
-    const s = await openSession(values, positionals, io, { lock: false });
+    const pre = prepare(values, positionals, io, 'verify', { write: false, journal: false, backups: true });
+    const s = await openSession(values, io, pre, { lock: false });
     const problem = await s.executor.verifyEndState(s.client, s.ctx.backups);
     if (problem) {
       io.err(`error: not in the end state: ${problem}\n`);
@@ -263,11 +351,13 @@ export const verifyCommand: Command = {
 
 export const rollbackCommand: Command = {
   name: 'rollback',
+  positionals: PLAN_POSITIONAL,
   summary: 'undo completed steps in reverse where the API allows, and say what cannot be undone',
   usage: 'kube-renumber rollback PLAN.yaml',
   options: SESSION_OPTIONS,
   async run({ values, positionals, io }) {
-    const s = await openSession(values, positionals, io, { lock: true });
+    const pre = prepare(values, positionals, io, 'rollback', { write: true, journal: true, backups: true });
+    const s = await openSession(values, io, pre, { lock: true });
     try {
       const r = await rollbackSteps(s.executor.steps(), s.ctx);
       io.out(table(['step', 'result'], [
@@ -299,11 +389,13 @@ function typeFor(o: KubeObject, scVersion: string): ResourceType | undefined {
 
 export const restoreCommand: Command = {
   name: 'restore',
+  positionals: PLAN_POSITIONAL,
   summary: "put back objects from a run's backups (those that no longer exist)",
   usage: 'kube-renumber restore PLAN.yaml',
   options: SESSION_OPTIONS,
   async run({ values, positionals, io }) {
-    const s = await openSession(values, positionals, io, { lock: true });
+    const pre = prepare(values, positionals, io, 'restore', { write: true, journal: false, backups: true });
+    const s = await openSession(values, io, pre, { lock: true });
     try {
       const rows: string[][] = [];
       for (const o of s.ctx.backups.all()) {
