@@ -103,6 +103,17 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
         : ipam === 'cilium' ? 'pods get IPs from Cilium IPAM'
           : 'pod IPAM owner unknown' });
 
+  // The distribution's own configuration, when the distribution is known but its configuration was not read.
+  const kind = snap.distribution.kind;
+  if (kind === 'kops' && !snap.kops) {
+    facts.push({ id: 'kops-spec', ok: null,
+      summary: 'kOps cluster without its Cluster spec in the input (it lives in the kOps state store, not in the API): podCIDR, serviceClusterIPRange and '
+        + 'nonMasqueradeCIDR not read; to add them: `kops get cluster -o yaml > cluster.yaml`, then -f cluster.yaml next to a dump of the cluster' });
+  } else if ((kind === 'kubeadm' || kind === 'kubespray') && !snap.kubeadm) {
+    facts.push({ id: 'kubeadm-config', ok: null,
+      summary: 'kubeadm cluster without its ClusterConfiguration in the input (ConfigMap kube-system/kubeadm-config missing or not readable): podSubnet and serviceSubnet not read' });
+  }
+
   const kcm = snap.controllerManagers[0];
   if (kcm?.allocateNodeCIDRs && ipam === 'calico-ipam') {
     facts.push({ id: 'allocate-node-cidrs', ok: null,

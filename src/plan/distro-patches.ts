@@ -5,7 +5,8 @@
  */
 import * as yaml from 'js-yaml';
 import type { Snapshot } from '../cluster/types.ts';
-import { distributionOf } from './preflight.ts';
+import { tryParseCidr } from '../net/index.ts';
+import { distributionOf, proposeNonMasquerade } from './preflight.ts';
 import { slowUdpConntrackCleanup } from '../analyze/readiness.ts';
 
 export type PatchGate = 'enable-servicecidr-api' | 'restart-apiservers' | 'kubelet-cluster-dns' | 'kcm-stop-allocating' | 'kcm-cluster-cidr' | 'pod-cidr-config';
@@ -58,13 +59,18 @@ export function mergeRuntimeConfig(existing: string | undefined, gv: string): st
   return [...parts, `${gv}=true`].join(',');
 }
 
+/** What a kOps patch edits. */
+export const KOPS_EDIT = 'kOps Cluster spec (kops edit cluster, or the cluster manifest your pipeline applies with kops replace)';
+
+/** The first lines of a kOps patch written without the Cluster spec: which layouts the fields may sit in. */
+export const KOPS_UNREAD_HEADER = '# kOps Cluster spec not read (pre-flight kops-spec): change these fields where your spec has them.\n'
+  + '# Networking layout (kops.k8s.io/v1alpha3): podCIDR, serviceClusterIPRange and nonMasqueradeCIDR under spec.networking, SANs in spec.api.additionalSANs;\n'
+  + '# legacy layout (kops.k8s.io/v1alpha2): the same fields directly under spec, SANs in spec.additionalSans.\n';
+
 function kopsPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
-  const k = snap.kops!;
-  const net = k.layout === 'legacy' ? 'spec' : 'spec.networking';
-  const sansField = k.layout === 'legacy' ? 'additionalSans' : 'additionalSANs';
-  const sansPath = k.layout === 'legacy' ? 'spec' : 'spec.api';
+  const k = snap.kops;
   const out: DistroPatch[] = [];
-  const edit = 'kOps Cluster spec (kops edit cluster, or the cluster manifest your pipeline applies with kops replace)';
+  const edit = KOPS_EDIT;
   if (ctx.enableApi) {
     const gv = `networking.k8s.io/${ctx.enableApi}`;
     const gates = ctx.enableApi === 'v1' ? undefined : { MultiCIDRServiceAllocator: 'true' };
@@ -79,6 +85,13 @@ function kopsPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
       after: dump({ spec: after }),
     });
   }
+  if (!k) {
+    out.push(kopsServiceRangeUnread(snap, ctx));
+    return out;
+  }
+  const net = k.layout === 'legacy' ? 'spec' : 'spec.networking';
+  const sansField = k.layout === 'legacy' ? 'additionalSans' : 'additionalSANs';
+  const sansPath = k.layout === 'legacy' ? 'spec' : 'spec.api';
   const before: Record<string, unknown> = {};
   const after: Record<string, unknown> = {};
   const netBefore: Record<string, unknown> = { serviceClusterIPRange: k.serviceClusterIPRange ?? ctx.oldFlag.join(',') };
@@ -116,6 +129,40 @@ function kopsPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
     after: dump(after).replace(/- '# \.\.\.existing entries'/g, '# ...existing entries'),
   });
   return out;
+}
+
+/**
+ * kops-service-range without the Cluster spec: every field by name, in the networking layout with the legacy
+ * place beside it, and what is not known (whether kubeDNS.serverIP and kubelet.clusterDNS are set, the
+ * current nonMasqueradeCIDR) said as such.
+ */
+function kopsServiceRangeUnread(snap: Snapshot, ctx: PatchContext): DistroPatch {
+  const newSvc = ctx.newFlag[0]!;
+  const parsed = tryParseCidr(newSvc);
+  const nm = parsed ? proposeNonMasquerade(snap, parsed) : undefined;
+  const b: string[] = ['spec:', '  networking:                # legacy layout: these fields directly under spec', `    serviceClusterIPRange: ${ctx.oldFlag.join(',')}`,
+    '    nonMasqueradeCIDR: (not read; kOps default 100.64.0.0/10)'];
+  const a: string[] = ['spec:', '  networking:', `    serviceClusterIPRange: ${newSvc}`,
+    nm
+      ? `    nonMasqueradeCIDR: ${nm}   # only if the current one does not contain ${newSvc} and the pod range`
+      : `    nonMasqueradeCIDR: TODO if the current one does not contain ${newSvc}: no range clear of the node network and well-known ranges holds serviceClusterIPRange ${newSvc} and the pod range; move the Pod CIDR next to the new service range first or together`];
+  if (ctx.newDNS) {
+    b.push('  kubeDNS:', `    serverIP: ${ctx.oldDNS}      # when set (kOps derives it from the range otherwise)`, '  kubelet:', `    clusterDNS: ${ctx.oldDNS}    # when set`);
+    a.push('  kubeDNS:', `    serverIP: ${ctx.newDNS}`, '  kubelet:', `    clusterDNS: ${ctx.newDNS}    # when set (other entries unchanged)`);
+  }
+  const sans = [ctx.oldKubernetesIP, ctx.newKubernetesIP].filter((x): x is string => !!x);
+  if (sans.length > 0) {
+    b.push('  api:                       # legacy layout: spec.additionalSans', '    additionalSANs:', '      # ...existing entries');
+    a.push('  api:', '    additionalSANs:', '      # ...existing entries', ...sans.map((x) => `      - ${x}`));
+  }
+  return {
+    id: 'kops-service-range', distribution: 'kops', gate: 'restart-apiservers', target: KOPS_EDIT,
+    description: 'the new service range (spec.networking.serviceClusterIPRange, legacy layout spec.serviceClusterIPRange), a nonMasqueradeCIDR that holds it, '
+      + 'the DNS Service IP (kOps validation requires kubeDNS.serverIP inside serviceClusterIPRange and kubelet.clusterDNS equal to it), '
+      + 'and both default/kubernetes IPs as certificate SANs; the Cluster spec was not read, so the fields are named for both layouts',
+    before: KOPS_UNREAD_HEADER + b.join('\n') + '\n',
+    after: KOPS_UNREAD_HEADER + a.join('\n') + '\n',
+  };
 }
 
 function kubeadmPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
@@ -236,7 +283,7 @@ function genericPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
 export function distroPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
   switch (distributionOf(snap)) {
     case 'kops':
-      return snap.kops ? kopsPatches(snap, ctx) : genericPatches(snap, ctx);
+      return kopsPatches(snap, ctx);
     case 'kubeadm':
       return kubeadmPatches(snap, ctx);
     case 'k3s':

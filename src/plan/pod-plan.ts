@@ -17,10 +17,12 @@ import { clusterCIDRs } from '../analyze/capacity.ts';
 import type { AvoidRange } from '../analyze/catalog.ts';
 import type { CalicoPool, Family, Snapshot } from '../cluster/types.ts';
 import {
-  contains, familyName, formatCidr, NetError, parseCidr, split, supernet, tryParseCidr, type Cidr,
+  contains, familyName, formatCidr, NetError, overlaps, parseCidr, split, supernet, tryParseCidr, type Cidr,
 } from '../net/index.ts';
-import type { DistroPatch } from './distro-patches.ts';
-import { distributionOf, overlapHits, type PreflightCheck } from './preflight.ts';
+import { addressPlan } from '../analyze/addressing.ts';
+import { KOPS_EDIT, KOPS_UNREAD_HEADER, type DistroPatch } from './distro-patches.ts';
+import { distributionOf, distroConfigCheck, overlapHits, type PreflightCheck } from './preflight.ts';
+import { currentServiceRanges } from './service-mapping.ts';
 
 export type PodIpam = 'calico' | 'node';
 
@@ -263,7 +265,11 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
     const sizeProblems: string[] = [];
     const sizeFine: string[] = [];
     for (const [f, t] of target) {
-      const model = oldPools.find((p) => famOf(p.cidr) === f)!;
+      const model = oldPools.find((p) => famOf(p.cidr) === f);
+      if (!model) {
+        sizeProblems.push(`${formatCidr(t)}: the cluster has no ${familyName(f)} Calico pool to move; give NEW only for the families it has`);
+        continue;
+      }
       const blockSize = opts.blockSize ?? model.blockSize;
       const max = f === 4 ? 32 : 128;
       const min = f === 4 ? 20 : 116;
@@ -346,6 +352,8 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
       ? { id: 'pod-kops-nonmasquerade', status: 'warn', message: `kOps nonMasqueradeCIDR ${snap.kops.nonMasqueradeCIDR} does not contain ${outside.map(formatCidr).join(',')}: traffic from NEW would be masqueraded`, fix: 'the pod-cidr-config gate changes nonMasqueradeCIDR with podCIDR (patch kops-pod-cidr)' }
       : pass('pod-kops-nonmasquerade', `kOps nonMasqueradeCIDR ${snap.kops.nonMasqueradeCIDR} contains ${newText.join(',')}`));
   }
+  const unread = distroConfigCheck(snap);
+  if (unread) checks.push(unread);
   checks.push(dns
     ? pass('pod-dns', `cluster DNS Deployment ${dns} is scaled up by one before the restarts and back afterwards`)
     : { id: 'pod-dns', status: 'warn', message: 'the cluster DNS Deployment was not found (by the DNS Service selector): it restarts with every other workload, not scaled up first', fix: 'name it with --critical NS/NAME' });
@@ -522,21 +530,7 @@ export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
   const oldCC = kcm?.clusterCIDR?.join(',') ?? snap.kubeadm?.podSubnet?.join(',') ?? snap.kops?.podCIDR ?? spec.from.join(',');
   const allocAfter = spec.ipam === 'node';
   if (distro === 'kops') {
-    const k = snap.kops!;
-    const edit = 'kOps Cluster spec (kops edit cluster)';
-    const field = k.layout === 'legacy' ? '' : 'networking.';
-    const nm = k.nonMasqueradeCIDR ? tryParseCidr(k.nonMasqueradeCIDR) : undefined;
-    const newNm = nm && spec.to.some((t) => { const c = parseCidr(t); return c.family === nm.family && !contains(nm, c); })
-      ? formatCidr(covering([nm, ...spec.to.map((t) => parseCidr(t)).filter((c) => c.family === nm.family)])) : k.nonMasqueradeCIDR;
-    if (spec.ipam === 'node') {
-      out.push({ id: 'kops-stop-allocating', distribution: 'kops', gate: 'kcm-stop-allocating', target: edit, description: 'kube-controller-manager stops allocating node podCIDRs', before: `spec:\n  kubeControllerManager:\n    allocateNodeCIDRs: ${k.allocateNodeCIDRs ?? true}\n`, after: 'spec:\n  kubeControllerManager:\n    allocateNodeCIDRs: false\n' });
-    }
-    out.push({
-      id: 'kops-pod-cidr', distribution: 'kops', gate: finalGate, target: edit,
-      description: `pod range ${to}${newNm !== k.nonMasqueradeCIDR ? ` and nonMasqueradeCIDR ${newNm} (must contain the pod and service ranges)` : ''}; kube-controller-manager ${allocAfter ? 'allocates from it again' : 'keeps allocateNodeCIDRs false so it starts while nodes keep old podCIDRs'}`,
-      before: `spec:\n  ${field}podCIDR: ${k.podCIDR ?? oldCC}\n  ${field}nonMasqueradeCIDR: ${k.nonMasqueradeCIDR ?? ''}\n  kubeControllerManager:\n    allocateNodeCIDRs: ${allocAfter ? false : k.allocateNodeCIDRs ?? true}\n`,
-      after: `spec:\n  ${field}podCIDR: ${to}\n  ${field}nonMasqueradeCIDR: ${newNm ?? ''}\n  kubeControllerManager:\n    allocateNodeCIDRs: ${allocAfter}\n`,
-    });
+    out.push(...kopsPodPatches(snap, spec, finalGate, oldCC));
   } else if (distro === 'kubeadm') {
     const manifest = '/etc/kubernetes/manifests/kube-controller-manager.yaml (every control-plane node)';
     if (spec.ipam === 'node') {
@@ -562,4 +556,94 @@ export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
     });
   }
   return out;
+}
+
+/**
+ * The kOps patches of a Pod CIDR migration. With the Cluster spec: its fields in its layout. Without it (the
+ * spec lives in the kOps state store, so a live read never has it): every field by name in the networking
+ * layout with the legacy place beside it, and what was not read said as such.
+ */
+function kopsPodPatches(snap: Snapshot, spec: PodCIDRSpec, finalGate: PodPatchGate, oldCC: string): DistroPatch[] {
+  const out: DistroPatch[] = [];
+  const k = snap.kops;
+  const to = spec.to.join(',');
+  const allocAfter = spec.ipam === 'node';
+  const edit = KOPS_EDIT;
+  const header = k ? '' : KOPS_UNREAD_HEADER;
+  const newCidrs = spec.to.map((t) => parseCidr(t));
+  if (spec.ipam === 'node') {
+    out.push({
+      id: 'kops-stop-allocating', distribution: 'kops', gate: 'kcm-stop-allocating', target: edit, description: 'kube-controller-manager stops allocating node podCIDRs',
+      before: `${header}spec:\n  kubeControllerManager:\n    allocateNodeCIDRs: ${k?.allocateNodeCIDRs ?? true}${k?.allocateNodeCIDRs === undefined ? '   # unset: kOps turns it on' : ''}\n`,
+      after: `${header}spec:\n  kubeControllerManager:\n    allocateNodeCIDRs: false\n`,
+    });
+  }
+  const tail = allocAfter ? 'allocates from it again' : 'keeps allocateNodeCIDRs false so it starts while nodes keep old podCIDRs';
+  if (k) {
+    // nonMasqueradeCIDR must contain the pod (and service) range: the current one widened to hold NEW, if sensible.
+    const nm = k.nonMasqueradeCIDR ? tryParseCidr(k.nonMasqueradeCIDR) : undefined;
+    const outside = nm ? newCidrs.filter((c) => c.family === nm.family && !contains(nm, c)) : [];
+    const widened = nm && outside.length > 0 ? sensibleNonMasquerade(snap, [nm, ...outside]) : undefined;
+    const newNm = !nm || outside.length === 0 ? k.nonMasqueradeCIDR
+      : widened ?? `TODO: no range of /8 or smaller clear of the node network holds podCIDR ${to} and serviceClusterIPRange ${k.serviceClusterIPRange ?? 'the service range'}; move the Service CIDR next to the new pod range first or together`;
+    const viaKcm = snap.ranges.some((r) => r.source === 'kOps podCIDR' && r.label.includes('kubeControllerManager.clusterCIDR'));
+    const legacy = k.layout === 'legacy';
+    const netLines = (pod: string, nmv: string | undefined): string[] => {
+      const lines = [...(viaKcm ? [] : [`podCIDR: ${pod}`]), ...(nmv !== undefined ? [`nonMasqueradeCIDR: ${nmv}`] : [])];
+      if (lines.length === 0) return [];
+      return legacy ? lines.map((l) => `  ${l}`) : ['  networking:', ...lines.map((l) => `    ${l}`)];
+    };
+    const kcmLines = (pod: string, alloc: boolean | string) => ['  kubeControllerManager:', ...(viaKcm ? [`    clusterCIDR: ${pod}`] : []), `    allocateNodeCIDRs: ${alloc}`];
+    out.push({
+      id: 'kops-pod-cidr', distribution: 'kops', gate: finalGate, target: edit,
+      description: `pod range ${to}${newNm === k.nonMasqueradeCIDR ? '' : widened ? ` and nonMasqueradeCIDR ${widened} (must contain the pod and service ranges)` : ' and a nonMasqueradeCIDR that contains it and the service range (see after)'}; kube-controller-manager ${tail}`,
+      before: ['spec:', ...netLines(k.podCIDR ?? oldCC, k.nonMasqueradeCIDR), ...kcmLines(k.podCIDR ?? oldCC, allocAfter ? false : k.allocateNodeCIDRs ?? true)].join('\n') + '\n',
+      after: ['spec:', ...netLines(to, newNm), ...kcmLines(to, allocAfter)].join('\n') + '\n',
+    });
+    return out;
+  }
+  // Without the spec: nonMasqueradeCIDR must hold NEW and the service range, whatever it is today.
+  const svc = currentServiceRanges(snap);
+  const perFamily = newCidrs.map((c) => sensibleNonMasquerade(snap, [c, ...svc.filter((x) => x.family === c.family)]));
+  const nm = perFamily.every((x): x is string => !!x) ? perFamily.join(',') : undefined;
+  const svcText = svc.map(formatCidr).join(',') || 'the service range';
+  out.push({
+    id: 'kops-pod-cidr', distribution: 'kops', gate: finalGate, target: edit,
+    description: `pod range ${to} (spec.networking.podCIDR, legacy layout spec.podCIDR; and spec.kubeControllerManager.clusterCIDR where the spec sets it), `
+      + `a nonMasqueradeCIDR that holds it and the service range; kube-controller-manager ${tail}; the Cluster spec was not read, so the fields are named for both layouts`,
+    before: header + [
+      'spec:',
+      '  networking:                # legacy layout: podCIDR and nonMasqueradeCIDR directly under spec',
+      `    podCIDR: ${oldCC}`,
+      '    nonMasqueradeCIDR: (not read; kOps default 100.64.0.0/10)',
+      '  kubeControllerManager:',
+      `    clusterCIDR: ${oldCC}    # only where the spec sets it`,
+      `    allocateNodeCIDRs: ${allocAfter ? false : 'true   # or unset: kOps turns it on'}`,
+    ].join('\n') + '\n',
+    after: header + [
+      'spec:',
+      '  networking:',
+      `    podCIDR: ${to}`,
+      nm
+        ? `    nonMasqueradeCIDR: ${nm}   # only if the current one does not contain ${to} and ${svcText}`
+        : `    nonMasqueradeCIDR: TODO if the current one does not contain ${to}: no range of /8 or smaller clear of the node network holds podCIDR ${to} and serviceClusterIPRange ${svcText}; move the Service CIDR next to the new pod range first or together`,
+      '  kubeControllerManager:',
+      `    clusterCIDR: ${to}    # only where the spec sets it`,
+      `    allocateNodeCIDRs: ${allocAfter}`,
+    ].join('\n') + '\n',
+  });
+  return out;
+}
+
+/**
+ * The smallest CIDR holding every one of `cs` (one family) as a kOps nonMasqueradeCIDR, or undefined when that
+ * is not a sensible one: wider than /8 (IPv6 /16) or overlapping the node network.
+ */
+function sensibleNonMasquerade(snap: Snapshot, cs: readonly Cidr[]): string | undefined {
+  if (cs.length === 0) return undefined;
+  const c = covering(cs);
+  if (c.prefix < (c.family === 4 ? 8 : 16)) return undefined;
+  const nodes = addressPlan(snap).filter((g) => g.role === 'node' && g.parsed.family === c.family);
+  if (nodes.some((n) => overlaps(n.parsed, c))) return undefined;
+  return formatCidr(c);
 }

@@ -5,6 +5,7 @@
  * prints no plan).
  */
 import { addressPlan, nodePodCoverage } from '../analyze/addressing.ts';
+import { clusterCIDRs } from '../analyze/capacity.ts';
 import { CATALOG, type AvoidRange } from '../analyze/catalog.ts';
 import type { Family, Snapshot } from '../cluster/types.ts';
 import { parseVersion } from '../cluster/version.ts';
@@ -242,7 +243,7 @@ export function certFix(snap: Snapshot, newFirst: string, oldFirst: string | und
         + 'move /etc/kubernetes/pki/apiserver.crt and apiserver.key aside, run `kubeadm init phase certs apiserver --config kubeadm.yaml` '
         + `(or --apiserver-cert-extra-sans=${both}), then restart kube-apiserver`;
     case 'kops':
-      return `add ${both} to ${snap.kops?.layout === 'legacy' ? 'spec.additionalSans' : 'spec.api.additionalSANs'} (kops edit cluster), then kops update cluster --yes and `
+      return `add ${both} to ${!snap.kops ? 'spec.api.additionalSANs (legacy field layout: spec.additionalSans)' : snap.kops.layout === 'legacy' ? 'spec.additionalSans' : 'spec.api.additionalSANs'} (kops edit cluster), then kops update cluster --yes and `
         + 'kops rolling-update cluster --instance-group-roles=control-plane --yes (kOps issues the serving certificate when the control plane rolls)';
     case 'k3s':
       return `add --tls-san=${both} to every k3s server (config.yaml tls-san) and restart k3s; k3s regenerates the serving certificate`;
@@ -404,6 +405,10 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
     });
   }
 
+  // The distribution's own configuration, when it is not in the input.
+  const unread = distroConfigCheck(snap);
+  if (unread) checks.push(unread);
+
   // kOps: serviceClusterIPRange must sit inside nonMasqueradeCIDR (kOps validation).
   if (snap.kops?.nonMasqueradeCIDR) {
     const nm = tryParseCidr(snap.kops.nonMasqueradeCIDR);
@@ -435,12 +440,55 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
 }
 
 /**
- * A nonMasqueradeCIDR holding both `svc` and the kOps pod range: the smallest common supernet, if it
- * overlaps no node network and no error/warning catalog range.
+ * A warning when the cluster's distribution is known but its configuration is not in the input: a kOps
+ * cluster (found by its node labels or kops-controller) without its Cluster spec, which lives in the kOps
+ * state store and never in the API; a kubeadm cluster without its ClusterConfiguration. The plan still
+ * names the fields to change (patches); this check says what was not read and how to provide it.
+ */
+export function distroConfigCheck(snap: Snapshot): PreflightCheck | undefined {
+  const d = distributionOf(snap);
+  const why = snap.distribution.evidence.slice(0, 2).join('; ');
+  if (d === 'kops' && !snap.kops) {
+    return {
+      id: 'kops-spec', status: 'warn',
+      message: `kOps cluster${why ? ` (${why})` : ''}, but no kOps Cluster spec in the input: it lives in the kOps state store, not in the API, `
+        + 'so its podCIDR, serviceClusterIPRange, nonMasqueradeCIDR and field layout were not read and nonMasqueradeCIDR is not checked; '
+        + 'the kOps patches name each field in both layouts (spec.networking.* or directly under spec)',
+      fix: '`kops get cluster --name NAME -o yaml > cluster.yaml`, then plan from files with `-f cluster.yaml` next to a `kubectl get ... -o yaml` dump of the cluster '
+        + '(-f does not combine with a live read); or apply the kOps patches by field name',
+    };
+  }
+  if (d === 'kubeadm' && !snap.kubeadm) {
+    return {
+      id: 'kubeadm-config', status: 'warn',
+      message: `${snap.distribution.kind === 'kubespray' ? 'kubespray (kubeadm)' : 'kubeadm'} cluster${why ? ` (${why})` : ''}, but no kubeadm ClusterConfiguration in the input (ConfigMap kube-system/kubeadm-config missing or not readable): `
+        + 'podSubnet and serviceSubnet were not read; the kubeadm-config patches show the values of the control-plane flags',
+      fix: 'live: allow reading ConfigMaps in kube-system (deploy/rbac.yaml); offline: add `kubectl -n kube-system get configmap kubeadm-config -o yaml` to the input, or -f the ClusterConfiguration file',
+    };
+  }
+  return undefined;
+}
+
+/** The pod range a kOps nonMasqueradeCIDR must hold: the spec's podCIDR, else the cluster CIDR, else the Calico pools. */
+function kopsPodRange(snap: Snapshot, family: Family): Cidr | undefined {
+  const fromSpec = tryParseCidr(snap.kops?.podCIDR ?? '');
+  if (fromSpec) return fromSpec.family === family ? fromSpec : undefined;
+  const cc = clusterCIDRs(snap).map((c) => c.cidr).filter((c) => c.family === family);
+  const pools = snap.pools.map((p) => tryParseCidr(p.cidr)).filter((c): c is Cidr => !!c && c.family === family);
+  const all = cc.length > 0 ? cc : pools;
+  if (all.length === 0) return undefined;
+  let c = all[0]!;
+  while (!all.every((x) => contains(c, x)) && c.prefix > 0) c = supernet(c, c.prefix - 1);
+  return c;
+}
+
+/**
+ * A nonMasqueradeCIDR holding both `svc` and the kOps pod range (the spec's, else the cluster's): the
+ * smallest common supernet, if it overlaps no node network and no error/warning catalog range.
  */
 export function proposeNonMasquerade(snap: Snapshot, svc: Cidr): string | undefined {
-  const pod = tryParseCidr(snap.kops?.podCIDR ?? '');
-  if (!pod || pod.family !== svc.family) return undefined;
+  const pod = kopsPodRange(snap, svc.family);
+  if (!pod) return undefined;
   let p = Math.min(pod.prefix, svc.prefix);
   while (p > 0 && !contains(supernet(svc, p), pod)) p--;
   const c = supernet(svc, p);

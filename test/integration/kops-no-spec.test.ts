@@ -1,0 +1,103 @@
+// A live kOps cluster as the API shows it: nodes labelled kops.k8s.io/instancegroup, kOps' default ranges
+// (services 100.64.0.0/13, pods 100.96.0.0/11 from Calico pools), and no kOps Cluster spec, which lives in the
+// kOps state store and never in the API. `plan` reads it live and writes the plan: the kOps patches name the
+// fields for `kops edit cluster`, and a pre-flight check says the spec was not read and how to provide it.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { useTestbed } from '../testbed/harness.ts';
+import { planFromYaml } from '../../src/plan/render.ts';
+import type { MigrationPlan } from '../../src/plan/plan.ts';
+import { run } from '../unit/run-cli.ts';
+
+const SVC_OLD = '100.64.0.0/13';
+const POD_OLD = '100.96.0.0/11';
+const POD_NEW = '10.1.0.0/20';
+const SVC_NEW = '10.2.0.0/24';
+
+/** The exit code `plan` documents for a written plan: 1 when a pre-flight check failed, else 0. */
+function documentedCode(p: MigrationPlan): number {
+  return p.preflight.some((c) => c.status === 'fail') ? 1 : 0;
+}
+
+function patches(p: MigrationPlan) {
+  return p.steps.flatMap((s) => s.gate?.patches ?? []);
+}
+
+async function plan(kubeconfig: string, args: string[]): Promise<MigrationPlan> {
+  const r = await run(['plan', '--kubeconfig', kubeconfig, ...args, '-o', 'yaml']);
+  assert.notEqual(r.code, 70, r.err);
+  assert.doesNotMatch(r.err, /internal/, r.err);
+  assert.ok(r.code === 0 || r.code === 1, `exit ${r.code}: ${r.err}`);
+  const p = planFromYaml(r.out) as MigrationPlan;
+  assert.equal(r.code, documentedCode(p), `exit ${r.code} for checks ${p.preflight.map((c) => `${c.id}=${c.status}`).join(', ')}`);
+  assert.equal(p.metadata.distribution, 'kops');
+  const spec = p.preflight.filter((c) => c.id === 'kops-spec');
+  assert.equal(spec.length, 1, p.preflight.map((c) => c.id).join(', '));
+  assert.equal(spec[0]!.status, 'warn');
+  assert.match(spec[0]!.message, /no kOps Cluster spec/);
+  assert.match(spec[0]!.fix, /kops get cluster .*-o yaml > cluster\.yaml.*-f cluster\.yaml/);
+  assert.ok(!patches(p).some((x) => x.distribution === 'generic'), patches(p).map((x) => x.id).join(', '));
+  return p;
+}
+
+describe('plan on a live kOps cluster without its Cluster spec', () => {
+  const tb = useTestbed({ serviceCIDR: SVC_OLD, podCIDR: POD_OLD, nodeMask: 24, nodes: 3, podIPAM: 'calico', populate: true });
+
+  test('the nodes carry kOps labels; inspect takes the cluster for kOps and says the spec was not read', async () => {
+    const nodes = await tb.kubectl(['get', 'nodes', '-o', 'name']);
+    assert.equal(nodes.code, 0, nodes.stderr);
+    const names = nodes.stdout.trim().split('\n');
+    assert.equal(names.length, 3);
+    for (const [i, n] of names.entries()) {
+      const r = await tb.kubectl(['label', n, `kops.k8s.io/instancegroup=${i === 0 ? 'control-plane-us-east-1a' : 'nodes-us-east-1a'}`]);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const r = await run(['inspect', '--kubeconfig', tb.kubeconfigPath, '-o', 'json']);
+    assert.equal(r.code, 0, r.err);
+    const report = JSON.parse(r.out);
+    assert.equal(report.distribution.kind, 'kops');
+    assert.ok(report.distribution.evidence.some((e: string) => /3 node\(s\) labelled kops\.k8s\.io\/instancegroup/.test(e)), report.distribution.evidence.join('; '));
+    assert.equal(report.readiness.find((f: any) => f.id === 'kops-spec')?.ok, null);
+    assert.deepEqual(report.pools.map((p: any) => p.cidr), [POD_OLD]);
+  });
+
+  test('plan --pod-cidr: written; kops edit cluster names podCIDR, clusterCIDR and nonMasqueradeCIDR for both layouts', async () => {
+    const p = await plan(tb.kubeconfigPath, ['--pod-cidr', POD_NEW]);
+    assert.equal(p.spec.podCIDR?.ipam, 'calico');
+    assert.deepEqual(p.spec.podCIDR?.from, [POD_OLD]);
+    const gate = p.steps.find((s) => s.id === 'pod-cidr-config');
+    assert.ok(gate?.gate?.instructions.some((l) => /^kops edit cluster \(patch kops-pod-cidr\)$/.test(l)), JSON.stringify(gate?.gate?.instructions));
+    const k = patches(p).find((x) => x.id === 'kops-pod-cidr')!;
+    assert.ok(k, patches(p).map((x) => x.id).join(', '));
+    assert.match(k.description, /spec\.networking\.podCIDR, legacy layout spec\.podCIDR/);
+    assert.match(k.before, /^\s+podCIDR: 100\.96\.0\.0\/11$/m);
+    assert.match(k.after, /^\s+podCIDR: 10\.1\.0\.0\/20$/m);
+    assert.match(k.after, /^\s+clusterCIDR: 10\.1\.0\.0\/20\b/m);
+    assert.match(k.after, /nonMasqueradeCIDR: .*10\.1\.0\.0\/20/);
+    assert.match(k.after, /^\s+allocateNodeCIDRs: false$/m);
+  });
+
+  test('plan --service-cidr: written; kops edit cluster names serviceClusterIPRange, kubeDNS.serverIP and the SANs', async () => {
+    const p = await plan(tb.kubeconfigPath, ['--service-cidr', SVC_NEW]);
+    const gate = p.steps.find((s) => s.id === 'restart-apiservers');
+    assert.ok(gate?.gate?.instructions.some((l) => /apply patch kops-service-range/.test(l)));
+    const k = patches(p).find((x) => x.id === 'kops-service-range')!;
+    assert.ok(k, patches(p).map((x) => x.id).join(', '));
+    assert.match(k.description, /spec\.networking\.serviceClusterIPRange, legacy layout spec\.serviceClusterIPRange/);
+    assert.match(k.before, /^\s+serviceClusterIPRange: 100\.64\.0\.0\/13$/m);
+    assert.match(k.after, /^\s+serviceClusterIPRange: 10\.2\.0\.0\/24$/m);
+    assert.match(k.after, /^\s+serverIP: 10\.2\.0\.10$/m);
+    assert.match(k.after, /- 100\.64\.0\.1\n\s+- 10\.2\.0\.1\n/);
+  });
+
+  test('both at once: one plan, both kOps patches, the missing spec reported once', async () => {
+    const p = await plan(tb.kubeconfigPath, ['--service-cidr', SVC_NEW, '--pod-cidr', POD_NEW]);
+    const ids = patches(p).map((x) => x.id);
+    assert.ok(ids.includes('kops-service-range') && ids.includes('kops-pod-cidr'), ids.join(', '));
+    assert.ok(p.spec.serviceCIDR && p.spec.podCIDR);
+    // and the table output of the same plan exits the same way
+    const t = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', SVC_NEW, '--pod-cidr', POD_NEW]);
+    assert.equal(t.code, documentedCode(p), t.err);
+  });
+});
