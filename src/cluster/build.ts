@@ -2,7 +2,10 @@
  * buildSnapshot: RawInventory → Snapshot. Pure and deterministic (same input, same output), one pass over
  * the objects plus per-kind work that is linear in the input, so 5,000 nodes and 150,000 pods are cheap.
  *
- * Nothing here throws on bad data: a value that cannot be understood becomes a warning and is left out.
+ * The objects are checked first (validate.ts): an object that cannot be a real Kubernetes object, or two
+ * different copies of one object, is an InputError; exact copies are kept once. Past that gate nothing here
+ * throws on bad data: a value a real cluster can hold but that cannot be understood (free text in a ConfigMap,
+ * a node address, an annotation) becomes a warning and is left out.
  */
 import {
   type Cidr,
@@ -33,6 +36,7 @@ import type {
 import { componentContainer, isComponentPod } from './components.ts';
 import { containerWords, parseBool, parseComponentFlags, parseIntFlag, splitList } from './flags.ts';
 import { inferServerVersion } from './version.ts';
+import { validateInventory } from './validate.ts';
 import { ReferenceCollector } from './reference-sources.ts';
 import { isKopsCluster, parseKopsCluster, type KopsParse, type RawRange } from '../distro/kops.ts';
 import {
@@ -190,7 +194,8 @@ function isKubeadmKind(o: KubeObject, kind: string): boolean {
   return o.kind === kind && typeof o.apiVersion === 'string' && o.apiVersion.startsWith('kubeadm.k8s.io/');
 }
 
-export function buildSnapshot(inv: RawInventory): Snapshot {
+export function buildSnapshot(raw: RawInventory): Snapshot {
+  const inv = validateInventory(raw);
   const b = new Builder();
   const distro = newDistroSignals();
   const cni: CniSignals = { installations: [], poolCount: 0, blockCount: 0 };
@@ -223,7 +228,10 @@ export function buildSnapshot(inv: RawInventory): Snapshot {
     if (!o || typeof o !== 'object') continue;
     const md = o.metadata ?? {};
     if (o.kind !== 'Pod') references.add(o);
-    switch (o.kind) {
+    // Pods, Services, Nodes and ConfigMaps are the core group's (apiVersion "v1"); a Knative Service or another
+    // group's kind of the same name is something else.
+    const core = typeof o.apiVersion === 'string' && !o.apiVersion.includes('/');
+    switch (core || (o.kind !== 'Pod' && o.kind !== 'Service' && o.kind !== 'Node' && o.kind !== 'ConfigMap') ? o.kind : undefined) {
       case 'Pod': {
         const name = md.name ?? '';
         const ns = md.namespace ?? '';

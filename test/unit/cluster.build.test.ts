@@ -8,6 +8,8 @@ import type { KubeObject, RawInventory } from '../../src/cluster/types.ts';
 import { parseKopsCluster } from '../../src/distro/kops.ts';
 import { normalizeExtraArgs, parseClusterConfiguration } from '../../src/distro/kubeadm.ts';
 import { cniConfigIpam } from '../../src/cni/detect.ts';
+import { MAX_COMPARE, setObjectOrigin } from '../../src/cluster/validate.ts';
+import { InputError } from '../../src/errors.ts';
 
 const FIX = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'inventory');
 
@@ -351,32 +353,155 @@ test('generic distribution, unknown CNI', () => {
 
 // ---------------------------------------------------------------- robustness
 
-test('bad values become warnings, not throws; gaps come first', () => {
+test('values a real cluster can hold but we cannot use become warnings, not throws; gaps come first', () => {
   const s = buildSnapshot(inv([
-    svc('default', 'foo', { clusterIP: 'x' }),
-    node('n1', ['10.244.1.0/33'], ['300.1.1.1']),
+    node('n1', undefined, ['300.1.1.1']),
     node('n2', ['10.244.2.7/24'], ['10.0.0.2']),
-    { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default' }, spec: {}, status: { podIP: 'nope' } },
-    { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'bad' }, spec: { cidr: 'garbage' } },
-    null as unknown as KubeObject,
+    configMap('kube-system', 'kube-proxy', { 'config.conf': 'clusterCIDR: [unclosed' }),
+    configMap('kube-system', 'kube-flannel-cfg', { 'net-conf.json': '{"Network": "banana"}' }),
   ], { gaps: ['cannot list ipamblocks.crd.projectcalico.org: forbidden'] }));
   assert.equal(s.warnings[0], 'cannot list ipamblocks.crd.projectcalico.org: forbidden');
-  assert.ok(s.warnings.includes('Service default/foo: clusterIP "x" is not an IP'), s.warnings.join('\n'));
-  assert.ok(s.warnings.some((w) => w.startsWith('Node/n1 spec.podCIDR: "10.244.1.0/33" is not a CIDR')));
-  assert.ok(s.warnings.includes('Node/n1: InternalIP "300.1.1.1" is not an IP'));
+  assert.ok(s.warnings.includes('Node/n1: InternalIP "300.1.1.1" is not an IP'), s.warnings.join('\n'));
   assert.ok(s.warnings.includes('Node/n2 spec.podCIDR: "10.244.2.7/24" has host bits set; read as 10.244.2.0/24'));
-  assert.ok(s.warnings.includes('Pod default/p: podIP "nope" is not an IP'));
-  assert.ok(s.warnings.some((w) => w.startsWith('IPPool/bad: "garbage" is not a CIDR')));
+  assert.ok(s.warnings.some((w) => w.startsWith('ConfigMap kube-system/kube-proxy: config.conf is not valid YAML')), s.warnings.join('\n'));
+  assert.ok(s.warnings.some((w) => w.includes('"banana" is not a CIDR')), s.warnings.join('\n'));
   assert.deepEqual(s.nodes[1].podCIDRs, ['10.244.2.0/24']);
-  assert.deepEqual(s.pools, []);
+  assert.deepEqual(s.nodes[0].internalIPs, []);
 });
 
 test('warnings are capped', () => {
   const objs: KubeObject[] = [];
-  for (let i = 0; i < MAX_WARNINGS + 50; i++) objs.push(svc('default', `s${i}`, { clusterIP: 'bad' }));
+  for (let i = 0; i < MAX_WARNINGS + 50; i++) objs.push(node(`n${i}`, undefined, ['bad']));
   const s = buildSnapshot(inv(objs));
   assert.equal(s.warnings.length, MAX_WARNINGS + 1);
   assert.equal(s.warnings.at(-1), '50 more warning(s) not shown');
+});
+
+// ---------------------------------------------------------------- validation: objects that cannot be real
+
+const inputError = (objects: KubeObject[], pattern: RegExp, extra: Partial<RawInventory> = {}) => {
+  assert.throws(() => buildSnapshot(inv(objects, extra)), (e: unknown) => {
+    assert.ok(e instanceof InputError, `expected an InputError, got ${String(e)}`);
+    assert.match(e.message, pattern);
+    assert.ok(!e.message.includes('\n'), 'one line');
+    return true;
+  });
+};
+
+test('objects a real apiserver cannot return are InputErrors naming the object and the path', () => {
+  const o = (x: unknown) => x as KubeObject;
+  inputError([o({ apiVersion: 'v1', kind: 'Service', spec: { clusterIP: '10.0.0.1' } })], /^the cluster: a Service: metadata is missing/);
+  inputError([o({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'default' } })], /a Service: metadata\.name is missing/);
+  inputError([o({ apiVersion: 'v1', kind: 'Service', metadata: { name: 5, namespace: 'default' } })], /metadata\.name is a number \(5\), not a string/);
+  inputError([o({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'x', namespace: ['a'] } })], /Service x: metadata\.namespace is a list \(\["a"\]\), not a string/);
+  inputError([o({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'x' }, spec: {} })], /Service x: metadata\.namespace is missing/);
+  inputError([svc('default', 'foo', { clusterIP: 'x' })], /Service default\/foo: spec\.clusterIP "x" is not an IP address/);
+  inputError([svc('default', 'foo', { clusterIP: 12 })], /spec\.clusterIP is a number \(12\), not a string/);
+  inputError([svc('default', 'foo', { clusterIPs: 'x' })], /spec\.clusterIPs is a string \("x"\), not a list/);
+  inputError([svc('default', 'foo', { clusterIPs: ['10.0.0.1', '10.0.0.2'] })], /has two IPv4 addresses/);
+  inputError([svc('default', 'foo', { clusterIP: '10.0.0.1', clusterIPs: ['10.0.0.2'] })], /spec\.clusterIPs\[0\] "10\.0\.0\.2" differs from spec\.clusterIP "10\.0\.0\.1"/);
+  inputError([svc('default', 'foo', { type: 'Magic' })], /spec\.type "Magic" is not a Service type/);
+  inputError([svc('default', 'foo', { ports: [{ port: 'http' }] })], /spec\.ports\[0\]\.port is "http", not a whole number/);
+  inputError([o({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'x', namespace: 'd', labels: { a: 1 } } })], /metadata\.labels\.a is a number/);
+  inputError([node('n1', ['banana'], [])], /Node n1: spec\.podCIDR "banana" is not a CIDR/);
+  inputError([node('n1', ['10.244.1.0/33'], [])], /spec\.podCIDR "10\.244\.1\.0\/33" is not a CIDR/);
+  inputError([o({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default' }, spec: {}, status: { podIP: 'nope' } })], /Pod default\/p: status\.podIP "nope" is not an IP/);
+  inputError([o({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'bad' }, spec: { cidr: 'garbage' } })], /IPPool bad: spec\.cidr "garbage" is not a CIDR/);
+  inputError([o({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: 'p' }, spec: { cidr: '10.0.0.0/16', blockSize: '26' } })], /spec\.blockSize is "26", not a whole number/);
+  inputError([o({ apiVersion: 'networking.k8s.io/v1', kind: 'ServiceCIDR', metadata: { name: 'k' }, spec: { cidrs: ['10.96.0.0/12', 7] } })], /spec\.cidrs\[1\] is a number/);
+  inputError([null as unknown as KubeObject], /^the cluster: an object: is null/);
+  inputError([o({ apiVersion: 'v1', kind: 'List', metadata: {}, items: 'x' })], /items is a string/);
+  inputError([o({ apiVersion: 'v1', metadata: { name: 'x' } })], /kind is missing/);
+  // the file, when known
+  inputError([svc('default', 'foo', { clusterIP: 12 })], /^dump\.yaml: Service default\/foo: spec\.clusterIP/, { source: { kind: 'file', files: ['dump.yaml'] } });
+  inputError([svc('default', 'foo', { clusterIP: 12 })], /^object 1 of a\.yaml, b\.yaml: Service default\/foo/, { source: { kind: 'file', files: ['a.yaml', 'b.yaml'] } });
+  const tagged = svc('default', 'foo', { clusterIP: 12 });
+  setObjectOrigin(tagged, 'b.yaml document 3');
+  inputError([tagged], /^b\.yaml document 3: Service default\/foo/, { source: { kind: 'file', files: ['a.yaml', 'b.yaml'] } });
+  // distribution configs given as files
+  inputError([], /ClusterConfiguration: networking\.serviceSubnet "garbage" is not a CIDR/, { configs: [{ apiVersion: 'kubeadm.k8s.io/v1beta3', kind: 'ClusterConfiguration', networking: { serviceSubnet: 'garbage' } }] });
+  inputError([], /Cluster c: spec\.networking\.podCIDR "100\.96\.0\.0\/99" is not a CIDR/, { configs: [{ apiVersion: 'kops.k8s.io/v1alpha3', kind: 'Cluster', metadata: { name: 'c' }, spec: { networking: { podCIDR: '100.96.0.0/99' } } }] });
+  inputError([], /Cluster c: spec\.serviceClusterIPRange is a number/, { configs: [{ apiVersion: 'kops.k8s.io/v1alpha2', kind: 'Cluster', metadata: { name: 'c' }, spec: { serviceClusterIPRange: 10 } }] });
+});
+
+test('everything a real apiserver returns is accepted', () => {
+  const s = buildSnapshot(inv([
+    svc('default', 'kubernetes', { type: 'ClusterIP', clusterIP: '10.96.0.1', clusterIPs: ['10.96.0.1'], ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }] }),
+    svc('default', 'headless', { clusterIP: 'None', clusterIPs: ['None'], selector: { app: 'x' } }),
+    svc('default', 'ext', { type: 'ExternalName', externalName: 'example.com' }),
+    svc('default', 'dual', { clusterIP: '10.96.0.20', clusterIPs: ['10.96.0.20', 'fd00:10:96::20'], ipFamilies: ['IPv4', 'IPv6'], ports: [{ port: 80, targetPort: 'http' }] }),
+    svc('default', 'lb', { type: 'LoadBalancer', clusterIP: '10.96.0.30', ports: [{ port: 80, nodePort: 30080 }], loadBalancerSourceRanges: ['203.0.113.0/24'], externalIPs: ['198.51.100.7'] }, { loadBalancer: { ingress: [{ hostname: 'lb.example.com' }, { ip: '198.51.100.8' }] } }),
+    svc('legacy', 'zeros', { clusterIP: '010.096.000.040' }),
+    node('waiting', undefined, ['192.168.1.9']),
+    node('v6', ['fd00:10:244:1::/64'], ['fd00::9']),
+    { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'pending', namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'x' }] }, status: { phase: 'Pending' } },
+    { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'nulls', namespace: 'default', labels: null, annotations: null } as unknown as KubeObject['metadata'], spec: null, status: { podIPs: null } },
+    { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w', extra: { any: [1, 2] } }, spec: 'anything', status: 42, unknownField: true },
+    { apiVersion: 'networking.k8s.io/v1', kind: 'ServiceCIDR', metadata: { name: 'kubernetes' }, spec: { cidrs: ['10.96.0.0/12'] } },
+    { apiVersion: 'networking.k8s.io/v1beta1', kind: 'ServiceCIDR', metadata: { name: 'kubernetes' }, spec: { cidrs: ['10.96.0.0/12'] } },
+  ]));
+  assert.deepEqual(s.services.map((x) => `${x.namespace}/${x.name} ${x.clusterIPs.join(',')}${x.headless ? ' headless' : ''}`), [
+    'default/kubernetes 10.96.0.1', 'default/headless  headless', 'default/ext ', 'default/dual 10.96.0.20,fd00:10:96::20', 'default/lb 10.96.0.30', 'legacy/zeros ',
+  ]);
+  assert.ok(s.warnings.some((w) => w.includes('010.096.000.040')), 'a legacy address is a warning, not an error');
+  assert.deepEqual(s.nodes.map((n) => `${n.name} ${n.podCIDRs.join(',')}`), ['waiting ', 'v6 fd00:10:244:1::/64']);
+  assert.deepEqual(s.pods.map((p) => `${p.name} ${p.podIPs.length}`), ['pending 0', 'nulls 0']);
+  assert.deepEqual(s.serviceCIDRs.map((c) => `${c.name} ${c.apiVersion}`), ['kubernetes networking.k8s.io/v1']);
+});
+
+test('duplicates: exact copies are kept once, silently; different copies are an InputError naming both', () => {
+  const objs = [svc('default', 'web', { clusterIP: '10.96.0.5' }), node('n1', ['10.244.1.0/24'], ['192.168.1.1'])];
+  const once = buildSnapshot(inv(structuredClone(objs), { source: { kind: 'file', files: ['a.yaml'] } }));
+  const twice = buildSnapshot(inv([...structuredClone(objs), ...structuredClone(objs)], { source: { kind: 'file', files: ['a.yaml'] } }));
+  assert.deepEqual(twice, once);
+  assert.equal(twice.services.length, 1);
+  assert.deepEqual(twice.warnings, []);
+
+  const a = svc('default', 'web', { clusterIP: '10.96.0.5' });
+  a.metadata!.resourceVersion = '100';
+  const b = structuredClone(a);
+  b.metadata!.resourceVersion = '205';
+  inputError([a, b], /^Service default\/web appears in object 1 of a\.yaml, b\.yaml and in object 2 of a\.yaml, b\.yaml with different content \(metadata\.resourceVersion: "100" vs "205"\)/, { source: { kind: 'file', files: ['a.yaml', 'b.yaml'] } });
+  const c = structuredClone(a);
+  c.spec.clusterIP = '10.96.0.6';
+  setObjectOrigin(a, 'a.yaml');
+  setObjectOrigin(c, 'b.yaml');
+  inputError([a, c], /^Service default\/web appears in a\.yaml and in b\.yaml with different content \(spec\.clusterIP: "10\.96\.0\.5" vs "10\.96\.0\.6"\)/);
+  inputError([structuredClone(a), structuredClone(c)], /appears twice in the cluster/);
+  // not duplicates: other namespace, other kind, other group
+  const s = buildSnapshot(inv([
+    svc('default', 'web', { clusterIP: '10.96.0.5' }), svc('other', 'web', { clusterIP: '10.96.0.6' }),
+    configMap('default', 'web', {}), { apiVersion: 'example.com/v1', kind: 'Service', metadata: { name: 'web', namespace: 'default' }, spec: { clusterIP: 3 } },
+  ]));
+  assert.equal(s.services.length, 2);
+});
+
+test('exact copies through the file loader: a dump given twice, or two overlapping dumps, builds the same snapshot', async () => {
+  const dir = join(FIX, '..', '..', '..', 'examples', 'kops-tailscale');
+  const once = buildSnapshot(await readInventoryFiles([dir]));
+  const twice = buildSnapshot(await readInventoryFiles([dir, dir, join(dir, 'services.yaml')]));
+  assert.deepEqual({ ...twice, source: once.source }, once);
+  assert.ok(once.services.length > 5);
+});
+
+test('duplicates that share YAML alias bombs compare in bounded time; past the bound they are different', () => {
+  const chain = (leaf: string): unknown => {
+    let x: unknown = Array(9).fill(leaf);
+    for (let i = 0; i < 8; i++) x = Array(9).fill(x);
+    return x;
+  };
+  const copy = (x: unknown) => svc('default', 'web', { clusterIP: '10.96.0.10', x });
+  const started = Date.now();
+  const s = buildSnapshot(inv([copy(chain('lol')), copy(chain('lol'))]));
+  assert.equal(s.services.length, 1, 'equal copies (9^9 leaves each, separately built) are one object');
+  assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`);
+  // Deep nesting (beyond any call stack) in an unknown field of two copies.
+  const deep = (leaf: number): unknown => { let x: unknown = leaf; for (let i = 0; i < 50_000; i++) x = [x]; return x; };
+  inputError([copy(deep(1)), copy(deep(2))], /appears twice in the cluster with different content \(spec\.x(\[0\])+…(\[0\])+: 1 vs 2\)/);
+  assert.equal(buildSnapshot(inv([copy(deep(1)), copy(deep(1))])).services.length, 1);
+  // Not comparable within the bound: different.
+  const wide = () => Array.from({ length: MAX_COMPARE + 10 }, (_, i) => i);
+  inputError([copy(wide()), copy(wide())], /spec\.x: "\(too large to compare\)"/);
 });
 
 test('IPv6 addresses are normalized', () => {
