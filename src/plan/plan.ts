@@ -578,7 +578,7 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
   };
   if (!opts.pod) return withRefs(base);
   const pod = buildPodSection(snap, { ...opts.pod, avoid: [...(opts.pod.avoid ?? []), ...asAvoid(svcTargets, 'the new Service CIDR of this plan')] });
-  base.preflight = [...base.preflight, ...pod.preflight];
+  base.preflight = [...base.preflight, ...pod.preflight.filter((c) => !base.preflight.some((b) => b.id === c.id))];
   if (pod.spec) base.spec.podCIDR = pod.spec;
   if (!pod.spec || (opts.service && base.steps.length === 0)) {
     base.steps = opts.service ? base.steps : [];
