@@ -24,6 +24,7 @@ import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadAll } from 'js-yaml';
 import { InputError } from '../errors.ts';
+import { setObjectOrigin } from './validate.ts';
 import { parseJsonBytes } from './json-list.ts';
 import type { KubeObject, RawInventory } from './types.ts';
 import { inferServerVersion } from './version.ts';
@@ -263,7 +264,8 @@ function slimItem(v: unknown, head: Readonly<Record<string, unknown>>): unknown 
 /** Routes parsed documents (Lists flattened) into `objects` / `configs`. */
 function addDocuments(docs: unknown[], name: string, objects: KubeObject[], configs: KubeObject[]): { objects: KubeObject[]; configs: KubeObject[] } {
   let seen = 0;
-  const add = (o: KubeObject): void => {
+  const add = (o: KubeObject, where: string): void => {
+    setObjectOrigin(o, where);
     const r = route(o);
     if (r === 'object') objects.push(o);
     else if (r === 'config') configs.push(o);
@@ -291,10 +293,10 @@ function addDocuments(docs: unknown[], name: string, objects: KubeObject[], conf
         }
         const whyItem = describe(item);
         if (whyItem !== '') throw new InputError(`${name}: ${docs.length > 1 ? `${what}, ` : ''}item ${j + 1} of the ${o.kind} is not a Kubernetes object (${whyItem}); ${HINT}`);
-        add(item as KubeObject);
+        add(item as KubeObject, `${name}${docs.length > 1 ? ` ${what},` : ''} item ${j + 1}`);
       }
     } else {
-      add(o);
+      add(o, docs.length > 1 ? `${name} ${what}` : name);
     }
   }
   if (seen === 0) throw new InputError(`${name}: empty file (only comments or empty documents); ${HINT}`);
