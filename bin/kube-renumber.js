@@ -1,4 +1,16 @@
 #!/usr/bin/env node
-import { main } from '../dist/cli/main.js';
-
-process.exitCode = await main(process.argv.slice(2));
+// The Node.js version is checked before anything is imported: on an older Node the dependencies fail while
+// loading, with a stack trace instead of a message. Written for old Nodes too (no top-level await).
+const MIN = [22, 19];
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < MIN[0] || (major === MIN[0] && minor < MIN[1])) {
+  process.stderr.write(`error: kube-renumber needs Node.js >= ${MIN.join('.')} (this is v${process.versions.node}): install a newer Node.js and run it again\n`);
+  process.exit(2);
+}
+import('../dist/cli/main.js').then(async ({ main, installCrashHandlers }) => {
+  installCrashHandlers();
+  process.exitCode = await main(process.argv.slice(2));
+}, (e) => {
+  process.stderr.write(`error: internal: cannot load kube-renumber: ${String((e && e.message) || e).split('\n')[0]} (is dist/ built? npm run build)\n`);
+  process.exit(70);
+});

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import * as yaml from 'js-yaml';
 import type { AvoidRange } from '../analyze/catalog.ts';
 import { formatCidr, NetError, parseCidr } from '../net/index.ts';
-import { ExitCode, UserError } from './errors.ts';
+import { InputError } from './errors.ts';
 
 /** The user's config file (YAML). Documented in README "Configuration". */
 export interface UserConfig {
@@ -33,30 +33,70 @@ export function configPath(explicit: string | undefined, env: NodeJS.ProcessEnv)
   return existsSync(file) ? file : undefined;
 }
 
+const CONFIG_KEYS = ['avoid'];
+const ENTRY_KEYS = ['cidr', 'reason'];
+
+/** An avoid entry of a config file: a bad CIDR there is a bad file (exit 3), not a bad command line. */
+function parseConfigAvoid(value: string, from: string): AvoidRange {
+  try {
+    return parseAvoid(value, from);
+  } catch (e) {
+    if (e instanceof NetError) throw new InputError(e.message);
+    throw e;
+  }
+}
+
+/**
+ * The config file: the explicit path, else KUBE_RENUMBER_CONFIG, else ~/.config/kube-renumber/config.yaml when
+ * present. Empty (or only comments) is the same as no file. Anything unreadable, not YAML, of the wrong shape or
+ * with a bad CIDR is an InputError (exit 3) naming the file and the entry.
+ */
 export function loadConfig(explicit: string | undefined, env: NodeJS.ProcessEnv = process.env): UserConfig {
   const file = configPath(explicit, env);
   if (!file) return { avoid: [] };
-  let doc: any;
+  let text: string;
   try {
-    doc = yaml.load(readFileSync(file, 'utf8'));
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    const why = err.code === 'ENOENT' ? 'no such file'
+      : err.code === 'EISDIR' ? 'it is a directory'
+        : err.code === 'EACCES' || err.code === 'EPERM' ? 'permission denied'
+          : err.code ?? err.message.split('\n')[0];
+    throw new InputError(`cannot read config file ${file}: ${why}`);
+  }
+  text = text.replace(/^\uFEFF/, '');
+  if (text.split(/\r?\n/).every((l) => /^\s*(#.*)?$/.test(l))) return { avoid: [], file };
+  let doc: unknown;
+  try {
+    doc = yaml.load(text);
   } catch (e) {
     const msg = e instanceof Error ? e.message.split('\n')[0] : String(e);
-    throw new UserError(`cannot read config file ${file}: ${msg}`, 'input');
+    throw new InputError(`config file ${file} is not valid YAML: ${msg}`);
   }
   if (doc == null) return { avoid: [], file };
   if (typeof doc !== 'object' || Array.isArray(doc)) {
-    throw new UserError(`config file ${file} must be a YAML mapping with an "avoid" list`, 'input');
+    throw new InputError(`config file ${file} must be a YAML mapping with an "avoid" list, not ${Array.isArray(doc) ? 'a list' : `a ${typeof doc}`}`);
   }
+  const unknown = Object.keys(doc).filter((k) => !CONFIG_KEYS.includes(k));
+  if (unknown.length > 0) throw new InputError(`config file ${file}: unknown key "${unknown[0]}" (known: ${CONFIG_KEYS.join(', ')})`);
   const avoid: AvoidRange[] = [];
-  const list = doc.avoid ?? [];
-  if (!Array.isArray(list)) throw new UserError(`config file ${file}: "avoid" must be a list`, 'input');
+  const list: unknown = (doc as { avoid?: unknown }).avoid ?? [];
+  if (!Array.isArray(list)) throw new InputError(`config file ${file}: "avoid" must be a list`);
   for (const [i, item] of list.entries()) {
     const from = `${file} avoid[${i}]`;
-    if (typeof item === 'string') avoid.push(parseAvoid(item, from));
-    else if (item && typeof item === 'object' && typeof item.cidr === 'string') {
-      avoid.push({ ...parseAvoid(item.cidr, from), reason: typeof item.reason === 'string' ? item.reason : '' });
+    if (typeof item === 'string') {
+      avoid.push(parseConfigAvoid(item, from));
+    } else if (item && typeof item === 'object' && !Array.isArray(item)) {
+      const o = item as Record<string, unknown>;
+      const extra = Object.keys(o).filter((k) => !ENTRY_KEYS.includes(k));
+      if (extra.length > 0) throw new InputError(`${from}: unknown key "${extra[0]}" (an entry is a CIDR string or {cidr, reason})`);
+      if (typeof o.cidr !== 'string') throw new InputError(`${from}: "cidr" must be a string such as 10.8.0.0/16`);
+      if (o.reason !== undefined && o.reason !== null && typeof o.reason !== 'string') throw new InputError(`${from}: "reason" must be a string`);
+      if (o.cidr.includes('=')) throw new InputError(`${from}: "cidr" holds "=": give the reason as "reason"`);
+      avoid.push({ ...parseConfigAvoid(o.cidr, from), reason: typeof o.reason === 'string' ? o.reason : '' });
     } else {
-      throw new UserError(`${from}: each entry is a CIDR string or {cidr, reason}`, 'input');
+      throw new InputError(`${from}: each entry is a CIDR string or {cidr, reason}`);
     }
   }
   return { avoid, file };

@@ -1,6 +1,6 @@
 import { calc } from '../../analyze/calc.ts';
 import { intFlag, str } from '../common.ts';
-import { ExitCode, UsageError } from '../errors.ts';
+import { ExitCode } from '../errors.ts';
 import type { Command } from '../main.ts';
 import { parseOutput, renderData, table } from '../output.ts';
 
@@ -9,12 +9,12 @@ export const calcCommand: Command = {
   summary: 'address facts of a CIDR: network, broadcast, usable range and count, node blocks',
   usage: 'kube-renumber calc CIDR [--node-mask N] [-o table|wide|json|yaml]',
   options: { 'node-mask': { type: 'string' } },
+  positionals: { min: 1, max: 1, name: 'CIDR' },
   help: `Flags:
   --node-mask N            also count the /N blocks (one per node) the CIDR holds
 
 Example: kube-renumber calc 10.233.64.0/18 --node-mask 24   (64 nodes)`,
   async run({ values, positionals, io }) {
-    if (positionals.length !== 1) throw new UsageError('calc takes exactly one CIDR, e.g. kube-renumber calc 10.233.0.0/18');
     const output = parseOutput(str(values, 'output'));
     const r = calc(positionals[0]!, intFlag(values, 'node-mask', 0, 128));
     if (output === 'json' || output === 'yaml') {

@@ -4,12 +4,32 @@ import { buildMigrationPlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRAT
 import { refusals } from '../../plan/preflight.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
 import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
-import { DEFAULT_TIER_KEY } from '../../plan/service-mapping.ts';
+import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
+import { parsePodTarget } from '../../plan/pod-plan.ts';
+import { certSanProblem, isDnsSubdomain, isQualifiedName, objectRefProblem, podTargetRefusals } from '../../plan/targets.ts';
+import { NetError } from '../../net/index.ts';
 import { avoidList, durationFlag, intFlag, list, loadSnapshot, numberFlag, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
 import type { Command, Io, Values } from '../main.ts';
 import { parseOutput, section, table } from '../output.ts';
 import { VERSION } from '../version.ts';
+
+/** The largest --headroom: beyond it no range of either family would do, and the arithmetic stays finite. */
+const MAX_HEADROOM = 1000;
+
+/** Flags of the Pod CIDR move, and of the Service CIDR move: each needs its move's target. */
+const POD_FLAGS = ['ipam', 'parallel', 'critical', 'block-size', 'pool-name', 'node-mask-size', 'node-hook'] as const;
+const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san'] as const;
+
+/** A target that does not parse is refused before the cluster is read. */
+function refuseUnparsable(parse: () => unknown, what: string): void {
+  try {
+    parse();
+  } catch (e) {
+    if (e instanceof NetError) throw new UsageError(`${what} refused: ${e.message}`);
+    throw e;
+  }
+}
 
 const TIER_ORDERS: Record<string, TierOrder> = { asc: 'ascending', ascending: 'ascending', desc: 'descending', descending: 'descending' };
 
@@ -48,19 +68,22 @@ export const planCommand: Command = {
   --tier-order asc|desc    asc (default): tier 0 moves first; desc: for criticality labels where 1 is the
                            most critical. Untiered Services move first.
   --batch-size N           Services per step (default ${DEFAULT_BATCH_SIZE})
-  --headroom X             NEW must hold today's moved Service IPs times X (default ${DEFAULT_HEADROOM})
-  --apiserver-cert-san IP  the apiserver serving certificate's IP SANs, when read elsewhere (repeatable);
-                           live input reads them over TLS from the kubeconfig server
+  --headroom X             NEW must hold today's moved Service IPs (pods: nodes) times X, 1 to 1000 (default ${DEFAULT_HEADROOM})
+  --apiserver-cert-san IP  the apiserver serving certificate's SANs, when read elsewhere (repeatable): IP
+                           addresses, or DNS names with a dot (or localhost, kubernetes*); live input reads
+                           them over TLS from the kubeconfig server
 Pod CIDR flags:
   --ipam calico|node       how pods get addresses (default: detected): Calico IPPools, or node podCIDRs
   --parallel N             workload rollouts in flight at once (default ${DEFAULT_PARALLEL})
   --critical NS/NAME       a Deployment scaled up by one before the restarts, besides the cluster DNS (repeatable)
   --block-size N           Calico: block size of the new pool (default: the old pool's)
-  --pool-name NAME         Calico: name of the new pool (default kube-renumber-<cidr>)
+  --pool-name NAME         Calico: name of the new pool, a Kubernetes object name (default kube-renumber-<cidr>)
   --node-mask-size N       node path: podCIDR size per node (default: kube-controller-manager's)
   --node-hook CMD          node path: command that re-registers a deleted node (env KUBE_RENUMBER_NODE);
                            without it every node stops at a gate until its kubelet registers it again
 
+Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --batch-size and
+--apiserver-cert-san need --service-cidr.
 Output: -o yaml is the file apply reads; markdown is for a change request; table (default) is a summary.
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
 2 the target is refused (bad CIDR or family, overlaps a known range, too small): one error line, no plan.`,
@@ -68,13 +91,34 @@ Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix the
     const target = str(values, 'service-cidr');
     const podTarget = str(values, 'pod-cidr');
     if (!target && !podTarget) throw new UsageError('give --service-cidr NEW, --pod-cidr NEW, or both, e.g. --service-cidr 172.24.0.0/15');
+    // Values are checked before the cluster is read: a bad command line is exit 2 whatever the cluster.
+    if (target) refuseUnparsable(() => parseTarget(target), `--service-cidr ${target}`);
+    if (podTarget) refuseUnparsable(() => parsePodTarget(podTarget), `--pod-cidr ${podTarget}`);
+    const needs = (flags: readonly string[], what: string) => {
+      for (const f of flags) if (values[f] !== undefined) throw new UsageError(`--${f} needs ${what}`);
+    };
+    if (!podTarget) needs(POD_FLAGS, '--pod-cidr (it applies to the Pod CIDR move)');
+    if (!target) needs(SERVICE_FLAGS, '--service-cidr (it applies to the Service CIDR move)');
     const ipam = str(values, 'ipam');
     if (ipam !== undefined && ipam !== 'calico' && ipam !== 'node') throw new UsageError(`--ipam ${ipam} must be calico or node`);
+    if (ipam === 'node') needs(['pool-name', 'block-size'], '--ipam calico (Calico IPPools); --ipam node moves node podCIDRs');
+    if (ipam === 'calico') needs(['node-mask-size', 'node-hook'], '--ipam node (node podCIDRs); --ipam calico moves Calico IPPools');
     const critical = list(values, 'critical').flatMap((k) => k.split(',')).map((k) => k.trim()).filter(Boolean);
-    for (const k of critical) if (!/^[^/\s]+\/[^/\s]+$/.test(k)) throw new UsageError(`--critical ${k} must be namespace/name`);
+    for (const k of critical) {
+      const problem = objectRefProblem(k);
+      if (problem) throw new UsageError(`--critical ${k}: ${problem} (a Deployment as namespace/name)`);
+    }
     const parallel = intFlag(values, 'parallel', 1, 100);
     const blockSize = intFlag(values, 'block-size', 1, 128);
     const nodeMaskSize = intFlag(values, 'node-mask-size', 1, 128);
+    const poolName = str(values, 'pool-name');
+    if (poolName !== undefined && !isDnsSubdomain(poolName)) {
+      throw new UsageError(`--pool-name ${JSON.stringify(poolName)} is not a valid Kubernetes object name (lower-case letters, digits, "-" and ".", at most 253, each part starting and ending alphanumeric)`);
+    }
+    const tierKey = str(values, 'tier-key');
+    if (tierKey !== undefined && !isQualifiedName(tierKey)) {
+      throw new UsageError(`--tier-key ${JSON.stringify(tierKey)} is not a valid label or annotation key ([PREFIX/]NAME: NAME at most 63 of letters, digits, "-", "_" and ".", starting and ending alphanumeric; PREFIX a DNS subdomain)`);
+    }
     const output = parseOutput(str(values, 'output'), ['markdown', 'md']);
     const strategyRaw = str(values, 'strategy') ?? DEFAULT_STRATEGY;
     if (strategyRaw !== 'in-place' && strategyRaw !== 'recreate') throw new UsageError(`--strategy ${strategyRaw} must be in-place or recreate`);
@@ -82,12 +126,24 @@ Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix the
     const tierOrder = TIER_ORDERS[orderRaw];
     if (!tierOrder) throw new UsageError(`--tier-order ${orderRaw} must be asc or desc`);
     const keep = list(values, 'keep').flatMap((k) => k.split(',')).map((k) => k.trim()).filter(Boolean);
-    for (const k of keep) if (!/^[^/\s]+\/[^/\s]+$/.test(k)) throw new UsageError(`--keep ${k} must be namespace/name`);
+    for (const k of keep) {
+      const problem = objectRefProblem(k, true);
+      if (problem) throw new UsageError(`--keep ${k}: ${problem} (a Service as namespace/name)`);
+    }
+    const givenSans = list(values, 'apiserver-cert-san').flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+    for (const san of givenSans) {
+      const problem = certSanProblem(san);
+      if (problem) throw new UsageError(`--apiserver-cert-san ${san} ${problem}`);
+    }
     const avoid = avoidList(values, io);
     const batchSize = intFlag(values, 'batch-size', 1, 10_000);
-    const headroom = numberFlag(values, 'headroom', 1);
+    const headroom = numberFlag(values, 'headroom', 1, MAX_HEADROOM);
     const snap = await loadSnapshot(values, io);
-    let sans = list(values, 'apiserver-cert-san').flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+    if (podTarget) {
+      const refused = podTargetRefusals(snap, { target: podTarget, serviceTarget: target, avoid });
+      if (refused.length > 0) throw new UsageError(`--pod-cidr ${podTarget} refused: ${refused.slice(0, 4).join('; ')}${refused.length > 4 ? ` and ${refused.length - 4} more` : ''}`);
+    }
+    let sans = givenSans;
     if (target && sans.length === 0 && list(values, 'from-file').length === 0) {
       const read = await readServingCertSANs(values, io);
       if (read) sans = read;
@@ -101,7 +157,7 @@ Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix the
           ...(parallel !== undefined ? { parallel } : {}),
           ...(blockSize !== undefined ? { blockSize } : {}),
           ...(nodeMaskSize !== undefined ? { nodeMaskSize } : {}),
-          ...(str(values, 'pool-name') ? { poolName: str(values, 'pool-name') } : {}),
+          ...(poolName ? { poolName } : {}),
           ...(str(values, 'node-hook') ? { nodeHook: str(values, 'node-hook') } : {}),
           ...(headroom !== undefined ? { headroom } : {}),
         },
@@ -110,7 +166,7 @@ Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix the
       target,
       keep,
       strategy: strategyRaw as Strategy,
-      tierKey: str(values, 'tier-key'),
+      tierKey,
       tierOrder,
       batchSize,
       headroom,

@@ -8,6 +8,7 @@ import {
 } from '../../probe/index.ts';
 import { RESOLV_CONF, resolvConfNameserver } from '../../probe/resolv.ts';
 import { PROBE_FLAGS } from '../../probe/pod.ts';
+import { isDnsSubdomain } from '../../plan/targets.ts';
 import { durationFlag, intFlag, list, str } from '../common.ts';
 import { ExitCode, UsageError, UserError } from '../errors.ts';
 import type { Command } from '../main.ts';
@@ -39,7 +40,7 @@ export const probeCommand: Command = {
   --kinds LIST             clients to run, comma-separated: dns, env, kubernetes, long (default all four)
   --interval DUR           time between requests of one client (default 20ms)
   --timeout DUR            per-request timeout: DNS lookup, connect and answer together (default 1s)
-  --duration DUR           stop after DUR (default: run until SIGINT or SIGTERM), then print the report; with
+  --duration DUR           stop after DUR, at most 168h (default: run until SIGINT or SIGTERM), then print the report; with
                            --deploy counted from when the first probe pod runs
   --protocol P             what the Services' servers speak: echo (a line echoed back) | http (default echo)
   --http-path PATH         path for --protocol http (default /)
@@ -83,10 +84,15 @@ it refuses (RBAC). See docs/probe.md.`,
     const defaults = { namespace: str(values, 'namespace') ?? 'default', port };
     const intervalMs = positiveDuration(values, 'interval') ?? 20;
     const timeoutMs = positiveDuration(values, 'timeout') ?? 1000;
-    const durationMs = positiveDuration(values, 'duration');
+    const durationMs = positiveDuration(values, 'duration', MAX_PROBE_DURATION_MS);
     const connections = intFlag(values, 'connections', 1, 1000) ?? 1;
     const domain = str(values, 'cluster-domain') ?? 'cluster.local';
-    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\.?$/i.test(domain)) throw new UsageError(`--cluster-domain ${domain} is not a domain name`);
+    if (!isDnsSubdomain(domain.toLowerCase().replace(/\.$/, ''))) throw new UsageError(`--cluster-domain ${domain} is not a domain name`);
+    const httpPath = str(values, 'http-path');
+    if (httpPath !== undefined) {
+      if (protocol !== 'http') throw new UsageError('--http-path needs --protocol http');
+      if (!/^\/[\x21-\x7e]*$/.test(httpPath)) throw new UsageError(`--http-path ${JSON.stringify(httpPath)} must start with "/" and hold only printable characters, no spaces (percent-encode them)`);
+    }
 
     let services: ServiceTarget[];
     try {
@@ -136,7 +142,7 @@ it refuses (RBAC). See docs/probe.md.`,
 
     if (deploy) {
       const image = str(values, 'image') ?? DEFAULT_PROBE_IMAGE;
-      if (!image.trim() || /\s/.test(image)) throw new UsageError(`--image "${image}" is not an image reference`);
+      if (!isImageReference(image)) throw new UsageError(`--image ${JSON.stringify(image)} is not an image reference (e.g. docker.io/library/node:24-alpine)`);
       const replicas = intFlag(values, 'replicas', 1, 100) ?? 1;
       const reportEveryMs = positiveDuration(values, 'report-every') ?? 5000;
       const startTimeoutMs = positiveDuration(values, 'start-timeout') ?? 120_000;
@@ -229,8 +235,18 @@ function finish(report: ProbeReport, output: Output, io: Parameters<Command['run
   return ExitCode.ok;
 }
 
-function positiveDuration(values: Parameters<Command['run']>[0]['values'], key: string): number | undefined {
-  const ms = durationFlag(values, key);
+/** The longest --duration: a week (timers overflow at 24.8 days). */
+const MAX_PROBE_DURATION_MS = 7 * 24 * 3_600_000;
+
+/** An OCI image reference: [HOST[:PORT]/]PATH[:TAG][@DIGEST], PATH lower-case components. */
+export function isImageReference(s: string): boolean {
+  if (s.length > 512) return false;
+  const m = s.match(/^(?:([a-zA-Z0-9.-]+(?::\d+)?|\[[0-9a-fA-F:]+\](?::\d+)?)\/)?([a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)(?::([\w][\w.-]{0,127}))?(?:@([A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$/);
+  return m !== null;
+}
+
+function positiveDuration(values: Parameters<Command['run']>[0]['values'], key: string, maxMs?: number): number | undefined {
+  const ms = durationFlag(values, key, maxMs);
   if (ms !== undefined && ms <= 0) throw new UsageError(`--${key} must be more than 0`);
   return ms;
 }

@@ -22,7 +22,7 @@ export const suggestCommand: Command = {
   --nodes N                pods: nodes to plan for (default: the cluster's node count)
   --node-mask N            pods: each node's block prefix (default: the cluster's, else 24 / 64)
   --services N             services: Services to plan for (default: those with a ClusterIP today)
-  --headroom X             multiply the count by X (default 2: room to double)
+  --headroom X             multiply the count by X, 1 to 1000 (default 2: room to double)
   --family 4|6             address family (default: the cluster's)
   --alternatives N         further candidates to list (default 3)
 
@@ -42,7 +42,7 @@ aligned block that overlaps no cluster range (current ones included), node addre
       nodes: intFlag(values, 'nodes', 1, 1_000_000),
       nodeMask: intFlag(values, 'node-mask', 1, 128),
       services: intFlag(values, 'services', 0, 100_000_000),
-      headroom: numberFlag(values, 'headroom', 1),
+      headroom: numberFlag(values, 'headroom', 1, 1000),
       alternatives: intFlag(values, 'alternatives', 0, 100),
       avoid,
     } as const;
