@@ -8,6 +8,9 @@
  *  - `--flag value` as two separate words.
  * Pure; no I/O.
  */
+import { splitList } from '../distro/kubeadm.ts';
+
+export { splitList };
 
 /** Flags by name (without the leading dashes). A flag given twice keeps the last value, as pflag does. */
 export type FlagMap = Map<string, string>;
@@ -73,12 +76,6 @@ export function parseFlags(words: string[]): FlagMap {
     }
   }
   return flags;
-}
-
-/** Splits a comma-separated flag value ("10.0.0.0/16,fd00::/108") into trimmed, non-empty parts. */
-export function splitList(value: string | undefined): string[] {
-  if (value === undefined) return [];
-  return value.split(',').map((s) => s.trim()).filter((s) => s !== '');
 }
 
 /** Parses a Go-style boolean flag value; undefined when it is not one. */

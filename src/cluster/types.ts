@@ -4,27 +4,13 @@
  * `kubectl get -o yaml` files. Nothing in here does I/O.
  */
 
-/** A raw Kubernetes object as the API (or a dump) returns it. */
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: {
-    name?: string;
-    namespace?: string;
-    uid?: string;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    ownerReferences?: Array<{ apiVersion?: string; kind?: string; name?: string; uid?: string; controller?: boolean }>;
-    deletionTimestamp?: string;
-    finalizers?: string[];
-    [k: string]: unknown;
-  };
-  spec?: any;
-  status?: any;
-  data?: Record<string, string>;
-  [k: string]: unknown;
-}
+import type { CniKind, IpamKind } from '../cni/detect.ts';
+import type { DistributionKind } from '../distro/detect.ts';
+import type { KopsNetworking } from '../distro/kops.ts';
+import type { KubeadmNetworking } from '../distro/kubeadm.ts';
+import type { KubeObject, RangeRole } from '../vocabulary.ts';
+
+export type { CniKind, DistributionKind, IpamKind, KopsNetworking, KubeadmNetworking, KubeObject, RangeRole };
 
 /**
  * What discovery gathered before interpretation. The live path and the file path both produce this,
@@ -55,14 +41,6 @@ export interface Origin {
   /** e.g. "ServiceCIDR/kubernetes", "kube-apiserver --service-cluster-ip-range", "kubeadm-config podSubnet". */
   source: string;
 }
-
-export type RangeRole =
-  | 'service'        // a range Services take ClusterIPs from
-  | 'pod'            // a range pods take IPs from (cluster CIDR, pool)
-  | 'node-pod'       // one node's spec.podCIDR
-  | 'node'           // the node network (derived from node InternalIPs, or configured)
-  | 'masquerade'     // kOps nonMasqueradeCIDR
-  | 'pool';          // a Calico IPPool
 
 /** One range the cluster uses, with where we learnt it. */
 export interface ClusterRange extends Origin {
@@ -150,10 +128,6 @@ export interface BlockAffinityInfo {
   state?: string;
 }
 
-export type DistributionKind = 'kops' | 'kubeadm' | 'kubespray' | 'k3s' | 'generic';
-export type CniKind = 'calico' | 'cilium' | 'flannel' | 'unknown';
-export type IpamKind = 'calico-ipam' | 'host-local' | 'cilium' | 'unknown';
-
 /** kube-apiserver flags seen on its mirror pod(s). One entry per apiserver pod (HA clusters have several). */
 export interface ApiserverFlags {
   pod: string;
@@ -172,32 +146,6 @@ export interface ControllerManagerFlags {
   nodeCIDRMaskSizeIPv6?: number;
   allocateNodeCIDRs?: boolean;
   serviceClusterIPRange?: string[];
-}
-
-export interface KopsNetworking {
-  /** Which layout the spec used: 'legacy' (top-level fields) or 'networking' (spec.networking.*). */
-  layout: 'legacy' | 'networking';
-  kubernetesVersion?: string;
-  nonMasqueradeCIDR?: string;
-  podCIDR?: string;
-  serviceClusterIPRange?: string;
-  networkCIDR?: string;
-  kubeDNSServerIP?: string;
-  kubeletClusterDNS?: string;
-  allocateNodeCIDRs?: boolean;
-  networkingProvider?: string;
-}
-
-export interface KubeadmNetworking {
-  podSubnet?: string[];
-  serviceSubnet?: string[];
-  dnsDomain?: string;
-  kubernetesVersion?: string;
-  /** kube-controller-manager extraArgs cluster-cidr / node-cidr-mask-size when set there. */
-  controllerManagerExtraArgs?: Record<string, string>;
-  apiServerExtraArgs?: Record<string, string>;
-  /** clusterDNS from the kubelet-config ConfigMap. */
-  kubeletClusterDNS?: string[];
 }
 
 /**

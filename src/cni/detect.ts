@@ -11,8 +11,11 @@
  *    still reported as 'cilium', check ipamMode.
  *  - Flannel: host-local on each node's podCIDR.
  */
-import type { CniKind, IpamKind, KubeObject } from '../cluster/types.ts';
+import type { KubeObject } from '../vocabulary.ts';
 import type { RawRange } from '../distro/kops.ts';
+
+export type CniKind = 'calico' | 'cilium' | 'flannel' | 'unknown';
+export type IpamKind = 'calico-ipam' | 'host-local' | 'cilium' | 'unknown';
 
 export interface CniSignals {
   /** First pod seen of each plugin's node agent, e.g. "kube-system/calico-node-abcde". */

@@ -15,7 +15,8 @@
  *  - kubeadm: ConfigMap kube-system/kubeadm-config, a ClusterConfiguration file, or nodes annotated
  *    kubeadm.alpha.kubernetes.io/cri-socket.
  */
-import type { DistributionKind } from '../cluster/types.ts';
+
+export type DistributionKind = 'kops' | 'kubeadm' | 'kubespray' | 'k3s' | 'generic';
 
 export interface DistroSignals {
   kops: string[];

@@ -9,8 +9,22 @@
  * Both: spec.kubeDNS.serverIP, spec.kubelet.clusterDNS, spec.kubeControllerManager.allocateNodeCIDRs.
  * Pure; no I/O.
  */
-import type { KopsNetworking, KubeObject, RangeRole } from '../cluster/types.ts';
+import type { KubeObject, RangeRole } from '../vocabulary.ts';
 import { normalizeVersion } from './kubeadm.ts';
+
+export interface KopsNetworking {
+  /** Which layout the spec used: 'legacy' (top-level fields) or 'networking' (spec.networking.*). */
+  layout: 'legacy' | 'networking';
+  kubernetesVersion?: string;
+  nonMasqueradeCIDR?: string;
+  podCIDR?: string;
+  serviceClusterIPRange?: string;
+  networkCIDR?: string;
+  kubeDNSServerIP?: string;
+  kubeletClusterDNS?: string;
+  allocateNodeCIDRs?: boolean;
+  networkingProvider?: string;
+}
 
 /** Keys of spec.networking that name a CNI provider (kOps NetworkingSpec JSON names). */
 const PROVIDERS = [

@@ -3,8 +3,25 @@
  * KubeletConfiguration (ConfigMap kube-system/kubelet-config[-1.xx], data.kubelet). Pure; no I/O.
  */
 import { load } from 'js-yaml';
-import type { KubeadmNetworking, KubeObject } from '../cluster/types.ts';
-import { splitList } from '../cluster/flags.ts';
+import type { KubeObject } from '../vocabulary.ts';
+
+export interface KubeadmNetworking {
+  podSubnet?: string[];
+  serviceSubnet?: string[];
+  dnsDomain?: string;
+  kubernetesVersion?: string;
+  /** kube-controller-manager extraArgs cluster-cidr / node-cidr-mask-size when set there. */
+  controllerManagerExtraArgs?: Record<string, string>;
+  apiServerExtraArgs?: Record<string, string>;
+  /** clusterDNS from the kubelet-config ConfigMap. */
+  kubeletClusterDNS?: string[];
+}
+
+/** Splits a comma-separated flag value ("10.0.0.0/16,fd00::/108") into trimmed, non-empty parts. */
+export function splitList(value: string | undefined): string[] {
+  if (value === undefined) return [];
+  return value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+}
 
 /** Parses a YAML/JSON text into a plain object, or returns an error string. */
 export function parseEmbeddedYaml(text: string): Record<string, any> | string {

@@ -23,7 +23,7 @@ import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
 import { MAX_PLAN_BYTES } from '../../plan/render.ts';
 import { durationFlag, list, str } from '../common.ts';
 import { ExitCode, InputError, UsageError, UserError } from '../errors.ts';
-import type { Command, Io, Values } from '../main.ts';
+import type { Command, Io, Values } from '../command.ts';
 import { parseOutput, renderData, table, type OutputFormat } from '../output.ts';
 
 const SESSION_OPTIONS = {

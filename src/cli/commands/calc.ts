@@ -1,7 +1,7 @@
 import { calc } from '../../analyze/calc.ts';
 import { intFlag, str } from '../common.ts';
 import { ExitCode } from '../errors.ts';
-import type { Command } from '../main.ts';
+import type { Command } from '../command.ts';
 import { parseOutput, renderData, table } from '../output.ts';
 
 export const calcCommand: Command = {

@@ -2,7 +2,7 @@ import type { Severity } from '../../analyze/catalog.ts';
 import { inspect, type InspectReport } from '../../analyze/inspect.ts';
 import { avoidList, loadSnapshot, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
-import type { Command } from '../main.ts';
+import type { Command } from '../command.ts';
 import { parseOutput, renderData, section, table } from '../output.ts';
 
 const SEVERITIES: Severity[] = ['error', 'warning', 'info'];

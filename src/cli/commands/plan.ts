@@ -10,7 +10,7 @@ import { certSanProblem, isDnsSubdomain, isQualifiedName, objectRefProblem, podT
 import { NetError } from '../../net/index.ts';
 import { avoidList, durationFlag, intFlag, list, loadSnapshot, numberFlag, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
-import type { Command, Io, Values } from '../main.ts';
+import type { Command, Io, Values } from '../command.ts';
 import { parseOutput, section, table } from '../output.ts';
 import { VERSION } from '../version.ts';
 

@@ -11,7 +11,7 @@ import { PROBE_FLAGS } from '../../probe/pod.ts';
 import { isDnsSubdomain } from '../../plan/targets.ts';
 import { durationFlag, intFlag, list, str } from '../common.ts';
 import { ExitCode, UsageError, UserError } from '../errors.ts';
-import type { Command } from '../main.ts';
+import type { Command } from '../command.ts';
 import { parseOutput, renderData, section, table } from '../output.ts';
 
 export const probeCommand: Command = {

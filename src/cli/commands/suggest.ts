@@ -1,7 +1,7 @@
 import { suggest } from '../../analyze/suggest.ts';
 import { avoidList, intFlag, loadSnapshot, numberFlag, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
-import type { Command } from '../main.ts';
+import type { Command } from '../command.ts';
 import { parseOutput, renderData, table } from '../output.ts';
 
 export const suggestCommand: Command = {

@@ -1,0 +1,27 @@
+/** What a command is: the shape main() parses flags for and runs. Imports nothing from the commands. */
+import type { ParseArgsConfig } from 'node:util';
+
+export interface Io {
+  out(s: string): void;
+  err(s: string): void;
+  env: NodeJS.ProcessEnv;
+}
+
+export type Options = NonNullable<ParseArgsConfig['options']>;
+export type Values = Record<string, string | boolean | string[] | undefined>;
+
+export interface Command {
+  name: string;
+  summary: string;
+  usage: string;
+  /** Command flags (the global ones are added). */
+  options: Options;
+  /** Extra help text after the flags. */
+  help?: string;
+  /**
+   * The positional arguments the command takes (default: none). main() refuses fewer than `min` (when set) and
+   * more than `max` with exit 2 before the command runs; `name` names one of them in the message (e.g. "CIDR").
+   */
+  positionals?: { min?: number; max: number; name: string };
+  run(args: { values: Values; positionals: string[]; io: Io }): Promise<number>;
+}

@@ -1,0 +1,35 @@
+/**
+ * Types every layer shares (cluster model, adapters, the Kubernetes port): the shape of a raw object and the
+ * roles an address range plays. Imports nothing.
+ */
+
+/** A raw Kubernetes object as the API (or a dump) returns it. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: Array<{ apiVersion?: string; kind?: string; name?: string; uid?: string; controller?: boolean }>;
+    deletionTimestamp?: string;
+    finalizers?: string[];
+    [k: string]: unknown;
+  };
+  spec?: any;
+  status?: any;
+  data?: Record<string, string>;
+  [k: string]: unknown;
+}
+
+/** What a range is used for. */
+export type RangeRole =
+  | 'service'        // a range Services take ClusterIPs from
+  | 'pod'            // a range pods take IPs from (cluster CIDR, pool)
+  | 'node-pod'       // one node's spec.podCIDR
+  | 'node'           // the node network (derived from node InternalIPs, or configured)
+  | 'masquerade'     // kOps nonMasqueradeCIDR
+  | 'pool';          // a Calico IPPool
