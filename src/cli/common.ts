@@ -6,7 +6,7 @@ import { connect } from '../kube/client.ts';
 import { readLiveInventory } from '../kube/discover.ts';
 import { loadConfig, parseAvoid } from './config.ts';
 import { UsageError } from './errors.ts';
-import type { Io, Values } from './main.ts';
+import type { Io, Values } from './command.ts';
 
 export function str(values: Values, key: string): string | undefined {
   const v = values[key];
@@ -29,22 +29,37 @@ export function intFlag(values: Values, key: string, min: number, max: number): 
   return n;
 }
 
-export function numberFlag(values: Values, key: string, min: number): number | undefined {
+/** A finite number flag within bounds (inclusive), or a usage error naming the flag. */
+export function numberFlag(values: Values, key: string, min: number, max: number): number | undefined {
   const raw = str(values, key);
   if (raw === undefined) return undefined;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) throw new UsageError(`--${key} ${raw} must be a number >= ${min}`);
+  const t = raw.trim();
+  const n = /^[+]?(\d+(\.\d*)?|\.\d+)$/.test(t) ? Number(t) : Number.NaN;
+  if (!Number.isFinite(n) || n < min || n > max) throw new UsageError(`--${key} ${raw} must be a number from ${min} to ${max}`);
   return n;
 }
 
-/** "30s", "2m", "500ms" or plain seconds → milliseconds. */
-export function durationFlag(values: Values, key: string): number | undefined {
+/** The longest duration any flag takes: 24h (a timer far beyond that would overflow, and no step needs it). */
+export const MAX_DURATION_MS = 24 * 3_600_000;
+
+/** "30s", "2m", "500ms", "1h" or plain seconds → milliseconds, at most `maxMs` (default 24h). */
+export function durationFlag(values: Values, key: string, maxMs: number = MAX_DURATION_MS): number | undefined {
   const raw = str(values, key);
   if (raw === undefined) return undefined;
   const m = raw.trim().match(/^(\d+(?:\.\d+)?)(ms|s|m|h)?$/);
   if (!m) throw new UsageError(`--${key} ${raw} is not a duration (e.g. 30s, 2m)`);
   const mult = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
-  return Number(m[1]) * mult;
+  const ms = Number(m[1]) * mult;
+  if (!Number.isFinite(ms) || ms > maxMs) throw new UsageError(`--${key} ${raw} is too long: at most ${formatDuration(maxMs)}`);
+  return ms;
+}
+
+/** 86400000 → "24h", 90000 → "90s". */
+export function formatDuration(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
 }
 
 /** --avoid flags plus the config file's list. */

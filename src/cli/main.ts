@@ -1,4 +1,7 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { existsSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { Command, Io, Options, Values } from './command.ts';
+import { isDnsLabel } from '../plan/targets.ts';
 import { NetError } from '../net/index.ts';
 import { applyCommand, restoreCommand, resumeCommand, rollbackCommand, statusCommand, verifyCommand } from './commands/apply.ts';
 import { calcCommand } from './commands/calc.ts';
@@ -7,27 +10,12 @@ import { planCommand } from './commands/plan.ts';
 import { probeCommand } from './commands/probe.ts';
 import { suggestCommand } from './commands/suggest.ts';
 import { EXIT_CODE_OF_KIND, ExitCode, UsageError, UserError } from './errors.ts';
+import { redact } from '../kube/redact.ts';
+import { durationFlag, list } from './common.ts';
+import { parseAvoid } from './config.ts';
 import { VERSION } from './version.ts';
 
-export interface Io {
-  out(s: string): void;
-  err(s: string): void;
-  env: NodeJS.ProcessEnv;
-}
-
-type Options = NonNullable<ParseArgsConfig['options']>;
-export type Values = Record<string, string | boolean | string[] | undefined>;
-
-export interface Command {
-  name: string;
-  summary: string;
-  usage: string;
-  /** Command flags (the global ones are added). */
-  options: Options;
-  /** Extra help text after the flags. */
-  help?: string;
-  run(args: { values: Values; positionals: string[]; io: Io }): Promise<number>;
-}
+export type { Command, Io, Options, Values } from './command.ts';
 
 /** Flags every command takes, as kubectl spells them. */
 export const GLOBAL_OPTIONS: Options = {
@@ -73,8 +61,10 @@ ${COMMANDS.map((c) => `  ${c.name.padEnd(width)}   ${c.summary}`).join('\n')}
 
 Run "kube-renumber COMMAND --help" for a command's flags.
 
-Exit codes: 0 ok; 1 findings; 2 bad usage or input value; 3 unreadable input file; 4 cluster unreachable;
-5 permission denied; 6 verification failed; 7 stopped at a gate; 8 locked by another run; 70 internal error.
+Exit codes: 0 ok; 1 findings; 2 bad command line (flag, argument, CIDR, value, unknown --context);
+3 bad input file (dump, plan, journal, --config, the kubeconfig named by --kubeconfig or KUBECONFIG);
+4 no kubeconfig anywhere or cluster unreachable; 5 permission denied (401/403); 6 verification failed;
+7 stopped at a gate; 8 locked by another run; 70 internal error.
 `;
 }
 
@@ -93,7 +83,10 @@ export function defaultIo(): Io {
 
 /** Run the CLI; returns the exit code. Never throws. */
 export async function main(argv: string[], io: Io = defaultIo()): Promise<number> {
-  const verbose = argv.includes('-v') || argv.includes('--verbose');
+  const verbose = isVerbose(argv);
+  // Last line of defence: no credential reaches stderr, whoever wrote the line.
+  const rawIo = io;
+  io = { ...rawIo, err: (s) => rawIo.err(redact(s)) };
   try {
     const [name, ...rest] = argv;
     if (!name || name === 'help' || name === '--help' || name === '-h') {
@@ -116,10 +109,89 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       io.out(commandHelp(cmd));
       return ExitCode.ok;
     }
+    checkValues(cmd, parsed.values as Values);
+    checkPositionals(cmd, parsed.positionals);
     return await cmd.run({ values: parsed.values as Values, positionals: parsed.positionals, io });
   } catch (e) {
     return reportError(e, io, verbose);
   }
+}
+
+/** Commands that read a cluster (live or -f) and take --avoid. */
+const READS_CLUSTER = new Set(['inspect', 'suggest', 'plan']);
+
+/** The global flags every command takes, checked before the command runs: empty values, durations, names, CIDRs. */
+function checkValues(cmd: Command, values: Values): void {
+  for (const [key, v] of Object.entries(values)) {
+    for (const one of typeof v === 'string' ? [v] : Array.isArray(v) ? v : []) {
+      if (one.trim() === '') throw new UsageError(`--${key} needs a value, got an empty string (see "kube-renumber ${cmd.name} --help")`);
+    }
+  }
+  const timeout = durationFlag(values, 'request-timeout');
+  if (timeout !== undefined && timeout <= 0) throw new UsageError(`--request-timeout ${values['request-timeout']} must be more than 0`);
+  const ns = values.namespace;
+  if (typeof ns === 'string' && !isDnsLabel(ns)) {
+    throw new UsageError(`--namespace ${JSON.stringify(ns)} is not a valid namespace name (lower-case letters, digits and "-", at most 63, starting and ending alphanumeric)`);
+  }
+  for (const a of list(values, 'avoid')) parseAvoid(a);
+}
+
+function looksLikeCidr(word: string): boolean {
+  return /^[0-9a-f:.]+\/\d*$/i.test(word.trim()) && /[.:]/.test(word);
+}
+
+/** What the user probably meant by a stray positional word, as " (did you mean …?)", or "". */
+export function strayHint(cmd: Command, word: string): string {
+  const w = word.trim();
+  const q = /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replaceAll("'", "'\\''")}'`;
+  if (cmd.name === 'suggest' && (w === 'pods' || w === 'services')) return ' (--for takes one value: run suggest once with --for pods and once with --for services)';
+  if (cmd.name === 'plan' && looksLikeCidr(w)) return ` (did you mean --service-cidr ${q} or --pod-cidr ${q}?)`;
+  if (READS_CLUSTER.has(cmd.name) && looksLikeCidr(w)) return ` (did you mean --avoid ${q}?)`;
+  if (cmd.name === 'probe' && /^([a-z0-9-]+\/)?[a-z0-9-]+(:\d+)?$/.test(w)) return ` (did you mean --service ${q}?)`;
+  if (READS_CLUSTER.has(cmd.name) && (existsSync(w) || /[/\\]|\.(ya?ml|json)$/i.test(w))) return ` (did you mean -f ${q}?)`;
+  return '';
+}
+
+function checkPositionals(cmd: Command, positionals: string[]): void {
+  const spec = cmd.positionals ?? { max: 0, name: 'argument' };
+  const usage = cmd.usage.split('\n')[0];
+  if (positionals.length > spec.max) {
+    const word = positionals[spec.max]!;
+    const takes = spec.max === 0
+      ? `${cmd.name} takes no arguments besides flags`
+      : `${cmd.name} takes ${spec.min === spec.max ? 'exactly' : 'at most'} ${spec.max === 1 ? `one ${spec.name}` : `${spec.max} ${spec.name}s`}`;
+    const hint = strayHint(cmd, word);
+    throw new UsageError(`unexpected argument ${JSON.stringify(word)}: ${takes}${hint || ` (usage: ${usage})`}`);
+  }
+  if (spec.min !== undefined && positionals.length < spec.min) {
+    const takes = spec.min === spec.max ? `exactly ${spec.min === 1 ? 'one' : spec.min}` : `at least ${spec.min === 1 ? 'one' : spec.min}`;
+    throw new UsageError(`${cmd.name} takes ${takes} ${spec.name}${spec.min === 1 ? '' : 's'}, got ${positionals.length || 'none'} (usage: ${usage})`);
+  }
+}
+
+/**
+ * For the installed binary: an exception or rejection nothing caught (a bug, or a callback of a dependency) ends
+ * the process as one "error:" line and its exit code (70 unless it is a user error), never a Node stack trace
+ * (except with -v).
+ */
+export function installCrashHandlers(io: Io = defaultIo(), argv: readonly string[] = process.argv.slice(2)): void {
+  const verbose = isVerbose(argv);
+  const safeIo: Io = { ...io, err: (s) => io.err(redact(s)) };
+  let crashed = false;
+  const crash = (e: unknown): void => {
+    if (crashed) return;
+    crashed = true;
+    process.exit(reportError(e, safeIo, verbose));
+  };
+  process.on('uncaughtException', crash);
+  process.on('unhandledRejection', crash);
+}
+
+/** -v or --verbose among the flags (not after "--", where words are positionals). */
+function isVerbose(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  const flags = end < 0 ? argv : argv.slice(0, end);
+  return flags.includes('-v') || flags.includes('--verbose');
 }
 
 export function exitCodeOf(e: unknown): number {
@@ -130,12 +202,12 @@ export function exitCodeOf(e: unknown): number {
 
 function reportError(e: unknown, io: Io, verbose: boolean): number {
   const code = exitCodeOf(e);
-  const message = e instanceof Error ? e.message.split('\n')[0] : String(e);
+  const message = redact(e instanceof Error ? e.message.split('\n')[0]! : String(e));
   if (code === ExitCode.internal) {
     io.err(`error: internal: ${message}${verbose ? '' : ' (run with -v for details)'}\n`);
   } else {
     io.err(`error: ${message}\n`);
   }
-  if (verbose && e instanceof Error && e.stack) io.err(`${e.stack}\n`);
+  if (verbose && e instanceof Error && e.stack) io.err(`${redact(e.stack)}\n`);
   return code;
 }

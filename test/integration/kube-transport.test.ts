@@ -1,0 +1,119 @@
+// The way to the real apiserver: `inspect` through `kubectl proxy` (plain http://, no credentials), through a
+// TCP forwarder on a port fetch refuses (the WHATWG "bad ports": 6665-6669, 6000, 10080, ...), and a bad token
+// ends in exit 5 without the token printed anywhere.
+
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { useTestbed } from '../testbed/harness.ts';
+import { run } from '../unit/run-cli.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'kr-transport-it-'));
+let n = 0;
+function kubeconfig(cluster: Record<string, unknown>, user: Record<string, unknown> = {}): string {
+  const path = join(dir, `kubeconfig-${++n}`);
+  writeFileSync(path, JSON.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+    clusters: [{ name: 'tb', cluster }], users: [{ name: 'u', user }], contexts: [{ name: 'c', context: { cluster: 'tb', user: 'u' } }],
+  }), { mode: 0o600 });
+  return path;
+}
+
+/** What inspect reports about the cluster itself, the same whichever way it was reached. */
+function facts(out: string) {
+  const r = JSON.parse(out);
+  return { serviceCIDRs: r.serviceCIDRs.map((s: any) => s.cidr), nodes: r.capacity.nodes.total, services: r.capacity.services.total, version: r.kubernetesVersion };
+}
+
+const children: ChildProcess[] = [];
+const servers: net.Server[] = [];
+after(() => {
+  for (const c of children) c.kill('SIGTERM');
+  for (const s of servers) s.close();
+});
+
+describe('reaching the real apiserver', () => {
+  const tb = useTestbed({ serviceCIDR: '10.96.0.0/16', podCIDR: '10.244.0.0/20', nodeMask: 24, nodes: 2, calicoCRDs: false });
+  let direct: ReturnType<typeof facts>;
+
+  test('direct, as the baseline', async () => {
+    const r = await run(['inspect', '--kubeconfig', tb.kubeconfigPath, '-o', 'json']);
+    assert.equal(r.code, 0, r.err);
+    direct = facts(r.out);
+    assert.deepEqual(direct.serviceCIDRs, ['10.96.0.0/16']);
+    assert.equal(direct.nodes, 2);
+  });
+
+  test('through kubectl proxy: plain http://, no credentials in the kubeconfig', async () => {
+    const proxy = spawn(join(tb.binDir, 'kubectl'), [`--kubeconfig=${tb.kubeconfigPath}`, 'proxy', '--address=127.0.0.1', '--port=0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(proxy);
+    const port = await new Promise<number>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`kubectl proxy did not start: ${out}`)), 30_000);
+      proxy.stdout!.on('data', (d) => {
+        out += d;
+        const m = out.match(/Starting to serve on 127\.0\.0\.1:(\d+)/);
+        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+      });
+      proxy.on('exit', (code) => { clearTimeout(timer); reject(new Error(`kubectl proxy exited ${code}: ${out}`)); });
+    });
+    const kc = kubeconfig({ server: `http://127.0.0.1:${port}` });
+    const r = await run(['inspect', '--kubeconfig', kc, '-o', 'json']);
+    assert.equal(r.code, 0, r.err);
+    assert.deepEqual(facts(r.out), direct);
+    assert.equal(JSON.parse(r.out).source.server, `http://127.0.0.1:${port}`);
+    proxy.kill('SIGTERM');
+  });
+
+  test('through a forwarder on a port fetch refuses', async (t) => {
+    const api = new URL(tb.server);
+    let connections = 0;
+    const forwarder = net.createServer((client) => {
+      connections++;
+      const up = net.connect(Number(api.port), api.hostname, () => { client.pipe(up); up.pipe(client); });
+      up.on('error', () => client.destroy());
+      client.on('error', () => up.destroy());
+    });
+    let port: number | undefined;
+    for (const p of [6666, 6667, 6668, 6669, 6665, 6000, 10080]) {
+      const ok = await new Promise<boolean>((resolve) => {
+        forwarder.once('error', () => resolve(false));
+        forwarder.listen(p, '127.0.0.1', () => resolve(true));
+      });
+      if (ok) { port = p; break; }
+    }
+    if (port === undefined) return t.skip('every fetch-blocked port tried is taken');
+    servers.push(forwarder);
+    t.diagnostic(`forwarder on 127.0.0.1:${port}`);
+    await assert.rejects(fetch(`https://127.0.0.1:${port}/version`), (e: any) => /bad port/.test(String(e?.cause?.message)), 'fetch refuses this port');
+    const kc = kubeconfig({ server: `https://127.0.0.1:${port}`, 'insecure-skip-tls-verify': true }, { token: tb.token });
+    const r = await run(['inspect', '--kubeconfig', kc, '-o', 'json']);
+    assert.equal(r.code, 0, r.err);
+    assert.deepEqual(facts(r.out), direct);
+    assert.ok(connections >= 1, 'the requests went through the forwarder');
+    // kubectl agrees
+    const k = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const p = spawn(join(tb.binDir, 'kubectl'), [`--kubeconfig=${kc}`, 'get', '--raw', '/version'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      p.stdout.on('data', (d) => { out += d; });
+      p.on('close', (code) => resolve({ code, out }));
+    });
+    assert.equal(k.code, 0);
+    assert.equal(JSON.parse(k.out).gitVersion, direct.version);
+  });
+
+  test('a bad token: exit 5, the token never printed (with -v too)', async () => {
+    const bad = 'kr-integration-bad-token-0d15ea5e';
+    const kc = kubeconfig({ server: tb.server, 'insecure-skip-tls-verify': true }, { token: bad });
+    for (const args of [['inspect', '--kubeconfig', kc], ['inspect', '--kubeconfig', kc, '-v']]) {
+      const r = await run(args);
+      assert.equal(r.code, 5, r.err);
+      assert.match(r.err, /^error: the API server https:\/\/127\.0\.0\.1:\d+ rejected our credentials \(401 Unauthorized\)/m);
+      assert.ok(!r.err.includes(bad) && !r.out.includes(bad), r.err);
+    }
+  });
+});
