@@ -2,6 +2,7 @@
 // take and against the manual way, all in ONE run on one local control plane (test/testbed).
 //
 //   npm run bench -- service-renumber [--services N] [--namespaces N] [--naive N] [--nodes N]
+//                                     [--propagation-delay MS] [--no-covers]
 //
 //   1. Testbed (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) on 10.96.0.0/16,
 //      populated with the standard fixture in N namespaces plus --services plain ClusterIP Services.
@@ -64,6 +65,8 @@ class CountingClient implements KubeClient {
   /** phase → shape → count */
   readonly counts = new Map<string, Map<string, number>>();
   seen = 0;
+  /** Writes (POST, PUT, PATCH, DELETE) the wrapper saw, whatever the phase. */
+  writes = 0;
 
   constructor(inner: KubeClient) {
     this.inner = inner;
@@ -82,6 +85,7 @@ class CountingClient implements KubeClient {
 
   request<T = any>(method: Method, path: string, opts?: RequestOptions): Promise<T> {
     this.#note(requestShape(method, path));
+    if (method !== 'GET') this.writes++;
     return this.inner.request<T>(method, path, opts);
   }
 
@@ -166,6 +170,8 @@ export async function run(args: string[]): Promise<number> {
       namespaces: { type: 'string' },
       naive: { type: 'string' },
       nodes: { type: 'string' },
+      'propagation-delay': { type: 'string' },
+      'no-covers': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -176,6 +182,9 @@ export async function run(args: string[]): Promise<number> {
   --namespaces N  app namespaces (default 10)
   --naive N       Services moved the kubectl way, in their own namespace (default 30)
   --nodes N       kwok nodes (default 3)
+  --propagation-delay MS  the engine's wait for kube-proxy and DNS caches, twice per batch (default 0: the testbed
+                  has neither; apply's default is 5000, which adds 2 × 5 s per batch to any run)
+  --no-covers     move without cover Services (apply --no-covers)
 `);
     return 0;
   }
@@ -183,6 +192,8 @@ export async function run(args: string[]): Promise<number> {
   const namespaces = intOpt(values.namespaces, 'namespaces', 10, 1, 200);
   const naiveN = intOpt(values.naive, 'naive', 30, 1, 250);
   const nodes = intOpt(values.nodes, 'nodes', 3, 1, 50);
+  const propagationDelayMs = intOpt(values['propagation-delay'], 'propagation-delay', 0, 0, 60_000);
+  const covers = !values['no-covers'];
 
   const tStart = now();
   const loadStart = loadavg()[0]!;
@@ -240,20 +251,22 @@ export async function run(args: string[]): Promise<number> {
       dryRun: 'none',
       log: (m) => log(`engine: ${m}`),
     };
-    const executor = new ServiceExecutor(plan, {});
+    const executor = new ServiceExecutor(plan, { propagationDelayMs, covers });
     const times = new Map<string, PhaseTime>();
     let gateAt: number | undefined;
     let requestsAtGate = 0;
+    let writesAtGate = 0;
     let cpu0: NodeJS.CpuUsage | undefined;
     let cpuAtGate: NodeJS.CpuUsage | undefined;
     const steps = instrument(executor.steps(), plan.steps, client, times, (id) => {
-      if (id === 'restart-apiservers' && gateAt === undefined) { gateAt = now(); requestsAtGate = client.requestCount; cpuAtGate = process.cpuUsage(cpu0); }
+      if (id === 'restart-apiservers' && gateAt === undefined) { gateAt = now(); requestsAtGate = client.requestCount; writesAtGate = client.writes; cpuAtGate = process.cpuUsage(cpu0); }
       else {
         const i = plan.steps.findIndex((s) => s.id === id);
         log(`step ${i + 1}/${plan.steps.length} ${id}`);
       }
     });
     const requestsBeforeRun = client.requestCount;
+    const writesBeforeRun = client.writes;
     log(`apply: running the plan until the restart-apiservers gate`);
     const t0 = now();
     cpu0 = process.cpuUsage();
@@ -270,6 +283,7 @@ export async function run(args: string[]): Promise<number> {
     const moveSeconds = (gateAt - t0) / 1000;
     const toolRequests = client.requestCount;
     const moveRequests = requestsAtGate - requestsBeforeRun;
+    const writesPerService = (writesAtGate - writesBeforeRun) / moved;
     const toolCpuSeconds = cpuAtGate ? (cpuAtGate.user + cpuAtGate.system) / 1e6 : NaN;
 
     // independent check (testbed client, not counted): every planned Service at its new IP
@@ -350,6 +364,20 @@ export async function run(args: string[]): Promise<number> {
     if (naiveAfter.length !== naiveN || naiveWrong.length > 0) throw new Error(`naive: ${naiveWrong.length} Service(s) not at their new IP`);
     log(`naive: ${naiveN} Services in ${round(naiveSeconds, 2)} s = ${round(naivePerSec, 2)} /s`);
 
+    // ---- goals ----
+    // requestsPerService: every request of the tool per moved Service, at most 5. The rate: at least half of what
+    // the API server takes when only the tool's writes are counted (8 writers in flight, as the engine runs).
+    const writeBound = rawParallel / writesPerService;
+    const rateRatio = renumberPerSec / writeBound;
+    const goals = {
+      requestsPerService: { value: round(requestsPerService, 2), max: 5, pass: requestsPerService <= 5 },
+      renumberRate: {
+        value: round(renumberPerSec, 2), min: round(writeBound / 2, 2), pass: rateRatio >= 0.5,
+        ratio: round(rateRatio, 3), writesPerService: round(writesPerService, 2),
+        how: 'renumberPerSec / (rawUpdatesPerSecParallel8 / writesPerService) >= 0.5',
+      },
+    };
+
     // ---- report ----
     const kubernetesVersion = snap.kubernetesVersion ?? inv.serverVersion ?? 'unknown';
     const cpus = availableParallelism();
@@ -364,6 +392,8 @@ export async function run(args: string[]): Promise<number> {
       ['rawUpdatesPerSec', round(rawUpdatesPerSec), `${items.length} label merge-PATCHes, one at a time, same client`],
       ['  with 8 in flight', round(rawParallel), `the same, 8 concurrent (the engine moves 8 Services at a time)`],
       ['  keep-alive reference', round(rawKeepAlive), `the same loop, sequential, over the testbed's client (one reused TLS connection): not the tool`],
+      ['writesPerService', round(writesPerService, 2), `writes (POST, PATCH, PUT, DELETE) of the steps to the gate / ${moved}`],
+      ['rate / write bound', round(rateRatio, 3), `renumberPerSec / (${round(rawParallel)} / ${round(writesPerService, 2)}) = ${round(renumberPerSec, 1)} / ${round(writeBound, 1)}`],
       ['naivePerSec', round(naivePerSec, 2), `${naiveN} Services: kubectl get -o yaml, edit, kubectl delete, kubectl apply -f`],
       ['plan (not in the rate)', `${round(planMs / 1000, 2)} s`, `live discovery + buildSnapshot + buildServicePlan, ${planRequests} requests`],
     ]);
@@ -383,6 +413,9 @@ export async function run(args: string[]): Promise<number> {
     const shapes = [...byShape.entries()].sort((a, b) => b[1] - a[1]);
     out += table(['request', 'count', 'per moved Service'], shapes.map(([k, v]) => [k, v, round(v / moved, 2)]));
     if (seenTool !== toolRequests) out += `(${toolRequests - seenTool} further request(s): list pages after the first)\n`;
+    out += `\ngoals: requestsPerService ${round(requestsPerService, 2)} <= 5: ${goals.requestsPerService.pass ? 'PASS' : 'FAIL'}; `
+      + `renumberPerSec ${round(renumberPerSec, 1)} >= 50% of ${round(rawParallel, 1)}/${round(writesPerService, 2)} = ${round(writeBound / 2, 1)} (ratio ${round(rateRatio, 3)}): ${goals.renumberRate.pass ? 'PASS' : 'FAIL'}\n`;
+    out += `(covers ${covers ? 'on' : 'off'}; propagation delay ${propagationDelayMs} ms, waited twice per batch: ${round(2 * propagationDelayMs * moveSteps.length / 1000, 1)} s of the move time)\n`;
     process.stdout.write(out + '\n');
     const json = {
       scenario: 'service-renumber',
@@ -392,6 +425,9 @@ export async function run(args: string[]): Promise<number> {
       rawUpdatesPerSecKeepAlive: round(rawKeepAlive, 2),
       naivePerSec: round(naivePerSec, 3),
       requestsPerService: round(requestsPerService, 2),
+      writesPerService: round(writesPerService, 2),
+      covers,
+      propagationDelayMs,
       services: totalServices,
       servicesMoved: moved,
       namespaces,
@@ -406,6 +442,7 @@ export async function run(args: string[]): Promise<number> {
       cpus,
       nodes,
       loadAverage: [round(loadStart, 2), round(loadEnd, 2)],
+      goals,
     };
     process.stdout.write(`${JSON.stringify(json)}\n`);
     log(`done in ${round((now() - tStart) / 1000)} s`);

@@ -15,7 +15,7 @@ import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import {
   CONFIGMAPS, createObject, deleteObject, ENDPOINTSLICES, forCreate, getObject, listAll, PODS, replaceObject, type ResourceType,
 } from '../kube/resources.ts';
-import { DAEMONSETS, DEPLOYMENTS, evictPod, patchWithPrecondition, PODDISRUPTIONBUDGETS, STATEFULSETS } from '../kube/workloads.ts';
+import { DAEMONSETS, DEPLOYMENTS, patchWithPrecondition, PODDISRUPTIONBUDGETS, STATEFULSETS, WORKLOAD_TYPES } from '../kube/workloads.ts';
 import { contains, formatCidr, overlaps, parseCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
 import type { MigrationPlan, PlanStep } from '../plan/plan.ts';
 import type { PodCIDRSpec, PoolData } from '../plan/pod-plan.ts';
@@ -23,8 +23,8 @@ import {
   describePdb, describeWorkload, fatalError, pdbsFor, resolveWorkloads, restartWorkload, restoreScale, runWaves, scaledReplicas,
   scaleUp, type RestartResult, type Workload,
 } from './restarts.ts';
-import { sleep, waitFor, withRetry } from './retry.ts';
-import type { Step, StepContext } from './runner.ts';
+import { backUpLate, type Step, type StepContext } from './runner.ts';
+import { evictRespectingPdb, mapLimit, poll, retryOnConflict, sleep, withRetry } from './toolkit.ts';
 
 export interface PodExecOptions {
   acknowledgedGates?: readonly string[];
@@ -106,7 +106,7 @@ export class PodExecutor {
   /** A step's verification: wait until `cond` holds; the timeout's message when it does not. */
   private async until(what: string, cond: () => Promise<boolean>): Promise<string | undefined> {
     try {
-      await waitFor(what, async () => ((await cond()) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
+      await poll(what, async () => ((await cond()) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
       return undefined;
     } catch (e) {
       return errText(e);
@@ -190,23 +190,22 @@ export class PodExecutor {
 
   /** Replace Installation/default's ipPools with `edit(pools)` (resourceVersion precondition, retried on 409). */
   private async editInstallationPools(ctx: StepContext, edit: (pools: any[]) => any[] | undefined): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const inst = await this.installation(ctx.client);
+    await retryOnConflict('Installation/default', async () => {
+      const inst = await withRetry(() => this.installation(ctx.client));
       if (!inst) throw new Error('Installation/default (operator.tigera.io) not found, but the plan says the operator manages Calico');
       const pools = [...(inst.spec?.calicoNetwork?.ipPools ?? [])];
       const next = edit(pools);
       if (!next) return;
-      ctx.backups.save(withKind(inst, 'installations'));
       const body = { ...inst, spec: { ...inst.spec, calicoNetwork: { ...inst.spec?.calicoNetwork, ipPools: next } } };
-      try {
-        await replaceObject(ctx.client, INSTALLATIONS, body, { dryRun: ctx.dryRun === 'server' });
-        return;
-      } catch (e) {
-        if (e instanceof KubeApiError && e.status === 409) continue;
-        throw e;
-      }
-    }
-    throw new Error('Installation/default kept changing under us (409 Conflict five times)');
+      await replaceObject(ctx.client, INSTALLATIONS, body, { dryRun: ctx.dryRun === 'server' });
+    });
+  }
+
+  /** Installation/default, for the backup phase of the steps that edit its pools (absent: nothing to back up). */
+  private async installationBackup(client: KubeClient): Promise<KubeObject[]> {
+    if (!this.spec.calico?.operatorManaged) return [];
+    const inst = await withRetry(() => this.installation(client));
+    return inst ? [withKind(inst, 'installations')] : [];
   }
 
   private async poolsReady(client: KubeClient, pools: readonly PoolData[]): Promise<boolean> {
@@ -223,6 +222,10 @@ export class PodExecutor {
     return {
       id: p.id, title: p.description, kind: 'action',
       check: (ctx) => this.poolsReady(ctx.client, pools),
+      // Installation/default when the operator manages the pools; a disabled pool of the new pool's name that apply enables
+      backup: async (ctx) => [...await this.installationBackup(ctx.client),
+        ...(await Promise.all(pools.map((np) => withRetry(() => getObject(ctx.client, IPPOOLS, np.name)))))
+          .filter((x): x is KubeObject => !!x && x.spec?.disabled === true).map((x) => withKind(x, 'ippools'))],
       apply: async (ctx) => {
         for (const np of pools) {
           const cur = await getObject(ctx.client, IPPOOLS, np.name);
@@ -239,7 +242,7 @@ export class PodExecutor {
           } else if (!cur) {
             await withRetry(() => createObject(ctx.client, IPPOOLS, this.poolObject(np), { dryRun: ctx.dryRun === 'server' }));
           } else if (cur.spec?.disabled === true) {
-            ctx.backups.save(withKind(cur, 'ippools'));
+            backUpLate(ctx, [withKind(cur, 'ippools')], p.id);
             await withRetry(() => patchWithPrecondition(ctx.client, IPPOOLS, cur, { spec: { disabled: false } }, { dryRun: ctx.dryRun === 'server' }));
           }
         }
@@ -275,7 +278,7 @@ export class PodExecutor {
     return {
       id: p.id, title: p.description, kind: 'action',
       check: (ctx) => this.oldPoolsDisabled(ctx.client),
-      backup: (ctx) => this.oldPoolObjects(ctx.client),
+      backup: async (ctx) => [...await this.oldPoolObjects(ctx.client), ...await this.installationBackup(ctx.client)],
       apply: async (ctx) => {
         if (operator) {
           await this.editInstallationPools(ctx, (list) => {
@@ -286,16 +289,11 @@ export class PodExecutor {
           return;
         }
         for (const o of olds) {
-          for (let attempt = 0; attempt < 5; attempt++) {
-            const cur = await getObject(ctx.client, IPPOOLS, o.name);
-            if (!cur || cur.spec?.disabled === true) break;
-            try {
-              await withRetry(() => patchWithPrecondition(ctx.client, IPPOOLS, cur, { spec: { disabled: true } }, { dryRun: ctx.dryRun === 'server' }));
-              break;
-            } catch (e) {
-              if (!(e instanceof KubeApiError && e.status === 409)) throw e;
-            }
-          }
+          await retryOnConflict(`IPPool ${o.name}`, async () => {
+            const cur = await withRetry(() => getObject(ctx.client, IPPOOLS, o.name));
+            if (!cur || cur.spec?.disabled === true) return;
+            await withRetry(() => patchWithPrecondition(ctx.client, IPPOOLS, cur, { spec: { disabled: true } }, { dryRun: ctx.dryRun === 'server' }));
+          });
         }
       },
       verify: (ctx) => this.until('the old IPPool(s) to be disabled', () => this.oldPoolsDisabled(ctx.client)),
@@ -403,6 +401,8 @@ export class PodExecutor {
         }
         return true;
       },
+      backup: async (ctx) => (await Promise.all(refs.map((r) => withRetry(() => getObject(ctx.client, DEPLOYMENTS, r.name, r.namespace)))))
+        .filter((x): x is KubeObject => !!x).map((x) => ({ ...x, apiVersion: 'apps/v1', kind: 'Deployment' })),
       apply: async (ctx) => {
         for (const r of refs) {
           const rec = await scaleUp(ctx, r, { timeoutMs: this.opts.rolloutTimeoutMs });
@@ -471,10 +471,26 @@ export class PodExecutor {
     }
   }
 
+  /** The Deployments, StatefulSets and DaemonSets among `workloads`, as objects to back up (one LIST per kind). */
+  private async workloadObjects(client: KubeClient, workloads: readonly Workload[]): Promise<KubeObject[]> {
+    const out: KubeObject[] = [];
+    for (const kind of ['Deployment', 'StatefulSet', 'DaemonSet'] as const) {
+      const want = new Set(workloads.filter((w) => w.kind === kind).map((w) => `${w.namespace}/${w.name}`));
+      if (want.size === 0) continue;
+      for (const o of await withRetry(() => listAll(client, WORKLOAD_TYPES[kind]))) {
+        if (want.has(`${o.metadata?.namespace}/${o.metadata?.name}`)) out.push({ ...o, apiVersion: 'apps/v1', kind });
+      }
+    }
+    return out;
+  }
+
   private restartStep(p: PlanStep): Step {
     return {
       id: p.id, title: p.description, kind: 'action',
       check: async (ctx) => (await this.podsInOld(ctx.client)).length === 0 && (await this.missingBarePods(ctx)).length === 0,
+      // the workloads whose pod templates apply annotates; a bare pod is backed up right before its eviction
+      // (backUpLate, journaled), so one deleted by someone else meanwhile is not brought back
+      backup: async (ctx) => this.workloadObjects(ctx.client, (await resolveWorkloads(ctx.client, await this.podsInOld(ctx.client))).workloads),
       apply: async (ctx) => {
         if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
         // Rounds: a pod created while the old pool was still enabled somewhere (or by a slow controller) is caught by the next one.
@@ -489,7 +505,7 @@ export class PodExecutor {
       },
       verify: async (ctx) => {
         try {
-          await waitFor(`no pod left with an address in ${this.spec.from.join(', ')}`, async () => ((await this.podsInOld(ctx.client)).length === 0 ? true : undefined), { timeoutMs: this.opts.timeoutMs });
+          await poll(`no pod left with an address in ${this.spec.from.join(', ')}`, async () => ((await this.podsInOld(ctx.client)).length === 0 ? true : undefined), { timeoutMs: this.opts.timeoutMs });
           return undefined;
         } catch {
           const left = await this.podsInOld(ctx.client);
@@ -525,35 +541,26 @@ export class PodExecutor {
   async evictWaiting(ctx: StepContext, pod: KubeObject, fallback?: () => Promise<boolean>, fallbackAfterMs = 10_000): Promise<void> {
     const ns = pod.metadata!.namespace!;
     const name = pod.metadata!.name!;
-    const t0 = Date.now();
-    const deadline = t0 + this.opts.rolloutTimeoutMs;
-    let delay = 500;
     let lastBlock = '';
     let fellBack = false;
-    for (;;) {
-      try {
-        await evictPod(ctx.client, ns, name, { uid: pod.metadata?.uid, dryRun: ctx.dryRun === 'server' });
-        break;
-      } catch (e) {
-        if (e instanceof KubeApiError && (e.status === 404 || e.status === 409)) return; // gone or replaced
-        if (!(e instanceof KubeApiError && e.status === 429)) throw e;
-        const pdbs = pdbsFor(pod, await withRetry(() => listAll(ctx.client, PODDISRUPTIONBUDGETS, { namespace: ns })));
-        const block = pdbs.map(describePdb).join('; ') || 'a PodDisruptionBudget';
-        if (block !== lastBlock) { ctx.log(`eviction of ${ns}/${name} blocked by ${block}: waiting`); lastBlock = block; }
-        if (fallback && !fellBack && Date.now() - t0 >= fallbackAfterMs) {
-          fellBack = true;
-          if (await fallback()) break;
-        }
-        if (Date.now() > deadline) throw new Error(`eviction of pod ${ns}/${name} blocked for ${Math.round(this.opts.rolloutTimeoutMs / 1000)} s by ${block}`);
-        await sleep(delay);
-        delay = Math.min(delay * 2, 5000);
-      }
-    }
-    if (ctx.dryRun !== 'none') return;
-    await waitFor(`pod ${ns}/${name} to be gone`, async () => {
+    const result = await evictRespectingPdb(ctx.client, pod, {
+      dryRun: ctx.dryRun === 'server',
+      deadline: Date.now() + this.opts.rolloutTimeoutMs,
+      budgets: async () => pdbsFor(pod, await withRetry(() => listAll(ctx.client, PODDISRUPTIONBUDGETS, { namespace: ns }))),
+      describeBudget: describePdb,
+      current: () => withRetry(() => getObject(ctx.client, PODS, name, ns)),
+      onRefused: async (why, elapsedMs, byBudget) => {
+        if (why !== lastBlock) { ctx.log(`eviction of ${ns}/${name} ${why}: waiting`); lastBlock = why; }
+        if (!byBudget || !fallback || fellBack || elapsedMs < fallbackAfterMs) return false;
+        fellBack = true;
+        return fallback();
+      },
+    });
+    if (result === 'gone' || ctx.dryRun !== 'none') return;
+    await poll(`pod ${ns}/${name} to be gone`, async () => {
       const cur = await getObject(ctx.client, PODS, name, ns);
       return !cur || cur.metadata?.uid !== pod.metadata?.uid ? true : undefined;
-    }, { timeoutMs: this.opts.rolloutTimeoutMs });
+    }, { timeoutMs: this.opts.rolloutTimeoutMs, intervalMs: 250, tolerateTransient: true });
   }
 
   /** Evict every pod on the node but DaemonSet and mirror pods; bare pods are created again elsewhere from their backup. */
@@ -562,8 +569,6 @@ export class PodExecutor {
       && x.status?.phase !== 'Succeeded' && x.status?.phase !== 'Failed' && !x.metadata?.deletionTimestamp);
     const bare = pods.filter((x) => !(x.metadata?.ownerReferences ?? []).some((r) => r.controller));
     const owned = pods.filter((x) => !bare.includes(x));
-    const errors: unknown[] = [];
-    let next = 0;
     // A Deployment whose budget allows no disruption now (one replica, minAvailable 1) can still move: a
     // rollout surges the new pod onto a schedulable node before the old one goes.
     const rollout = (x: KubeObject) => async (): Promise<boolean> => {
@@ -581,14 +586,7 @@ export class PodExecutor {
       this.report(ctx, [r]);
       return r.status === 'restarted';
     };
-    const worker = async () => {
-      while (next < owned.length) {
-        const x = owned[next++]!;
-        try { await this.evictWaiting(ctx, x, rollout(x)); } catch (e) { errors.push(e); }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(8, owned.length) }, worker));
-    if (errors.length > 0) throw errors[0];
+    await mapLimit(owned, 8, (x) => this.evictWaiting(ctx, x, rollout(x)));
     for (const x of bare) {
       const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] },
         { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
@@ -607,7 +605,7 @@ export class PodExecutor {
 
   private async cordon(ctx: StepContext, n: KubeObject): Promise<void> {
     if (n.spec?.unschedulable === true) return;
-    ctx.backups.save(withKind(n, 'nodes'));
+    backUpLate(ctx, [withKind(n, 'nodes')]);
     await this.patchNode(ctx, n.metadata!.name!, { unschedulable: true });
   }
 
@@ -623,11 +621,13 @@ export class PodExecutor {
     return {
       id: p.id, title: p.description, kind: 'action',
       check: async (ctx) => (await this.nodeDone(ctx.client, it.name)) && (await this.missingBarePods(ctx)).length === 0,
+      // every node in the old range (apply cordons them once a node in NEW takes pods) and this one
+      backup: async (ctx) => (await withRetry(() => listAll(ctx.client, NODES))).filter((x) => this.nodeOld(x) || x.metadata?.name === it.name).map((x) => withKind(x, 'nodes')),
       apply: async (ctx) => {
         if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
         const n = await getObject(ctx.client, NODES, it.name);
         if (n && this.nodeOld(n)) {
-          ctx.backups.save(withKind(n, 'nodes'));
+          backUpLate(ctx, [withKind(n, 'nodes')], p.id);
           const nodes = await withRetry(() => listAll(ctx.client, NODES));
           const ready = (x: KubeObject) => (x.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
           const anyNew = nodes.some((x) => !this.nodeOld(x) && (x.spec?.podCIDRs ?? []).length > 0 && ready(x) && x.spec?.unschedulable !== true);
@@ -638,7 +638,7 @@ export class PodExecutor {
           if (ctx.dryRun === 'server') return;
           const cur = await getObject(ctx.client, NODES, it.name);
           if (cur && this.nodeOld(cur)) await withRetry(() => deleteObject(ctx.client, NODES, it.name, undefined, { uid: cur.metadata?.uid }));
-          await waitFor(`Node ${it.name} to be deleted`, async () => {
+          await poll(`Node ${it.name} to be deleted`, async () => {
             const x = await getObject(ctx.client, NODES, it.name);
             return !x || !this.nodeOld(x) ? true : undefined;
           }, { timeoutMs: this.opts.timeoutMs });
@@ -649,7 +649,7 @@ export class PodExecutor {
         const node = await getObject(ctx.client, NODES, it.name);
         for (const x of left) {
           if (node && !this.nodeOld(node) && !ipsOf(x).some((a) => inAny(this.old, a))) continue;
-          if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) ctx.backups.save(withKind(x, 'pods'));
+          if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) backUpLate(ctx, [withKind(x, 'pods')], p.id);
           await withRetry(() => deleteObject(ctx.client, PODS, x.metadata!.name!, x.metadata!.namespace, { uid: x.metadata?.uid }));
         }
       },
@@ -698,7 +698,7 @@ export class PodExecutor {
       check: async (ctx) => (await this.assigned(ctx.client, it)) === undefined && (await this.missingBarePods(ctx)).length === 0,
       apply: async (ctx) => {
         if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
-        const n = await waitFor(`node ${it.name} to be registered`, async () => (await getObject(ctx.client, NODES, it.name)) ?? undefined, { timeoutMs: this.opts.timeoutMs });
+        const n = await poll(`node ${it.name} to be registered`, async () => (await getObject(ctx.client, NODES, it.name)) ?? undefined, { timeoutMs: this.opts.timeoutMs });
         const cidrs: string[] = n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []);
         if (cidrs.length === 0) {
           await this.patchNode(ctx, it.name, { podCIDR: it.to[0], podCIDRs: it.to });
@@ -710,7 +710,7 @@ export class PodExecutor {
         if (ctx.dryRun !== 'none') return;
         const ready = await getObject(ctx.client, NODES, it.name);
         if (ready?.spec?.unschedulable === true) await this.patchNode(ctx, it.name, { unschedulable: false });
-        await waitFor(`node ${it.name} to be Ready`, async () => {
+        await poll(`node ${it.name} to be Ready`, async () => {
           const x = await getObject(ctx.client, NODES, it.name);
           return (x?.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
         }, { timeoutMs: this.opts.timeoutMs });
@@ -730,7 +730,7 @@ export class PodExecutor {
       verify: async (ctx) => {
         let last: string | undefined;
         try {
-          await waitFor(`node ${it.name} in NEW and Ready`, async () => { last = await this.assigned(ctx.client, it); return last === undefined ? true : undefined; }, { timeoutMs: this.opts.timeoutMs });
+          await poll(`node ${it.name} in NEW and Ready`, async () => { last = await this.assigned(ctx.client, it); return last === undefined ? true : undefined; }, { timeoutMs: this.opts.timeoutMs });
           return undefined;
         } catch { return last ?? `node ${it.name} not in NEW`; }
       },

@@ -19,7 +19,8 @@ import { createObject, forCreate, getObject, listAll, PODS, type ResourceType } 
 import {
   DEPLOYMENTS, evictPod, JOBS, PODDISRUPTIONBUDGETS, patchWithPrecondition, REPLICASETS, WORKLOAD_TYPES,
 } from '../kube/workloads.ts';
-import { isTransient, sleep, withRetry } from './retry.ts';
+import { backUpLate } from './runner.ts';
+import { EvictionBlocked, evictRespectingPdb, mapLimit, poll, PollTimeout, retryOnConflict, sleep, withRetry } from './toolkit.ts';
 import type { StepContext } from './runner.ts';
 
 /** Pod template annotation naming the run that restarted the workload: a resumed run does not restart it again. */
@@ -338,20 +339,16 @@ export async function restartWorkload(ctx: StepContext, w: Workload, opts: Resta
 
 /** Poll until `check` gives a value; at the deadline throw Stuck with `what` and the last `detail`. */
 async function until<T>(r: Run, what: string, check: () => Promise<{ value?: T; detail?: string; failed?: string }>): Promise<T> {
-  let last = '';
-  for (;;) {
-    let v: { value?: T; detail?: string; failed?: string };
-    try {
-      v = await check();
-    } catch (e) {
-      if (!isTransient(e)) throw e;
-      v = { detail: `API error: ${errMessage(e)}` };
-    }
-    if (v.failed) throw new Stuck(`${what}: ${v.failed}${v.detail ? ` (${v.detail})` : ''}`);
-    if (v.value !== undefined) return v.value;
-    last = v.detail ?? last;
-    if (Date.now() >= r.deadline) throw new Stuck(`${what}: not done after ${Math.round(r.opts.timeoutMs / 1000)}s${last ? ` (${last})` : ''}`);
-    await sleep(Math.min(r.poll, Math.max(10, r.deadline - Date.now())));
+  try {
+    return await poll(what, async (note) => {
+      const v = await check();
+      if (v.detail) note(v.detail);
+      if (v.failed) throw new Stuck(`${what}: ${v.failed}${v.detail ? ` (${v.detail})` : ''}`);
+      return v.value;
+    }, { timeoutMs: Math.max(0, r.deadline - Date.now()), intervalMs: r.poll, tolerateTransient: true });
+  } catch (e) {
+    if (e instanceof PollTimeout) throw new Stuck(`${what}: not done after ${Math.round(r.opts.timeoutMs / 1000)}s${e.detail ? ` (${e.detail})` : ''}`);
+    throw e;
   }
 }
 
@@ -375,21 +372,24 @@ async function restartTemplate(r: Run): Promise<Outcome> {
     return { status: 'skipped', message: 'dry run' };
   }
   if (cur.kind === undefined) cur = { ...cur, apiVersion: 'apps/v1', kind };
-  ctx.backups.save(cur);
-  for (let attempt = 1; !hasToken(cur); attempt++) {
-    const patch = { spec: { template: { metadata: { annotations: { [RESTARTED_AT_ANNOTATION]: new Date().toISOString(), [RESTART_ANNOTATION]: opts.token } } } } };
-    try {
-      cur = await withRetry(() => patchWithPrecondition(ctx.client, t, cur!, patch, { dryRun: ctx.dryRun === 'server' }));
-      if (ctx.dryRun === 'server') return { status: 'skipped', message: 'dry run (server): pod template patch accepted' };
-      ctx.log(`restarting ${label}`);
-    } catch (e) {
-      if (!(e instanceof KubeApiError && e.status === 409) || attempt >= 10) throw e;
+  // the step's backup phase took it; one that appeared since is backed up (and journaled) here
+  backUpLate(ctx, [cur]);
+  const patched = await retryOnConflict(label, async (attempt) => {
+    if (attempt > 1) {
       const again = await get(r, t, w.name); // someone else changed it meanwhile (or our retried write went through)
-      if (!again) return { status: 'skipped', message: `${label} was deleted meanwhile` };
+      if (!again) return 'deleted';
       cur = again;
     }
+    if (hasToken(cur!)) return 'had';
+    const patch = { spec: { template: { metadata: { annotations: { [RESTARTED_AT_ANNOTATION]: new Date().toISOString(), [RESTART_ANNOTATION]: opts.token } } } } };
+    cur = await withRetry(() => patchWithPrecondition(ctx.client, t, cur!, patch, { dryRun: ctx.dryRun === 'server' }));
+    if (ctx.dryRun !== 'server') ctx.log(`restarting ${label}`);
+    return 'patched';
+  }, { attempts: 10 });
+  if (patched === 'deleted') return { status: 'skipped', message: `${label} was deleted meanwhile` };
+  if (ctx.dryRun === 'server') {
+    return { status: 'skipped', message: patched === 'patched' ? 'dry run (server): pod template patch accepted' : 'dry run (server): restarted by this run already' };
   }
-  if (ctx.dryRun === 'server') return { status: 'skipped', message: 'dry run (server): restarted by this run already' };
 
   const strategy = cur.spec?.updateStrategy?.type;
   const rollout = () => until(r, `rollout of ${label}`, async () => {
@@ -464,63 +464,40 @@ async function waitReplaced(r: Run, t: ResourceType, label: string, evicted: Kub
 
 // ---- eviction ------------------------------------------------------------------------------------
 
-function isMultiPdb(e: unknown): boolean {
-  return e instanceof KubeApiError && e.status === 500 && /more than one PodDisruptionBudget|multiple PodDisruptionBudgets/i.test(e.message);
-}
-
 async function blockingPdbs(r: Run, pod: KubeObject): Promise<KubeObject[]> {
-  try {
-    return pdbsFor(pod, await listAll(r.ctx.client, PODDISRUPTIONBUDGETS, { namespace: pod.metadata?.namespace }));
-  } catch (e) {
-    if (isTransient(e)) return [];
-    throw e;
-  }
+  return pdbsFor(pod, await listAll(r.ctx.client, PODDISRUPTIONBUDGETS, { namespace: pod.metadata?.namespace }));
 }
 
 /**
- * Evict `pod` (its uid as precondition), retrying while a PodDisruptionBudget forbids it (429) until the
- * deadline; then Stuck naming the budget(s). Returns false when the pod was gone already.
+ * Evict `pod` (its uid as precondition), retrying while a PodDisruptionBudget forbids it (429) or the API
+ * answers a transient error, until the deadline; then Stuck naming the budget(s). Returns false when the pod
+ * was gone already.
  */
 async function evict(r: Run, pod: KubeObject): Promise<boolean> {
   const { ctx } = r;
   const ns = pod.metadata!.namespace!;
   const name = pod.metadata!.name!;
-  const max = r.opts.evictionRetryMs ?? 5000;
-  let delay = Math.min(500, max);
   let lastBlock = '';
-  for (;;) {
-    try {
-      await evictPod(ctx.client, ns, name, { uid: pod.metadata?.uid, dryRun: ctx.dryRun === 'server' });
-      return true;
-    } catch (e) {
-      if (e instanceof KubeApiError && e.status === 404) return false;
-      // 409 on the uid precondition: the pod of that name is another one, ours is gone
-      if (e instanceof KubeApiError && e.status === 409 && pod.metadata?.uid) {
-        const now = await get(r, PODS, name);
-        if (!now || now.metadata?.uid !== pod.metadata.uid) return false;
-        throw e;
-      }
-      if (isMultiPdb(e)) {
-        const names = (await blockingPdbs(r, pod)).map((b) => `${b.metadata?.namespace}/${b.metadata?.name}`);
-        throw new Error(`cannot evict pod ${ns}/${name}: it is selected by more than one PodDisruptionBudget (${names.join(', ') || 'see kubectl get pdb'}), `
-          + 'which the Eviction API refuses; make one budget select it, or restart it by hand');
-      }
-      const blocked = e instanceof KubeApiError && e.status === 429;
-      if (!blocked && !isTransient(e)) throw e;
-      let why = errMessage(e);
-      if (blocked) {
-        const pdbs = await blockingPdbs(r, pod);
-        why = pdbs.length > 0 ? `blocked by ${pdbs.map(describePdb).join('; ')}` : `refused (429): ${errMessage(e)}`;
+  try {
+    const res = await evictRespectingPdb(ctx.client, pod, {
+      dryRun: ctx.dryRun === 'server',
+      deadline: r.deadline,
+      maxDelayMs: r.opts.evictionRetryMs ?? 5000,
+      budgets: () => blockingPdbs(r, pod),
+      describeBudget: describePdb,
+      current: () => get(r, PODS, name),
+      onRefused: (why) => {
         if (why !== lastBlock) ctx.log(`eviction of pod ${ns}/${name} ${why}; retrying for up to ${secondsLeft(r)}s`);
         lastBlock = why;
-      }
-      if (ctx.dryRun === 'server') throw new Stuck(`eviction of pod ${ns}/${name} would be ${why} now`);
-      if (Date.now() + delay > r.deadline) {
-        throw new Stuck(`eviction of pod ${ns}/${name} not possible within ${Math.round(r.opts.timeoutMs / 1000)}s: ${why}`);
-      }
-      await sleep(delay * (0.8 + Math.random() * 0.4));
-      delay = Math.min(max, delay * 2);
+        return false;
+      },
+    });
+    return res !== 'gone';
+  } catch (e) {
+    if (e instanceof EvictionBlocked) {
+      throw new Stuck(ctx.dryRun === 'server' ? e.message : `eviction of pod ${ns}/${name} not possible within ${Math.round(r.opts.timeoutMs / 1000)}s: ${e.why}`);
     }
+    throw e;
   }
 }
 
@@ -585,7 +562,7 @@ async function recreateBarePod(r: Run): Promise<Outcome> {
   let backup = ctx.backups.load(ref);
   if (!backup) {
     if (!live) return { status: 'skipped', message: 'pod no longer exists and has no backup' };
-    if (ctx.dryRun !== 'client') ctx.backups.save({ ...live, apiVersion: 'v1', kind: 'Pod' });
+    backUpLate(ctx, [{ ...live, apiVersion: 'v1', kind: 'Pod' }]);
     backup = live;
   }
   const origUid = backup.metadata?.uid;
@@ -661,27 +638,20 @@ export async function runWaves(workloads: readonly Workload[], opts: WaveOptions
   const results: RestartResult[] = [];
   let inFlight = 0;
   let maxInFlight = 0;
-  const pool = async (list: Workload[]) => {
-    let next = 0;
-    const worker = async () => {
-      while (next < list.length) {
-        const w = list[next++]!;
-        const slot = results.length;
-        results.push(undefined as unknown as RestartResult);
-        inFlight++;
-        maxInFlight = Math.max(maxInFlight, inFlight);
-        const s = Date.now();
-        try {
-          results[slot] = await fn(w);
-        } catch (e) {
-          results[slot] = { workload: w, status: 'failed', seconds: (Date.now() - s) / 1000, message: errMessage(e), warnings: [], error: e };
-        } finally {
-          inFlight--;
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(parallel, list.length) }, worker));
-  };
+  const pool = (list: Workload[]) => mapLimit(list, parallel, async (w) => {
+    const slot = results.length;
+    results.push(undefined as unknown as RestartResult);
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    const s = Date.now();
+    try {
+      results[slot] = await fn(w);
+    } catch (e) {
+      results[slot] = { workload: w, status: 'failed', seconds: (Date.now() - s) / 1000, message: errMessage(e), warnings: [], error: e };
+    } finally {
+      inFlight--;
+    }
+  });
   await pool(critical);
   await pool(rest);
   return {
@@ -714,17 +684,13 @@ export function scaledReplicas(original: number): number {
 }
 
 async function patchReplicas(ctx: StepContext, ns: string, name: string, from: (cur: KubeObject) => number | undefined): Promise<KubeObject | undefined> {
-  for (let attempt = 1; ; attempt++) {
+  return retryOnConflict(`Deployment ${ns}/${name}`, async () => {
     const cur = await withRetry(() => getObject(ctx.client, DEPLOYMENTS, name, ns));
     if (!cur) return undefined;
     const want = from(cur);
     if (want === undefined || (cur.spec?.replicas ?? 1) === want) return cur;
-    try {
-      return await withRetry(() => patchWithPrecondition(ctx.client, DEPLOYMENTS, cur, { spec: { replicas: want } }, { dryRun: ctx.dryRun === 'server' }));
-    } catch (e) {
-      if (!(e instanceof KubeApiError && e.status === 409) || attempt >= 10) throw e;
-    }
-  }
+    return withRetry(() => patchWithPrecondition(ctx.client, DEPLOYMENTS, cur, { spec: { replicas: want } }, { dryRun: ctx.dryRun === 'server' }));
+  }, { attempts: 10 });
 }
 
 /**
@@ -736,7 +702,7 @@ export async function scaleUp(ctx: StepContext, ref: { namespace: string; name: 
   const live = await withRetry(() => getObject(ctx.client, DEPLOYMENTS, ref.name, ref.namespace));
   if (!live) return undefined;
   const bref = { apiVersion: 'apps/v1', kind: 'Deployment', namespace: ref.namespace, name: ref.name };
-  if (ctx.dryRun !== 'client') ctx.backups.save({ ...live, apiVersion: 'apps/v1', kind: 'Deployment' });
+  backUpLate(ctx, [{ ...live, apiVersion: 'apps/v1', kind: 'Deployment' }]);
   const original = (ctx.backups.load(bref) ?? live).spec?.replicas ?? 1;
   const target = scaledReplicas(original);
   const current = live.spec?.replicas ?? 1;

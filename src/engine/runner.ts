@@ -67,6 +67,18 @@ export interface RunOptions {
   afterEvent?: (event: string, step: string) => void;
 }
 
+/**
+ * Back up objects found while applying (a workload that appeared after the backup phase, a bare pod of a
+ * second round): saved durably unless a backup exists (the first one wins), and journaled like the backup
+ * phase. Steps declare what they change in `backup`; this is the net for what no declaration could know.
+ */
+export function backUpLate(ctx: StepContext, objects: readonly KubeObject[], step?: string): void {
+  if (ctx.dryRun === 'client') return;
+  const fresh = objects.filter((o) => !ctx.backups.has(refOf(o)));
+  for (const o of fresh) ctx.backups.save(o);
+  if (fresh.length > 0) ctx.journal.append('backup', { ...(step ? { step } : {}), objects: fresh.map((o) => refKey(refOf(o))), detail: `${fresh.length} file(s), while applying` });
+}
+
 const FATAL_KINDS = new Set<ErrorKind>(['unreachable', 'forbidden', 'locked']);
 
 export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions = {}): Promise<RunResult> {

@@ -22,8 +22,8 @@ import { coverName, MANAGED_LABEL, type MigrationPlan, type PlanStep, type Servi
 import { refOf } from './backup.ts';
 import { COVER_FOR_LABEL, coverCarries, coverService, coverStatus, pickSpares, readyAddresses } from './covers.ts';
 import { readJournal } from './journal.ts';
-import { sleep, waitFor, withRetry } from './retry.ts';
 import type { Step, StepContext } from './runner.ts';
+import { mapLimit, poll, retryOnConflict, sleep, withRetry } from './toolkit.ts';
 
 export interface ServiceExecOptions {
   /** Cluster DNS domain for ExternalName targets (default cluster.local). */
@@ -73,17 +73,85 @@ function canonical(v: unknown): string {
   return JSON.stringify(v);
 }
 
-async function mapLimit<T>(items: readonly T[], limit: number, fn: (t: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const errors: unknown[] = [];
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++]!;
-      try { await fn(item); } catch (e) { errors.push(e); }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (errors.length > 0) throw errors[0];
+// ---- decisions of a move, pure (unit-tested without an apiserver) ------------------------------------
+
+/** What the cluster shows for a batch: "namespace/name" → the Service, its bridge, its cover (undefined: absent). */
+export type ServiceView = Map<string, KubeObject | undefined>;
+
+/** What the writes of one move returned: the end state, without another read. */
+export interface MoveEvidence {
+  service?: KubeObject;
+  bridge?: KubeObject;
+  /** Whether this process wrote the Service (else it was found moved already). */
+  wrote: boolean;
+}
+
+/** The apiserver refused an explicit ClusterIP that is still (or already) allocated. */
+export function isIPTaken(e: unknown): boolean {
+  return e instanceof KubeApiError && e.status === 422 && /already allocated/i.test(e.message);
+}
+
+export type MoveDecision =
+  /** at the mapped IPs: only the bridge may be missing */
+  | { action: 'ensure-bridge' }
+  /** neither at the planned old IPs nor at the mapped ones: someone changed it */
+  | { action: 'conflict'; message: string }
+  /** gone (an interrupted recreate, or deleted by someone): bridge, then create at the mapped IPs from the backup */
+  | { action: 'create' }
+  /** recreate: delete (uid precondition), bridge, create at the mapped IPs */
+  | { action: 'delete' }
+  /** in-place, first hop: ExternalName, bridge, back at the mapped IPs */
+  | { action: 'external-name' }
+  /** in-place, ExternalName already (an interrupted run): bridge, back at the mapped IPs */
+  | { action: 'back' };
+
+/** The next move of one Service given what the cluster shows now. */
+export function decideMove(it: StepItem, cur: KubeObject | undefined, strategy: 'in-place' | 'recreate'): MoveDecision {
+  if (!cur) return { action: 'create' };
+  const external = cur.spec?.type === 'ExternalName';
+  if (!external && sameIPs(ipsOf(cur), it.to)) return { action: 'ensure-bridge' };
+  if (!external && !sameIPs(ipsOf(cur), it.from)) {
+    return { action: 'conflict', message: `Service ${it.namespace}/${it.name} has ClusterIPs ${ipsOf(cur).join(',') || 'none'}, neither the planned ${it.from.join(',')} nor ${it.to.join(',')}: changed since the plan; re-plan` };
+  }
+  if (strategy === 'recreate') return { action: 'delete' };
+  return { action: external ? 'back' : 'external-name' };
+}
+
+/** Moved: at the mapped IPs, not ExternalName, its bridge (if any) at the old IPs. */
+export function itemDone(view: ServiceView, it: StepItem): boolean {
+  const s = view.get(itemKey(it));
+  if (!s || s.spec?.type === 'ExternalName' || !sameIPs(ipsOf(s), it.to)) return false;
+  if (!it.bridge) return true;
+  const b = view.get(`${it.namespace}/${it.bridge}`);
+  return !!b && sameIPs(ipsOf(b), it.from);
+}
+
+/** The covers of these items in a view (ours by label and name). */
+export function coversIn(view: ServiceView, items: readonly StepItem[]): KubeObject[] {
+  const out: KubeObject[] = [];
+  for (const it of items) {
+    const c = view.get(`${it.namespace}/${coverName(it.name)}`);
+    if (c && c.metadata?.labels?.[MANAGED_LABEL] === 'true' && c.metadata?.labels?.[COVER_FOR_LABEL] === it.name) out.push(c);
+  }
+  return out;
+}
+
+/** A move-services step is done when every Service is moved with its bridge and no cover of theirs is left. */
+export function batchDone(view: ServiceView, items: readonly StepItem[]): boolean {
+  return items.every((it) => itemDone(view, it)) && coversIn(view, items).length === 0;
+}
+
+/** What is wrong with one moved Service as seen (undefined: nothing). */
+export function itemProblem(it: StepItem, svc: KubeObject | undefined, bridge: KubeObject | undefined): string | undefined {
+  if (!svc) return `Service ${it.namespace}/${it.name} is missing`;
+  if (svc.spec?.type === 'ExternalName' || !sameIPs(ipsOf(svc), it.to)) return `Service ${it.namespace}/${it.name} has ${ipsOf(svc).join(',') || 'no ClusterIP'}, expected ${it.to.join(',')}`;
+  if (it.bridge && (!bridge || !sameIPs(ipsOf(bridge), it.from))) return `bridge ${it.namespace}/${it.bridge} is not at ${it.from.join(',')}`;
+  return undefined;
+}
+
+/** Did a write of this process return the Service at `ips`? */
+export function writtenAt(ev: MoveEvidence | undefined, ips: readonly string[]): boolean {
+  return !!ev?.wrote && !!ev.service && ev.service.spec?.type !== 'ExternalName' && sameIPs(ipsOf(ev.service), ips);
 }
 
 /** Merge patch with a resourceVersion precondition: a concurrent edit gives 409 instead of being overwritten. */
@@ -223,7 +291,7 @@ export class ServiceExecutor {
     if (state === 'ready' || state === 'pending') return;
     if (state === 'different') throw new Error(`ServiceCIDR ${spec.name} exists with other CIDRs: not ours to change`);
     if (state === 'deleting') {
-      await waitFor(`ServiceCIDR ${spec.name} to finish deleting`, async () => ((await getObject(ctx.client, this.SC, spec.name)) ? undefined : true), { timeoutMs: this.opts.timeoutMs });
+      await poll(`ServiceCIDR ${spec.name} to finish deleting`, async () => ((await getObject(ctx.client, this.SC, spec.name)) ? undefined : true), { timeoutMs: this.opts.timeoutMs });
     }
     await withRetry(() => createObject(ctx.client, this.SC, {
       apiVersion: `networking.k8s.io/${this.scVersion}`, kind: 'ServiceCIDR',
@@ -239,7 +307,7 @@ export class ServiceExecutor {
       apply: async (ctx) => { for (const s of specs) await this.ensureServiceCIDR(ctx, s); },
       verify: async (ctx) => {
         try {
-          await waitFor('the new ServiceCIDRs to be Ready', async () =>
+          await poll('the new ServiceCIDRs to be Ready', async () =>
             ((await Promise.all(specs.map((s) => this.scState(ctx.client, s)))).every((s) => s === 'ready') ? true : undefined), { timeoutMs: this.opts.timeoutMs });
           return undefined;
         } catch (e) {
@@ -249,7 +317,7 @@ export class ServiceExecutor {
       rollback: async (ctx) => {
         for (const s of specs) await deleteObject(ctx.client, this.SC, s.name);
         // the service-cidr finalizer lets each go once no IP depends on it alone (10 s grace)
-        await waitFor('the ServiceCIDRs to be deleted', async () =>
+        await poll('the ServiceCIDRs to be deleted', async () =>
           ((await Promise.all(specs.map((s) => getObject(ctx.client, this.SC, s.name)))).every((x) => !x) ? true : undefined),
         { timeoutMs: Math.max(this.opts.timeoutMs, 60_000), intervalMs: 500 });
       },
@@ -258,28 +326,76 @@ export class ServiceExecutor {
 
   // ---- moving Services ----------------------------------------------------------------------------
 
-  /** The original Service: from the backup when one exists (a resumed run), else live. */
-  private async original(ctx: StepContext, it: StepItem): Promise<KubeObject | undefined> {
-    return ctx.backups.load(svcRef(it.namespace, it.name)) ?? await getObject(ctx.client, SERVICES, it.name, it.namespace);
-  }
+  /** Services the plan knows per namespace (moved or not), to choose one LIST over GETs per Service. */
+  private nsSizes?: Map<string, number>;
 
-  private async itemDone(client: KubeClient, it: StepItem): Promise<boolean> {
-    const s = await getObject(client, SERVICES, it.name, it.namespace);
-    if (!s || s.spec?.type === 'ExternalName' || !sameIPs(ipsOf(s), it.to)) return false;
-    if (!it.bridge) return true;
-    const b = await getObject(client, SERVICES, it.bridge, it.namespace);
-    return !!b && sameIPs(ipsOf(b), it.from);
-  }
-
-  private async ensureBridge(ctx: StepContext, orig: KubeObject, it: StepItem): Promise<void> {
-    if (!it.bridge) return;
-    const cur = await getObject(ctx.client, SERVICES, it.bridge, it.namespace);
-    if (cur) {
-      if (!sameIPs(ipsOf(cur), it.from)) throw new Error(`bridge ${it.namespace}/${it.bridge} exists at ${ipsOf(cur).join(',')}, not ${it.from.join(',')}`);
-      return;
+  /**
+   * One namespace is read with one LIST when that costs less than a GET per moved Service and is not much
+   * more data: up to 10× the Services wanted, and never fewer than 100 (bridges and covers come with it).
+   */
+  private listWholeNamespace(namespace: string, wanted: number): boolean {
+    if (!this.nsSizes) {
+      this.nsSizes = new Map();
+      for (const m of this.plan.mapping) this.nsSizes.set(m.namespace, (this.nsSizes.get(m.namespace) ?? 0) + 1);
     }
-    await this.waitReleased(ctx, it.from, it.namespace, it.bridge);
-    await withRetry(() => createObject(ctx.client, SERVICES, bridgeService(orig, it.bridge!, it.from), { dryRun: ctx.dryRun === 'server' }));
+    const size = this.nsSizes.get(namespace);
+    return size !== undefined && size <= Math.max(100, 10 * wanted);
+  }
+
+  /**
+   * What the cluster shows for these items: each Service, its bridge and its cover, by "namespace/name"
+   * (undefined: looked for and absent). Per namespace one LIST of its Services, or, for a namespace much larger
+   * than the batch, one GET per Service plus one LIST of our own (bridges, covers). Never a read per object
+   * and phase: check, backup and apply of a step share one view.
+   */
+  async observe(client: KubeClient, items: readonly StepItem[]): Promise<ServiceView> {
+    const view: ServiceView = new Map();
+    const byNs = new Map<string, StepItem[]>();
+    for (const it of items) {
+      byNs.set(it.namespace, [...(byNs.get(it.namespace) ?? []), it]);
+      for (const n of [it.name, it.bridge, coverName(it.name)]) if (n) view.set(`${it.namespace}/${n}`, undefined);
+    }
+    await Promise.all([...byNs].map(async ([ns, list]) => {
+      const keep = (s: KubeObject) => { const k = `${ns}/${s.metadata?.name}`; if (view.has(k)) view.set(k, s); };
+      if (this.listWholeNamespace(ns, list.length)) {
+        for (const s of await withRetry(() => listAll(client, SERVICES, { namespace: ns }))) keep(s);
+        return;
+      }
+      for (const s of await withRetry(() => listAll(client, SERVICES, { namespace: ns, labelSelector: `${MANAGED_LABEL}=true` }))) keep(s);
+      await mapLimit(list, this.opts.concurrency, async (it) => {
+        view.set(itemKey(it), await withRetry(() => getObject(client, SERVICES, it.name, ns)));
+      });
+    }));
+    return view;
+  }
+
+  /** The original Service: from the backup when one exists (a resumed run), else as seen. */
+  private original(ctx: StepContext, it: StepItem, seen: KubeObject | undefined): KubeObject | undefined {
+    return ctx.backups.load(svcRef(it.namespace, it.name)) ?? seen;
+  }
+
+  /**
+   * Create the bridge at the old IPs unless it is there. The apiserver releases the IPAddress of a Service
+   * that went ExternalName asynchronously (measured: usually at once, up to seconds): when the create is
+   * refused because the old IP is still allocated, wait until it is released, then create again.
+   */
+  private async ensureBridge(ctx: StepContext, orig: KubeObject, it: StepItem, seen: KubeObject | undefined): Promise<KubeObject | undefined> {
+    if (!it.bridge) return undefined;
+    if (seen) {
+      if (!sameIPs(ipsOf(seen), it.from)) throw new Error(`bridge ${it.namespace}/${it.bridge} exists at ${ipsOf(seen).join(',')}, not ${it.from.join(',')}`);
+      return seen;
+    }
+    const body = bridgeService(orig, it.bridge, it.from);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const b = await withRetry(() => createObject(ctx.client, SERVICES, body, { dryRun: ctx.dryRun === 'server' }));
+        if (!sameIPs(ipsOf(b), it.from) && ctx.dryRun === 'none') throw new Error(`bridge ${it.namespace}/${it.bridge} exists at ${ipsOf(b).join(',')}, not ${it.from.join(',')}`);
+        return b;
+      } catch (e) {
+        if (!isIPTaken(e) || attempt >= 3 || ctx.dryRun !== 'none') throw e;
+        await this.waitReleased(ctx, it.from, it.namespace, it.bridge);
+      }
+    }
   }
 
   /**
@@ -288,125 +404,184 @@ export class ServiceExecutor {
    */
   private async waitReleased(ctx: StepContext, ips: readonly string[], namespace: string, holder: string): Promise<void> {
     if (ctx.dryRun !== 'none') return;
-    await waitFor(`IP ${ips.join(',')} to be released`, async () => {
+    await poll(`IP ${ips.join(',')} to be released`, async (note) => {
       for (const ip of ips) {
         const a = await getObject(ctx.client, this.IPADDR, formatIP(parseIP(ip)));
         const ref = a?.spec?.parentRef;
-        if (a && !(ref?.name === holder && ref?.namespace === namespace)) return undefined;
+        if (a && !(ref?.name === holder && ref?.namespace === namespace)) { note(`held by ${ref?.resource ?? 'object'} ${ref?.namespace ?? ''}/${ref?.name ?? ''}`); return undefined; }
       }
       return true;
-    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 200 });
+    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true });
   }
 
-  /** Move one Service to its mapped IPs; safe to call again at any point of a previous attempt. */
-  async moveOne(ctx: StepContext, it: StepItem, strategy: 'in-place' | 'recreate', externalName?: string): Promise<void> {
+  /** Move one Service to its mapped IPs, reading it first; safe to call again at any point of a previous attempt. */
+  async moveOne(ctx: StepContext, it: StepItem, strategy: 'in-place' | 'recreate', externalName?: string): Promise<MoveEvidence> {
+    const [svc, bridge] = await Promise.all([
+      withRetry(() => getObject(ctx.client, SERVICES, it.name, it.namespace)),
+      it.bridge ? withRetry(() => getObject(ctx.client, SERVICES, it.bridge!, it.namespace)) : undefined,
+    ]);
+    return this.moveItem(ctx, it, strategy, { svc, bridge }, externalName);
+  }
+
+  /**
+   * Move one Service from what was just seen of it and its bridge (the writes carry the seen resourceVersion
+   * and uid as preconditions: a 409 re-reads both and decides again). Returns the objects the last writes
+   * returned, which show the end state without another read.
+   */
+  async moveItem(ctx: StepContext, it: StepItem, strategy: 'in-place' | 'recreate', seen: { svc?: KubeObject; bridge?: KubeObject }, externalName?: string): Promise<MoveEvidence> {
     const dry = ctx.dryRun === 'server';
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const orig = await this.original(ctx, it);
-      if (!orig) throw new Error(`Service ${it.namespace}/${it.name} is gone and has no backup`);
-      const cur = await getObject(ctx.client, SERVICES, it.name, it.namespace);
-      try {
-        if (cur && cur.spec?.type !== 'ExternalName' && sameIPs(ipsOf(cur), it.to)) {
-          await this.ensureBridge(ctx, orig, it);
-          return;
-        }
-        if (cur && cur.spec?.type !== 'ExternalName' && !sameIPs(ipsOf(cur), it.from)) {
-          throw new Error(`Service ${it.namespace}/${it.name} has ClusterIPs ${ipsOf(cur).join(',') || 'none'}, neither the planned ${it.from.join(',')} nor ${it.to.join(',')}: changed since the plan; re-plan`);
-        }
-        if (strategy === 'recreate') {
-          if (cur) {
-            await withRetry(() => deleteObject(ctx.client, SERVICES, it.name, it.namespace, { uid: cur.metadata?.uid, dryRun: dry }));
-            if (dry) return;
-            await waitFor(`Service ${it.namespace}/${it.name} to be deleted`, async () => ((await getObject(ctx.client, SERVICES, it.name, it.namespace)) ? undefined : true), { timeoutMs: this.opts.timeoutMs });
-          }
-          await this.ensureBridge(ctx, orig, it);
-          await withRetry(() => createObject(ctx.client, SERVICES, recreated(orig, it.to), { dryRun: dry }));
-          return;
-        }
-        // in-place
-        let now = cur;
-        if (!now) {
-          // a recreate was interrupted earlier, or someone deleted it: put it back at the new IP
-          await this.ensureBridge(ctx, orig, it);
-          await withRetry(() => createObject(ctx.client, SERVICES, recreated(orig, it.to), { dryRun: dry }));
-          return;
-        }
-        if (now.spec?.type !== 'ExternalName') {
-          const target = externalName ?? this.fqdn(it.bridge ?? it.name, it.namespace);
-          now = await withRetry(() => patchService(ctx.client, now!, { type: 'ExternalName', externalName: target }, dry));
-          if (dry) return;
-        }
-        await this.ensureBridge(ctx, orig, it);
-        await withRetry(() => patchService(ctx.client, now!, backToType(orig, it.to), dry));
-        return;
-      } catch (e) {
-        if (e instanceof KubeApiError && e.status === 409 && e.reason !== 'AlreadyExists') continue; // someone changed it: look again
-        throw e;
+    let { svc: cur, bridge } = seen;
+    return retryOnConflict(`Service ${it.namespace}/${it.name}`, async (attempt) => {
+      if (attempt > 1) {
+        [cur, bridge] = await Promise.all([
+          withRetry(() => getObject(ctx.client, SERVICES, it.name, it.namespace)),
+          it.bridge ? withRetry(() => getObject(ctx.client, SERVICES, it.bridge!, it.namespace)) : undefined,
+        ]);
       }
-    }
-    throw new Error(`Service ${it.namespace}/${it.name} kept changing under us (409 Conflict five times)`);
+      const orig = this.original(ctx, it, cur);
+      if (!orig) throw new Error(`Service ${it.namespace}/${it.name} is gone and has no backup`);
+      const d = decideMove(it, cur, strategy);
+      switch (d.action) {
+        case 'conflict':
+          throw new Error(d.message);
+        case 'ensure-bridge':
+          return { service: cur, bridge: await this.ensureBridge(ctx, orig, it, bridge), wrote: false };
+        case 'delete': {
+          await withRetry(() => deleteObject(ctx.client, SERVICES, it.name, it.namespace, { uid: cur!.metadata?.uid, dryRun: dry }));
+          if (dry) return { wrote: true };
+          await poll(`Service ${it.namespace}/${it.name} to be deleted`, async () => ((await getObject(ctx.client, SERVICES, it.name, it.namespace)) ? undefined : true),
+            { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 2, maxIntervalMs: 500 });
+          const b = await this.ensureBridge(ctx, orig, it, bridge);
+          return { service: await withRetry(() => createObject(ctx.client, SERVICES, recreated(orig, it.to), { dryRun: dry })), bridge: b, wrote: true };
+        }
+        case 'create': {
+          // a recreate was interrupted earlier, or someone deleted it: put it back at the new IP
+          const b = await this.ensureBridge(ctx, orig, it, bridge);
+          return { service: await withRetry(() => createObject(ctx.client, SERVICES, recreated(orig, it.to), { dryRun: dry })), bridge: b, wrote: true };
+        }
+        case 'external-name': {
+          const target = externalName ?? this.fqdn(it.bridge ?? it.name, it.namespace);
+          const now = await withRetry(() => patchService(ctx.client, cur!, { type: 'ExternalName', externalName: target }, dry));
+          if (dry) return { wrote: true };
+          cur = now;
+          const b = await this.ensureBridge(ctx, orig, it, bridge);
+          return { service: await withRetry(() => patchService(ctx.client, now, backToType(orig, it.to), dry)), bridge: b, wrote: true };
+        }
+        case 'back': {
+          const b = await this.ensureBridge(ctx, orig, it, bridge);
+          return { service: await withRetry(() => patchService(ctx.client, cur!, backToType(orig, it.to), dry)), bridge: b, wrote: true };
+        }
+      }
+    });
   }
 
-  private async verifyItem(client: KubeClient, it: StepItem): Promise<string | undefined> {
-    const s = await getObject(client, SERVICES, it.name, it.namespace);
-    if (!s) return `Service ${it.namespace}/${it.name} is missing`;
-    if (!sameIPs(ipsOf(s), it.to)) return `Service ${it.namespace}/${it.name} has ${ipsOf(s).join(',')}, expected ${it.to.join(',')}`;
-    for (const ip of it.to) {
-      const a = await getObject(client, this.IPADDR, formatIP(parseIP(ip)));
-      const ref = a?.spec?.parentRef;
-      if (!a || ref?.name !== it.name || ref?.namespace !== it.namespace) return `IPAddress ${ip} does not point at Service ${it.namespace}/${it.name}`;
+  /** Labelled selectors for EndpointSlices of these Service names, at most 40 names per request. */
+  private async slicesOf(client: KubeClient, namespace: string, names: readonly string[]): Promise<KubeObject[]> {
+    const out: KubeObject[] = [];
+    const uniq = [...new Set(names)];
+    for (let i = 0; i < uniq.length; i += 40) {
+      const sel = `kubernetes.io/service-name in (${uniq.slice(i, i + 40).join(',')})`;
+      out.push(...await withRetry(() => listAll(client, ENDPOINTSLICES, { namespace, labelSelector: sel })));
     }
-    if (s.spec?.selector && Object.keys(s.spec.selector).length > 0) {
-      const slices = await listAll(client, ENDPOINTSLICES, { namespace: it.namespace, labelSelector: `kubernetes.io/service-name=${it.name}` });
-      if (slices.length === 0) return `Service ${it.namespace}/${it.name} has no EndpointSlice`;
+    return out;
+  }
+
+  /** The EndpointSlices of these Service names (per namespace one LIST), grouped by "namespace/service". */
+  private async slicesByService(client: KubeClient, names: ReadonlyArray<{ namespace: string; name: string }>): Promise<Map<string, KubeObject[]>> {
+    const byNs = new Map<string, string[]>();
+    for (const n of names) byNs.set(n.namespace, [...(byNs.get(n.namespace) ?? []), n.name]);
+    const out = new Map<string, KubeObject[]>();
+    await Promise.all([...byNs].map(async ([ns, list]) => {
+      for (const sl of await this.slicesOf(client, ns, list)) {
+        const k = `${ns}/${sl.metadata?.labels?.['kubernetes.io/service-name']}`;
+        out.set(k, [...(out.get(k) ?? []), sl]);
+      }
+    }));
+    return out;
+  }
+
+  /** Problems of a moved batch as the cluster shows it; IPAddress objects read only for moves this process did not write. */
+  private async batchProblems(client: KubeClient, items: readonly StepItem[], evidence: ReadonlyMap<string, MoveEvidence>): Promise<string[]> {
+    const view = await this.observe(client, items);
+    const covers = coversIn(view, items);
+    if (covers.length > 0) return [`${covers.length} cover Service(s) left, e.g. ${covers[0]!.metadata?.namespace}/${covers[0]!.metadata?.name}`];
+    const problems: string[] = [];
+    for (const it of items) {
+      const p = itemProblem(it, view.get(itemKey(it)), it.bridge ? view.get(`${it.namespace}/${it.bridge}`) : undefined);
+      if (p) problems.push(p);
     }
-    if (it.bridge) {
-      const b = await getObject(client, SERVICES, it.bridge, it.namespace);
-      if (!b || !sameIPs(ipsOf(b), it.from)) return `bridge ${it.namespace}/${it.bridge} is not at ${it.from.join(',')}`;
+    if (problems.length > 0) return problems;
+    // The apiserver allocates the IPAddress objects of a ClusterIP in the same request that sets it, so a write
+    // of ours that returned the Service at its mapped IPs shows them; for the others, read them.
+    await mapLimit(items.filter((it) => !writtenAt(evidence.get(itemKey(it)), it.to)), this.opts.concurrency, async (it) => {
+      for (const ip of it.to) {
+        const a = await withRetry(() => getObject(client, this.IPADDR, formatIP(parseIP(ip))));
+        const ref = a?.spec?.parentRef;
+        if (!a || ref?.name !== it.name || ref?.namespace !== it.namespace) problems.push(`IPAddress ${ip} does not point at Service ${it.namespace}/${it.name}`);
+      }
+    });
+    const withSelector = items.filter((it) => { const s = view.get(itemKey(it)); return s?.spec?.selector && Object.keys(s.spec.selector).length > 0; });
+    if (withSelector.length > 0) {
+      const slices = await this.slicesByService(client, withSelector);
+      for (const it of withSelector) if (!slices.get(itemKey(it))?.length) problems.push(`Service ${it.namespace}/${it.name} has no EndpointSlice`);
     }
-    return undefined;
+    return problems;
   }
 
   private moveServicesStep(p: PlanStep): Step {
     const items = p.items ?? [];
     const strategy = this.strategy;
+    // check, backup and apply of one run of the step share what check read (writes carry preconditions)
+    let fresh: { view: ServiceView; at: number } | undefined;
+    const take = async (client: KubeClient, keep: boolean): Promise<ServiceView> => {
+      const f = fresh && Date.now() - fresh.at < 60_000 ? fresh.view : await this.observe(client, items);
+      fresh = keep ? { view: f, at: fresh?.at ?? Date.now() } : undefined;
+      return f;
+    };
+    let evidence = new Map<string, MoveEvidence>();
     return {
       id: p.id, title: p.description, kind: 'action',
-      check: async (ctx) => (await Promise.all(items.map((it) => this.itemDone(ctx.client, it)))).every(Boolean)
-        && (await this.coversOf(ctx.client, items)).length === 0,
+      check: async (ctx) => {
+        const view = await this.observe(ctx.client, items);
+        fresh = { view, at: Date.now() };
+        return batchDone(view, items);
+      },
       backup: async (ctx) => {
-        const objs = await Promise.all(items.map((it) => getObject(ctx.client, SERVICES, it.name, it.namespace)));
-        return objs.filter((o): o is KubeObject => !!o && o.spec?.type !== 'ExternalName' && sameIPs(ipsOf(o), this.fromOf(items, o)));
+        const view = await take(ctx.client, true);
+        return items.map((it) => view.get(itemKey(it)))
+          .filter((o): o is KubeObject => !!o && o.spec?.type !== 'ExternalName' && sameIPs(ipsOf(o), this.fromOf(items, o)))
+          .map((o) => ({ ...o, apiVersion: o.apiVersion ?? 'v1', kind: o.kind ?? 'Service' }));
       },
       apply: async (ctx) => {
+        const view = await take(ctx.client, false);
+        evidence = new Map();
+        const seen = (it: StepItem) => ({ svc: view.get(itemKey(it)), bridge: it.bridge ? view.get(`${it.namespace}/${it.bridge}`) : undefined });
         if (!this.usesCovers(ctx)) {
-          // moveOne returns at once for a Service already at its mapped IPs with its bridge in place
-          await mapLimit(items, this.opts.concurrency, (it) => this.moveOne(ctx, it, strategy));
+          // a Service already at its mapped IPs with its bridge in place costs nothing here
+          await mapLimit(items, this.opts.concurrency, async (it) => { evidence.set(itemKey(it), await this.moveItem(ctx, it, strategy, seen(it))); });
           return;
         }
-        const pending = (await Promise.all(items.map(async (it) => ((await this.itemDone(ctx.client, it)) ? undefined : it))))
-          .filter((x): x is StepItem => !!x);
-        const covered = pending.length > 0 ? await this.raiseCovers(ctx, pending) : new Set<string>();
-        await mapLimit(pending, this.opts.concurrency, (it) => this.moveOne(ctx, it, strategy,
-          covered.has(itemKey(it)) ? this.fqdn(coverName(it.name), it.namespace) : undefined));
-        await this.lowerCovers(ctx, items);
+        const pending = items.filter((it) => !itemDone(view, it));
+        const covers = new Map(coversIn(view, items).map((c) => [`${c.metadata?.namespace}/${c.metadata?.labels?.[COVER_FOR_LABEL]}`, c]));
+        const covered = pending.length > 0 ? await this.raiseCovers(ctx, pending, view, covers) : new Set<string>();
+        const tm = Date.now();
+        await mapLimit(pending, this.opts.concurrency, async (it) => {
+          evidence.set(itemKey(it), await this.moveItem(ctx, it, strategy, seen(it), covered.has(itemKey(it)) ? this.fqdn(coverName(it.name), it.namespace) : undefined));
+        });
+        if (pending.length > 0) ctx.log(`${pending.length} Service(s) moved in ${Date.now() - tm} ms`);
+        await this.lowerCovers(ctx, items, covers);
       },
       verify: async (ctx) => {
-        const covers = await this.coversOf(ctx.client, items);
-        if (covers.length > 0) return `${covers.length} cover Service(s) left, e.g. ${covers[0]!.metadata?.namespace}/${covers[0]!.metadata?.name}`;
-        const problems: string[] = [];
+        let problems: string[] = [];
         try {
-          await waitFor('the moved Services to settle', async () => {
-            problems.length = 0;
-            await mapLimit(items, this.opts.concurrency, async (it) => {
-              const p2 = await this.verifyItem(ctx.client, it);
-              if (p2) problems.push(p2);
-            });
+          await poll('the moved Services to settle', async () => {
+            problems = await this.batchProblems(ctx.client, items, evidence);
+            if (problems.length > 0 && /cover Service\(s\) left/.test(problems[0]!)) throw new Error(problems[0]);
             return problems.length === 0 ? true : undefined;
-          }, { timeoutMs: this.opts.timeoutMs, intervalMs: 500 });
+          }, { timeoutMs: this.opts.timeoutMs, intervalMs: 100, backoff: 2, maxIntervalMs: 1000 });
           return undefined;
-        } catch {
-          return problems.slice(0, 3).join('; ');
+        } catch (e) {
+          return problems.length > 0 ? problems.slice(0, 3).join('; ') : (e as Error).message;
         }
       },
       rollback: async (ctx) => {
@@ -522,10 +697,6 @@ export class ServiceExecutor {
       && s.metadata?.name === coverName(s.metadata?.labels?.[COVER_FOR_LABEL] ?? ''));
   }
 
-  private async sliceReady(client: KubeClient, namespace: string, service: string): Promise<Set<string>> {
-    return readyAddresses(await listAll(client, ENDPOINTSLICES, { namespace, labelSelector: `kubernetes.io/service-name=${service}` }));
-  }
-
   /**
    * Copies a selectorless Service's EndpointSlices to `to` (a cover or a bridge), unless already there; the first
    * copy is named `to` (move-kubernetes checks the bridge's slice by that name).
@@ -545,89 +716,95 @@ export class ServiceExecutor {
   }
 
   /**
-   * Puts up a cover for each item (old and new IPs answering through a LoadBalancer status), waits until each
-   * has the Service's ready endpoints, then one propagation delay. Returns the keys of the covered items. A
-   * cover already there (an interrupted run) is reused.
+   * Puts up a cover for each item (old and new IPs answering through a LoadBalancer status), `concurrency` at
+   * a time, waits until each has the Service's ready endpoints, then one propagation delay. Returns the keys of
+   * the covered items; `covers` gets every cover object ("namespace/service" → cover). A cover already there
+   * (an interrupted run) is reused.
    */
-  private async raiseCovers(ctx: StepContext, items: readonly StepItem[]): Promise<Set<string>> {
-    const existing = new Map((await this.coversOf(ctx.client, items)).map((c) => [`${c.metadata?.namespace}/${c.metadata?.labels?.[COVER_FOR_LABEL]}`, c]));
+  private async raiseCovers(ctx: StepContext, items: readonly StepItem[], view: ServiceView, covers: Map<string, KubeObject>): Promise<Set<string>> {
+    const t0 = Date.now();
     let used: Set<string> | undefined;
+    if (items.some((it) => !covers.has(itemKey(it)))) {
+      used = new Set((await withRetry(() => listAll(ctx.client, this.IPADDR))).map((a) => formatIP(parseIP(a.metadata!.name!))));
+      for (const m of this.plan.mapping) for (const ip of [...m.from, ...m.to]) used.add(formatIP(parseIP(ip)));
+    }
     const covered = new Set<string>();
-    for (const it of items) {
-      const orig = await this.original(ctx, it);
-      if (!orig) continue; // moveOne reports it
+    await mapLimit(items, this.opts.concurrency, async (it) => {
+      const orig = this.original(ctx, it, view.get(itemKey(it)));
+      if (!orig) return; // moveItem reports it
       const name = coverName(it.name);
-      let cover = existing.get(itemKey(it));
-      if (!cover) {
-        if (!used) {
-          used = new Set((await listAll(ctx.client, this.IPADDR)).map((a) => formatIP(parseIP(a.metadata!.name!))));
-          for (const m of this.plan.mapping) for (const ip of [...m.from, ...m.to]) used.add(formatIP(parseIP(ip)));
-        }
+      let cover = covers.get(itemKey(it));
+      for (let attempt = 1; !cover; attempt++) {
         const families = it.from.map((ip) => parseIP(ip).family);
-        const spare = pickSpares(this.svc.target, families, used, 1)[0];
+        const spare = pickSpares(this.svc.target, families, used!, 1)[0];
         if (!spare) {
           ctx.warn?.(`no free address in ${this.svc.target.join(',')} for the cover of Service ${itemKey(it)}: it moves without one (old and new IP may not answer for up to kube-proxy's sync period)`);
-          continue;
+          return;
         }
         try {
           cover = await withRetry(() => createObject(ctx.client, SERVICES, coverService(orig, name, spare)));
+          ctx.log(`cover ${it.namespace}/${name} at ${spare.join(',')} for ${[...it.from, ...it.to].join(', ')}`);
         } catch (e) {
-          if (e instanceof KubeApiError && e.status === 409) cover = await getObject(ctx.client, SERVICES, name, it.namespace);
-          else throw new Error(`creating the cover Service ${it.namespace}/${name} (type LoadBalancer, loadBalancerClass kube-renumber.io/cover) failed: ${(e as Error).message}; `
+          if (isIPTaken(e) && attempt < 5) continue; // allocated by someone since the IPAddress list: the next one
+          throw new Error(`creating the cover Service ${it.namespace}/${name} (type LoadBalancer, loadBalancerClass kube-renumber.io/cover) failed: ${(e as Error).message}; `
             + 'allow it, or apply with --no-covers to move without covers (short blips per Service)');
         }
-        ctx.log(`cover ${it.namespace}/${name} at ${spare.join(',')} for ${[...it.from, ...it.to].join(', ')}`);
       }
+      covers.set(itemKey(it), cover);
       if (!orig.spec?.selector || Object.keys(orig.spec.selector).length === 0) await this.copySlices(ctx, it.namespace, it.name, name);
       const want = [...it.from, ...it.to];
       if (!coverCarries(cover, want)) {
-        await withRetry(() => ctx.client.request('PATCH', `${objectPath(SERVICES, name, it.namespace)}/status`, {
+        const withStatus = await withRetry(() => ctx.client.request<KubeObject>('PATCH', `${objectPath(SERVICES, name, it.namespace)}/status`, {
           body: { status: coverStatus(want) }, contentType: 'application/merge-patch+json', query: { fieldManager: 'kube-renumber' },
         }));
+        if (withStatus?.metadata) covers.set(itemKey(it), withStatus);
       }
       covered.add(itemKey(it));
-    }
+    });
     if (covered.size === 0) return covered;
     const list = items.filter((it) => covered.has(itemKey(it)));
-    await waitFor('the cover Services to have their Services\' ready endpoints', async () => {
-      for (const it of list) {
-        const want = await this.sliceReady(ctx.client, it.namespace, it.name);
-        const have = await this.sliceReady(ctx.client, it.namespace, coverName(it.name));
-        if ([...want].some((a) => !have.has(a))) return undefined;
-      }
-      return true;
-    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 200 });
-    ctx.log(`${list.length} cover(s) up; waiting ${this.opts.propagationDelayMs} ms for kube-proxy and DNS`);
+    const t1 = Date.now();
+    await poll('the cover Services to have their Services\' ready endpoints', async (note) => {
+      const slices = await this.slicesByService(ctx.client, list.flatMap((it) => [it, { namespace: it.namespace, name: coverName(it.name) }]));
+      const ready = (ns: string, name: string) => readyAddresses(slices.get(`${ns}/${name}`) ?? []);
+      const behind = list.filter((it) => { const have = ready(it.namespace, coverName(it.name)); return [...ready(it.namespace, it.name)].some((a) => !have.has(a)); });
+      if (behind.length > 0) note(`${behind.length} cover(s) behind, e.g. ${itemKey(behind[0]!)}`);
+      return behind.length === 0 ? true : undefined;
+    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true });
+    ctx.log(`${list.length} cover(s) up (written in ${t1 - t0} ms, endpoints after ${Date.now() - t1} ms more); waiting ${this.opts.propagationDelayMs} ms for kube-proxy and DNS`);
     await sleep(this.opts.propagationDelayMs);
     return covered;
   }
 
   /**
    * Takes down the covers of these items once each moved Service (new IP) and its bridge (old IP) have the
-   * cover's ready endpoints, after one more propagation delay.
+   * cover's ready endpoints, after one more propagation delay. `covers`: "namespace/service" → cover, as
+   * raiseCovers left it or as the step saw them.
    */
-  private async lowerCovers(ctx: StepContext, items: readonly StepItem[]): Promise<void> {
-    const covers = await this.coversOf(ctx.client, items);
-    if (covers.length === 0) return;
-    const byKey = new Map(items.map((it) => [itemKey(it), it]));
-    await waitFor('the moved Services and their bridges to have the covers\' ready endpoints', async () => {
-      for (const c of covers) {
-        const it = byKey.get(`${c.metadata?.namespace}/${c.metadata?.labels?.[COVER_FOR_LABEL]}`)!;
-        const have = await this.sliceReady(ctx.client, it.namespace, coverName(it.name));
-        if (have.size === 0) continue;
-        const svc = await getObject(ctx.client, SERVICES, it.name, it.namespace);
-        if (!svc || svc.spec?.type === 'ExternalName' || (await this.sliceReady(ctx.client, it.namespace, it.name)).size === 0) return undefined;
-        if (it.bridge && (await this.sliceReady(ctx.client, it.namespace, it.bridge)).size === 0) return undefined;
-      }
-      return true;
-    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 200 });
-    ctx.log(`waiting ${this.opts.propagationDelayMs} ms before removing ${covers.length} cover(s)`);
+  private async lowerCovers(ctx: StepContext, items: readonly StepItem[], covers: ReadonlyMap<string, KubeObject>): Promise<void> {
+    const list = items.filter((it) => covers.has(itemKey(it)));
+    if (list.length === 0) return;
+    let slices = new Map<string, KubeObject[]>();
+    const t0 = Date.now();
+    await poll('the moved Services and their bridges to have the covers\' ready endpoints', async (note) => {
+      slices = await this.slicesByService(ctx.client, list.flatMap((it) => [it, { namespace: it.namespace, name: coverName(it.name) },
+        ...(it.bridge ? [{ namespace: it.namespace, name: it.bridge }] : [])]));
+      const size = (ns: string, name: string) => readyAddresses(slices.get(`${ns}/${name}`) ?? []).size;
+      const behind = list.filter((it) => size(it.namespace, coverName(it.name)) > 0
+        && (size(it.namespace, it.name) === 0 || (it.bridge !== undefined && size(it.namespace, it.bridge) === 0)));
+      if (behind.length > 0) note(`${behind.length} behind, e.g. ${itemKey(behind[0]!)}`);
+      return behind.length === 0 ? true : undefined;
+    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true });
+    ctx.log(`moved Services and bridges have their endpoints (after ${Date.now() - t0} ms); waiting ${this.opts.propagationDelayMs} ms before removing ${list.length} cover(s)`);
     await sleep(this.opts.propagationDelayMs);
-    await mapLimit(covers, this.opts.concurrency, async (c) => {
+    await mapLimit(list, this.opts.concurrency, async (it) => {
+      const c = covers.get(itemKey(it))!;
       const ns = c.metadata!.namespace!;
       const name = c.metadata!.name!;
       await withRetry(() => deleteObject(ctx.client, SERVICES, name, ns, { uid: c.metadata?.uid }));
-      for (const sl of await listAll(ctx.client, ENDPOINTSLICES, { namespace: ns, labelSelector: `kubernetes.io/service-name=${name},${MANAGED_LABEL}=true` })) {
+      // our copies of a selectorless Service's slices; the EndpointSlice controller removes its own (which carry
+      // the cover's labels, ours included, but not our managed-by)
+      for (const sl of (slices.get(`${ns}/${name}`) ?? []).filter((s) => s.metadata?.labels?.['endpointslice.kubernetes.io/managed-by'] === MANAGED_BY)) {
         await withRetry(() => deleteObject(ctx.client, ENDPOINTSLICES, sl.metadata!.name!, ns, { uid: sl.metadata?.uid }));
       }
     });
@@ -730,22 +907,25 @@ export class ServiceExecutor {
       },
       apply: async (ctx) => {
         for (const s of specs) await this.ensureServiceCIDR(ctx, s);
-        await waitFor('the bridge ServiceCIDR to be Ready', async () =>
+        await poll('the bridge ServiceCIDR to be Ready', async () =>
           ((await Promise.all(specs.map((s) => this.scState(ctx.client, s)))).every((x) => x === 'ready') ? true : undefined), { timeoutMs: this.opts.timeoutMs });
         if (this.strategy === 'in-place' && ctx.dryRun === 'none') {
           // The apiserver only creates default/kubernetes when it is missing (it has not reconciled an existing
           // one since 1.17), so it can be moved like any Service: the name and both IPs keep answering.
-          const covered = this.opts.covers ? await this.raiseCovers(ctx, [it]) : new Set<string>();
+          const view = await this.observe(ctx.client, [it]);
+          const covers = new Map(coversIn(view, [it]).map((c) => [itemKey(it), c]));
+          const covered = this.opts.covers && !itemDone(view, it) ? await this.raiseCovers(ctx, [it], view, covers) : new Set<string>();
           if (it.bridge) await this.copySlices(ctx, 'default', 'kubernetes', it.bridge);
-          await this.moveOne(ctx, it, 'in-place', covered.size > 0 ? this.fqdn(coverName('kubernetes'), 'default') : undefined);
-          await this.lowerCovers(ctx, [it]);
+          await this.moveItem(ctx, it, 'in-place', { svc: view.get(itemKey(it)), bridge: it.bridge ? view.get(`default/${it.bridge}`) : undefined },
+            covered.size > 0 ? this.fqdn(coverName('kubernetes'), 'default') : undefined);
+          await this.lowerCovers(ctx, [it], covers);
           return;
         }
         const k = await getObject(ctx.client, SERVICES, 'kubernetes', 'default');
         if (k && sameIPs(ipsOf(k), it.from)) {
           await withRetry(() => deleteObject(ctx.client, SERVICES, 'kubernetes', 'default', { uid: k.metadata?.uid }));
         }
-        const back = await waitFor('the apiserver to recreate default/kubernetes at the new first IP', async () => {
+        const back = await poll('the apiserver to recreate default/kubernetes at the new first IP', async () => {
           const n = await getObject(ctx.client, SERVICES, 'kubernetes', 'default');
           return n && !sameIPs(ipsOf(n), it.from) ? n : undefined;
         }, { timeoutMs: Math.max(this.opts.timeoutMs, 90_000), intervalMs: 500 });
@@ -815,7 +995,7 @@ export class ServiceExecutor {
       check: (ctx) => done(ctx.client),
       backup: async (ctx) => (await Promise.all(specs.map((s) => getObject(ctx.client, this.SC, s.name)))).filter((x): x is KubeObject => !!x),
       apply: async (ctx) => {
-        await waitFor('ServiceCIDR/kubernetes to be recreated with the new range', async () => {
+        await poll('ServiceCIDR/kubernetes to be recreated with the new range', async () => {
           const sc = await getObject(ctx.client, this.SC, 'kubernetes');
           if (sc && !sc.metadata?.deletionTimestamp && (sc.spec?.cidrs ?? []).join(',') !== want.join(',') && !(await this.anyIPIn(ctx.client, sc.spec?.cidrs ?? []))) {
             ctx.log('ServiceCIDR/kubernetes came back with the old range (an apiserver still on the old flag?): deleting it again');
@@ -824,7 +1004,7 @@ export class ServiceExecutor {
           return (await kubernetesOnNew(ctx.client)) ? true : undefined;
         }, { timeoutMs: Math.max(this.opts.timeoutMs, 120_000), intervalMs: 1000 });
         for (const s of specs) await deleteObject(ctx.client, this.SC, s.name);
-        await waitFor('the temporary ServiceCIDR to go', async () =>
+        await poll('the temporary ServiceCIDR to go', async () =>
           ((await Promise.all(specs.map((s) => getObject(ctx.client, this.SC, s.name)))).every((x) => !x) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
       },
       verify: async (ctx) => ((await done(ctx.client)) ? undefined : 'ServiceCIDR/kubernetes does not hold the new range yet'),

@@ -1,0 +1,137 @@
+// What the move-services step decides from what the cluster shows, without an apiserver. Pure functions of
+// the observed objects; the moves themselves are proven in test/integration/service-*.test.ts.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import type { KubeObject } from '../../src/cluster/types.ts';
+import { BackupStore } from '../../src/engine/backup.ts';
+import { Journal } from '../../src/engine/journal.ts';
+import type { StepContext } from '../../src/engine/runner.ts';
+import {
+  batchDone, coversIn, decideMove, isIPTaken, itemDone, itemProblem, ServiceExecutor, type ServiceView, writtenAt,
+} from '../../src/engine/service-steps.ts';
+import { KubeApiError, type KubeClient, type Method } from '../../src/kube/client.ts';
+import type { MigrationPlan, StepItem } from '../../src/plan/plan.ts';
+
+const it1: StepItem = { namespace: 'ns', name: 'web', from: ['10.96.0.50'], to: ['10.100.0.50'], bridge: 'web-kr-old' };
+const svc = (name: string, ips: string[], extra: Record<string, unknown> = {}, labels?: Record<string, string>): KubeObject => ({
+  apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: '1', ...(labels ? { labels } : {}) },
+  spec: { type: 'ClusterIP', clusterIP: ips[0], clusterIPs: ips, selector: { app: 'web' }, ports: [{ port: 80 }], ...extra },
+});
+const external = (name: string) => ({ ...svc(name, []), spec: { type: 'ExternalName', externalName: 'x.ns.svc.cluster.local', selector: { app: 'web' } } });
+const cover = svc('web-kr-cover', ['10.100.255.254'], { type: 'LoadBalancer' }, { 'kube-renumber.io/managed': 'true', 'kube-renumber.io/cover-for': 'web' });
+const view = (...objs: KubeObject[]): ServiceView => {
+  const v: ServiceView = new Map([['ns/web', undefined], ['ns/web-kr-old', undefined], ['ns/web-kr-cover', undefined]]);
+  for (const o of objs) v.set(`ns/${o.metadata!.name}`, o);
+  return v;
+};
+
+describe('decideMove: the next write of one Service', () => {
+  it('at the old IP: in-place goes ExternalName first, recreate deletes', () => {
+    assert.deepEqual(decideMove(it1, svc('web', ['10.96.0.50']), 'in-place'), { action: 'external-name' });
+    assert.deepEqual(decideMove(it1, svc('web', ['10.96.0.50']), 'recreate'), { action: 'delete' });
+  });
+  it('ExternalName (an interrupted in-place move): back at the mapped IP after the bridge', () => {
+    assert.deepEqual(decideMove(it1, external('web'), 'in-place'), { action: 'back' });
+  });
+  it('at the mapped IP: only the bridge may be missing', () => {
+    assert.deepEqual(decideMove(it1, svc('web', ['10.100.0.50']), 'in-place'), { action: 'ensure-bridge' });
+    assert.deepEqual(decideMove(it1, svc('web', ['10.100.0.50']), 'recreate'), { action: 'ensure-bridge' });
+  });
+  it('gone (an interrupted recreate, or deleted): created again at the mapped IP', () => {
+    assert.deepEqual(decideMove(it1, undefined, 'in-place'), { action: 'create' });
+    assert.deepEqual(decideMove(it1, undefined, 'recreate'), { action: 'create' });
+  });
+  it('elsewhere: changed since the plan, nothing is written', () => {
+    const d = decideMove(it1, svc('web', ['10.96.7.7']), 'in-place');
+    assert.equal(d.action, 'conflict');
+    assert.match((d as { message: string }).message, /neither the planned 10\.96\.0\.50 nor 10\.100\.0\.50: changed since the plan; re-plan/);
+  });
+});
+
+describe('done, derived from what the cluster shows', () => {
+  it('moved, with its bridge at the old IP, and no cover left', () => {
+    const moved = view(svc('web', ['10.100.0.50']), svc('web-kr-old', ['10.96.0.50']));
+    assert.equal(itemDone(moved, it1), true);
+    assert.equal(batchDone(moved, [it1]), true);
+  });
+  it('a cover left makes the step not done (it must come down), though the Service is moved', () => {
+    const v = view(svc('web', ['10.100.0.50']), svc('web-kr-old', ['10.96.0.50']), cover);
+    assert.equal(itemDone(v, it1), true);
+    assert.equal(coversIn(v, [it1]).length, 1);
+    assert.equal(batchDone(v, [it1]), false);
+  });
+  it('a Service named like a cover but not ours is not a cover', () => {
+    const foreign = svc('web-kr-cover', ['10.100.0.9']);
+    assert.equal(coversIn(view(foreign), [it1]).length, 0);
+  });
+  it('not done: bridge missing, bridge elsewhere, still ExternalName, still at the old IP', () => {
+    assert.equal(itemDone(view(svc('web', ['10.100.0.50'])), it1), false);
+    assert.equal(itemDone(view(svc('web', ['10.100.0.50']), svc('web-kr-old', ['10.96.0.51'])), it1), false);
+    assert.equal(itemDone(view(external('web'), svc('web-kr-old', ['10.96.0.50'])), it1), false);
+    assert.equal(itemDone(view(svc('web', ['10.96.0.50'])), it1), false);
+    assert.equal(itemDone(view(svc('web', ['10.100.0.50'])), { ...it1, bridge: undefined }), true);
+  });
+  it('what verify reports', () => {
+    assert.equal(itemProblem(it1, svc('web', ['10.100.0.50']), svc('web-kr-old', ['10.96.0.50'])), undefined);
+    assert.match(itemProblem(it1, undefined, undefined)!, /is missing/);
+    assert.match(itemProblem(it1, external('web'), undefined)!, /has no ClusterIP, expected 10\.100\.0\.50/);
+    assert.match(itemProblem(it1, svc('web', ['10.100.0.50']), undefined)!, /bridge ns\/web-kr-old is not at 10\.96\.0\.50/);
+  });
+  it('a write of this process that returned the Service at its mapped IPs stands for the IPAddress check', () => {
+    assert.equal(writtenAt({ wrote: true, service: svc('web', ['10.100.0.50']) }, it1.to), true);
+    assert.equal(writtenAt({ wrote: false, service: svc('web', ['10.100.0.50']) }, it1.to), false);
+    assert.equal(writtenAt({ wrote: true, service: external('web') }, it1.to), false);
+    assert.equal(writtenAt(undefined, it1.to), false);
+  });
+  it('an explicit IP still allocated is recognised (the bridge waits for its release)', () => {
+    assert.equal(isIPTaken(new KubeApiError('POST', '/x', 422, 'Invalid', 'Service "web-kr-old" is invalid: spec.clusterIPs: Invalid value: ["10.96.0.50"]: failed to allocate IP 10.96.0.50: provided IP is already allocated')), true);
+    assert.equal(isIPTaken(new KubeApiError('POST', '/x', 422, 'Invalid', 'spec.ports: Required value')), false);
+  });
+});
+
+describe('move-services step: check, backup and apply share one read', () => {
+  /** Records requests; answers the namespace LIST with the given Services. */
+  function recorder(items: KubeObject[]): KubeClient & { seen: string[] } {
+    const seen: string[] = [];
+    return {
+      server: 'https://127.0.0.1:1', context: 't', seen,
+      get requestCount() { return seen.length; },
+      async request<T>(method: Method, path: string): Promise<T> { seen.push(`${method} ${path}`); throw new Error(`unexpected ${method} ${path}`); },
+      async *list(path: string, opts?: { labelSelector?: string }) {
+        seen.push(`LIST ${path}${opts?.labelSelector ? `?${opts.labelSelector}` : ''}`);
+        // items of a LIST carry neither apiVersion nor kind
+        for (const o of items) { const { apiVersion, kind, ...rest } = o; void apiVersion; void kind; yield rest as KubeObject; }
+      },
+    };
+  }
+  const plan = {
+    spec: { serviceCIDR: { apiVersion: 'networking.k8s.io/v1', from: ['10.96.0.0/16'], to: ['10.100.0.0/16'], target: ['10.100.0.0/16'], kept: [] }, strategy: 'in-place' },
+    mapping: [{ namespace: 'ns', name: 'web', action: 'move', from: it1.from, to: it1.to }],
+    steps: [{ id: 'move-1', kind: 'move-services', description: 'move', items: [it1], rollback: '' }],
+  } as unknown as MigrationPlan;
+
+  it('one LIST of the namespace serves check and backup; the backup is the Service as read, typed', async () => {
+    const client = recorder([svc('web', ['10.96.0.50']), svc('other', ['10.96.0.60'])]);
+    const dir = mkdtempSync(join(tmpdir(), 'kr-moves-'));
+    const ctx: StepContext = { client, backups: new BackupStore(join(dir, 'b'), 'r'), journal: new Journal(join(dir, 'j'), 'r'), dryRun: 'none', log: () => {} };
+    const step = new ServiceExecutor(plan).steps()[0]!;
+    assert.equal(await step.check(ctx), false);
+    const objs = await step.backup!(ctx);
+    assert.deepEqual(client.seen, ['LIST /api/v1/namespaces/ns/services']);
+    assert.equal(objs.length, 1);
+    assert.equal(objs[0]!.kind, 'Service');
+    assert.equal(objs[0]!.apiVersion, 'v1');
+    assert.equal(objs[0]!.metadata?.uid, 'uid-web');
+  });
+
+  it('a moved batch is skipped on that one LIST', async () => {
+    const client = recorder([svc('web', ['10.100.0.50']), svc('web-kr-old', ['10.96.0.50'], {}, { 'kube-renumber.io/managed': 'true' })]);
+    const dir = mkdtempSync(join(tmpdir(), 'kr-moves-'));
+    const ctx: StepContext = { client, backups: new BackupStore(join(dir, 'b'), 'r'), journal: new Journal(join(dir, 'j'), 'r'), dryRun: 'none', log: () => {} };
+    assert.equal(await new ServiceExecutor(plan).steps()[0]!.check(ctx), true);
+    assert.equal(client.seen.length, 1);
+  });
+});
