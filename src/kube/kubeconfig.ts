@@ -12,10 +12,20 @@ import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { load as loadYaml } from 'js-yaml';
-import { KubeConfig, type Cluster, type Context, type User } from '@kubernetes/client-node';
+import { createRequire } from 'node:module';
+import type * as ClientNode from '@kubernetes/client-node';
+import type { Cluster, Context, KubeConfig, User } from '@kubernetes/client-node';
 import { InputError, UsageError, UserError } from '../errors.ts';
 import { UnreachableError } from './errors.ts';
 import { redact, REDACTED, redactUrl, registerSecret } from './redact.ts';
+
+let clientNodeModule: typeof ClientNode | undefined;
+
+/** @kubernetes/client-node, loaded on first use: commands that never talk to a cluster do not pay for it. */
+export function clientNode(): typeof ClientNode {
+  clientNodeModule ??= createRequire(import.meta.url)('@kubernetes/client-node') as typeof ClientNode;
+  return clientNodeModule;
+}
 
 export interface KubeConfigOptions {
   /** --kubeconfig: use exactly this file. */
@@ -370,7 +380,7 @@ export function resolveKubeConfig(opts: KubeConfigOptions = {}): ResolvedKubeCon
     };
   }
 
-  const kc = new KubeConfig();
+  const kc = new (clientNode().KubeConfig)();
   const context: Context = { name: ctx.name, cluster: cEntry.name, user: uEntry?.name ?? '' };
   kc.loadFromOptions({ clusters: [cluster], users: user ? [user] : [], contexts: [context], currentContext: ctx.name });
   return {
@@ -439,7 +449,7 @@ function inCluster(env: NodeJS.ProcessEnv, context: string | undefined): Resolve
   const cluster: Cluster = { name: 'in-cluster', server: url.toString().replace(/\/$/, ''), caFile, skipTLSVerify: false };
   // The token file is read again by the transport (it is rotated); authProvider tokenFile is client-node's.
   const user: User = { name: 'in-cluster', authProvider: { name: 'tokenFile', config: { tokenFile: tokenPath } } };
-  const kc = new KubeConfig();
+  const kc = new (clientNode().KubeConfig)();
   kc.loadFromOptions({ clusters: [cluster], users: [user], contexts: [{ name: 'in-cluster', cluster: 'in-cluster', user: 'in-cluster' }], currentContext: 'in-cluster' });
   return {
     kc, context: '', cluster, user, clusterSource: where, userSource: where, server: url,

@@ -11,9 +11,9 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { InputError, UserError } from '../errors.ts';
-import { checkClientPair, type ExecConfig, type ResolvedKubeConfig } from './kubeconfig.ts';
+import { checkClientPair, clientNode, type ExecConfig, type ResolvedKubeConfig } from './kubeconfig.ts';
 import { UnreachableError } from './errors.ts';
 import { redact, redactUrl, registerSecret } from './redact.ts';
 
@@ -75,7 +75,7 @@ export class Transport {
     if (rk.cluster.proxyUrl || rk.user?.authProvider) {
       // client-node builds proxy agents and runs auth-providers; for an http:// server it insists on
       // insecure-skip-tls-verify, which means nothing without TLS.
-      const kc = new KubeConfig();
+      const kc = new (clientNode().KubeConfig)();
       const cluster = this.isHttps ? rk.cluster : { ...rk.cluster, skipTLSVerify: true };
       kc.loadFromOptions({ clusters: [cluster], users: rk.user ? [rk.user] : [], contexts: rk.kc.getContexts(), currentContext: rk.kc.getCurrentContext() });
       this.proxyKc = kc;
