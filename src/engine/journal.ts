@@ -14,13 +14,13 @@ import { appendLineDurable, decodeText, readRegularFile, statOrUndefined } from 
 
 export type JournalEvent =
   | 'run-start' | 'run-end'
-  | 'step-start' | 'step-skip' | 'backup' | 'applied' | 'verified' | 'step-done' | 'step-failed'
+  | 'step-start' | 'step-skip' | 'step-excluded' | 'backup' | 'applied' | 'verified' | 'step-done' | 'step-failed'
   | 'gate' | 'confirm' | 'rollback-start' | 'rolled-back' | 'rollback-failed'
   /** Figures of a step (e.g. restart waves: JSON with totalSeconds, sumSeconds, maxInFlight, workloads). */
   | 'report';
 
 export const JOURNAL_EVENTS: readonly JournalEvent[] = [
-  'run-start', 'run-end', 'step-start', 'step-skip', 'backup', 'applied', 'verified', 'step-done', 'step-failed',
+  'run-start', 'run-end', 'step-start', 'step-skip', 'step-excluded', 'backup', 'applied', 'verified', 'step-done', 'step-failed',
   'gate', 'confirm', 'rollback-start', 'rolled-back', 'rollback-failed', 'report',
 ];
 

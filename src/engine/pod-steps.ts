@@ -17,7 +17,7 @@ import {
 } from '../kube/resources.ts';
 import { DAEMONSETS, DEPLOYMENTS, patchWithPrecondition, PODDISRUPTIONBUDGETS, STATEFULSETS, WORKLOAD_TYPES } from '../kube/workloads.ts';
 import { contains, formatCidr, overlaps, parseCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
-import type { MigrationPlan, PlanStep } from '../plan/plan.ts';
+import { POD_GATE_CONDITIONS, POD_STEP_KINDS, type GateStep, type MigrationPlan, type PlanStep } from '../plan/plan.ts';
 import type { PodCIDRSpec, PoolData } from '../plan/pod-plan.ts';
 import {
   describePdb, describeWorkload, fatalError, pdbsFor, resolveWorkloads, restartWorkload, restoreScale, runWaves, scaledReplicas,
@@ -113,19 +113,23 @@ export class PodExecutor {
     }
   }
 
-  /** Does this executor handle the plan step? */
+  /** Does this executor handle the plan step? Its step kinds, and the gates whose condition it checks. */
   handles(p: PlanStep): boolean {
-    const kinds = ['create-ippool', 'disable-ippools', 'scale-critical', 'restart-pods', 'restore-scale', 'delete-ippools', 'remove-ipam-leftovers',
-      'drain-node', 'reregister-node', 'assign-podcidr', 'verify-pods'];
-    if (kinds.includes(p.kind)) return true;
-    return p.kind === 'gate' && (['kcm-stop-allocating', 'kcm-cluster-cidr', 'pod-cidr-config'].includes(p.id) || p.id.startsWith('reregister-node-'));
+    if (p.kind === 'gate') return (POD_GATE_CONDITIONS as readonly string[]).includes(p.gate.condition);
+    return POD_STEP_KINDS.includes(p.kind);
   }
 
   step(p: PlanStep): Step {
+    const step = this.stepOf(p);
+    if (p.supersededBy && p.supersededBy.length > 0) step.supersededBy = [...p.supersededBy];
+    return step;
+  }
+
+  private stepOf(p: PlanStep): Step {
     const base = { id: p.id, title: p.description };
     switch (p.kind) {
       case 'gate':
-        return { ...base, kind: 'gate', instructions: p.gate?.instructions ?? [], check: (ctx) => this.gateHolds(p, ctx) };
+        return { ...base, kind: 'gate', instructions: p.gate.instructions, check: (ctx) => this.gateHolds(p, ctx) };
       case 'create-ippool': return this.createPoolStep(p);
       case 'disable-ippools': return this.disablePoolsStep(p);
       case 'scale-critical': return this.scaleStep(p);
@@ -390,8 +394,6 @@ export class PodExecutor {
     const refs = this.critical(p);
     return {
       id: p.id, title: p.description, kind: 'action',
-      // restore-scale undoes this on purpose: once a run reached it, scaling up again would ping-pong
-      supersededBy: this.plan.steps.filter((x) => x.kind === 'restore-scale').map((x) => x.id),
       check: async (ctx) => {
         for (const r of refs) {
           const b = ctx.backups.load({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: r.namespace, name: r.name });
@@ -753,15 +755,15 @@ export class PodExecutor {
     return { kcm: snap.controllerManagers, kubeProxy: snap.kubeProxy };
   }
 
-  async gateHolds(p: PlanStep, ctx: StepContext): Promise<boolean> {
+  async gateHolds(p: GateStep, ctx: StepContext): Promise<boolean> {
     if (this.opts.acknowledgedGates.includes(p.id)) {
       ctx.log(`gate ${p.id}: acknowledged by --ack-gate`);
       return true;
     }
-    if (p.id.startsWith('reregister-node-')) return this.registered(ctx.client, this.nodeItem(p).name);
+    if (p.gate.condition === 'node-reregistered') return this.registered(ctx.client, this.nodeItem(p).name);
     const v = await this.controlPlaneView(ctx.client);
     const within = (cs: string[] | undefined) => !!cs && cs.length > 0 && cs.every((c) => cidrIn(this.target, c) && this.target.some((t) => contains(t, parseCidr(c))));
-    switch (p.id) {
+    switch (p.gate.condition) {
       case 'kcm-stop-allocating':
         return v.kcm.length > 0 && v.kcm.every((k) => k.allocateNodeCIDRs === false);
       case 'kcm-cluster-cidr':
@@ -774,7 +776,7 @@ export class PodExecutor {
         return kcmOk && kpOk;
       }
       default:
-        return false;
+        throw new Error(`gate ${p.id}: condition ${p.gate.condition} belongs to the Service CIDR migration`);
     }
   }
 

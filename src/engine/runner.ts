@@ -53,8 +53,9 @@ export interface Step {
 }
 
 export type RunResult =
-  | { status: 'completed'; applied: number; skipped: number }
+  | { status: 'completed'; applied: number; skipped: number; excluded?: number }
   | { status: 'gate'; step: string; title: string; instructions: string[] }
+  | { status: 'blocked'; step: string; before: string; message: string }
   | { status: 'declined'; step: string }
   | { status: 'failed'; step: string; message: string };
 
@@ -65,6 +66,25 @@ export interface RunOptions {
   beforeStep?: (step: string) => void;
   /** Test hook: called after each journaled transition; throwing simulates a crash there. */
   afterEvent?: (event: string, step: string) => void;
+  /** Which steps to run (--only / --skip); every step when absent. */
+  select?: StepSelection;
+}
+
+/**
+ * Like kubeadm's phases: `skip` steps are not run (journaled as excluded, never counted as done); with `only`,
+ * just those steps run, every step before the last of them must already be done (a read-only check; confirm
+ * steps pass, gates must hold) unless it is in `skip`, and the steps after the last of them are left alone.
+ */
+export interface StepSelection {
+  skip?: ReadonlySet<string>;
+  only?: ReadonlySet<string>;
+}
+
+/** Why the selection leaves a step out, or undefined when it runs. */
+function exclusion(sel: StepSelection | undefined, id: string): string | undefined {
+  if (sel?.skip?.has(id)) return 'excluded by --skip';
+  if (sel?.only && !sel.only.has(id)) return 'not named by --only';
+  return undefined;
 }
 
 /**
@@ -85,9 +105,30 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
   let applied = 0;
   let skipped = 0;
   const mark = (event: string, step: string) => opts.afterEvent?.(event, step);
+  let excluded = 0;
   const reached = new Set(ctx.journal.entries().filter((e) => e.event === 'step-start' && e.step).map((e) => e.step!));
-  for (const step of steps) {
+  const sel = opts.select;
+  const lastOnly = sel?.only ? steps.map((s) => s.id).findLastIndex((id) => sel.only!.has(id) && !sel.skip?.has(id)) : steps.length - 1;
+  for (const [i, step] of steps.entries()) {
+    if (i > lastOnly) break;
     opts.beforeStep?.(step.id);
+    const why = exclusion(sel, step.id);
+    if (why) {
+      if (why === 'not named by --only' && step.kind !== 'confirm') {
+        const done = step.supersededBy?.some((id) => reached.has(id)) || (await step.check(ctx));
+        if (!done) {
+          const before = steps.slice(i).find((s) => !exclusion(sel, s.id))!.id;
+          return {
+            status: 'blocked', step: step.id, before,
+            message: `${step.id} comes before ${before} and is not done: run it first, or name it in --skip to leave it out on purpose`,
+          };
+        }
+      }
+      ctx.journal.append('step-excluded', { step: step.id, detail: why });
+      excluded++;
+      mark('excluded', step.id);
+      continue;
+    }
     ctx.journal.append('step-start', { step: step.id, detail: step.title });
     const by = step.supersededBy?.find((id) => reached.has(id));
     if (by) {
@@ -147,7 +188,7 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
     applied++;
     mark('done', step.id);
   }
-  return { status: 'completed', applied, skipped };
+  return { status: 'completed', applied, skipped, ...(sel ? { excluded } : {}) };
 }
 
 export interface RollbackResult {

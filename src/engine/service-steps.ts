@@ -18,7 +18,7 @@ import {
   forCreate, ipAddresses, type ResourceType,
 } from '../kube/resources.ts';
 import { contains, formatIP, parseCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
-import { coverName, MANAGED_LABEL, type MigrationPlan, type PlanStep, type ServiceCIDRSpec, type StepItem } from '../plan/plan.ts';
+import { coverName, MANAGED_LABEL, type MigrationPlan, type GateStep, type PlanStep, type ServiceCIDRSpec, type StepItem } from '../plan/plan.ts';
 import { refOf } from './backup.ts';
 import { COVER_FOR_LABEL, coverCarries, coverService, coverStatus, pickSpares, readyAddresses } from './covers.ts';
 import { readJournal } from './journal.ts';
@@ -232,27 +232,22 @@ export class ServiceExecutor {
 
   /** Engine steps for the plan; `other` builds the steps this executor does not handle (the Pod CIDR ones). */
   steps(other?: (p: PlanStep) => Step | undefined): Step[] {
-    const idsOf = (kind: string) => this.plan.steps.filter((s) => s.kind === kind).map((s) => s.id);
-    const removeBridges = idsOf('remove-bridges');
-    const finalize = idsOf('finalize-servicecidrs');
-    return this.plan.steps.map((p) => {
-      const delegated = other?.(p);
-      if (delegated) return delegated;
-      const step = this.step(p);
-      // bridges go in remove-bridges; the temporary target ServiceCIDR goes in finalize-servicecidrs
-      if (p.kind === 'move-services' || p.kind === 'move-kubernetes') step.supersededBy = removeBridges;
-      if (p.kind === 'create-servicecidrs' && (p.serviceCIDRs ?? []).some((c) => c.purpose === 'target')) step.supersededBy = finalize;
-      return step;
-    });
+    return this.plan.steps.map((p) => other?.(p) ?? this.step(p));
   }
 
   step(p: PlanStep): Step {
+    const step = this.stepOf(p);
+    if (p.supersededBy && p.supersededBy.length > 0) step.supersededBy = [...p.supersededBy];
+    return step;
+  }
+
+  private stepOf(p: PlanStep): Step {
     const base = { id: p.id, title: p.description };
     switch (p.kind) {
       case 'confirm':
         return { ...base, kind: 'confirm', check: async () => false };
       case 'gate':
-        return { ...base, kind: 'gate', instructions: p.gate?.instructions ?? [], check: (ctx) => this.gateHolds(p, ctx) };
+        return { ...base, kind: 'gate', instructions: p.gate.instructions, check: (ctx) => this.gateHolds(p, ctx) };
       case 'create-servicecidrs':
         return this.createServiceCIDRsStep(p);
       case 'move-services':
@@ -605,15 +600,19 @@ export class ServiceExecutor {
 
   // ---- gates --------------------------------------------------------------------------------------
 
-  private async gateHolds(p: PlanStep, ctx: StepContext): Promise<boolean> {
+  private async gateHolds(p: GateStep, ctx: StepContext): Promise<boolean> {
     if (this.opts.acknowledgedGates.includes(p.id)) {
       ctx.log(`gate ${p.id}: acknowledged by --ack-gate`);
       return true;
     }
-    if (p.id === 'restart-apiservers') return this.apiserversOnNewRange(ctx);
-    if (p.id === 'restart-workloads') return this.podsRestarted(ctx);
-    if (p.id === 'kubelet-cluster-dns') return this.kubeletsOnNewDNS(ctx);
-    return false;
+    switch (p.gate.condition) {
+      case 'apiservers-on-new-range': return this.apiserversOnNewRange(ctx, p.id);
+      case 'workloads-restarted': return this.podsRestarted(ctx);
+      case 'kubelet-cluster-dns': return this.kubeletsOnNewDNS(ctx);
+      // the plan holds this gate only when the API was not served at plan time: `apply` re-plans once it is
+      case 'servicecidr-api': return false;
+      default: throw new Error(`gate ${p.id}: condition ${p.gate.condition} belongs to the Pod CIDR migration`);
+    }
   }
 
   /**
@@ -622,7 +621,7 @@ export class ServiceExecutor {
    * KubernetesDefaultServiceCIDRInconsistent naming the new range), else from ServiceCIDR/kubernetes
    * already holding the new range.
    */
-  async apiserversOnNewRange(ctx: StepContext): Promise<boolean> {
+  async apiserversOnNewRange(ctx: StepContext, gateId?: string): Promise<boolean> {
     const want = this.svc.to.join(',');
     const pods = await listAll(ctx.client, PODS, { namespace: 'kube-system', labelSelector: 'component=kube-apiserver' });
     const flags = pods.map((pod) => {
@@ -640,7 +639,7 @@ export class ServiceExecutor {
     const sc = await getObject(ctx.client, this.SC, 'kubernetes');
     if (sc && !sc.metadata?.deletionTimestamp && (sc.spec?.cidrs ?? []).join(',') === want) return true;
     const events = await listAll(ctx.client, EVENTS, { namespace: 'default', fieldSelector: 'reason=KubernetesDefaultServiceCIDRInconsistent' });
-    const gateSeen = this.firstJournalTime(ctx, 'gate', 'restart-apiservers');
+    const gateSeen = gateId ? this.firstJournalTime(ctx, 'gate', gateId) : undefined;
     return events.some((e) => {
       const when = Date.parse(String(e.lastTimestamp ?? e.eventTime ?? e.metadata?.creationTimestamp ?? ""));
       return String(e.message ?? '').includes(this.svc.to[0]!) && (!gateSeen || when >= gateSeen - 1000);
@@ -657,7 +656,11 @@ export class ServiceExecutor {
     const entries = readJournal(ctx.journal.path);
     // when each of these first completed (later runs journal a skip again: those times do not count)
     const moved: number[] = [];
-    for (const id of ['move-kubernetes', 'move-dns', 'kubelet-cluster-dns']) {
+    const dnsKey = this.plan.mapping.filter((m) => m.isDNS).map((m) => `${m.namespace}/${m.name}`);
+    const movers = this.plan.steps.filter((s) => s.kind === 'move-kubernetes'
+      || (s.kind === 'move-services' && (s.items ?? []).some((i) => dnsKey.includes(`${i.namespace}/${i.name}`)))
+      || (s.kind === 'gate' && s.gate.condition === 'kubelet-cluster-dns'));
+    for (const { id } of movers) {
       const first = entries.find((e) => e.step === id && (e.event === 'step-done' || e.event === 'step-skip'));
       if (first) moved.push(Date.parse(first.ts));
     }

@@ -52,78 +52,14 @@ export interface PlanOptions {
   generator?: string;
 }
 
-export type StepKind =
-  | 'gate'
-  | 'confirm'
-  | 'create-servicecidrs'
-  | 'move-services'
-  | 'drain-servicecidrs'
-  | 'sweep-services'
-  | 'move-kubernetes'
-  | 'remove-bridges'
-  | 'finalize-servicecidrs'
-  | 'verify'
-  // Pod CIDR (pod-plan.ts)
-  | 'create-ippool'
-  | 'disable-ippools'
-  | 'scale-critical'
-  | 'restart-pods'
-  | 'restore-scale'
-  | 'delete-ippools'
-  | 'remove-ipam-leftovers'
-  | 'drain-node'
-  | 'reregister-node'
-  | 'assign-podcidr'
-  | 'verify-pods';
+export {
+  GATE_CONDITIONS, markSupersessions, POD_GATE_CONDITIONS, POD_STEP_KINDS, SERVICE_GATE_CONDITIONS, SERVICE_STEP_KINDS, STEP_KINDS,
+  type ActionKind, type ActionStep, type ConfirmStep, type Gate, type GateCondition, type GateStep, type Pause, type PlanStep,
+  type ServiceCIDRSpec, type StepItem, type StepKind,
+} from './steps.ts';
+import type { PlanStep, ServiceCIDRSpec, StepItem } from './steps.ts';
+import { markSupersessions } from './steps.ts';
 
-export const SERVICE_STEP_KINDS: readonly StepKind[] = [
-  'create-servicecidrs', 'move-services', 'drain-servicecidrs', 'sweep-services', 'move-kubernetes',
-  'remove-bridges', 'finalize-servicecidrs', 'verify',
-];
-export const POD_STEP_KINDS: readonly StepKind[] = [
-  'create-ippool', 'disable-ippools', 'scale-critical', 'restart-pods', 'restore-scale', 'delete-ippools', 'remove-ipam-leftovers',
-  'drain-node', 'reregister-node', 'assign-podcidr', 'verify-pods',
-];
-export const STEP_KINDS: readonly StepKind[] = ['gate', 'confirm', ...SERVICE_STEP_KINDS, ...POD_STEP_KINDS];
-/** Gates whose condition the Pod CIDR executor checks. */
-export const POD_GATES: readonly string[] = ['kcm-stop-allocating', 'kcm-cluster-cidr', 'pod-cidr-config'];
-
-export interface StepItem {
-  namespace: string;
-  name: string;
-  from: string[];
-  to: string[];
-  /** Name (same namespace) of the bridge Service that keeps `from` answering until the bridges are removed. */
-  bridge?: string;
-}
-
-export interface ServiceCIDRSpec {
-  name: string;
-  cidrs: string[];
-  /** target: NEW until the apiserver's own `kubernetes` ServiceCIDR holds it; keep: kept IPs (permanent);
-   *  bridge: the old default/kubernetes IP while its bridge lives; old: a range being drained. */
-  purpose: 'target' | 'keep' | 'bridge' | 'old';
-}
-
-export interface Gate {
-  reason: string;
-  instructions: string[];
-  /** What `resume` verifies itself before continuing. */
-  check: string;
-  patches?: DistroPatch[];
-}
-
-export interface PlanStep {
-  id: string;
-  kind: StepKind;
-  description: string;
-  tier?: Tier;
-  gate?: Gate;
-  items?: StepItem[];
-  serviceCIDRs?: ServiceCIDRSpec[];
-  /** How to undo the step, or why it cannot be undone. */
-  rollback: string;
-}
 
 export interface MigrationPlan {
   apiVersion: typeof PLAN_API_VERSION;
@@ -331,6 +267,7 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan
       id: 'enable-servicecidr-api', kind: 'gate',
       description: `enable the ServiceCIDR API (networking.k8s.io/${api.version}) on every kube-apiserver and kube-controller-manager`,
       gate: {
+        condition: 'servicecidr-api',
         reason: `Kubernetes ${snap.kubernetesVersion ?? ''} serves ServiceCIDR only with feature gate MultiCIDRServiceAllocator and --runtime-config; kube-controller-manager runs the ServiceCIDR finalizer under the same gate`.replace('  ', ' '),
         instructions: gateInstructions(snap, 'enable-servicecidr-api', ctx),
         check: `the apiserver serves networking.k8s.io/${api.version} servicecidrs and ServiceCIDR/kubernetes exists and is Ready`,
@@ -415,6 +352,7 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan
     id: 'restart-apiservers', kind: 'gate',
     description: `restart every kube-apiserver with --service-cluster-ip-range=${newFlag.join(',')} and a serving certificate carrying ${sans || 'the new first IP'}`,
     gate: {
+      condition: 'apiservers-on-new-range',
       reason: 'the apiserver gives default/kubernetes the first IP of its flag range and recreates ServiceCIDR/kubernetes from the flag; '
         + (distro === 'kops' ? 'kOps changes the range, the DNS IP and the certificate in one spec edit and rolls the control plane' : 'the flag lives outside the API'),
       instructions: gateInstructions(snap, 'restart-apiservers', ctx),
@@ -467,6 +405,7 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan
         ? `kubelets use a node-local DNS cache (${snap.clusterDNS.join(',')}): point its upstream at ${ctx.newDNS} (node-local-dns ConfigMap; kOps does it from kubeDNS.serverIP)`
         : `change the kubelets' clusterDNS ${ctx.oldDNS} → ${ctx.newDNS} so new pods get the new nameserver`,
       gate: {
+        condition: 'kubelet-cluster-dns',
         reason: 'kubelets write clusterDNS into every new pod\'s /etc/resolv.conf; it is node configuration, outside the API',
         instructions: gateInstructions(snap, 'kubelet-cluster-dns', ctx),
         check: local
@@ -482,6 +421,7 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan
     id: 'restart-workloads', kind: 'gate',
     description: 'restart every pod so /etc/resolv.conf, KUBERNETES_SERVICE_HOST and <NAME>_SERVICE_HOST name the new IPs',
     gate: {
+      condition: 'workloads-restarted',
       reason: 'running pods keep the nameserver and the Service environment variables they started with; the bridges answer at the old IPs until this is done',
       instructions: gateInstructions(snap, 'restart-workloads', ctx),
       check: 'no running pod other than hostNetwork pods (dnsPolicy ClusterFirstWithHostNet included) started before move-kubernetes'
@@ -519,6 +459,7 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan
     rollback: 'nothing to undo',
   });
 
+  markSupersessions(steps);
   plan.steps = steps;
   return plan;
 }
@@ -584,9 +525,10 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
     base.steps = opts.service ? base.steps : [];
     return withRefs(base);
   }
-  const podSteps = (xs: typeof pod.prepare): PlanStep[] => xs as unknown as PlanStep[];
+  const podSteps = (xs: PlanStep[]): PlanStep[] => xs;
   if (!opts.service) {
     base.steps = [...podSteps(pod.prepare), ...podSteps(pod.restart), ...podSteps(pod.finish)];
+    markSupersessions(base.steps);
     return withRefs(base);
   }
   const steps = [...base.steps];
@@ -600,6 +542,7 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
   const finish = podSteps(pod.finish);
   steps.splice(v, 0, ...finish.filter((s) => s.kind !== 'verify-pods'));
   steps.push(...finish.filter((s) => s.kind === 'verify-pods'));
+  markSupersessions(steps);
   base.steps = steps;
   return withRefs(base);
 }

@@ -21,6 +21,7 @@ import {
 } from '../net/index.ts';
 import { addressPlan } from '../analyze/addressing.ts';
 import { KOPS_EDIT, KOPS_UNREAD_HEADER, type DistroPatch } from './distro-patches.ts';
+import type { PlanStep } from './steps.ts';
 import { distributionOf, distroConfigCheck, overlapHits, type PreflightCheck } from './preflight.ts';
 import { currentServiceRanges } from './service-mapping.ts';
 
@@ -85,20 +86,11 @@ export interface PodPlanSection {
   spec?: PodCIDRSpec;
   preflight: PreflightCheck[];
   /** Steps before the restarts (pools, scale-up), the restarts themselves, and the clean-up after them. */
-  prepare: PodPlanStep[];
-  restart: PodPlanStep[];
-  finish: PodPlanStep[];
+  prepare: PlanStep[];
+  restart: PlanStep[];
+  finish: PlanStep[];
 }
 
-/** Shape-compatible with PlanStep (plan.ts), kept here to avoid an import cycle. */
-export interface PodPlanStep {
-  id: string;
-  kind: string;
-  description: string;
-  items?: PodStepItem[];
-  gate?: { reason: string; instructions: string[]; check: string; patches?: DistroPatch[] };
-  rollback: string;
-}
 
 /** The smallest CIDR containing every one of `cs` (all of one family). */
 export function covering(cs: readonly Cidr[]): Cidr {
@@ -360,19 +352,19 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
 
   // ---- steps ----
   const critItems = critical.map((c) => { const [namespace, name] = c.split('/'); return { namespace: namespace!, name: name!, from: [], to: [] }; });
-  const scaleUp: PodPlanStep = {
+  const scaleUp: PlanStep = {
     id: 'scale-critical', kind: 'scale-critical',
     description: `scale ${critical.join(', ') || 'no Deployment'} up by one replica (at least 2) before pods restart, so name resolution never rests on one pod`,
     items: critItems,
     rollback: 'put the replicas back from the backup',
   };
-  const scaleDown: PodPlanStep = {
+  const scaleDown: PlanStep = {
     id: 'restore-scale', kind: 'restore-scale',
     description: `put ${critical.join(', ') || 'no Deployment'} back to the replicas they had before scale-critical`,
     items: critItems,
     rollback: 'nothing to undo',
   };
-  const verify: PodPlanStep = {
+  const verify: PlanStep = {
     id: 'verify-pods', kind: 'verify-pods',
     description: `check the end state: no non-hostNetwork pod has an address in ${fromText.join(', ')}; every Deployment, StatefulSet and DaemonSet at its desired replicas`
       + (ipam === 'calico' ? `; the old pool(s) and every IPAMBlock / BlockAffinity in ${fromText.join(', ')} gone; the new pool enabled` : `; every node's podCIDR in ${newText.join(',')}`),
@@ -402,6 +394,7 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
       id: 'kcm-stop-allocating', kind: 'gate',
       description: 'restart kube-controller-manager with --allocate-node-cidrs=false (nothing else changed): it then starts whatever podCIDRs the nodes have, and leaves new nodes\' podCIDRs to this tool',
       gate: {
+        condition: 'kcm-stop-allocating',
         reason: 'kube-controller-manager refuses to start while a node\'s podCIDR lies outside --cluster-cidr (measured: it exits at start), and nodes of both ranges coexist during the move',
         instructions: podGateInstructions(distro, 'kcm-stop-allocating'),
         check: 'every kube-controller-manager pod runs with --allocate-node-cidrs=false (mirror pod flags; --ack-gate kcm-stop-allocating where there are none)',
@@ -440,6 +433,7 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
           description: `re-register node ${n.name}: restart its kubelet (or replace the machine keeping the name) so it creates its Node object again`,
           items: [{ namespace: '', name: n.name, from: n.from, to: n.to }],
           gate: {
+            condition: 'node-reregistered',
             reason: 'only the kubelet (or the machine\'s provisioning) registers a node',
             instructions: [`on ${n.name}: systemctl restart kubelet (it registers the Node again)`, 'kube-renumber resume'],
             check: `Node ${n.name} exists again`,
@@ -474,6 +468,7 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
       id: 'pod-cidr-config', kind: 'gate',
       description: `change the pod range in the distribution's configuration to ${newText.join(',')}, with kube-controller-manager --allocate-node-cidrs=false in the same change so it keeps starting (node podCIDRs stay in the old range; Calico does not use them)`,
       gate: {
+        condition: 'pod-cidr-config',
         reason: 'kube-controller-manager\'s --cluster-cidr, kube-proxy\'s clusterCIDR and the distribution\'s pod range live outside the API; with --allocate-node-cidrs=true and --cluster-cidr=NEW it would exit at start while nodes keep old podCIDRs',
         instructions: podGateInstructions(distro, 'pod-cidr-config'),
         check: `every kube-controller-manager pod runs with --allocate-node-cidrs=false or --cluster-cidr inside ${newText.join(',')}, and the kube-proxy ConfigMap's clusterCIDR (when set) covers ${newText.join(',')}; --ack-gate pod-cidr-config where neither is visible`,
@@ -486,6 +481,7 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
       id: 'kcm-cluster-cidr', kind: 'gate',
       description: `restart kube-controller-manager with --cluster-cidr=${newText.join(',')} and --allocate-node-cidrs=true (every node's podCIDR is in NEW now, so it starts), and change the distribution's pod range and kube-proxy clusterCIDR`,
       gate: {
+        condition: 'kcm-cluster-cidr',
         reason: 'new nodes need podCIDRs from kube-controller-manager again; the flag lives outside the API',
         instructions: podGateInstructions(distro, 'kcm-cluster-cidr'),
         check: `every kube-controller-manager pod runs with --cluster-cidr=${newText.join(',')} and --allocate-node-cidrs=true (--ack-gate kcm-cluster-cidr where there is no mirror pod)`,

@@ -8,7 +8,7 @@ import type { PodCIDRSpec } from './pod-plan.ts';
 import { renderReferences } from '../analyze/references.ts';
 import { contains, familyName, formatCidr, NetError, parseCidr, parseIP, type Cidr, type IP } from '../net/index.ts';
 import {
-  mappingCounts, PLAN_API_VERSION, PLAN_KIND, POD_GATES, POD_STEP_KINDS, SERVICE_STEP_KINDS, STEP_KINDS, type MigrationPlan, type PlanStep,
+  mappingCounts, markSupersessions, PLAN_API_VERSION, PLAN_KIND, GATE_CONDITIONS, POD_GATE_CONDITIONS, POD_STEP_KINDS, SERVICE_STEP_KINDS, STEP_KINDS, type MigrationPlan, type PlanStep,
 } from './plan.ts';
 import type { ServiceMapping } from './service-mapping.ts';
 
@@ -199,6 +199,39 @@ const SERVICE_ITEM_KINDS: readonly string[] = ['move-services', 'move-kubernetes
 /** Steps whose first item is the node they work on. */
 const NODE_STEP_KINDS: readonly string[] = ['drain-node', 'reregister-node', 'assign-podcidr'];
 
+/**
+ * The gate condition of a plan written before gates named theirs: the gate ids of those plans named their
+ * conditions. Returns undefined (and validation then names the field) for any other id.
+ */
+function legacyGateCondition(id: string): string | undefined {
+  const byId: Record<string, string> = {
+    'enable-servicecidr-api': 'servicecidr-api', 'restart-apiservers': 'apiservers-on-new-range', 'kubelet-cluster-dns': 'kubelet-cluster-dns',
+    'restart-workloads': 'workloads-restarted', 'kcm-stop-allocating': 'kcm-stop-allocating', 'pod-cidr-config': 'pod-cidr-config', 'kcm-cluster-cidr': 'kcm-cluster-cidr',
+  };
+  return byId[id] ?? (id.startsWith('reregister-node-') ? 'node-reregistered' : undefined);
+}
+
+/**
+ * supersededBy names later steps of the plan. A plan written before steps carried the field gets it from
+ * the same rule the planner uses (markSupersessions).
+ */
+function checkSupersessions(steps: PlanStep[]): void {
+  if (!steps.some((s) => (s as { supersededBy?: unknown }).supersededBy !== undefined)) {
+    markSupersessions(steps);
+    return;
+  }
+  const at = new Map(steps.map((s, i) => [s.id, i]));
+  steps.forEach((s, i) => {
+    const o = s as unknown as Obj;
+    const later = strList(o, 'supersededBy', `steps[${i}]`, true) ?? [];
+    later.forEach((id, j) => {
+      const k = at.get(id);
+      if (k === undefined) fail(`steps[${i}].supersededBy[${j}]`, `names ${show(id)}, which is not a step of this plan`);
+      if (k <= i) fail(`steps[${i}].supersededBy[${j}]`, `names ${show(id)}, which does not come after ${s.id}`);
+    });
+  });
+}
+
 function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: string } {
   const s = obj(v, path);
   const id = str(s, 'id', path)!;
@@ -208,7 +241,10 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   str(s, 'rollback', path);
   const t = s.tier;
   if (!(t === undefined || t === null || (typeof t === 'number' && Number.isFinite(t)) || typeof t === 'string')) fail(`${path}.tier`, `must be a number, a string or null (got ${show(t)})`);
-  const podGate = kind === 'gate' && (POD_GATES.includes(id) || id.startsWith('reregister-node-'));
+  const g = kind === 'gate' && s.gate !== undefined ? obj(s.gate, `${path}.gate`) : undefined;
+  if (g && g.condition === undefined) g.condition = legacyGateCondition(id);
+  const condition = g ? oneOf(g, 'condition', `${path}.gate`, GATE_CONDITIONS)! : undefined;
+  const podGate = condition !== undefined && (POD_GATE_CONDITIONS as readonly string[]).includes(condition);
   if ((SERVICE_STEP_KINDS.includes(kind) || kind === 'confirm' || (kind === 'gate' && !podGate)) && !r.svc) {
     fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a Service CIDR migration, but the plan has no spec.serviceCIDR`);
   }
@@ -229,7 +265,7 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   if ((kind === 'gate' || kind === 'confirm') && s.gate === undefined) fail(`${path}.gate`, `missing (a ${kind} step needs one)`);
   const items = list(s, 'items', path, true) ?? [];
   items.forEach((it, i) => checkItem(it, `${path}.items[${i}]`, kind));
-  if ((kind === 'move-kubernetes' || NODE_STEP_KINDS.includes(kind) || (kind === 'gate' && id.startsWith('reregister-node-'))) && items.length === 0) {
+  if ((kind === 'move-kubernetes' || NODE_STEP_KINDS.includes(kind) || condition === 'node-reregistered') && items.length === 0) {
     fail(`${path}.items`, `a ${kind} step names what it works on in its first item; it has none`);
   }
   (list(s, 'serviceCIDRs', path, true) ?? []).forEach((sc, i) => {
@@ -365,12 +401,15 @@ export function validatePlan(doc: unknown): MigrationPlan {
   });
   (list(p, 'references', 'plan', true) ?? []).forEach((x, i) => { obj(x, `references[${i}]`); });
   const ids = new Set<string>();
-  list(p, 'steps', 'plan')!.forEach((s, i) => {
+  const steps = list(p, 'steps', 'plan')!;
+  steps.forEach((s, i) => {
     const { id } = checkStep(s, `steps[${i}]`, r);
     if (ids.has(id)) fail(`steps[${i}].id`, `"${id}" is used twice`);
     ids.add(id);
   });
-  return p as unknown as MigrationPlan;
+  const plan = p as unknown as MigrationPlan;
+  checkSupersessions(plan.steps);
+  return plan;
 }
 
 /** The largest plan read: far beyond a plan for tens of thousands of Services. */
@@ -441,12 +480,13 @@ function stepMarkdown(s: PlanStep, n: number): string {
     out += s.kind === 'confirm' ? `**Confirm** (apply --yes skips it): ${s.gate.reason}\n\n` : `**Gate**: ${s.gate.reason}\n\n`;
     if (s.kind !== 'confirm') {
       out += s.gate.instructions.map((x, i) => `${i + 1}. \`${x.replace(/`/g, "'")}\``).join('\n') + '\n\n';
-      out += `Resume checks: ${s.gate.check}\n\n`;
+      out += `Resume checks (${s.gate.condition}): ${s.gate.check}\n\n`;
     }
     for (const p of s.gate.patches ?? []) {
       out += `**Patch \`${p.id}\`** (${p.distribution}) — ${p.target}: ${p.description}\n\nBefore:\n\n\`\`\`yaml\n${p.before.trimEnd()}\n\`\`\`\n\nAfter:\n\n\`\`\`yaml\n${p.after.trimEnd()}\n\`\`\`\n\n`;
     }
   }
+  if ((s.supersededBy ?? []).length > 0) out += `Counts as done once the run reaches ${s.supersededBy!.map((x) => `\`${x}\``).join(', ')} (which undoes part of it on purpose).\n\n`;
   out += `Rollback: ${s.rollback}\n\n`;
   return out;
 }

@@ -239,3 +239,93 @@ describe('pod executor: node hook and plan routing', () => {
     assert.throws(() => new PlanExecutor({ ...plan, spec: { podCIDR: plan.spec.podCIDR } }, { token: 't' }).steps(), /has no spec.serviceCIDR/);
   });
 });
+
+describe('runner: --only / --skip', () => {
+  it('--skip leaves a step out, journals it as excluded and never as done', async () => {
+    const w = world();
+    const c = ctxIn(tmp());
+    const r = await runSteps(['a', 'b', 'c'].map((id) => w.step(id)), c, { select: { skip: new Set(['b']) } });
+    assert.deepEqual(r, { status: 'completed', applied: 2, skipped: 0, excluded: 1 });
+    assert.deepEqual(w.applies, ['a', 'c']);
+    assert.ok(c.journal.entries().some((e) => e.event === 'step-excluded' && e.step === 'b' && /--skip/.test(e.detail ?? '')));
+    assert.ok(!c.journal.entries().some((e) => e.step === 'b' && e.event === 'step-start'), 'an excluded step is never started');
+    assert.deepEqual(completedSteps(c.journal.entries()), ['a', 'c']);
+  });
+
+  it('--only runs the named steps once the steps before them are done, and leaves the later ones alone', async () => {
+    const w = world();
+    w.state.set('a', 1);
+    const c = ctxIn(tmp());
+    const steps = [w.step('a'), { id: 'ok', title: 'go on?', kind: 'confirm' as const, check: async () => false }, w.step('b'), w.step('c')];
+    const r = await runSteps(steps, c, { select: { only: new Set(['b']) } });
+    assert.deepEqual(r, { status: 'completed', applied: 1, skipped: 0, excluded: 2 });
+    assert.deepEqual(w.applies, ['b']);
+    assert.equal(w.state.has('c'), false, 'the step after the selection is not run');
+    assert.ok(!c.journal.entries().some((e) => e.step === 'c'), 'nor journaled');
+  });
+
+  it('--only stops, changing nothing, when a step before the selection is not done; --skip that step lets it run', async () => {
+    const w = world();
+    const c = ctxIn(tmp());
+    let holds = false;
+    const steps: Step[] = [w.step('a'), { id: 'gate', title: 'restart', kind: 'gate', check: async () => holds }, w.step('b')];
+    const r1 = await runSteps(steps, c, { select: { only: new Set(['b']) } });
+    assert.equal(r1.status, 'blocked');
+    assert.match((r1 as { message: string }).message, /a comes before b and is not done/);
+    assert.deepEqual(w.applies, []);
+    w.state.set('a', 1);
+    const r2 = await runSteps(steps, c, { select: { only: new Set(['b']) } });
+    assert.equal(r2.status, 'blocked', 'a gate that does not hold blocks too');
+    assert.equal((r2 as { step: string }).step, 'gate');
+    holds = true;
+    const r3 = await runSteps(steps, c, { select: { only: new Set(['b']) } });
+    assert.equal(r3.status, 'completed');
+    assert.deepEqual(w.applies, ['b']);
+    const w2 = world();
+    const r4 = await runSteps([w2.step('x'), w2.step('y')], ctxIn(tmp()), { select: { only: new Set(['y']), skip: new Set(['x']) } });
+    assert.equal(r4.status, 'completed');
+    assert.deepEqual(w2.applies, ['y']);
+  });
+
+  it('parseSelection expands ids, comma lists and * patterns, and refuses names that match nothing', async () => {
+    const { parseSelection } = await import('../../src/engine/selection.ts');
+    const ids = ['create-target-servicecidr', 'move-tier-1-batch-1', 'move-tier-1-batch-2', 'move-tier-2-batch-1', 'restart-apiservers', 'verify'];
+    assert.equal(parseSelection([], [], ids), undefined);
+    const s = parseSelection(['move-tier-1-*,verify'], ['move-tier-1-batch-2'], ids)!;
+    assert.deepEqual([...s.only!], ['move-tier-1-batch-1', 'move-tier-1-batch-2', 'verify']);
+    assert.deepEqual([...s.skip!], ['move-tier-1-batch-2']);
+    assert.deepEqual([...parseSelection(['*'], [], ids)!.only!], ids);
+    assert.throws(() => parseSelection(['move-tier-9-*'], [], ids), /--only "move-tier-9-\*" names no step of the plan \(its steps: create-target/);
+    assert.throws(() => parseSelection([], ['verify,'], ids), /--skip needs a step id/);
+    assert.throws(() => parseSelection([], ['a b'], ids), /is not a step id or pattern/);
+    assert.throws(() => parseSelection(['verify'], ['verify'], ids), /leave no step to run/);
+  });
+});
+
+describe('plan steps: typed gates and supersessions set by the planner', () => {
+  it('every gate names its condition, each executor owns its conditions, and supersededBy names later steps', async () => {
+    const { PlanExecutor } = await import('../../src/engine/plan-executor.ts');
+    const { buildMigrationPlan, SERVICE_GATE_CONDITIONS, POD_GATE_CONDITIONS } = await import('../../src/plan/plan.ts');
+    const { readInventoryFiles } = await import('../../src/cluster/files.ts');
+    const { buildSnapshot } = await import('../../src/cluster/build.ts');
+    const root = new URL('../../examples/kops-tailscale', import.meta.url).pathname;
+    const snap = buildSnapshot(await readInventoryFiles([root]));
+    const plan = buildMigrationPlan(snap, { service: { target: '172.24.0.0/15' }, pod: { target: '10.32.0.0/13' } });
+    const ex = new PlanExecutor(plan, { token: 't' });
+    for (const s of plan.steps) {
+      if (s.kind !== 'gate') continue;
+      const pod = (POD_GATE_CONDITIONS as readonly string[]).includes(s.gate.condition);
+      assert.ok(pod || (SERVICE_GATE_CONDITIONS as readonly string[]).includes(s.gate.condition), `${s.id}: ${s.gate.condition}`);
+      assert.equal(ex.pod!.handles(s), pod, `${s.id} goes to the ${pod ? 'Pod' : 'Service'} executor`);
+    }
+    const ids = plan.steps.map((s) => s.id);
+    const superseded = plan.steps.filter((s) => (s.supersededBy ?? []).length > 0);
+    assert.ok(superseded.some((s) => s.kind === 'move-services') && superseded.some((s) => s.kind === 'scale-critical'));
+    for (const s of superseded) for (const by of s.supersededBy!) assert.ok(ids.indexOf(by) > ids.indexOf(s.id), `${s.id} superseded by a later ${by}`);
+    const steps = ex.steps();
+    for (const [i, s] of steps.entries()) assert.deepEqual(s.supersededBy ?? [], plan.steps[i]!.supersededBy ?? [], s.id);
+    // a gate renamed by hand keeps its condition: the executor never looks at the id
+    const renamed = { ...plan, steps: plan.steps.map((s) => (s.kind === 'gate' && s.gate.condition === 'pod-cidr-config' ? { ...s, id: 'my-own-gate' } : s)) };
+    assert.ok(new PlanExecutor(renamed, { token: 't' }).pod!.handles(renamed.steps.find((s) => s.id === 'my-own-gate')!));
+  });
+});

@@ -31,6 +31,18 @@ const moved = (d: any) => d.mapping.find((m: any) => m.action === 'move');
 const stepOf = (d: any, kind: string) => d.steps.find((s: any) => s.kind === kind);
 
 describe('validatePlan', () => {
+  it('gate conditions and supersededBy: checked, and filled in for a plan written before the fields', () => {
+    refused(SERVICE, (d) => { d.steps.find((s: any) => s.kind === 'gate').gate.condition = 'whenever'; }, /steps\[\d+\]\.gate\.condition: must be one of servicecidr-api, /);
+    refused(SERVICE, (d) => { const g = d.steps.find((s: any) => s.kind === 'gate'); g.id = 'my-gate'; delete g.gate.condition; }, /steps\[\d+\]\.gate\.condition: must be one of .* \(missing\)/);
+    refused(CALICO, (d) => { d.steps.find((s: any) => s.kind === 'gate').gate.condition = 'workloads-restarted'; }, /steps\[\d+\]\.kind: gate .* belongs to a Service CIDR migration/);
+    refused(SERVICE, (d) => { stepOf(d, 'move-services').supersededBy = ['nope']; }, /supersededBy\[0\]: names "nope", which is not a step of this plan/);
+    refused(SERVICE, (d) => { const m = stepOf(d, 'move-services'); m.supersededBy = [d.steps[0].id]; }, /which does not come after/);
+    // written before the fields: the same conditions and supersessions as the planner's
+    const legacy = structuredClone(BOTH);
+    for (const s of legacy.steps) { delete s.supersededBy; if (s.gate) delete s.gate.condition; }
+    assert.deepEqual(validatePlan(legacy), BOTH);
+  });
+
   it('accepts what the planner writes: Service, Calico, node IPAM and combined plans', () => {
     for (const p of [SERVICE, CALICO, NODE, BOTH]) assert.deepEqual(validatePlan(structuredClone(p)), p);
   });

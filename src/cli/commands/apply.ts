@@ -12,7 +12,8 @@ import { BackupStore } from '../../engine/backup.ts';
 import { checkStateDir, decodeText, readRegularFile, writeFileDurable } from '../../engine/files.ts';
 import { completedSteps, Journal, readJournal, type JournalEntry } from '../../engine/journal.ts';
 import { acquireLease, acquireLocalLock, holderIdentity } from '../../engine/lock.ts';
-import { rollbackSteps, runSteps, type DryRun, type StepContext } from '../../engine/runner.ts';
+import { rollbackSteps, runSteps, type DryRun, type StepContext, type StepSelection } from '../../engine/runner.ts';
+import { parseSelection } from '../../engine/selection.ts';
 import { PlanExecutor } from '../../engine/plan-executor.ts';
 import { podForRecreate } from '../../engine/restarts.ts';
 import { connect, type KubeClient } from '../../kube/client.ts';
@@ -73,6 +74,8 @@ interface Flags {
   rolloutTimeoutMs?: number;
   propagationDelayMs?: number;
   ackGates: string[];
+  only: string[];
+  skip: string[];
 }
 
 /** A DNS domain such as cluster.local: labels of lowercase letters, digits and "-", at most 253 in all. */
@@ -106,7 +109,7 @@ function checkFlags(values: Values, name: string): Flags {
   positiveDuration(values, 'request-timeout');
   const ackGates = list(values, 'ack-gate');
   for (const g of ackGates) if (g.trim() === '') throw new UsageError('--ack-gate needs the id of a gate step of the plan');
-  return { output, dryRun, stateDir, clusterDomain, timeoutMs, rolloutTimeoutMs, propagationDelayMs, ackGates };
+  return { output, dryRun, stateDir, clusterDomain, timeoutMs, rolloutTimeoutMs, propagationDelayMs, ackGates, only: list(values, 'only'), skip: list(values, 'skip') };
 }
 
 /** The plan named by the one positional: a regular, non-empty text file holding a valid plan (else exit 3). */
@@ -140,7 +143,7 @@ export function defaultStateDir(id: string, env: NodeJS.ProcessEnv): string {
   return join(base, 'kube-renumber', id);
 }
 
-interface Prepared { flags: Flags; read: ReadPlan; id: string; stateDir: string; entries: JournalEntry[] }
+interface Prepared { flags: Flags; read: ReadPlan; id: string; stateDir: string; entries: JournalEntry[]; select?: StepSelection }
 
 /**
  * Everything a command checks before it contacts the cluster, takes a lock or writes: the flags, the plan, the
@@ -158,13 +161,14 @@ function prepare(values: Values, positionals: string[], io: Io, name: string,
     }
   }
   checkAcks(flags, read);
+  const select = parseSelection(flags.only, flags.skip, read.plan.steps.map((s) => s.id));
   const id = planId(read.text);
   const stateDir = flags.stateDir ?? defaultStateDir(id, io.env);
   checkStateDir(stateDir, { writable: opts.write });
   // A torn last line is reported here by read-only commands; a run that writes reports it when it repairs it.
   const entries = opts.journal ? readJournal(join(stateDir, 'journal.jsonl'), { warn: opts.write ? undefined : (m) => io.err(`warning: ${m}\n`) }) : [];
   if (opts.backups) new BackupStore(join(stateDir, 'backups'), id).check();
-  return { flags, read, id, stateDir, entries };
+  return { flags, read, id, stateDir, entries, ...(select ? { select } : {}) };
 }
 
 async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: boolean; dryRun?: DryRun }): Promise<Session> {
@@ -244,19 +248,26 @@ async function runPlan(values: Values, positionals: string[], io: Io, resume: bo
     let n = 0;
     const total = steps.length;
     const result = await runSteps(steps, s.ctx, {
+      ...(pre.select ? { select: pre.select } : {}),
       yes: values.yes === true,
       confirm: (q) => ask(io, q),
       beforeStep: () => s.assertLocked(),
       afterEvent: (event, step) => {
-        if (event === 'done' || event === 'skip') io.err(`[${++n}/${total}] ${step}: ${event === 'skip' ? 'already done' : 'done'}\n`);
+        if (event === 'done' || event === 'skip' || event === 'excluded') io.err(`[${++n}/${total}] ${step}: ${event === 'skip' ? 'already done' : event === 'excluded' ? 'left out (--only/--skip)' : 'done'}\n`);
       },
     });
     s.ctx.journal.append('run-end', { detail: result.status });
     if (output === 'json' || output === 'yaml') io.out(renderData({ ...result, stateDir: s.stateDir }, output));
     switch (result.status) {
       case 'completed':
-        if (output === 'table' || output === 'wide') io.out(`completed: ${result.applied} step(s) applied, ${result.skipped} already done (state in ${s.stateDir})\n`);
+        if (output === 'table' || output === 'wide') {
+          const left = result.excluded ? `, ${result.excluded} left out by --only/--skip` : '';
+          io.out(`completed: ${result.applied} step(s) applied, ${result.skipped} already done${left} (state in ${s.stateDir})\n`);
+        }
         return ExitCode.ok;
+      case 'blocked':
+        io.err(`stopped before ${result.before}: ${result.message}\n`);
+        return ExitCode.gate;
       case 'gate':
         io.err(`stopped at gate ${result.step}: ${result.title}\n${result.instructions.map((i) => `  - ${i}\n`).join('')}then run: kube-renumber resume ${positionals[0]}\n`);
         return ExitCode.gate;
@@ -277,19 +288,23 @@ const RUN_OPTIONS = {
   yes: { type: 'boolean', short: 'y' },
   'dry-run': { type: 'string' },
   'ack-gate': { type: 'string', multiple: true },
+  only: { type: 'string', multiple: true },
+  skip: { type: 'string', multiple: true },
 } as const;
 
 const RUN_HELP = `Flags:
   -y, --yes                skip confirmation steps (between tiers, before the DNS Service)
   --dry-run=MODE           none (default) | client (print what each step would do) | server (send with dryRun=All)
   --ack-gate ID            assert by hand that gate ID holds where the cluster cannot show it (repeatable)
+  --only STEP[,STEP]       run just these steps (ids or patterns with *); every step before them must be done
+  --skip STEP[,STEP]       leave these steps out (journaled as excluded, never counted as done)
 ${SESSION_HELP}`;
 
 export const applyCommand: Command = {
   name: 'apply',
   positionals: PLAN_POSITIONAL,
   summary: 'execute a plan step by step: check, back up, apply, verify, journal; stops at gates',
-  usage: 'kube-renumber apply PLAN.yaml [--yes] [--dry-run=none|client|server]',
+  usage: 'kube-renumber apply PLAN.yaml [--yes] [--dry-run=none|client|server] [--only STEP] [--skip STEP]',
   options: RUN_OPTIONS,
   help: `${RUN_HELP}\n\nExit codes: 0 done; 6 a step's verification failed; 7 stopped at a gate or confirmation (resume after it); 8 locked by another run.`,
   run: ({ values, positionals, io }) => runPlan(values, positionals, io, false),
@@ -299,7 +314,7 @@ export const resumeCommand: Command = {
   name: 'resume',
   positionals: PLAN_POSITIONAL,
   summary: 'continue a stopped or crashed run of a plan (each step re-checks the cluster first)',
-  usage: 'kube-renumber resume PLAN.yaml [--yes] [--ack-gate ID]',
+  usage: 'kube-renumber resume PLAN.yaml [--yes] [--ack-gate ID] [--only STEP] [--skip STEP]',
   options: RUN_OPTIONS,
   help: RUN_HELP,
   run: ({ values, positionals, io }) => runPlan(values, positionals, io, true),
@@ -316,7 +331,7 @@ export const statusCommand: Command = {
     const done = new Set(completedSteps(entries));
     const rows = plan.steps.map((st) => {
       const last = [...entries].reverse().find((e) => e.step === st.id);
-      const state = done.has(st.id) ? 'done' : last?.event === 'gate' ? 'waiting at gate' : last?.event === 'step-failed' ? 'failed'
+      const state = done.has(st.id) ? 'done' : last?.event === 'step-excluded' ? 'left out' : last?.event === 'gate' ? 'waiting at gate' : last?.event === 'step-failed' ? 'failed'
         : last?.event === 'confirm' ? 'waiting for confirmation' : last ? 'started' : 'pending';
       return { id: st.id, kind: st.kind, state, at: last?.ts, detail: last?.event === 'step-failed' ? last.detail : undefined };
     });
