@@ -188,4 +188,43 @@ describe('rollback after a partial run', () => {
     assert.deepEqual(back.spec.selector, victim.spec.selector);
     assert.deepEqual(back.spec.ports, victim.spec.ports);
   });
+
+  test('--only runs one batch once the steps before it are done, and stops naming the step that is not', async () => {
+    const plan: any = yaml.load(readFileSync(planPath, 'utf8'));
+    const ids: string[] = plan.steps.map((x: any) => x.id);
+    const batch = plan.steps.find((x: any) => x.kind === 'move-services' && x.items.length > 0 && !x.items.some((i: any) => i.name === 'kube-dns'));
+    assert.ok(batch, 'the plan has a batch of ordinary Services');
+    const first = ids[0]!;
+    const dirO = mkdtempSync(join(tmpdir(), 'kr-only-'));
+    const state = join(dirO, 'state');
+    const ipsNow = async () => new Map([...(await servicesByKey(tb)).entries()].map(([k, v]: [string, any]) => [k, v.spec.clusterIP]));
+    const before = await ipsNow();
+
+    // the batch comes after the target ServiceCIDR: --only the batch stops there, changing nothing
+    const blocked = await run(['apply', planPath, '--yes', '--only', batch.id, '--kubeconfig', tb.kubeconfigPath, '--state-dir', state]);
+    assert.equal(blocked.code, 7, blocked.err);
+    assert.match(blocked.err, new RegExp(`stopped before ${batch.id}: ${first} comes before ${batch.id} and is not done`));
+    assert.deepEqual(await ipsNow(), before, 'nothing moved');
+
+    // every step before the batch, the batch itself: then only those Services moved
+    const upTo = ids.slice(0, ids.indexOf(batch.id) + 1);
+    const ran = await run(['apply', planPath, '--yes', '--only', upTo.join(','), '--kubeconfig', tb.kubeconfigPath, '--state-dir', state]);
+    assert.equal(ran.code, 0, ran.err);
+    assert.match(ran.out, /^completed: \d+ step\(s\) applied/);
+    const after = await ipsNow();
+    for (const it of batch.items) assert.equal(after.get(`${it.namespace}/${it.name}`), it.to[0], `${it.namespace}/${it.name} moved by the batch`);
+    const moved = plan.mapping.filter((m: any) => m.action === 'move' && !batch.items.some((i: any) => i.namespace === m.namespace && i.name === m.name));
+    for (const m of moved) assert.equal(after.get(`${m.namespace}/${m.name}`), m.from[0], `${m.namespace}/${m.name} (later step) untouched`);
+
+    const st = await run(['status', planPath, '-o', 'json', '--state-dir', state]);
+    assert.equal(st.code, 0, st.err);
+    const rows = new Map(JSON.parse(st.out).steps.map((r: any) => [r.id, r.state]));
+    assert.equal(rows.get(batch.id), 'done');
+    assert.equal(rows.get(ids[ids.length - 1]), 'pending', 'the steps after the selection are left alone');
+
+    // put the cluster back for anyone after us
+    const rb = await run(['rollback', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', state, '--timeout', '60s']);
+    assert.equal(rb.code, 0, rb.err + rb.out);
+    assert.deepEqual(await ipsNow(), before, 'rolled back');
+  });
 });
