@@ -1,0 +1,186 @@
+/**
+ * The single pass over the objects: each object is read into its snapshot record or kept for a later phase,
+ * and noted as a distribution or CNI sign. Ranges and warnings are added in object order.
+ */
+import type {
+  ApiserverFlags,
+  BlockAffinityInfo,
+  CalicoBlock,
+  CalicoPool,
+  ControllerManagerFlags,
+  KubeObject,
+  NodeInfo,
+  PodInfo,
+  ServiceCIDRInfo,
+  ServiceInfo,
+} from './types.ts';
+import type { Builder } from './builder.ts';
+import type { DistroSignals } from '../distro/detect.ts';
+import type { CniSignals } from '../cni/detect.ts';
+import { isComponentPod } from './components.ts';
+import { ReferenceCollector } from './reference-sources.ts';
+import { keepNewestServiceCIDR, nsName, readNode, readPod, readService, readServiceCIDR } from './readers.ts';
+import { readApiserver, readControllerManager } from './control-plane.ts';
+import { type KubeProxyFromPod, readKubeProxyPod } from './kube-proxy.ts';
+import { collectPool, readBlockAffinity, readIPAMBlock } from './calico.ts';
+import { noteDaemonSetCni, noteInstallation, notePodCni } from './cni-signals.ts';
+import { newPassDistroSigns, noteClusterInformation, noteNodeSigns, noteSystemPodSigns, type PassDistroSigns } from './distro-signals.ts';
+import { isDistroConfig } from './distro-configs.ts';
+
+/** What the pass over the objects collects. */
+export interface Collected {
+  services: ServiceInfo[];
+  pods: PodInfo[];
+  nodes: NodeInfo[];
+  serviceCIDRs: Map<string, ServiceCIDRInfo>;
+  pools: Map<string, CalicoPool>;
+  blocks: Map<string, CalicoBlock>;
+  affinities: Map<string, BlockAffinityInfo>;
+  apiservers: ApiserverFlags[];
+  controllerManagers: ControllerManagerFlags[];
+  /** ConfigMaps by "namespace/name", except the kubelet-config and CNI ones. */
+  configMaps: Map<string, KubeObject>;
+  kubeletConfigMaps: KubeObject[];
+  /** The distribution configs given, then those found among the objects. */
+  configs: KubeObject[];
+  references: ReferenceCollector;
+  /** The first kube-proxy pod that sets --cluster-cidr or --proxy-mode. */
+  kubeProxyFromPod?: KubeProxyFromPod;
+  signs: PassDistroSigns;
+}
+
+/** The state one pass works on. */
+interface Pass {
+  b: Builder;
+  distro: DistroSignals;
+  cni: CniSignals;
+  c: Collected;
+}
+
+/** Reads every object, in order, into a Collected; notes distribution and CNI signs. */
+export function collectObjects(objects: KubeObject[], configs: KubeObject[], b: Builder, distro: DistroSignals, cni: CniSignals): Collected {
+  const c: Collected = {
+    services: [],
+    pods: [],
+    nodes: [],
+    serviceCIDRs: new Map(),
+    pools: new Map(),
+    blocks: new Map(),
+    affinities: new Map(),
+    apiservers: [],
+    controllerManagers: [],
+    configMaps: new Map(),
+    kubeletConfigMaps: [],
+    configs: [...configs],
+    references: new ReferenceCollector(),
+    signs: newPassDistroSigns(),
+  };
+  const pass: Pass = { b, distro, cni, c };
+  for (const o of objects) {
+    if (!o || typeof o !== 'object') continue;
+    if (o.kind !== 'Pod') c.references.add(o);
+    collectObject(pass, o);
+  }
+  return c;
+}
+
+/**
+ * The kind to read o as. Pods, Services, Nodes and ConfigMaps are the core group's (apiVersion "v1"); a
+ * Knative Service or another group's kind of the same name is something else (undefined).
+ */
+function kindOf(o: KubeObject): string | undefined {
+  const core = typeof o.apiVersion === 'string' && !o.apiVersion.includes('/');
+  return core || (o.kind !== 'Pod' && o.kind !== 'Service' && o.kind !== 'Node' && o.kind !== 'ConfigMap') ? o.kind : undefined;
+}
+
+/** Reads one object according to its kind. */
+function collectObject(p: Pass, o: KubeObject): void {
+  const { b, c } = p;
+  switch (kindOf(o)) {
+    case 'Pod':
+      collectPod(p, o);
+      break;
+    case 'Service':
+      c.services.push(readService(o, b));
+      break;
+    case 'Node': {
+      const node = readNode(o, b);
+      c.nodes.push(node);
+      noteNodeSigns(c.signs, node, o);
+      break;
+    }
+    case 'ConfigMap':
+      collectConfigMap(p, o);
+      break;
+    case 'DaemonSet':
+      collectDaemonSet(p, o);
+      break;
+    case 'ServiceCIDR': {
+      const info = readServiceCIDR(o, b);
+      if (info) keepNewestServiceCIDR(c.serviceCIDRs, info);
+      break;
+    }
+    case 'IPPool':
+      collectPool(o, b, c.pools);
+      break;
+    case 'IPAMBlock': {
+      const block = readIPAMBlock(o, b);
+      if (block) c.blocks.set(block.cidr, block);
+      break;
+    }
+    case 'BlockAffinity': {
+      const a = readBlockAffinity(o, b);
+      if (a) c.affinities.set(a.name, a);
+      break;
+    }
+    case 'Installation':
+      noteInstallation(p.cni, o);
+      break;
+    case 'ClusterInformation':
+      noteClusterInformation(p.distro, o);
+      break;
+    default:
+      // Distribution configs passed among the objects are treated as configs.
+      if (isDistroConfig(o)) c.configs.push(o);
+  }
+}
+
+/** Reads a Pod; notes CNI agents and, in kube-system, distribution signs and control-plane flags. */
+function collectPod(p: Pass, o: KubeObject): void {
+  const { b, c } = p;
+  const md = o.metadata ?? {};
+  const name = md.name ?? '';
+  const ns = md.namespace ?? '';
+  c.pods.push(readPod(o, b));
+  const labels = md.labels ?? {};
+  notePodCni(p.cni, ns, name, labels);
+  if (ns !== 'kube-system') return;
+  noteSystemPodSigns(p.distro, c.signs, name, labels['k8s-app']);
+  if (isComponentPod(o, 'kube-apiserver')) readApiserver(o, b, c.apiservers, (s) => (c.signs.sslDirSign ??= s));
+  else if (isComponentPod(o, 'kube-controller-manager')) readControllerManager(o, b, c.controllerManagers, (s) => (c.signs.sslDirSign ??= s));
+  else if (c.kubeProxyFromPod === undefined && isComponentPod(o, 'kube-proxy')) {
+    const kp = readKubeProxyPod(o, name);
+    if (kp) c.kubeProxyFromPod = kp;
+  }
+}
+
+/** Sorts a ConfigMap: kubeadm's kubelet-config ones, the CNI configs (first of each), or the rest by name. */
+function collectConfigMap(p: Pass, o: KubeObject): void {
+  const { c, cni } = p;
+  const md = o.metadata ?? {};
+  const name = md.name ?? '';
+  if (md.namespace === 'kube-system' && (name === 'kubelet-config' || /^kubelet-config-1\.\d+$/.test(name))) c.kubeletConfigMaps.push(o);
+  else if (name === 'calico-config') cni.calicoConfig ??= o;
+  else if (name === 'cilium-config') cni.ciliumConfig ??= o;
+  else if (name === 'kube-flannel-cfg') cni.flannelConfig ??= o;
+  else c.configMaps.set(nsName(o), o);
+}
+
+/** Notes a DaemonSet that names a CNI plugin, or kubespray's nodelocaldns in kube-system. */
+function collectDaemonSet(p: Pass, o: KubeObject): void {
+  const md = o.metadata ?? {};
+  const name = md.name ?? '';
+  const where = nsName(o);
+  if (noteDaemonSetCni(p.cni, name, where)) return;
+  if (name === 'nodelocaldns' && md.namespace === 'kube-system') p.c.signs.nodeLocalDnsSign ??= `DaemonSet ${where} (kubespray's nodelocaldns)`;
+}

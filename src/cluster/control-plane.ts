@@ -1,0 +1,76 @@
+/**
+ * Control-plane static pods: the flags of kube-apiserver and kube-controller-manager that name ranges.
+ */
+import type { ApiserverFlags, ControllerManagerFlags, KubeObject } from './types.ts';
+import type { Builder } from './builder.ts';
+import { componentContainer } from './components.ts';
+import { containerWords, parseBool, parseComponentFlags, parseIntFlag, splitList } from './flags.ts';
+
+/** Reads a kube-apiserver pod's flags into `out`, adding its Service ranges; reports a kubespray certificate path to `ssl`. */
+export function readApiserver(o: KubeObject, b: Builder, out: ApiserverFlags[], ssl: (s: string) => void): void {
+  const c = componentContainer(o, 'kube-apiserver');
+  if (!c) return;
+  const name = o.metadata?.name ?? '';
+  const words = containerWords(c);
+  const f = parseComponentFlags(words, 'kube-apiserver');
+  const info: ApiserverFlags = { pod: name };
+  if (f.has('service-cluster-ip-range')) {
+    info.serviceClusterIPRange = [];
+    for (const raw of splitList(f.get('service-cluster-ip-range'))) {
+      const n = b.addRange(raw, 'service', 'kube-apiserver --service-cluster-ip-range', 'Service CIDR (kube-apiserver flag)');
+      if (n) info.serviceClusterIPRange.push(n);
+    }
+  }
+  if (f.has('feature-gates')) info.featureGates = f.get('feature-gates');
+  if (f.has('runtime-config')) info.runtimeConfig = f.get('runtime-config');
+  const plugins = f.get('enable-admission-plugins') ?? f.get('admission-control');
+  if (plugins !== undefined) info.admissionPlugins = splitList(plugins);
+  if (f.has('advertise-address')) info.advertiseAddress = f.get('advertise-address');
+  out.push(info);
+  const w = words.find((x) => x.includes('=/etc/kubernetes/ssl/'));
+  if (w) ssl(`pod kube-system/${name} flag ${w} (kubespray keeps certificates in /etc/kubernetes/ssl)`);
+}
+
+/**
+ * Reads a kube-controller-manager pod's flags into `out`, adding its pod and Service ranges; reports a kubespray
+ * certificate path to `ssl`.
+ */
+export function readControllerManager(o: KubeObject, b: Builder, out: ControllerManagerFlags[], ssl: (s: string) => void): void {
+  const c = componentContainer(o, 'kube-controller-manager');
+  if (!c) return;
+  const name = o.metadata?.name ?? '';
+  const words = containerWords(c);
+  const f = parseComponentFlags(words, 'kube-controller-manager');
+  const info: ControllerManagerFlags = { pod: name };
+  if (f.has('cluster-cidr')) {
+    info.clusterCIDR = [];
+    for (const raw of splitList(f.get('cluster-cidr'))) {
+      const n = b.addRange(raw, 'pod', 'kube-controller-manager --cluster-cidr', 'cluster CIDR (kube-controller-manager flag)');
+      if (n) info.clusterCIDR.push(n);
+    }
+  }
+  const intFlag = (flag: string): number | undefined => {
+    if (!f.has(flag)) return undefined;
+    const v = parseIntFlag(f.get(flag));
+    if (v === undefined) b.warn(`pod kube-system/${name}: --${flag}=${f.get(flag)} is not a number`);
+    return v;
+  };
+  const m = intFlag('node-cidr-mask-size');
+  if (m !== undefined) info.nodeCIDRMaskSize = m;
+  const m4 = intFlag('node-cidr-mask-size-ipv4');
+  if (m4 !== undefined) info.nodeCIDRMaskSizeIPv4 = m4;
+  const m6 = intFlag('node-cidr-mask-size-ipv6');
+  if (m6 !== undefined) info.nodeCIDRMaskSizeIPv6 = m6;
+  const alloc = parseBool(f.get('allocate-node-cidrs'));
+  if (alloc !== undefined) info.allocateNodeCIDRs = alloc;
+  if (f.has('service-cluster-ip-range')) {
+    info.serviceClusterIPRange = [];
+    for (const raw of splitList(f.get('service-cluster-ip-range'))) {
+      const n = b.addRange(raw, 'service', 'kube-controller-manager --service-cluster-ip-range', 'Service CIDR (kube-controller-manager flag)');
+      if (n) info.serviceClusterIPRange.push(n);
+    }
+  }
+  out.push(info);
+  const w = words.find((x) => x.includes('=/etc/kubernetes/ssl/'));
+  if (w) ssl(`pod kube-system/${name} flag ${w} (kubespray keeps certificates in /etc/kubernetes/ssl)`);
+}
