@@ -382,8 +382,12 @@ export async function run(args: string[]): Promise<number> {
       inspectPeakRssMiB: insp.maxRssMiB, jsonParsePeakRssMiB: base.maxRssMiB, nodeFlags,
     };
     if (brk) result.breakdown = { readSeconds: round(brk.readSeconds as number), snapshotSeconds: round(brk.snapshotSeconds as number), inspectSeconds: round(brk.inspectSeconds as number), peakRssMiB: brk.maxRssMiB };
+    const pass = ratio < 1.5;
+    result.goal = { ratio: round(ratio), max: 1.5, pass };
+    process.stdout.write(`goal: inspect / JSON.parse ${round(ratio)} < 1.5 (wall): ${pass ? 'PASS' : 'FAIL'}\n`);
     process.stdout.write(`${JSON.stringify(result)}\n`);
-    return 0;
+    // a missed goal is a failed run (exit 1)
+    return pass ? 0 : 1;
   } finally {
     if (values.clean) {
       rmSync(join(dir, `pods-${pods}.json`), { force: true });

@@ -446,7 +446,8 @@ export async function run(args: string[]): Promise<number> {
     };
     process.stdout.write(`${JSON.stringify(json)}\n`);
     log(`done in ${round((now() - tStart) / 1000)} s`);
-    return 0;
+    // a missed goal is a failed run
+    return goals.requestsPerService.pass && goals.renumberRate.pass ? 0 : 1;
   } finally {
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
