@@ -8,10 +8,13 @@ import { buildPodSection, type PodCIDRSpec, type PodPlanOptions } from './pod-pl
 import { scanReferences, type RangeMove, type Reference } from '../analyze/references.ts';
 import type { Family, Snapshot } from '../cluster/types.ts';
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
-import { distroPatches, gateInstructions, type DistroPatch, type PatchContext } from './distro-patches.ts';
+import { distroPatches, type PatchContext } from './distro-patches.ts';
 import {
-  clusterChecks, distributionOf, proposeNonMasquerade, serviceCIDRApiState, targetChecks, type PreflightCheck,
+  clusterChecks, proposeNonMasquerade, serviceCIDRApiState, targetChecks, type PreflightCheck, type ServiceCIDRApiState,
 } from './preflight.ts';
+import {
+  enableServiceCIDRApiGate, kubeletClusterDNSGate, restartApiserversGate, restartWorkloadsGate, type ServiceGateInputs,
+} from './service-gates.ts';
 import {
   currentServiceRanges, DEFAULT_TIER_KEY, keptRanges, mapServices, MIN_KEPT_PREFIX, serviceKey, type ServiceMapping,
   type Tier,
@@ -162,23 +165,67 @@ export function currentFlag(snap: Snapshot): string[] {
 
 const BRIDGE_NOTE = 'bridges carry only selector, ports and the label kube-renumber.io/managed (no addon-manager labels, no externalIPs)';
 
-/** Builds the plan. Never throws on cluster data; NetError only for values that cannot be planned at all. */
 /** A plan with its Service part present (what buildServicePlan returns). */
 export type ServicePlan = MigrationPlan & {
   spec: Required<Pick<MigrationPlan['spec'], 'serviceCIDR' | 'strategy' | 'options'>>;
 };
 
+/** Builds the plan. Never throws on cluster data; NetError only for values that cannot be planned at all. */
 export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan {
-  const strategy = opts.strategy ?? DEFAULT_STRATEGY;
-  const tierKey = opts.tierKey ?? DEFAULT_TIER_KEY;
-  const tierOrder = opts.tierOrder ?? 'ascending';
-  const batchSize = opts.batchSize ?? DEFAULT_BATCH_SIZE;
-  const headroom = opts.headroom ?? DEFAULT_HEADROOM;
-  const keep = [...(opts.keep ?? [])];
+  const settings = serviceSettings(opts);
   const api = serviceCIDRApiState(snap);
   const oldFlag = currentFlag(snap);
+  const plan = emptyServicePlan(snap, opts, settings, api);
 
-  const plan: ServicePlan = {
+  const tc = targetChecks(snap, { target: opts.target, avoid: opts.avoid });
+  plan.preflight = tc.checks;
+  if (!tc.target || tc.checks.some((c) => c.status === 'fail' && (c.id === 'target-parse' || c.id === 'target-family'))) return plan;
+  const target = tc.target;
+  const newFlag = newServiceFlag(oldFlag, target);
+  plan.spec.serviceCIDR.target = [...target.values()].map(formatCidr);
+  plan.spec.serviceCIDR.to = newFlag;
+
+  const mapping = mapServices(snap, { target: opts.target, keep: settings.keep, tierKey: settings.tierKey });
+  plan.mapping = mapping;
+  plan.preflight = [...tc.checks, ...clusterChecks(snap, target, mapping, {
+    target: opts.target, strategy: settings.strategy, headroom: settings.headroom, apiserverCertSANs: opts.apiserverCertSANs, avoid: opts.avoid, keep: settings.keep,
+  })];
+
+  const layout = serviceCIDRLayout(snap, target, mapping, oldFlag, newFlag);
+  plan.spec.serviceCIDR.kept = layout.kept;
+  if (api.state === 'unsupported') return plan; // preflight explains; nothing can be planned
+
+  const special = specialServices(mapping);
+  const ctx = patchContext(snap, api, target, oldFlag, newFlag, special);
+  plan.steps = serviceSteps({ snap, ctx, patches: distroPatches(snap, ctx), settings, api, target, mapping, layout, ...special });
+  return plan;
+}
+
+/** PlanOptions with the defaults filled in. */
+interface ServiceSettings {
+  strategy: Strategy;
+  tierKey: string;
+  tierOrder: TierOrder;
+  batchSize: number;
+  headroom: number;
+  keep: string[];
+}
+
+/** The options of a Service plan, defaults applied. */
+function serviceSettings(opts: PlanOptions): ServiceSettings {
+  return {
+    strategy: opts.strategy ?? DEFAULT_STRATEGY,
+    tierKey: opts.tierKey ?? DEFAULT_TIER_KEY,
+    tierOrder: opts.tierOrder ?? 'ascending',
+    batchSize: opts.batchSize ?? DEFAULT_BATCH_SIZE,
+    headroom: opts.headroom ?? DEFAULT_HEADROOM,
+    keep: [...(opts.keep ?? [])],
+  };
+}
+
+/** The plan before the target is checked: metadata, the current service ranges and the options; no steps yet. */
+function emptyServicePlan(snap: Snapshot, opts: PlanOptions, s: ServiceSettings, api: ServiceCIDRApiState): ServicePlan {
+  return {
     apiVersion: PLAN_API_VERSION,
     kind: PLAN_KIND,
     metadata: {
@@ -189,65 +236,102 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan
     },
     spec: {
       serviceCIDR: {
-        from: [], to: [], target: [],
+        from: currentServiceRanges(snap).map(formatCidr), to: [], target: [],
         apiVersion: `networking.k8s.io/${api.version ?? 'v1'}`,
         kept: [],
         minKeptPrefix: { ipv4: MIN_KEPT_PREFIX[4], ipv6: MIN_KEPT_PREFIX[6] },
       },
-      strategy,
-      options: { batchSize, headroom, tierKey, tierOrder, keep },
+      strategy: s.strategy,
+      options: { batchSize: s.batchSize, headroom: s.headroom, tierKey: s.tierKey, tierOrder: s.tierOrder, keep: s.keep },
     },
     preflight: [],
     mapping: [],
     steps: [],
   };
-  plan.spec.serviceCIDR.from = currentServiceRanges(snap).map(formatCidr);
+}
 
-  const tc = targetChecks(snap, { target: opts.target, avoid: opts.avoid });
-  plan.preflight = tc.checks;
-  if (!tc.target || tc.checks.some((c) => c.status === 'fail' && (c.id === 'target-parse' || c.id === 'target-family'))) return plan;
-  const target = tc.target;
-  plan.spec.serviceCIDR.target = [...target.values()].map(formatCidr);
-  const newFlag = oldFlag.length > 0
+/** The new --service-cluster-ip-range: today's flag with each family NEW names replaced (flag order kept), else NEW. */
+function newServiceFlag(oldFlag: readonly string[], target: Map<Family, Cidr>): string[] {
+  return oldFlag.length > 0
     ? oldFlag.map((c) => { const t = target.get(familyOf(c)); return t ? formatCidr(t) : c; })
     : [...target.values()].map(formatCidr);
-  plan.spec.serviceCIDR.to = newFlag;
+}
 
-  const mapping = mapServices(snap, { target: opts.target, keep, tierKey });
-  plan.mapping = mapping;
-  plan.preflight = [...tc.checks, ...clusterChecks(snap, target, mapping, {
-    target: opts.target, strategy, headroom, apiserverCertSANs: opts.apiserverCertSANs, avoid: opts.avoid, keep,
-  })];
+/** Whether an address (or CIDR) belongs to a family NEW moves. */
+function inMovedFamily(target: Map<Family, Cidr>, a: string): boolean {
+  return target.has(familyOf(a));
+}
 
-  // ---- ServiceCIDRs ----
+/** Whether an address lies inside NEW (false for anything that is not an address). */
+function insideTarget(target: Map<Family, Cidr>, a: string): boolean {
+  try { const ip = parseIP(a); const t = target.get(ip.family); return !!t && contains(t, ip); } catch { return false; }
+}
+
+/** The ServiceCIDRs of the migration: the one for NEW, those kept for kept IPs, and the old ones to drain. */
+interface ServiceCIDRLayout {
+  /** The current service ranges of the families NEW moves. */
+  olds: Cidr[];
+  /** ClusterIPs of kept Services that are in a moved family and outside NEW. */
+  keptIPs: string[];
+  /** CIDRs of existing ServiceCIDRs that stay because they hold kept IPs. */
+  retainedCidrs: Cidr[];
+  /** The ranges of the kept ServiceCIDRs the plan creates. */
+  kept: string[];
+  targetSC: ServiceCIDRSpec;
+  keptSC: ServiceCIDRSpec[];
+  oldSC: ServiceCIDRSpec[];
+}
+
+/** Which ServiceCIDRs the plan creates, keeps and drains. */
+function serviceCIDRLayout(
+  snap: Snapshot, target: Map<Family, Cidr>, mapping: readonly ServiceMapping[], oldFlag: string[], newFlag: string[],
+): ServiceCIDRLayout {
   const olds = currentServiceRanges(snap, target);
-  const movedFamily = (a: string) => target.has(familyOf(a));
-  const insideNew = (a: string) => { try { const ip = parseIP(a); const t = target.get(ip.family); return !!t && contains(t, ip); } catch { return false; } };
-  const keptIPs = mapping.filter((m) => m.action === 'keep').flatMap((m) => m.from).filter((a) => movedFamily(a) && !insideNew(a));
+  const keptIPs = mapping.filter((m) => m.action === 'keep').flatMap((m) => m.from).filter((a) => inMovedFamily(target, a) && !insideTarget(target, a));
   const existing = snap.serviceCIDRs.filter((s) => s.name !== 'kubernetes' && !s.name.startsWith(`${OBJECT_PREFIX}-`) && !s.deleting);
   const retained = existing.filter((s) => s.cidrs.some((c) => { const p = tryParseCidr(c); return !!p && keptIPs.some((a) => contains(p, parseIP(a))); }));
   const retainedCidrs = retained.flatMap((s) => s.cidrs).map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c);
   const kept = keptRanges(keptIPs, olds, { covered: retainedCidrs });
-  plan.spec.serviceCIDR.kept = kept;
-  const targetSC: ServiceCIDRSpec = { name: `${OBJECT_PREFIX}-${cidrSlug(newFlag)}`, cidrs: newFlag, purpose: 'target' };
-  const keptSC: ServiceCIDRSpec[] = kept.map((c) => ({ name: `${OBJECT_PREFIX}-keep-${cidrSlug([c])}`, cidrs: [c], purpose: 'keep' }));
-  const oldSC: ServiceCIDRSpec[] = [
-    { name: 'kubernetes', cidrs: (snap.serviceCIDRs.find((s) => s.name === 'kubernetes')?.cidrs ?? oldFlag), purpose: 'old' },
-    ...existing.filter((s) => !retained.includes(s)).map((s) => ({ name: s.name, cidrs: s.cidrs, purpose: 'old' as const })),
-  ];
+  return {
+    olds, keptIPs, retainedCidrs, kept,
+    targetSC: { name: `${OBJECT_PREFIX}-${cidrSlug(newFlag)}`, cidrs: newFlag, purpose: 'target' },
+    keptSC: kept.map((c) => ({ name: `${OBJECT_PREFIX}-keep-${cidrSlug([c])}`, cidrs: [c], purpose: 'keep' })),
+    oldSC: [
+      { name: 'kubernetes', cidrs: (snap.serviceCIDRs.find((s) => s.name === 'kubernetes')?.cidrs ?? oldFlag), purpose: 'old' },
+      ...existing.filter((s) => !retained.includes(s)).map((s) => ({ name: s.name, cidrs: s.cidrs, purpose: 'old' as const })),
+    ],
+  };
+}
 
-  if (api.state === 'unsupported') return plan; // preflight explains; nothing can be planned
+/** default/kubernetes and the cluster DNS Service as mapped, and whether each moves. */
+interface SpecialServices {
+  kube?: ServiceMapping;
+  dns?: ServiceMapping;
+  kubeMoves: boolean;
+  dnsMoves: boolean;
+}
 
-  // ---- context for patches and gates ----
+/** Finds default/kubernetes and the cluster DNS Service in the mapping. */
+function specialServices(mapping: readonly ServiceMapping[]): SpecialServices {
   const kube = mapping.find((m) => m.isKubernetes);
   const dns = mapping.find((m) => m.isDNS);
-  const dnsMoves = !!dns && dns.action === 'move';
-  const kubeMoves = !!kube && kube.action === 'move';
-  const changed = (m: ServiceMapping | undefined) => m ? m.from.map((a, i) => [a, m.to[i]!] as const).filter(([a, b]) => a !== b) : [];
+  return { kube, dns, kubeMoves: !!kube && kube.action === 'move', dnsMoves: !!dns && dns.action === 'move' };
+}
+
+/** The (old, new) pairs of a mapping's IPs that change. */
+function changedIPs(m: ServiceMapping | undefined): Array<readonly [string, string]> {
+  return m ? m.from.map((a, i) => [a, m.to[i]!] as const).filter(([a, b]) => a !== b) : [];
+}
+
+/** The values the distribution patches and gate instructions are written from. */
+function patchContext(
+  snap: Snapshot, api: ServiceCIDRApiState, target: Map<Family, Cidr>, oldFlag: string[], newFlag: string[], special: SpecialServices,
+): PatchContext {
+  const { kube, dns, kubeMoves, dnsMoves } = special;
   const ctx: PatchContext = {
     oldFlag, newFlag,
-    ...(dnsMoves ? { oldDNS: changed(dns)[0]?.[0], newDNS: changed(dns)[0]?.[1] } : {}),
-    ...(kubeMoves ? { oldKubernetesIP: changed(kube)[0]?.[0], newKubernetesIP: changed(kube)[0]?.[1] } : {}),
+    ...(dnsMoves ? { oldDNS: changedIPs(dns)[0]?.[0], newDNS: changedIPs(dns)[0]?.[1] } : {}),
+    ...(kubeMoves ? { oldKubernetesIP: changedIPs(kube)[0]?.[0], newKubernetesIP: changedIPs(kube)[0]?.[1] } : {}),
     ...(api.state === 'enable' ? { enableApi: api.version } : {}),
   };
   if (snap.kops?.nonMasqueradeCIDR) {
@@ -255,213 +339,233 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan
     const out = [...target.values()].find((t) => nm && nm.family === t.family && !contains(nm, t));
     if (out) ctx.nonMasqueradeCIDR = proposeNonMasquerade(snap, out) ?? '';
   }
-  const patches = distroPatches(snap, ctx);
-  const patchesFor = (g: DistroPatch['gate']) => patches.filter((p) => p.gate === g);
-  const distro = distributionOf(snap);
+  return ctx;
+}
 
-  const steps: PlanStep[] = [];
-  const push = (s: PlanStep) => steps.push(s);
+/** Everything the Service steps are built from. */
+interface ServiceStepInputs extends ServiceGateInputs, SpecialServices {
+  settings: ServiceSettings;
+  api: ServiceCIDRApiState;
+  target: Map<Family, Cidr>;
+  mapping: readonly ServiceMapping[];
+  layout: ServiceCIDRLayout;
+}
 
-  if (api.state === 'enable') {
-    push({
-      id: 'enable-servicecidr-api', kind: 'gate',
-      description: `enable the ServiceCIDR API (networking.k8s.io/${api.version}) on every kube-apiserver and kube-controller-manager`,
-      gate: {
-        condition: 'servicecidr-api',
-        reason: `Kubernetes ${snap.kubernetesVersion ?? ''} serves ServiceCIDR only with feature gate MultiCIDRServiceAllocator and --runtime-config; kube-controller-manager runs the ServiceCIDR finalizer under the same gate`.replace('  ', ' '),
-        instructions: gateInstructions(snap, 'enable-servicecidr-api', ctx),
-        check: `the apiserver serves networking.k8s.io/${api.version} servicecidrs and ServiceCIDR/kubernetes exists and is Ready`,
-        patches: patchesFor('enable-servicecidr-api'),
-      },
-      rollback: 'remove the flags again and restart; harmless while no ServiceCIDR other than kubernetes exists',
-    });
-  }
+/**
+ * The ordered steps: the ServiceCIDRs for NEW and the kept IPs, the Service moves, the apiservers on the new
+ * flag, the old range drained, default/kubernetes moved, the kubelets and pods on the new IPs, then clean-up.
+ */
+function serviceSteps(inp: ServiceStepInputs): PlanStep[] {
+  const steps: PlanStep[] = [
+    ...(inp.api.state === 'enable' ? [enableServiceCIDRApiGate(inp, inp.api)] : []),
+    ...createServiceCIDRSteps(inp),
+    ...serviceMoveSteps(inp),
+    restartApiserversGate(inp),
+    drainOldServiceCIDRsStep(inp),
+    sweepStragglersStep(),
+    ...(inp.kubeMoves ? [moveKubernetesStep(inp)] : []),
+    ...(inp.dnsMoves ? [kubeletClusterDNSGate(inp)] : []),
+    restartWorkloadsGate(inp, inp.dnsMoves),
+  ];
+  steps.push(removeBridgesStep(steps), finalizeServiceCIDRsStep(inp), verifyServicesStep(inp));
+  markSupersessions(steps);
+  return steps;
+}
 
-  push({
+/** Steps creating the ServiceCIDR for NEW and, when Services keep IPs in the old range, the kept ones. */
+function createServiceCIDRSteps(inp: ServiceStepInputs): PlanStep[] {
+  const { targetSC, keptSC, keptIPs, kept } = inp.layout;
+  const steps: PlanStep[] = [{
     id: 'create-target-servicecidr', kind: 'create-servicecidrs',
-    description: `create ServiceCIDR ${targetSC.name} for ${newFlag.join(',')} so the new range can be allocated (upstream step 1)`,
+    description: `create ServiceCIDR ${targetSC.name} for ${inp.ctx.newFlag.join(',')} so the new range can be allocated (upstream step 1)`,
     serviceCIDRs: [targetSC],
     rollback: `delete ServiceCIDR ${targetSC.name} (it stays Terminating while Services hold IPs in it)`,
-  });
+  }];
   if (keptSC.length > 0) {
-    push({
+    steps.push({
       id: 'create-kept-servicecidrs', kind: 'create-servicecidrs',
       description: `create ServiceCIDRs covering the ${keptIPs.length} kept IP(s) of the old range (${kept.join(', ')}; no smaller than /${MIN_KEPT_PREFIX[4]} IPv4, /${MIN_KEPT_PREFIX[6]} IPv6) so they stay valid when the old range is drained`,
       serviceCIDRs: keptSC,
       rollback: 'delete them (only while the old range still exists)',
     });
   }
+  return steps;
+}
 
-  // ---- tiers ----
-  const bridged = (m: ServiceMapping) => strategy === 'in-place' || m.isDNS;
-  const item = (m: ServiceMapping): StepItem => ({
-    namespace: m.namespace, name: m.name, from: [...m.from], to: [...m.to], ...(bridged(m) ? { bridge: bridgeName(m.name) } : {}),
-  });
-  const movable = mapping.filter((m) => m.action === 'move' && !m.isKubernetes && !m.isDNS);
+/** The Service moves: every movable Service tier by tier, then the cluster DNS Service (after a confirmation). */
+function serviceMoveSteps(inp: ServiceStepInputs): PlanStep[] {
+  const movable = inp.mapping.filter((m) => m.action === 'move' && !m.isKubernetes && !m.isDNS);
+  const tiers = tierMoveSteps(movable, inp.settings);
+  return [...tiers.steps, ...(inp.dnsMoves ? dnsMoveSteps(inp.dns!, tiers.moved, inp.settings.strategy) : [])];
+}
+
+/** A moved Service as a step item, with its bridge when one keeps the old IP answering. */
+function moveItem(m: ServiceMapping, strategy: Strategy): StepItem {
+  const bridged = strategy === 'in-place' || m.isDNS;
+  return { namespace: m.namespace, name: m.name, from: [...m.from], to: [...m.to], ...(bridged ? { bridge: bridgeName(m.name) } : {}) };
+}
+
+/** Orders mappings by namespace/name. */
+function byServiceKey(a: ServiceMapping, b: ServiceMapping): number {
+  return serviceKey(a) < serviceKey(b) ? -1 : serviceKey(a) > serviceKey(b) ? 1 : 0;
+}
+
+/** The distinct tiers of `movable`, in moving order. */
+function tiersOf(movable: readonly ServiceMapping[], order: TierOrder): Tier[] {
   const tiers: Tier[] = [];
   for (const m of movable) if (!tiers.some((t) => t === m.tier)) tiers.push(m.tier);
-  tiers.sort((a, b) => compareTiers(a, b, tierOrder));
-  const how = strategy === 'in-place'
+  return tiers.sort((a, b) => compareTiers(a, b, order));
+}
+
+/** The move steps of every tier (a confirmation before each tier after the first) and how many Services they move. */
+function tierMoveSteps(movable: readonly ServiceMapping[], s: ServiceSettings): { steps: PlanStep[]; moved: number } {
+  const steps: PlanStep[] = [];
+  let moved = 0;
+  tiersOf(movable, s.tierOrder).forEach((tier, ti) => {
+    const inTier = movable.filter((m) => m.tier === tier).sort(byServiceKey);
+    if (ti > 0) steps.push(confirmTierStep(tier, ti, inTier.length, moved));
+    steps.push(...moveBatchSteps(tier, ti, inTier, s));
+    moved += inTier.length;
+  });
+  return { steps, moved };
+}
+
+/** How a tier's Services are described: `untiered` or `tier N`. */
+function tierLabel(tier: Tier): string {
+  return tier === null ? 'untiered' : `tier ${tier}`;
+}
+
+/** The confirmation before the tier at index `ti` (not the first), after `movedSoFar` Services moved. */
+function confirmTierStep(tier: Tier, ti: number, count: number, movedSoFar: number): PlanStep {
+  return {
+    id: `confirm-tier-${ti + 1}`, kind: 'confirm', tier,
+    description: `confirm before moving ${tierLabel(tier)} (${count} Service(s)); ${movedSoFar} moved so far`,
+    gate: { reason: 'tiers go lowest risk first: check the moved Services before the next tier', instructions: ['kube-renumber status', 'kube-renumber resume (apply --yes skips confirmations)'], check: 'none: a person confirms' },
+    rollback: 'nothing to undo',
+  };
+}
+
+/** The move-services steps of one tier, `batchSize` Services each. */
+function moveBatchSteps(tier: Tier, ti: number, inTier: readonly ServiceMapping[], s: ServiceSettings): PlanStep[] {
+  const how = s.strategy === 'in-place'
     ? `in place: a bridge Service takes the same selector and ports, the Service goes ExternalName (its ClusterIP is released), the bridge takes the old IP, the Service returns to ClusterIP at the mapped IP; ${BRIDGE_NOTE}`
     : 'recreate: back up, delete, create again at the mapped IP with the same spec (nodePorts kept); a short outage per Service';
-  let movedSoFar = 0;
-  tiers.forEach((tier, ti) => {
-    const inTier = movable.filter((m) => m.tier === tier).sort((a, b) => (serviceKey(a) < serviceKey(b) ? -1 : serviceKey(a) > serviceKey(b) ? 1 : 0));
-    const label = tier === null ? 'untiered' : `tier ${tier}`;
-    if (ti > 0) {
-      push({
-        id: `confirm-tier-${ti + 1}`, kind: 'confirm', tier,
-        description: `confirm before moving ${label} (${inTier.length} Service(s)); ${movedSoFar} moved so far`,
-        gate: { reason: 'tiers go lowest risk first: check the moved Services before the next tier', instructions: ['kube-renumber status', 'kube-renumber resume (apply --yes skips confirmations)'], check: 'none: a person confirms' },
-        rollback: 'nothing to undo',
-      });
-    }
-    for (let b = 0; b * batchSize < inTier.length; b++) {
-      const batch = inTier.slice(b * batchSize, (b + 1) * batchSize);
-      push({
-        id: `move-tier-${ti + 1}-batch-${b + 1}`, kind: 'move-services', tier,
-        description: `move ${batch.length} Service(s) of ${label}, batch ${b + 1} of ${Math.ceil(inTier.length / batchSize)} (${how})`,
-        items: batch.map(item),
-        rollback: 'restore each Service from its backup at its old IP (possible while the old range is not drained)',
-      });
-    }
-    movedSoFar += inTier.length;
-  });
-
-  if (dnsMoves) {
-    if (movedSoFar > 0) {
-      push({
-        id: 'confirm-dns', kind: 'confirm',
-        description: `confirm before moving the cluster DNS Service ${serviceKey(dns!)}`,
-        gate: { reason: 'every pod resolves through it: move it after the procedure has worked on every other Service', instructions: ['kube-renumber status', 'kube-renumber resume (apply --yes skips confirmations)'], check: 'none: a person confirms' },
-        rollback: 'nothing to undo',
-      });
-    }
-    push({
-      id: 'move-dns', kind: 'move-services',
-      description: `move the cluster DNS Service ${serviceKey(dns!)} ${dns!.from.join(',')} → ${dns!.to.join(',')}; a bridge keeps the old DNS IP answering for every pod `
-        + 'whose /etc/resolv.conf still names it, until all pods restarted (whatever the strategy)',
-      items: [item(dns!)],
-      rollback: 'restore it from its backup at its old IP and delete the bridge (before the old range is drained)',
+  const steps: PlanStep[] = [];
+  for (let b = 0; b * s.batchSize < inTier.length; b++) {
+    const batch = inTier.slice(b * s.batchSize, (b + 1) * s.batchSize);
+    steps.push({
+      id: `move-tier-${ti + 1}-batch-${b + 1}`, kind: 'move-services', tier,
+      description: `move ${batch.length} Service(s) of ${tierLabel(tier)}, batch ${b + 1} of ${Math.ceil(inTier.length / s.batchSize)} (${how})`,
+      items: batch.map((m) => moveItem(m, s.strategy)),
+      rollback: 'restore each Service from its backup at its old IP (possible while the old range is not drained)',
     });
   }
+  return steps;
+}
 
-  // ---- apiservers ----
-  const sans = [ctx.oldKubernetesIP, ctx.newKubernetesIP].filter(Boolean).join(', ');
-  push({
-    id: 'restart-apiservers', kind: 'gate',
-    description: `restart every kube-apiserver with --service-cluster-ip-range=${newFlag.join(',')} and a serving certificate carrying ${sans || 'the new first IP'}`,
-    gate: {
-      condition: 'apiservers-on-new-range',
-      reason: 'the apiserver gives default/kubernetes the first IP of its flag range and recreates ServiceCIDR/kubernetes from the flag; '
-        + (distro === 'kops' ? 'kOps changes the range, the DNS IP and the certificate in one spec edit and rolls the control plane' : 'the flag lives outside the API'),
-      instructions: gateInstructions(snap, 'restart-apiservers', ctx),
-      check: `every kube-apiserver pod runs with --service-cluster-ip-range=${newFlag.join(',')} (none left with ${oldFlag.join(',') || 'the old range'}), `
-        + `and every apiserver endpoint's serving certificate carries ${sans || 'the new first IP'} as IP SANs`,
-      patches: patchesFor('restart-apiservers'),
-    },
-    rollback: `restart the apiservers with --service-cluster-ip-range=${oldFlag.join(',')} again (patch "before" texts)`,
+/** The cluster DNS Service's move, behind a bridge whatever the strategy; confirmed first when other Services moved. */
+function dnsMoveSteps(dns: ServiceMapping, movedSoFar: number, strategy: Strategy): PlanStep[] {
+  const steps: PlanStep[] = [];
+  if (movedSoFar > 0) {
+    steps.push({
+      id: 'confirm-dns', kind: 'confirm',
+      description: `confirm before moving the cluster DNS Service ${serviceKey(dns)}`,
+      gate: { reason: 'every pod resolves through it: move it after the procedure has worked on every other Service', instructions: ['kube-renumber status', 'kube-renumber resume (apply --yes skips confirmations)'], check: 'none: a person confirms' },
+      rollback: 'nothing to undo',
+    });
+  }
+  steps.push({
+    id: 'move-dns', kind: 'move-services',
+    description: `move the cluster DNS Service ${serviceKey(dns)} ${dns.from.join(',')} → ${dns.to.join(',')}; a bridge keeps the old DNS IP answering for every pod `
+      + 'whose /etc/resolv.conf still names it, until all pods restarted (whatever the strategy)',
+    items: [moveItem(dns, strategy)],
+    rollback: 'restore it from its backup at its old IP and delete the bridge (before the old range is drained)',
   });
+  return steps;
+}
 
-  push({
+/** Step `drain-old-servicecidrs`: delete the old ServiceCIDRs, which then allocate nothing new. */
+function drainOldServiceCIDRsStep(inp: ServiceStepInputs): PlanStep {
+  const { oldSC } = inp.layout;
+  const { oldFlag } = inp.ctx;
+  return {
     id: 'drain-old-servicecidrs', kind: 'drain-servicecidrs',
     description: `delete ServiceCIDR ${oldSC.map((s) => s.name).join(', ')}: each stays Terminating (finalizer networking.k8s.io/service-cidr-finalizer) while it holds IPs no other ServiceCIDR covers, and allocates no new IPs (upstream step 2)`,
     serviceCIDRs: oldSC,
     rollback: `a deleted ServiceCIDR cannot be restored: create ServiceCIDR ${OBJECT_PREFIX}-rollback-${cidrSlug(oldFlag)} with ${oldFlag.join(',')} to make the old range allocatable again`,
-  });
+  };
+}
 
-  push({
+/** Step `sweep-stragglers`: move Services created or changed in the old range since the plan was written. */
+function sweepStragglersStep(): PlanStep {
+  return {
     id: 'sweep-stragglers', kind: 'sweep-services',
     description: 'list Services again and move any that still has a ClusterIP in a drained range and is not kept (created or changed since the plan): '
       + 'the same address rule against the addresses in use at that time; no bridge (an explicit IP inside a Terminating ServiceCIDR may be refused: measured on the testbed)',
     rollback: 'as for move-services',
-  });
+  };
+}
 
-  if (kubeMoves) {
-    const oldK = changed(kube).map(([a]) => a);
-    const coveredCidrs = [...kept, ...retainedCidrs.map(formatCidr)].map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c);
-    const bridgeCidrs = keptRanges(oldK.filter(movedFamily), olds, { covered: coveredCidrs });
-    const bridgeSC: ServiceCIDRSpec[] = bridgeCidrs.map((c) => ({ name: `${OBJECT_PREFIX}-bridge-${cidrSlug([c])}`, cidrs: [c], purpose: 'bridge' }));
-    push({
-      id: 'move-kubernetes', kind: 'move-kubernetes',
-      description: `${bridgeSC.length > 0 ? `create ServiceCIDR ${bridgeSC.map((s) => s.name).join(', ')} (so the old IP stays allocatable), ` : ''}`
-        + (strategy === 'in-place'
-          ? `move Service default/kubernetes in place to ${kube!.to.join(',')} (the first IP of the new range, where the apiserver would recreate it) behind a cover, `
-            + `keeping its uid, and create the selectorless bridge default/${bridgeName('kubernetes')} at ${oldK.join(',')} with an EndpointSlice copying default/kubernetes's endpoints, `
-            + 'for pods whose KUBERNETES_SERVICE_HOST still names the old IP; the name and both IPs answer throughout'
-          : `delete Service default/kubernetes; the apiserver recreates it at ${kube!.to.join(',')} (upstream step 5); then create the selectorless bridge default/${bridgeName('kubernetes')} `
-            + `at ${oldK.join(',')} with an EndpointSlice copying default/kubernetes's endpoints, for pods whose KUBERNETES_SERVICE_HOST still names the old IP`),
-      items: [{ namespace: 'default', name: 'kubernetes', from: [...kube!.from], to: [...kube!.to], bridge: bridgeName('kubernetes') }],
-      serviceCIDRs: bridgeSC,
-      rollback: 'restart the apiservers with the old flag, then delete default/kubernetes again so it returns at the old first IP',
-    });
-  }
+/** Step `move-kubernetes`: default/kubernetes to the first IP of NEW, a bridge (and its ServiceCIDR) at the old IP. */
+function moveKubernetesStep(inp: ServiceStepInputs): PlanStep {
+  const kube = inp.kube!;
+  const { kept, retainedCidrs, olds } = inp.layout;
+  const oldK = changedIPs(kube).map(([a]) => a);
+  const coveredCidrs = [...kept, ...retainedCidrs.map(formatCidr)].map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c);
+  const bridgeCidrs = keptRanges(oldK.filter((a) => inMovedFamily(inp.target, a)), olds, { covered: coveredCidrs });
+  const bridgeSC: ServiceCIDRSpec[] = bridgeCidrs.map((c) => ({ name: `${OBJECT_PREFIX}-bridge-${cidrSlug([c])}`, cidrs: [c], purpose: 'bridge' }));
+  return {
+    id: 'move-kubernetes', kind: 'move-kubernetes',
+    description: `${bridgeSC.length > 0 ? `create ServiceCIDR ${bridgeSC.map((s) => s.name).join(', ')} (so the old IP stays allocatable), ` : ''}`
+      + (inp.settings.strategy === 'in-place'
+        ? `move Service default/kubernetes in place to ${kube.to.join(',')} (the first IP of the new range, where the apiserver would recreate it) behind a cover, `
+          + `keeping its uid, and create the selectorless bridge default/${bridgeName('kubernetes')} at ${oldK.join(',')} with an EndpointSlice copying default/kubernetes's endpoints, `
+          + 'for pods whose KUBERNETES_SERVICE_HOST still names the old IP; the name and both IPs answer throughout'
+        : `delete Service default/kubernetes; the apiserver recreates it at ${kube.to.join(',')} (upstream step 5); then create the selectorless bridge default/${bridgeName('kubernetes')} `
+          + `at ${oldK.join(',')} with an EndpointSlice copying default/kubernetes's endpoints, for pods whose KUBERNETES_SERVICE_HOST still names the old IP`),
+    items: [{ namespace: 'default', name: 'kubernetes', from: [...kube.from], to: [...kube.to], bridge: bridgeName('kubernetes') }],
+    serviceCIDRs: bridgeSC,
+    rollback: 'restart the apiservers with the old flag, then delete default/kubernetes again so it returns at the old first IP',
+  };
+}
 
-  if (dnsMoves) {
-    const local = snap.clusterDNS.length > 0 && !snap.clusterDNS.includes(ctx.oldDNS ?? '');
-    push({
-      id: 'kubelet-cluster-dns', kind: 'gate',
-      description: local
-        ? `kubelets use a node-local DNS cache (${snap.clusterDNS.join(',')}): point its upstream at ${ctx.newDNS} (node-local-dns ConfigMap; kOps does it from kubeDNS.serverIP)`
-        : `change the kubelets' clusterDNS ${ctx.oldDNS} → ${ctx.newDNS} so new pods get the new nameserver`,
-      gate: {
-        condition: 'kubelet-cluster-dns',
-        reason: 'kubelets write clusterDNS into every new pod\'s /etc/resolv.conf; it is node configuration, outside the API',
-        instructions: gateInstructions(snap, 'kubelet-cluster-dns', ctx),
-        check: local
-          ? `the node-local DNS cache configuration names ${ctx.newDNS} as its upstream`
-          : `every Ready node's kubelet reports clusterDNS ${ctx.newDNS} (GET /api/v1/nodes/NODE/proxy/configz)`,
-        patches: patchesFor('kubelet-cluster-dns'),
-      },
-      rollback: 'put the old clusterDNS back (its bridge still answers until remove-bridges)',
-    });
-  }
-
-  push({
-    id: 'restart-workloads', kind: 'gate',
-    description: 'restart every pod so /etc/resolv.conf, KUBERNETES_SERVICE_HOST and <NAME>_SERVICE_HOST name the new IPs',
-    gate: {
-      condition: 'workloads-restarted',
-      reason: 'running pods keep the nameserver and the Service environment variables they started with; the bridges answer at the old IPs until this is done',
-      instructions: gateInstructions(snap, 'restart-workloads', ctx),
-      check: 'no running pod other than hostNetwork pods (dnsPolicy ClusterFirstWithHostNet included) started before move-kubernetes'
-        + (dnsMoves ? ' and kubelet-cluster-dns' : '') + ' finished',
-      patches: [],
-    },
-    rollback: 'nothing to undo',
-  });
-
+/** Step `remove-bridges`: delete every bridge the earlier `steps` created, and the bridge ServiceCIDRs. */
+function removeBridgesStep(steps: readonly PlanStep[]): PlanStep {
   const bridgeItems = steps.filter((s) => s.kind === 'move-services' || s.kind === 'move-kubernetes').flatMap((s) => s.items ?? []).filter((i) => i.bridge);
   const bridgeSCs = steps.filter((s) => s.kind === 'move-kubernetes').flatMap((s) => s.serviceCIDRs ?? []);
-  push({
+  return {
     id: 'remove-bridges', kind: 'remove-bridges',
     description: `delete the ${bridgeItems.length} bridge Service(s) at old IPs${bridgeSCs.length > 0 ? ` and ServiceCIDR ${bridgeSCs.map((s) => s.name).join(', ')}` : ''}; the old range then holds no IPs outside the kept ServiceCIDRs`,
     items: bridgeItems.map((i) => ({ namespace: i.namespace, name: i.bridge!, from: [...i.from], to: [] })),
     serviceCIDRs: bridgeSCs,
     rollback: 'recreate a bridge from its backup while its old IP is still allocatable (a kept or bridge ServiceCIDR covers it)',
-  });
+  };
+}
 
-  push({
+/** Step `finalize-servicecidrs`: wait for ServiceCIDR/kubernetes on NEW, then delete the temporary target ServiceCIDR. */
+function finalizeServiceCIDRsStep(inp: ServiceStepInputs): PlanStep {
+  const { targetSC } = inp.layout;
+  return {
     id: 'finalize-servicecidrs', kind: 'finalize-servicecidrs',
-    description: `wait until the old ServiceCIDR/kubernetes is gone and the apiserver has recreated it with ${newFlag.join(',')}; `
+    description: `wait until the old ServiceCIDR/kubernetes is gone and the apiserver has recreated it with ${inp.ctx.newFlag.join(',')}; `
       + 'if it came back with the old range (an apiserver still on the old flag recreated it), delete it again; '
       + `then delete ServiceCIDR ${targetSC.name} (upstream step 6)`,
     serviceCIDRs: [targetSC],
     rollback: `create ServiceCIDR ${targetSC.name} again (harmless: ServiceCIDRs may overlap)`,
-  });
+  };
+}
 
-  push({
+/** Step `verify`: the end state of the Service migration. */
+function verifyServicesStep(inp: ServiceStepInputs): PlanStep {
+  const { kept } = inp.layout;
+  return {
     id: 'verify', kind: 'verify',
     description: 'check the end state: every moved Service at its mapped IP with its spec otherwise unchanged (against the backups) and EndpointSlices present; '
-      + `default/kubernetes at ${kube?.to.join(',') ?? 'the new first IP'}; ServiceCIDR/kubernetes is ${newFlag.join(',')} and Ready; `
+      + `default/kubernetes at ${inp.kube?.to.join(',') ?? 'the new first IP'}; ServiceCIDR/kubernetes is ${inp.ctx.newFlag.join(',')} and Ready; `
       + `${kept.length > 0 ? `kept ServiceCIDRs ${kept.join(', ')} Ready and kept Services unchanged; ` : ''}`
       + 'headless and ExternalName Services untouched; no IPAddress left in a drained range outside the kept ServiceCIDRs; no bridge left',
     rollback: 'nothing to undo',
-  });
-
-  markSupersessions(steps);
-  plan.steps = steps;
-  return plan;
+  };
 }
 
 /** Counts for summaries. */

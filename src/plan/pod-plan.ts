@@ -24,8 +24,10 @@ import { KOPS_EDIT, KOPS_UNREAD_HEADER, type DistroPatch } from './distro-patche
 import type { PlanStep } from './steps.ts';
 import { distributionOf, distroConfigCheck, overlapHits, type PreflightCheck } from './preflight.ts';
 import { currentServiceRanges } from './service-mapping.ts';
+import type { PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
+import { podStepLists } from './pod-step-lists.ts';
 
-export type PodIpam = 'calico' | 'node';
+export type { PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
 
 /** Defaults: rollouts in flight at once; nodes re-registered one at a time. */
 export const DEFAULT_PARALLEL = 4;
@@ -51,28 +53,6 @@ export interface PodPlanOptions {
   nodeHook?: string;
   /** Minimum free room in NEW: blocks or node podCIDRs for today's nodes times this (default 2). */
   headroom?: number;
-}
-
-export interface PoolData {
-  name: string;
-  cidr: string;
-  blockSize: number;
-  ipipMode?: string;
-  vxlanMode?: string;
-  natOutgoing?: boolean;
-  nodeSelector?: string;
-  allowedUses?: string[];
-}
-
-export interface PodCIDRSpec {
-  /** The pod ranges the migration leaves (pools or cluster CIDRs of NEW's families). */
-  from: string[];
-  /** NEW. */
-  to: string[];
-  ipam: PodIpam;
-  calico?: { operatorManaged: boolean; oldPools: PoolData[]; newPools: PoolData[] };
-  node?: { maskSize: number; hook?: string; nodes: Array<{ name: string; from: string[]; to: string[] }> };
-  restarts: { parallel: number; critical: string[] };
 }
 
 export interface PodStepItem {
@@ -179,18 +159,56 @@ function nodeMaskOf(snap: Snapshot, f: Family): number {
 export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSection {
   const out: PodPlanSection = { preflight: [], prepare: [], restart: [], finish: [] };
   const checks = out.preflight;
+  const target = podTargetOf(opts, checks);
+  if (!target) return out;
+  const newText = [...target.values()].map(formatCidr);
+  const ipam = podIpamChecked(snap, opts, checks);
+  if (!ipam) return out;
+  const old = oldPodRanges(snap, ipam, target, newText, checks);
+  if (!old) return out;
+  checks.push(podConflictCheck(snap, opts, target, newText));
+
+  const headroom = opts.headroom ?? 2;
+  const dns = dnsDeployment(snap);
+  const spec: PodCIDRSpec = {
+    from: old.from.map(formatCidr), to: newText, ipam,
+    restarts: { parallel: opts.parallel ?? DEFAULT_PARALLEL, critical: [...new Set([...(dns ? [dns] : []), ...(opts.critical ?? [])])] },
+  };
+  out.spec = spec;
+  if (ipam === 'calico') {
+    const calico = calicoSizing(snap, opts, target, old.oldPools, headroom);
+    spec.calico = calico.calico;
+    checks.push(...calico.checks);
+  } else {
+    const node = nodeSizing(snap, opts, target, headroom);
+    spec.node = node.node;
+    checks.push(...node.checks);
+  }
+  checks.push(...podEnvironmentChecks(snap, target, old.from, newText, ipam, dns));
+
+  const lists = podStepLists(spec, distributionOf(snap), podPatches(snap, spec));
+  out.prepare.push(...lists.prepare);
+  out.restart.push(...lists.restart);
+  out.finish.push(...lists.finish);
+  return out;
+}
+
+/** NEW parsed, with check `pod-target-parse` added to `checks`; undefined when it does not parse. */
+function podTargetOf(opts: PodPlanOptions, checks: PreflightCheck[]): Map<Family, Cidr> | undefined {
   let target: Map<Family, Cidr>;
   try {
     target = parsePodTarget(opts.target);
   } catch (e) {
     if (!(e instanceof NetError)) throw e;
     checks.push({ id: 'pod-target-parse', status: 'fail', target: true, message: e.message, fix: 'give NEW as address/prefix, e.g. --pod-cidr 172.16.0.0/13' });
-    return out;
+    return undefined;
   }
-  const newText = [...target.values()].map(formatCidr);
-  checks.push(pass('pod-target-parse', `new pod CIDR ${newText.join(',')}`, true));
+  checks.push(pass('pod-target-parse', `new pod CIDR ${[...target.values()].map(formatCidr).join(',')}`, true));
+  return target;
+}
 
-  // ---- IPAM ----
+/** The IPAM to plan for (--ipam, else detected), with check `pod-ipam` added to `checks`; undefined when none can be planned. */
+function podIpamChecked(snap: Snapshot, opts: PodPlanOptions, checks: PreflightCheck[]): PodIpam | undefined {
   const detected = podIpamOf(snap);
   const ipam = opts.ipam ?? detected;
   if (!ipam) {
@@ -199,7 +217,7 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
       message: `cannot tell how pods get their addresses (CNI ${snap.cni.plugin}, IPAM ${snap.cni.ipam}${snap.cni.ipamMode ? ` ${snap.cni.ipamMode}` : ''})`,
       fix: 'give --ipam calico (Calico IPPools) or --ipam node (node podCIDRs: flannel, kubenet, host-local, Cilium kubernetes IPAM)',
     });
-    return out;
+    return undefined;
   }
   if (snap.cni.plugin === 'cilium' && snap.cni.ipamMode && snap.cni.ipamMode !== 'kubernetes') {
     checks.push({
@@ -207,313 +225,205 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
       message: `Cilium IPAM mode ${snap.cni.ipamMode}: pod addresses come from CiliumNode objects, not node podCIDRs or Calico pools`,
       fix: 'Cilium cluster-pool does not support changing its CIDRs; multi-pool has its own node-group-by-node-group procedure (docs/pod-migration.md)',
     });
-    return out;
+    return undefined;
   }
   checks.push(pass('pod-ipam', ipam === 'calico'
     ? `Calico IPAM (calico-ipam): pods take addresses from IPPools${opts.ipam && detected !== 'calico' ? ' (--ipam calico)' : ''}`
     : `node IPAM: pods take addresses from their node's spec.podCIDR${opts.ipam && detected !== 'node' ? ' (--ipam node)' : ''}`));
+  return ipam;
+}
 
-  // ---- OLD ----
-  const movedFamily = (c: string) => target.has(famOf(c));
+/**
+ * What the migration leaves (OLD): the Calico pools of NEW's families outside NEW, or the cluster CIDRs and node
+ * podCIDRs outside NEW. Undefined, with a failed check added to `checks`, when there is nothing to move.
+ */
+function oldPodRanges(
+  snap: Snapshot, ipam: PodIpam, target: Map<Family, Cidr>, newText: string[], checks: PreflightCheck[],
+): { oldPools: CalicoPool[]; from: Cidr[] } | undefined {
   const insideNew = (c: Cidr) => { const t = target.get(c.family); return !!t && contains(t, c); };
-  let oldPools: CalicoPool[] = [];
-  let from: Cidr[] = [];
   if (ipam === 'calico') {
-    oldPools = snap.pools.filter((p) => movedFamily(p.cidr) && !insideNew(parseCidr(p.cidr)));
-    from = oldPools.map((p) => parseCidr(p.cidr));
+    const oldPools = snap.pools.filter((p) => target.has(famOf(p.cidr)) && !insideNew(parseCidr(p.cidr)));
     if (oldPools.length === 0) {
       checks.push({ id: 'pod-old-pools', status: 'fail', message: `no Calico IPPool of ${[...target.keys()].map(familyName).join('/')} outside ${newText.join(',')}: nothing to move`, fix: 'check `kube-renumber inspect`: the pools are read from crd.projectcalico.org/v1 ippools' });
-      return out;
+      return undefined;
     }
-  } else {
-    const cc = clusterCIDRs(snap).map((c) => c.cidr).filter((c) => target.has(c.family) && !insideNew(c));
-    const nodeCidrs = snap.nodes.flatMap((n) => n.podCIDRs).map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c && target.has(c.family) && !insideNew(c));
-    from = [...cc];
-    for (const n of nodeCidrs) if (!from.some((c) => contains(c, n))) from.push(n);
-    if (from.length === 0) {
-      checks.push({ id: 'pod-old-range', status: 'fail', message: 'no node podCIDR or cluster CIDR outside NEW: nothing to move', fix: 'check `kube-renumber inspect`' });
-      return out;
-    }
+    return { oldPools, from: oldPools.map((p) => parseCidr(p.cidr)) };
   }
-  const fromText = from.map(formatCidr);
+  const cc = clusterCIDRs(snap).map((c) => c.cidr).filter((c) => target.has(c.family) && !insideNew(c));
+  const nodeCidrs = snap.nodes.flatMap((n) => n.podCIDRs).map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c && target.has(c.family) && !insideNew(c));
+  const from = [...cc];
+  for (const n of nodeCidrs) if (!from.some((c) => contains(c, n))) from.push(n);
+  if (from.length === 0) {
+    checks.push({ id: 'pod-old-range', status: 'fail', message: 'no node podCIDR or cluster CIDR outside NEW: nothing to move', fix: 'check `kube-renumber inspect`' });
+    return undefined;
+  }
+  return { oldPools: [], from };
+}
 
-  // ---- conflicts ----
+/** Check `pod-target-conflicts`: NEW overlaps nothing the cluster uses or must reach. */
+function podConflictCheck(snap: Snapshot, opts: PodPlanOptions, target: Map<Family, Cidr>, newText: string[]): PreflightCheck {
   const hits = overlapHits(snap, opts.avoid ?? [], target);
-  checks.push(hits.length > 0
+  return hits.length > 0
     ? { id: 'pod-target-conflicts', status: 'fail', target: true, message: hits.slice(0, 4).join(', ') + (hits.length > 4 ? ` and ${hits.length - 4} more` : ''), fix: 'choose a range that overlaps nothing the cluster uses or must reach (the node network included): `kube-renumber suggest --for pods` finds one' }
-    : pass('pod-target-conflicts', `${newText.join(',')} overlaps no cluster range, node address, well-known network or --avoid range`, true));
+    : pass('pod-target-conflicts', `${newText.join(',')} overlaps no cluster range, node address, well-known network or --avoid range`, true);
+}
 
-  const headroom = opts.headroom ?? 2;
+/** One family's new pool, modelled on its old pool: a problem, or the pool and whether NEW holds enough blocks and addresses. */
+type PoolSizing = { problem: string; pool?: undefined } | { pool: PoolData; line: string; fits: boolean };
+
+/** Sizes the new pool for NEW's family `f` (CIDR `t`) on the old pool `model` of that family. */
+function newPoolSizing(
+  snap: Snapshot, opts: PodPlanOptions, f: Family, t: Cidr, model: CalicoPool | undefined, headroom: number, single: boolean,
+): PoolSizing {
+  if (!model) return { problem: `${formatCidr(t)}: the cluster has no ${familyName(f)} Calico pool to move; give NEW only for the families it has` };
   const nodes = snap.nodes.length;
-  const parallel = opts.parallel ?? DEFAULT_PARALLEL;
-  const dns = dnsDeployment(snap);
-  const critical = [...new Set([...(dns ? [dns] : []), ...(opts.critical ?? [])])];
-  const spec: PodCIDRSpec = { from: fromText, to: newText, ipam, restarts: { parallel, critical } };
-  out.spec = spec;
+  const blockSize = opts.blockSize ?? model.blockSize;
+  const max = f === 4 ? 32 : 128;
+  const min = f === 4 ? 20 : 116;
+  if (blockSize < Math.max(min, t.prefix) || blockSize > max) {
+    return { problem: `block size /${blockSize} must be between /${Math.max(min, t.prefix)} and /${max} for ${formatCidr(t)}` };
+  }
+  const blocks = 1n << BigInt(blockSize - t.prefix);
+  const perBlock = 1n << BigInt(max - blockSize);
+  const pods = snap.pods.filter((p) => !p.hostNetwork && p.podIPs.some((a) => famOf(a) === f)).length;
+  const needBlocks = BigInt(Math.ceil(Math.max(nodes, 1) * headroom));
+  const needAddrs = BigInt(Math.ceil(Math.max(pods, 1) * headroom));
+  const line = `${formatCidr(t)}: ${blocks} blocks of /${blockSize} (${perBlock} addresses each) for ${nodes} node(s) and ${pods} pod(s) (x${headroom} headroom)`;
+  const pool: PoolData = { ...poolData(model), name: opts.poolName && single ? opts.poolName : `${POOL_PREFIX}-${slug(formatCidr(t))}`, cidr: formatCidr(t), blockSize };
+  return { pool, line, fits: !(blocks < needBlocks || blocks * perBlock < needAddrs) };
+}
 
-  // ---- size ----
-  if (ipam === 'calico') {
-    const newPools: PoolData[] = [];
-    const sizeProblems: string[] = [];
-    const sizeFine: string[] = [];
-    for (const [f, t] of target) {
-      const model = oldPools.find((p) => famOf(p.cidr) === f);
-      if (!model) {
-        sizeProblems.push(`${formatCidr(t)}: the cluster has no ${familyName(f)} Calico pool to move; give NEW only for the families it has`);
-        continue;
-      }
-      const blockSize = opts.blockSize ?? model.blockSize;
-      const max = f === 4 ? 32 : 128;
-      const min = f === 4 ? 20 : 116;
-      if (blockSize < Math.max(min, t.prefix) || blockSize > max) {
-        sizeProblems.push(`block size /${blockSize} must be between /${Math.max(min, t.prefix)} and /${max} for ${formatCidr(t)}`);
-        continue;
-      }
-      const blocks = 1n << BigInt(blockSize - t.prefix);
-      const perBlock = 1n << BigInt(max - blockSize);
-      const pods = snap.pods.filter((p) => !p.hostNetwork && p.podIPs.some((a) => famOf(a) === f)).length;
-      const needBlocks = BigInt(Math.ceil(Math.max(nodes, 1) * headroom));
-      const needAddrs = BigInt(Math.ceil(Math.max(pods, 1) * headroom));
-      const line = `${formatCidr(t)}: ${blocks} blocks of /${blockSize} (${perBlock} addresses each) for ${nodes} node(s) and ${pods} pod(s) (x${headroom} headroom)`;
-      if (blocks < needBlocks || blocks * perBlock < needAddrs) sizeProblems.push(line); else sizeFine.push(line);
-      const np: PoolData = { ...poolData(model), name: opts.poolName && target.size === 1 ? opts.poolName : `${POOL_PREFIX}-${slug(formatCidr(t))}`, cidr: formatCidr(t), blockSize };
-      newPools.push(np);
+/** Calico path: the new pools, with checks `pod-target-size` and `pod-calico-install`. */
+function calicoSizing(
+  snap: Snapshot, opts: PodPlanOptions, target: Map<Family, Cidr>, oldPools: CalicoPool[], headroom: number,
+): { calico: NonNullable<PodCIDRSpec['calico']>; checks: PreflightCheck[] } {
+  const newPools: PoolData[] = [];
+  const sizeProblems: string[] = [];
+  const sizeFine: string[] = [];
+  for (const [f, t] of target) {
+    const sized = newPoolSizing(snap, opts, f, t, oldPools.find((p) => famOf(p.cidr) === f), headroom, target.size === 1);
+    if (!sized.pool) {
+      sizeProblems.push(sized.problem);
+      continue;
     }
-    checks.push(sizeProblems.length > 0
-      ? { id: 'pod-target-size', status: 'fail', target: true, message: sizeProblems.join('; '), fix: 'choose a larger range or a smaller block size (--block-size), or lower --headroom' }
-      : pass('pod-target-size', sizeFine.join('; '), true));
-    spec.calico = { operatorManaged: snap.cni.operatorManaged, oldPools: oldPools.map(poolData), newPools };
-    checks.push(snap.cni.operatorManaged
-      ? { id: 'pod-calico-install', status: 'warn', message: 'the Tigera operator manages Calico: it reverts direct IPPool edits, so pools are changed through Installation.spec.calicoNetwork.ipPools', fix: '' }
-      : pass('pod-calico-install', 'manifest install: IPPools are changed directly (crd.projectcalico.org/v1, every field written explicitly)'));
-  } else {
-    const nodeSteps: NonNullable<PodCIDRSpec['node']>['nodes'] = [];
-    const masks = new Map<Family, number>();
-    const problems: string[] = [];
-    for (const [f, t] of target) {
-      const mask = opts.nodeMaskSize ?? nodeMaskOf(snap, f);
-      masks.set(f, mask);
-      if (mask < t.prefix || mask > (f === 4 ? 32 : 128) || mask - t.prefix > 16) {
-        problems.push(`node podCIDR size /${mask} does not fit ${formatCidr(t)} (kube-controller-manager needs the node mask at most 16 bits longer than the cluster CIDR)`);
-        continue;
-      }
-      const have = 1n << BigInt(mask - t.prefix);
-      const need = BigInt(Math.ceil(Math.max(nodes, 1) * headroom));
-      if (have < need) problems.push(`${formatCidr(t)} holds ${have} node podCIDRs of /${mask}; ${nodes} node(s) x${headroom} headroom need ${need}`);
-    }
-    checks.push(problems.length > 0
-      ? { id: 'pod-target-size', status: 'fail', target: true, message: problems.join('; '), fix: 'choose a larger range or a longer --node-mask-size, or lower --headroom' }
-      : pass('pod-target-size', [...target].map(([f, t]) => `${formatCidr(t)}: ${1n << BigInt(masks.get(f)! - t.prefix)} node podCIDRs of /${masks.get(f)} for ${nodes} node(s)`).join('; '), true));
-    if (problems.length === 0) {
-      // Deterministic assignment: nodes in name order take the blocks of NEW in order.
-      const blocks = new Map<Family, Cidr[]>();
-      for (const [f, t] of target) blocks.set(f, split(t, masks.get(f)!, nodes));
-      [...snap.nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).forEach((n, i) => {
-        nodeSteps.push({ name: n.name, from: [...n.podCIDRs], to: [...target.keys()].map((f) => formatCidr(blocks.get(f)![i]!)) });
-      });
-    }
-    spec.node = { maskSize: masks.get([...target.keys()][0]!) ?? 24, nodes: nodeSteps, ...(opts.nodeHook ? { hook: opts.nodeHook } : {}) };
-    const kcmKnown = snap.controllerManagers.length > 0;
-    checks.push(kcmKnown
+    if (sized.fits) sizeFine.push(sized.line); else sizeProblems.push(sized.line);
+    newPools.push(sized.pool);
+  }
+  return {
+    calico: { operatorManaged: snap.cni.operatorManaged, oldPools: oldPools.map(poolData), newPools },
+    checks: [
+      sizeProblems.length > 0
+        ? { id: 'pod-target-size', status: 'fail', target: true, message: sizeProblems.join('; '), fix: 'choose a larger range or a smaller block size (--block-size), or lower --headroom' }
+        : pass('pod-target-size', sizeFine.join('; '), true),
+      snap.cni.operatorManaged
+        ? { id: 'pod-calico-install', status: 'warn', message: 'the Tigera operator manages Calico: it reverts direct IPPool edits, so pools are changed through Installation.spec.calicoNetwork.ipPools', fix: '' }
+        : pass('pod-calico-install', 'manifest install: IPPools are changed directly (crd.projectcalico.org/v1, every field written explicitly)'),
+    ],
+  };
+}
+
+/** Node path: why node podCIDRs of /`mask` in `t` do not work for `nodes` nodes, or undefined when they do. */
+function nodeMaskProblem(f: Family, t: Cidr, mask: number, nodes: number, headroom: number): string | undefined {
+  if (mask < t.prefix || mask > (f === 4 ? 32 : 128) || mask - t.prefix > 16) {
+    return `node podCIDR size /${mask} does not fit ${formatCidr(t)} (kube-controller-manager needs the node mask at most 16 bits longer than the cluster CIDR)`;
+  }
+  const have = 1n << BigInt(mask - t.prefix);
+  const need = BigInt(Math.ceil(Math.max(nodes, 1) * headroom));
+  if (have < need) return `${formatCidr(t)} holds ${have} node podCIDRs of /${mask}; ${nodes} node(s) x${headroom} headroom need ${need}`;
+  return undefined;
+}
+
+/** Node path: each node's new podCIDRs, deterministically: nodes in name order take the blocks of NEW in order. */
+function nodePodCIDRs(snap: Snapshot, target: Map<Family, Cidr>, masks: Map<Family, number>): NonNullable<PodCIDRSpec['node']>['nodes'] {
+  const blocks = new Map<Family, Cidr[]>();
+  for (const [f, t] of target) blocks.set(f, split(t, masks.get(f)!, snap.nodes.length));
+  return [...snap.nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map((n, i) => ({ name: n.name, from: [...n.podCIDRs], to: [...target.keys()].map((f) => formatCidr(blocks.get(f)![i]!)) }));
+}
+
+/** Node path: the node mask and the nodes' new podCIDRs, with check `pod-target-size` and the node-path checks. */
+function nodeSizing(
+  snap: Snapshot, opts: PodPlanOptions, target: Map<Family, Cidr>, headroom: number,
+): { node: NonNullable<PodCIDRSpec['node']>; checks: PreflightCheck[] } {
+  const nodes = snap.nodes.length;
+  const masks = new Map<Family, number>();
+  const problems: string[] = [];
+  for (const [f, t] of target) {
+    const mask = opts.nodeMaskSize ?? nodeMaskOf(snap, f);
+    masks.set(f, mask);
+    const problem = nodeMaskProblem(f, t, mask, nodes, headroom);
+    if (problem) problems.push(problem);
+  }
+  const sizeCheck: PreflightCheck = problems.length > 0
+    ? { id: 'pod-target-size', status: 'fail', target: true, message: problems.join('; '), fix: 'choose a larger range or a longer --node-mask-size, or lower --headroom' }
+    : pass('pod-target-size', [...target].map(([f, t]) => `${formatCidr(t)}: ${1n << BigInt(masks.get(f)! - t.prefix)} node podCIDRs of /${masks.get(f)} for ${nodes} node(s)`).join('; '), true);
+  return {
+    node: {
+      maskSize: masks.get([...target.keys()][0]!) ?? 24,
+      nodes: problems.length === 0 ? nodePodCIDRs(snap, target, masks) : [],
+      ...(opts.nodeHook ? { hook: opts.nodeHook } : {}),
+    },
+    checks: [sizeCheck, ...nodePathChecks(snap, opts)],
+  };
+}
+
+/** Node path: checks `pod-kcm-flags`, `pod-node-hook` and `pod-autoscaler`. */
+function nodePathChecks(snap: Snapshot, opts: PodPlanOptions): PreflightCheck[] {
+  const nodes = snap.nodes.length;
+  return [
+    snap.controllerManagers.length > 0
       ? pass('pod-kcm-flags', `kube-controller-manager flags are visible (${snap.controllerManagers.map((k) => k.pod).join(', ')}): the gates check them`)
-      : { id: 'pod-kcm-flags', status: 'warn', message: 'kube-controller-manager runs without a mirror pod: its flags cannot be read, so its two gates need --ack-gate', fix: '' });
-    checks.push(opts.nodeHook
+      : { id: 'pod-kcm-flags', status: 'warn', message: 'kube-controller-manager runs without a mirror pod: its flags cannot be read, so its two gates need --ack-gate', fix: '' },
+    opts.nodeHook
       ? pass('pod-node-hook', `nodes re-register through the hook: ${opts.nodeHook}`)
-      : { id: 'pod-node-hook', status: 'warn', message: `no --node-hook: each of the ${nodes} node(s) stops at a gate after it is deleted, until its kubelet registers it again`, fix: 'give --node-hook CMD (run with KUBE_RENUMBER_NODE=<name>) to re-register nodes without stopping' });
-    checks.push({ id: 'pod-autoscaler', status: 'warn', message: 'while kube-controller-manager does not allocate podCIDRs, nodes added by an autoscaler get none from it', fix: 'pause the cluster autoscaler for the migration; verify names any node left without a podCIDR in NEW' });
-  }
+      : { id: 'pod-node-hook', status: 'warn', message: `no --node-hook: each of the ${nodes} node(s) stops at a gate after it is deleted, until its kubelet registers it again`, fix: 'give --node-hook CMD (run with KUBE_RENUMBER_NODE=<name>) to re-register nodes without stopping' },
+    { id: 'pod-autoscaler', status: 'warn', message: 'while kube-controller-manager does not allocate podCIDRs, nodes added by an autoscaler get none from it', fix: 'pause the cluster autoscaler for the migration; verify names any node left without a podCIDR in NEW' },
+  ];
+}
 
-  // ---- kube-proxy and masquerade ----
-  const kp = snap.kubeProxy?.clusterCIDR;
-  if (kp) {
-    const kpc = kp.split(',').map((s) => tryParseCidr(s.trim())).filter((c): c is Cidr => !!c);
-    const uncovered = [...target.values()].filter((t) => !kpc.some((c) => contains(c, t)));
-    const both = [...target].map(([f, t]) => { const o = from.filter((c) => c.family === f); return o.length ? formatCidr(covering([t, ...o])) : formatCidr(t); });
-    checks.push(uncovered.length > 0
-      ? {
-        id: 'pod-kube-proxy', status: 'warn',
-        message: `kube-proxy clusterCIDR ${kp} does not cover ${uncovered.map(formatCidr).join(',')}: during the move it masquerades Service traffic from pods in NEW (source IPs lost to NetworkPolicies and logs)`,
-        fix: `during the move set kube-proxy detectLocalMode to InterfaceNamePrefix (Calico: cali) or clusterCIDR to a range covering both (${both.join(',')}); afterwards ${newText.join(',')} (gate ${ipam === 'calico' ? 'pod-cidr-config' : 'kcm-cluster-cidr'})`,
-      }
-      : pass('pod-kube-proxy', `kube-proxy clusterCIDR ${kp} covers ${newText.join(',')}`));
-  }
-  if (snap.kops?.nonMasqueradeCIDR) {
-    const nm = tryParseCidr(snap.kops.nonMasqueradeCIDR);
-    const outside = [...target.values()].filter((t) => nm && nm.family === t.family && !contains(nm, t));
-    checks.push(outside.length > 0
-      ? { id: 'pod-kops-nonmasquerade', status: 'warn', message: `kOps nonMasqueradeCIDR ${snap.kops.nonMasqueradeCIDR} does not contain ${outside.map(formatCidr).join(',')}: traffic from NEW would be masqueraded`, fix: 'the pod-cidr-config gate changes nonMasqueradeCIDR with podCIDR (patch kops-pod-cidr)' }
-      : pass('pod-kops-nonmasquerade', `kOps nonMasqueradeCIDR ${snap.kops.nonMasqueradeCIDR} contains ${newText.join(',')}`));
-  }
+/** Checks of what else depends on the pod range: kube-proxy's clusterCIDR, kOps nonMasqueradeCIDR, unread configuration, the DNS Deployment. */
+function podEnvironmentChecks(
+  snap: Snapshot, target: Map<Family, Cidr>, from: Cidr[], newText: string[], ipam: PodIpam, dns: string | undefined,
+): PreflightCheck[] {
+  const checks: PreflightCheck[] = [];
+  const kubeProxy = kubeProxyCheck(snap, target, from, newText, ipam);
+  if (kubeProxy) checks.push(kubeProxy);
+  const nonMasquerade = kopsNonMasqueradeCheck(snap, target, newText);
+  if (nonMasquerade) checks.push(nonMasquerade);
   const unread = distroConfigCheck(snap);
   if (unread) checks.push(unread);
   checks.push(dns
     ? pass('pod-dns', `cluster DNS Deployment ${dns} is scaled up by one before the restarts and back afterwards`)
     : { id: 'pod-dns', status: 'warn', message: 'the cluster DNS Deployment was not found (by the DNS Service selector): it restarts with every other workload, not scaled up first', fix: 'name it with --critical NS/NAME' });
-
-  // ---- steps ----
-  const critItems = critical.map((c) => { const [namespace, name] = c.split('/'); return { namespace: namespace!, name: name!, from: [], to: [] }; });
-  const scaleUp: PlanStep = {
-    id: 'scale-critical', kind: 'scale-critical',
-    description: `scale ${critical.join(', ') || 'no Deployment'} up by one replica (at least 2) before pods restart, so name resolution never rests on one pod`,
-    items: critItems,
-    rollback: 'put the replicas back from the backup',
-  };
-  const scaleDown: PlanStep = {
-    id: 'restore-scale', kind: 'restore-scale',
-    description: `put ${critical.join(', ') || 'no Deployment'} back to the replicas they had before scale-critical`,
-    items: critItems,
-    rollback: 'nothing to undo',
-  };
-  const verify: PlanStep = {
-    id: 'verify-pods', kind: 'verify-pods',
-    description: `check the end state: no non-hostNetwork pod has an address in ${fromText.join(', ')}; every Deployment, StatefulSet and DaemonSet at its desired replicas`
-      + (ipam === 'calico' ? `; the old pool(s) and every IPAMBlock / BlockAffinity in ${fromText.join(', ')} gone; the new pool enabled` : `; every node's podCIDR in ${newText.join(',')}`),
-    rollback: 'nothing to undo',
-  };
-  const distro = distributionOf(snap);
-  const patches = podPatches(snap, spec);
-
-  if (ipam === 'calico') {
-    const cal = spec.calico!;
-    const via = cal.operatorManaged ? ' through Installation/default spec.calicoNetwork.ipPools (the operator creates it)' : '';
-    out.prepare.push({
-      id: 'create-ippool', kind: 'create-ippool',
-      description: `create IPPool ${cal.newPools.map((p) => `${p.name} ${p.cidr} (blockSize ${p.blockSize}${p.ipipMode ? `, ipip ${p.ipipMode}` : ''}${p.vxlanMode ? `, vxlan ${p.vxlanMode}` : ''}, natOutgoing ${p.natOutgoing ?? false}, nodeSelector ${p.nodeSelector ?? 'all()'})`).join(', ')}${via}, copying the old pool's settings`,
-      items: cal.newPools.map((p) => ({ namespace: '', name: p.name, from: [], to: [p.cidr] })),
-      rollback: 'delete the new pool (only while no pod holds an address in it)',
-    });
-    out.prepare.push({
-      id: 'disable-ippools', kind: 'disable-ippools',
-      description: `disable IPPool ${cal.oldPools.map((p) => `${p.name} ${p.cidr}`).join(', ')}${cal.operatorManaged ? ' (Installation ipPools disableNewAllocations)' : ' (spec.disabled: true)'}: running pods keep their addresses, new pods take them from the new pool`,
-      items: cal.oldPools.map((p) => ({ namespace: '', name: p.name, from: [p.cidr], to: [] })),
-      rollback: 'enable the old pool(s) again',
-    });
-    out.prepare.push(scaleUp);
-  } else {
-    out.prepare.push({
-      id: 'kcm-stop-allocating', kind: 'gate',
-      description: 'restart kube-controller-manager with --allocate-node-cidrs=false (nothing else changed): it then starts whatever podCIDRs the nodes have, and leaves new nodes\' podCIDRs to this tool',
-      gate: {
-        condition: 'kcm-stop-allocating',
-        reason: 'kube-controller-manager refuses to start while a node\'s podCIDR lies outside --cluster-cidr (measured: it exits at start), and nodes of both ranges coexist during the move',
-        instructions: podGateInstructions(distro, 'kcm-stop-allocating'),
-        check: 'every kube-controller-manager pod runs with --allocate-node-cidrs=false (mirror pod flags; --ack-gate kcm-stop-allocating where there are none)',
-        patches: patches.filter((p) => p.gate === 'kcm-stop-allocating'),
-      },
-      rollback: 'restart it with --allocate-node-cidrs=true again (only while every node still has its old podCIDR)',
-    });
-    out.prepare.push(scaleUp);
-  }
-
-  if (ipam === 'calico') {
-    out.restart.push({
-      id: 'restart-pods', kind: 'restart-pods',
-      description: `restart every workload with a pod in ${fromText.join(', ')}, ${parallel} rollout(s) at a time, the critical ones first: Deployments, StatefulSets and DaemonSets by the restartedAt annotation (awaited, paused ones reported, never forced); `
-        + 'Job pods and bare pods by eviction through the Eviction API (PodDisruptionBudgets respected; bare pods created again from their backup); hostNetwork pods skipped',
-      rollback: 'nothing to undo: restarted pods keep running in NEW (re-enable the old pool first to move back)',
-    });
-  } else {
-    for (const n of spec.node!.nodes) {
-      out.restart.push({
-        id: `drain-node-${n.name}`, kind: 'drain-node',
-        description: `node ${n.name} (${n.from.join(',') || 'no podCIDR'}): cordon (once a node in NEW is Ready: every node still in the old range), evict its pods through the Eviction API (PodDisruptionBudgets respected; DaemonSet and mirror pods stay), delete the Node object and the pods left on it`,
-        items: [{ namespace: '', name: n.name, from: n.from, to: n.to }],
-        rollback: 'a deleted Node cannot be put back with its podCIDR: it re-registers and takes a podCIDR in NEW',
-      });
-      if (spec.node!.hook) {
-        out.restart.push({
-          id: `reregister-node-${n.name}`, kind: 'reregister-node',
-          description: `run the node hook for ${n.name} (KUBE_RENUMBER_NODE=${n.name}) and wait until the node is registered again`,
-          items: [{ namespace: '', name: n.name, from: n.from, to: n.to }],
-          rollback: 'nothing to undo',
-        });
-      } else {
-        out.restart.push({
-          id: `reregister-node-${n.name}`, kind: 'gate',
-          description: `re-register node ${n.name}: restart its kubelet (or replace the machine keeping the name) so it creates its Node object again`,
-          items: [{ namespace: '', name: n.name, from: n.from, to: n.to }],
-          gate: {
-            condition: 'node-reregistered',
-            reason: 'only the kubelet (or the machine\'s provisioning) registers a node',
-            instructions: [`on ${n.name}: systemctl restart kubelet (it registers the Node again)`, 'kube-renumber resume'],
-            check: `Node ${n.name} exists again`,
-          },
-          rollback: 'nothing to undo',
-        });
-      }
-      out.restart.push({
-        id: `assign-podcidr-${n.name}`, kind: 'assign-podcidr',
-        description: `give node ${n.name} podCIDR ${n.to.join(',')}, wait until it is Ready, and delete any pod that started on it before it had the podCIDR (its owner recreates it)`,
-        items: [{ namespace: '', name: n.name, from: n.from, to: n.to }],
-        rollback: 'a node podCIDR cannot be changed: delete and re-register the node again',
-      });
-    }
-  }
-
-  out.finish.push(scaleDown);
-  if (ipam === 'calico') {
-    const cal = spec.calico!;
-    out.finish.push({
-      id: 'delete-ippools', kind: 'delete-ippools',
-      description: `delete IPPool ${cal.oldPools.map((p) => p.name).join(', ')}${cal.operatorManaged ? ' (removed from Installation ipPools)' : ''} once no pod holds an address in it`,
-      items: cal.oldPools.map((p) => ({ namespace: '', name: p.name, from: [p.cidr], to: [] })),
-      rollback: 'create the pool again from its backup',
-    });
-    out.finish.push({
-      id: 'remove-ipam-leftovers', kind: 'remove-ipam-leftovers',
-      description: `delete the BlockAffinity and IPAMBlock objects (and IPAMHandles left pointing only at them) in ${fromText.join(', ')}: Calico leaves them after a pool is deleted, and they later overlap new pools (calico#10778); a block still holding an address of an existing pod stops the step`,
-      rollback: 'recreate them from the backups (only useful together with the old pool)',
-    });
-    out.finish.push({
-      id: 'pod-cidr-config', kind: 'gate',
-      description: `change the pod range in the distribution's configuration to ${newText.join(',')}, with kube-controller-manager --allocate-node-cidrs=false in the same change so it keeps starting (node podCIDRs stay in the old range; Calico does not use them)`,
-      gate: {
-        condition: 'pod-cidr-config',
-        reason: 'kube-controller-manager\'s --cluster-cidr, kube-proxy\'s clusterCIDR and the distribution\'s pod range live outside the API; with --allocate-node-cidrs=true and --cluster-cidr=NEW it would exit at start while nodes keep old podCIDRs',
-        instructions: podGateInstructions(distro, 'pod-cidr-config'),
-        check: `every kube-controller-manager pod runs with --allocate-node-cidrs=false or --cluster-cidr inside ${newText.join(',')}, and the kube-proxy ConfigMap's clusterCIDR (when set) covers ${newText.join(',')}; --ack-gate pod-cidr-config where neither is visible`,
-        patches: patches.filter((p) => p.gate === 'pod-cidr-config'),
-      },
-      rollback: 'put the old values back',
-    });
-  } else {
-    out.finish.push({
-      id: 'kcm-cluster-cidr', kind: 'gate',
-      description: `restart kube-controller-manager with --cluster-cidr=${newText.join(',')} and --allocate-node-cidrs=true (every node's podCIDR is in NEW now, so it starts), and change the distribution's pod range and kube-proxy clusterCIDR`,
-      gate: {
-        condition: 'kcm-cluster-cidr',
-        reason: 'new nodes need podCIDRs from kube-controller-manager again; the flag lives outside the API',
-        instructions: podGateInstructions(distro, 'kcm-cluster-cidr'),
-        check: `every kube-controller-manager pod runs with --cluster-cidr=${newText.join(',')} and --allocate-node-cidrs=true (--ack-gate kcm-cluster-cidr where there is no mirror pod)`,
-        patches: patches.filter((p) => p.gate === 'kcm-cluster-cidr'),
-      },
-      rollback: 'restart it with --allocate-node-cidrs=false (it will not start with the old --cluster-cidr any more)',
-    });
-  }
-  out.finish.push(verify);
-  return out;
+  return checks;
 }
 
-export type PodPatchGate = 'kcm-stop-allocating' | 'kcm-cluster-cidr' | 'pod-cidr-config';
+/** Check `pod-kube-proxy`: kube-proxy's clusterCIDR (when set) covers NEW, else traffic from NEW is masqueraded. */
+function kubeProxyCheck(
+  snap: Snapshot, target: Map<Family, Cidr>, from: Cidr[], newText: string[], ipam: PodIpam,
+): PreflightCheck | undefined {
+  const kp = snap.kubeProxy?.clusterCIDR;
+  if (!kp) return undefined;
+  const kpc = kp.split(',').map((s) => tryParseCidr(s.trim())).filter((c): c is Cidr => !!c);
+  const uncovered = [...target.values()].filter((t) => !kpc.some((c) => contains(c, t)));
+  const both = [...target].map(([f, t]) => { const o = from.filter((c) => c.family === f); return o.length ? formatCidr(covering([t, ...o])) : formatCidr(t); });
+  return uncovered.length > 0
+    ? {
+      id: 'pod-kube-proxy', status: 'warn',
+      message: `kube-proxy clusterCIDR ${kp} does not cover ${uncovered.map(formatCidr).join(',')}: during the move it masquerades Service traffic from pods in NEW (source IPs lost to NetworkPolicies and logs)`,
+      fix: `during the move set kube-proxy detectLocalMode to InterfaceNamePrefix (Calico: cali) or clusterCIDR to a range covering both (${both.join(',')}); afterwards ${newText.join(',')} (gate ${ipam === 'calico' ? 'pod-cidr-config' : 'kcm-cluster-cidr'})`,
+    }
+    : pass('pod-kube-proxy', `kube-proxy clusterCIDR ${kp} covers ${newText.join(',')}`);
+}
 
-function podGateInstructions(distro: ReturnType<typeof distributionOf>, gate: PodPatchGate): string[] {
-  if (distro === 'kops') {
-    return gate === 'kcm-stop-allocating'
-      ? ['kops edit cluster (patch kops-stop-allocating)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', 'kube-renumber resume --ack-gate kcm-stop-allocating (when kube-controller-manager has no mirror pod)']
-      : ['kops edit cluster (patch kops-pod-cidr)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', `kube-renumber resume --ack-gate ${gate} (when kube-controller-manager has no mirror pod)`];
-  }
-  if (distro === 'kubeadm') {
-    if (gate === 'kcm-stop-allocating') return ['on each control-plane node: edit /etc/kubernetes/manifests/kube-controller-manager.yaml (patch kubeadm-kcm-stop-allocating)', 'kube-renumber resume'];
-    return [
-      'kubectl -n kube-system edit cm kubeadm-config (patch kubeadm-config-pod-subnet)',
-      'on each control-plane node: edit /etc/kubernetes/manifests/kube-controller-manager.yaml (patch kubeadm-kcm-pod-cidr)',
-      'kubectl -n kube-system edit cm kube-proxy (patch kube-proxy-cluster-cidr), then kubectl -n kube-system rollout restart daemonset kube-proxy',
-      'kube-renumber resume',
-    ];
-  }
-  return gate === 'kcm-stop-allocating'
-    ? ['restart every kube-controller-manager with --allocate-node-cidrs=false (patch generic-kcm-stop-allocating)', `kube-renumber resume --ack-gate ${gate}`]
-    : ['restart every kube-controller-manager with the flags of patch generic-kcm-pod-cidr', 'set kube-proxy clusterCIDR (patch kube-proxy-cluster-cidr) and restart kube-proxy', `kube-renumber resume --ack-gate ${gate}`];
+/** Check `pod-kops-nonmasquerade`: the kOps nonMasqueradeCIDR (when known) contains NEW. */
+function kopsNonMasqueradeCheck(snap: Snapshot, target: Map<Family, Cidr>, newText: string[]): PreflightCheck | undefined {
+  if (!snap.kops?.nonMasqueradeCIDR) return undefined;
+  const nm = tryParseCidr(snap.kops.nonMasqueradeCIDR);
+  const outside = [...target.values()].filter((t) => nm && nm.family === t.family && !contains(nm, t));
+  return outside.length > 0
+    ? { id: 'pod-kops-nonmasquerade', status: 'warn', message: `kOps nonMasqueradeCIDR ${snap.kops.nonMasqueradeCIDR} does not contain ${outside.map(formatCidr).join(',')}: traffic from NEW would be masqueraded`, fix: 'the pod-cidr-config gate changes nonMasqueradeCIDR with podCIDR (patch kops-pod-cidr)' }
+    : pass('pod-kops-nonmasquerade', `kOps nonMasqueradeCIDR ${snap.kops.nonMasqueradeCIDR} contains ${newText.join(',')}`);
 }
 
 /** Distribution changes of a Pod CIDR migration, as before/after text. */

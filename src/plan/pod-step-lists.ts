@@ -1,0 +1,225 @@
+/**
+ * The steps of a Pod CIDR migration, in three lists (before the restarts, the restarts, the clean-up after
+ * them), for the two IPAM paths: Calico (a new pool, the old one disabled, every workload restarted, the old
+ * pool and its leftover blocks removed) and node IPAM (kube-controller-manager stops allocating, every node
+ * drained, re-registered and given a podCIDR in NEW, then allocation resumes). buildPodSection (pod-plan.ts)
+ * builds the spec they are written from.
+ */
+import type { DistroPatch } from './distro-patches.ts';
+import type { PodCIDRSpec, PodPatchGate } from './pod-spec.ts';
+import type { distributionOf } from './preflight.ts';
+import type { PlanStep } from './steps.ts';
+
+type Distribution = ReturnType<typeof distributionOf>;
+
+/** The steps before the restarts (pools or allocation, scale-up), the restarts, and the clean-up after them. */
+export interface PodStepLists {
+  prepare: PlanStep[];
+  restart: PlanStep[];
+  finish: PlanStep[];
+}
+
+/** What the pod step lists are written from: the finished spec, the distribution and its patches. */
+interface PodStepInputs {
+  spec: PodCIDRSpec;
+  distro: Distribution;
+  patches: DistroPatch[];
+}
+
+/** The step lists of `spec`'s IPAM path, with the critical Deployments scaled around the restarts and verify-pods last. */
+export function podStepLists(spec: PodCIDRSpec, distro: Distribution, patches: DistroPatch[]): PodStepLists {
+  const inp: PodStepInputs = { spec, distro, patches };
+  const scale = criticalScaleSteps(spec.restarts.critical);
+  const path = spec.ipam === 'calico' ? calicoStepLists(inp) : nodeStepLists(inp);
+  return {
+    prepare: [...path.prepare, scale.up],
+    restart: path.restart,
+    finish: [scale.down, ...path.finish, verifyPodsStep(spec)],
+  };
+}
+
+/** Steps `scale-critical` and `restore-scale` for the critical Deployments (namespace/name). */
+function criticalScaleSteps(critical: readonly string[]): { up: PlanStep; down: PlanStep } {
+  const critItems = critical.map((c) => { const [namespace, name] = c.split('/'); return { namespace: namespace!, name: name!, from: [], to: [] }; });
+  return {
+    up: {
+      id: 'scale-critical', kind: 'scale-critical',
+      description: `scale ${critical.join(', ') || 'no Deployment'} up by one replica (at least 2) before pods restart, so name resolution never rests on one pod`,
+      items: critItems,
+      rollback: 'put the replicas back from the backup',
+    },
+    down: {
+      id: 'restore-scale', kind: 'restore-scale',
+      description: `put ${critical.join(', ') || 'no Deployment'} back to the replicas they had before scale-critical`,
+      items: critItems,
+      rollback: 'nothing to undo',
+    },
+  };
+}
+
+/** Step `verify-pods`: the end state of the Pod CIDR migration. */
+function verifyPodsStep(spec: PodCIDRSpec): PlanStep {
+  const { from: fromText, to: newText } = spec;
+  return {
+    id: 'verify-pods', kind: 'verify-pods',
+    description: `check the end state: no non-hostNetwork pod has an address in ${fromText.join(', ')}; every Deployment, StatefulSet and DaemonSet at its desired replicas`
+      + (spec.ipam === 'calico' ? `; the old pool(s) and every IPAMBlock / BlockAffinity in ${fromText.join(', ')} gone; the new pool enabled` : `; every node's podCIDR in ${newText.join(',')}`),
+    rollback: 'nothing to undo',
+  };
+}
+
+/** The distribution patches a pod gate shows. */
+function patchesFor(inp: PodStepInputs, gate: PodPatchGate): DistroPatch[] {
+  return inp.patches.filter((p) => p.gate === gate);
+}
+
+/** Calico path: new pool and old pools disabled; every workload restarted; old pools and IPAM leftovers removed. */
+function calicoStepLists(inp: PodStepInputs): PodStepLists {
+  const { spec } = inp;
+  const cal = spec.calico!;
+  const via = cal.operatorManaged ? ' through Installation/default spec.calicoNetwork.ipPools (the operator creates it)' : '';
+  const prepare: PlanStep[] = [{
+    id: 'create-ippool', kind: 'create-ippool',
+    description: `create IPPool ${cal.newPools.map((p) => `${p.name} ${p.cidr} (blockSize ${p.blockSize}${p.ipipMode ? `, ipip ${p.ipipMode}` : ''}${p.vxlanMode ? `, vxlan ${p.vxlanMode}` : ''}, natOutgoing ${p.natOutgoing ?? false}, nodeSelector ${p.nodeSelector ?? 'all()'})`).join(', ')}${via}, copying the old pool's settings`,
+    items: cal.newPools.map((p) => ({ namespace: '', name: p.name, from: [], to: [p.cidr] })),
+    rollback: 'delete the new pool (only while no pod holds an address in it)',
+  }, {
+    id: 'disable-ippools', kind: 'disable-ippools',
+    description: `disable IPPool ${cal.oldPools.map((p) => `${p.name} ${p.cidr}`).join(', ')}${cal.operatorManaged ? ' (Installation ipPools disableNewAllocations)' : ' (spec.disabled: true)'}: running pods keep their addresses, new pods take them from the new pool`,
+    items: cal.oldPools.map((p) => ({ namespace: '', name: p.name, from: [p.cidr], to: [] })),
+    rollback: 'enable the old pool(s) again',
+  }];
+  const restart: PlanStep[] = [{
+    id: 'restart-pods', kind: 'restart-pods',
+    description: `restart every workload with a pod in ${spec.from.join(', ')}, ${spec.restarts.parallel} rollout(s) at a time, the critical ones first: Deployments, StatefulSets and DaemonSets by the restartedAt annotation (awaited, paused ones reported, never forced); `
+      + 'Job pods and bare pods by eviction through the Eviction API (PodDisruptionBudgets respected; bare pods created again from their backup); hostNetwork pods skipped',
+    rollback: 'nothing to undo: restarted pods keep running in NEW (re-enable the old pool first to move back)',
+  }];
+  return { prepare, restart, finish: calicoCleanupSteps(inp) };
+}
+
+/** Calico clean-up: old pools deleted, their leftover blocks removed, then the pod range in the distribution's configuration. */
+function calicoCleanupSteps(inp: PodStepInputs): PlanStep[] {
+  const { spec } = inp;
+  const cal = spec.calico!;
+  const newText = spec.to;
+  return [{
+    id: 'delete-ippools', kind: 'delete-ippools',
+    description: `delete IPPool ${cal.oldPools.map((p) => p.name).join(', ')}${cal.operatorManaged ? ' (removed from Installation ipPools)' : ''} once no pod holds an address in it`,
+    items: cal.oldPools.map((p) => ({ namespace: '', name: p.name, from: [p.cidr], to: [] })),
+    rollback: 'create the pool again from its backup',
+  }, {
+    id: 'remove-ipam-leftovers', kind: 'remove-ipam-leftovers',
+    description: `delete the BlockAffinity and IPAMBlock objects (and IPAMHandles left pointing only at them) in ${spec.from.join(', ')}: Calico leaves them after a pool is deleted, and they later overlap new pools (calico#10778); a block still holding an address of an existing pod stops the step`,
+    rollback: 'recreate them from the backups (only useful together with the old pool)',
+  }, {
+    id: 'pod-cidr-config', kind: 'gate',
+    description: `change the pod range in the distribution's configuration to ${newText.join(',')}, with kube-controller-manager --allocate-node-cidrs=false in the same change so it keeps starting (node podCIDRs stay in the old range; Calico does not use them)`,
+    gate: {
+      condition: 'pod-cidr-config',
+      reason: 'kube-controller-manager\'s --cluster-cidr, kube-proxy\'s clusterCIDR and the distribution\'s pod range live outside the API; with --allocate-node-cidrs=true and --cluster-cidr=NEW it would exit at start while nodes keep old podCIDRs',
+      instructions: podGateInstructions(inp.distro, 'pod-cidr-config'),
+      check: `every kube-controller-manager pod runs with --allocate-node-cidrs=false or --cluster-cidr inside ${newText.join(',')}, and the kube-proxy ConfigMap's clusterCIDR (when set) covers ${newText.join(',')}; --ack-gate pod-cidr-config where neither is visible`,
+      patches: patchesFor(inp, 'pod-cidr-config'),
+    },
+    rollback: 'put the old values back',
+  }];
+}
+
+/** Node-IPAM path: kube-controller-manager stops allocating; each node re-registered into NEW; allocation from NEW resumes. */
+function nodeStepLists(inp: PodStepInputs): PodStepLists {
+  const node = inp.spec.node!;
+  return {
+    prepare: [kcmStopAllocatingGate(inp)],
+    restart: node.nodes.flatMap((n) => nodeMoveSteps(n, node.hook)),
+    finish: [kcmClusterCidrGate(inp)],
+  };
+}
+
+/** Gate `kcm-stop-allocating`: kube-controller-manager restarted with --allocate-node-cidrs=false. */
+function kcmStopAllocatingGate(inp: PodStepInputs): PlanStep {
+  return {
+    id: 'kcm-stop-allocating', kind: 'gate',
+    description: 'restart kube-controller-manager with --allocate-node-cidrs=false (nothing else changed): it then starts whatever podCIDRs the nodes have, and leaves new nodes\' podCIDRs to this tool',
+    gate: {
+      condition: 'kcm-stop-allocating',
+      reason: 'kube-controller-manager refuses to start while a node\'s podCIDR lies outside --cluster-cidr (measured: it exits at start), and nodes of both ranges coexist during the move',
+      instructions: podGateInstructions(inp.distro, 'kcm-stop-allocating'),
+      check: 'every kube-controller-manager pod runs with --allocate-node-cidrs=false (mirror pod flags; --ack-gate kcm-stop-allocating where there are none)',
+      patches: patchesFor(inp, 'kcm-stop-allocating'),
+    },
+    rollback: 'restart it with --allocate-node-cidrs=true again (only while every node still has its old podCIDR)',
+  };
+}
+
+/** Gate `kcm-cluster-cidr`: kube-controller-manager allocating from NEW again, with the distribution's pod range changed. */
+function kcmClusterCidrGate(inp: PodStepInputs): PlanStep {
+  const newText = inp.spec.to;
+  return {
+    id: 'kcm-cluster-cidr', kind: 'gate',
+    description: `restart kube-controller-manager with --cluster-cidr=${newText.join(',')} and --allocate-node-cidrs=true (every node's podCIDR is in NEW now, so it starts), and change the distribution's pod range and kube-proxy clusterCIDR`,
+    gate: {
+      condition: 'kcm-cluster-cidr',
+      reason: 'new nodes need podCIDRs from kube-controller-manager again; the flag lives outside the API',
+      instructions: podGateInstructions(inp.distro, 'kcm-cluster-cidr'),
+      check: `every kube-controller-manager pod runs with --cluster-cidr=${newText.join(',')} and --allocate-node-cidrs=true (--ack-gate kcm-cluster-cidr where there is no mirror pod)`,
+      patches: patchesFor(inp, 'kcm-cluster-cidr'),
+    },
+    rollback: 'restart it with --allocate-node-cidrs=false (it will not start with the old --cluster-cidr any more)',
+  };
+}
+
+type NodeMove = NonNullable<PodCIDRSpec['node']>['nodes'][number];
+
+/** One node's move: drained and deleted, re-registered (by the hook, else at a gate), given its podCIDR in NEW. */
+function nodeMoveSteps(n: NodeMove, hook: string | undefined): PlanStep[] {
+  const item = () => ({ namespace: '', name: n.name, from: n.from, to: n.to });
+  return [{
+    id: `drain-node-${n.name}`, kind: 'drain-node',
+    description: `node ${n.name} (${n.from.join(',') || 'no podCIDR'}): cordon (once a node in NEW is Ready: every node still in the old range), evict its pods through the Eviction API (PodDisruptionBudgets respected; DaemonSet and mirror pods stay), delete the Node object and the pods left on it`,
+    items: [item()],
+    rollback: 'a deleted Node cannot be put back with its podCIDR: it re-registers and takes a podCIDR in NEW',
+  }, hook ? {
+    id: `reregister-node-${n.name}`, kind: 'reregister-node',
+    description: `run the node hook for ${n.name} (KUBE_RENUMBER_NODE=${n.name}) and wait until the node is registered again`,
+    items: [item()],
+    rollback: 'nothing to undo',
+  } : {
+    id: `reregister-node-${n.name}`, kind: 'gate',
+    description: `re-register node ${n.name}: restart its kubelet (or replace the machine keeping the name) so it creates its Node object again`,
+    items: [item()],
+    gate: {
+      condition: 'node-reregistered',
+      reason: 'only the kubelet (or the machine\'s provisioning) registers a node',
+      instructions: [`on ${n.name}: systemctl restart kubelet (it registers the Node again)`, 'kube-renumber resume'],
+      check: `Node ${n.name} exists again`,
+    },
+    rollback: 'nothing to undo',
+  }, {
+    id: `assign-podcidr-${n.name}`, kind: 'assign-podcidr',
+    description: `give node ${n.name} podCIDR ${n.to.join(',')}, wait until it is Ready, and delete any pod that started on it before it had the podCIDR (its owner recreates it)`,
+    items: [item()],
+    rollback: 'a node podCIDR cannot be changed: delete and re-register the node again',
+  }];
+}
+
+/** What a person (or pipeline) runs at a pod gate, per distribution. */
+function podGateInstructions(distro: Distribution, gate: PodPatchGate): string[] {
+  if (distro === 'kops') {
+    return gate === 'kcm-stop-allocating'
+      ? ['kops edit cluster (patch kops-stop-allocating)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', 'kube-renumber resume --ack-gate kcm-stop-allocating (when kube-controller-manager has no mirror pod)']
+      : ['kops edit cluster (patch kops-pod-cidr)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', `kube-renumber resume --ack-gate ${gate} (when kube-controller-manager has no mirror pod)`];
+  }
+  if (distro === 'kubeadm') {
+    if (gate === 'kcm-stop-allocating') return ['on each control-plane node: edit /etc/kubernetes/manifests/kube-controller-manager.yaml (patch kubeadm-kcm-stop-allocating)', 'kube-renumber resume'];
+    return [
+      'kubectl -n kube-system edit cm kubeadm-config (patch kubeadm-config-pod-subnet)',
+      'on each control-plane node: edit /etc/kubernetes/manifests/kube-controller-manager.yaml (patch kubeadm-kcm-pod-cidr)',
+      'kubectl -n kube-system edit cm kube-proxy (patch kube-proxy-cluster-cidr), then kubectl -n kube-system rollout restart daemonset kube-proxy',
+      'kube-renumber resume',
+    ];
+  }
+  return gate === 'kcm-stop-allocating'
+    ? ['restart every kube-controller-manager with --allocate-node-cidrs=false (patch generic-kcm-stop-allocating)', `kube-renumber resume --ack-gate ${gate}`]
+    : ['restart every kube-controller-manager with the flags of patch generic-kcm-pod-cidr', 'set kube-proxy clusterCIDR (patch kube-proxy-cluster-cidr) and restart kube-proxy', `kube-renumber resume --ack-gate ${gate}`];
+}
