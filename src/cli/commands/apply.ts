@@ -3,7 +3,7 @@
  * session: the plan file, the state directory (journal, backups, local lock), the cluster Lease.
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, rmdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -183,6 +183,7 @@ async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: 
   let releaseLocal = () => {};
   let lease: { assertHeld(): void; release(): Promise<void> } | undefined;
   if (opts.lock) {
+    const fresh = !existsSync(stateDir);
     releaseLocal = acquireLocalLock(join(stateDir, 'lock'), holder).release;
     try {
       if (opts.dryRun !== 'client') lease = await acquireLease(client, holder);
@@ -190,6 +191,8 @@ async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: 
     } catch (e) {
       await lease?.release();
       releaseLocal();
+      // a run that never got going leaves no empty state directory behind (rmdir removes only an empty one)
+      if (fresh) try { rmdirSync(stateDir); } catch { /* not empty, or already gone */ }
       throw e;
     }
   }

@@ -108,6 +108,8 @@ cases.push(
   flag('rollback --cluster-domain with underscores', 'rollback', ['--cluster-domain', 'My_Cluster.local'], /--cluster-domain "My_Cluster\.local" is not a DNS domain/),
   flag('restore --propagation-delay banana', 'restore', ['--propagation-delay', 'banana'], /--propagation-delay banana is not a duration/),
   flag('status -o xml', 'status', ['-o', 'xml'], /-o xml is not a known output format/),
+  { name: 'apply: a good plan, the cluster unreachable: exit 4 and no state directory left', args: ['apply', '$D/plan.yaml', '--yes', ...LIVE], files: { ...KC, 'plan.yaml': SERVICE_PLAN }, code: 4, message: /127\.0\.0\.1/ },
+  { name: 'resume: a good plan, the cluster unreachable: exit 4 and no state directory left', args: ['resume', '$D/plan.yaml', ...LIVE], files: { ...KC, 'plan.yaml': SERVICE_PLAN }, code: 4, message: /127\.0\.0\.1/ },
   { name: 'apply: a bad flag wins over a missing plan', args: ['apply', '$D/nope.yaml', '--timeout', '0', ...LIVE], files: KC, code: 2, message: /--timeout 0 must be more than 0/ },
   { name: 'apply: bad flag, token never printed', args: ['apply', '$D/plan.yaml', '--timeout', 'x', ...LIVE], files: { ...KC, 'plan.yaml': SERVICE_PLAN }, code: 2, secrets: [TOKEN] },
   { name: 'apply: bad plan, token never printed', args: ['apply', '$D/plan.yaml', ...LIVE], files: { ...KC, 'plan.yaml': 'kind: [' }, code: 3, secrets: [TOKEN] },
