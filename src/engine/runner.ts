@@ -101,6 +101,21 @@ export function backUpLate(ctx: StepContext, objects: readonly KubeObject[], ste
 
 const FATAL_KINDS = new Set<ErrorKind>(['unreachable', 'forbidden', 'locked']);
 
+/**
+ * With --only, a step left out before a selected one must already be done (read-only: its check, or a later
+ * step that supersedes it was reached; confirm steps pass). Returns the stop when it is not, else undefined.
+ */
+async function blockedBefore(steps: Step[], i: number, sel: StepSelection, ctx: StepContext, reached: ReadonlySet<string>): Promise<RunResult | undefined> {
+  const step = steps[i]!;
+  if (exclusion(sel, step.id) !== 'not named by --only' || step.kind === 'confirm') return undefined;
+  if (step.supersededBy?.some((id) => reached.has(id)) || (await step.check(ctx))) return undefined;
+  const before = steps.slice(i).find((s) => !exclusion(sel, s.id))!.id;
+  return {
+    status: 'blocked', step: step.id, before,
+    message: `${step.id} comes before ${before} and is not done: run it first, or name it in --skip to leave it out on purpose`,
+  };
+}
+
 export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions = {}): Promise<RunResult> {
   let applied = 0;
   let skipped = 0;
@@ -114,16 +129,8 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
     opts.beforeStep?.(step.id);
     const why = exclusion(sel, step.id);
     if (why) {
-      if (why === 'not named by --only' && step.kind !== 'confirm') {
-        const done = step.supersededBy?.some((id) => reached.has(id)) || (await step.check(ctx));
-        if (!done) {
-          const before = steps.slice(i).find((s) => !exclusion(sel, s.id))!.id;
-          return {
-            status: 'blocked', step: step.id, before,
-            message: `${step.id} comes before ${before} and is not done: run it first, or name it in --skip to leave it out on purpose`,
-          };
-        }
-      }
+      const blocked = await blockedBefore(steps, i, sel!, ctx, reached);
+      if (blocked) return blocked;
       ctx.journal.append('step-excluded', { step: step.id, detail: why });
       excluded++;
       mark('excluded', step.id);
