@@ -45,7 +45,11 @@ export async function restartAllWorkloads(tb: Kubectl): Promise<void> {
       waits.push(tb.kubectl(['rollout', 'status', name, '-n', n, '--timeout=300s'], { timeoutMs: 330_000 }).then(async (r) => {
         if (r.code === 0) return;
         const state = await tb.kubectl(['get', 'deploy,statefulset,daemonset,rs,pods', '-n', n, '-o', 'wide']);
-        assert.fail(`rollout status ${n}/${name}: ${r.stderr}\n${state.stdout}`);
+        // why a pod is not scheduled or not ready: its conditions, and the namespace's latest events
+        const pending = await tb.kubectl(['get', 'pods', '-n', n, '--field-selector=status.phase=Pending', '-o',
+          'jsonpath={range .items[*]}{.metadata.name}: {.status.conditions}{"\\n"}{end}']);
+        const events = await tb.kubectl(['get', 'events', '-n', n, '--sort-by=.lastTimestamp']);
+        assert.fail(`rollout status ${n}/${name}: ${r.stderr}\n${state.stdout}\npending: ${pending.stdout}\n${events.stdout.split('\n').slice(-15).join('\n')}`);
       }));
     }
   }

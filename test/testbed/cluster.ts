@@ -455,7 +455,7 @@ export class Testbed {
     // --- kube-controller-manager
     const kcm = this.#spawnControllerManager();
     // --- kube-scheduler
-    const sched = this.#spawn('kube-scheduler', [...this.#commonAuth(), `--secure-port=${p.scheduler}`, '--v=1']);
+    const sched = this.#spawnScheduler();
     // --- kwok, with our pod Stages (see stages.ts)
     const stagesPath = join(stateDir, 'kwok-stages.yaml');
     await writeFile(stagesPath, kwokPodStages(this.options.podIPAM, { testRunsContainers: this.options.kubeletLogs }));
@@ -508,6 +508,10 @@ export class Testbed {
       '--leader-elect=false',
       '--bind-address=127.0.0.1',
     ];
+  }
+
+  #spawnScheduler(): Proc {
+    return this.#spawn('kube-scheduler', [...this.#commonAuth(), `--secure-port=${this.#ports.scheduler}`, '--v=1']);
   }
 
   #spawnControllerManager(): Proc {
@@ -832,6 +836,11 @@ export class Testbed {
       }
       await new Promise((r) => setTimeout(r, 2000));
     }
+    // A control-plane roll restarts the scheduler with its apiserver. Here it also rules out a scheduler that
+    // stopped binding pods after losing its apiserver (seen once in CI: a surge pod Pending for 5 minutes).
+    await this.#procs.get('kube-scheduler')?.stop();
+    const sched = this.#spawnScheduler();
+    await waitFor('kube-scheduler /healthz', () => this.#healthz(this.#ports.scheduler), { timeoutMs: this.options.timeoutMs, proc: sched });
   }
 
   async #stopProcs(): Promise<void> {
