@@ -241,9 +241,10 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   str(s, 'rollback', path);
   const t = s.tier;
   if (!(t === undefined || t === null || (typeof t === 'number' && Number.isFinite(t)) || typeof t === 'string')) fail(`${path}.tier`, `must be a number, a string or null (got ${show(t)})`);
-  const g = kind === 'gate' && s.gate !== undefined ? obj(s.gate, `${path}.gate`) : undefined;
-  if (g && g.condition === undefined) g.condition = legacyGateCondition(id);
-  const condition = g ? oneOf(g, 'condition', `${path}.gate`, GATE_CONDITIONS)! : undefined;
+  if ((kind === 'gate' || kind === 'confirm') && s.gate === undefined) fail(`${path}.gate`, `missing (a ${kind} step needs one)`);
+  const g = s.gate !== undefined ? obj(s.gate, `${path}.gate`) : undefined;
+  if (kind === 'gate' && g!.condition === undefined) g!.condition = legacyGateCondition(id);
+  const condition = kind === 'gate' ? oneOf(g!, 'condition', `${path}.gate`, GATE_CONDITIONS)! : undefined;
   const podGate = condition !== undefined && (POD_GATE_CONDITIONS as readonly string[]).includes(condition);
   if ((SERVICE_STEP_KINDS.includes(kind) || kind === 'confirm' || (kind === 'gate' && !podGate)) && !r.svc) {
     fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a Service CIDR migration, but the plan has no spec.serviceCIDR`);
@@ -251,8 +252,7 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   if ((POD_STEP_KINDS.includes(kind) || podGate) && !r.pod) {
     fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a Pod CIDR migration, but the plan has no spec.podCIDR`);
   }
-  if (s.gate !== undefined) {
-    const g = obj(s.gate, `${path}.gate`);
+  if (g) {
     str(g, 'reason', `${path}.gate`);
     strList(g, 'instructions', `${path}.gate`);
     str(g, 'check', `${path}.gate`);
@@ -262,7 +262,6 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
       for (const k of ['id', 'distribution', 'gate', 'target', 'description', 'before', 'after']) str(o, k, pp);
     });
   }
-  if ((kind === 'gate' || kind === 'confirm') && s.gate === undefined) fail(`${path}.gate`, `missing (a ${kind} step needs one)`);
   const items = list(s, 'items', path, true) ?? [];
   items.forEach((it, i) => checkItem(it, `${path}.items[${i}]`, kind));
   if ((kind === 'move-kubernetes' || NODE_STEP_KINDS.includes(kind) || condition === 'node-reregistered') && items.length === 0) {

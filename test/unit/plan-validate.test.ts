@@ -34,6 +34,7 @@ describe('validatePlan', () => {
   it('gate conditions and supersededBy: checked, and filled in for a plan written before the fields', () => {
     refused(SERVICE, (d) => { d.steps.find((s: any) => s.kind === 'gate').gate.condition = 'whenever'; }, /steps\[\d+\]\.gate\.condition: must be one of servicecidr-api, /);
     refused(SERVICE, (d) => { const g = d.steps.find((s: any) => s.kind === 'gate'); g.id = 'my-gate'; delete g.gate.condition; }, /steps\[\d+\]\.gate\.condition: must be one of .* \(missing\)/);
+    refused(CALICO, (d) => { delete d.steps.find((s: any) => s.kind === 'gate').gate; }, /steps\[\d+\]\.gate: missing \(a gate step needs one\)/);
     refused(CALICO, (d) => { d.steps.find((s: any) => s.kind === 'gate').gate.condition = 'workloads-restarted'; }, /steps\[\d+\]\.kind: gate .* belongs to a Service CIDR migration/);
     refused(SERVICE, (d) => { stepOf(d, 'move-services').supersededBy = ['nope']; }, /supersededBy\[0\]: names "nope", which is not a step of this plan/);
     refused(SERVICE, (d) => { const m = stepOf(d, 'move-services'); m.supersededBy = [d.steps[0].id]; }, /which does not come after/);
