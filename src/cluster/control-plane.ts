@@ -1,10 +1,27 @@
 /**
  * Control-plane static pods: the flags of kube-apiserver and kube-controller-manager that name ranges.
  */
-import type { ApiserverFlags, ControllerManagerFlags, KubeObject } from './types.ts';
+import type { ApiserverFlags, ControllerManagerFlags, KubeObject, RangeRole } from './types.ts';
 import type { Builder } from './builder.ts';
 import { componentContainer } from './components.ts';
-import { containerWords, parseBool, parseComponentFlags, parseIntFlag, splitList } from './flags.ts';
+import { containerWords, parseBool, parseComponentFlags, parseIntFlag, splitList, type FlagMap } from './flags.ts';
+
+/** The CIDRs of a range flag, each added to the snapshot as `role`; undefined when the flag is not set. */
+function flagRanges(f: FlagMap, flag: string, b: Builder, role: RangeRole, source: string, label: string): string[] | undefined {
+  if (!f.has(flag)) return undefined;
+  const out: string[] = [];
+  for (const raw of splitList(f.get(flag))) {
+    const n = b.addRange(raw, role, source, label);
+    if (n) out.push(n);
+  }
+  return out;
+}
+
+/** Reports to `ssl` a flag of pod `name` pointing into /etc/kubernetes/ssl (where kubespray keeps certificates). */
+function noteKubesprayCerts(name: string, words: string[], ssl: (s: string) => void): void {
+  const w = words.find((x) => x.includes('=/etc/kubernetes/ssl/'));
+  if (w) ssl(`pod kube-system/${name} flag ${w} (kubespray keeps certificates in /etc/kubernetes/ssl)`);
+}
 
 /** Reads a kube-apiserver pod's flags into `out`, adding its Service ranges; reports a kubespray certificate path to `ssl`. */
 export function readApiserver(o: KubeObject, b: Builder, out: ApiserverFlags[], ssl: (s: string) => void): void {
@@ -14,21 +31,15 @@ export function readApiserver(o: KubeObject, b: Builder, out: ApiserverFlags[], 
   const words = containerWords(c);
   const f = parseComponentFlags(words, 'kube-apiserver');
   const info: ApiserverFlags = { pod: name };
-  if (f.has('service-cluster-ip-range')) {
-    info.serviceClusterIPRange = [];
-    for (const raw of splitList(f.get('service-cluster-ip-range'))) {
-      const n = b.addRange(raw, 'service', 'kube-apiserver --service-cluster-ip-range', 'Service CIDR (kube-apiserver flag)');
-      if (n) info.serviceClusterIPRange.push(n);
-    }
-  }
+  const svc = flagRanges(f, 'service-cluster-ip-range', b, 'service', 'kube-apiserver --service-cluster-ip-range', 'Service CIDR (kube-apiserver flag)');
+  if (svc) info.serviceClusterIPRange = svc;
   if (f.has('feature-gates')) info.featureGates = f.get('feature-gates');
   if (f.has('runtime-config')) info.runtimeConfig = f.get('runtime-config');
   const plugins = f.get('enable-admission-plugins') ?? f.get('admission-control');
   if (plugins !== undefined) info.admissionPlugins = splitList(plugins);
   if (f.has('advertise-address')) info.advertiseAddress = f.get('advertise-address');
   out.push(info);
-  const w = words.find((x) => x.includes('=/etc/kubernetes/ssl/'));
-  if (w) ssl(`pod kube-system/${name} flag ${w} (kubespray keeps certificates in /etc/kubernetes/ssl)`);
+  noteKubesprayCerts(name, words, ssl);
 }
 
 /**
@@ -42,13 +53,8 @@ export function readControllerManager(o: KubeObject, b: Builder, out: Controller
   const words = containerWords(c);
   const f = parseComponentFlags(words, 'kube-controller-manager');
   const info: ControllerManagerFlags = { pod: name };
-  if (f.has('cluster-cidr')) {
-    info.clusterCIDR = [];
-    for (const raw of splitList(f.get('cluster-cidr'))) {
-      const n = b.addRange(raw, 'pod', 'kube-controller-manager --cluster-cidr', 'cluster CIDR (kube-controller-manager flag)');
-      if (n) info.clusterCIDR.push(n);
-    }
-  }
+  const pods = flagRanges(f, 'cluster-cidr', b, 'pod', 'kube-controller-manager --cluster-cidr', 'cluster CIDR (kube-controller-manager flag)');
+  if (pods) info.clusterCIDR = pods;
   const intFlag = (flag: string): number | undefined => {
     if (!f.has(flag)) return undefined;
     const v = parseIntFlag(f.get(flag));
@@ -63,14 +69,8 @@ export function readControllerManager(o: KubeObject, b: Builder, out: Controller
   if (m6 !== undefined) info.nodeCIDRMaskSizeIPv6 = m6;
   const alloc = parseBool(f.get('allocate-node-cidrs'));
   if (alloc !== undefined) info.allocateNodeCIDRs = alloc;
-  if (f.has('service-cluster-ip-range')) {
-    info.serviceClusterIPRange = [];
-    for (const raw of splitList(f.get('service-cluster-ip-range'))) {
-      const n = b.addRange(raw, 'service', 'kube-controller-manager --service-cluster-ip-range', 'Service CIDR (kube-controller-manager flag)');
-      if (n) info.serviceClusterIPRange.push(n);
-    }
-  }
+  const svc = flagRanges(f, 'service-cluster-ip-range', b, 'service', 'kube-controller-manager --service-cluster-ip-range', 'Service CIDR (kube-controller-manager flag)');
+  if (svc) info.serviceClusterIPRange = svc;
   out.push(info);
-  const w = words.find((x) => x.includes('=/etc/kubernetes/ssl/'));
-  if (w) ssl(`pod kube-system/${name} flag ${w} (kubespray keeps certificates in /etc/kubernetes/ssl)`);
+  noteKubesprayCerts(name, words, ssl);
 }

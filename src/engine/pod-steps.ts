@@ -23,7 +23,7 @@ import {
   describePdb, describeWorkload, fatalError, pdbsFor, resolveWorkloads, restartWorkload, restoreScale, runWaves, scaledReplicas,
   scaleUp, type RestartResult, type Workload,
 } from './restarts.ts';
-import { backUpLate, type Step, type StepContext } from './runner.ts';
+import { backUpLate, withPlanSupersessions, type Step, type StepContext } from './runner.ts';
 import { evictRespectingPdb, mapLimit, poll, retryOnConflict, sleep, withRetry } from './toolkit.ts';
 
 export interface PodExecOptions {
@@ -120,9 +120,7 @@ export class PodExecutor {
   }
 
   step(p: PlanStep): Step {
-    const step = this.stepOf(p);
-    if (p.supersededBy && p.supersededBy.length > 0) step.supersededBy = [...p.supersededBy];
-    return step;
+    return withPlanSupersessions(p, this.stepOf(p));
   }
 
   private stepOf(p: PlanStep): Step {

@@ -52,6 +52,12 @@ export interface Step {
   supersededBy?: string[];
 }
 
+/** `step` as built for plan step `p`, carrying the later steps the planner says supersede it. */
+export function withPlanSupersessions(p: { supersededBy?: readonly string[] }, step: Step): Step {
+  if (p.supersededBy && p.supersededBy.length > 0) step.supersededBy = [...p.supersededBy];
+  return step;
+}
+
 export type RunResult =
   | { status: 'completed'; applied: number; skipped: number; excluded?: number }
   | { status: 'gate'; step: string; title: string; instructions: string[] }

@@ -22,7 +22,7 @@ import { coverName, MANAGED_LABEL, type MigrationPlan, type GateStep, type PlanS
 import { refOf } from './backup.ts';
 import { COVER_FOR_LABEL, coverCarries, coverService, coverStatus, pickSpares, readyAddresses } from './covers.ts';
 import { readJournal } from './journal.ts';
-import type { Step, StepContext } from './runner.ts';
+import { withPlanSupersessions, type Step, type StepContext } from './runner.ts';
 import { mapLimit, poll, retryOnConflict, sleep, withRetry } from './toolkit.ts';
 
 export interface ServiceExecOptions {
@@ -236,9 +236,7 @@ export class ServiceExecutor {
   }
 
   step(p: PlanStep): Step {
-    const step = this.stepOf(p);
-    if (p.supersededBy && p.supersededBy.length > 0) step.supersededBy = [...p.supersededBy];
-    return step;
+    return withPlanSupersessions(p, this.stepOf(p));
   }
 
   private stepOf(p: PlanStep): Step {

@@ -629,9 +629,8 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
     base.steps = opts.service ? base.steps : [];
     return withRefs(base);
   }
-  const podSteps = (xs: PlanStep[]): PlanStep[] => xs;
   if (!opts.service) {
-    base.steps = [...podSteps(pod.prepare), ...podSteps(pod.restart), ...podSteps(pod.finish)];
+    base.steps = [...pod.prepare, ...pod.restart, ...pod.finish];
     markSupersessions(base.steps);
     return withRefs(base);
   }
@@ -640,10 +639,10 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
   let i = at('restart-workloads');
   if (i < 0) i = at('remove-bridges');
   if (i < 0) i = steps.length;
-  steps.splice(i, 0, ...podSteps(pod.prepare), ...podSteps(pod.restart));
+  steps.splice(i, 0, ...pod.prepare, ...pod.restart);
   let v = at('verify');
   if (v < 0) v = steps.length;
-  const finish = podSteps(pod.finish);
+  const finish = pod.finish;
   steps.splice(v, 0, ...finish.filter((s) => s.kind !== 'verify-pods'));
   steps.push(...finish.filter((s) => s.kind === 'verify-pods'));
   markSupersessions(steps);

@@ -4,24 +4,18 @@
 
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
+import { kubeconfigFile } from '../unit/kube-servers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kr-transport-it-'));
-let n = 0;
-function kubeconfig(cluster: Record<string, unknown>, user: Record<string, unknown> = {}): string {
-  const path = join(dir, `kubeconfig-${++n}`);
-  writeFileSync(path, JSON.stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-    clusters: [{ name: 'tb', cluster }], users: [{ name: 'u', user }], contexts: [{ name: 'c', context: { cluster: 'tb', user: 'u' } }],
-  }), { mode: 0o600 });
-  return path;
-}
+/** A kubeconfig file with one context; returns its path. */
+const kubeconfig = (cluster: Record<string, unknown>, user: Record<string, unknown> = {}): string => kubeconfigFile(dir, cluster, user);
 
 /** What inspect reports about the cluster itself, the same whichever way it was reached. */
 function facts(out: string) {

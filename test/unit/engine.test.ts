@@ -210,6 +210,16 @@ describe('runner: superseded steps', () => {
   });
 });
 
+/** The combined Service + Pod CIDR plan of examples/kops-tailscale. */
+async function combinedExamplePlan() {
+  const { buildMigrationPlan } = await import('../../src/plan/plan.ts');
+  const { readInventoryFiles } = await import('../../src/cluster/files.ts');
+  const { buildSnapshot } = await import('../../src/cluster/build.ts');
+  const root = new URL('../../examples/kops-tailscale', import.meta.url).pathname;
+  const snap = buildSnapshot(await readInventoryFiles([root]));
+  return buildMigrationPlan(snap, { service: { target: '172.24.0.0/15' }, pod: { target: '10.32.0.0/13' } });
+}
+
 describe('pod executor: node hook and plan routing', () => {
   it('runs the node hook with KUBE_RENUMBER_NODE, reports its exit code and output tail', async () => {
     const { runHook } = await import('../../src/engine/pod-steps.ts');
@@ -225,12 +235,7 @@ describe('pod executor: node hook and plan routing', () => {
 
   it('routes every step of a combined plan to the executor that owns it', async () => {
     const { PlanExecutor } = await import('../../src/engine/plan-executor.ts');
-    const { buildMigrationPlan } = await import('../../src/plan/plan.ts');
-    const { readInventoryFiles } = await import('../../src/cluster/files.ts');
-    const { buildSnapshot } = await import('../../src/cluster/build.ts');
-    const root = new URL('../../examples/kops-tailscale', import.meta.url).pathname;
-    const snap = buildSnapshot(await readInventoryFiles([root]));
-    const plan = buildMigrationPlan(snap, { service: { target: '172.24.0.0/15' }, pod: { target: '10.32.0.0/13' } });
+    const plan = await combinedExamplePlan();
     const ex = new PlanExecutor(plan, { token: 't' });
     const steps = ex.steps();
     assert.deepEqual(steps.map((s) => s.id), plan.steps.map((s) => s.id));
@@ -305,12 +310,8 @@ describe('runner: --only / --skip', () => {
 describe('plan steps: typed gates and supersessions set by the planner', () => {
   it('every gate names its condition, each executor owns its conditions, and supersededBy names later steps', async () => {
     const { PlanExecutor } = await import('../../src/engine/plan-executor.ts');
-    const { buildMigrationPlan, SERVICE_GATE_CONDITIONS, POD_GATE_CONDITIONS } = await import('../../src/plan/plan.ts');
-    const { readInventoryFiles } = await import('../../src/cluster/files.ts');
-    const { buildSnapshot } = await import('../../src/cluster/build.ts');
-    const root = new URL('../../examples/kops-tailscale', import.meta.url).pathname;
-    const snap = buildSnapshot(await readInventoryFiles([root]));
-    const plan = buildMigrationPlan(snap, { service: { target: '172.24.0.0/15' }, pod: { target: '10.32.0.0/13' } });
+    const { SERVICE_GATE_CONDITIONS, POD_GATE_CONDITIONS } = await import('../../src/plan/plan.ts');
+    const plan = await combinedExamplePlan();
     const ex = new PlanExecutor(plan, { token: 't' });
     for (const s of plan.steps) {
       if (s.kind !== 'gate') continue;

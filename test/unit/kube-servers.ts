@@ -50,6 +50,17 @@ export function makePki(): Pki {
 
 export const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
+let kubeconfigs = 0;
+/** A 0600 kubeconfig file in `dir` with one context (cluster `cluster`, user `user`); returns its path. */
+export function kubeconfigFile(dir: string, cluster: Record<string, unknown>, user: Record<string, unknown> = {}): string {
+  const path = join(dir, `kubeconfig-${++kubeconfigs}`);
+  writeFileSync(path, JSON.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
+    clusters: [{ name: 'k', cluster }], users: [{ name: 'u', user }], contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
+  }), { mode: 0o600 });
+  return path;
+}
+
 const closers: Array<() => void> = [];
 
 /** Close every server started here. */

@@ -14,23 +14,15 @@ import { redact, redactUrl, registerSecret, REDACTED } from '../../src/kube/reda
 import { EXIT_CODE_OF_KIND } from '../../src/cli/errors.ts';
 import { run } from './run-cli.ts';
 import {
-  apiServer, b64, closeAll, closedPort, httpServer, httpsServer, makePki, onFirstFreePort, status, tcpServer, type Seen,
+  apiServer, b64, closeAll, kubeconfigFile, closedPort, httpServer, httpsServer, makePki, onFirstFreePort, status, tcpServer, type Seen,
 } from './kube-servers.ts';
 
 const pki = makePki();
 after(closeAll);
 
 const dir = mkdtempSync(join(tmpdir(), 'kr-transport-'));
-let n = 0;
 /** A kubeconfig file with one context; returns its path. */
-function kubeconfig(cluster: Record<string, unknown>, user: Record<string, unknown> = {}): string {
-  const path = join(dir, `kubeconfig-${++n}`);
-  writeFileSync(path, JSON.stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-    clusters: [{ name: 'k', cluster }], users: [{ name: 'u', user }], contexts: [{ name: 'c', context: { cluster: 'k', user: 'u' } }],
-  }), { mode: 0o600 });
-  return path;
-}
+const kubeconfig = (cluster: Record<string, unknown>, user: Record<string, unknown> = {}): string => kubeconfigFile(dir, cluster, user);
 const env = { HOME: join(dir, 'no-home'), PATH: process.env.PATH };
 
 describe('transport', () => {
