@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Testbed } from '../testbed/cluster.ts';
-import { APISERVER_FABRIC_IP, Dataplane, deployCoreDNS, listNetns, SERVING_GATE } from '../testbed/dataplane.ts';
+import { APISERVER_FABRIC_IP, Dataplane, deployCoreDNS, listNetns, routedEndpointIps, SERVING_GATE } from '../testbed/dataplane.ts';
 import { eventually, useTestbed } from '../testbed/harness.ts';
 import type { KubeObject } from '../testbed/kube.ts';
 
@@ -48,6 +48,15 @@ function useDataplane(tb: Testbed, opts: Parameters<typeof Dataplane.start>[1], 
 }
 
 /** Service NAME (selector app=NAME) at `clusterIP`, port 80 → the pods' 8080. */
+/** The endpoint IPs that kube-proxy's iptables rules (`iptables-save -t nat`) DNAT the Service `ip` to, sorted. */
+function svcEndpointIps(rules: string, ip: string): string[] {
+  const chains = new Set([...rules.matchAll(new RegExp(`^-A KUBE-SERVICES -d ${esc(ip)}/32 .*-j (KUBE-SVC-\\S+)`, 'gm'))].map((m) => m[1]));
+  const seps = new Set<string>();
+  for (const m of rules.matchAll(/^-A (KUBE-SVC-\S+) .*-j (KUBE-SEP-\S+)/gm)) if (chains.has(m[1])) seps.add(m[2]!);
+  const ips = [...rules.matchAll(/^-A (KUBE-SEP-\S+) .*-j DNAT .*--to-destination (\S+)/gm)].filter((m) => seps.has(m[1]!)).map((m) => m[2]!);
+  return ips.sort();
+}
+
 async function createWebService(c: Testbed['client'], name: string, clusterIP: string): Promise<void> {
   await c.create({
     apiVersion: 'v1',
@@ -139,6 +148,21 @@ async function proofScenario(tb: Testbed, d: Dataplane, timings: Record<string, 
     // up to 1.35 an endpoint chain per pod (`dnat to IP:PORT`); from 1.36 one map in the service chain (`N : IP . PORT`)
     assert.match(rules, new RegExp(`dnat to ${otherIP}:8080|\\d+ : ${otherIP} \\. 8080\\b`), 'and the DNAT to the other pod');
   }
+  // what the data plane reads to keep a deleted pod until no kube-proxy routes to it (the rules converge)
+  let last = '';
+  const routedNow = await eventually(
+    `kube-proxy on ${pods[0]!.spec.nodeName} routes to both web pods`,
+    async () => {
+      last = await d.proxyRules(pods[0]!.spec.nodeName);
+      const ips = routedEndpointIps(last, d.proxyMode);
+      return pods.every((p) => ips.has(p.status.podIP)) ? ips : undefined;
+    },
+    15_000,
+    200,
+  ).catch((e) => {
+    throw new Error(`${e instanceof Error ? e.message : e}: routed ${JSON.stringify([...routedEndpointIps(last, d.proxyMode)])}\n${last}`);
+  });
+  assert.ok(!routedNow.has(DNS_IP) && !routedNow.has(WEB_IP), 'Service IPs are not endpoints');
 
   // after the rules are in: every request succeeds, both endpoints answer
   seen.clear();
@@ -361,6 +385,15 @@ describe('data plane (kube-proxy iptables): proof, serving gate, lingering, roll
       const results: { at: number; ms: number; ok: boolean; who: string }[] = [];
       let running = true;
       const t0 = Date.now();
+      // what the client's node routes ROLL_IP to, sampled, for the timeline printed on a failure
+      const routed: { at: number; ips: string }[] = [];
+      const sampler = (async () => {
+        while (running) {
+          const ips = svcEndpointIps(await d.natRules(nodes[0]!), ROLL_IP).join(' ');
+          if (routed.at(-1)?.ips !== ips) routed.push({ at: Date.now() - t0, ips });
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })();
       const loop = Promise.all(
         [0, 1].map(async () => {
           while (running) {
@@ -380,7 +413,7 @@ describe('data plane (kube-proxy iptables): proof, serving gate, lingering, roll
       // until the last old pod's grace period is over, and a little more
       await new Promise((r) => setTimeout(r, d.terminationGraceMs + 1500));
       running = false;
-      await loop;
+      await Promise.all([loop, sampler]);
       timings.continuousClient = Date.now() - t0;
       const failed = results.filter((r) => !r.ok);
       const retransmitted = (await synRetrans()) - syn0;
@@ -393,8 +426,20 @@ describe('data plane (kube-proxy iptables): proof, serving gate, lingering, roll
         `[dataplane test] rollout restart: ${results.length} requests over ${timings.continuousClient} ms, ${failed.length} failed, ` +
           `${retransmitted} SYN retransmissions, ${slow.length} requests >= 1 s, longest ${maxMs} ms; answers ${JSON.stringify([...who])}\n`,
       );
-      assert.deepEqual(failed, [], `failed requests during the rollout\n${d.logTails(5)}`);
-      assert.equal(retransmitted, 0, 'no SYN of the client went unanswered (a request that only succeeded on a retry)');
+      // the order of events, to tell a gap of the data plane (a pod removed while still routed to) from load
+      const timeline = () =>
+        [
+          ...d.events(t0).map((e) => ({ at: e.at - t0, what: `data plane: ${e.msg}` })),
+          ...routed.map((r) => ({ at: r.at, what: `${nodes[0]} routes ${ROLL_IP} to [${r.ips}]` })),
+          ...results.filter((r) => !r.ok || r.ms >= 900).map((r) => ({ at: r.at, what: `request took ${r.ms} ms: ${r.ok ? 'answered by ' : 'failed: '}${r.who}` })),
+        ]
+          .sort((a, b) => a.at - b.at)
+          .map((e) => `  +${e.at} ms ${e.what}`)
+          .join('\n');
+      if (process.env.KUBE_RENUMBER_TESTBED_VERBOSE === '1') process.stderr.write(`[dataplane test] rollout restart timeline:\n${timeline()}\n`);
+      assert.ok(routed.length >= 2 && routed.at(-1)!.ips.split(' ').length === 2, `the sampler read the Service's endpoints from the rules: ${JSON.stringify(routed)}`);
+      assert.deepEqual(failed, [], `failed requests during the rollout\n${timeline()}\n${d.logTails(5)}`);
+      assert.equal(retransmitted, 0, `no SYN of the client went unanswered (a request that only succeeded on a retry)\n${timeline()}\n${d.logTails(5)}`);
       assert.ok(results.length >= 100, `only ${results.length} requests`);
       const newPods = (await c.list(`/api/v1/namespaces/${NS}/pods?labelSelector=app%3Droll`)).items.map((p) => `${NS}/${p.metadata.name}`);
       assert.equal(newPods.length, 2);

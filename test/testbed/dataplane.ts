@@ -16,7 +16,8 @@
 //     plane sets that gate's condition and Ready to True (PATCH pods/NAME/status);
 //   - a pod that gets a deletionTimestamp or disappears keeps its netns and process for terminationGraceMs
 //     (default 5 s, a preStop sleep): kube-proxy drops the endpoint meanwhile, requests already DNATed to it
-//     are still answered.
+//     are still answered. If a node's kube-proxy still routes to it when that time is up (a loaded machine),
+//     it stays until none does (at most 30 s more), and says so in events().
 //
 // Topology (all addresses exist only inside namespaces created here; nothing is added to the root
 // namespace except a Unix socket file):
@@ -79,9 +80,38 @@ export const NETNS_APISERVER_PORT = 6443;
 export const CLIENT_CIDR = '172.31.254.0/24';
 /** Default time a deleted pod's netns and process stay (ms). */
 export const DEFAULT_TERMINATION_GRACE_MS = 5000;
+/** A lingering pod still routed to after its grace period is checked again this often (ms) ... */
+const LINGER_RECHECK_MS = 250;
+/** ... for at most this long past its grace period (ms): 30 s, a pod's default terminationGracePeriodSeconds. */
+const LINGER_MAX_EXTRA_MS = 30_000;
+/** How many progress messages events() keeps. */
+const EVENTS_KEPT = 2000;
 
 const PREFIX_RE = /^krn(\d+)x(\d+)-/;
 let counter = 0;
+
+/**
+ * The endpoint IPs (IPv4) a Service chain of kube-proxy's rules sends connections to: in iptables mode a
+ * `-j KUBE-SEP-…` jump to a chain that DNATs to the IP; in nftables mode a `goto endpoint-…__IP/port` or an
+ * element of a `numgen` DNAT map.
+ * Endpoint chains nothing jumps to (a terminating endpoint's) do not count.
+ */
+export function routedEndpointIps(rules: string, mode: 'iptables' | 'nftables'): Set<string> {
+  if (mode === 'nftables') {
+    // v1.35: `numgen random mod N vmap { 0 : goto endpoint-…__IP/port, … }`; v1.36 (no affinity):
+    // `dnat ip to numgen random mod N map { 0 : IP . port, … }`
+    const viaChains = [...rules.matchAll(/goto endpoint-\S*?__(\d+\.\d+\.\d+\.\d+)\/\d+/g)].map((m) => m[1]!);
+    const direct = rules
+      .split('\n')
+      .filter((l) => /dnat .*numgen random mod \d+ map/.test(l))
+      .flatMap((l) => [...l.matchAll(/(\d+\.\d+\.\d+\.\d+) \. \d+/g)].map((m) => m[1]!));
+    return new Set([...viaChains, ...direct]);
+  }
+  const jumped = new Set([...rules.matchAll(/ -j (KUBE-SEP-\S+)/g)].map((m) => m[1]!));
+  const ips = new Set<string>();
+  for (const m of rules.matchAll(/^-A (KUBE-SEP-\S+) .*-j DNAT .*--to-destination (\d+\.\d+\.\d+\.\d+):\d+/gm)) if (jumped.has(m[1]!)) ips.add(m[2]!);
+  return ips;
+}
 
 export interface PodRef {
   namespace: string;
@@ -134,6 +164,8 @@ interface PodNet extends WiredPod {
   /** Carries the SERVING_GATE readiness gate. */
   gated: boolean;
   timer?: NodeJS.Timeout;
+  /** Nodes whose kube-proxy still routed to the pod when its grace period ended. */
+  heldBy?: string[];
   removed: boolean;
 }
 
@@ -243,11 +275,15 @@ export class Dataplane {
   #pods = new Map<string, PodNet>();
   /** Pods kept after their deletion until their grace period ends. */
   #lingering = new Set<PodNet>();
+  /** IPs of the pods the last sync found Running and not being deleted (wired or not). */
+  #claimedIps = new Set<string>();
   /** Node-level processes (forwarders, kube-proxy); pod processes live in PodNet.procs. */
   #procs: Proc[] = [];
   #podCounter = 0;
   #clientCounter = 0;
   #log: (m: string) => void;
+  /** The last EVENTS_KEPT progress messages with their times (for failure messages), whatever `log` does. */
+  #events: { at: number; msg: string }[] = [];
   #stopped = false;
   #timeoutMs: number;
   /** Serialises syncPods, linger removals and stop. */
@@ -267,7 +303,12 @@ export class Dataplane {
     this.controlPlaneNetns = tb.apiserverAdvertiseAddresses.some((a) => (APISERVER_FABRIC_IPS as readonly string[]).includes(a)) ? `${this.prefix}cp` : undefined;
     this.terminationGraceMs = opts.terminationGraceMs ?? DEFAULT_TERMINATION_GRACE_MS;
     const verbose = process.env.KUBE_RENUMBER_TESTBED_VERBOSE === '1';
-    this.#log = opts.log ?? (verbose ? (m: string) => process.stderr.write(`[dataplane] ${m}\n`) : () => {});
+    const out = opts.log ?? (verbose ? (m: string) => process.stderr.write(`[dataplane] ${m}\n`) : () => {});
+    this.#log = (m: string) => {
+      this.#events.push({ at: Date.now(), msg: m });
+      if (this.#events.length > EVENTS_KEPT) this.#events.splice(0, this.#events.length - EVENTS_KEPT);
+      out(m);
+    };
     this.#timeoutMs = opts.timeoutMs ?? 60_000;
   }
 
@@ -508,6 +549,7 @@ export class Dataplane {
       if (p.spec?.hostNetwork || p.metadata.deletionTimestamp) continue;
       want.set(`${p.metadata.namespace}/${p.metadata.name}`, p);
     }
+    this.#claimedIps = new Set([...want.values()].map((p) => p.status.podIP as string));
     let removed = 0;
     for (const [key, pn] of this.#pods) {
       const p = want.get(key);
@@ -539,10 +581,39 @@ export class Dataplane {
     pn.lingeringSince = Date.now();
     this.#lingering.add(pn);
     this.#log(`${pn.key} (${pn.ip}) lingers for ${this.terminationGraceMs} ms`);
-    pn.timer = setTimeout(() => {
-      this.#serial(() => this.#removePod(pn)).catch((e) => this.#log(`removing ${pn.key}: ${e instanceof Error ? e.message : e}`));
-    }, this.terminationGraceMs);
+    pn.timer = setTimeout(() => this.#endLinger(pn), this.terminationGraceMs);
     pn.timer.unref();
+  }
+
+  /**
+   * The grace period is over: the pod goes, unless a node's kube-proxy still DNATs to its IP (kube-proxy or
+   * the EndpointSlice controller is slow, e.g. on a loaded machine). Then it stays, checked again every
+   * LINGER_RECHECK_MS, up to LINGER_MAX_EXTRA_MS more: like a preStop hook that waits until the endpoint is
+   * drained, within a pod's terminationGracePeriodSeconds (30 s by default).
+   */
+  #endLinger(pn: PodNet): void {
+    this.#serial(async () => {
+      if (pn.removed || this.#stopped) return;
+      const extra = Date.now() - pn.lingeringSince! - this.terminationGraceMs;
+      // an IP a newer pod holds (kwok hands freed IPs out again at once) is routed for that pod, not this one
+      const routing = extra < LINGER_MAX_EXTRA_MS && !this.#claimedIps.has(pn.ip) ? await this.#nodesRoutingTo(pn.ip) : [];
+      if (routing.length > 0) {
+        if (!pn.heldBy) this.#log(`${pn.key} (${pn.ip}) still routed to by kube-proxy on ${routing.join(', ')} after its grace period: kept until it is not`);
+        pn.heldBy = routing;
+        pn.timer = setTimeout(() => this.#endLinger(pn), LINGER_RECHECK_MS);
+        pn.timer.unref();
+        return;
+      }
+      if (pn.heldBy) this.#log(`${pn.key} (${pn.ip}) kept ${extra} ms past its grace period until kube-proxy on ${pn.heldBy.join(', ')} stopped routing to it`);
+      await this.#removePod(pn);
+    }).catch((e) => this.#log(`removing ${pn.key}: ${e instanceof Error ? e.message : e}`));
+  }
+
+  /** Nodes whose kube-proxy sends some Service's new connections to `podIP` now. */
+  async #nodesRoutingTo(podIP: string): Promise<string[]> {
+    const nodes = [...this.#nodes.keys()];
+    const rules = await Promise.all(nodes.map((n) => this.proxyRules(n).catch(() => '')));
+    return nodes.filter((_, i) => routedEndpointIps(rules[i]!, this.proxyMode).has(podIP));
   }
 
   /** The other namespaces that route to pods by /32 via their node: every other node, the control plane. */
@@ -873,6 +944,11 @@ export class Dataplane {
   /** Names of the namespaces of this data plane that exist now. */
   async namespaces(): Promise<string[]> {
     return (await listNetns()).filter((n) => n.startsWith(this.prefix));
+  }
+
+  /** Progress messages since `since` (epoch ms), oldest first: pods wired, serving, lingering, removed. */
+  events(since = 0): { at: number; msg: string }[] {
+    return this.#events.filter((e) => e.at >= since);
   }
 
   /** Log tails of every process (for failure messages). */
