@@ -2,7 +2,7 @@
 // take and against the manual way, all in ONE run on one local control plane (test/testbed).
 //
 //   npm run bench -- service-renumber [--services N] [--namespaces N] [--naive N] [--nodes N]
-//                                     [--propagation-delay MS] [--no-covers]
+//                                     [--propagation-delay MS] [--no-covers] [--kcm-qps N]
 //
 //   1. Testbed (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) on 10.96.0.0/16,
 //      populated with the standard fixture in N namespaces plus --services plain ClusterIP Services.
@@ -172,6 +172,7 @@ export async function run(args: string[]): Promise<number> {
       nodes: { type: 'string' },
       'propagation-delay': { type: 'string' },
       'no-covers': { type: 'boolean' },
+      'kcm-qps': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -185,6 +186,8 @@ export async function run(args: string[]): Promise<number> {
   --propagation-delay MS  the engine's wait for kube-proxy and DNS caches, twice per batch (default 0: the testbed
                   has neither; apply's default is 5000, which adds 2 × 5 s per batch to any run)
   --no-covers     move without cover Services (apply --no-covers)
+  --kcm-qps N     kube-controller-manager --kube-api-qps (default 20, kcm's own default): the EndpointSlice
+                  controller's write rate, which every cover and bridge waits for
 `);
     return 0;
   }
@@ -194,12 +197,13 @@ export async function run(args: string[]): Promise<number> {
   const nodes = intOpt(values.nodes, 'nodes', 3, 1, 50);
   const propagationDelayMs = intOpt(values['propagation-delay'], 'propagation-delay', 0, 0, 60_000);
   const covers = !values['no-covers'];
+  const kcmQPS = intOpt(values['kcm-qps'], 'kcm-qps', 20, 1, 10_000);
 
   const tStart = now();
   const loadStart = loadavg()[0]!;
   if (loadStart > availableParallelism()) log(`warning: load average ${round(loadStart, 2)} on ${availableParallelism()} CPUs: figures will be low and noisy`);
   log(`starting the testbed (${OLD}, ${nodes} nodes)`);
-  const tb = await Testbed.start({ serviceCIDR: OLD, podCIDR: '10.244.0.0/16', nodes });
+  const tb = await Testbed.start({ serviceCIDR: OLD, podCIDR: '10.244.0.0/16', nodes, ...(kcmQPS !== 20 ? { controllerManagerQPS: kcmQPS } : {}) });
   const onSignal = () => { void tb.stop().finally(() => process.exit(130)); };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
@@ -415,7 +419,7 @@ export async function run(args: string[]): Promise<number> {
     if (seenTool !== toolRequests) out += `(${toolRequests - seenTool} further request(s): list pages after the first)\n`;
     out += `\ngoals: requestsPerService ${round(requestsPerService, 2)} <= 5: ${goals.requestsPerService.pass ? 'PASS' : 'FAIL'}; `
       + `renumberPerSec ${round(renumberPerSec, 1)} >= 50% of ${round(rawParallel, 1)}/${round(writesPerService, 2)} = ${round(writeBound / 2, 1)} (ratio ${round(rateRatio, 3)}): ${goals.renumberRate.pass ? 'PASS' : 'FAIL'}\n`;
-    out += `(covers ${covers ? 'on' : 'off'}; propagation delay ${propagationDelayMs} ms, waited twice per batch: ${round(2 * propagationDelayMs * moveSteps.length / 1000, 1)} s of the move time)\n`;
+    out += `(covers ${covers ? 'on' : 'off'}; kube-controller-manager --kube-api-qps ${kcmQPS}; propagation delay ${propagationDelayMs} ms, waited twice per batch: ${round(2 * propagationDelayMs * moveSteps.length / 1000, 1)} s of the move time)\n`;
     process.stdout.write(out + '\n');
     const json = {
       scenario: 'service-renumber',
@@ -428,6 +432,7 @@ export async function run(args: string[]): Promise<number> {
       writesPerService: round(writesPerService, 2),
       covers,
       propagationDelayMs,
+      kcmQPS,
       services: totalServices,
       servicesMoved: moved,
       namespaces,
