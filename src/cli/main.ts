@@ -31,18 +31,20 @@ export const GLOBAL_OPTIONS: Options = {
   help: { type: 'boolean', short: 'h' },
 };
 
-const GLOBAL_HELP = `Global flags:
-  --kubeconfig PATH        kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster)
-  --context NAME           kubeconfig context to use
-  -n, --namespace NS       limit namespaced work to NS
-  -f, --from-file PATH     read the cluster from kubectl get -o yaml|json dumps, kOps or kubeadm config
-                           instead of a live cluster (repeatable; a directory reads every *.yaml/*.yml/*.json)
-  --avoid CIDR[=REASON]    a range to keep clear of (repeatable)
-  --config PATH            config file (default: KUBE_RENUMBER_CONFIG, then ~/.config/kube-renumber/config.yaml)
-  -o, --output FORMAT      table | wide | json | yaml
-  --request-timeout DUR    per-request timeout for the API server, e.g. 30s (default 30s)
-  -v, --verbose            progress on stderr, and a stack trace with any error
-  -h, --help               help`;
+/** Help lines of the global flags, by flag name (a command's help leaves out those it does not take). */
+const GLOBAL_HELP: ReadonlyArray<readonly [string, string]> = [
+  ['kubeconfig', '  --kubeconfig PATH        kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster)'],
+  ['context', '  --context NAME           kubeconfig context to use'],
+  ['namespace', '  -n, --namespace NS       limit namespaced work to NS'],
+  ['from-file', `  -f, --from-file PATH     read the cluster from kubectl get -o yaml|json dumps, kOps or kubeadm config
+                           instead of a live cluster (repeatable; a directory reads every *.yaml/*.yml/*.json)`],
+  ['avoid', '  --avoid CIDR[=REASON]    a range to keep clear of (repeatable)'],
+  ['config', '  --config PATH            config file (default: KUBE_RENUMBER_CONFIG, then ~/.config/kube-renumber/config.yaml)'],
+  ['output', '  -o, --output FORMAT      table | wide | json | yaml'],
+  ['request-timeout', '  --request-timeout DUR    per-request timeout for the API server, e.g. 30s (default 30s)'],
+  ['verbose', '  -v, --verbose            progress on stderr, and a stack trace with any error'],
+  ['help', '  -h, --help               help'],
+];
 
 const COMMANDS: Command[] = [
   inspectCommand, calcCommand, suggestCommand, planCommand,
@@ -69,8 +71,9 @@ Exit codes: 0 ok; 1 findings; 2 bad command line (flag, argument, CIDR, value, u
 }
 
 function commandHelp(c: Command): string {
-  const own = Object.keys(c.options).length > 0 ? '' : '';
-  return `${c.summary}\n\nUsage: ${c.usage}\n${c.help ? `\n${c.help}\n` : ''}${own}\n${GLOBAL_HELP}\n`;
+  const unused = UNUSED_GLOBALS[c.name] ?? {};
+  const globals = GLOBAL_HELP.filter(([flag]) => !(flag in unused)).map(([, line]) => line).join('\n');
+  return `${c.summary}\n\nUsage: ${c.usage}\n${c.help ? `\n${c.help}\n` : ''}\nGlobal flags:\n${globals}\n`;
 }
 
 export function defaultIo(): Io {
@@ -109,6 +112,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       io.out(commandHelp(cmd));
       return ExitCode.ok;
     }
+    checkUnusedGlobals(cmd, parsed.values as Values);
     checkValues(cmd, parsed.values as Values);
     checkPositionals(cmd, parsed.positionals);
     return await cmd.run({ values: parsed.values as Values, positionals: parsed.positionals, io });
@@ -119,6 +123,40 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
 
 /** Commands that read a cluster (live or -f) and take --avoid. */
 const READS_CLUSTER = new Set(['inspect', 'suggest', 'plan']);
+
+const NO_CLUSTER = 'it reads no cluster';
+/** What the commands that run or check a plan do not take: the plan holds the cluster and the ranges. */
+const PLAN_RUNS: Readonly<Record<string, string>> = {
+  'from-file': 'the plan holds what was read from the cluster',
+  avoid: 'ranges to avoid are chosen when planning',
+  config: 'ranges to avoid are chosen when planning',
+  namespace: 'the plan decides which objects change',
+};
+const WHOLE_CLUSTER = 'it reads the whole cluster';
+/**
+ * Global flags a command has no use for, with the reason: given, they stop it with exit 2 rather than be
+ * ignored (a user who passes --kubeconfig to status, or -n to plan, expects it to matter), and its help
+ * leaves them out.
+ */
+const UNUSED_GLOBALS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  calc: {
+    kubeconfig: NO_CLUSTER, context: NO_CLUSTER, namespace: NO_CLUSTER, 'from-file': NO_CLUSTER, 'request-timeout': NO_CLUSTER,
+    avoid: 'it does address math on the CIDR given', config: 'it does address math on the CIDR given',
+  },
+  inspect: { namespace: WHOLE_CLUSTER },
+  suggest: { namespace: WHOLE_CLUSTER },
+  plan: { namespace: WHOLE_CLUSTER },
+  status: { ...PLAN_RUNS, kubeconfig: 'it reads only the journal', context: 'it reads only the journal', 'request-timeout': 'it reads only the journal' },
+  ...Object.fromEntries(['apply', 'resume', 'verify', 'rollback', 'restore'].map((c) => [c, PLAN_RUNS])),
+  probe: { 'from-file': 'it measures a live cluster', avoid: 'it measures a live cluster', config: 'it measures a live cluster' },
+};
+
+/** A global flag the command has no use for: exit 2, naming it and why. */
+function checkUnusedGlobals(cmd: Command, values: Values): void {
+  for (const [flag, why] of Object.entries(UNUSED_GLOBALS[cmd.name] ?? {})) {
+    if (values[flag] !== undefined) throw new UsageError(`${cmd.name} does not take --${flag}: ${why} (see "kube-renumber ${cmd.name} --help")`);
+  }
+}
 
 /** The global flags every command takes, checked before the command runs: empty values, durations, names, CIDRs. */
 function checkValues(cmd: Command, values: Values): void {

@@ -87,14 +87,7 @@ function positiveDuration(values: Values, key: string): number | undefined {
   return ms;
 }
 
-function checkFlags(values: Values, name: string): Flags {
-  for (const [flag, why] of [
-    ['from-file', 'the plan holds what was read from the cluster'],
-    ['avoid', 'ranges to avoid are chosen when planning'],
-    ['namespace', 'the plan decides which objects change'],
-  ] as const) {
-    if (values[flag] !== undefined) throw new UsageError(`${name} does not take --${flag}: ${why} (see "kube-renumber ${name} --help")`);
-  }
+function checkFlags(values: Values): Flags {
   const output = parseOutput(str(values, 'output'));
   const dryRun = parseDryRun(values);
   const stateDir = str(values, 'state-dir');
@@ -152,7 +145,7 @@ interface Prepared { flags: Flags; read: ReadPlan; id: string; stateDir: string;
  */
 function prepare(values: Values, positionals: string[], io: Io, name: string,
   opts: { write: boolean; journal: boolean; backups: boolean; preflight?: boolean }): Prepared {
-  const flags = checkFlags(values, name);
+  const flags = checkFlags(values);
   const read = readPlan(positionals);
   if (opts.preflight) {
     const failed = read.plan.preflight.filter((c) => c.status === 'fail');

@@ -29,20 +29,39 @@ const add = (name: string, args: string[], message?: RegExp, extra: Partial<BadI
   cases.push({ name, args, code: 2, timeoutMs: 60_000, ...(message ? { message } : {}), ...extra });
 };
 
+/** Which commands take each global flag (verbose, help and -o: every one); the others refuse it with exit 2. */
+const CLUSTER_READERS = ['inspect', 'suggest', 'plan'];
+const LIVE = ['inspect', 'suggest', 'plan', 'apply', 'resume', 'verify', 'rollback', 'restore', 'probe'];
+const TAKES: Record<string, string[]> = {
+  kubeconfig: LIVE, context: LIVE, 'request-timeout': LIVE,
+  namespace: ['probe'], 'from-file': CLUSTER_READERS, avoid: CLUSTER_READERS, config: CLUSTER_READERS,
+};
+/** A good value of each flag: refused only because the command does not take it. */
+const GOOD: Record<string, string> = {
+  kubeconfig: 'kubeconfig', context: 'prod', 'request-timeout': '5s', namespace: 'shop', 'from-file': KOPS, avoid: '10.0.0.0/8', config: 'config.yaml',
+};
+const refused = (cmd: string, flag: string) => new RegExp(`^${cmd} does not take --${flag}: `);
+
 // ---- every command: unknown flags, missing values, global values checked before anything runs ----
 for (const cmd of ALL) {
+  const takes = (flag: string) => TAKES[flag]!.includes(cmd);
   add(`${cmd}: unknown long flag`, [cmd, ...VALID[cmd]!, '--bogus'], /bogus/);
   add(`${cmd}: --request-timeout without a value`, [cmd, ...VALID[cmd]!, '--request-timeout'], /request-timeout/);
-  add(`${cmd}: --request-timeout far too long`, [cmd, ...VALID[cmd]!, '--request-timeout', '99999999999h'], /--request-timeout 99999999999h is too long: at most 24h/);
-  add(`${cmd}: --avoid not a CIDR`, [cmd, ...VALID[cmd]!, '--avoid', 'banana'], /--avoid: invalid CIDR "banana"/);
-  add(`${cmd}: empty --context`, [cmd, ...VALID[cmd]!, '--context', ''], /--context needs a value/);
-  add(`${cmd}: bad --namespace`, [cmd, ...VALID[cmd]!, '-n', 'Bad_NS'], /--namespace "Bad_NS" is not a valid namespace name/);
+  add(`${cmd}: --request-timeout far too long`, [cmd, ...VALID[cmd]!, '--request-timeout', '99999999999h'],
+    takes('request-timeout') ? /--request-timeout 99999999999h is too long: at most 24h/ : refused(cmd, 'request-timeout'));
+  add(`${cmd}: --avoid not a CIDR`, [cmd, ...VALID[cmd]!, '--avoid', 'banana'], takes('avoid') ? /--avoid: invalid CIDR "banana"/ : refused(cmd, 'avoid'));
+  add(`${cmd}: empty --context`, [cmd, ...VALID[cmd]!, '--context', ''], takes('context') ? /--context needs a value/ : refused(cmd, 'context'));
+  add(`${cmd}: bad --namespace`, [cmd, ...VALID[cmd]!, '-n', 'Bad_NS'], takes('namespace') ? /--namespace "Bad_NS" is not a valid namespace name/ : refused(cmd, 'namespace'));
+  // a global flag the command has no use for is refused, not ignored (good value, nothing else wrong)
+  for (const flag of Object.keys(TAKES).filter((f) => !takes(f))) {
+    add(`${cmd}: --${flag} is refused, not ignored`, [cmd, ...VALID[cmd]!, `--${flag}`, GOOD[flag]!], refused(cmd, flag));
+  }
 }
 
 // ---- unknown command, malformed flag syntax ----
 add('unknown command', ['frobnicate'], /unknown command "frobnicate"/);
 add('unknown short flag', ['inspect', '-f', KOPS, '-X'], /-X/);
-add('--request-timeout not a duration', ['status', 'plan.yaml', '--request-timeout', 'soon'], /--request-timeout soon is not a duration/);
+add('--request-timeout not a duration', ['verify', 'plan.yaml', '--request-timeout', 'soon'], /--request-timeout soon is not a duration/);
 add('boolean flag given a value', ['inspect', '-f', KOPS, '--exit-code=yes'], /exit-code/);
 add('flag value looks like a flag', ['suggest', '--for', '--nodes', '3', '-f', KOPS], /--for/);
 add('missing value at the end', ['suggest', '-f', KOPS, '--for'], /--for/);
@@ -51,7 +70,7 @@ add('--request-timeout 0', ['inspect', '-f', KOPS, '--request-timeout', '0'], /-
 add('--request-timeout negative', ['inspect', '-f', KOPS, '--request-timeout=-1s'], /--request-timeout -1s is not a duration/);
 add('--request-timeout days', ['inspect', '-f', KOPS, '--request-timeout', '1d'], /not a duration/);
 add('--request-timeout exponent', ['inspect', '-f', KOPS, '--request-timeout', '1e3s'], /not a duration/);
-add('--namespace too long', ['inspect', '-f', KOPS, '-n', 'a'.repeat(64)], /not a valid namespace name/);
+add('--namespace too long', ['probe', ...VALID.probe!, '-n', 'a'.repeat(64)], /not a valid namespace name/);
 add('--namespace with a slash', ['probe', '-n', 'kube-system/x', '--kinds', 'kubernetes', '--kubernetes-address', '10.0.0.1'], /not a valid namespace name/);
 
 // ---- empty and blank values ----
@@ -116,7 +135,7 @@ for (const [what, cidr, msg] of BAD_CIDRS) add(`calc: ${what}`, ['calc', cidr], 
 for (const [what, cidr, msg] of BAD_CIDRS.slice(0, 10)) add(`--avoid: ${what}`, ['inspect', '-f', KOPS, '--avoid', cidr], msg);
 add('--avoid: reason without a CIDR', ['inspect', '-f', KOPS, '--avoid', '=office'], /--avoid: invalid CIDR ""/);
 add('--avoid: bad CIDR with a reason', ['suggest', '--for', 'pods', '-f', KOPS, '--avoid', '10.0.0.1/8=vpn'], /--avoid: .*host bits/);
-add('--avoid: bad CIDR on calc too', ['calc', '10.0.0.0/16', '--avoid', '10.0.0.0/33'], /--avoid: /);
+add('--avoid on calc: refused before its value is judged', ['calc', '10.0.0.0/16', '--avoid', '10.0.0.0/33'], /^calc does not take --avoid: it does address math/);
 for (const [what, cidr, msg] of BAD_CIDRS.slice(0, 9)) add(`--service-cidr: ${what}`, ['plan', '--service-cidr', cidr, '-f', KOPS], msg);
 for (const [what, cidr, msg] of BAD_CIDRS.slice(0, 9)) add(`--pod-cidr: ${what}`, ['plan', '--pod-cidr', cidr, '-f', KOPS], msg);
 add('--service-cidr: checked before the cluster is read', ['plan', '--service-cidr', '10.0.0.1/8'], /--service-cidr 10\.0\.0\.1\/8 refused: .*host bits/);

@@ -73,3 +73,11 @@ export function defaultStateDirOf(text: string): string {
 
 /** Flags every case passes: the unreachable cluster and a state directory inside the case directory. */
 export const LIVE = ['--kubeconfig', '$D/kubeconfig', '--state-dir', '$D/state'];
+
+/** `status` reads only the journal and refuses --kubeconfig: its cases go without it. */
+export function withoutKubeconfigForStatus(cases: { args: string[] }[]): void {
+  for (const c of cases) {
+    const i = c.args.indexOf('--kubeconfig');
+    if (c.args[0] === 'status' && i >= 0) c.args.splice(i, 2);
+  }
+}

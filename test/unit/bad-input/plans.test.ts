@@ -4,7 +4,7 @@
  * state directory inside the case directory, which must stay untouched).
  */
 import { corpus, type BadInputCase } from './harness.ts';
-import { CALICO_PLAN, FAILED_PLAN, KUBECONFIG, LIVE, mutate, NODE_PLAN, parsePlan, SERVICE_PLAN, TOKEN } from './plan-fixtures.ts';
+import { CALICO_PLAN, FAILED_PLAN, KUBECONFIG, LIVE, mutate, NODE_PLAN, parsePlan, SERVICE_PLAN, TOKEN, withoutKubeconfigForStatus } from './plan-fixtures.ts';
 
 const COMMANDS = ['apply', 'resume', 'status', 'verify', 'rollback', 'restore'] as const;
 const KC = { kubeconfig: KUBECONFIG };
@@ -115,4 +115,5 @@ cases.push(
   { name: 'apply: bad plan, token never printed', args: ['apply', '$D/plan.yaml', ...LIVE], files: { ...KC, 'plan.yaml': 'kind: [' }, code: 3, secrets: [TOKEN] },
 );
 
+withoutKubeconfigForStatus(cases);
 corpus('plans and flags of apply, resume, status, verify, rollback, restore', cases);

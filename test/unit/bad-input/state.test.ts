@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
 import { corpus, type BadInputCase } from './harness.ts';
-import { defaultStateDirOf, KUBECONFIG, SERVICE_PLAN } from './plan-fixtures.ts';
+import { defaultStateDirOf, KUBECONFIG, SERVICE_PLAN, withoutKubeconfigForStatus } from './plan-fixtures.ts';
 
 // FIFOs cannot be made through the harness's `files`: they live in a directory of their own, outside the cases.
 const FX = mkdtempSync(join(tmpdir(), 'kr-state-fx-'));
@@ -89,4 +89,5 @@ cases.push(
   { name: 'apply: a backup of binary data', args: at('apply', '$D/state'), files: { ...BASE, 'state/backups/core_Service_shop_web.json': Buffer.from([0, 1, 2, 0xff]) }, code: 3, message: /backup .*: not text \(binary data\)/ },
 );
 
+withoutKubeconfigForStatus(cases);
 corpus('state directories, journals, locks and backups', cases);
