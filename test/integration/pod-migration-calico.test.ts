@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { watchPDBs, type PDBWatcher } from '../testbed/pdb-watch.ts';
 import { populateWorkloads, type WorkloadSummary } from '../testbed/workloads.ts';
@@ -25,7 +25,9 @@ describe('Pod CIDR migration, Calico IPAM: 20 nodes, 500+ pods, PDBs, least priv
   const stateDir = join(dir, 'state');
   let kc = '';
   let summary: WorkloadSummary;
-  let watcher: PDBWatcher;
+  let watcher: PDBWatcher | undefined;
+  // a test that fails before watcher.stop() must not leave the watch loop reconnecting: the file would never exit
+  after(async () => { await watcher?.stop(); });
   let before: any[] = [];
   const common = () => ['--kubeconfig', kc, '--state-dir', stateDir, '--timeout', '120s'];
 
@@ -67,7 +69,7 @@ describe('Pod CIDR migration, Calico IPAM: 20 nodes, 500+ pods, PDBs, least priv
     assert.equal(kcm.running, true, 'kcm starts with --cluster-cidr=NEW --allocate-node-cidrs=false while nodes keep old podCIDRs');
     const r = await run(['resume', planPath, '--yes', '--ack-gate', 'pod-cidr-config', ...common()]);
     assert.equal(r.code, 0, r.err);
-    const res = await watcher.stop();
+    const res = await watcher!.stop();
     assert.ok(res.observations >= summary.pdbs.length, `watched ${res.observations} PDB states`);
     assert.deepEqual(res.violations, [], 'no PodDisruptionBudget was ever violated');
     const v = await run(['verify', planPath, ...common()]);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { watchPDBs, type PDBWatcher } from '../testbed/pdb-watch.ts';
 import { populateWorkloads, type WorkloadSummary } from '../testbed/workloads.ts';
@@ -23,7 +23,9 @@ describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registere
   const dir = mkdtempSync(join(tmpdir(), 'kr-pod-node-'));
   const planPath = join(dir, 'plan.yaml');
   const stateDir = join(dir, 'state');
-  let watcher: PDBWatcher;
+  let watcher: PDBWatcher | undefined;
+  // a test that fails before watcher.stop() must not leave the watch loop reconnecting: the file would never exit
+  after(async () => { await watcher?.stop(); });
   let summary: WorkloadSummary;
   const common = () => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '120s'];
 
@@ -59,7 +61,7 @@ describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registere
     assert.equal(up.running, true, 'kcm starts with --cluster-cidr=NEW once every node is in NEW');
     const done = await run(['resume', planPath, '--yes', '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr', ...common()]);
     assert.equal(done.code, 0, done.err);
-    const res = await watcher.stop();
+    const res = await watcher!.stop();
     assert.deepEqual(res.violations, [], 'no PodDisruptionBudget was ever violated');
     assert.ok(res.observations >= summary.pdbs.length);
   });
