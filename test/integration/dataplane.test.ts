@@ -48,15 +48,6 @@ function useDataplane(tb: Testbed, opts: Parameters<typeof Dataplane.start>[1], 
 }
 
 /** Service NAME (selector app=NAME) at `clusterIP`, port 80 → the pods' 8080. */
-/** The endpoint IPs that kube-proxy's iptables rules (`iptables-save -t nat`) DNAT the Service `ip` to, sorted. */
-function svcEndpointIps(rules: string, ip: string): string[] {
-  const chains = new Set([...rules.matchAll(new RegExp(`^-A KUBE-SERVICES -d ${esc(ip)}/32 .*-j (KUBE-SVC-\\S+)`, 'gm'))].map((m) => m[1]));
-  const seps = new Set<string>();
-  for (const m of rules.matchAll(/^-A (KUBE-SVC-\S+) .*-j (KUBE-SEP-\S+)/gm)) if (chains.has(m[1])) seps.add(m[2]!);
-  const ips = [...rules.matchAll(/^-A (KUBE-SEP-\S+) .*-j DNAT .*--to-destination (\S+)/gm)].filter((m) => seps.has(m[1]!)).map((m) => m[2]!);
-  return ips.sort();
-}
-
 async function createWebService(c: Testbed['client'], name: string, clusterIP: string): Promise<void> {
   await c.create({
     apiVersion: 'v1',
@@ -389,7 +380,7 @@ describe('data plane (kube-proxy iptables): proof, serving gate, lingering, roll
       const routed: { at: number; ips: string }[] = [];
       const sampler = (async () => {
         while (running) {
-          const ips = svcEndpointIps(await d.natRules(nodes[0]!), ROLL_IP).join(' ');
+          const ips = [...routedEndpointIps(await d.natRules(nodes[0]!), 'iptables', ROLL_IP)].sort().join(' ');
           if (routed.at(-1)?.ips !== ips) routed.push({ at: Date.now() - t0, ips });
           await new Promise((r) => setTimeout(r, 100));
         }

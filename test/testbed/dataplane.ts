@@ -94,10 +94,12 @@ let counter = 0;
  * The endpoint IPs (IPv4) a Service chain of kube-proxy's rules sends connections to: in iptables mode a
  * `-j KUBE-SEP-…` jump to a chain that DNATs to the IP; in nftables mode a `goto endpoint-…__IP/port` or an
  * element of a `numgen` DNAT map.
- * Endpoint chains nothing jumps to (a terminating endpoint's) do not count.
+ * Endpoint chains nothing jumps to (a terminating endpoint's) do not count. With `serviceIP` (iptables mode
+ * only), just the endpoints of the Service at that ClusterIP.
  */
-export function routedEndpointIps(rules: string, mode: 'iptables' | 'nftables'): Set<string> {
+export function routedEndpointIps(rules: string, mode: 'iptables' | 'nftables', serviceIP?: string): Set<string> {
   if (mode === 'nftables') {
+    if (serviceIP !== undefined) throw new Error('routedEndpointIps: the Service filter reads iptables rules only');
     // v1.35: `numgen random mod N vmap { 0 : goto endpoint-…__IP/port, … }`; v1.36 (no affinity):
     // `dnat ip to numgen random mod N map { 0 : IP . port, … }`
     const viaChains = [...rules.matchAll(/goto endpoint-\S*?__(\d+\.\d+\.\d+\.\d+)\/\d+/g)].map((m) => m[1]!);
@@ -107,7 +109,13 @@ export function routedEndpointIps(rules: string, mode: 'iptables' | 'nftables'):
       .flatMap((l) => [...l.matchAll(/(\d+\.\d+\.\d+\.\d+) \. \d+/g)].map((m) => m[1]!));
     return new Set([...viaChains, ...direct]);
   }
-  const jumped = new Set([...rules.matchAll(/ -j (KUBE-SEP-\S+)/g)].map((m) => m[1]!));
+  let jumps = [...rules.matchAll(/^-A (\S+) .*-j (KUBE-SEP-\S+)/gm)];
+  if (serviceIP !== undefined) {
+    const svc = new RegExp(`^-A KUBE-SERVICES -d ${serviceIP.replaceAll('.', '\\.')}/32 .*-j (KUBE-SVC-\\S+)`, 'gm');
+    const chains = new Set([...rules.matchAll(svc)].map((m) => m[1]!));
+    jumps = jumps.filter((m) => chains.has(m[1]!));
+  }
+  const jumped = new Set(jumps.map((m) => m[2]!));
   const ips = new Set<string>();
   for (const m of rules.matchAll(/^-A (KUBE-SEP-\S+) .*-j DNAT .*--to-destination (\d+\.\d+\.\d+\.\d+):\d+/gm)) if (jumped.has(m[1]!)) ips.add(m[2]!);
   return ips;
@@ -595,8 +603,9 @@ export class Dataplane {
     this.#serial(async () => {
       if (pn.removed || this.#stopped) return;
       const extra = Date.now() - pn.lingeringSince! - this.terminationGraceMs;
+      const capped = extra >= LINGER_MAX_EXTRA_MS;
       // an IP a newer pod holds (kwok hands freed IPs out again at once) is routed for that pod, not this one
-      const routing = extra < LINGER_MAX_EXTRA_MS && !this.#claimedIps.has(pn.ip) ? await this.#nodesRoutingTo(pn.ip) : [];
+      const routing = !capped && !this.#claimedIps.has(pn.ip) ? await this.#nodesRoutingTo(pn.ip) : [];
       if (routing.length > 0) {
         if (!pn.heldBy) this.#log(`${pn.key} (${pn.ip}) still routed to by kube-proxy on ${routing.join(', ')} after its grace period: kept until it is not`);
         pn.heldBy = routing;
@@ -604,7 +613,11 @@ export class Dataplane {
         pn.timer.unref();
         return;
       }
-      if (pn.heldBy) this.#log(`${pn.key} (${pn.ip}) kept ${extra} ms past its grace period until kube-proxy on ${pn.heldBy.join(', ')} stopped routing to it`);
+      if (pn.heldBy) {
+        this.#log(capped
+          ? `${pn.key} (${pn.ip}) removed ${extra} ms past its grace period, the most it is kept, though kube-proxy on ${pn.heldBy.join(', ')} last routed to it`
+          : `${pn.key} (${pn.ip}) kept ${extra} ms past its grace period until kube-proxy on ${pn.heldBy.join(', ')} stopped routing to it`);
+      }
       await this.#removePod(pn);
     }).catch((e) => this.#log(`removing ${pn.key}: ${e instanceof Error ? e.message : e}`));
   }
@@ -946,7 +959,7 @@ export class Dataplane {
     return (await listNetns()).filter((n) => n.startsWith(this.prefix));
   }
 
-  /** Progress messages since `since` (epoch ms), oldest first: pods wired, serving, lingering, removed. */
+  /** Progress messages since `since` (epoch ms), oldest first: pods serving, lingering, held, removed. */
   events(since = 0): { at: number; msg: string }[] {
     return this.#events.filter((e) => e.at >= since);
   }
