@@ -71,8 +71,7 @@ Exit codes: 0 ok; 1 findings; 2 bad command line (flag, argument, CIDR, value, u
 }
 
 function commandHelp(c: Command): string {
-  const unused = UNUSED_GLOBALS[c.name] ?? {};
-  const globals = GLOBAL_HELP.filter(([flag]) => !(flag in unused)).map(([, line]) => line).join('\n');
+  const globals = GLOBAL_HELP.filter(([flag]) => takesGlobal(c, flag)).map(([, line]) => line).join('\n');
   return `${c.summary}\n\nUsage: ${c.usage}\n${c.help ? `\n${c.help}\n` : ''}\nGlobal flags:\n${globals}\n`;
 }
 
@@ -121,9 +120,6 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
   }
 }
 
-/** Commands that read a cluster (live or -f) and take --avoid. */
-const READS_CLUSTER = new Set(['inspect', 'suggest', 'plan']);
-
 const NO_CLUSTER = 'it reads no cluster';
 /** What the commands that run or check a plan do not take: the plan holds the cluster and the ranges. */
 const PLAN_RUNS: Readonly<Record<string, string>> = {
@@ -150,6 +146,11 @@ const UNUSED_GLOBALS: Readonly<Record<string, Readonly<Record<string, string>>>>
   ...Object.fromEntries(['apply', 'resume', 'verify', 'rollback', 'restore'].map((c) => [c, PLAN_RUNS])),
   probe: { 'from-file': 'it measures a live cluster', avoid: 'it measures a live cluster', config: 'it measures a live cluster' },
 };
+
+/** Does `cmd` take the global flag `flag`? */
+function takesGlobal(cmd: Command, flag: string): boolean {
+  return !(flag in (UNUSED_GLOBALS[cmd.name] ?? {}));
+}
 
 /** A global flag the command has no use for: exit 2, naming it and why. */
 function checkUnusedGlobals(cmd: Command, values: Values): void {
@@ -184,9 +185,9 @@ export function strayHint(cmd: Command, word: string): string {
   const q = /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replaceAll("'", "'\\''")}'`;
   if (cmd.name === 'suggest' && (w === 'pods' || w === 'services')) return ' (--for takes one value: run suggest once with --for pods and once with --for services)';
   if (cmd.name === 'plan' && looksLikeCidr(w)) return ` (did you mean --service-cidr ${q} or --pod-cidr ${q}?)`;
-  if (READS_CLUSTER.has(cmd.name) && looksLikeCidr(w)) return ` (did you mean --avoid ${q}?)`;
+  if (takesGlobal(cmd, 'avoid') && looksLikeCidr(w)) return ` (did you mean --avoid ${q}?)`;
   if (cmd.name === 'probe' && /^([a-z0-9-]+\/)?[a-z0-9-]+(:\d+)?$/.test(w)) return ` (did you mean --service ${q}?)`;
-  if (READS_CLUSTER.has(cmd.name) && (existsSync(w) || /[/\\]|\.(ya?ml|json)$/i.test(w))) return ` (did you mean -f ${q}?)`;
+  if (takesGlobal(cmd, 'from-file') && (existsSync(w) || /[/\\]|\.(ya?ml|json)$/i.test(w))) return ` (did you mean -f ${q}?)`;
   return '';
 }
 
