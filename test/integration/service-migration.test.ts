@@ -81,6 +81,13 @@ describe('Service CIDR migration (in-place) on the real control plane', () => {
   test('verify: every Service where the plan puts it, specs unchanged but for the IPs', async () => {
     const v = await run(['verify', planPath, ...common()]);
     assert.equal(v.code, 0, v.err);
+    assert.match(v.out, /^verified: every Service is where the plan puts it/);
+    const vj = await run(['verify', planPath, '-o', 'json', ...common()]);
+    assert.equal(vj.code, 0, vj.err);
+    const vjo = JSON.parse(vj.out);
+    assert.equal(vjo.verified, true);
+    assert.equal(vjo.problem, undefined);
+    assert.equal(vjo.checked.length, 1, 'a Service-only plan checks the Service end state');
     const byKey = await servicesByKey(tb);
     for (const s of before) {
       const key = `${s.metadata.namespace}/${s.metadata.name}`;
@@ -135,6 +142,13 @@ describe('rollback after a partial run', () => {
     const r = await run(['rollback', planPath, '--kubeconfig', kc, '--state-dir', stateDir, '--timeout', '60s']);
     assert.equal(r.code, 0, r.err + r.out);
     assert.match(r.out, /move-dns\s+undone/);
+    // rolled back is not the plan's end state: verify says so, in JSON too, with exit 6
+    const v = await run(['verify', planPath, '-o', 'json', '--kubeconfig', kc, '--state-dir', stateDir]);
+    assert.equal(v.code, 6, v.err);
+    const vo = JSON.parse(v.out);
+    assert.equal(vo.verified, false);
+    assert.match(vo.problem, /./);
+    assert.equal(v.err, `error: not in the end state: ${vo.problem}\n`);
     const byKey = await servicesByKey(tb);
     for (const s of before) {
       const key = `${s.metadata.namespace}/${s.metadata.name}`;
@@ -180,9 +194,15 @@ describe('rollback after a partial run', () => {
     const victim = JSON.parse((await tb.kubectl(['get', 'svc', '-n', 'kube-system', 'kube-dns', '-o', 'json'])).stdout);
     const del = await tb.kubectl(['delete', 'svc', '-n', 'kube-system', 'kube-dns']);
     assert.equal(del.code, 0, del.stderr);
-    const r = await run(['restore', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);
+    const r = await run(['restore', planPath, '-o', 'yaml', '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);
     assert.equal(r.code, 0, r.err);
-    assert.match(r.out, /Service\/kube-system\/kube-dns\s+restored/);
+    const objects: any[] = (yaml.load(r.out) as any).objects;
+    assert.deepEqual(objects.filter((o) => o.result === 'restored'), [{ kind: 'Service', namespace: 'kube-system', name: 'kube-dns', result: 'restored' }]);
+    // a second restore finds it there and leaves it (the table this time)
+    const again = await run(['restore', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);
+    assert.equal(again.code, 0, again.err);
+    assert.match(again.out, /Service\/kube-system\/kube-dns\s+exists: left as it is/);
+    assert.doesNotMatch(again.out, /\srestored$/m);
     const back = JSON.parse((await tb.kubectl(['get', 'svc', '-n', 'kube-system', 'kube-dns', '-o', 'json'])).stdout);
     assert.equal(back.spec.clusterIP, victim.spec.clusterIP, 'at the IP it had when backed up');
     assert.deepEqual(back.spec.selector, victim.spec.selector);
@@ -223,8 +243,11 @@ describe('rollback after a partial run', () => {
     assert.equal(rows.get(ids[ids.length - 1]), 'pending', 'the steps after the selection are left alone');
 
     // put the cluster back for anyone after us
-    const rb = await run(['rollback', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', state, '--timeout', '60s']);
+    const rb = await run(['rollback', planPath, '-o', 'json', '--kubeconfig', tb.kubeconfigPath, '--state-dir', state, '--timeout', '60s']);
     assert.equal(rb.code, 0, rb.err + rb.out);
+    const rbo = JSON.parse(rb.out);
+    assert.ok(rbo.undone.includes(batch.id), `${batch.id} undone: ${rb.out}`);
+    assert.deepEqual(rbo.notUndone, []);
     assert.deepEqual(await ipsNow(), before, 'rolled back');
   });
 });

@@ -344,18 +344,24 @@ export const verifyCommand: Command = {
   name: 'verify',
   positionals: PLAN_POSITIONAL,
   summary: "check the cluster is in the plan's end state; exit 6 if anything is off",
-  usage: 'kube-renumber verify PLAN.yaml',
+  usage: 'kube-renumber verify PLAN.yaml [-o table|json|yaml]',
   options: SESSION_OPTIONS,
   async run({ values, positionals, io }) {
     const pre = prepare(values, positionals, io, 'verify', { write: false, journal: false, backups: true });
+    const { output } = pre.flags;
     const s = await openSession(values, io, pre, { lock: false });
     const problem = await s.executor.verifyEndState(s.client, s.ctx.backups);
+    const checked = [s.plan.spec.serviceCIDR ? 'every Service is where the plan puts it, ServiceCIDR/kubernetes holds the new range, no bridge left' : '',
+      s.plan.spec.podCIDR ? `no pod left in ${s.plan.spec.podCIDR.from.join(', ')}, workloads at their desired replicas` : ''].filter(Boolean);
+    // -o json|yaml: the result on stdout whatever it is, for scripts; the error line on stderr as always
+    if (output === 'json' || output === 'yaml') {
+      io.out(renderData({ plan: pre.id, verified: !problem, ...(problem ? { problem } : {}), checked }, output));
+    }
     if (problem) {
       io.err(`error: not in the end state: ${problem}\n`);
       return ExitCode.verifyFailed;
     }
-    io.out(`verified: ${[s.plan.spec.serviceCIDR ? 'every Service is where the plan puts it, ServiceCIDR/kubernetes holds the new range, no bridge left' : '',
-      s.plan.spec.podCIDR ? `no pod left in ${s.plan.spec.podCIDR.from.join(', ')}, workloads at their desired replicas` : ''].filter(Boolean).join('; ')}\n`);
+    if (output === 'table' || output === 'wide') io.out(`verified: ${checked.join('; ')}\n`);
     return ExitCode.ok;
   },
 };
@@ -364,17 +370,22 @@ export const rollbackCommand: Command = {
   name: 'rollback',
   positionals: PLAN_POSITIONAL,
   summary: 'undo completed steps in reverse where the API allows, and say what cannot be undone',
-  usage: 'kube-renumber rollback PLAN.yaml',
+  usage: 'kube-renumber rollback PLAN.yaml [-o table|json|yaml]',
   options: SESSION_OPTIONS,
   async run({ values, positionals, io }) {
     const pre = prepare(values, positionals, io, 'rollback', { write: true, journal: true, backups: true });
+    const { output } = pre.flags;
     const s = await openSession(values, io, pre, { lock: true });
     try {
       const r = await rollbackSteps(s.executor.steps(), s.ctx);
-      io.out(table(['step', 'result'], [
-        ...r.undone.map((id) => [id, 'undone']),
-        ...r.notUndone.map((x) => [x.step, `NOT undone: ${x.reason}`]),
-      ]));
+      if (output === 'json' || output === 'yaml') {
+        io.out(renderData({ plan: pre.id, stateDir: s.stateDir, undone: r.undone, notUndone: r.notUndone }, output));
+      } else {
+        io.out(table(['step', 'result'], [
+          ...r.undone.map((id) => [id, 'undone']),
+          ...r.notUndone.map((x) => [x.step, `NOT undone: ${x.reason}`]),
+        ]));
+      }
       return r.notUndone.length === 0 ? ExitCode.ok : ExitCode.findings;
     } finally {
       await s.release();
@@ -402,22 +413,27 @@ export const restoreCommand: Command = {
   name: 'restore',
   positionals: PLAN_POSITIONAL,
   summary: "put back objects from a run's backups (those that no longer exist)",
-  usage: 'kube-renumber restore PLAN.yaml',
+  usage: 'kube-renumber restore PLAN.yaml [-o table|json|yaml]',
   options: SESSION_OPTIONS,
   async run({ values, positionals, io }) {
     const pre = prepare(values, positionals, io, 'restore', { write: true, journal: false, backups: true });
+    const { output } = pre.flags;
     const s = await openSession(values, io, pre, { lock: true });
     try {
-      const rows: string[][] = [];
+      const rows: { kind: string; namespace?: string; name: string; result: 'restored' | 'exists' | 'skipped'; detail?: string }[] = [];
       for (const o of s.ctx.backups.all()) {
         const t = typeFor(o, s.executor.scVersion);
-        const name = `${o.kind}/${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name}`;
-        if (!t) { rows.push([name, 'skipped: unknown kind']); continue; }
-        if (await getObject(s.client, t, o.metadata!.name!, o.metadata?.namespace)) { rows.push([name, 'exists: left as it is']); continue; }
+        const row = { kind: String(o.kind), ...(o.metadata?.namespace ? { namespace: o.metadata.namespace } : {}), name: String(o.metadata?.name) };
+        if (!t) { rows.push({ ...row, result: 'skipped', detail: 'unknown kind' }); continue; }
+        if (await getObject(s.client, t, o.metadata!.name!, o.metadata?.namespace)) { rows.push({ ...row, result: 'exists', detail: 'left as it is' }); continue; }
         await createObject(s.client, t, o.kind === 'Pod' ? podForRecreate(o) : forCreate(o));
-        rows.push([name, 'restored']);
+        rows.push({ ...row, result: 'restored' });
       }
-      io.out(table(['object', 'result'], rows));
+      if (output === 'json' || output === 'yaml') io.out(renderData({ plan: pre.id, stateDir: s.stateDir, objects: rows }, output));
+      else {
+        io.out(table(['object', 'result'], rows.map((r) => [`${r.kind}/${r.namespace ? `${r.namespace}/` : ''}${r.name}`,
+          r.result === 'restored' ? 'restored' : r.result === 'exists' ? 'exists: left as it is' : `skipped: ${r.detail}`])));
+      }
       return ExitCode.ok;
     } finally {
       await s.release();
