@@ -45,6 +45,11 @@ export interface ServiceExecOptions {
    * after the covers of a batch are up and once before they come down.
    */
   propagationDelayMs?: number;
+  /**
+   * How long an in-place move waits for a nodePort that the apiserver shows allocated though no Service holds it
+   * (default 12 min; see patchBack).
+   */
+  nodePortLeakWaitMs?: number;
 }
 
 export const BRIDGE_FOR_LABEL = 'kube-renumber.io/bridge-for';
@@ -89,6 +94,28 @@ export interface MoveEvidence {
 /** The apiserver refused an explicit ClusterIP that is still (or already) allocated. */
 export function isIPTaken(e: unknown): boolean {
   return e instanceof KubeApiError && e.status === 422 && /already allocated/i.test(e.message);
+}
+
+/**
+ * The nodePorts a 422 of the apiserver refuses as taken ("spec.ports[0].nodePort: Invalid value: 31479: provided
+ * port is already allocated"); empty for any other error.
+ */
+export function takenNodePorts(e: unknown): number[] {
+  if (!(e instanceof KubeApiError) || e.status !== 422) return [];
+  return [...e.message.matchAll(/nodePort: Invalid value: (\d+): provided port is already allocated/g)].map((m) => Number(m[1]));
+}
+
+/** Which Services, other than `self`, hold one of `ports` as a nodePort or healthCheckNodePort: "namespace/name" → ports. */
+export function nodePortHolders(services: readonly KubeObject[], ports: readonly number[], self: { namespace: string; name: string }): Map<string, number[]> {
+  const want = new Set(ports);
+  const out = new Map<string, number[]>();
+  for (const s of services) {
+    if (s.metadata?.namespace === self.namespace && s.metadata?.name === self.name) continue;
+    const held = [...(s.spec?.ports ?? []).map((p: { nodePort?: number }) => p.nodePort), s.spec?.healthCheckNodePort]
+      .filter((n): n is number => typeof n === 'number' && want.has(n));
+    if (held.length > 0) out.set(`${s.metadata?.namespace}/${s.metadata?.name}`, [...new Set(held)]);
+  }
+  return out;
 }
 
 export type MoveDecision =
@@ -217,6 +244,7 @@ export class ServiceExecutor {
       concurrency: opts.concurrency ?? 8,
       covers: opts.covers ?? true,
       propagationDelayMs: opts.propagationDelayMs ?? 5_000,
+      nodePortLeakWaitMs: opts.nodePortLeakWaitMs ?? 12 * 60_000,
     };
     this.scVersion = this.svc.apiVersion.split('/')[1] ?? 'v1';
   }
@@ -458,14 +486,55 @@ export class ServiceExecutor {
           if (dry) return { wrote: true };
           cur = now;
           const b = await this.ensureBridge(ctx, orig, it, bridge);
-          return { service: await withRetry(() => patchService(ctx.client, now, backToType(orig, it.to), dry)), bridge: b, wrote: true };
+          return { service: await this.patchBack(ctx, it, now, orig), bridge: b, wrote: true };
         }
         case 'back': {
           const b = await this.ensureBridge(ctx, orig, it, bridge);
-          return { service: await withRetry(() => patchService(ctx.client, cur!, backToType(orig, it.to), dry)), bridge: b, wrote: true };
+          return { service: await this.patchBack(ctx, it, cur!, orig), bridge: b, wrote: true };
         }
       }
     });
+  }
+
+  /**
+   * The last write of an in-place move: the Service back to its type at the mapped IPs, with its nodePorts. Going
+   * ExternalName released those nodePorts, so the apiserver may refuse one as already allocated:
+   * - another Service took it in between: stop, naming it (the Service stays ExternalName, reached through its
+   *   cover and bridge, but not on its nodePort, until the port is freed and the run resumed);
+   * - no Service holds it: the apiserver leaked it. It does when a write that releases the port is cut off
+   *   mid-request (a crashed run, a dropped connection): the Service is stored, the release is rolled back. Its
+   *   nodePort repair loop frees a leaked port on its third pass, 3 minutes apart (6–9 minutes): wait for that,
+   *   asking again every 15 s, up to nodePortLeakWaitMs.
+   */
+  private async patchBack(ctx: StepContext, it: StepItem, cur: KubeObject, orig: KubeObject): Promise<KubeObject> {
+    const dry = ctx.dryRun === 'server';
+    const t0 = Date.now();
+    for (let warned = false; ;) {
+      try {
+        return await withRetry(() => patchService(ctx.client, cur, backToType(orig, it.to), dry));
+      } catch (e) {
+        const ports = takenNodePorts(e);
+        if (ports.length === 0 || dry) throw e;
+        const holders = nodePortHolders(await withRetry(() => listAll(ctx.client, SERVICES)), ports, it);
+        const what = `nodePort ${ports.join(', ')} of Service ${itemKey(it)}`;
+        if (holders.size > 0) {
+          throw new Error(`${what} was taken by ${[...holders.keys()].map((h) => `Service ${h}`).join(', ')} while ${itemKey(it)} was ExternalName `
+            + `(between the two writes of its move): free the port, then resume; until then ${itemKey(it)} answers on its ClusterIPs (through its bridge and cover) but not on that nodePort`);
+        }
+        const waited = Date.now() - t0;
+        if (waited >= this.opts.nodePortLeakWaitMs) {
+          throw new Error(`${what} is still refused as allocated after ${Math.round(waited / 1000)} s though no Service holds it (leaked by the apiserver): `
+            + `resume once its nodePort repair loop has freed it (it runs every 3 minutes and frees a leaked port on its third pass)`);
+        }
+        if (!warned) {
+          ctx.warn?.(`${what} is refused as allocated though no Service holds it: the apiserver leaked it when an earlier write of this Service was cut off; `
+            + `waiting for its nodePort repair loop to free it (6–9 minutes), at most ${Math.round(this.opts.nodePortLeakWaitMs / 1000)} s`);
+          warned = true;
+        }
+        // every 15 s at the default wait; shorter waits ask proportionally more often
+        await sleep(Math.min(15_000, this.opts.nodePortLeakWaitMs / 8, Math.max(0, this.opts.nodePortLeakWaitMs - waited)));
+      }
+    }
   }
 
   /** Labelled selectors for EndpointSlices of these Service names, at most 40 names per request. */

@@ -10,7 +10,7 @@ import { BackupStore } from '../../src/engine/backup.ts';
 import { Journal } from '../../src/engine/journal.ts';
 import type { StepContext } from '../../src/engine/runner.ts';
 import {
-  batchDone, coversIn, decideMove, isIPTaken, itemDone, itemProblem, ServiceExecutor, type ServiceView, writtenAt,
+  batchDone, coversIn, decideMove, isIPTaken, itemDone, itemProblem, nodePortHolders, ServiceExecutor, takenNodePorts, type ServiceView, writtenAt,
 } from '../../src/engine/service-steps.ts';
 import { KubeApiError, type KubeClient, type Method } from '../../src/kube/client.ts';
 import type { MigrationPlan, StepItem } from '../../src/plan/plan.ts';
@@ -133,5 +133,84 @@ describe('move-services step: check, backup and apply share one read', () => {
     const ctx: StepContext = { client, backups: new BackupStore(join(dir, 'b'), 'r'), journal: new Journal(join(dir, 'j'), 'r'), dryRun: 'none', log: () => {} };
     assert.equal(await new ServiceExecutor(plan).steps()[0]!.check(ctx), true);
     assert.equal(client.seen.length, 1);
+  });
+});
+
+describe('the last write of an in-place move when a nodePort is refused as taken', () => {
+  const np = (name: string, ips: string[], port: number, extra: Record<string, unknown> = {}) =>
+    svc(name, ips, { type: 'NodePort', ports: [{ port: 80, nodePort: port }], ...extra });
+  const taken = (port: number) => new KubeApiError('PATCH', '/api/v1/namespaces/ns/services/web', 422, 'Invalid',
+    `Service "web" is invalid: spec.ports[0].nodePort: Invalid value: ${port}: provided port is already allocated`);
+
+  it('takenNodePorts reads the ports of the 422, and nothing from other errors', () => {
+    assert.deepEqual(takenNodePorts(taken(31479)), [31479]);
+    assert.deepEqual(takenNodePorts(new KubeApiError('POST', '/x', 422, 'Invalid', 'spec.clusterIPs: Invalid value: ["10.96.0.5"]: failed to allocate IP 10.96.0.5: provided IP is already allocated')), []);
+    assert.deepEqual(takenNodePorts(new KubeApiError('PATCH', '/x', 409, 'Conflict', 'spec.ports[0].nodePort: Invalid value: 1: provided port is already allocated')), []);
+    assert.deepEqual(takenNodePorts(new Error('spec.ports[0].nodePort: Invalid value: 31479: provided port is already allocated')), []);
+  });
+
+  it('nodePortHolders: other Services holding the port as nodePort or healthCheckNodePort, never the Service itself', () => {
+    const all = [np('web', ['10.100.0.50'], 31479), np('thief', ['10.96.0.9'], 31479), svc('hc', ['10.96.0.10'], { type: 'LoadBalancer', healthCheckNodePort: 31479 }), np('other', ['10.96.0.11'], 30000)];
+    assert.deepEqual([...nodePortHolders(all, [31479], { namespace: 'ns', name: 'web' })], [['ns/thief', [31479]], ['ns/hc', [31479]]]);
+    assert.equal(nodePortHolders(all, [32000], { namespace: 'ns', name: 'web' }).size, 0);
+  });
+
+  /** An apiserver script: the Service is ExternalName mid-move, its bridge is up; PATCH answers in turn from `patches`. */
+  function midMove(patches: Array<Error | 'ok'>, services: KubeObject[]) {
+    const seen: string[] = [];
+    const client: KubeClient = {
+      server: 'https://127.0.0.1:1', context: 't', get requestCount() { return seen.length; },
+      async request<T>(method: Method, path: string): Promise<T> {
+        seen.push(`${method} ${path}`);
+        if (method === 'GET' && path.endsWith('/services/web')) return { ...external('web'), metadata: { ...external('web').metadata, resourceVersion: '7' } } as T;
+        if (method === 'GET' && path.endsWith('/services/web-kr-old')) return svc('web-kr-old', ['10.96.0.50']) as T;
+        if (method === 'PATCH' && path.endsWith('/services/web')) {
+          const next = patches.shift();
+          if (next === undefined || next === 'ok') return np('web', ['10.100.0.50'], 31479) as T;
+          throw next;
+        }
+        throw new Error(`unexpected ${method} ${path}`);
+      },
+      async *list(path: string) { seen.push(`LIST ${path}`); for (const o of services) yield o; },
+    };
+    const dir = mkdtempSync(join(tmpdir(), 'kr-np-'));
+    const warnings: string[] = [];
+    const ctx: StepContext = { client, backups: new BackupStore(join(dir, 'b'), 'r'), journal: new Journal(join(dir, 'j'), 'r'), dryRun: 'none', log: () => {}, warn: (m) => warnings.push(m) };
+    ctx.backups.save({ ...np('web', ['10.96.0.50'], 31479), apiVersion: 'v1', kind: 'Service' } as KubeObject);
+    return { ctx, seen, warnings };
+  }
+  const plan = {
+    spec: { serviceCIDR: { apiVersion: 'networking.k8s.io/v1', from: ['10.96.0.0/16'], to: ['10.100.0.0/16'], target: ['10.100.0.0/16'], kept: [] }, strategy: 'in-place' },
+    mapping: [], steps: [],
+  } as unknown as MigrationPlan;
+
+  it('leaked (no Service holds it): warns once, asks again until the apiserver frees it, with the nodePort kept', async () => {
+    const { ctx, seen, warnings } = midMove([taken(31479), taken(31479), 'ok'], [external('web'), svc('web-kr-old', ['10.96.0.50'])]);
+    const ev = await new ServiceExecutor(plan, { nodePortLeakWaitMs: 5_000 }).moveOne(ctx, it1, 'in-place');
+    assert.equal(ev.wrote, true);
+    assert.equal(ev.service?.spec?.ports?.[0]?.nodePort, 31479);
+    assert.equal(seen.filter((r) => r.startsWith('PATCH')).length, 3, seen.join('\n'));
+    assert.equal(seen.filter((r) => r === 'LIST /api/v1/services').length, 2, 'who holds it is asked before each wait');
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /nodePort 31479 of Service ns\/web is refused as allocated though no Service holds it: the apiserver leaked it/);
+  });
+
+  it('leaked for longer than the wait: stops, saying so and what frees it', async () => {
+    const { ctx } = midMove([taken(31479), taken(31479), taken(31479), taken(31479)], []);
+    await assert.rejects(new ServiceExecutor(plan, { nodePortLeakWaitMs: 1 }).moveOne(ctx, it1, 'in-place'),
+      /nodePort 31479 of Service ns\/web is still refused as allocated after \d+ s though no Service holds it \(leaked by the apiserver\): resume once its nodePort repair loop has freed it/);
+  });
+
+  it('taken by another Service: stops at once, naming it, without waiting', async () => {
+    const { ctx, seen } = midMove([taken(31479), 'ok'], [np('thief', ['10.96.0.9'], 31479)]);
+    await assert.rejects(new ServiceExecutor(plan, { nodePortLeakWaitMs: 60_000 }).moveOne(ctx, it1, 'in-place'),
+      /nodePort 31479 of Service ns\/web was taken by Service ns\/thief while ns\/web was ExternalName .*free the port, then resume/);
+    assert.equal(seen.filter((r) => r.startsWith('PATCH')).length, 1);
+  });
+
+  it('any other refusal is not waited for', async () => {
+    const { ctx, seen } = midMove([new KubeApiError('PATCH', '/x', 422, 'Invalid', 'spec.ports[0].port: Invalid value: 0'), 'ok'], []);
+    await assert.rejects(new ServiceExecutor(plan).moveOne(ctx, it1, 'in-place'), /Invalid value: 0/);
+    assert.equal(seen.filter((r) => r.startsWith('LIST')).length, 0);
   });
 });
