@@ -108,7 +108,7 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
   if (kind === 'kops' && !snap.kops) {
     facts.push({ id: 'kops-spec', ok: null,
       summary: 'kOps cluster without its Cluster spec in the input (it lives in the kOps state store, not in the API): podCIDR, serviceClusterIPRange and '
-        + 'nonMasqueradeCIDR not read; to add them: `kops get cluster -o yaml > cluster.yaml`, then -f cluster.yaml next to a dump of the cluster' });
+        + 'nonMasqueradeCIDR not read; to add them: `kops get cluster -o yaml > cluster.yaml`, then -f cluster.yaml with --kubeconfig or --context (joins the live read), or next to a dump of the cluster' });
   } else if ((kind === 'kubeadm' || kind === 'kubespray') && !snap.kubeadm) {
     facts.push({ id: 'kubeadm-config', ok: null,
       summary: 'kubeadm cluster without its ClusterConfiguration in the input (ConfigMap kube-system/kubeadm-config missing or not readable): podSubnet and serviceSubnet not read' });

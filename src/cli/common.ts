@@ -68,15 +68,43 @@ export function avoidList(values: Values, io: Io): AvoidRange[] {
   return [...list(values, 'avoid').map((a) => parseAvoid(a)), ...cfg.avoid];
 }
 
-/** The snapshot, offline from --from-file or live from the cluster. */
+/**
+ * Does the command read a live cluster? Yes without -f; with -f only when --kubeconfig or --context is given
+ * too (then -f adds distribution configs to the live read: see loadSnapshot).
+ */
+export function readsLive(values: Values): boolean {
+  return list(values, 'from-file').length === 0 || values.kubeconfig !== undefined || values.context !== undefined;
+}
+
+/**
+ * The snapshot: offline from -f; live from the cluster; or live plus -f when --kubeconfig or --context names
+ * the cluster explicitly. Then the files may hold only distribution configs (a kOps Cluster spec, which no
+ * cluster API serves, or a kubeadm ClusterConfiguration): they are read and checked before the cluster is
+ * contacted, and Kubernetes objects in them are refused rather than mixed with the live ones.
+ */
 export async function loadSnapshot(values: Values, io: Io): Promise<Snapshot> {
   const files = list(values, 'from-file');
   const verbose = values.verbose === true;
   const progress = (m: string) => { if (verbose) io.err(`${m}\n`); };
-  if (files.length > 0) {
+  if (files.length > 0 && !readsLive(values)) {
     const inv = await readInventoryFiles(files);
     progress(`read ${inv.objects.length} objects from ${files.length} path(s)`);
     return buildSnapshot(inv);
+  }
+  const extra = files.length > 0 ? await readInventoryFiles(files) : undefined;
+  if (extra) {
+    const live = values.kubeconfig !== undefined ? '--kubeconfig' : '--context';
+    if (extra.objects.length > 0) {
+      const o = extra.objects[0]!;
+      throw new UsageError(`with ${live}, -f adds distribution configs (a kOps Cluster spec, a kubeadm ClusterConfiguration) to the live read, `
+        + `but ${files.join(', ')} hold${files.length === 1 ? 's' : ''} ${extra.objects.length} Kubernetes object(s) (e.g. ${o.kind ?? 'an object'}${o.metadata?.name ? `/${o.metadata.name}` : ''}): `
+        + `leave out ${live} to read the files offline, or leave out those files to read the cluster live`);
+    }
+    if (extra.configs.length === 0) {
+      throw new UsageError(`with ${live}, -f adds distribution configs to the live read, and ${files.join(', ')} hold${files.length === 1 ? 's' : ''} none `
+        + '(a kOps Cluster spec or a kubeadm ClusterConfiguration)');
+    }
+    progress(`read ${extra.configs.length} distribution config(s) from ${files.length} path(s)`);
   }
   const client = connect({
     kubeconfig: str(values, 'kubeconfig'),
@@ -87,5 +115,9 @@ export async function loadSnapshot(values: Values, io: Io): Promise<Snapshot> {
   progress(`reading cluster ${client.server} (context "${client.context}")`);
   const inv = await readLiveInventory(client, { onProgress: progress });
   progress(`${client.requestCount} API requests`);
+  if (extra) {
+    inv.configs.push(...extra.configs);
+    if (inv.source.kind === 'live') inv.source = { ...inv.source, files: extra.source.kind === 'file' ? extra.source.files : files };
+  }
   return buildSnapshot(inv);
 }

@@ -17,8 +17,11 @@ export type { CniKind, DistributionKind, IpamKind, KopsNetworking, KubeadmNetwor
  * so both build the very same snapshot.
  */
 export interface RawInventory {
-  /** Where it came from: 'live' or the list of files read. */
-  source: { kind: 'live'; context?: string; server?: string } | { kind: 'file'; files: string[] };
+  /**
+   * Where it came from: 'live' or the list of files read. A live read may carry `files` too: distribution
+   * configs given with -f alongside a live read (`configs` below).
+   */
+  source: { kind: 'live'; context?: string; server?: string; files?: string[] } | { kind: 'file'; files: string[] };
   /** Server version (gitVersion) when known, e.g. "v1.34.4". */
   serverVersion?: string;
   /**

@@ -143,7 +143,9 @@ export function compareTiers(a: Tier, b: Tier, order: TierOrder = 'ascending'): 
 }
 
 function sourceText(src: Snapshot['source']): string {
-  return src.kind === 'live' ? `live cluster ${src.server ?? ''}${src.context ? ` (context ${src.context})` : ''}`.trim() : `files: ${src.files.join(', ')}`;
+  return src.kind === 'live'
+    ? `live cluster ${src.server ?? ''}${src.context ? ` (context ${src.context})` : ''}${src.files?.length ? ` with ${src.files.join(', ')}` : ''}`.replace(/\s+/g, ' ').trim()
+    : `files: ${src.files.join(', ')}`;
 }
 
 function familyOf(a: string): Family {

@@ -454,8 +454,8 @@ export function distroConfigCheck(snap: Snapshot): PreflightCheck | undefined {
       message: `kOps cluster${why ? ` (${why})` : ''}, but no kOps Cluster spec in the input: it lives in the kOps state store, not in the API, `
         + 'so its podCIDR, serviceClusterIPRange, nonMasqueradeCIDR and field layout were not read and nonMasqueradeCIDR is not checked; '
         + 'the kOps patches name each field in both layouts (spec.networking.* or directly under spec)',
-      fix: '`kops get cluster --name NAME -o yaml > cluster.yaml`, then plan from files with `-f cluster.yaml` next to a `kubectl get ... -o yaml` dump of the cluster '
-        + '(-f does not combine with a live read); or apply the kOps patches by field name',
+      fix: '`kops get cluster --name NAME -o yaml > cluster.yaml`, then plan again with `-f cluster.yaml` and --kubeconfig or --context (the spec joins the live read), '
+        + 'or from files with `-f cluster.yaml` next to a `kubectl get ... -o yaml` dump of the cluster; or apply the kOps patches by field name',
     };
   }
   if (d === 'kubeadm' && !snap.kubeadm) {

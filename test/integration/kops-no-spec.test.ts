@@ -4,6 +4,9 @@
 // fields for `kops edit cluster`, and a pre-flight check says the spec was not read and how to provide it.
 
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { planFromYaml } from '../../src/plan/render.ts';
@@ -89,6 +92,34 @@ describe('plan on a live kOps cluster without its Cluster spec', () => {
     assert.match(k.after, /^\s+serviceClusterIPRange: 10\.2\.0\.0\/24$/m);
     assert.match(k.after, /^\s+serverIP: 10\.2\.0\.10$/m);
     assert.match(k.after, /- 100\.64\.0\.1\n\s+- 10\.2\.0\.1\n/);
+  });
+
+  test('with -f cluster.yaml alongside --kubeconfig: the spec joins the live read, its layout names the fields', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kr-kops-spec-'));
+    const spec = join(dir, 'cluster.yaml');
+    writeFileSync(spec, [
+      'apiVersion: kops.k8s.io/v1alpha2', 'kind: Cluster', 'metadata: {name: k8s.example.com}', 'spec:',
+      '  kubernetesVersion: 1.35.4', `  serviceClusterIPRange: ${SVC_OLD}`, '  nonMasqueradeCIDR: 100.64.0.0/10',
+      `  kubeControllerManager: {clusterCIDR: ${POD_OLD}, allocateNodeCIDRs: true}`, '  networking: {calico: {}}', '',
+    ].join('\n'));
+    const r = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '-f', spec, '--service-cidr', SVC_NEW, '-o', 'yaml']);
+    assert.ok(r.code === 0 || r.code === 1, `exit ${r.code}: ${r.err}`);
+    const p = planFromYaml(r.out) as MigrationPlan;
+    assert.equal(r.code, documentedCode(p));
+    assert.equal(p.preflight.filter((c) => c.id === 'kops-spec').length, 0, 'the spec was read: no warning about it');
+    assert.match(p.metadata.generatedFrom, new RegExp(`^live cluster https://127\\.0\\.0\\.1:\\d+ .*with ${spec.replace(/[.]/g, '\\.')}$`));
+    assert.ok(p.spec.serviceCIDR, 'the live Services were read: a Service plan');
+    const k = patches(p).find((x) => x.id === 'kops-service-range')!;
+    assert.ok(k, patches(p).map((x) => x.id).join(', '));
+    assert.doesNotMatch(k.description, /spec\.networking\.serviceClusterIPRange/, `the spec's own (legacy) layout only: ${k.description}`);
+    assert.match(k.after, /^\s*serviceClusterIPRange: 10\.2\.0\.0\/24$/m);
+
+    // Kubernetes objects in -f next to a live read are refused, before the cluster is read
+    const objs = join(dir, 'services.yaml');
+    writeFileSync(objs, 'apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: default}\nspec: {clusterIP: 100.64.0.9, ports: [{port: 80}]}\n');
+    const bad = await run(['inspect', '--kubeconfig', tb.kubeconfigPath, '-f', spec, '-f', objs]);
+    assert.equal(bad.code, 2, bad.err);
+    assert.match(bad.err, /^error: with --kubeconfig, -f adds distribution configs .* 1 Kubernetes object\(s\) \(e\.g\. Service\/a\)/);
   });
 
   test('both at once: one plan, both kOps patches, the missing spec reported once', async () => {

@@ -40,7 +40,7 @@ export const inspectCommand: Command = {
 };
 
 function sourceText(r: InspectReport['source']): string {
-  return r.kind === 'live' ? `live: ${r.server ?? ''}${r.context ? ` (context ${r.context})` : ''}` : `files: ${r.files.join(', ')}`;
+  return r.kind === 'live' ? `live: ${r.server ?? ''}${r.context ? ` (context ${r.context})` : ''}${r.files?.length ? `; configs from ${r.files.join(', ')}` : ''}` : `files: ${r.files.join(', ')}`;
 }
 
 export function renderInspect(r: InspectReport, wide: boolean): string {

@@ -8,7 +8,7 @@ import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
 import { parsePodTarget } from '../../plan/pod-plan.ts';
 import { certSanProblem, isDnsSubdomain, isQualifiedName, objectRefProblem, podTargetRefusals } from '../../plan/targets.ts';
 import { NetError } from '../../net/index.ts';
-import { avoidList, durationFlag, intFlag, list, loadSnapshot, numberFlag, str } from '../common.ts';
+import { avoidList, durationFlag, intFlag, list, loadSnapshot, numberFlag, readsLive, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
 import type { Command, Io, Values } from '../command.ts';
 import { parseOutput, section, table } from '../output.ts';
@@ -144,7 +144,7 @@ Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix the
       if (refused.length > 0) throw new UsageError(`--pod-cidr ${podTarget} refused: ${refused.slice(0, 4).join('; ')}${refused.length > 4 ? ` and ${refused.length - 4} more` : ''}`);
     }
     let sans = givenSans;
-    if (target && sans.length === 0 && list(values, 'from-file').length === 0) {
+    if (target && sans.length === 0 && readsLive(values)) {
       const read = await readServingCertSANs(values, io);
       if (read) sans = read;
     }

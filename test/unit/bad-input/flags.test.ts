@@ -290,4 +290,14 @@ add('unknown --context with --kubeconfig', ['suggest', '--for', 'pods', '--kubec
 add('bad flag value wins over a kubeconfig', ['plan', '--service-cidr', '10.200.0.0/16', '--batch-size', 'x'], /--batch-size x/,
   { files: { 'home/.kube/config': KUBECONFIG }, secrets: ['flags-secret-token'] });
 
+// -f next to --kubeconfig/--context adds distribution configs to the live read; objects there are refused, and so are
+// files without a config, before any kubeconfig is read or cluster contacted (the kubeconfig named does not exist)
+for (const cmd of CLUSTER_READERS) {
+  const rest = cmd === 'suggest' ? ['--for', 'services'] : cmd === 'plan' ? ['--service-cidr', '10.200.0.0/16'] : [];
+  add(`${cmd}: -f with objects next to --kubeconfig`, [cmd, ...rest, '--kubeconfig', '$D/none', '-f', KUBEADM],
+    /^with --kubeconfig, -f adds distribution configs .* holds \d+ Kubernetes object\(s\) \(e\.g\. [A-Za-z]+\/[a-z0-9.-]+\): leave out --kubeconfig to read the files offline/);
+  add(`${cmd}: -f with no config next to --context`, [cmd, ...rest, '--context', 'prod', '-f', '$D/empty.yaml'],
+    /^with --context, -f adds distribution configs to the live read, and .*empty\.yaml holds none/, { files: { 'empty.yaml': 'apiVersion: v1\nkind: List\nitems: []\n' } });
+}
+
 corpus('command-line flags and values', cases);
