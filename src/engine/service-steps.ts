@@ -355,12 +355,16 @@ export class ServiceExecutor {
    * more data: up to 10× the Services wanted, and never fewer than 100 (bridges and covers come with it).
    */
   private listWholeNamespace(namespace: string, wanted: number): boolean {
+    const size = this.namespaceSizes().get(namespace);
+    return size !== undefined && size <= Math.max(100, 10 * wanted);
+  }
+
+  private namespaceSizes(): Map<string, number> {
     if (!this.nsSizes) {
       this.nsSizes = new Map();
       for (const m of this.plan.mapping) this.nsSizes.set(m.namespace, (this.nsSizes.get(m.namespace) ?? 0) + 1);
     }
-    const size = this.nsSizes.get(namespace);
-    return size !== undefined && size <= Math.max(100, 10 * wanted);
+    return this.nsSizes;
   }
 
   /**
@@ -537,27 +541,56 @@ export class ServiceExecutor {
     }
   }
 
-  /** Labelled selectors for EndpointSlices of these Service names, at most 40 names per request. */
-  private async slicesOf(client: KubeClient, namespace: string, names: readonly string[]): Promise<KubeObject[]> {
+  /**
+   * EndpointSlices of these Service names, by label selector (at most 100 names per request), in one namespace
+   * or, with `namespace` undefined, in every namespace.
+   */
+  private async slicesOf(client: KubeClient, namespace: string | undefined, names: readonly string[]): Promise<KubeObject[]> {
     const out: KubeObject[] = [];
     const uniq = [...new Set(names)];
-    for (let i = 0; i < uniq.length; i += 40) {
-      const sel = `kubernetes.io/service-name in (${uniq.slice(i, i + 40).join(',')})`;
-      out.push(...await withRetry(() => listAll(client, ENDPOINTSLICES, { namespace, labelSelector: sel })));
+    for (let i = 0; i < uniq.length; i += 100) {
+      const sel = `kubernetes.io/service-name in (${uniq.slice(i, i + 100).join(',')})`;
+      out.push(...await withRetry(() => listAll(client, ENDPOINTSLICES, { ...(namespace !== undefined ? { namespace } : {}), labelSelector: sel })));
     }
     return out;
   }
 
-  /** The EndpointSlices of these Service names (per namespace one LIST), grouped by "namespace/service". */
+  /**
+   * Read these namespaces' EndpointSlices with one LIST across all namespaces instead of one per namespace?
+   * Only when they hold at least half of the Services the plan knows: the apiserver filters every slice of the
+   * cluster for a cross-namespace LIST and only the namespace's for a namespaced one, so the one request then
+   * costs it at most twice the work of the several.
+   */
+  clusterWideRead(namespaces: readonly string[]): boolean {
+    if (namespaces.length < 2) return false;
+    let inBatch = 0;
+    let all = 0;
+    for (const [ns, n] of this.namespaceSizes()) { all += n; if (namespaces.includes(ns)) inBatch += n; }
+    return all > 0 && inBatch * 2 >= all;
+  }
+
+  /**
+   * The EndpointSlices of these Service names, grouped by "namespace/service": one LIST per namespace, or one
+   * across all namespaces when these namespaces hold most of the Services (clusterWideRead).
+   */
   private async slicesByService(client: KubeClient, names: ReadonlyArray<{ namespace: string; name: string }>): Promise<Map<string, KubeObject[]>> {
     const byNs = new Map<string, string[]>();
     for (const n of names) byNs.set(n.namespace, [...(byNs.get(n.namespace) ?? []), n.name]);
     const out = new Map<string, KubeObject[]>();
-    await Promise.all([...byNs].map(async ([ns, list]) => {
-      for (const sl of await this.slicesOf(client, ns, list)) {
-        const k = `${ns}/${sl.metadata?.labels?.['kubernetes.io/service-name']}`;
-        out.set(k, [...(out.get(k) ?? []), sl]);
+    const add = (ns: string | undefined, sl: KubeObject) => {
+      const k = `${ns}/${sl.metadata?.labels?.['kubernetes.io/service-name']}`;
+      out.set(k, [...(out.get(k) ?? []), sl]);
+    };
+    if (this.clusterWideRead([...byNs.keys()])) {
+      const wanted = new Set(names.map(itemKey));
+      // the same name in another namespace comes along; only the asked-for "namespace/name" pairs are kept
+      for (const sl of await this.slicesOf(client, undefined, names.map((n) => n.name))) {
+        if (wanted.has(`${sl.metadata?.namespace}/${sl.metadata?.labels?.['kubernetes.io/service-name']}`)) add(sl.metadata?.namespace, sl);
       }
+      return out;
+    }
+    await Promise.all([...byNs].map(async ([ns, list]) => {
+      for (const sl of await this.slicesOf(client, ns, list)) add(ns, sl);
     }));
     return out;
   }

@@ -214,3 +214,23 @@ describe('the last write of an in-place move when a nodePort is refused as taken
     assert.equal(seen.filter((r) => r.startsWith('LIST')).length, 0);
   });
 });
+
+describe('EndpointSlice reads: one LIST across namespaces only when it costs the apiserver no more', () => {
+  const planOf = (counts: Record<string, number>) => ({
+    spec: { serviceCIDR: { apiVersion: 'networking.k8s.io/v1', from: ['10.96.0.0/16'], to: ['10.100.0.0/16'], target: ['10.100.0.0/16'], kept: [] }, strategy: 'in-place' },
+    mapping: Object.entries(counts).flatMap(([ns, n]) => Array.from({ length: n }, (_, i) => ({ namespace: ns, name: `s${i}`, action: 'move', from: [], to: [] }))),
+    steps: [],
+  } as unknown as MigrationPlan);
+  it('namespaces holding at least half of the plan\'s Services: across namespaces', () => {
+    const ex = new ServiceExecutor(planOf({ a: 10, b: 10, c: 10, d: 10 }));
+    assert.equal(ex.clusterWideRead(['a', 'b']), true);
+    assert.equal(ex.clusterWideRead(['a', 'b', 'c', 'd']), true);
+  });
+  it('fewer: one LIST per namespace; and never across namespaces for one namespace', () => {
+    const ex = new ServiceExecutor(planOf({ a: 10, b: 10, c: 10, big: 1000 }));
+    assert.equal(ex.clusterWideRead(['a', 'b', 'c']), false);
+    assert.equal(ex.clusterWideRead(['big']), false);
+    assert.equal(new ServiceExecutor(planOf({ a: 1, b: 1 })).clusterWideRead(['a', 'b']), true);
+    assert.equal(new ServiceExecutor(planOf({ a: 1, b: 1 })).clusterWideRead(['x', 'y']), false);
+  });
+});
