@@ -143,7 +143,7 @@ interface Prepared { flags: Flags; read: ReadPlan; id: string; stateDir: string;
  * state directory (a directory we can write 0600 files in, not on a pseudo file system), the journal (every
  * line an entry) and the backups (every file a backup record). Reads only.
  */
-function prepare(values: Values, positionals: string[], io: Io, name: string,
+function prepare(values: Values, positionals: string[], io: Io,
   opts: { write: boolean; journal: boolean; backups: boolean; preflight?: boolean }): Prepared {
   const flags = checkFlags(values);
   const read = readPlan(positionals);
@@ -235,7 +235,7 @@ async function ask(io: Io, question: string): Promise<boolean> {
 }
 
 async function runPlan(values: Values, positionals: string[], io: Io, resume: boolean): Promise<number> {
-  const pre = prepare(values, positionals, io, resume ? 'resume' : 'apply', { write: true, journal: true, backups: true, preflight: true });
+  const pre = prepare(values, positionals, io, { write: true, journal: true, backups: true, preflight: true });
   const { dryRun, output } = pre.flags;
   const s = await openSession(values, io, pre, { lock: true, dryRun });
   try {
@@ -323,7 +323,7 @@ export const statusCommand: Command = {
   usage: 'kube-renumber status PLAN.yaml [-o table|json|yaml]',
   options: { 'state-dir': { type: 'string' } },
   async run({ values, positionals, io }) {
-    const { flags: { output }, read: { plan }, stateDir, entries } = prepare(values, positionals, io, 'status', { write: false, journal: true, backups: false });
+    const { flags: { output }, read: { plan }, stateDir, entries } = prepare(values, positionals, io, { write: false, journal: true, backups: false });
     const done = new Set(completedSteps(entries));
     const rows = plan.steps.map((st) => {
       const last = [...entries].reverse().find((e) => e.step === st.id);
@@ -347,7 +347,7 @@ export const verifyCommand: Command = {
   usage: 'kube-renumber verify PLAN.yaml [-o table|json|yaml]',
   options: SESSION_OPTIONS,
   async run({ values, positionals, io }) {
-    const pre = prepare(values, positionals, io, 'verify', { write: false, journal: false, backups: true });
+    const pre = prepare(values, positionals, io, { write: false, journal: false, backups: true });
     const { output } = pre.flags;
     const s = await openSession(values, io, pre, { lock: false });
     const problem = await s.executor.verifyEndState(s.client, s.ctx.backups);
@@ -373,7 +373,7 @@ export const rollbackCommand: Command = {
   usage: 'kube-renumber rollback PLAN.yaml [-o table|json|yaml]',
   options: SESSION_OPTIONS,
   async run({ values, positionals, io }) {
-    const pre = prepare(values, positionals, io, 'rollback', { write: true, journal: true, backups: true });
+    const pre = prepare(values, positionals, io, { write: true, journal: true, backups: true });
     const { output } = pre.flags;
     const s = await openSession(values, io, pre, { lock: true });
     try {
@@ -416,7 +416,7 @@ export const restoreCommand: Command = {
   usage: 'kube-renumber restore PLAN.yaml [-o table|json|yaml]',
   options: SESSION_OPTIONS,
   async run({ values, positionals, io }) {
-    const pre = prepare(values, positionals, io, 'restore', { write: true, journal: false, backups: true });
+    const pre = prepare(values, positionals, io, { write: true, journal: false, backups: true });
     const { output } = pre.flags;
     const s = await openSession(values, io, pre, { lock: true });
     try {
@@ -432,7 +432,7 @@ export const restoreCommand: Command = {
       if (output === 'json' || output === 'yaml') io.out(renderData({ plan: pre.id, stateDir: s.stateDir, objects: rows }, output));
       else {
         io.out(table(['object', 'result'], rows.map((r) => [`${r.kind}/${r.namespace ? `${r.namespace}/` : ''}${r.name}`,
-          r.result === 'restored' ? 'restored' : r.result === 'exists' ? 'exists: left as it is' : `skipped: ${r.detail}`])));
+          r.detail ? `${r.result}: ${r.detail}` : r.result])));
       }
       return ExitCode.ok;
     } finally {
