@@ -22,6 +22,11 @@ const svc = (name: string, ips: string[], extra: Record<string, unknown> = {}, l
 });
 const external = (name: string) => ({ ...svc(name, []), spec: { type: 'ExternalName', externalName: 'x.ns.svc.cluster.local', selector: { app: 'web' } } });
 const cover = svc('web-kr-cover', ['10.100.255.254'], { type: 'LoadBalancer' }, { 'kube-renumber.io/managed': 'true', 'kube-renumber.io/cover-for': 'web' });
+/** An in-place Service plan, 10.96.0.0/16 → 10.100.0.0/16, with these mapping entries and steps. */
+const inPlacePlan = (mapping: unknown[], steps: unknown[] = []) => ({
+  spec: { serviceCIDR: { apiVersion: 'networking.k8s.io/v1', from: ['10.96.0.0/16'], to: ['10.100.0.0/16'], target: ['10.100.0.0/16'], kept: [] }, strategy: 'in-place' },
+  mapping, steps,
+} as unknown as MigrationPlan);
 const view = (...objs: KubeObject[]): ServiceView => {
   const v: ServiceView = new Map([['ns/web', undefined], ['ns/web-kr-old', undefined], ['ns/web-kr-cover', undefined]]);
   for (const o of objs) v.set(`ns/${o.metadata!.name}`, o);
@@ -107,11 +112,8 @@ describe('move-services step: check, backup and apply share one read', () => {
       },
     };
   }
-  const plan = {
-    spec: { serviceCIDR: { apiVersion: 'networking.k8s.io/v1', from: ['10.96.0.0/16'], to: ['10.100.0.0/16'], target: ['10.100.0.0/16'], kept: [] }, strategy: 'in-place' },
-    mapping: [{ namespace: 'ns', name: 'web', action: 'move', from: it1.from, to: it1.to }],
-    steps: [{ id: 'move-1', kind: 'move-services', description: 'move', items: [it1], rollback: '' }],
-  } as unknown as MigrationPlan;
+  const plan = inPlacePlan([{ namespace: 'ns', name: 'web', action: 'move', from: it1.from, to: it1.to }],
+    [{ id: 'move-1', kind: 'move-services', description: 'move', items: [it1], rollback: '' }]);
 
   it('one LIST of the namespace serves check and backup; the backup is the Service as read, typed', async () => {
     const client = recorder([svc('web', ['10.96.0.50']), svc('other', ['10.96.0.60'])]);
@@ -179,10 +181,7 @@ describe('the last write of an in-place move when a nodePort is refused as taken
     ctx.backups.save({ ...np('web', ['10.96.0.50'], 31479), apiVersion: 'v1', kind: 'Service' } as KubeObject);
     return { ctx, seen, warnings };
   }
-  const plan = {
-    spec: { serviceCIDR: { apiVersion: 'networking.k8s.io/v1', from: ['10.96.0.0/16'], to: ['10.100.0.0/16'], target: ['10.100.0.0/16'], kept: [] }, strategy: 'in-place' },
-    mapping: [], steps: [],
-  } as unknown as MigrationPlan;
+  const plan = inPlacePlan([]);
 
   it('leaked (no Service holds it): warns once, asks again until the apiserver frees it, with the nodePort kept', async () => {
     const { ctx, seen, warnings } = midMove([taken(31479), taken(31479), 'ok'], [external('web'), svc('web-kr-old', ['10.96.0.50'])]);
@@ -216,11 +215,8 @@ describe('the last write of an in-place move when a nodePort is refused as taken
 });
 
 describe('EndpointSlice reads: one LIST across namespaces only when it costs the apiserver no more', () => {
-  const planOf = (counts: Record<string, number>) => ({
-    spec: { serviceCIDR: { apiVersion: 'networking.k8s.io/v1', from: ['10.96.0.0/16'], to: ['10.100.0.0/16'], target: ['10.100.0.0/16'], kept: [] }, strategy: 'in-place' },
-    mapping: Object.entries(counts).flatMap(([ns, n]) => Array.from({ length: n }, (_, i) => ({ namespace: ns, name: `s${i}`, action: 'move', from: [], to: [] }))),
-    steps: [],
-  } as unknown as MigrationPlan);
+  const planOf = (counts: Record<string, number>) =>
+    inPlacePlan(Object.entries(counts).flatMap(([ns, n]) => Array.from({ length: n }, (_, i) => ({ namespace: ns, name: `s${i}`, action: 'move', from: [], to: [] }))));
   it('namespaces holding at least half of the plan\'s Services: across namespaces', () => {
     const ex = new ServiceExecutor(planOf({ a: 10, b: 10, c: 10, d: 10 }));
     assert.equal(ex.clusterWideRead(['a', 'b']), true);
