@@ -21,6 +21,8 @@ import { readKubeProxy } from './kube-proxy.ts';
 import { addPassDistroSigns, noteCalicoConfigClusterType } from './distro-signals.ts';
 import { detectDistribution, newDistroSignals } from '../distro/detect.ts';
 import type { CniResult } from '../cni/detect.ts';
+import { detectPlatform, platformDnsServices } from '../platform/registry.ts';
+import type { PlatformFacts } from '../platform/types.ts';
 
 export { MAX_WARNINGS } from './builder.ts';
 
@@ -33,6 +35,7 @@ interface Findings {
   kubeProxy: Snapshot['kubeProxy'];
   kops: KopsNetworking | undefined;
   kubeadm: KubeadmNetworking | undefined;
+  platform: PlatformFacts;
 }
 
 /**
@@ -60,17 +63,23 @@ export function buildSnapshot(raw: RawInventory): Snapshot {
   addNodeRanges(b, c.nodes);
   addPassDistroSigns(distro, c.signs);
   const distribution = detectDistribution(distro);
-  const dnsService = findDnsService(c.services, clusterDNS, kops, b);
-  return assembleSnapshot(inv, b, c, { distribution, cni, clusterDNS, dnsService, kubeProxy, kops, kubeadm });
+  const platform = detectPlatform({
+    nodes: c.platform.nodes, objects: c.platform.objects, daemonSets: c.platform.daemonSets, namespaces: c.platform.namespaces,
+    configMaps: c.configMaps, distribution, ...(inv.source.kind === 'live' && inv.source.server ? { server: inv.source.server } : {}),
+  });
+  for (const r of platform.ranges) b.addRange(r.cidr, r.role, r.source, r.label);
+  const dnsService = findDnsService(c.services, clusterDNS, kops, platform.facts.kind, b);
+  return assembleSnapshot(inv, b, c, { distribution, cni, clusterDNS, dnsService, kubeProxy, kops, kubeadm, platform: platform.facts });
 }
 
 // ---------------------------------------------------------------------------------------------------
 
 /**
  * The cluster DNS Service: the one whose ClusterIP the kubelets (or kOps kubeDNS.serverIP) use as
- * nameserver, else a kube-system Service selecting k8s-app=kube-dns (kube-dns, then coredns, then any).
+ * nameserver, else the platform's own DNS Service (src/platform/), else a kube-system Service selecting
+ * k8s-app=kube-dns (kube-dns, then coredns, then any).
  */
-function findDnsService(services: ServiceInfo[], clusterDNS: string[], kops: KopsNetworking | undefined, b: Builder): Snapshot['dnsService'] {
+function findDnsService(services: ServiceInfo[], clusterDNS: string[], kops: KopsNetworking | undefined, platform: string, b: Builder): Snapshot['dnsService'] {
   const byClusterIP = new Map<string, ServiceInfo>();
   for (const s of services) for (const ip of s.clusterIPs) if (!byClusterIP.has(ip)) byClusterIP.set(ip, s);
   const dnsCandidates: Array<{ ip: string; foundBy: string }> = clusterDNS.map((ip) => ({ ip, foundBy: 'kubelet clusterDNS' }));
@@ -81,6 +90,11 @@ function findDnsService(services: ServiceInfo[], clusterDNS: string[], kops: Kop
   for (const c of dnsCandidates) {
     const s = byClusterIP.get(c.ip);
     if (s) return { namespace: s.namespace, name: s.name, clusterIPs: [...s.clusterIPs], foundBy: c.foundBy };
+  }
+  for (const c of platformDnsServices(platform)) {
+    const s = services.find((x) => x.namespace === c.namespace && x.name === c.name && !x.headless && x.clusterIPs.length > 0
+      && (!c.selector || x.selector?.[c.selector.key] === c.selector.value));
+    if (s) return { namespace: s.namespace, name: s.name, clusterIPs: [...s.clusterIPs], foundBy: `the platform's DNS Service${c.selector ? ` (selector ${c.selector.key}=${c.selector.value})` : ''}` };
   }
   const bySelector = services.filter((s) => s.namespace === 'kube-system' && s.selector?.['k8s-app'] === 'kube-dns' && !s.headless && s.clusterIPs.length > 0);
   const s = bySelector.find((x) => x.name === 'kube-dns') ?? bySelector.find((x) => x.name === 'coredns') ?? bySelector[0];
@@ -94,6 +108,7 @@ function assembleSnapshot(inv: RawInventory, b: Builder, c: Collected, f: Findin
   const snapshot: Snapshot = {
     source: inv.source,
     distribution: f.distribution,
+    platform: f.platform,
     cni: {
       plugin: f.cni.plugin,
       ipam: f.cni.ipam,

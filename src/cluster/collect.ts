@@ -26,6 +26,8 @@ import { collectPool, readBlockAffinity, readIPAMBlock } from './calico.ts';
 import { noteDaemonSetCni, noteInstallation, notePodCni } from './cni-signals.ts';
 import { newPassDistroSigns, noteClusterInformation, noteNodeSigns, noteSystemPodSigns, type PassDistroSigns } from './distro-signals.ts';
 import { isDistroConfig } from './distro-configs.ts';
+import { objectKey, type PlatformNode } from '../platform/types.ts';
+import { platformResources } from '../platform/registry.ts';
 
 /** What the pass over the objects collects. */
 export interface Collected {
@@ -47,6 +49,15 @@ export interface Collected {
   /** The first kube-proxy pod that sets --cluster-cidr or --proxy-mode. */
   kubeProxyFromPod?: KubeProxyFromPod;
   signs: PassDistroSigns;
+  /** What the platforms' detection looks at (src/platform/): nodes, declared kinds, DaemonSets, namespaces. */
+  platform: { nodes: PlatformNode[]; objects: Map<string, KubeObject[]>; daemonSets: Set<string>; namespaces: Set<string> };
+}
+
+/** "group/Kind" of the kinds some platform reads (src/platform/registry.ts). */
+const PLATFORM_KINDS: ReadonlySet<string> = new Set(platformResources().map((r) => objectKey(r.group, r.kind)));
+
+function groupOfApiVersion(apiVersion: unknown): string {
+  return typeof apiVersion === 'string' && apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
 }
 
 /** The state one pass works on. */
@@ -74,11 +85,14 @@ export function collectObjects(objects: KubeObject[], configs: KubeObject[], b: 
     configs: [...configs],
     references: new ReferenceCollector(),
     signs: newPassDistroSigns(),
+    platform: { nodes: [], objects: new Map(), daemonSets: new Set(), namespaces: new Set() },
   };
   const pass: Pass = { b, distro, cni, c };
   for (const o of objects) {
     if (!o || typeof o !== 'object') continue;
     if (o.kind !== 'Pod') c.references.add(o);
+    const ns = o.metadata?.namespace;
+    if (typeof ns === 'string' && ns !== '') c.platform.namespaces.add(ns);
     collectObject(pass, o);
   }
   return c;
@@ -107,6 +121,7 @@ function collectObject(p: Pass, o: KubeObject): void {
       const node = readNode(o, b);
       c.nodes.push(node);
       noteNodeSigns(c.signs, node, o);
+      c.platform.nodes.push(platformNode(node, o));
       break;
     }
     case 'ConfigMap':
@@ -139,10 +154,26 @@ function collectObject(p: Pass, o: KubeObject): void {
     case 'ClusterInformation':
       noteClusterInformation(p.distro, o);
       break;
-    default:
-      // Distribution configs passed among the objects are treated as configs.
+    default: {
+      // Distribution configs passed among the objects are treated as configs; kinds a platform reads are kept.
       if (isDistroConfig(o)) c.configs.push(o);
+      const key = objectKey(groupOfApiVersion(o.apiVersion), String(o.kind ?? ''));
+      if (PLATFORM_KINDS.has(key)) {
+        const list = c.platform.objects.get(key);
+        if (list) list.push(o);
+        else c.platform.objects.set(key, [o]);
+      }
+    }
   }
+}
+
+/** What a node shows the platforms: its labels, annotations, providerID and kubelet version. */
+function platformNode(node: NodeInfo, o: KubeObject): PlatformNode {
+  const ann = o.metadata?.annotations;
+  const out: PlatformNode = { name: node.name, labels: node.labels, annotations: ann && typeof ann === 'object' ? ann : {} };
+  if (typeof o.spec?.providerID === 'string') out.providerID = o.spec.providerID;
+  if (node.kubeletVersion !== undefined) out.kubeletVersion = node.kubeletVersion;
+  return out;
 }
 
 /** Reads a Pod; notes CNI agents and, in kube-system, distribution signs and control-plane flags. */
@@ -151,7 +182,9 @@ function collectPod(p: Pass, o: KubeObject): void {
   const md = o.metadata ?? {};
   const name = md.name ?? '';
   const ns = md.namespace ?? '';
-  c.pods.push(readPod(o, b));
+  const pod = readPod(o, b);
+  c.pods.push(pod);
+  if (pod.owner?.kind === 'DaemonSet') c.platform.daemonSets.add(`${ns}/${pod.owner.name}`);
   const labels = md.labels ?? {};
   notePodCni(p.cni, ns, name, labels);
   if (ns !== 'kube-system') return;
@@ -181,6 +214,7 @@ function collectDaemonSet(p: Pass, o: KubeObject): void {
   const md = o.metadata ?? {};
   const name = md.name ?? '';
   const where = nsName(o);
+  p.c.platform.daemonSets.add(where);
   if (noteDaemonSetCni(p.cni, name, where)) return;
   if (name === 'nodelocaldns' && md.namespace === 'kube-system') p.c.signs.nodeLocalDnsSign ??= `DaemonSet ${where} (kubespray's nodelocaldns)`;
 }

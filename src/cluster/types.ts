@@ -9,8 +9,14 @@ import type { DistributionKind } from '../distro/detect.ts';
 import type { KopsNetworking } from '../distro/kops.ts';
 import type { KubeadmNetworking } from '../distro/kubeadm.ts';
 import type { KubeObject, RangeRole } from '../vocabulary.ts';
+import type { PlatformFacts } from '../platform/types.ts';
 
-export type { CniKind, DistributionKind, IpamKind, KopsNetworking, KubeadmNetworking, KubeObject, RangeRole };
+export type { CniKind, DistributionKind, IpamKind, KopsNetworking, KubeadmNetworking, KubeObject, PlatformFacts, RangeRole };
+
+/** The snapshot's platform kind: the detected platform, else (a snapshot made by hand) its distribution. */
+export function platformKindOf(snap: Pick<Snapshot, 'platform' | 'distribution'>): string {
+  return snap.platform?.kind ?? snap.distribution.kind;
+}
 
 /**
  * What discovery gathered before interpretation. The live path and the file path both produce this,
@@ -189,6 +195,11 @@ export interface Snapshot {
   /** 'v1' | 'v1beta1' | 'v1alpha1' when served (the newest), null when checked and not served, undefined when unknown. */
   serviceCIDRApi?: string | null;
   distribution: { kind: DistributionKind; evidence: string[] };
+  /**
+   * Where the cluster runs (src/platform/): which platform, the evidence, the ranges it reserves. Absent only in
+   * snapshots made by hand; platformKindOf() then falls back on the distribution.
+   */
+  platform?: PlatformFacts;
   cni: {
     plugin: CniKind;
     ipam: IpamKind;

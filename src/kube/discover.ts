@@ -5,6 +5,7 @@
  */
 import type { KubeObject, RawInventory } from '../cluster/types.ts';
 import { KubeApiError, type KubeClient } from './client.ts';
+import { platformResources } from '../platform/registry.ts';
 
 /** ServiceCIDR API versions, newest first. */
 export const SERVICE_CIDR_VERSIONS = ['v1', 'v1beta1', 'v1alpha1'] as const;
@@ -113,6 +114,14 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
   }
   if (groups.get('operator.tigera.io')?.includes('v1')) {
     sources.push({ path: '/apis/operator.tigera.io/v1/installations', what: 'installations.operator.tigera.io', required: false });
+  }
+  // What the platforms' detection reads (src/platform/), when served: OpenShift's Network config, EKS ENIConfigs, ...
+  const platformGVs = new Map<string, Promise<Set<string>>>();
+  for (const r of platformResources()) {
+    if (r.group === '' || !groups.get(r.group)?.includes(r.version)) continue;
+    const gv = `${r.group}/${r.version}`;
+    if (!platformGVs.has(gv)) platformGVs.set(gv, servedResources(client, gv));
+    if ((await platformGVs.get(gv)!).has(r.plural)) sources.push({ path: `/apis/${gv}/${r.plural}`, what: `${r.plural}.${r.group}`, required: false, slim: slimReferenceObject });
   }
 
   const gaps: string[] = [];

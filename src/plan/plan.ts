@@ -6,7 +6,7 @@
 import type { AvoidRange } from '../analyze/catalog.ts';
 import { buildPodSection, type PodCIDRSpec, type PodPlanOptions } from './pod-plan.ts';
 import { scanReferences, type RangeMove, type Reference } from '../analyze/references.ts';
-import type { Family, Snapshot } from '../cluster/types.ts';
+import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts';
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
 import { distroPatches, type PatchContext } from './distro-patches.ts';
 import {
@@ -71,6 +71,8 @@ export interface MigrationPlan {
     generatedFrom: string;
     kubernetesVersion?: string;
     distribution: string;
+    /** The platform the plan was written for (src/platform/); absent in plans written before platforms were known. */
+    platform?: string;
     generator?: string;
   };
   spec: {
@@ -234,6 +236,7 @@ function emptyServicePlan(snap: Snapshot, opts: PlanOptions, s: ServiceSettings,
       generatedFrom: sourceText(snap.source),
       ...(snap.kubernetesVersion ? { kubernetesVersion: snap.kubernetesVersion } : {}),
       distribution: snap.distribution.kind,
+      platform: platformKindOf(snap),
       ...(opts.generator ? { generator: opts.generator } : {}),
     },
     spec: {
@@ -602,6 +605,7 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
         generatedFrom: sourceText(snap.source),
         ...(snap.kubernetesVersion ? { kubernetesVersion: snap.kubernetesVersion } : {}),
         distribution: snap.distribution.kind,
+        platform: platformKindOf(snap),
         ...(opts.generator ? { generator: opts.generator } : {}),
       },
       spec: {}, preflight: [], mapping: [], steps: [],

@@ -300,6 +300,7 @@ export function validatePlan(doc: unknown): MigrationPlan {
   str(md, 'generatedFrom', 'metadata');
   str(md, 'kubernetesVersion', 'metadata', true);
   str(md, 'distribution', 'metadata');
+  str(md, 'platform', 'metadata', true);
   str(md, 'generator', 'metadata', true);
   const spec = obj(p.spec, 'spec');
   onlyKeys(spec, 'spec', ['serviceCIDR', 'strategy', 'options', 'podCIDR']);

@@ -22,7 +22,10 @@ import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, ser
 import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
 import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
 import { MAX_PLAN_BYTES } from '../../plan/render.ts';
-import { durationFlag, list, str } from '../common.ts';
+import { durationFlag, list, loadSnapshot, str } from '../common.ts';
+import { platformKindOf } from '../../cluster/types.ts';
+import { movesOf, platformRefusal } from '../../plan/platform-gate.ts';
+import { platformOf } from '../../platform/registry.ts';
 import { ExitCode, InputError, UsageError, UserError } from '../errors.ts';
 import type { Command, Io, Values } from '../command.ts';
 import { parseOutput, renderData, table, type OutputFormat } from '../output.ts';
@@ -234,9 +237,27 @@ async function ask(io: Io, question: string): Promise<boolean> {
   }
 }
 
+/**
+ * The live cluster's platform must let the plan's moves happen, and must be the platform the plan was written for:
+ * read before the lock is taken or anything is written, so a refused run leaves no trace.
+ */
+async function checkLivePlatform(values: Values, io: Io, plan: MigrationPlan): Promise<void> {
+  const snap = await loadSnapshot(values, io);
+  for (const move of movesOf(plan)) {
+    const refused = platformRefusal(snap, move);
+    if (refused) throw new UsageError(`${refused} (nothing was changed)`);
+  }
+  const live = platformKindOf(snap);
+  if (plan.metadata.platform !== undefined && plan.metadata.platform !== live) {
+    throw new UsageError(`the plan was written for a ${platformOf(plan.metadata.platform)?.title ?? plan.metadata.platform} cluster, and this cluster runs on `
+      + `${snap.platform?.title ?? live}: plan again against this cluster (nothing was changed)`);
+  }
+}
+
 async function runPlan(values: Values, positionals: string[], io: Io, resume: boolean): Promise<number> {
   const pre = prepare(values, positionals, io, { write: true, journal: true, backups: true, preflight: true });
   const { dryRun, output } = pre.flags;
+  await checkLivePlatform(values, io, pre.read.plan);
   const s = await openSession(values, io, pre, { lock: true, dryRun });
   try {
     s.ctx.journal.append('run-start', { detail: `${resume ? 'resume' : 'apply'}${dryRun !== 'none' ? ` --dry-run=${dryRun}` : ''}` });

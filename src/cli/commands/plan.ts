@@ -2,6 +2,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { buildMigrationPlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRATEGY, mappingCounts, type MigrationPlan, type Strategy, type TierOrder } from '../../plan/plan.ts';
 import { refusals } from '../../plan/preflight.ts';
+import { platformRefusal } from '../../plan/platform-gate.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
 import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
 import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
@@ -139,6 +140,10 @@ Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix the
     const batchSize = intFlag(values, 'batch-size', 1, 10_000);
     const headroom = numberFlag(values, 'headroom', 1, MAX_HEADROOM);
     const snap = await loadSnapshot(values, io);
+    for (const move of [...(target ? ['service' as const] : []), ...(podTarget ? ['pod' as const] : [])]) {
+      const refused = platformRefusal(snap, move);
+      if (refused) throw new UsageError(refused);
+    }
     if (podTarget) {
       const refused = podTargetRefusals(snap, { target: podTarget, serviceTarget: target, avoid });
       if (refused.length > 0) throw new UsageError(`--pod-cidr ${podTarget} refused: ${refused.slice(0, 4).join('; ')}${refused.length > 4 ? ` and ${refused.length - 4} more` : ''}`);
