@@ -23,6 +23,7 @@ import { detectDistribution, newDistroSignals } from '../distro/detect.ts';
 import type { CniResult } from '../cni/detect.ts';
 import { detectPlatform, platformDnsServices } from '../platform/registry.ts';
 import type { PlatformFacts } from '../platform/types.ts';
+import { detectIpamOwner } from '../ipam/registry.ts';
 
 export { MAX_WARNINGS } from './builder.ts';
 
@@ -69,6 +70,11 @@ export function buildSnapshot(raw: RawInventory): Snapshot {
   });
   for (const r of platform.ranges) b.addRange(r.cidr, r.role, r.source, r.label);
   const dnsService = findDnsService(c.services, clusterDNS, kops, platform.facts.kind, b);
+  const owner = detectIpamOwner({
+    plugin: cni.plugin, ipam: cni.ipam, operatorManaged: cni.operatorManaged, evidence: cni.evidence, daemonSets: c.platform.daemonSets,
+    pools: c.pools.size, nodesWithPodCIDR: c.nodes.filter((n) => n.podCIDRs.length > 0).length, ...(cni.ipamMode !== undefined ? { ipamMode: cni.ipamMode } : {}),
+  });
+  if (owner) cni.owner = owner;
   return assembleSnapshot(inv, b, c, { distribution, cni, clusterDNS, dnsService, kubeProxy, kops, kubeadm, platform: platform.facts });
 }
 
@@ -115,6 +121,7 @@ function assembleSnapshot(inv: RawInventory, b: Builder, c: Collected, f: Findin
       operatorManaged: f.cni.operatorManaged,
       evidence: f.cni.evidence,
       ...(f.cni.ipamMode !== undefined ? { ipamMode: f.cni.ipamMode } : {}),
+      ...(f.cni.owner ? { owner: f.cni.owner } : {}),
     },
     ranges: b.ranges(),
     serviceCIDRs: [...c.serviceCIDRs.values()],

@@ -10,6 +10,7 @@ import type { KopsNetworking } from '../distro/kops.ts';
 import type { KubeadmNetworking } from '../distro/kubeadm.ts';
 import type { KubeObject, RangeRole } from '../vocabulary.ts';
 import type { PlatformFacts } from '../platform/types.ts';
+import type { IpamOwnerFacts } from '../ipam/types.ts';
 
 export type { CniKind, DistributionKind, IpamKind, KopsNetworking, KubeadmNetworking, KubeObject, PlatformFacts, RangeRole };
 
@@ -211,6 +212,8 @@ export interface Snapshot {
      * "kubernetes" = pod IPs from node podCIDRs, ...).
      */
     ipamMode?: string;
+    /** Who hands pods their addresses (src/ipam/), with the evidence; absent when nothing can tell. */
+    owner?: IpamOwnerFacts;
   };
 
   /** Every range discovered, de-duplicated by (cidr, role, source). */

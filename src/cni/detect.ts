@@ -13,6 +13,7 @@
  */
 import type { KubeObject } from '../vocabulary.ts';
 import type { RawRange } from '../distro/kops.ts';
+import type { IpamOwnerFacts } from '../ipam/types.ts';
 
 export type CniKind = 'calico' | 'cilium' | 'flannel' | 'unknown';
 export type IpamKind = 'calico-ipam' | 'host-local' | 'cilium' | 'unknown';
@@ -44,6 +45,8 @@ export interface CniResult {
   ipamMode?: string;
   /** Pod ranges named in the CNI's own config (Cilium cluster pool, flannel Network). */
   ranges: RawRange[];
+  /** Who hands pods their addresses (src/ipam/), added by the snapshot builder. */
+  owner?: IpamOwnerFacts;
   warnings: string[];
 }
 

@@ -6,6 +6,8 @@
 import { platformKindOf, type Snapshot } from '../cluster/types.ts';
 import { capabilityOf, platformOf } from '../platform/registry.ts';
 import type { Move } from '../platform/types.ts';
+import { detectIpamOwner, ownerCapabilityOf } from '../ipam/registry.ts';
+import type { IpamOwnerFacts, PodPath } from '../ipam/types.ts';
 
 const WHAT: Record<Move, string> = { service: 'Service CIDR', pod: 'Pod CIDR' };
 
@@ -22,4 +24,35 @@ export function platformRefusal(snap: Snapshot, move: Move): string | undefined 
 /** The moves a plan makes. */
 export function movesOf(plan: { spec: { serviceCIDR?: unknown; podCIDR?: unknown } }): Move[] {
   return [...(plan.spec.serviceCIDR ? ['service' as const] : []), ...(plan.spec.podCIDR ? ['pod' as const] : [])];
+}
+
+/** Who hands pods their addresses: the snapshot's record, else (a snapshot made by hand) detected from its CNI fields. */
+export function ipamOwnerFacts(snap: Snapshot): IpamOwnerFacts | undefined {
+  if (snap.cni.owner) return snap.cni.owner;
+  return detectIpamOwner({
+    plugin: snap.cni.plugin, ipam: snap.cni.ipam, operatorManaged: snap.cni.operatorManaged, evidence: snap.cni.evidence, daemonSets: new Set(),
+    pools: snap.pools.length, nodesWithPodCIDR: snap.nodes.filter((n) => n.podCIDRs.length > 0).length,
+    ...(snap.cni.ipamMode !== undefined ? { ipamMode: snap.cni.ipamMode } : {}),
+  });
+}
+
+/** The path the owner of the pod addresses allows (calico or node); undefined when refused or unknown. */
+export function podPathOf(snap: Snapshot): PodPath | undefined {
+  const owner = ipamOwnerFacts(snap);
+  if (!owner) return undefined;
+  const cap = ownerCapabilityOf(owner.kind);
+  return cap.supported ? cap.path : undefined;
+}
+
+/**
+ * Why the owner of the pod addresses refuses a Pod CIDR move (one line), or undefined. `forced`: the --ipam the user
+ * gave, which cannot change who hands out the addresses.
+ */
+export function podOwnerRefusal(snap: Snapshot, forced?: PodPath): string | undefined {
+  const owner = ipamOwnerFacts(snap);
+  if (!owner) return undefined;
+  const cap = ownerCapabilityOf(owner.kind);
+  if (cap.supported) return undefined;
+  return `moving the Pod CIDR is refused: ${owner.title} hands out pod addresses here: ${cap.reason}; instead: ${cap.instead}`
+    + `${forced ? ` (--ipam ${forced} cannot change who hands out the addresses)` : ''} (recognised by ${owner.evidence[0]})`;
 }

@@ -26,6 +26,7 @@ import { distributionOf, distroConfigCheck, overlapHits, type PreflightCheck } f
 import { currentServiceRanges } from './service-mapping.ts';
 import type { PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
 import { podStepLists } from './pod-step-lists.ts';
+import { podPathOf } from './platform-gate.ts';
 
 export type { PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
 
@@ -96,16 +97,9 @@ export function parsePodTarget(target: string | readonly string[]): Map<Family, 
   return out;
 }
 
-/** Which IPAM gives pods their addresses. */
+/** Which path moves the pods' addresses (src/ipam/: the owner of the addresses decides); undefined when none can. */
 export function podIpamOf(snap: Snapshot): PodIpam | undefined {
-  if (snap.cni.ipam === 'calico-ipam') return 'calico';
-  if (snap.cni.ipam === 'host-local') return 'node';
-  if (snap.cni.plugin === 'flannel') return 'node';
-  if (snap.cni.plugin === 'cilium' && snap.cni.ipamMode === 'kubernetes') return 'node';
-  if (snap.cni.plugin === 'calico' && snap.pools.length > 0) return 'calico';
-  if (snap.cni.plugin === 'unknown' && snap.pools.length > 0) return 'calico';
-  if (snap.cni.plugin === 'unknown' && snap.nodes.some((n) => n.podCIDRs.length > 0)) return 'node';
-  return undefined;
+  return podPathOf(snap);
 }
 
 /** The slug used in generated names: 172.16.0.0/13 → 172-16-0-0-13. */

@@ -24,7 +24,7 @@ import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
 import { MAX_PLAN_BYTES } from '../../plan/render.ts';
 import { durationFlag, list, loadSnapshot, str } from '../common.ts';
 import { platformKindOf } from '../../cluster/types.ts';
-import { movesOf, platformRefusal } from '../../plan/platform-gate.ts';
+import { movesOf, platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { platformOf } from '../../platform/registry.ts';
 import { ExitCode, InputError, UsageError, UserError } from '../errors.ts';
 import type { Command, Io, Values } from '../command.ts';
@@ -244,7 +244,7 @@ async function ask(io: Io, question: string): Promise<boolean> {
 async function checkLivePlatform(values: Values, io: Io, plan: MigrationPlan): Promise<void> {
   const snap = await loadSnapshot(values, io);
   for (const move of movesOf(plan)) {
-    const refused = platformRefusal(snap, move);
+    const refused = platformRefusal(snap, move) ?? (move === 'pod' ? podOwnerRefusal(snap) : undefined);
     if (refused) throw new UsageError(`${refused} (nothing was changed)`);
   }
   const live = platformKindOf(snap);

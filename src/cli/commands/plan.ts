@@ -2,7 +2,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { buildMigrationPlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRATEGY, mappingCounts, type MigrationPlan, type Strategy, type TierOrder } from '../../plan/plan.ts';
 import { refusals } from '../../plan/preflight.ts';
-import { platformRefusal } from '../../plan/platform-gate.ts';
+import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
 import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
 import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
@@ -141,7 +141,7 @@ Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix the
     const headroom = numberFlag(values, 'headroom', 1, MAX_HEADROOM);
     const snap = await loadSnapshot(values, io);
     for (const move of [...(target ? ['service' as const] : []), ...(podTarget ? ['pod' as const] : [])]) {
-      const refused = platformRefusal(snap, move);
+      const refused = platformRefusal(snap, move) ?? (move === 'pod' ? podOwnerRefusal(snap, ipam as 'calico' | 'node' | undefined) : undefined);
       if (refused) throw new UsageError(refused);
     }
     if (podTarget) {

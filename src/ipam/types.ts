@@ -1,0 +1,54 @@
+/**
+ * The pod IPAM seam: who hands pods their addresses (Calico IPPools, the nodes' podCIDRs, Cilium's own pools, the
+ * cloud's VPC) decides whether and how kube-renumber can move the Pod CIDR. Each owner is one module under
+ * src/ipam/ exporting one `IpamOwner`, listed once in registry.ts: how it is recognised (with evidence), and
+ * whether a Pod CIDR move is possible, by which path, or refused with the owner's reason and its own way.
+ *
+ * Pure; imports nothing of the cluster model, so the snapshot builder can record the owner.
+ */
+
+/** What the owners' detection looks at: the CNI detection's result and a few counts from the objects. */
+export interface IpamInput {
+  /** CNI plugin: calico, cilium, flannel, unknown (src/cni/detect.ts). */
+  plugin: string;
+  /** calico-ipam, host-local, cilium, unknown. */
+  ipam: string;
+  /** Raw IPAM detail: cilium-config ipam ("cluster-pool", "multi-pool", "kubernetes", ...), calico-ipam, host-local. */
+  ipamMode?: string;
+  /** Calico managed by the Tigera operator. */
+  operatorManaged: boolean;
+  /** The CNI detection's evidence. */
+  evidence: readonly string[];
+  /** "namespace/name" of every DaemonSet seen (as an object or as a pod's controlling owner). */
+  daemonSets: ReadonlySet<string>;
+  /** Calico IPPools seen. */
+  pools: number;
+  /** Nodes with a spec.podCIDR. */
+  nodesWithPodCIDR: number;
+}
+
+/** The two ways kube-renumber moves pod addresses: new Calico IPPools, or new node podCIDRs. */
+export type PodPath = 'calico' | 'node';
+
+/** Whether a Pod CIDR move is possible and how, or why not and what the owner offers instead. */
+export type OwnerCapability =
+  | { readonly supported: true; readonly path: PodPath }
+  | { readonly supported: false; readonly reason: string; readonly instead: string };
+
+export interface IpamOwner<K extends string = string> {
+  readonly kind: K;
+  /** Human name, e.g. "Calico IPAM (Tigera operator)". */
+  readonly title: string;
+  /** The evidence that this owner hands out pod addresses, or undefined. */
+  detect(input: IpamInput): string[] | undefined;
+  readonly pod: OwnerCapability;
+  /** Where the facts come from (URLs), cited in docs/platforms.md. */
+  readonly sources: readonly string[];
+}
+
+/** The snapshot's record: which owner, and why. */
+export interface IpamOwnerFacts {
+  kind: string;
+  title: string;
+  evidence: string[];
+}
