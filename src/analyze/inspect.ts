@@ -22,6 +22,8 @@ export interface InspectReport {
   kubernetesVersion?: string;
   serviceCIDRApi?: string | null;
   distribution: Snapshot['distribution'];
+  /** Where the cluster runs (src/platform/), with the evidence and the ranges it reserves. */
+  platform?: Snapshot['platform'];
   cni: Snapshot['cni'];
   serviceCIDRs: PlanEntry[];
   podCIDRs: PlanEntry[];
@@ -47,6 +49,7 @@ export function inspect(snap: Snapshot, opts: { avoid?: readonly AvoidRange[] } 
     kubernetesVersion: snap.kubernetesVersion,
     serviceCIDRApi: snap.serviceCIDRApi,
     distribution: snap.distribution,
+    ...(snap.platform ? { platform: snap.platform } : {}),
     cni: snap.cni,
     serviceCIDRs: entries('service'),
     podCIDRs: entries('pod'),

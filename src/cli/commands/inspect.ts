@@ -1,3 +1,4 @@
+import { ownerCapabilityOf } from '../../ipam/registry.ts';
 import type { Severity } from '../../analyze/catalog.ts';
 import { inspect, type InspectReport } from '../../analyze/inspect.ts';
 import { avoidList, loadSnapshot, str } from '../common.ts';
@@ -43,6 +44,11 @@ function sourceText(r: InspectReport['source']): string {
   return r.kind === 'live' ? `live: ${r.server ?? ''}${r.context ? ` (context ${r.context})` : ''}${r.files?.length ? `; configs from ${r.files.join(', ')}` : ''}` : `files: ${r.files.join(', ')}`;
 }
 
+/** " (no Pod CIDR move here)" when the owner of the pod addresses refuses one. */
+function ownerNote(kind: string): string {
+  return ownerCapabilityOf(kind).supported ? '' : ' (kube-renumber cannot move the Pod CIDR here: see plan --pod-cidr)';
+}
+
 export function renderInspect(r: InspectReport, wide: boolean): string {
   let out = '';
   const api = r.serviceCIDRApi ? `ServiceCIDR API ${r.serviceCIDRApi}` : r.serviceCIDRApi === null ? 'no ServiceCIDR API' : 'ServiceCIDR API unknown';
@@ -50,7 +56,10 @@ export function renderInspect(r: InspectReport, wide: boolean): string {
     ['source', sourceText(r.source)],
     ['kubernetes', `${r.kubernetesVersion ?? 'unknown'} (${api})`],
     ['distribution', `${r.distribution.kind}${wide && r.distribution.evidence.length ? ` (${r.distribution.evidence.join('; ')})` : ''}`],
+    ...(r.platform ? [['platform', `${r.platform.title}${wide ? ` (${r.platform.evidence.join('; ')})` : ''}`]] : []),
     ['cni / ipam', `${r.cni.plugin} / ${r.cni.ipam}${r.cni.operatorManaged ? ' (operator-managed)' : ''}${wide && r.cni.evidence.length ? ` (${r.cni.evidence.join('; ')})` : ''}`],
+    ['pod addresses from', r.cni.owner ? `${r.cni.owner.title}${ownerNote(r.cni.owner.kind)}` : 'unknown'],
+    ...(r.platform?.reserved.length ? [['reserved by platform', r.platform.reserved.map((x) => wide ? `${x.cidr} (${x.reason})` : x.cidr).join(', ')]] : []),
     ['kubernetes service', r.kubernetesServiceIPs.join(', ') || '-'],
     ['cluster DNS', r.dnsService ? `${r.dnsService.namespace}/${r.dnsService.name} ${r.dnsService.clusterIPs.join(',')} (by ${r.dnsService.foundBy})` : 'not found'],
   ]));
