@@ -4,6 +4,7 @@
  * processes sharing one journal. Both record who holds them; neither holds a credential.
  */
 import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
 import { InputError, UserError } from '../errors.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
@@ -20,33 +21,74 @@ export class LockedError extends UserError {
 export const LEASE_NAMESPACE = 'kube-system';
 export const LEASE_NAME = 'kube-renumber';
 
+/**
+ * This process's identity as a Lease holder: who and where (for the message another operator reads), the run, and a
+ * part unique to this process, so two processes never share an identity (as client-go's hostname_uuid).
+ */
 export function holderIdentity(run: string): string {
   let user = 'unknown';
   try { user = userInfo().username; } catch { /* no passwd entry */ }
-  return `${user}@${hostname()}/${run}`;
+  return `${user}@${hostname()}/${run}/${process.pid}-${randomBytes(4).toString('hex')}`;
 }
 
 export interface LeaseLock {
   readonly holder: string;
-  /** Throws LockedError when a renewal found the Lease taken by someone else. */
+  /** Throws LockedError once the Lease is lost (taken by another holder, or not renewed within the renew deadline). */
   assertHeld(): void;
+  /** Aborted when the Lease is lost. */
+  readonly signal: AbortSignal;
+  /** One renewal now (the timer calls it every retry period). */
+  renew(): Promise<void>;
   release(): Promise<void>;
+}
+
+export interface LeaseOptions {
+  /** How long the Lease holds without renewal (leaseDurationSeconds written into it). Default 60. */
+  durationSeconds?: number;
+  /** How long this run goes on writing without a successful renewal: less than the duration. Default 2/3 of it. */
+  renewDeadlineSeconds?: number;
+  /** How often the Lease is renewed, and how often a held Lease is looked at again while waiting. Default 5 s. */
+  retryPeriodMs?: number;
+  /** Take over a Lease that another holder still renews (the user knows that holder is gone). */
+  forceUnlock?: boolean;
+  /** A monotonic clock in ms (performance.now by default): all expiry is judged on it, never on another machine's clock. */
+  monotonic?: () => number;
+  /** Wall clock for renewTime/acquireTime, which only humans and other tools read. */
+  now?: () => Date;
+  sleep?: (ms: number) => Promise<void>;
+  /** Told once when the Lease is held by another holder and this run waits to see whether it is renewed. */
+  onWait?: (message: string) => void;
+  /** No renewal timer (tests call renew() themselves). */
+  noTimer?: boolean;
 }
 
 const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases`;
 
 /**
- * Take the cluster Lease, or throw LockedError naming the holder. A Lease whose holder stopped renewing
- * for longer than its duration is taken over. The Lease is renewed every duration/3 until release().
+ * Take the cluster Lease with client-go's leader-election rules, or throw LockedError naming the holder.
+ *  - A Lease held by another holder is taken over only when this process has watched it unchanged (same
+ *    resourceVersion) for the holder's whole leaseDurationSeconds on its own monotonic clock; the other machine's
+ *    renewTime is never compared with ours. Seen renewed while watching: LockedError at once.
+ *  - forceUnlock takes it over at once, whoever holds it.
+ *  - Every write of the Lease names the resourceVersion it read: of two runs taking it at once, one gets 409.
+ *  - Once held it is renewed every retry period; a run that cannot renew within the renew deadline (or finds the
+ *    Lease taken) loses it: assertHeld() throws and `signal` aborts from then on.
  */
-export async function acquireLease(client: KubeClient, holder: string, opts: { durationSeconds?: number; now?: () => Date } = {}): Promise<LeaseLock> {
+export async function acquireLease(client: KubeClient, holder: string, opts: LeaseOptions = {}): Promise<LeaseLock> {
   const duration = opts.durationSeconds ?? 60;
+  const renewDeadlineMs = (opts.renewDeadlineSeconds ?? (duration * 2) / 3) * 1000;
+  const retryMs = opts.retryPeriodMs ?? 5000;
+  const mono = opts.monotonic ?? (() => performance.now());
   const now = opts.now ?? (() => new Date());
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   /** MicroTime: RFC 3339 with microseconds. */
   const micro = () => now().toISOString().replace(/Z$/, '000Z');
   const spec = () => ({ holderIdentity: holder, leaseDurationSeconds: duration, renewTime: micro() });
   let current: any;
-  for (let attempt = 0; attempt < 5; attempt++) {
+  let observed: { rv: string; at: number } | undefined;
+  let told = false;
+  for (let attempt = 0; ; attempt++) {
+    if (attempt > 10_000) throw new LockedError(`could not take Lease ${LEASE_NAMESPACE}/${LEASE_NAME}: it kept changing`);
     try {
       current = await client.request('GET', `${leasePath}/${LEASE_NAME}`);
     } catch (e) {
@@ -63,15 +105,28 @@ export async function acquireLease(client: KubeClient, holder: string, opts: { d
       }
     }
     const s = current?.spec ?? {};
-    const renewed = s.renewTime ? Date.parse(s.renewTime) : 0;
-    const expired = !s.holderIdentity || renewed + (s.leaseDurationSeconds ?? duration) * 1000 < now().getTime();
-    if (s.holderIdentity && s.holderIdentity !== holder && !expired) {
-      const left = Math.max(0, Math.round((renewed + (s.leaseDurationSeconds ?? duration) * 1000 - now().getTime()) / 1000));
-      throw new LockedError(`another kube-renumber run holds the lock: Lease ${LEASE_NAMESPACE}/${LEASE_NAME} held by ${s.holderIdentity} (renewed ${s.renewTime}, expires in ${left}s unless renewed)`);
+    const rv = String(current?.metadata?.resourceVersion ?? '');
+    const other = typeof s.holderIdentity === 'string' && s.holderIdentity !== '' && s.holderIdentity !== holder;
+    if (other && !opts.forceUnlock) {
+      const held = (typeof s.leaseDurationSeconds === 'number' && s.leaseDurationSeconds > 0 ? s.leaseDurationSeconds : duration) * 1000;
+      if (observed && observed.rv !== rv) {
+        throw new LockedError(`another kube-renumber run holds the lock: Lease ${LEASE_NAMESPACE}/${LEASE_NAME} held by ${s.holderIdentity}, `
+          + `renewed while this run watched it (use --force-unlock only if that run is gone)`);
+      }
+      if (!observed) observed = { rv, at: mono() };
+      const left = observed.at + held - mono();
+      if (left > 0) {
+        if (!told) {
+          told = true;
+          opts.onWait?.(`Lease ${LEASE_NAMESPACE}/${LEASE_NAME} is held by ${s.holderIdentity}: waiting up to ${Math.ceil(left / 1000)}s to see whether it is renewed (taken over if not)`);
+        }
+        await sleep(Math.min(retryMs, left));
+        continue;
+      }
     }
     try {
       current = await client.request('PUT', `${leasePath}/${LEASE_NAME}`, {
-        body: { ...current, spec: { ...s, ...spec(), acquireTime: s.holderIdentity === holder ? s.acquireTime : micro() } },
+        body: { ...current, spec: { ...s, ...spec(), acquireTime: micro(), leaseTransitions: (s.leaseTransitions ?? 0) + (other ? 1 : 0) } },
       });
       break;
     } catch (e) {
@@ -81,37 +136,86 @@ export async function acquireLease(client: KubeClient, holder: string, opts: { d
   }
   if (current?.spec?.holderIdentity !== holder) throw new LockedError(`could not take Lease ${LEASE_NAMESPACE}/${LEASE_NAME}: it kept changing`);
   let stopped = false;
-  let lostTo: string | undefined;
-  const timer = setInterval(async () => {
-    if (stopped) return;
+  let lost: string | undefined;
+  let lastRenew = mono();
+  const abort = new AbortController();
+  const lose = (why: string) => {
+    if (lost !== undefined) return;
+    lost = why;
+    abort.abort(new LockedError(why));
+  };
+  const checkDeadline = () => {
+    if (lost === undefined && !stopped && mono() - lastRenew > renewDeadlineMs) {
+      lose(`could not renew Lease ${LEASE_NAMESPACE}/${LEASE_NAME} within ${Math.round(renewDeadlineMs / 1000)}s: stopping before another run may take it`);
+    }
+  };
+  let renewing: Promise<void> | undefined;
+  const renewOnce = async (): Promise<void> => {
+    if (stopped || lost !== undefined) return;
     try {
       current = await client.request('PUT', `${leasePath}/${LEASE_NAME}`, { body: { ...current, spec: { ...current.spec, renewTime: micro() } } });
+      if (current?.spec?.holderIdentity === holder) lastRenew = mono();
     } catch (e) {
-      // 409: someone wrote the Lease; if it is no longer ours, the run must stop before its next step
-      if (e instanceof KubeApiError && e.status === 409) {
+      if (e instanceof KubeApiError && (e.status === 409 || e.status === 404)) {
         try {
           const cur: any = await client.request('GET', `${leasePath}/${LEASE_NAME}`);
-          if (cur?.spec?.holderIdentity !== holder) lostTo = cur?.spec?.holderIdentity ?? 'nobody';
+          if (cur?.spec?.holderIdentity !== holder) lose(`lost Lease ${LEASE_NAMESPACE}/${LEASE_NAME} to ${cur?.spec?.holderIdentity || 'nobody'}: stopping at once`);
           else current = cur;
-        } catch { /* the next renewal tries again */ }
+        } catch (e2) {
+          if (e2 instanceof KubeApiError && e2.status === 404) lose(`Lease ${LEASE_NAMESPACE}/${LEASE_NAME} was deleted: stopping at once`);
+          // else the next renewal tries again
+        }
       }
+      // any other failure: tried again next period; the renew deadline decides
     }
-  }, Math.max(1000, (duration * 1000) / 3));
-  timer.unref();
+    checkDeadline();
+  };
+  const timer = opts.noTimer ? undefined : setInterval(() => {
+    checkDeadline();
+    if (!renewing) renewing = renewOnce().finally(() => { renewing = undefined; });
+  }, retryMs);
+  timer?.unref();
   return {
     holder,
+    signal: abort.signal,
+    renew: renewOnce,
     assertHeld() {
-      if (lostTo !== undefined) throw new LockedError(`lost Lease ${LEASE_NAMESPACE}/${LEASE_NAME} to ${lostTo}: stopping before the next step`);
+      checkDeadline();
+      if (lost !== undefined) throw new LockedError(lost);
     },
     async release() {
       stopped = true;
-      clearInterval(timer);
+      if (timer) clearInterval(timer);
+      await renewing;
+      if (lost !== undefined) return;
       try {
         const cur: any = await client.request('GET', `${leasePath}/${LEASE_NAME}`);
         if (cur?.spec?.holderIdentity !== holder) return;
         await client.request('DELETE', `${leasePath}/${LEASE_NAME}`, { body: { preconditions: { resourceVersion: cur.metadata.resourceVersion } } });
       } catch {
         // it expires by itself
+      }
+    },
+  };
+}
+
+/**
+ * A client whose every request first asks `check` (which throws once the run lost its lock): no new request, read or
+ * write, starts after that, so waits that poll end at their next poll and no write goes out.
+ */
+export function guardedClient(client: KubeClient, check: () => void): KubeClient {
+  return {
+    get server() { return client.server; },
+    get context() { return client.context; },
+    get requestCount() { return client.requestCount; },
+    async request(method, path, opts) {
+      check();
+      return client.request(method, path, opts);
+    },
+    async* list(path, opts) {
+      check();
+      for await (const o of client.list(path, opts)) {
+        yield o;
       }
     },
   };
@@ -137,11 +241,15 @@ function checkLockPath(path: string): void {
   if (st && !st.isFile()) throw new InputError(`cannot use lock file ${path}: it is ${fileTypeName(st)}, not a regular file (move it away)`);
 }
 
-/** A lock file holding our pid; a file left by a dead process is taken over. */
+/**
+ * A lock file holding our pid; a file left by a dead process is taken over. Taking over is itself done under a
+ * second lock file (`<lock>.takeover`, created exclusively), so of two processes that find the same stale file at
+ * once only one removes it: the other finds the new owner's file and stops.
+ */
 export function acquireLocalLock(path: string, holder: string): { release(): void } {
   checkLockPath(path);
   ensurePrivateDir(dirname(path));
-  for (let attempt = 0; attempt < 2; attempt++) {
+  for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const fd = openSync(path, 'wx', 0o600);
       writeSync(fd, JSON.stringify({ pid: process.pid, holder, since: new Date().toISOString() }));
@@ -156,14 +264,46 @@ export function acquireLocalLock(path: string, holder: string): { release(): voi
     } catch (e: any) {
       if (e?.code !== 'EEXIST') throw e;
       checkLockPath(path);
-      const cur = readLock(path);
-      if (typeof cur.pid === 'number' && Number.isInteger(cur.pid) && cur.pid > 0 && cur.pid !== process.pid && pidAlive(cur.pid)) {
-        throw new LockedError(`another kube-renumber process (pid ${cur.pid}, ${typeof cur.holder === 'string' ? cur.holder : 'unknown'}) is using ${dirname(path)}`);
-      }
-      try { unlinkSync(path); } catch (e2: any) { if (e2?.code !== 'ENOENT') throw e2; }
+      refuseIfLive(path);
+      takeOverStale(path);
     }
   }
   throw new LockedError(`could not take the lock ${path}`);
+}
+
+/** LockedError when the lock file names a live process other than this one. */
+function refuseIfLive(path: string): void {
+  const cur = readLock(path);
+  if (typeof cur.pid === 'number' && Number.isInteger(cur.pid) && cur.pid > 0 && cur.pid !== process.pid && pidAlive(cur.pid)) {
+    throw new LockedError(`another kube-renumber process (pid ${cur.pid}, ${typeof cur.holder === 'string' ? cur.holder : 'unknown'}) is using ${dirname(path)}`);
+  }
+}
+
+/** A takeover lock older than this was left by a process that died while taking over. */
+const STALE_TAKEOVER_MS = 30_000;
+
+/** Removes the stale lock file at `path`, under the exclusive `<path>.takeover` file. */
+function takeOverStale(path: string): void {
+  const guard = `${path}.takeover`;
+  let fd: number;
+  try {
+    fd = openSync(guard, 'wx', 0o600);
+  } catch (e: any) {
+    if (e?.code !== 'EEXIST') throw e;
+    const st = statOrUndefined(guard, 'lock file');
+    if (st && Date.now() - st.mtimeMs > STALE_TAKEOVER_MS) {
+      try { unlinkSync(guard); } catch (e2: any) { if (e2?.code !== 'ENOENT') throw e2; }
+      return; // the next attempt takes over
+    }
+    throw new LockedError(`another kube-renumber process is taking over the lock in ${dirname(path)}`);
+  }
+  try {
+    closeSync(fd);
+    refuseIfLive(path); // looked at again under the guard: another process may have taken it meanwhile
+    try { unlinkSync(path); } catch (e2: any) { if (e2?.code !== 'ENOENT') throw e2; }
+  } finally {
+    try { unlinkSync(guard); } catch { /* gone */ }
+  }
 }
 
 function pidAlive(pid: number): boolean {

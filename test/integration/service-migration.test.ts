@@ -162,20 +162,35 @@ describe('rollback after a partial run', () => {
     assert.deepEqual(scs.map((x: any) => x.metadata.name), ['kubernetes'], 'only the original ServiceCIDR remains');
   });
 
-  test('a Lease held by another run stops apply with exit 8 and changes nothing', async () => {
-    const now = new Date().toISOString().replace(/Z$/, '000Z');
-    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'kube-renumber', namespace: 'kube-system' },
-      spec: { holderIdentity: 'alice@elsewhere/other-run', leaseDurationSeconds: 120, renewTime: now, acquireTime: now } };
+  test('a Lease another run keeps renewing stops apply with exit 8 and changes nothing', async () => {
+    const micro = () => new Date().toISOString().replace(/Z$/, '000Z');
     const dirL = mkdtempSync(join(tmpdir(), 'kr-lease-'));
-    writeFileSync(join(dirL, 'lease.json'), JSON.stringify(lease));
-    const c = await tb.kubectl(['apply', '-f', join(dirL, 'lease.json')]);
+    const writeLease = async () => {
+      // alice's run renews its Lease every second, as a live run does; her clock is an hour behind ours
+      const renewTime = new Date(Date.now() - 3_600_000).toISOString().replace(/Z$/, '000Z');
+      const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'kube-renumber', namespace: 'kube-system' },
+        spec: { holderIdentity: 'alice@elsewhere/other-run/41-0badc0de', leaseDurationSeconds: 120, renewTime, acquireTime: micro() } };
+      writeFileSync(join(dirL, 'lease.json'), JSON.stringify(lease));
+      return tb.kubectl(['apply', '-f', join(dirL, 'lease.json')]);
+    };
+    const c = await writeLease();
     assert.equal(c.code, 0, c.stderr);
-    const before = (await tb.kubectl(['get', 'services', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.spec.clusterIP}{"\\n"}{end}'])).stdout;
-    const r = await run(['apply', planPath, '--yes', '--kubeconfig', tb.kubeconfigPath, '--state-dir', join(dirL, 'state')]);
-    assert.equal(r.code, 8, r.err);
-    assert.match(r.err, /^error: another kube-renumber run holds the lock: Lease kube-system\/kube-renumber held by alice@elsewhere\/other-run/);
-    const after = (await tb.kubectl(['get', 'services', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.spec.clusterIP}{"\\n"}{end}'])).stdout;
+    let renewing = true;
+    const renewer = (async () => { while (renewing) { await new Promise((r) => setTimeout(r, 1000)); if (renewing) await writeLease(); } })();
+    const before = (await tb.kubectl(['get', 'services', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.metadata.resourceVersion}{"\\n"}{end}'])).stdout;
+    try {
+      const r = await run(['apply', planPath, '--yes', '--kubeconfig', tb.kubeconfigPath, '--state-dir', join(dirL, 'state')]);
+      assert.equal(r.code, 8, r.err);
+      assert.match(r.err, /held by alice@elsewhere\/other-run\/41-0badc0de: waiting up to 120s/);
+      assert.match(r.err, /^error: another kube-renumber run holds the lock: Lease kube-system\/kube-renumber held by alice@elsewhere\/other-run\/41-0badc0de, renewed while this run watched it/m);
+    } finally {
+      renewing = false;
+      await renewer;
+    }
+    const after = (await tb.kubectl(['get', 'services', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.metadata.resourceVersion}{"\\n"}{end}'])).stdout;
     assert.equal(after, before);
+    const lease = JSON.parse((await tb.kubectl(['get', 'lease', '-n', 'kube-system', 'kube-renumber', '-o', 'json'])).stdout);
+    assert.equal(lease.spec.holderIdentity, 'alice@elsewhere/other-run/41-0badc0de', 'the Lease was not taken');
     await tb.kubectl(['delete', 'lease', '-n', 'kube-system', 'kube-renumber']);
   });
 

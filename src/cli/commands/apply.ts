@@ -11,7 +11,7 @@ import type { KubeObject } from '../../cluster/types.ts';
 import { BackupStore } from '../../engine/backup.ts';
 import { checkStateDir, decodeText, readRegularFile, writeFileDurable } from '../../engine/files.ts';
 import { completedSteps, Journal, readJournal, type JournalEntry } from '../../engine/journal.ts';
-import { acquireLease, acquireLocalLock, holderIdentity } from '../../engine/lock.ts';
+import { acquireLease, acquireLocalLock, guardedClient, holderIdentity, type LeaseLock } from '../../engine/lock.ts';
 import { rollbackSteps, runSteps, type DryRun, type StepContext, type StepSelection } from '../../engine/runner.ts';
 import { parseSelection } from '../../engine/selection.ts';
 import { PlanExecutor } from '../../engine/plan-executor.ts';
@@ -38,6 +38,12 @@ const SESSION_OPTIONS = {
   'propagation-delay': { type: 'string' },
   'no-covers': { type: 'boolean' },
 } as const;
+
+/** The flags of the commands that take the lock (apply, resume, rollback, restore). */
+const LOCK_OPTIONS = { ...SESSION_OPTIONS, 'force-unlock': { type: 'boolean' } } as const;
+const LOCK_HELP = `  --force-unlock           take over the Lease kube-system/kube-renumber at once, even while another run renews it
+                           (only when that run is known to be gone); without it a Lease is taken over only after
+                           it went unrenewed for its whole duration`;
 
 const SESSION_HELP = `  --state-dir DIR          journal, backups and lock (default ~/.local/state/kube-renumber/<plan id>)
   --cluster-domain D       cluster DNS domain for ExternalName targets (default cluster.local)
@@ -177,12 +183,17 @@ async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: 
   const run = `${id}`;
   const holder = holderIdentity(run);
   let releaseLocal = () => {};
-  let lease: { assertHeld(): void; release(): Promise<void> } | undefined;
+  let lease: LeaseLock | undefined;
   if (opts.lock) {
     const fresh = !existsSync(stateDir);
     releaseLocal = acquireLocalLock(join(stateDir, 'lock'), holder).release;
     try {
-      if (opts.dryRun !== 'client') lease = await acquireLease(client, holder);
+      if (opts.dryRun !== 'client') {
+        lease = await acquireLease(client, holder, {
+          forceUnlock: values['force-unlock'] === true,
+          onWait: (m) => io.err(`${m}\n`),
+        });
+      }
       if (!existsSync(join(stateDir, 'plan.yaml'))) writeFileDurable(join(stateDir, 'plan.yaml'), text);
     } catch (e) {
       await lease?.release();
@@ -203,7 +214,8 @@ async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: 
   });
   const warn = (m: string) => io.err(`warning: ${m}\n`);
   const ctx: StepContext = {
-    client,
+    // every request of the steps first checks the Lease: once it is lost, nothing more is sent
+    client: guardedClient(client, () => lease?.assertHeld()),
     backups: new BackupStore(join(stateDir, 'backups'), run),
     journal: new Journal(join(stateDir, 'journal.jsonl'), run, warn),
     dryRun: opts.dryRun ?? 'none',
@@ -301,7 +313,7 @@ async function runPlan(values: Values, positionals: string[], io: Io, resume: bo
 }
 
 const RUN_OPTIONS = {
-  ...SESSION_OPTIONS,
+  ...LOCK_OPTIONS,
   yes: { type: 'boolean', short: 'y' },
   'dry-run': { type: 'string' },
   'ack-gate': { type: 'string', multiple: true },
@@ -315,6 +327,7 @@ const RUN_HELP = `Flags:
   --ack-gate ID            assert by hand that gate ID holds where the cluster cannot show it (repeatable)
   --only STEP[,STEP]       run just these steps (ids or patterns with *); every step before them must be done
   --skip STEP[,STEP]       leave these steps out (journaled as excluded, never counted as done)
+${LOCK_HELP}
 ${SESSION_HELP}`;
 
 export const applyCommand: Command = {
@@ -392,7 +405,8 @@ export const rollbackCommand: Command = {
   positionals: PLAN_POSITIONAL,
   summary: 'undo completed steps in reverse where the API allows, and say what cannot be undone',
   usage: 'kube-renumber rollback PLAN.yaml [-o table|json|yaml]',
-  options: SESSION_OPTIONS,
+  options: LOCK_OPTIONS,
+  help: `Flags:\n${LOCK_HELP}\n${SESSION_HELP}`,
   async run({ values, positionals, io }) {
     const pre = prepare(values, positionals, io, { write: true, journal: true, backups: true });
     const { output } = pre.flags;
@@ -435,7 +449,8 @@ export const restoreCommand: Command = {
   positionals: PLAN_POSITIONAL,
   summary: "put back objects from a run's backups (those that no longer exist)",
   usage: 'kube-renumber restore PLAN.yaml [-o table|json|yaml]',
-  options: SESSION_OPTIONS,
+  options: LOCK_OPTIONS,
+  help: `Flags:\n${LOCK_HELP}\n${SESSION_HELP}`,
   async run({ values, positionals, io }) {
     const pre = prepare(values, positionals, io, { write: true, journal: false, backups: true });
     const { output } = pre.flags;
