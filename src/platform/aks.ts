@@ -4,7 +4,10 @@
  * Sources: docs/platforms.d/aks.md.
  */
 import { managedEvidence } from './managed.ts';
-import type { Platform, PlatformInput, ReservedRange } from './types.ts';
+import { objectsOf, type Platform, type PlatformInput, type PlatformRange, type ReservedRange } from './types.ts';
+
+/** Azure CNS's per-node network config (kube-system); an overlay network container names the cluster's pod CIDR. */
+const NNC = { group: 'acn.azure.com', version: 'v1alpha', plural: 'nodenetworkconfigs', kind: 'NodeNetworkConfig', namespaced: true } as const;
 
 function detect(input: PlatformInput): string[] | undefined {
   const evidence = managedEvidence(input, {
@@ -22,6 +25,25 @@ function detect(input: PlatformInput): string[] | undefined {
   return evidence;
 }
 
+/**
+ * The Azure CNI Overlay pod CIDR as Azure CNS holds it: status.networkContainers[].subnetAddressSpace of the
+ * NodeNetworkConfigs whose container type is overlay (AKS checks a pod CIDR expansion there: `kubectl get nnc`).
+ */
+function ranges(input: PlatformInput): PlatformRange[] {
+  const seen = new Map<string, string>();
+  for (const o of objectsOf(input, NNC.group, NNC.kind)) {
+    const ncs: unknown = o.status?.networkContainers;
+    if (!Array.isArray(ncs)) continue;
+    for (const nc of ncs) {
+      if (nc?.type !== 'overlay' || typeof nc.subnetAddressSpace !== 'string' || seen.has(nc.subnetAddressSpace)) continue;
+      seen.set(nc.subnetAddressSpace, `${o.metadata?.namespace ?? 'kube-system'}/${o.metadata?.name ?? '?'}`);
+    }
+  }
+  return [...seen].map(([cidr, where]) => ({
+    cidr, role: 'pod' as const, source: `NodeNetworkConfig ${where} status.networkContainers[].subnetAddressSpace`, label: 'Azure CNI Overlay pod CIDR',
+  }));
+}
+
 function reserved(): ReservedRange[] {
   const why = 'AKS clusters cannot use it for the Service, pod or virtual network range';
   return ['169.254.0.0/16', '172.30.0.0/16', '172.31.0.0/16', '192.0.2.0/24'].map((cidr) => ({ cidr, reason: why }));
@@ -30,7 +52,9 @@ function reserved(): ReservedRange[] {
 export const aks: Platform<'aks'> = {
   kind: 'aks',
   title: 'Azure Kubernetes Service (AKS)',
+  reads: [NNC],
   detect,
+  ranges,
   reserved,
   dnsServices: [{ namespace: 'kube-system', name: 'kube-dns', selector: { key: 'k8s-app', value: 'kube-dns' } }],
   capabilities: {
@@ -52,5 +76,6 @@ export const aks: Platform<'aks'> = {
     'https://learn.microsoft.com/en-us/azure/aks/configure-kubenet',
     'https://learn.microsoft.com/en-us/azure/aks/concepts-network-legacy-cni',
     'https://learn.microsoft.com/en-us/azure/aks/use-labels',
+    'https://github.com/Azure/azure-container-networking/blob/master/crd/nodenetworkconfig/api/v1alpha/nodenetworkconfig.go',
   ],
 };

@@ -102,6 +102,10 @@ test('aks-overlay: AKS by its reserved labels, Azure CNI Overlay named, and the 
   assert.equal(s.platform?.evidence.at(-1), 'Azure CNI Overlay (node label kubernetes.azure.com/azure-cni-overlay=true on aks-nodepool1-12345678-vmss000000)');
   assert.deepEqual(s.platform?.reserved.map((r) => r.cidr), ['169.254.0.0/16', '172.30.0.0/16', '172.31.0.0/16', '192.0.2.0/24']);
   assert.deepEqual(s.nodes.map((n) => n.podCIDRs[0]), ['10.244.0.0/24', '10.244.1.0/24', '10.244.2.0/24']);
+  // the overlay pod CIDR as Azure CNS holds it (NodeNetworkConfig, acn.azure.com/v1alpha), once
+  assert.deepEqual(s.ranges.filter((r) => r.role === 'pod').map((r) => `${r.cidr} <${r.source}>`), [
+    '10.244.0.0/16 <NodeNetworkConfig kube-system/aks-nodepool1-12345678-vmss000000 status.networkContainers[].subnetAddressSpace>',
+  ]);
   assert.deepEqual(s.dnsService?.clusterIPs, ['10.0.0.10']);
 });
 
@@ -140,6 +144,14 @@ test('the apiserver host of a live read decides on its own; a host that merely c
   assert.equal(kind('https://eks.amazonaws.com.example.net'), 'generic');
   assert.equal(kind('https://203.0.113.7'), 'generic');
   assert.deepEqual(detectPlatform(input([node], { server: 'https://x.hcp.eastus.azmk8s.io:443' })).facts.evidence, ['apiserver x.hcp.eastus.azmk8s.io']);
+});
+
+test('only overlay network containers of a NodeNetworkConfig name a pod range, and only on AKS', () => {
+  const nnc = (type: string, cidr: string): KubeObject => ({ apiVersion: 'acn.azure.com/v1alpha', kind: 'NodeNetworkConfig', metadata: { name: 'n1', namespace: 'kube-system' }, status: { networkContainers: [{ type, subnetAddressSpace: cidr }] } });
+  const objects = new Map([[objectKey('acn.azure.com', 'NodeNetworkConfig'), [nnc('vnet', '10.224.0.0/16'), nnc('overlay', '192.168.0.0/16')]]]);
+  const aks = detectPlatform(input([bare('n1', { labels: { 'kubernetes.azure.com/agentpool': 'np1' } })], { objects }));
+  assert.deepEqual(aks.ranges.map((r) => [r.cidr, r.role]), [['192.168.0.0/16', 'pod']]);
+  assert.deepEqual(detectPlatform(input([bare('n1')], { objects })).ranges, []);
 });
 
 test('ENIConfigs alone (no EKS sign) decide nothing, and are only kept when EKS is otherwise recognised', () => {
