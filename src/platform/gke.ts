@@ -40,7 +40,8 @@ export const gke: Platform<'gke'> = {
   sources: [
     'https://cloud.google.com/kubernetes-engine/docs/how-to/alias-ips',
     'https://cloud.google.com/kubernetes-engine/docs/concepts/alias-ips',
-    'https://cloud.google.com/kubernetes-engine/docs/how-to/multi-pod-cidr',
+    'https://github.com/googleapis/googleapis/commit/2ddfcb8dc096563243837a32f06ad471b971396c',
+    'https://wdenniss.com/gke-network-planning',
     'https://github.com/GoogleCloudPlatform/netd/blob/master/netd.yaml',
   ],
 };
