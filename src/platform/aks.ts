@@ -16,7 +16,7 @@ function detect(input: PlatformInput): string[] | undefined {
     labels: [{ key: 'kubernetes.azure.com/managedby', value: 'aks' }, { key: 'kubernetes.azure.com/agentpool' }, { key: 'kubernetes.azure.com/node-image-version' }, { key: 'kubernetes.azure.com/mode' }],
     serverHost: /\.azmk8s\.io$/,
     providerID: 'azure:///',
-    daemonSets: ['kube-system/azure-cns', 'kube-system/azure-ip-masq-agent', 'kube-system/cloud-node-manager', 'kube-system/kube-proxy'],
+    daemonSets: ['kube-system/azure-cns', 'kube-system/azure-ip-masq-agent', 'kube-system/cloud-node-manager'],
     configMaps: ['kube-system/azure-ip-masq-agent-config-reconciled'],
   });
   if (!evidence) return undefined;

@@ -15,7 +15,7 @@ function detect(input: PlatformInput): string[] | undefined {
     kubeletVersion: /^v\d+\.\d+\.\d+-eks-[0-9a-f]{7}$/,
     serverHost: /\.eks\.amazonaws\.com(\.cn)?$/,
     providerID: 'aws:///',
-    daemonSets: ['kube-system/aws-node', 'kube-system/kube-proxy', 'kube-system/eks-pod-identity-agent'],
+    daemonSets: ['kube-system/aws-node', 'kube-system/eks-pod-identity-agent'],
   });
   if (!evidence) return undefined;
   const enis = objectsOf(input, ENICONFIG.group, ENICONFIG.kind).map((o) => o.metadata?.name).filter((n): n is string => typeof n === 'string');

@@ -47,7 +47,7 @@ test('eks (1.31, VPC CNI): Amazon EKS by its managed node group labels and kubel
     'node label eks.amazonaws.com/capacityType=ON_DEMAND on all 3 nodes',
     'kubelet v1.31.4-eks-aeac579 on ip-198-51-100-23.us-west-2.compute.internal, ip-198-51-100-87.us-west-2.compute.internal and 1 more',
     'providerID aws:///us-west-2a/i-0570f5b2e580f5cc1',
-    'DaemonSets kube-system/aws-node, kube-system/kube-proxy, kube-system/eks-pod-identity-agent',
+    'DaemonSets kube-system/aws-node, kube-system/eks-pod-identity-agent',
   ]);
   assert.deepEqual(s.platform?.reserved, [{ cidr: '169.254.170.23/32', reason: 'EKS Pod Identity Agent (link-local address on every node)' }]);
   assert.equal(s.serviceCIDRApi, undefined);
