@@ -2,11 +2,17 @@
  * Every platform kube-renumber knows, in the order they are tried: the first whose detect() finds evidence is the
  * cluster's platform. A new platform is one module under src/platform/ and one line here.
  */
+import { aks } from './aks.ts';
+import { eks } from './eks.ts';
 import { generic } from './generic.ts';
+import { gke } from './gke.ts';
 import { kops, kubeadm, kubespray } from './self-managed.ts';
 import type { Capability, DnsServiceCandidate, Move, Platform, PlatformFacts, PlatformInput, PlatformRange, PlatformResource, ReservedRange } from './types.ts';
 
 export const PLATFORMS = [
+  eks,
+  gke,
+  aks,
   kops,
   kubespray,
   kubeadm,
