@@ -4,9 +4,11 @@
  */
 import { generic } from './generic.ts';
 import { kops, kubeadm, kubespray } from './self-managed.ts';
+import { openshift } from './openshift.ts';
 import type { Capability, DnsServiceCandidate, Move, Platform, PlatformFacts, PlatformInput, PlatformRange, PlatformResource, ReservedRange } from './types.ts';
 
 export const PLATFORMS = [
+  openshift,
   kops,
   kubespray,
   kubeadm,
