@@ -4,8 +4,8 @@
  * serviceNetwork, networkType) and refined in the operator.openshift.io/v1 `Network` named `cluster`
  * (OVN-Kubernetes' internal subnets). The cluster DNS Service is the DNS operator's openshift-dns/dns-default.
  *
- * Recognised by the Network config or the ClusterVersion object (config.openshift.io/v1, canonical names `cluster`
- * and `version`), or by two weaker signs together: nodes labelled node.openshift.io/os_id, the namespaces of
+ * Recognised by the Network config (config.openshift.io/v1, canonical name `cluster`) or the ClusterVersion object
+ * (config.openshift.io/v1, `version`), or by two weaker signs together: nodes labelled node.openshift.io/os_id, the namespaces of
  * OpenShift's own operators (openshift-dns, openshift-ovn-kubernetes, ...), kubelets reporting a "+<commit>"
  * version suffix.
  *
@@ -44,8 +44,8 @@ function detect(input: PlatformInput): string[] | undefined {
   const strong: string[] = [];
   const net = named(input, NETWORK_CONFIG, 'cluster');
   if (net) strong.push(`Network.config.openshift.io/cluster (networkType ${networkType(net) ?? 'not set'})`);
-  const cv = named(input, CLUSTER_VERSION, 'version');
-  if (cv) strong.push(`ClusterVersion.config.openshift.io/version${clusterVersion(cv) ? ` (${clusterVersion(cv)})` : ''}`);
+  const cv = theClusterVersion(input);
+  if (cv) strong.push(`ClusterVersion.config.openshift.io/${cv.metadata?.name ?? ''}${clusterVersion(cv) ? ` (${clusterVersion(cv)})` : ''}`);
 
   const weak: string[] = [];
   const osIds = input.nodes.filter((n) => n.labels[OS_ID_LABEL] !== undefined);
@@ -61,6 +61,11 @@ function detect(input: PlatformInput): string[] | undefined {
   if (strong.length > 0) return [...strong, ...weak];
   // One weak sign alone (a namespace someone named openshift-dns, a custom kubelet build) is not enough.
   return weak.length >= 2 ? weak : undefined;
+}
+
+/** The cluster's ClusterVersion (one per cluster, `oc get clusterversion/version`): the one named `version`, else any. */
+function theClusterVersion(input: PlatformInput): KubeObject | undefined {
+  return named(input, CLUSTER_VERSION, 'version') ?? objectsOf(input, CLUSTER_VERSION.group, CLUSTER_VERSION.kind)[0];
 }
 
 function networkType(net: KubeObject): string | undefined {
@@ -167,7 +172,7 @@ function reserved(input: PlatformInput): ReservedRange[] {
   // Masquerade: 169.254.169.0/29 and fd69::/125 on clusters installed before 4.17 (kept on upgrade),
   // 169.254.0.0/17 and fd69::/112 on clusters installed with 4.17 or later.
   const masqNodes = annotationJson(input, 'k8s.ovn.org/node-masquerade-subnet');
-  const old = oldestVersion(named(input, CLUSTER_VERSION, 'version'));
+  const old = oldestVersion(theClusterVersion(input));
   const before417 = old !== undefined && old.major === 4 && old.minor < 17;
   const [d4, d6] = before417 ? ['169.254.169.0/29', 'fd69::/125'] : ['169.254.0.0/17', 'fd69::/112'];
   const gw = ovn.gatewayConfig ?? {};
@@ -177,8 +182,6 @@ function reserved(input: PlatformInput): ReservedRange[] {
   out.push({ cidr: m6.cidr, reason: why('masquerade subnet (IPv6 internalMasqueradeSubnet)', m6, d6) });
   return out;
 }
-
-const DOCS = 'https://docs.redhat.com/en/documentation/openshift_container_platform';
 
 export const openshift: Platform<'openshift'> = {
   kind: 'openshift',
@@ -204,10 +207,10 @@ export const openshift: Platform<'openshift'> = {
     },
   },
   sources: [
-    `${DOCS}/4.12/html/networking/cluster-network-operator`,
+    'https://docs.redhat.com/fr/documentation/openshift_container_platform/4.12/html/networking/nw-operator-cr_cluster-network-operator',
     'https://github.com/openshift/openshift-docs/blob/main/networking/configuring-cluster-network-range.adoc',
     'https://github.com/openshift/openshift-docs/blob/main/modules/nw-cluster-network-range-edit.adoc',
-    `${DOCS}/4.17/html/networking/cidr-range-definitions`,
+    'https://docs.redhat.com/es/documentation/openshift_container_platform/4.17/html/networking/cidr-range-definitions',
     'https://github.com/openshift/api/blob/master/config/v1/types_network.go',
     'https://github.com/openshift/api/blob/master/operator/v1/types_network.go',
     'https://github.com/openshift/api/blob/master/config/v1/types_cluster_version.go',
