@@ -14,7 +14,8 @@ export type ConflictKind =
   | 'avoid'                      // a cluster range overlaps a range the user asked to avoid
   | 'node-podcidr-outside'       // a node's podCIDR is outside kube-controller-manager's --cluster-cidr
   | 'node-podcidr-overlap'       // two nodes' podCIDRs overlap, or one overlaps a service range
-  | 'node-ip-inside';            // a node address lies inside a pod, pool or service range
+  | 'node-ip-inside'             // a node address lies inside a pod, pool or service range
+  | 'platform-reserved';         // a range the platform reserves for itself (snap.platform.reserved) overlaps one
 
 export interface ConflictSide {
   cidr: string;
@@ -146,9 +147,39 @@ export function findConflicts(snap: Snapshot, opts: ConflictOptions = {}): Confl
     }
   }
 
-  out.push(...nodePodCIDRConflicts(snap), ...nodeAddressConflicts(snap));
+  out.push(...nodePodCIDRConflicts(snap), ...nodeAddressConflicts(snap), ...platformReservedConflicts(snap, groups, opts.avoid ?? []));
   const rank: Record<Severity, number> = { error: 0, warning: 1, info: 2 };
   return out.sort((p, q) => rank[p.severity] - rank[q.severity]);
+}
+
+/**
+ * The ranges the platform reserves for itself (src/platform/: OpenShift's OVN-Kubernetes join, transit and
+ * masquerade subnets, ...) against the cluster's pod, pool and service ranges (error: the same addresses twice),
+ * the catalog's networks that live beside clusters (its warning entries: Tailscale's 100.64.0.0/10, Docker, default
+ * VPCs; the error entries are skipped, since a platform reserves link-local on purpose, and so are the info-level
+ * tool defaults) and the ranges the user asked to avoid. Self-contained: reads only snap.platform.reserved.
+ */
+function platformReservedConflicts(snap: Snapshot, groups: RangeGroup[], avoid: readonly AvoidRange[]): Conflict[] {
+  const out: Conflict[] = [];
+  for (const r of snap.platform?.reserved ?? []) {
+    const rc = tryParseCidr(r.cidr);
+    if (!rc) continue;
+    const a: ConflictSide = { cidr: r.cidr, what: `reserved by ${snap.platform!.title}: ${r.reason}` };
+    for (const g of groups) {
+      if ((g.role !== 'pod' && g.role !== 'pool' && g.role !== 'service') || !overlaps(rc, g.parsed)) continue;
+      out.push({ severity: 'error', kind: 'platform-reserved', a, b: side(g), reason: `${snap.platform!.title} uses this range internally: cluster addresses in it collide with the platform's own` });
+    }
+    for (const k of CATALOG) {
+      if (k.severity !== 'warning' || !overlaps(rc, parseCidr(k.cidr))) continue;
+      out.push({ severity: 'warning', kind: 'platform-reserved', a, b: { cidr: k.cidr, what: k.name }, reason: k.reason });
+    }
+    for (const av of avoid) {
+      const ac = tryParseCidr(av.cidr);
+      if (!ac || !overlaps(rc, ac)) continue;
+      out.push({ severity: 'warning', kind: 'platform-reserved', a, b: { cidr: av.cidr, what: `avoided range (${av.from})` }, reason: av.reason || 'listed as a range to avoid' });
+    }
+  }
+  return out;
 }
 
 /** The node network derived from node InternalIPs (not configured anywhere). */

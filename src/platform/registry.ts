@@ -7,9 +7,11 @@ import { eks } from './eks.ts';
 import { generic } from './generic.ts';
 import { gke } from './gke.ts';
 import { kops, kubeadm, kubespray } from './self-managed.ts';
+import { openshift } from './openshift.ts';
 import type { Capability, DnsServiceCandidate, Move, Platform, PlatformFacts, PlatformInput, PlatformRange, PlatformResource, ReservedRange } from './types.ts';
 
 export const PLATFORMS = [
+  openshift,
   eks,
   gke,
   aks,
