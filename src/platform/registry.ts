@@ -3,10 +3,14 @@
  * cluster's platform. A new platform is one module under src/platform/ and one line here.
  */
 import { generic } from './generic.ts';
+import { k3s } from './k3s.ts';
+import { rke2 } from './rke2.ts';
 import { kops, kubeadm, kubespray } from './self-managed.ts';
 import type { Capability, DnsServiceCandidate, Move, Platform, PlatformFacts, PlatformInput, PlatformRange, PlatformResource, ReservedRange } from './types.ts';
 
 export const PLATFORMS = [
+  rke2,
+  k3s,
   kops,
   kubespray,
   kubeadm,
