@@ -116,6 +116,19 @@ describe('k3s', () => {
     assert.ok(!JSON.stringify(secretish).includes('s3cret'));
   });
 
+  it('reads dual-stack ranges (comma lists, --flag=value) into one range per family, flannel\'s IPv6Network too', async () => {
+    const inv = await inventory(K3S);
+    node(inv, 'k3s-server-1').metadata!.annotations!['k3s.io/node-args'] = JSON.stringify(['server', '--cluster-cidr=10.42.0.0/16,2001:db8:42::/56', '--service-cidr', '10.43.0.0/16,2001:db8:43::/112']);
+    assert.deepEqual(ranges(buildSnapshot(inv), 'service', 'pod'), [
+      'service 10.43.0.0/16 <k3s.io/node-args --service-cidr>',
+      'service 2001:db8:43::/112 <k3s.io/node-args --service-cidr>',
+      'pod 10.42.0.0/16 <k3s.io/node-args --cluster-cidr>',
+      'pod 2001:db8:42::/56 <k3s.io/node-args --cluster-cidr>',
+      'pod 10.42.0.0/16 <k3s embedded flannel Network (the cluster CIDR)>',
+      'pod 2001:db8:42::/56 <k3s embedded flannel IPv6Network (the cluster CIDR)>',
+    ]);
+  });
+
   it('adds the embedded flannel\'s Network only where k3s\'s own flannel runs', async () => {
     const none = await inventory(K3S);
     const server = node(none, 'k3s-server-1');
