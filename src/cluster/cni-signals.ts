@@ -25,9 +25,20 @@ export function noteDaemonSetCni(cni: CniSignals, name: string, where: string): 
   if (name === 'calico-node') cni.calicoDaemonSet ??= where;
   else if (name === 'cilium') cni.ciliumDaemonSet ??= where;
   else if (name === 'kube-flannel-ds' || name.startsWith('kube-flannel-ds-')) cni.flannelDaemonSet ??= where;
-  else if (name === 'canal') cni.canalPod ??= `DaemonSet ${where}`;
+  else if (name === 'canal' || name === 'rke2-canal') cni.canalPod ??= `DaemonSet ${where}`;
   else return false;
   return true;
+}
+
+/**
+ * Notes a node that flannel's kube subnet manager annotated (flannel.alpha.coreos.com/backend-type, set with
+ * public-ip, backend-data and kube-subnet-manager by flannel-io/flannel pkg/subnet/kube): the only sign of k3s's
+ * embedded flannel, which runs inside the k3s process (no pod, DaemonSet or kube-flannel-cfg ConfigMap). The first
+ * such node is kept.
+ */
+export function noteNodeCni(cni: CniSignals, node: string, annotations: Record<string, unknown>): void {
+  const backend = annotations['flannel.alpha.coreos.com/backend-type'];
+  if (typeof backend === 'string' && /^[a-z0-9-]{1,32}$/.test(backend)) cni.flannelNode ??= `${node} annotated flannel.alpha.coreos.com/backend-type=${backend}`;
 }
 
 /** Notes a tigera-operator Installation (another group's Installation is ignored). */

@@ -23,7 +23,7 @@ import { keepNewestServiceCIDR, nsName, readNode, readPod, readService, readServ
 import { readApiserver, readControllerManager } from './control-plane.ts';
 import { type KubeProxyFromPod, readKubeProxyPod } from './kube-proxy.ts';
 import { collectPool, readBlockAffinity, readIPAMBlock } from './calico.ts';
-import { noteDaemonSetCni, noteInstallation, notePodCni } from './cni-signals.ts';
+import { noteDaemonSetCni, noteInstallation, noteNodeCni, notePodCni } from './cni-signals.ts';
 import { newPassDistroSigns, noteClusterInformation, noteNodeSigns, noteSystemPodSigns, type PassDistroSigns } from './distro-signals.ts';
 import { isDistroConfig } from './distro-configs.ts';
 import { objectKey, type PlatformNode } from '../platform/types.ts';
@@ -122,6 +122,7 @@ function collectObject(p: Pass, o: KubeObject): void {
       c.nodes.push(node);
       noteNodeSigns(c.signs, node, o);
       c.platform.nodes.push(platformNode(node, o));
+      noteNodeCni(p.cni, node.name, o.metadata?.annotations ?? {});
       break;
     }
     case 'ConfigMap':

@@ -769,7 +769,9 @@ export function validateInventory(inv: RawInventory): RawInventory {
     const a = whereFrom(inv, prev.o, prev.index);
     const b = whereFrom(inv, o, i);
     const both = a === b ? (a.startsWith('object ') ? `objects ${prev.index + 1} and ${i + 1} of ${a.replace(/^object \d+ of /, '')}` : `twice in ${a}`) : `in ${a} and in ${b}`;
-    throw new InputError(`${describeObject(o)} appears ${both} with different content (${d.path}: ${show(d.a)} vs ${show(d.b)}); give one copy of each object, e.g. from one dump`);
+    // k3s/RKE2 node-args and node-env annotations can hold a join token or a datastore password: never shown.
+    const shown = /\.io\/node-(args|env)"\]/.test(d.path) ? '(value not shown: it may hold secrets)' : `${show(d.a)} vs ${show(d.b)}`;
+    throw new InputError(`${describeObject(o)} appears ${both} with different content (${d.path}: ${shown}); give one copy of each object, e.g. from one dump`);
   }
   let configs: KubeObject[] | undefined;
   for (let i = 0; i < inv.configs.length; i++) {

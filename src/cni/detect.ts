@@ -23,6 +23,11 @@ export interface CniSignals {
   calicoPod?: string;
   ciliumPod?: string;
   flannelPod?: string;
+  /**
+   * A node annotated by flannel's kube subnet manager (e.g. "node-a annotated flannel.alpha.coreos.com/backend-type=vxlan"):
+   * k3s's embedded flannel runs inside the k3s process, so it shows no pod, DaemonSet or ConfigMap, only these.
+   */
+  flannelNode?: string;
   canalPod?: string;
   /** DaemonSets by "namespace/name" that identify a plugin. */
   calicoDaemonSet?: string;
@@ -100,6 +105,7 @@ export function detectCni(s: CniSignals): CniResult {
   if (s.flannelPod) note('flannel', `pod ${s.flannelPod}`);
   if (s.flannelDaemonSet) note('flannel', `DaemonSet ${s.flannelDaemonSet}`);
   if (s.flannelConfig) note('flannel', `ConfigMap ${nn(s.flannelConfig)}`);
+  if (s.flannelNode) note('flannel', `node ${s.flannelNode} (flannel's kube subnet manager)`);
 
   // Several plugins: Cilium (chaining aside) or Calico own pod addressing; Canal shows calico + flannel.
   let plugin: CniKind = 'unknown';

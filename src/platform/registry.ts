@@ -6,6 +6,8 @@ import { aks } from './aks.ts';
 import { eks } from './eks.ts';
 import { generic } from './generic.ts';
 import { gke } from './gke.ts';
+import { k3s } from './k3s.ts';
+import { rke2 } from './rke2.ts';
 import { kops, kubeadm, kubespray } from './self-managed.ts';
 import { openshift } from './openshift.ts';
 import type { Capability, DnsServiceCandidate, Move, Platform, PlatformFacts, PlatformInput, PlatformRange, PlatformResource, ReservedRange } from './types.ts';
@@ -15,6 +17,8 @@ export const PLATFORMS = [
   eks,
   gke,
   aks,
+  rke2,
+  k3s,
   kops,
   kubespray,
   kubeadm,

@@ -341,7 +341,8 @@ test('flannel: host-local, net-conf Network; k3s distribution', () => {
     configMap('kube-flannel', 'kube-flannel-cfg', { 'net-conf.json': '{"Network": "10.42.0.0/16", "Backend": {"Type": "vxlan"}}' }),
   ]));
   assert.deepEqual([s.cni.plugin, s.cni.ipam], ['flannel', 'host-local']);
-  assert.deepEqual(ranges(s, 'pod'), ['pod 10.42.0.0/16 <kube-flannel-cfg Network>']);
+  // The k3s server names no --cluster-cidr: k3s's default applies (src/platform/k3s.ts), labelled as a default.
+  assert.deepEqual(ranges(s, 'pod'), ['pod 10.42.0.0/16 <kube-flannel-cfg Network>', 'pod 10.42.0.0/16 <k3s default --cluster-cidr (not set in the k3s.io/node-args of server k3s-1)>']);
   assert.equal(s.distribution.kind, 'k3s');
 });
 

@@ -1,0 +1,146 @@
+/**
+ * k3s: one binary runs kube-apiserver, kube-controller-manager and (by default) flannel inside the k3s process,
+ * configured by the k3s server's flags or /etc/rancher/k3s/config.yaml; there are no static pods or kubeadm
+ * ConfigMaps to patch, which is why kube-renumber refuses both moves here until it has a k3s path (issue 17).
+ *
+ * Recognised by what k3s writes on its Node objects (each sign cited in docs/platforms.d/k3s.md):
+ *  - the annotations k3s.io/node-args, k3s.io/node-config-hash, k3s.io/node-env (pkg/nodeconfig/nodeconfig.go);
+ *  - the label node.kubernetes.io/instance-type=k3s and providerID k3s://<node>, set by k3s's embedded cloud
+ *    provider, whose name and instance type are "k3s" (pkg/cloudprovider; k3s-io/k3s#3933);
+ *  - the kubelet version's "+k3s" suffix (v1.31.4+k3s1).
+ * Ranges: --cluster-cidr and --service-cidr from the servers' k3s.io/node-args, else k3s's documented defaults
+ * (https://docs.k3s.io/cli/server), labelled as defaults; the embedded flannel's Network is the cluster CIDR
+ * (pkg/agent/flannel/setup.go) unless --flannel-backend=none.
+ */
+import type { Platform, PlatformInput, PlatformNode, PlatformRange } from './types.ts';
+import { isV6, rangesFromArgs, serverArgs, someNames, type ServerArgs } from './k3s-node-args.ts';
+
+export const K3S_NODE_ARGS = 'k3s.io/node-args';
+
+/** k3s's documented defaults (https://docs.k3s.io/cli/server, Networking). */
+export const K3S_DEFAULTS = { clusterCIDR: '10.42.0.0/16', serviceCIDR: '10.43.0.0/16', clusterDNS: '10.43.0.10' } as const;
+
+/** "N node(s) <what> (e.g. <example>)" for the nodes `pick` finds something on, or undefined. */
+function nodeSign(nodes: readonly PlatformNode[], pick: (n: PlatformNode) => string | undefined, what: string): string | undefined {
+  let count = 0;
+  let example = '';
+  for (const n of nodes) {
+    const found = pick(n);
+    if (found === undefined) continue;
+    if (count++ === 0) example = found;
+  }
+  return count === 0 ? undefined : `${count} node(s) ${what} (e.g. ${example})`;
+}
+
+/**
+ * The node signs of a k3s-family distribution (`program` is "k3s" or "rke2"): the program's annotations, the
+ * instance-type label and providerID its embedded cloud provider sets, the kubelet version suffix. Annotation
+ * values are never shown, only their keys.
+ */
+export function programNodeSigns(nodes: readonly PlatformNode[], program: string, versionMark: string): string[] {
+  const prefix = `${program}.io/`;
+  const preferred = [`${program}.io/node-args`, `${program}.io/node-config-hash`, `${program}.io/node-env`];
+  const signs = [
+    nodeSign(nodes, (n) => {
+      const keys = Object.keys(n.annotations).filter((k) => k.startsWith(prefix));
+      if (keys.length === 0) return undefined;
+      return `${n.name}: ${keys.find((k) => preferred.includes(k)) ?? keys[0]}`;
+    }, `annotated ${prefix}* by ${program}`),
+    nodeSign(nodes, (n) => (n.labels['node.kubernetes.io/instance-type'] === program ? n.name : undefined),
+      `labelled node.kubernetes.io/instance-type=${program} by ${program}'s embedded cloud provider`),
+    nodeSign(nodes, (n) => (n.providerID?.startsWith(`${program}://`) ? `${n.name}: ${n.providerID}` : undefined), `with providerID ${program}://<node>`),
+    nodeSign(nodes, (n) => (n.kubeletVersion?.includes(versionMark) ? `${n.name}: ${n.kubeletVersion}` : undefined), `with a ${versionMark} kubelet`),
+  ];
+  return signs.filter((s): s is string => s !== undefined);
+}
+
+/** The --cluster-dns value(s) the servers name, or the default, as one evidence line. */
+export function clusterDnsEvidence(servers: readonly ServerArgs[], key: string, program: string, fallback: string): string | undefined {
+  if (servers.length === 0) return undefined;
+  const named = [...new Set(servers.flatMap((s) => s.values['--cluster-dns'] ?? []))];
+  if (named.length > 0) return `${key} --cluster-dns ${named.join(',')} (node-args of server ${someNames(servers.filter((s) => s.values['--cluster-dns']).map((s) => s.node))})`;
+  return `--cluster-dns not in any server's ${key}: ${program} default ${fallback}`;
+}
+
+/**
+ * The ranges a k3s-family server's configuration names: each flag from the servers' node-args, else the
+ * documented default labelled as such (with why: no server named it, or no server's node-args were seen).
+ */
+export function programRanges(servers: readonly ServerArgs[], key: string, title: string, defaults: { clusterCIDR: string; serviceCIDR: string }): PlatformRange[] {
+  const out: PlatformRange[] = [];
+  const why = servers.length === 0 ? `no server's ${key} seen` : `not set in the ${key} of server ${someNames(servers.map((s) => s.node))}`;
+  for (const [flag, role, def] of [['--cluster-cidr', 'pod', defaults.clusterCIDR], ['--service-cidr', 'service', defaults.serviceCIDR]] as const) {
+    const read = rangesFromArgs(servers, key, flag, title);
+    if (read.length > 0) out.push(...read);
+    else out.push({ cidr: def, role, source: `${title} default ${flag} (${why})`, label: `${title} ${flag} default ${def}, not read from the cluster` });
+  }
+  return out;
+}
+
+function ranges(input: PlatformInput): PlatformRange[] {
+  const servers = serverArgs(input.nodes, K3S_NODE_ARGS);
+  const out = programRanges(servers, K3S_NODE_ARGS, 'k3s', K3S_DEFAULTS);
+  // k3s's embedded flannel writes its net-conf.json Network (and IPv6Network) from the cluster CIDRs
+  // (pkg/agent/flannel/setup.go): the same range, read for the CNI. Only where flannel's annotations show it runs
+  // and it is k3s's own: not with --flannel-backend=none, not when a flannel or Canal DaemonSet runs instead.
+  const backends = new Set(servers.flatMap((s) => s.values['--flannel-backend'] ?? []));
+  const flannelRuns = input.nodes.some((n) => n.annotations['flannel.alpha.coreos.com/backend-type'] !== undefined);
+  const ownFlannel = ![...input.daemonSets].some((d) => /\/(kube-flannel-ds|canal|rke2-canal)(-|$)/.test(d));
+  if (flannelRuns && ownFlannel && !(backends.size === 1 && backends.has('none'))) {
+    const pods = out.filter((r) => r.role === 'pod');
+    const v4 = pods.find((r) => !isV6(r.cidr));
+    const v6 = pods.find((r) => isV6(r.cidr));
+    for (const [r, field] of [[v4, 'Network'], [v6, 'IPv6Network']] as const) {
+      if (r) out.push({ cidr: r.cidr, role: 'pod', source: `k3s embedded flannel ${field} (the cluster CIDR)`, label: `flannel ${field} of k3s's embedded flannel` });
+    }
+  }
+  return out;
+}
+
+const SOURCES = [
+  'https://docs.k3s.io/cli/server',
+  'https://github.com/k3s-io/k3s/blob/master/pkg/nodeconfig/nodeconfig.go',
+  'https://github.com/k3s-io/k3s/blob/master/pkg/cloudprovider/instances.go',
+  'https://github.com/k3s-io/k3s/issues/3933',
+  'https://github.com/k3s-io/k3s/blob/master/pkg/agent/flannel/setup.go',
+  'https://github.com/k3s-io/k3s/blob/master/manifests/coredns.yaml',
+  'https://github.com/k3s-io/k3s/issues/3967',
+  'https://github.com/k3s-io/k3s/issues/2603',
+  'https://github.com/k3s-io/k3s/issues/6136',
+  'https://github.com/k3s-io/k3s/issues/14347',
+  'https://github.com/rancher/rke2/issues/2326',
+] as const;
+
+export const k3s: Platform<'k3s'> = {
+  kind: 'k3s',
+  title: 'k3s',
+  detect(input) {
+    const signs = programNodeSigns(input.nodes, 'k3s', '+k3s');
+    if (signs.length === 0) return undefined;
+    const dns = clusterDnsEvidence(serverArgs(input.nodes, K3S_NODE_ARGS), K3S_NODE_ARGS, 'k3s', K3S_DEFAULTS.clusterDNS);
+    return dns ? [...signs, dns] : signs;
+  },
+  ranges,
+  // The kube-dns Service k3s deploys from manifests/coredns.yaml (clusterIP: the --cluster-dns address).
+  dnsServices: [{ namespace: 'kube-system', name: 'kube-dns', selector: { key: 'k8s-app', value: 'kube-dns' } }],
+  capabilities: {
+    service: {
+      supported: false,
+      reason: 'k3s runs kube-apiserver and kube-controller-manager inside the k3s server process, configured by its --service-cidr '
+        + '(no static pod or ConfigMap kube-renumber can patch), and after a changed --service-cidr existing Services keep their old '
+        + 'ClusterIPs (k3s-io/k3s#3967, k3s-io/k3s#6136; "Changing CIDRs on an existing cluster is not well supported", rancher/rke2#2326); '
+        + 'kube-renumber has no k3s path yet (issue 17)',
+      instead: 'k3s documents no procedure to change --service-cidr or --cluster-dns on an existing cluster ("decide on what CIDRs you will use before '
+        + 'starting the cluster the first time", rancher/rke2#2326): create a new k3s cluster with the new ranges and move the workloads to it',
+    },
+    pod: {
+      supported: false,
+      reason: 'k3s\'s embedded kube-controller-manager refuses to start when a node\'s podCIDR lies outside a changed --cluster-cidr '
+        + '("cidr ... is out the range of cluster cidr", k3s-io/k3s#3967, k3s-io/k3s#2603), and running pods keep their old addresses '
+        + '(k3s-io/k3s#6136); kube-renumber has no k3s path yet (issue 17)',
+      instead: 'k3s documents no procedure to change --cluster-cidr on an existing cluster ("there is no logic to automatically re-allocate them if the '
+        + 'ranges change", rancher/rke2#2326): create a new k3s cluster with the new --cluster-cidr and move the workloads to it',
+    },
+  },
+  sources: SOURCES,
+};
