@@ -80,11 +80,22 @@ const cidr = (description: string, extra: Extra = {}): Schema =>
     ],
   });
 
-/** A network in a policy rule or network set: a CIDR, or one address (Calico reads it as /32 or /128). */
+/**
+ * A network in a policy rule or network set: a CIDR, or one address (Calico reads it as /32 or /128). At most
+ * 43 characters (ffff:…:ffff/128): the apiserver estimates a CEL rule's cost from maxLength and maxItems,
+ * and 1024 rules x 256 nets of 48 characters exceed its per-rule budget.
+ */
 const net = (): Schema => str('A CIDR or a single IP address.', {
-  maxLength: 48,
+  maxLength: 43,
   'x-kubernetes-validations': [{ rule: 'isCIDR(self) || isIP(self)', message: 'must be a CIDR or an IP address' }],
 });
+
+/**
+ * Most entries of a network set or an IP reservation. Calico sets no limit; the apiserver needs one to bound
+ * the CEL cost of checking each entry (unbounded, it assumes ~1M entries and refuses the rule). An object
+ * must fit etcd's 1.5 MiB anyway: about 100,000 short CIDRs.
+ */
+const MAX_SET_NETS = 100_000;
 
 const immutable = (what: string) => ({ rule: 'self == oldSelf', message: `${what} cannot be changed` });
 
@@ -205,7 +216,7 @@ export const IPAMCONFIG_SPEC: Schema = obj(
 export const IPRESERVATION_SPEC: Schema = obj(
   'IPReservationSpec: addresses Calico IPAM never hands out.',
   {
-    reservedCIDRs: arr('CIDRs (a single address as /32 or /128).', cidr('A reserved CIDR.'), { 'x-kubernetes-list-type': 'set' }),
+    reservedCIDRs: arr('CIDRs (a single address as /32 or /128).', cidr('A reserved CIDR.'), { maxItems: MAX_SET_NETS, 'x-kubernetes-list-type': 'set' }),
   },
 );
 
@@ -284,11 +295,11 @@ export const GLOBALNETWORKPOLICY_SPEC: Schema = obj('GlobalNetworkPolicySpec: a 
 });
 
 export const NETWORKSET_SPEC: Schema = obj('NetworkSetSpec: named networks for policy selectors (namespaced).', {
-  nets: arr('The networks.', net()),
+  nets: arr('The networks.', net(), { maxItems: MAX_SET_NETS }),
 });
 
 export const GLOBALNETWORKSET_SPEC: Schema = obj('GlobalNetworkSetSpec: named networks for policy selectors (cluster-wide).', {
-  nets: arr('The networks.', net()),
+  nets: arr('The networks.', net(), { maxItems: MAX_SET_NETS }),
 });
 
 export const TIER_SPEC: Schema = obj('TierSpec: an ordered group of policies.', {
