@@ -104,6 +104,23 @@ function valueHasType(v: unknown, s: Schema): boolean {
   }
 }
 
+/**
+ * Where a CEL rule's cost is unbounded: the apiserver estimates a rule's cost from the maxItems of every list
+ * around it and the maxLength of the strings it reads, and refuses a definition over budget (with no maxItems
+ * it assumes as many items as fit in a 3 MB request). Found by kube-apiserver v1.35.4 refusing five of these.
+ */
+function unboundedRules(s: Schema, path: string, listsBounded = true): string[] {
+  const out: string[] = [];
+  if (s['x-kubernetes-validations']?.length) {
+    if (!listsBounded) out.push(`${path}: a CEL rule inside a list without maxItems`);
+    if (s.type === 'string' && s.maxLength === undefined && !s.enum) out.push(`${path}: a CEL rule on a string without maxLength`);
+  }
+  for (const [k, p] of Object.entries(s.properties ?? {})) out.push(...unboundedRules(p, `${path}.${k}`, listsBounded));
+  if (s.additionalProperties) out.push(...unboundedRules(s.additionalProperties, `${path}.*`, false));
+  if (s.items) out.push(...unboundedRules(s.items, `${path}[*]`, listsBounded && s.maxItems !== undefined));
+  return out;
+}
+
 // ---- objects against the schemas ---------------------------------------------------------------------
 
 /** The CEL rules this file can judge without an apiserver (the rest run on the real one). */
@@ -285,6 +302,12 @@ describe('the Calico CRDs the testbed serves are our own definitions', () => {
     for (const c of CRDS) {
       assert.deepEqual(structuralProblems(c.spec.versions[0]!.schema.openAPIV3Schema, ''), [], c.metadata.name);
     }
+  });
+
+  it('every CEL rule has bounded inputs (maxItems on the lists around it, maxLength on its string)', () => {
+    for (const c of CRDS) assert.deepEqual(unboundedRules(c.spec.versions[0]!.schema.openAPIV3Schema, ''), [], c.metadata.name);
+    assert.deepEqual(unboundedRules({ type: 'array', items: { type: 'string', maxLength: 9, 'x-kubernetes-validations': [{ rule: 'isIP(self)', message: 'm' }] } }, ''),
+      ['[*]: a CEL rule inside a list without maxItems']);
   });
 
   it('the structural check and the object check can fail', () => {
