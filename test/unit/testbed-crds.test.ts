@@ -25,6 +25,7 @@ import { buildMigrationPlan } from '../../src/plan/plan.ts';
 import {
   allocateFromBlock, blockAffinityObject, defaultPoolObject, ipamBlockObject, ipamHandleObject, newBlockSpec, releaseFromBlock,
 } from '../testbed/calico-ipam.ts';
+import { CASES } from '../testbed/crds/cases.ts';
 import { CALICO_GROUP, calicoCRDs, calicoCRDsYaml, type CustomResourceDefinition, type Schema } from '../testbed/crds/calico.ts';
 import { fixtureObjects } from '../testbed/fixture.ts';
 
@@ -323,6 +324,15 @@ describe('the Calico CRDs the testbed serves are our own definitions', () => {
     assert.deepEqual(problems({ ...pool, spec: { blockSize: 26 } }), ['IPPool/default-ipv4-ippool: .spec.cidr: required']);
     assert.deepEqual(problems({ ...pool, spec: { ...pool.spec, blockSize: 129 } }), ['IPPool/default-ipv4-ippool: .spec.blockSize: 129 > 128']);
     assert.deepEqual(problems({ ...pool, spec: { ...pool.spec, allowedUses: ['Workload', 'Pods'] } }), ['IPPool/default-ipv4-ippool: .spec.allowedUses[1]: "Pods" is not one of Workload, Tunnel, LoadBalancer']);
+  });
+
+  it('the cases check-live.ts runs on the apiserver: accepted or refused here too (all but the CEL-only ones)', () => {
+    const judged = CASES.filter((c) => !c.celOnly);
+    assert.ok(judged.length >= 30 && judged.some((c) => !c.accept), 'most cases are judged here, refusals among them');
+    for (const c of judged) {
+      const p = problems(c.object);
+      assert.equal(p.length === 0, c.accept, `${c.name}: ${p.join('; ') || 'no problem found'}`);
+    }
   });
 
   it('the IPPool the engine creates, and its patches, use only declared fields with valid values', async () => {
