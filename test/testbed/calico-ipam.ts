@@ -81,6 +81,34 @@ export function handleIDForPod(uid: string): string {
   return `${HANDLE_PREFIX}${uid}`;
 }
 
+/** The objects this stand-in writes (their schemas: test/testbed/crds/calico.ts). */
+export function defaultPoolObject(cidr: string): KubeObject {
+  return {
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'IPPool',
+    metadata: { name: 'default-ipv4-ippool' },
+    spec: { cidr, blockSize: 26, ipipMode: 'Always', vxlanMode: 'Never', natOutgoing: true, nodeSelector: 'all()' },
+  };
+}
+
+/** A node's claim on a block, as first written (state pending; confirmed once the IPAMBlock exists). */
+export function blockAffinityObject(node: string, cidr: string): KubeObject {
+  return {
+    apiVersion: 'crd.projectcalico.org/v1',
+    kind: 'BlockAffinity',
+    metadata: { name: blockAffinityName(node, cidr) },
+    spec: { node, cidr, state: 'pending', deleted: 'false', type: 'host' },
+  };
+}
+
+export function ipamBlockObject(cidr: string, node: string): KubeObject {
+  return { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPAMBlock', metadata: { name: cidrToName(cidr) }, spec: newBlockSpec(cidr, node) };
+}
+
+export function ipamHandleObject(handle: string, cidr: string): KubeObject {
+  return { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPAMHandle', metadata: { name: handle }, spec: { handleID: handle, block: { [cidr]: 1 }, deleted: false } };
+}
+
 interface PoolInfo {
   name: string;
   cidr: string;
@@ -291,12 +319,7 @@ export class CalicoIpam {
       try {
         const pools = await this.#client.list(`${CALICO}/ippools`);
         if (pools.items.length > 0) return;
-        await this.#client.post(`${CALICO}/ippools`, {
-          apiVersion: 'crd.projectcalico.org/v1',
-          kind: 'IPPool',
-          metadata: { name: 'default-ipv4-ippool' },
-          spec: { cidr, blockSize: 26, ipipMode: 'Always', vxlanMode: 'Never', natOutgoing: true, nodeSelector: 'all()' },
-        });
+        await this.#client.post(`${CALICO}/ippools`, defaultPoolObject(cidr));
         this.#log(`created IPPool default-ipv4-ippool ${cidr}`);
         return;
       } catch (e) {
@@ -660,18 +683,8 @@ export class CalicoIpam {
   async #claimBlock(node: string, cidr: string): Promise<{ block: KubeObject; affinity: KubeObject } | undefined> {
     const affName = blockAffinityName(node, cidr);
     try {
-      let aff = await this.#client.post(`${CALICO}/blockaffinities`, {
-        apiVersion: 'crd.projectcalico.org/v1',
-        kind: 'BlockAffinity',
-        metadata: { name: affName },
-        spec: { node, cidr, state: 'pending', deleted: 'false', type: 'host' },
-      });
-      const block = await this.#client.post(`${CALICO}/ipamblocks`, {
-        apiVersion: 'crd.projectcalico.org/v1',
-        kind: 'IPAMBlock',
-        metadata: { name: cidrToName(cidr) },
-        spec: newBlockSpec(cidr, node),
-      });
+      let aff = await this.#client.post(`${CALICO}/blockaffinities`, blockAffinityObject(node, cidr));
+      const block = await this.#client.post(`${CALICO}/ipamblocks`, ipamBlockObject(cidr, node));
       aff = await this.#client.put(`${CALICO}/blockaffinities/${affName}`, { ...aff, spec: { ...aff.spec, state: 'confirmed' } });
       this.#log(`claimed block ${cidr} for node ${node}`);
       return { block, affinity: aff };
@@ -688,12 +701,7 @@ export class CalicoIpam {
   async #writeHandle(uid: string, cidr: string): Promise<void> {
     const handle = handleIDForPod(uid);
     try {
-      await this.#client.post(`${CALICO}/ipamhandles`, {
-        apiVersion: 'crd.projectcalico.org/v1',
-        kind: 'IPAMHandle',
-        metadata: { name: handle },
-        spec: { handleID: handle, block: { [cidr]: 1 }, deleted: false },
-      });
+      await this.#client.post(`${CALICO}/ipamhandles`, ipamHandleObject(handle, cidr));
     } catch (e) {
       if (e instanceof ApiError && e.status === 409) {
         for (let i = 0; i < 5; i++) {

@@ -24,6 +24,7 @@ import { networkInterfaces, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_VERSION, ensureBuilt, KWOK_VERSION, testbedRoot } from './build.ts';
+import { calicoCRDsYaml } from './crds/calico.ts';
 import { cidrFamily } from './ip.ts';
 import { KubeClient, type KubeObject } from './kube.ts';
 import {
@@ -115,11 +116,13 @@ export interface ExecResult {
   code: number;
 }
 
-export function calicoCRDDir(): string {
+/**
+ * Where the Calico CRDs come from: the project's own definitions (test/testbed/crds/calico.ts) unless
+ * KUBE_RENUMBER_CALICO_CRDS names a directory of CRD YAML files to apply instead (Calico's own, say).
+ */
+export function calicoCRDSource(): { kind: 'own' } | { kind: 'dir'; dir: string } {
   const env = process.env.KUBE_RENUMBER_CALICO_CRDS;
-  if (env) return resolve(env);
-  // test/testbed -> repo root -> ../shared/calico-crds
-  return resolve(here, '..', '..', '..', 'shared', 'calico-crds');
+  return env ? { kind: 'dir', dir: resolve(env) } : { kind: 'own' };
 }
 
 /** Free TCP ports on 127.0.0.1, all distinct (held open together, then released). */
@@ -641,14 +644,19 @@ export class Testbed {
   }
 
   async #installCalicoCRDs(): Promise<void> {
-    const dir = calicoCRDDir();
-    if (!existsSync(dir)) {
-      throw new Error(`Calico CRDs not found at ${dir} (set KUBE_RENUMBER_CALICO_CRDS to their directory)`);
+    const source = calicoCRDSource();
+    let target: string;
+    if (source.kind === 'dir') {
+      target = source.dir;
+      if (!existsSync(target)) throw new Error(`Calico CRDs not found at ${target} (KUBE_RENUMBER_CALICO_CRDS)`);
+      const files = (await readdir(target)).filter((f) => /\.ya?ml$/.test(f));
+      if (files.length === 0) throw new Error(`no Calico CRD YAML files in ${target}`);
+    } else {
+      target = join(this.stateDir, 'calico-crds.yaml');
+      await writeFile(target, calicoCRDsYaml());
     }
-    const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f));
-    if (files.length === 0) throw new Error(`no Calico CRD YAML files in ${dir}`);
-    const r = await this.kubectl(['apply', '--server-side', '--force-conflicts', '-f', dir]);
-    if (r.code !== 0) throw new Error(`installing Calico CRDs from ${dir} failed: ${r.stderr || r.stdout}`);
+    const r = await this.kubectl(['apply', '--server-side', '--force-conflicts', '-f', target]);
+    if (r.code !== 0) throw new Error(`installing Calico CRDs from ${target} failed: ${r.stderr || r.stdout}`);
     const w = await this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
     if (w.code !== 0) throw new Error(`Calico CRDs not Established: ${w.stderr || w.stdout}`);
     // Established is not enough: lists answer 429 "storage is (re)initializing" until the watch cache

@@ -21,6 +21,7 @@
 // It waits until every workload has its pods Running with a pod IP and every PDB's status is current and
 // satisfied (so a PDB watcher can start from a clean state), and returns a summary.
 
+import { defaultPoolObject } from './calico-ipam.ts';
 import type { Testbed } from './cluster.ts';
 import { resourcePath, type KubeClient, type KubeObject } from './kube.ts';
 import { COMPLETE_DELAY_ANNOTATION } from './stages.ts';
@@ -280,12 +281,7 @@ export async function ensureDefaultIPPool(tb: TestbedLike): Promise<void> {
   const pools = await tb.client.list(`${CALICO}/ippools`);
   if (pools.items.length > 0) return;
   try {
-    await tb.client.post(`${CALICO}/ippools`, {
-      apiVersion: 'crd.projectcalico.org/v1',
-      kind: 'IPPool',
-      metadata: { name: 'default-ipv4-ippool' },
-      spec: { cidr: tb.options.podCIDR, blockSize: 26, ipipMode: 'Always', vxlanMode: 'Never', natOutgoing: true, nodeSelector: 'all()' },
-    });
+    await tb.client.post(`${CALICO}/ippools`, defaultPoolObject(tb.options.podCIDR));
   } catch (e) {
     if (!(e && typeof e === 'object' && 'status' in e && (e as { status: number }).status === 409)) throw e;
   }
