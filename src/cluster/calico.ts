@@ -5,6 +5,15 @@ import { formatCidr } from '../net/index.ts';
 import type { BlockAffinityInfo, CalicoBlock, CalicoPool, KubeObject } from './types.ts';
 import type { Builder } from './builder.ts';
 
+/**
+ * An encapsulation mode as today's IPPool takes it (Always, CrossSubnet, Never): Calico's v1 API wrote the IP-in-IP
+ * mode in lower case with a dash ("always", "cross-subnet"), and a pool copied from it must not carry that spelling.
+ */
+function encapMode(mode: string): string {
+  const key = mode.toLowerCase().replace(/[-_]/g, '');
+  return key === 'always' ? 'Always' : key === 'crosssubnet' ? 'CrossSubnet' : key === 'never' ? 'Never' : mode;
+}
+
 /** A pool's record; undefined when its CIDR is not one (with a warning). */
 function readPool(o: KubeObject, b: Builder): CalicoPool | undefined {
   const name = o.metadata?.name ?? '';
@@ -14,14 +23,14 @@ function readPool(o: KubeObject, b: Builder): CalicoPool | undefined {
   let blockSize = c.family === 4 ? 26 : 122;
   if (spec.blockSize !== undefined && spec.blockSize !== null) {
     const n = Number(spec.blockSize);
-    if (Number.isInteger(n)) blockSize = n;
+    if (n === 0) { /* 0 is Calico's default for the family */ } else if (Number.isInteger(n)) blockSize = n;
     else b.warn(`IPPool/${name}: blockSize ${JSON.stringify(spec.blockSize)} is not a number; assuming ${blockSize}`);
   }
   const pool: CalicoPool = { name, cidr: formatCidr(c), blockSize, disabled: spec.disabled === true };
   if (typeof spec.nodeSelector === 'string') pool.nodeSelector = spec.nodeSelector;
   const ipip = typeof spec.ipipMode === 'string' ? spec.ipipMode : spec.ipip?.enabled === true ? (spec.ipip.mode ?? 'Always') : undefined;
-  if (ipip !== undefined) pool.ipipMode = ipip;
-  if (typeof spec.vxlanMode === 'string') pool.vxlanMode = spec.vxlanMode;
+  if (ipip !== undefined) pool.ipipMode = encapMode(ipip);
+  if (typeof spec.vxlanMode === 'string') pool.vxlanMode = encapMode(spec.vxlanMode);
   const nat = typeof spec.natOutgoing === 'boolean' ? spec.natOutgoing : spec['nat-outgoing'];
   if (typeof nat === 'boolean') pool.natOutgoing = nat;
   if (Array.isArray(spec.allowedUses)) pool.allowedUses = spec.allowedUses.filter((x: unknown) => typeof x === 'string');

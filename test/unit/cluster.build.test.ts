@@ -514,3 +514,18 @@ test('deterministic: same input, same snapshot', () => {
   const objs = [node('a', ['10.244.1.0/24'], ['192.168.5.20']), svc('default', 'kubernetes', { clusterIP: '10.96.0.1' })];
   assert.deepEqual(buildSnapshot(inv(structuredClone(objs))), buildSnapshot(inv(structuredClone(objs))));
 });
+
+test('Calico pools: blockSize 0 is the family default; v1-style IP-in-IP modes read as today\'s spelling', () => {
+  const pool = (name: string, spec: Record<string, unknown>): KubeObject => ({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name }, spec });
+  const s = buildSnapshot(inv([
+    pool('v4', { cidr: '10.20.0.0/16', blockSize: 0, ipip: { enabled: true, mode: 'cross-subnet' } }),
+    pool('v6', { cidr: 'fd00:20::/56', blockSize: 0, vxlanMode: 'always' }),
+    pool('legacy', { cidr: '10.30.0.0/16', ipip: { enabled: true, mode: 'always' } }),
+  ]));
+  const by = new Map(s.pools.map((p) => [p.name, p]));
+  assert.equal(by.get('v4')!.blockSize, 26);
+  assert.equal(by.get('v4')!.ipipMode, 'CrossSubnet');
+  assert.equal(by.get('v6')!.blockSize, 122);
+  assert.equal(by.get('v6')!.vxlanMode, 'Always');
+  assert.equal(by.get('legacy')!.ipipMode, 'Always');
+});

@@ -358,7 +358,7 @@ describe('the Calico CRDs the testbed serves are our own definitions', () => {
     }
   });
 
-  it('the IPPool the engine creates from a v1 pool with a lower-case IP-in-IP mode', { todo: 'src/cluster/calico.ts copies ipip.mode ("always", "cross-subnet") as ipipMode, which takes Always, CrossSubnet or Never' }, async () => {
+  it('the IPPool the engine creates from a v1 pool with a lower-case IP-in-IP mode', async () => {
     for (const mode of ['always', 'cross-subnet']) {
       assert.deepEqual(writeProblems(await engineWrites({ cidr: '100.96.0.0/11', ipip: { enabled: true, mode } })), [], mode);
     }
