@@ -341,10 +341,10 @@ function scanList(ctx: Ctx, src: ReferenceSource): void {
 /**
  * Why `c` cannot be kube-proxy's clusterCIDR, which must hold only pod addresses: it is wider than /8 (IPv6 /16:
  * the default route or close), or holds the node network, a node address or another cluster range (not a pod
- * range). Undefined when it can.
+ * range). Undefined when it can. Used for the plans' kube-proxy fix texts too.
  */
-function clusterCIDRTooWide(c: Cidr, snap: Snapshot): string | undefined {
-  if (c.prefix < (c.family === 4 ? 8 : 16)) return `far more than the pod ranges (the smallest is ${c.prefix === 0 ? 'every address' : `a /${c.prefix}`})`;
+export function clusterCIDRTooWide(c: Cidr, snap: Snapshot): string | undefined {
+  if (c.prefix < (c.family === 4 ? 8 : 16)) return c.prefix === 0 ? 'every address' : `all of ${formatCidr(c)}, far more than the pod ranges`;
   const other = addressPlan(snap).find((g) => g.parsed.family === c.family && g.role !== 'pod' && g.role !== 'pool' && g.role !== 'masquerade' && overlaps(c, g.parsed));
   if (other) return `the ${ROLE_NAME[other.role] ?? other.role} ${other.cidr}`;
   for (const n of snap.nodes) {
@@ -370,7 +370,7 @@ function scanClusterCIDR(ctx: Ctx, src: ReferenceSource): void {
     const both = commonSupernet(x.entry.cidr, m.to);
     const tooWide = clusterCIDRTooWide(both, ctx.snap);
     const during = tooWide
-      ? `no single range holds both without ${tooWide}, which kube-proxy must not count as pods: during the move set detectLocalMode to `
+      ? `no single range holds both without also holding ${tooWide}, which kube-proxy must not count as pods: during the move set detectLocalMode to `
         + 'InterfaceNamePrefix (Calico: cali) or BridgeInterface instead, or accept that pods in the new range are masqueraded until the switch'
       : `during the move it must cover both ranges (e.g. ${formatCidr(both)}: it holds no node address or other cluster range)`;
     const note = `${how(x, m)}: kube-proxy treats traffic from outside clusterCIDR as external (masquerade, local-traffic detection), `

@@ -20,6 +20,7 @@ import {
   contains, familyName, formatCidr, NetError, overlaps, parseCidr, split, supernet, tryParseCidr, type Cidr,
 } from '../net/index.ts';
 import { addressPlan } from '../analyze/addressing.ts';
+import { clusterCIDRTooWide } from '../analyze/references.ts';
 import { KOPS_EDIT, KOPS_UNREAD_HEADER, type DistroPatch } from './distro-patches.ts';
 import type { PlanStep } from './steps.ts';
 import { distributionOf, distroConfigCheck, overlapHits, type PreflightCheck } from './preflight.ts';
@@ -449,14 +450,40 @@ function kubeProxyCheck(
   if (!kp) return undefined;
   const kpc = kp.split(',').map((s) => tryParseCidr(s.trim())).filter((c): c is Cidr => !!c);
   const uncovered = [...target.values()].filter((t) => !kpc.some((c) => contains(c, t)));
-  const both = [...target].map(([f, t]) => { const o = from.filter((c) => c.family === f); return o.length ? formatCidr(covering([t, ...o])) : formatCidr(t); });
+  // A clusterCIDR holding old and new during the move, per family: only one that holds nothing but pod ranges
+  // (never 0.0.0.0/0 or the node network: kube-proxy would count those addresses as pods).
+  const both: string[] = [];
+  const tooWide: string[] = [];
+  for (const [f, t] of target) {
+    const o = from.filter((c) => c.family === f);
+    const c = o.length ? covering([t, ...o]) : t;
+    const why = clusterCIDRTooWide(c, snap);
+    if (why) tooWide.push(`for ${[...o, t].map(formatCidr).join(' and ')} it would also hold ${why}`); else both.push(formatCidr(c));
+  }
+  const gate = ipam === 'calico' ? 'pod-cidr-config' : 'kcm-cluster-cidr';
+  const local = 'detectLocalMode to InterfaceNamePrefix (Calico: cali) or BridgeInterface (bridge CNIs such as flannel: cni0)';
   return uncovered.length > 0
     ? {
       id: 'pod-kube-proxy', status: 'warn',
       message: `kube-proxy clusterCIDR ${kp} does not cover ${uncovered.map(formatCidr).join(',')}: during the move it masquerades Service traffic from pods in NEW (source IPs lost to NetworkPolicies and logs)`,
-      fix: `during the move set kube-proxy detectLocalMode to InterfaceNamePrefix (Calico: cali) or clusterCIDR to a range covering both (${both.join(',')}); afterwards ${newText.join(',')} (gate ${ipam === 'calico' ? 'pod-cidr-config' : 'kcm-cluster-cidr'})`,
+      fix: (tooWide.length === 0
+        ? `during the move set kube-proxy ${local}, or clusterCIDR to a range covering both (${both.join(',')}: it holds no node address or other cluster range)`
+        : `no single clusterCIDR holds the old and the new pod range and nothing else (${tooWide.join('; ')}), and kube-proxy must count only pods in it: during the move set kube-proxy ${local}`)
+        + `; afterwards clusterCIDR ${kubeProxyAfter(kp, newText)}, the pod range(s) (gate ${gate})`,
     }
     : pass('pod-kube-proxy', `kube-proxy clusterCIDR ${kp} covers ${newText.join(',')}`);
+}
+
+/** kube-proxy's clusterCIDR after the move: NEW for each family it moves, the pod range of any other family kept. */
+export function kubeProxyAfter(current: string, to: readonly string[]): string {
+  const next = new Map(to.map((t) => [famOf(t), t]));
+  const out: string[] = [];
+  for (const c of current.split(',').map((x) => x.trim()).filter(Boolean)) {
+    const v = next.get(famOf(c)) ?? c;
+    if (!out.includes(v)) out.push(v);
+  }
+  for (const t of to) if (!out.includes(t)) out.push(t);
+  return out.join(',');
 }
 
 /** Check `pod-kops-nonmasquerade`: the kOps nonMasqueradeCIDR (when known) contains NEW. */
@@ -501,7 +528,7 @@ export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
   if (snap.kubeProxy?.clusterCIDR !== undefined || distro === 'kubeadm') {
     out.push({
       id: 'kube-proxy-cluster-cidr', distribution: distro === 'k3s' ? 'generic' : distro, gate: finalGate, target: 'ConfigMap kube-system/kube-proxy (config.conf), then restart the kube-proxy DaemonSet',
-      description: 'kube-proxy tells pod traffic from outside traffic by this range (masquerade)', before: `clusterCIDR: ${snap.kubeProxy?.clusterCIDR ?? oldCC}\n`, after: `clusterCIDR: ${to}\n`,
+      description: 'kube-proxy tells pod traffic from outside traffic by this range (masquerade): the pod range(s), nothing wider', before: `clusterCIDR: ${snap.kubeProxy?.clusterCIDR ?? oldCC}\n`, after: `clusterCIDR: ${kubeProxyAfter(snap.kubeProxy?.clusterCIDR ?? oldCC, spec.to)}\n`,
     });
   }
   return out;

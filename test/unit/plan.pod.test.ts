@@ -132,6 +132,30 @@ describe('pod plan: Calico path', () => {
     assert.match(c.fix, /10\.244\.0\.0\/15/);
   });
 
+  it('kube-proxy clusterCIDR: never 0.0.0.0/0 or a range holding the node network; says none exists instead', () => {
+    // 10.244.0.0/16 and 172.16.0.0/16 (the Calico-operator case: 192.168.0.0/16 to 10.x is the same) have only 0.0.0.0/0 in common
+    const far = buildMigrationPlan(calicoSnap(), { pod: { target: '172.16.0.0/16' } }).preflight.find((x) => x.id === 'pod-kube-proxy')!;
+    assert.equal(far.status, 'warn');
+    assert.doesNotMatch(far.fix, /0\.0\.0\.0\/0|covering both/);
+    assert.match(far.fix, /no single clusterCIDR holds the old and the new pod range.*detectLocalMode/);
+    assert.match(far.fix, /afterwards clusterCIDR 172\.16\.0\.0\/16, the pod range/);
+    // 10.192.0.0/10 would hold both, but also the node network 10.250.1.0/24
+    const nodes = calicoSnap({ ranges: [...calicoSnap().ranges.filter((r) => r.role !== 'node'), { cidr: '10.250.1.0/24', role: 'node', source: 'node InternalIPs', label: 'node network' }] });
+    const near = buildMigrationPlan(nodes, { pod: { target: '10.200.0.0/16' } }).preflight.find((x) => x.id === 'pod-kube-proxy')!;
+    assert.doesNotMatch(near.fix, /10\.192\.0\.0\/10/);
+    assert.match(near.fix, /node network 10\.250\.1\.0\/24/);
+    // without the node network in it, the covering range is proposed
+    assert.match(buildMigrationPlan(calicoSnap(), { pod: { target: '10.200.0.0/16' } }).preflight.find((x) => x.id === 'pod-kube-proxy')!.fix, /covering both \(10\.192\.0\.0\/10/);
+  });
+
+  it('kube-proxy clusterCIDR patch: the new pod range for the moved family, the other family kept', () => {
+    const dual = calicoSnap({ kubeProxy: { clusterCIDR: '10.244.0.0/16,fd00:10:244::/56' } });
+    const patches = podPatches(dual, buildPodSection(dual, { target: '172.16.0.0/16' }).spec!);
+    assert.equal(patches.find((x) => x.id === 'kube-proxy-cluster-cidr')!.after, 'clusterCIDR: 172.16.0.0/16,fd00:10:244::/56\n');
+    const fix = buildMigrationPlan(dual, { pod: { target: '172.16.0.0/16' } }).preflight.find((x) => x.id === 'pod-kube-proxy')!.fix;
+    assert.match(fix, /afterwards clusterCIDR 172\.16\.0\.0\/16,fd00:10:244::\/56/);
+  });
+
   it('finds the DNS Deployment from the DNS Service selector and the pod template hash', () => {
     assert.equal(dnsDeployment(calicoSnap()), 'kube-system/coredns');
     assert.equal(dnsDeployment(calicoSnap({ dnsService: undefined })), undefined);
