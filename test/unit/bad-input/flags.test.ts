@@ -99,6 +99,14 @@ add('inspect: a word after the flags', ['inspect', '-f', KOPS, 'now'], /unexpect
 add('inspect: words after --', ['inspect', '-f', KOPS, '--', '-v'], /unexpected argument "-v"/);
 add('suggest: two values for --for', ['suggest', '--for', 'pods', 'services', '-f', KOPS], /unexpected argument "services".*--for takes one value/);
 add('suggest: stray word', ['suggest', 'pods', '-f', KOPS], /unexpected argument "pods"/);
+// a dual-stack cluster suggests for both families; a --node-mask would fit only one of them
+const DUAL = [
+  'apiVersion: v1', 'kind: List', 'items:',
+  '- {apiVersion: v1, kind: Node, metadata: {name: n1}, spec: {podCIDR: 10.244.0.0/24, podCIDRs: [10.244.0.0/24, "fd00:10:244::/64"]}, status: {addresses: [{type: InternalIP, address: 192.168.1.10}]}}',
+  '- {apiVersion: v1, kind: Pod, metadata: {name: kube-controller-manager-m1, namespace: kube-system, labels: {component: kube-controller-manager, tier: control-plane}}, spec: {containers: [{name: kube-controller-manager, command: [kube-controller-manager, "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56"]}]}}', '',
+].join('\n');
+add('suggest: --node-mask without --family on a dual-stack cluster', ['suggest', '--for', 'pods', '--node-mask', '24', '-f', '$D/dual.yaml'],
+  /--node-mask 24 on a dual-stack cluster needs --family 4 or 6/, { files: { 'dual.yaml': DUAL } });
 add('suggest: a CIDR as a positional', ['suggest', '--for', 'pods', '-f', KOPS, '10.8.0.0/16'], /did you mean --avoid/);
 add('plan: a CIDR as a positional', ['plan', '10.200.0.0/16', '-f', KOPS], /did you mean --service-cidr 10\.200\.0\.0\/16 or --pod-cidr 10\.200\.0\.0\/16\?/);
 add('plan: a path as a positional', ['plan', '--service-cidr', '10.200.0.0/16', 'examples/kops'], /did you mean -f examples\/kops\?/);
