@@ -65,7 +65,7 @@ interface Match {
 }
 
 /** Blocks a value may hold whole only by meaning much more than one cluster range. */
-const WIDE_BLOCKS: readonly Cidr[] = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7'].map((c) => parseCidr(c));
+const WIDE_BLOCKS: readonly Cidr[] = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7', 'fd00::/8'].map((c) => parseCidr(c));
 
 const ROLE_NAME: Record<string, string> = {
   service: 'Service range', pod: 'pod range', pool: 'Calico pool', masquerade: 'non-masquerade range', node: 'node network',

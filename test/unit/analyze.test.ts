@@ -185,6 +185,21 @@ describe('conflict rules on synthetic clusters', () => {
   });
 });
 
+describe('readiness: Cilium IPAM', () => {
+  const cilium = (data: Record<string, string>): KubeObject[] => [
+    { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'cilium-x2k9p', namespace: 'kube-system', labels: { 'k8s-app': 'cilium' } }, spec: { hostNetwork: true }, status: { podIP: '192.168.1.10' } },
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cilium-config', namespace: 'kube-system' }, data },
+  ];
+  it('says up front that a cluster-pool pod range is not moved; kubernetes IPAM moves by re-registering nodes', () => {
+    const pool = inspect(snapshotOf(cilium({ 'cluster-pool-ipv4-cidr': '10.0.0.0/8' }))).readiness.find((f) => f.id === 'pod-ipam')!;
+    assert.equal(pool.ok, false);
+    assert.match(pool.summary, /Cilium cluster-pool IPAM: Cilium owns them, so plan --pod-cidr refuses to move them/);
+    const k8s = inspect(snapshotOf(cilium({ ipam: 'kubernetes' }))).readiness.find((f) => f.id === 'pod-ipam')!;
+    assert.equal(k8s.ok, true);
+    assert.match(k8s.summary, /re-registering nodes/);
+  });
+});
+
 describe('suggest', () => {
   it('agrees with the free-block search and never overlaps what it must avoid (property)', async () => {
     const base = await load('kops-tailscale');
