@@ -148,6 +148,30 @@ describe('pod plan: Calico path', () => {
     assert.match(buildMigrationPlan(calicoSnap(), { pod: { target: '10.200.0.0/16' } }).preflight.find((x) => x.id === 'pod-kube-proxy')!.fix, /covering both \(10\.192\.0\.0\/10/);
   });
 
+  it('kube-proxy clusterCIDR on a Tigera-operator cluster (default pool 192.168.0.0/16) moved to 10.x: no 0.0.0.0/0 in any fix or patch', () => {
+    const op = calicoSnap({
+      cni: { plugin: 'calico', ipam: 'calico-ipam', operatorManaged: true, evidence: [] },
+      ranges: [
+        { cidr: '10.96.0.0/12', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' },
+        { cidr: '192.168.0.0/16', role: 'pod', source: 'kube-controller-manager --cluster-cidr', label: 'cluster CIDR' },
+        { cidr: '192.168.0.0/16', role: 'pool', source: 'IPPool/default-ipv4-ippool', label: 'Calico pool' },
+        { cidr: '172.31.0.0/20', role: 'node', source: 'node InternalIPs', label: 'node network' },
+      ],
+      nodes: [node('n1', '', '172.31.1.11')],
+      pools: [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', blockSize: 26, disabled: false, natOutgoing: true, nodeSelector: 'all()' }],
+      controllerManagers: [{ pod: 'kube-controller-manager-cp1', clusterCIDR: ['192.168.0.0/16'], nodeCIDRMaskSize: 24, allocateNodeCIDRs: true }],
+      kubeadm: { serviceSubnet: ['10.96.0.0/12'], podSubnet: ['192.168.0.0/16'] },
+      kubeProxy: { clusterCIDR: '192.168.0.0/16' },
+    });
+    const p = buildMigrationPlan(op, { pod: { target: '10.32.0.0/16' } });
+    const kp = p.preflight.find((x) => x.id === 'pod-kube-proxy')!;
+    assert.equal(kp.status, 'warn');
+    const texts = [...p.preflight.map((c) => `${c.message} ${c.fix}`), ...podPatches(op, p.spec.podCIDR!).map((x) => x.after)].join('\n');
+    assert.doesNotMatch(texts, /0\.0\.0\.0\/0/);
+    assert.match(kp.fix, /no single clusterCIDR/);
+    assert.equal(podPatches(op, p.spec.podCIDR!).find((x) => x.id === 'kube-proxy-cluster-cidr')!.after, 'clusterCIDR: 10.32.0.0/16\n');
+  });
+
   it('kube-proxy clusterCIDR patch: the new pod range for the moved family, the other family kept', () => {
     const dual = calicoSnap({ kubeProxy: { clusterCIDR: '10.244.0.0/16,fd00:10:244::/56' } });
     const patches = podPatches(dual, buildPodSection(dual, { target: '172.16.0.0/16' }).spec!);
