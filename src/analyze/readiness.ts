@@ -96,11 +96,14 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
 
   // Pod IPAM path.
   const ipam = snap.cni.ipam;
-  facts.push({ id: 'pod-ipam', ok: ipam === 'unknown' ? null : true,
+  const ciliumOwned = ipam === 'cilium' && snap.cni.ipamMode !== 'kubernetes';
+  facts.push({ id: 'pod-ipam', ok: ipam === 'unknown' ? null : !ciliumOwned,
     summary: ipam === 'calico-ipam'
       ? `pods get IPs from Calico IPAM${snap.cni.operatorManaged ? ' (operator-managed: pools change through Installation.spec.calicoNetwork.ipPools)' : ''}: the pod range moves by pool migration, node podCIDRs are not used`
       : ipam === 'host-local' ? 'pods get IPs from each node\'s podCIDR (host-local): the pod range moves by re-registering nodes'
-        : ipam === 'cilium' ? 'pods get IPs from Cilium IPAM'
+        : ipam === 'cilium' ? (snap.cni.ipamMode === 'kubernetes'
+          ? 'pods get IPs from Cilium kubernetes IPAM (each node\'s podCIDR): the pod range moves by re-registering nodes'
+          : `pods get IPs from Cilium ${snap.cni.ipamMode ?? ''} IPAM: Cilium owns them, so plan --pod-cidr refuses to move them (docs/pod-migration.md, Cilium)`.replace('  ', ' '))
           : 'pod IPAM owner unknown' });
 
   // The distribution's own configuration, when the distribution is known but its configuration was not read.

@@ -8,13 +8,18 @@
  * A value is a reference when it overlaps a move's `from`. Where the old addresses go (the "image") is `to`
  * for a value equal to `from` or covering it, and the same offset in `to` (same prefix length) for a value
  * inside `from` when that block fits in `to`. A value whose image is already covered (by itself or by another
- * entry of the same list or rule) keeps working and is not reported.
+ * entry of the same list or rule) keeps working and is not reported: 0.0.0.0/0 or ::/0 never is.
+ *
+ * A value that holds the old range among others (the default route, a whole private block, another range the
+ * cluster uses, a node address) is "wide": it is never rewritten to the new range nor proposed for removal, only
+ * reported as a warning to review (no change is needed where it means more than the old range).
  */
 import type { ReferenceSource, ServiceInfo, Snapshot } from '../cluster/types.ts';
 import {
   type AddressToken, formatToken, parseAddressToken, SOURCE_RANGE_ANNOTATIONS, splitAddressList,
 } from '../cluster/reference-sources.ts';
-import { bits, cidrSize, contains, formatCidr, overlaps, parseCidr, type Cidr } from '../net/index.ts';
+import { bits, cidrSize, contains, formatCidr, overlaps, parseCidr, tryParseCidr, type Cidr } from '../net/index.ts';
+import { addressPlan } from './addressing.ts';
 
 export interface RangeMove {
   role: 'service' | 'pod';
@@ -53,8 +58,38 @@ type Relation = 'equal' | 'inside' | 'covers' | 'overlaps';
 interface Match {
   entry: Entry;
   relation: Relation;
-  /** Where the entry's old addresses go; undefined when that cannot be worked out. */
+  /** Where the entry's old addresses go; undefined when that cannot be worked out, or for a wide value. */
   image?: Cidr;
+  /** For a value that covers the old range among others: what else it holds (it is not rewritten). */
+  wide?: string;
+}
+
+/** Blocks a value may hold whole only by meaning much more than one cluster range. */
+const WIDE_BLOCKS: readonly Cidr[] = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7', 'fd00::/8'].map((c) => parseCidr(c));
+
+const ROLE_NAME: Record<string, string> = {
+  service: 'Service range', pod: 'pod range', pool: 'Calico pool', masquerade: 'non-masquerade range', node: 'node network',
+};
+
+/**
+ * What else `v` (which contains `m.from`) holds, when it holds far more than the old range: the default route,
+ * a whole private block, another range the cluster uses, a node address. Undefined for a value that is the
+ * old range or just a little larger.
+ */
+function widerThanOld(v: Cidr, m: ParsedMove, snap: Snapshot): string | undefined {
+  if (!contains(v, m.from) || v.prefix === m.from.prefix) return undefined;
+  if (v.prefix === 0) return 'it is the default route, every address';
+  const block = WIDE_BLOCKS.find((b) => b.family === v.family && contains(v, b));
+  if (block) return block.prefix === v.prefix ? `it is the whole private block ${formatCidr(block)}` : `it holds all of ${formatCidr(block)}`;
+  const other = addressPlan(snap).find((g) => g.parsed.family === v.family && contains(v, g.parsed) && !overlaps(g.parsed, m.from));
+  if (other) return `it also holds the ${ROLE_NAME[other.role] ?? other.role} ${other.cidr}`;
+  for (const n of snap.nodes) {
+    for (const a of [...n.internalIPs, ...n.externalIPs]) {
+      const c = tryParseCidr(a.includes(':') ? `${a}/128` : `${a}/32`);
+      if (c && c.family === v.family && contains(v, c) && !contains(m.from, c)) return `it also holds node ${n.name}'s address ${a}`;
+    }
+  }
+  return undefined;
 }
 
 /** The block `v` (overlapping `m.from`) maps to, and how it relates to `from`. */
@@ -71,14 +106,18 @@ function relate(v: Cidr, m: ParsedMove): { relation: Relation; image?: Cidr } {
   return { relation: 'overlaps' };
 }
 
-/** The entries of `values` that reach into `m.from` and would not be covered after the move. */
-function matchesOf(entries: Entry[], m: ParsedMove, coverage: Cidr[]): Match[] {
+/**
+ * The entries of `values` that reach into `m.from` and would not be covered after the move (by themselves or
+ * `coverage`). With `snap`, an entry that covers the old range among others is marked wide and gets no image.
+ */
+function matchesOf(entries: Entry[], m: ParsedMove, coverage: Cidr[], snap?: Snapshot): Match[] {
   const out: Match[] = [];
   for (const e of entries) {
     if (!overlaps(e.cidr, m.from)) continue;
     const r = relate(e.cidr, m);
-    if (r.image && coverage.some((c) => contains(c, r.image!))) continue;
-    out.push({ entry: e, ...r });
+    if (r.image && (contains(e.cidr, r.image) || coverage.some((c) => contains(c, r.image!)))) continue;
+    const wide = snap && r.relation === 'covers' ? widerThanOld(e.cidr, m, snap) : undefined;
+    out.push(wide ? { entry: e, relation: r.relation, wide } : { entry: e, ...r });
   }
   return out;
 }
@@ -118,9 +157,20 @@ function how(x: Match, m: ParsedMove): string {
   switch (x.relation) {
     case 'equal': return `${x.entry.text} is the old ${ROLE_RANGE[m.move.role]}`;
     case 'inside': return `${x.entry.text} lies inside ${range}`;
-    case 'covers': return `${x.entry.text} covers ${range} but not the new ${formatCidr(m.to)}`;
+    case 'covers': return x.wide
+      ? `${x.entry.text} covers ${range} among others (${x.wide}) but not the new ${formatCidr(m.to)}`
+      : `${x.entry.text} covers ${range} but not the new ${formatCidr(m.to)}`;
     default: return `${x.entry.text} overlaps ${range}`;
   }
+}
+
+/** What to do about wide values: nothing rewritten, nothing removed; the new range beside them where it belongs. */
+function wideTodo(ms: Match[], m: ParsedMove, src: ReferenceSource): string {
+  const texts = [...new Set(ms.map((x) => x.entry.text))].join(', ');
+  const to = formatCidr(m.to);
+  return `It is not rewritten: no change is needed where ${texts} is meant for more than the old ${ROLE_RANGE[m.move.role]}, `
+    + `and it must stay after the move (never replace or remove it). Review whether ${to} belongs beside it`
+    + `${src.use === 'nomasq' ? ` (for ip-masq-agent it does: pods in ${to} must not be masqueraded)` : ''}.`;
 }
 
 /** What to know about a narrow value's image: pod addresses change, ClusterIPs keep their offset. */
@@ -218,8 +268,12 @@ function scanSingle(ctx: Ctx, src: ReferenceSource): void {
   const { entries } = entriesOf(src);
   const sib = siblings(ctx, src);
   for (const m of ctx.moves) {
-    const [x] = matchesOf(entries, m, [...entries.map((e) => e.cidr), ...sib]);
+    const [x] = matchesOf(entries, m, [...entries.map((e) => e.cidr), ...sib], ctx.snap);
     if (!x) continue;
+    if (x.wide) {
+      ctx.out.push(ref(src, m, 'warning', x.entry.text, `${how(x, m)}. ${wideTodo([x], m, src)}`));
+      continue;
+    }
     const img = x.image ? formatToken(x.image, x.entry.form) : undefined;
     const except = ctx.all.find((s) => s.kind === src.kind && s.namespace === src.namespace && s.name === src.name
       && s.field === src.field.replace(/\.cidr$/, '.except'));
@@ -247,13 +301,20 @@ function scanList(ctx: Ctx, src: ReferenceSource): void {
   if (entries.length === 0) return;
   const coverage = [...entries.map((e) => e.cidr), ...siblings(ctx, src)];
   const within = src.within !== undefined ? parseAddressToken(src.within)?.cidr : undefined;
-  const perMove = ctx.moves.map((m) => ({ m, ms: matchesOf(entries, m, coverage) }));
+  const perMove = ctx.moves.map((m) => {
+    const all = matchesOf(entries, m, coverage, ctx.snap);
+    return { m, ms: all.filter((x) => !x.wide), wide: all.filter((x) => x.wide) };
+  });
   const images = perMove.flatMap(({ ms }) => ms.filter((x) => x.image).map((x) => ({ cidr: x.image!, form: x.entry.form })));
   const fits = images.filter((i) => !within || contains(within, i.cidr));
   const during = fits.length > 0 ? listText(src, withAdded(texts, entries, fits)) : undefined;
   const value = src.format === 'csv' ? (src.values[0] ?? '') : `[${texts.join(', ')}]`;
-  for (const { m, ms } of perMove) {
-    if (ms.length === 0) continue;
+  for (const { m, ms, wide } of perMove) {
+    const wideText = wide.length > 0 ? ` ${wide.map((x) => how(x, m)).join('; ')}. ${wideTodo(wide, m, src)}` : '';
+    if (ms.length === 0) {
+      if (wide.length > 0) ctx.out.push(ref(src, m, 'warning', value, wideText.trim()));
+      continue;
+    }
     const { olds, news } = oldNew(ms);
     const mine = ms.filter((x) => x.image);
     const mineFit = mine.filter((x) => !within || contains(within, x.image!));
@@ -273,8 +334,26 @@ function scanList(ctx: Ctx, src: ReferenceSource): void {
       ? `${news} must be excluded from the new peer as ${olds} is from this one`
       : (LIST_WHY[src.use] ?? LIST_WHY.allow!)(olds, news, src);
     const caveat = ms.map((x) => offsetCaveat(x, m, ctx.snap)).find((c) => c !== '') ?? '';
-    ctx.out.push(ref(src, m, 'error', value, `${relation}: after the move ${why}. ${todo}${caveat}`, proposed));
+    ctx.out.push(ref(src, m, 'error', value, `${relation}: after the move ${why}. ${todo}${caveat}${wideText}`, proposed));
   }
+}
+
+/**
+ * Why `c` cannot be kube-proxy's clusterCIDR, which must hold only pod addresses: it is wider than /8 (IPv6 /16:
+ * the default route or close), or holds the node network, a node address or another cluster range (not a pod
+ * range). Undefined when it can. Used for the plans' kube-proxy fix texts too.
+ */
+export function clusterCIDRTooWide(c: Cidr, snap: Snapshot): string | undefined {
+  if (c.prefix < (c.family === 4 ? 8 : 16)) return c.prefix === 0 ? 'every address' : `all of ${formatCidr(c)}, far more than the pod ranges`;
+  const other = addressPlan(snap).find((g) => g.parsed.family === c.family && g.role !== 'pod' && g.role !== 'pool' && g.role !== 'masquerade' && overlaps(c, g.parsed));
+  if (other) return `the ${ROLE_NAME[other.role] ?? other.role} ${other.cidr}`;
+  for (const n of snap.nodes) {
+    for (const a of [...n.internalIPs, ...n.externalIPs]) {
+      const ip = tryParseCidr(a.includes(':') ? `${a}/128` : `${a}/32`);
+      if (ip && ip.family === c.family && contains(c, ip)) return `node ${n.name}'s address ${a}`;
+    }
+  }
+  return undefined;
 }
 
 /** kube-proxy clusterCIDR: one CIDR per family, so "both" means a common supernet during the move. */
@@ -289,10 +368,14 @@ function scanClusterCIDR(ctx: Ctx, src: ReferenceSource): void {
       return hit ? (hit.image ? formatToken(hit.image, 'cidr') : t) : t;
     });
     const both = commonSupernet(x.entry.cidr, m.to);
+    const tooWide = clusterCIDRTooWide(both, ctx.snap);
+    const during = tooWide
+      ? `no single range holds both without also holding ${tooWide}, which kube-proxy must not count as pods: during the move set detectLocalMode to `
+        + 'InterfaceNamePrefix (Calico: cali) or BridgeInterface instead, or accept that pods in the new range are masqueraded until the switch'
+      : `during the move it must cover both ranges (e.g. ${formatCidr(both)}: it holds no node address or other cluster range)`;
     const note = `${how(x, m)}: kube-proxy treats traffic from outside clusterCIDR as external (masquerade, local-traffic detection), `
-      + `so pods in ${formatCidr(m.to)} would be handled as outside the cluster. It takes one CIDR per family: during the move it must `
-      + `cover both ranges (e.g. ${formatCidr(both)}, if that holds nothing else such as the node network or the other range), and only `
-      + `${formatCidr(m.to)} after it (the proposed value).${offsetCaveat(x, m, ctx.snap)}`;
+      + `so pods in ${formatCidr(m.to)} would be handled as outside the cluster. It takes one CIDR per family: ${during}, and only `
+      + `${formatCidr(m.to)} after it (the proposed value: the pod range).${offsetCaveat(x, m, ctx.snap)}`;
     ctx.out.push(ref(src, m, 'error', src.values[0] ?? texts.join(','), note, x.image ? after.join(',') : undefined));
   }
 }
@@ -301,7 +384,11 @@ function scanClusterCIDR(ctx: Ctx, src: ReferenceSource): void {
 function scanText(ctx: Ctx, src: ReferenceSource): void {
   const entries = parseEntries(src.values);
   for (const m of ctx.moves) {
-    for (const x of matchesOf(entries, m, [])) {
+    for (const x of matchesOf(entries, m, [], ctx.snap)) {
+      if (x.wide) {
+        ctx.out.push(ref(src, m, 'warning', x.entry.text, `${how(x, m)}. ${wideTodo([x], m, src)}${configMapHint(src)}`));
+        continue;
+      }
       const img = x.image ? formatToken(x.image, x.entry.form) : undefined;
       const isAddress = x.entry.form === 'ip';
       let severity: Reference['severity'] = 'warning';
@@ -385,7 +472,7 @@ export function renderReferences(refs: readonly Reference[]): string {
   const errors = refs.filter((r) => r.severity === 'error').length;
   const warnings = refs.length - errors;
   out += `${refs.length} place(s) name an old range (${errors} error(s), ${warnings} warning(s)). `
-    + 'Errors break when the range moves; warnings are configuration text to check. During the move, allow-lists and '
+    + 'Errors break when the range moves; warnings are configuration text, or values that hold the old range among others (never rewritten), to check. During the move, allow-lists and '
     + 'policies must allow both the old and the new range (the proposed value); afterwards, only the new one.\n\n';
   out += '| Severity | Role | Object | Field | Value | Proposed | Note |\n| --- | --- | --- | --- | --- | --- | --- |\n';
   for (const r of refs) {

@@ -97,6 +97,36 @@ function defaultFamily(snap: Snapshot): Family {
 }
 
 /**
+ * The address families the cluster uses for `what`, the primary one first: the families of its service ranges
+ * and ClusterIPs, or of its pod ranges, Calico pools and node podCIDRs. Two on a dual-stack cluster.
+ */
+export function clusterFamilies(snap: Snapshot, what: SuggestOptions['for']): Family[] {
+  const roles = what === 'services' ? ['service'] : ['pod', 'pool'];
+  const fams = new Set<Family>(addressPlan(snap).filter((g) => roles.includes(g.role)).map((g) => g.parsed.family));
+  if (what === 'services') {
+    for (const s of snap.services) for (const ip of s.clusterIPs) fams.add(ip.includes(':') ? 6 : 4);
+  } else {
+    for (const c of nodePodCoverage(snap)) fams.add(c.family);
+  }
+  const primary = defaultFamily(snap);
+  return [...fams].sort((a, b) => (a === primary ? -1 : b === primary ? 1 : a - b));
+}
+
+/**
+ * One suggestion per family: for `opts.family` when given, else for every family the cluster uses for
+ * `opts.for` (both on a dual-stack cluster, the primary first), else the default family. Throws NetError for a
+ * --node-mask without a family on a dual-stack cluster (each family has its own node mask).
+ */
+export function suggestFamilies(snap: Snapshot, opts: SuggestOptions): Suggestion[] {
+  const fams = opts.family === undefined ? clusterFamilies(snap, opts.for) : [];
+  if (fams.length < 2) return [suggest(snap, opts)];
+  if (opts.for === 'pods' && opts.nodeMask !== undefined) {
+    throw new NetError(`--node-mask ${opts.nodeMask} on a dual-stack cluster needs --family 4 or 6: each family has its own node mask`);
+  }
+  return fams.map((family) => suggest(snap, { ...opts, family }));
+}
+
+/**
  * The smallest aligned range that fits the need and overlaps nothing known, searched in SEARCH_SPACES order;
  * with the runs of candidates rejected on the way and why. Pure.
  */

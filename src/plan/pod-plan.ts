@@ -20,6 +20,7 @@ import {
   contains, familyName, formatCidr, NetError, overlaps, parseCidr, split, supernet, tryParseCidr, type Cidr,
 } from '../net/index.ts';
 import { addressPlan } from '../analyze/addressing.ts';
+import { clusterCIDRTooWide } from '../analyze/references.ts';
 import { KOPS_EDIT, KOPS_UNREAD_HEADER, type DistroPatch } from './distro-patches.ts';
 import type { PlanStep } from './steps.ts';
 import { distributionOf, distroConfigCheck, overlapHits, type PreflightCheck } from './preflight.ts';
@@ -100,6 +101,46 @@ export function parsePodTarget(target: string | readonly string[]): Map<Family, 
 /** Which path moves the pods' addresses (src/ipam/: the owner of the addresses decides); undefined when none can. */
 export function podIpamOf(snap: Snapshot): PodIpam | undefined {
   return podPathOf(snap);
+}
+
+/*
+ * Cilium's own IPAM modes own the pod addresses: neither path of this tool (Calico pools, node podCIDRs) moves
+ * them, and forcing one (--ipam node, --ipam calico) changes objects Cilium does not read while pods keep the
+ * addresses Cilium gave them. Sources (Cilium documentation):
+ *  - cluster-pool, https://docs.cilium.io/en/stable/network/concepts/ipam/cluster-pool/ ("Expanding the cluster
+ *    pool"): "Don't change any existing elements of the clusterPoolIPv4PodCIDRList list, as changes cause
+ *    unexpected behavior. If the pool is exhausted, add a new element to the list instead." and "Changing
+ *    clusterPoolIPv4MaskSize is also not possible."
+ *  - https://docs.cilium.io/en/stable/network/concepts/ipam/ : "Don't change the IPAM mode of an existing cluster.
+ *    [...] The safest path to change IPAM mode is to install a fresh Kubernetes cluster with the new IPAM
+ *    configuration." (migration between modes: https://github.com/cilium/cilium/issues/27164; a cluster-pool to
+ *    multi-pool migration that keeps pod addresses is documented for newer releases,
+ *    https://docs.cilium.io/en/latest/network/concepts/ipam/cluster-pool-to-multi-pool/, from cilium/cilium#46104)
+ *  - multi-pool, https://docs.cilium.io/en/stable/network/concepts/ipam/multi-pool/ ("Updating existing
+ *    CiliumPodIPPools"): "Once you configure the CiliumPodIPPools, you cannot update the existing pool. For example,
+ *    you can't change the default pool to a different CIDR [...]", followed by a node-group-by-node-group procedure.
+ */
+const CILIUM_CLUSTER_POOL_DOC = 'https://docs.cilium.io/en/stable/network/concepts/ipam/cluster-pool/';
+const CILIUM_MULTI_POOL_DOC = 'https://docs.cilium.io/en/stable/network/concepts/ipam/multi-pool/';
+
+/**
+ * Why this cluster's pod range cannot be moved by either path, whatever --ipam says: Cilium with an IPAM mode other
+ * than `kubernetes` (cluster-pool, the default; multi-pool; cloud modes). Undefined when a path may apply.
+ */
+export function podIpamRefusal(snap: Snapshot): string | undefined {
+  const mode = snap.cni.plugin === 'cilium' ? snap.cni.ipamMode : undefined;
+  if (mode === undefined || mode === 'kubernetes') return undefined;
+  const notOurs = 'neither --ipam node (node podCIDRs) nor --ipam calico (Calico pools) owns these addresses, so forcing one would change what Cilium does not read';
+  if (mode === 'cluster-pool') {
+    return `Cilium cluster-pool IPAM (cilium-config ipam: cluster-pool, the default when unset) gives each node its pod CIDR once from clusterPoolIPv4PodCIDRList (in its CiliumNode), `
+      + `and Cilium does not support changing the CIDRs of an existing cluster ("Don't change any existing elements of the clusterPoolIPv4PodCIDRList list, as changes cause unexpected behavior", ${CILIUM_CLUSTER_POOL_DOC}); `
+      + `${notOurs}. The documented ways: a new cluster with the new range, or (where your Cilium release documents it) migrating to multi-pool IPAM, whose pools then move node group by node group`;
+  }
+  if (mode === 'multi-pool') {
+    return `Cilium multi-pool IPAM (cilium-config ipam=multi-pool) gives pods addresses from CiliumPodIPPools, which cannot be edited in place (${CILIUM_MULTI_POOL_DOC}: the CIDR moves node group by node group); `
+      + `kube-renumber has no multi-pool path yet, and ${notOurs}`;
+  }
+  return `Cilium ${mode} IPAM (cilium-config ipam=${mode}) gives pods their addresses itself (CiliumNode objects or the cloud provider), not from node podCIDRs or Calico pools; kube-renumber has no path for it, and ${notOurs}`;
 }
 
 /** The slug used in generated names: 172.16.0.0/13 → 172-16-0-0-13. */
@@ -203,21 +244,24 @@ function podTargetOf(opts: PodPlanOptions, checks: PreflightCheck[]): Map<Family
 
 /** The IPAM to plan for (--ipam, else detected), with check `pod-ipam` added to `checks`; undefined when none can be planned. */
 function podIpamChecked(snap: Snapshot, opts: PodPlanOptions, checks: PreflightCheck[]): PodIpam | undefined {
+  // The real reason first: Cilium's own IPAM refuses the move whatever --ipam says (the CLI exits 2 on it).
+  const refusal = podIpamRefusal(snap);
+  if (refusal) {
+    checks.push({ id: 'pod-ipam', status: 'fail', target: true, message: refusal, fix: 'see docs/pod-migration.md (Cilium)' });
+    return undefined;
+  }
   const detected = podIpamOf(snap);
   const ipam = opts.ipam ?? detected;
   if (!ipam) {
+    const cilium = snap.cni.plugin === 'cilium';
     checks.push({
       id: 'pod-ipam', status: 'fail', target: false,
-      message: `cannot tell how pods get their addresses (CNI ${snap.cni.plugin}, IPAM ${snap.cni.ipam}${snap.cni.ipamMode ? ` ${snap.cni.ipamMode}` : ''})`,
-      fix: 'give --ipam calico (Calico IPPools) or --ipam node (node podCIDRs: flannel, kubenet, host-local, Cilium kubernetes IPAM)',
-    });
-    return undefined;
-  }
-  if (snap.cni.plugin === 'cilium' && snap.cni.ipamMode && snap.cni.ipamMode !== 'kubernetes') {
-    checks.push({
-      id: 'pod-ipam', status: 'fail', target: false,
-      message: `Cilium IPAM mode ${snap.cni.ipamMode}: pod addresses come from CiliumNode objects, not node podCIDRs or Calico pools`,
-      fix: 'Cilium cluster-pool does not support changing its CIDRs; multi-pool has its own node-group-by-node-group procedure (docs/pod-migration.md)',
+      message: cilium
+        ? 'Cilium without its configuration in the input (ConfigMap kube-system/cilium-config): its ipam setting decides who owns pod addresses (unset means cluster-pool, which cannot be moved)'
+        : `cannot tell how pods get their addresses (CNI ${snap.cni.plugin}, IPAM ${snap.cni.ipam}${snap.cni.ipamMode ? ` ${snap.cni.ipamMode}` : ''})`,
+      fix: cilium
+        ? 'add `kubectl -n kube-system get configmap cilium-config -o yaml` to the input (live: allow reading ConfigMaps in kube-system); give --ipam node only if it says ipam: kubernetes'
+        : 'give --ipam calico (Calico IPPools) or --ipam node (node podCIDRs: flannel, kubenet, host-local, Cilium kubernetes IPAM)',
     });
     return undefined;
   }
@@ -400,14 +444,40 @@ function kubeProxyCheck(
   if (!kp) return undefined;
   const kpc = kp.split(',').map((s) => tryParseCidr(s.trim())).filter((c): c is Cidr => !!c);
   const uncovered = [...target.values()].filter((t) => !kpc.some((c) => contains(c, t)));
-  const both = [...target].map(([f, t]) => { const o = from.filter((c) => c.family === f); return o.length ? formatCidr(covering([t, ...o])) : formatCidr(t); });
+  // A clusterCIDR holding old and new during the move, per family: only one that holds nothing but pod ranges
+  // (never 0.0.0.0/0 or the node network: kube-proxy would count those addresses as pods).
+  const both: string[] = [];
+  const tooWide: string[] = [];
+  for (const [f, t] of target) {
+    const o = from.filter((c) => c.family === f);
+    const c = o.length ? covering([t, ...o]) : t;
+    const why = clusterCIDRTooWide(c, snap);
+    if (why) tooWide.push(`for ${[...o, t].map(formatCidr).join(' and ')} it would also hold ${why}`); else both.push(formatCidr(c));
+  }
+  const gate = ipam === 'calico' ? 'pod-cidr-config' : 'kcm-cluster-cidr';
+  const local = 'detectLocalMode to InterfaceNamePrefix (Calico: cali) or BridgeInterface (bridge CNIs such as flannel: cni0)';
   return uncovered.length > 0
     ? {
       id: 'pod-kube-proxy', status: 'warn',
       message: `kube-proxy clusterCIDR ${kp} does not cover ${uncovered.map(formatCidr).join(',')}: during the move it masquerades Service traffic from pods in NEW (source IPs lost to NetworkPolicies and logs)`,
-      fix: `during the move set kube-proxy detectLocalMode to InterfaceNamePrefix (Calico: cali) or clusterCIDR to a range covering both (${both.join(',')}); afterwards ${newText.join(',')} (gate ${ipam === 'calico' ? 'pod-cidr-config' : 'kcm-cluster-cidr'})`,
+      fix: (tooWide.length === 0
+        ? `during the move set kube-proxy ${local}, or clusterCIDR to a range covering both (${both.join(',')}: it holds no node address or other cluster range)`
+        : `no single clusterCIDR holds the old and the new pod range and nothing else (${tooWide.join('; ')}), and kube-proxy must count only pods in it: during the move set kube-proxy ${local}`)
+        + `; afterwards clusterCIDR ${kubeProxyAfter(kp, newText)}, the pod range(s) (gate ${gate})`,
     }
     : pass('pod-kube-proxy', `kube-proxy clusterCIDR ${kp} covers ${newText.join(',')}`);
+}
+
+/** kube-proxy's clusterCIDR after the move: NEW for each family it moves, the pod range of any other family kept. */
+export function kubeProxyAfter(current: string, to: readonly string[]): string {
+  const next = new Map(to.map((t) => [famOf(t), t]));
+  const out: string[] = [];
+  for (const c of current.split(',').map((x) => x.trim()).filter(Boolean)) {
+    const v = next.get(famOf(c)) ?? c;
+    if (!out.includes(v)) out.push(v);
+  }
+  for (const t of to) if (!out.includes(t)) out.push(t);
+  return out.join(',');
 }
 
 /** Check `pod-kops-nonmasquerade`: the kOps nonMasqueradeCIDR (when known) contains NEW. */
@@ -452,7 +522,7 @@ export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
   if (snap.kubeProxy?.clusterCIDR !== undefined || distro === 'kubeadm') {
     out.push({
       id: 'kube-proxy-cluster-cidr', distribution: distro === 'k3s' ? 'generic' : distro, gate: finalGate, target: 'ConfigMap kube-system/kube-proxy (config.conf), then restart the kube-proxy DaemonSet',
-      description: 'kube-proxy tells pod traffic from outside traffic by this range (masquerade)', before: `clusterCIDR: ${snap.kubeProxy?.clusterCIDR ?? oldCC}\n`, after: `clusterCIDR: ${to}\n`,
+      description: 'kube-proxy tells pod traffic from outside traffic by this range (masquerade): the pod range(s), nothing wider', before: `clusterCIDR: ${snap.kubeProxy?.clusterCIDR ?? oldCC}\n`, after: `clusterCIDR: ${kubeProxyAfter(snap.kubeProxy?.clusterCIDR ?? oldCC, spec.to)}\n`,
     });
   }
   return out;

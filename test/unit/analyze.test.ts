@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { inspect } from '../../src/analyze/inspect.ts';
-import { obstacles, SEARCH_SPACES, suggest } from '../../src/analyze/suggest.ts';
+import { clusterFamilies, obstacles, SEARCH_SPACES, suggest, suggestFamilies } from '../../src/analyze/suggest.ts';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import type { KubeObject, Snapshot } from '../../src/cluster/types.ts';
@@ -182,6 +185,21 @@ describe('conflict rules on synthetic clusters', () => {
   });
 });
 
+describe('readiness: Cilium IPAM', () => {
+  const cilium = (data: Record<string, string>): KubeObject[] => [
+    { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'cilium-x2k9p', namespace: 'kube-system', labels: { 'k8s-app': 'cilium' } }, spec: { hostNetwork: true }, status: { podIP: '192.168.1.10' } },
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cilium-config', namespace: 'kube-system' }, data },
+  ];
+  it('says up front that a cluster-pool pod range is not moved; kubernetes IPAM moves by re-registering nodes', () => {
+    const pool = inspect(snapshotOf(cilium({ 'cluster-pool-ipv4-cidr': '10.0.0.0/8' }))).readiness.find((f) => f.id === 'pod-ipam')!;
+    assert.equal(pool.ok, false);
+    assert.match(pool.summary, /Cilium cluster-pool IPAM: Cilium owns them, so plan --pod-cidr refuses to move them/);
+    const k8s = inspect(snapshotOf(cilium({ ipam: 'kubernetes' }))).readiness.find((f) => f.id === 'pod-ipam')!;
+    assert.equal(k8s.ok, true);
+    assert.match(k8s.summary, /re-registering nodes/);
+  });
+});
+
 describe('suggest', () => {
   it('agrees with the free-block search and never overlaps what it must avoid (property)', async () => {
     const base = await load('kops-tailscale');
@@ -205,6 +223,62 @@ describe('suggest', () => {
     assert.ok(r);
     assert.match(r.reason, /peer VPC/);
     assert.ok(!overlaps(parseCidr(s.cidr!), parseCidr('10.1.0.0/16')));
+  });
+
+  const dualStack = (): KubeObject[] => [
+    { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24', 'fd00:10:244::/64'] }, status: { addresses: [{ type: 'InternalIP', address: '192.168.1.10' }, { type: 'InternalIP', address: 'fd00:1::10' }] } },
+    apiserver('10.96.0.0/16,fd00:10:96::/112'),
+    kcm('10.244.0.0/16,fd00:10:244::/56'),
+  ];
+
+  it('dual-stack: one suggestion per family, the primary first, each overlapping nothing of its family', () => {
+    const s = snapshotOf(dualStack());
+    for (const what of ['pods', 'services'] as const) {
+      assert.deepEqual(clusterFamilies(s, what), [4, 6]);
+      const all = suggestFamilies(s, { for: what });
+      assert.deepEqual(all.map((x) => x.family), [4, 6], what);
+      for (const x of all) {
+        const c = parseCidr(x.cidr!);
+        assert.equal(c.family, x.family);
+        for (const o of obstacles(s, []).filter((y) => y.cidr.family === x.family)) assert.ok(!overlaps(c, o.cidr), `${x.cidr} overlaps ${o.label}`);
+      }
+      assert.equal(all[1]!.need.nodeMask, what === 'pods' ? 64 : undefined, 'the IPv6 node mask from the IPv6 podCIDRs');
+    }
+    assert.deepEqual(suggestFamilies(s, { for: 'pods', family: 6 }).map((x) => x.family), [6], '--family picks one');
+    assert.deepEqual(suggestFamilies(snapshotOf([kcm('10.244.0.0/16')]), { for: 'pods' }).map((x) => x.family), [4], 'single-stack: one');
+    assert.throws(() => suggestFamilies(s, { for: 'pods', nodeMask: 24 }), /--node-mask 24 on a dual-stack cluster needs --family 4 or 6/);
+    assert.equal(suggestFamilies(s, { for: 'pods', nodeMask: 24, family: 4 })[0]!.need.nodeMask, 24);
+  });
+
+  it('suggest CLI on a dual-stack cluster: both families in the table and in -o json (families[], the primary at the top level)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kr-dual-'));
+    try {
+      const file = join(dir, 'cluster.json');
+      writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: dualStack() }));
+      for (const what of ['pods', 'services']) {
+        const j = await run(['suggest', '--for', what, '-f', file, '-o', 'json']);
+        assert.equal(j.code, 0, j.err);
+        const out = JSON.parse(j.out);
+        assert.equal(out.family, 4);
+        assert.equal(parseCidr(out.cidr).family, 4);
+        assert.deepEqual(out.families.map((x: { family: number }) => x.family), [4, 6]);
+        assert.equal(out.families[0].cidr, out.cidr);
+        assert.equal(parseCidr(out.families[1].cidr).family, 6);
+        const t = await run(['suggest', '--for', what, '-f', file]);
+        assert.equal(t.code, 0, t.err);
+        assert.match(t.out, /^FOR\s+FAMILY\s+CIDR/m);
+        assert.match(t.out, new RegExp(`^${what}\\s+IPv4\\s+10\\.`, 'm'));
+        assert.match(t.out, new RegExp(`^${what}\\s+IPv6\\s+fd`, 'm'));
+      }
+      const six = JSON.parse((await run(['suggest', '--for', 'pods', '--family', '6', '-f', file, '-o', 'json'])).out);
+      assert.equal(six.family, 6);
+      assert.equal(six.families.length, 1);
+      const mask = await run(['suggest', '--for', 'pods', '--node-mask', '24', '-f', file]);
+      assert.equal(mask.code, 2);
+      assert.match(mask.err, /^error: --node-mask 24 on a dual-stack cluster needs --family 4 or 6[^\n]*\n$/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses needs larger than the apiserver accepts', () => {
@@ -248,6 +322,7 @@ describe('inspect CLI', () => {
     const j = await run(['suggest', '--for', 'pods', '-f', ex('kubeadm-exhausted'), '--nodes', '256', '--headroom', '1', '-o', 'json']);
     assert.equal(j.code, 0);
     assert.equal(parseCidr(JSON.parse(j.out).cidr).prefix, 16);
+    assert.deepEqual(JSON.parse(j.out).families.map((x: { cidr: string }) => x.cidr), [JSON.parse(j.out).cidr], 'single-stack: one entry in families');
     const w = await run(['suggest', '--for', 'services', '-f', ex('kops-tailscale'), '-o', 'wide']);
     assert.match(w.out, /REJECTED CANDIDATES/);
   });

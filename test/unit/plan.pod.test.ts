@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { NodeInfo, PodInfo, ServiceInfo, Snapshot } from '../../src/cluster/types.ts';
 import { contains, formatCidr, overlaps, parseCidr } from '../../src/net/index.ts';
 import { buildMigrationPlan, type MigrationPlan } from '../../src/plan/plan.ts';
-import { buildPodSection, covering, dnsDeployment, podIpamOf, podPatches } from '../../src/plan/pod-plan.ts';
+import { buildPodSection, covering, dnsDeployment, podIpamOf, podIpamRefusal, podPatches } from '../../src/plan/pod-plan.ts';
+import { refusals } from '../../src/plan/preflight.ts';
+import { run } from './run-cli.ts';
 import { planFromYaml, planToMarkdown, planToYaml } from '../../src/plan/render.ts';
 
 function node(name: string, podCIDR: string, ip: string): NodeInfo {
@@ -127,6 +132,54 @@ describe('pod plan: Calico path', () => {
     assert.match(c.fix, /10\.244\.0\.0\/15/);
   });
 
+  it('kube-proxy clusterCIDR: never 0.0.0.0/0 or a range holding the node network; says none exists instead', () => {
+    // 10.244.0.0/16 and 172.16.0.0/16 (the Calico-operator case: 192.168.0.0/16 to 10.x is the same) have only 0.0.0.0/0 in common
+    const far = buildMigrationPlan(calicoSnap(), { pod: { target: '172.16.0.0/16' } }).preflight.find((x) => x.id === 'pod-kube-proxy')!;
+    assert.equal(far.status, 'warn');
+    assert.doesNotMatch(far.fix, /0\.0\.0\.0\/0|covering both/);
+    assert.match(far.fix, /no single clusterCIDR holds the old and the new pod range.*detectLocalMode/);
+    assert.match(far.fix, /afterwards clusterCIDR 172\.16\.0\.0\/16, the pod range/);
+    // 10.192.0.0/10 would hold both, but also the node network 10.250.1.0/24
+    const nodes = calicoSnap({ ranges: [...calicoSnap().ranges.filter((r) => r.role !== 'node'), { cidr: '10.250.1.0/24', role: 'node', source: 'node InternalIPs', label: 'node network' }] });
+    const near = buildMigrationPlan(nodes, { pod: { target: '10.200.0.0/16' } }).preflight.find((x) => x.id === 'pod-kube-proxy')!;
+    assert.doesNotMatch(near.fix, /10\.192\.0\.0\/10/);
+    assert.match(near.fix, /node network 10\.250\.1\.0\/24/);
+    // without the node network in it, the covering range is proposed
+    assert.match(buildMigrationPlan(calicoSnap(), { pod: { target: '10.200.0.0/16' } }).preflight.find((x) => x.id === 'pod-kube-proxy')!.fix, /covering both \(10\.192\.0\.0\/10/);
+  });
+
+  it('kube-proxy clusterCIDR on a Tigera-operator cluster (default pool 192.168.0.0/16) moved to 10.x: no 0.0.0.0/0 in any fix or patch', () => {
+    const op = calicoSnap({
+      cni: { plugin: 'calico', ipam: 'calico-ipam', operatorManaged: true, evidence: [] },
+      ranges: [
+        { cidr: '10.96.0.0/12', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' },
+        { cidr: '192.168.0.0/16', role: 'pod', source: 'kube-controller-manager --cluster-cidr', label: 'cluster CIDR' },
+        { cidr: '192.168.0.0/16', role: 'pool', source: 'IPPool/default-ipv4-ippool', label: 'Calico pool' },
+        { cidr: '172.31.0.0/20', role: 'node', source: 'node InternalIPs', label: 'node network' },
+      ],
+      nodes: [node('n1', '', '172.31.1.11')],
+      pools: [{ name: 'default-ipv4-ippool', cidr: '192.168.0.0/16', blockSize: 26, disabled: false, natOutgoing: true, nodeSelector: 'all()' }],
+      controllerManagers: [{ pod: 'kube-controller-manager-cp1', clusterCIDR: ['192.168.0.0/16'], nodeCIDRMaskSize: 24, allocateNodeCIDRs: true }],
+      kubeadm: { serviceSubnet: ['10.96.0.0/12'], podSubnet: ['192.168.0.0/16'] },
+      kubeProxy: { clusterCIDR: '192.168.0.0/16' },
+    });
+    const p = buildMigrationPlan(op, { pod: { target: '10.32.0.0/16' } });
+    const kp = p.preflight.find((x) => x.id === 'pod-kube-proxy')!;
+    assert.equal(kp.status, 'warn');
+    const texts = [...p.preflight.map((c) => `${c.message} ${c.fix}`), ...podPatches(op, p.spec.podCIDR!).map((x) => x.after)].join('\n');
+    assert.doesNotMatch(texts, /0\.0\.0\.0\/0/);
+    assert.match(kp.fix, /no single clusterCIDR/);
+    assert.equal(podPatches(op, p.spec.podCIDR!).find((x) => x.id === 'kube-proxy-cluster-cidr')!.after, 'clusterCIDR: 10.32.0.0/16\n');
+  });
+
+  it('kube-proxy clusterCIDR patch: the new pod range for the moved family, the other family kept', () => {
+    const dual = calicoSnap({ kubeProxy: { clusterCIDR: '10.244.0.0/16,fd00:10:244::/56' } });
+    const patches = podPatches(dual, buildPodSection(dual, { target: '172.16.0.0/16' }).spec!);
+    assert.equal(patches.find((x) => x.id === 'kube-proxy-cluster-cidr')!.after, 'clusterCIDR: 172.16.0.0/16,fd00:10:244::/56\n');
+    const fix = buildMigrationPlan(dual, { pod: { target: '172.16.0.0/16' } }).preflight.find((x) => x.id === 'pod-kube-proxy')!.fix;
+    assert.match(fix, /afterwards clusterCIDR 172\.16\.0\.0\/16,fd00:10:244::\/56/);
+  });
+
   it('finds the DNS Deployment from the DNS Service selector and the pod template hash', () => {
     assert.equal(dnsDeployment(calicoSnap()), 'kube-system/coredns');
     assert.equal(dnsDeployment(calicoSnap({ dnsService: undefined })), undefined);
@@ -198,6 +251,69 @@ describe('pod plan: IPAM detection and combined plans', () => {
     const p = buildMigrationPlan(calicoSnap({ cni: { plugin: 'cilium', ipam: 'cilium', operatorManaged: false, evidence: [], ipamMode: 'cluster-pool' }, pools: [] }), { pod: { target: '172.16.0.0/16' } });
     assert.equal(p.preflight.find((c) => c.id === 'pod-ipam')!.status, 'fail');
     assert.equal(p.steps.length, 0);
+  });
+
+  const cilium = (ipamMode?: string): Partial<Snapshot> => ({
+    cni: { plugin: 'cilium', ipam: ipamMode ? 'cilium' : 'unknown', operatorManaged: false, evidence: [], ...(ipamMode ? { ipamMode } : {}) }, pools: [],
+  });
+
+  it('Cilium cluster-pool: the move is refused with Cilium\'s own reason, whatever --ipam forces', () => {
+    for (const ipam of [undefined, 'node', 'calico'] as const) {
+      const p = buildMigrationPlan(calicoSnap(cilium('cluster-pool')), { pod: { target: '172.16.0.0/16', ...(ipam ? { ipam } : {}) } });
+      const c = p.preflight.find((x) => x.id === 'pod-ipam')!;
+      assert.equal(c.status, 'fail', `--ipam ${ipam}`);
+      assert.deepEqual(refusals(p.preflight).map((x) => x.id), ['pod-ipam'], `--ipam ${ipam}: a refusal, not a failed check`);
+      assert.match(c.message, /cluster-pool/);
+      assert.match(c.message, /Don't change any existing elements of the clusterPoolIPv4PodCIDRList list/);
+      assert.match(c.message, /docs\.cilium\.io\/en\/stable\/network\/concepts\/ipam\/cluster-pool/);
+      assert.match(c.message, /multi-pool/);
+      assert.doesNotMatch(c.message, /cannot tell/);
+      assert.equal(p.steps.length, 0);
+    }
+  });
+
+  it('Cilium multi-pool and other Cilium modes are refused; Cilium kubernetes IPAM plans through the node path', () => {
+    assert.match(podIpamRefusal(calicoSnap(cilium('multi-pool')))!, /multi-pool.*no multi-pool path yet/);
+    assert.match(podIpamRefusal(calicoSnap(cilium('eni')))!, /Cilium eni IPAM .*no path for it/);
+    assert.equal(podIpamRefusal(calicoSnap(cilium('kubernetes'))), undefined);
+    assert.equal(podIpamRefusal(calicoSnap()), undefined);
+    const k = buildMigrationPlan(calicoSnap(cilium('kubernetes')), { pod: { target: '172.16.0.0/16' } });
+    assert.equal(k.preflight.find((x) => x.id === 'pod-ipam')!.status, 'pass');
+    assert.equal(k.spec.podCIDR?.ipam, 'node');
+  });
+
+  it('Cilium whose cilium-config was not read: says so instead of offering --ipam calico', () => {
+    const p = buildMigrationPlan(calicoSnap(cilium()), { pod: { target: '172.16.0.0/16' } });
+    const c = p.preflight.find((x) => x.id === 'pod-ipam')!;
+    assert.equal(c.status, 'fail');
+    assert.match(c.message, /cilium-config/);
+    assert.doesNotMatch(c.fix, /--ipam calico/);
+  });
+
+  it('plan CLI: a Cilium cluster-pool cluster is exit 2 with one error line, before the target is judged', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kr-cilium-'));
+    try {
+      const file = join(dir, 'cluster.json');
+      const objects = (data: Record<string, string>) => JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [
+        { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: { podCIDR: '10.0.1.0/24', podCIDRs: ['10.0.1.0/24'] }, status: { addresses: [{ type: 'InternalIP', address: '192.168.1.10' }] } },
+        { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'cilium-x2k9p', namespace: 'kube-system', labels: { 'k8s-app': 'cilium' } }, spec: { hostNetwork: true }, status: { podIP: '192.168.1.10' } },
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cilium-config', namespace: 'kube-system' }, data },
+      ] });
+      writeFileSync(file, objects({ 'cluster-pool-ipv4-cidr': '10.0.0.0/8' }));
+      // 192.168.0.0/16 also overlaps the node network: the Cilium reason comes first all the same.
+      for (const extra of [[], ['--ipam', 'node'], ['--ipam', 'calico']]) {
+        const r = await run(['plan', '--pod-cidr', '192.168.0.0/16', ...extra, '-f', file]);
+        assert.equal(r.code, 2, r.err);
+        assert.equal(r.out, '');
+        assert.match(r.err, /^error: --pod-cidr 192\.168\.0\.0\/16 refused: Cilium cluster-pool IPAM [^\n]*\n$/);
+      }
+      writeFileSync(file, objects({ ipam: 'kubernetes' }));
+      const k = await run(['plan', '--pod-cidr', '172.16.0.0/16', '-f', file]);
+      assert.equal(k.code, 0, k.err);
+      assert.match(k.out, /node podCIDRs/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('combined: pod restarts after the Services moved and before the Service restart gate; cleanups, then both verifications', () => {

@@ -129,10 +129,10 @@ describe('sources', () => {
       'error pod Ingress web/nginx metadata.annotations["nginx.ingress.kubernetes.io/whitelist-source-range"]: 192.168.0.0/16, 10.244.0.0/16 → 192.168.0.0/16, 10.244.0.0/16, 10.200.0.0/16',
       'error pod Ingress web/nginx2 metadata.annotations["nginx.ingress.kubernetes.io/allowlist-source-range"]: 10.244.3.7 → 10.244.3.7,10.200.3.7',
       'error pod Ingress web/nginx2 metadata.annotations["nginx.ingress.kubernetes.io/denylist-source-range"]: 10.244.9.0/24 → 10.244.9.0/24,10.200.9.0/24',
-      'error service Ingress web/haproxy metadata.annotations["haproxy.org/allow-list"]: 10.0.0.0/8,10.244.0.0/16 → 10.0.0.0/8,10.244.0.0/16,172.20.0.0/16',
       'error service Ingress web/traefik metadata.annotations["ingress.kubernetes.io/whitelist-source-range"]: 10.96.0.0/12 → 10.96.0.0/12,172.20.0.0/16',
+      'warning service Ingress web/haproxy metadata.annotations["haproxy.org/allow-list"]: 10.0.0.0/8,10.244.0.0/16 → -',
       'warning service Ingress web/other metadata.annotations["external-dns.alpha.kubernetes.io/target"]: 10.96.0.50 → 172.20.0.50',
-    ], 'haproxy: 10.0.0.0/8 covers the new pod range, not the new Service range');
+    ], 'haproxy: 10.0.0.0/8 covers the new pod range; it holds the old Service range among others, so it is only to review');
   });
 
   test('kube-proxy clusterCIDR: the new range afterwards, a common supernet during the move', () => {
@@ -369,4 +369,69 @@ describe('renderReferences', () => {
 test('a list holding the old range and a block inside it gets the new range once', () => {
   const s = snap([calico('GlobalNetworkSet', 's', { nets: ['10.244.0.0/16', '10.244.1.0/24', '10.244.1.0/24'] })]);
   assert.deepEqual(scanReferences(s, [POD]).map((r) => r.proposed), ['[10.244.0.0/16, 10.244.1.0/24, 10.244.1.0/24, 10.200.0.0/16]']);
+});
+
+describe('wide values: never rewritten to the new range', () => {
+  const AWAY: RangeMove = { role: 'pod', from: '10.244.0.0/16', to: '172.16.0.0/16' };
+  const AWAY6: RangeMove = { role: 'pod', from: 'fd00:10:244::/56', to: 'fd00:20::/56' };
+
+  test('0.0.0.0/0 and ::/0 are never reported (GKE netd-config, NetworkPolicy ipBlock, Calico nets, allow-lists)', () => {
+    const s = snap([
+      configMap('netd-config', { 'cni.template': '{"routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]}' }),
+      netpol('all', { egress: [{ to: [ipBlock('0.0.0.0/0'), ipBlock('::/0')] }] }),
+      calico('GlobalNetworkPolicy', 'g', { egress: [{ destination: { nets: ['0.0.0.0/0', '::/0'] } }] }),
+      service('lb', { type: 'LoadBalancer', loadBalancerSourceRanges: ['0.0.0.0/0', '::/0'] }),
+      configMap('ip-masq-agent', { config: 'nonMasqueradeCIDRs:\n  - 0.0.0.0/0\n' }),
+    ]);
+    assert.deepEqual(lines(scanReferences(s, [AWAY, AWAY6, SVC])), []);
+  });
+
+  test('a value that holds the old range among others (a private block, a node address) is a warning to review, with no proposal', () => {
+    const nodeObj: KubeObject = { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: {}, status: { addresses: [{ type: 'InternalIP', address: '10.246.0.5' }] } };
+    const s = snap([
+      nodeObj,
+      netpol('internal', { egress: [{ to: [ipBlock('10.0.0.0/8')] }] }),
+      netpol('near', { egress: [{ to: [ipBlock('10.240.0.0/13')] }] }),
+      configMap('netd-config', { 'cni.template': '{"ranges": "10.0.0.0/8"}' }),
+    ]);
+    const refs = scanReferences(s, [AWAY]);
+    assert.deepEqual(lines(refs), [
+      'warning pod NetworkPolicy default/internal spec.egress[0].to[0].ipBlock.cidr: 10.0.0.0/8 → -',
+      'warning pod NetworkPolicy default/near spec.egress[0].to[0].ipBlock.cidr: 10.240.0.0/13 → -',
+      'warning pod ConfigMap kube-system/netd-config data["cni.template"]: 10.0.0.0/8 → -',
+    ]);
+    assert.match(refs[0]!.note, /covers the old pod range 10\.244\.0\.0\/16 among others \(it is the whole private block 10\.0\.0\.0\/8\)/);
+    assert.match(refs[1]!.note, /among others \(it also holds the node network 10\.246\.0\.0\/24\)/);
+    for (const r of refs) {
+      assert.match(r.note, /not rewritten: no change is needed/);
+      assert.doesNotMatch(r.note, /Change it to|only 172\.16\.0\.0\/16/);
+    }
+    // a value only a little larger than the old range, holding nothing else, is still moved beside the new range
+    assert.deepEqual(lines(scanReferences(snap([netpol('n', { egress: [{ to: [ipBlock('10.244.0.0/15')] }] })]), [AWAY])),
+      ['error pod NetworkPolicy default/n spec.egress[0].to[0].ipBlock.cidr: 10.244.0.0/15 → 172.16.0.0/16']);
+  });
+
+  test('a list: the narrow entry moves, the wide one is kept and never proposed for removal', () => {
+    const s = snap([configMap('ip-masq-agent', { config: 'nonMasqueradeCIDRs:\n  - 10.0.0.0/8\n  - 10.244.0.0/16\n' })]);
+    const refs = scanReferences(s, [AWAY]);
+    assert.deepEqual(lines(refs), ['error pod ConfigMap kube-system/ip-masq-agent data["config"].nonMasqueradeCIDRs: [10.0.0.0/8, 10.244.0.0/16] → [10.0.0.0/8, 10.244.0.0/16, 172.16.0.0/16]']);
+    assert.match(refs[0]!.note, /after it, remove 10\.244\.0\.0\/16\./);
+    assert.doesNotMatch(refs[0]!.note, /remove 10\.0\.0\.0\/8/);
+    assert.match(refs[0]!.note, /never replace or remove it/);
+    // only the wide entry: a warning that says the new range belongs beside it (ip-masq-agent), no proposed list
+    const only = scanReferences(snap([configMap('ip-masq-agent', { config: 'nonMasqueradeCIDRs: [10.0.0.0/8]\n' })]), [AWAY]);
+    assert.deepEqual(lines(only), ['warning pod ConfigMap kube-system/ip-masq-agent data["config"].nonMasqueradeCIDRs: [10.0.0.0/8] → -']);
+    assert.match(only[0]!.note, /for ip-masq-agent it does/);
+  });
+
+  test('kube-proxy clusterCIDR: never a range holding everything or a node address during the move; the pod range after it', () => {
+    const far = scanReferences(snap([configMap('kube-proxy', { 'config.conf': 'clusterCIDR: 10.244.0.0/16\n' })]), [AWAY]);
+    assert.equal(far[0]!.proposed, '172.16.0.0/16');
+    assert.doesNotMatch(far[0]!.note, /0\.0\.0\.0\/0|e\.g\./);
+    assert.match(far[0]!.note, /no single range holds both without also holding every address.*detectLocalMode/);
+    const nodeObj: KubeObject = { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' }, spec: {}, status: { addresses: [{ type: 'InternalIP', address: '10.246.0.5' }] } };
+    const near = scanReferences(snap([nodeObj, configMap('kube-proxy', { 'config.conf': 'clusterCIDR: 10.244.0.0/16\n' })]), [{ role: 'pod', from: '10.244.0.0/16', to: '10.240.0.0/16' }]);
+    assert.doesNotMatch(near[0]!.note, /10\.240\.0\.0\/13/, 'the common supernet holds the node network');
+    assert.match(near[0]!.note, /no single range holds both without also holding the node network 10\.246\.0\.0\/24/);
+  });
 });

@@ -4,7 +4,7 @@ import { buildMigrationPlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRAT
 import { refusals } from '../../plan/preflight.ts';
 import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
-import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
+import { DEFAULT_PARALLEL, podIpamRefusal } from '../../plan/pod-plan.ts';
 import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
 import { parsePodTarget } from '../../plan/pod-plan.ts';
 import { certSanProblem, isDnsSubdomain, isQualifiedName, objectRefProblem, podTargetRefusals } from '../../plan/targets.ts';
@@ -87,7 +87,8 @@ Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --
 --apiserver-cert-san need --service-cidr.
 Output: -o yaml is the file apply reads; markdown is for a change request; table (default) is a summary.
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
-2 the target is refused (bad CIDR or family, overlaps a known range, too small): one error line, no plan.`,
+2 the target is refused (bad CIDR or family, overlaps a known range, too small; a pod range Cilium's own
+IPAM owns: cluster-pool, multi-pool): one error line, no plan.`,
   async run({ values, io }) {
     const target = str(values, 'service-cidr');
     const podTarget = str(values, 'pod-cidr');
@@ -145,6 +146,9 @@ Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix the
       if (refused) throw new UsageError(refused);
     }
     if (podTarget) {
+      // The real reason first: a pod range Cilium owns is refused whatever the target and --ipam.
+      const owned = podIpamRefusal(snap);
+      if (owned) throw new UsageError(`--pod-cidr ${podTarget} refused: ${owned}`);
       const refused = podTargetRefusals(snap, { target: podTarget, serviceTarget: target, avoid });
       if (refused.length > 0) throw new UsageError(`--pod-cidr ${podTarget} refused: ${refused.slice(0, 4).join('; ')}${refused.length > 4 ? ` and ${refused.length - 4} more` : ''}`);
     }

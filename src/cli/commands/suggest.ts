@@ -1,4 +1,4 @@
-import { suggest } from '../../analyze/suggest.ts';
+import { suggestFamilies, type Suggestion } from '../../analyze/suggest.ts';
 import { avoidList, intFlag, loadSnapshot, numberFlag, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
 import type { Command } from '../command.ts';
@@ -20,10 +20,10 @@ export const suggestCommand: Command = {
   help: `Flags:
   --for pods|services      what the range is for (required)
   --nodes N                pods: nodes to plan for (default: the cluster's node count)
-  --node-mask N            pods: each node's block prefix (default: the cluster's, else 24 / 64)
+  --node-mask N            pods: each node's block prefix (default: the cluster's, else 24 / 64; dual-stack: with --family)
   --services N             services: Services to plan for (default: those with a ClusterIP today)
   --headroom X             multiply the count by X, 1 to 1000 (default 2: room to double)
-  --family 4|6             address family (default: the cluster's)
+  --family 4|6             address family (default: the cluster's; dual-stack: both, one suggestion each)
   --alternatives N         further candidates to list (default 3)
 
 Search order: 10.0.0.0/8, then 172.16.0.0/12, then 192.168.0.0/16 (IPv6: fd00::/8); in each, the lowest
@@ -47,22 +47,35 @@ aligned block that overlaps no cluster range (current ones included), node addre
       avoid,
     } as const;
     const snap = await loadSnapshot(values, io);
-    const s = suggest(snap, opts);
+    // Dual-stack without --family: one suggestion per family, the primary first.
+    const all = suggestFamilies(snap, opts);
+    const s = all[0]!;
+    const allFound = all.every((x) => x.cidr);
     if (output === 'json' || output === 'yaml') {
-      io.out(renderData(s, output));
-      return s.cidr ? ExitCode.ok : ExitCode.findings;
+      // The primary family's suggestion as before, and `families`: one per family suggested.
+      io.out(renderData({ ...s, families: all }, output));
+      return allFound ? ExitCode.ok : ExitCode.findings;
     }
-    if (!s.cidr) {
-      io.err(`error: no free /${s.prefix} in ${s.searched.join(', ')} avoids every known range\n`);
+    const found = all.filter((x) => x.cidr);
+    const multi = all.length > 1;
+    if (found.length > 0) {
+      const needText = (x: Suggestion) => (x.for === 'pods'
+        ? `${x.need.count} nodes (${x.need.nodes} x headroom ${x.need.headroom}) with /${x.need.nodeMask} each`
+        : `${x.need.count} Service IPs (${x.need.services} x headroom ${x.need.headroom})`);
+      io.out(multi
+        ? table(['for', 'family', 'cidr', 'need', 'alternatives'], found.map((x) => [x.for, `IPv${x.family}`, x.cidr!, needText(x), x.alternatives.join(', ') || '-']))
+        : table(['for', 'cidr', 'need', 'alternatives'], found.map((x) => [x.for, x.cidr!, needText(x), x.alternatives.join(', ') || '-'])));
+      if (output === 'wide') {
+        for (const x of found) {
+          io.out(`\nREJECTED CANDIDATES${multi ? ` (IPv${x.family})` : ''} (searched ${x.searched.join(', ')})\n`);
+          io.out(table(['from', 'to', 'count', 'overlaps', 'reason'], x.rejected.map((r) => [r.from, r.to, r.count, r.by, r.reason])));
+        }
+      }
+    }
+    if (!allFound) {
+      const missing = all.filter((x) => !x.cidr);
+      io.err(`error: ${missing.map((x) => `no free /${x.prefix} in ${x.searched.join(', ')} avoids every known range`).join('; ')}\n`);
       return ExitCode.findings;
-    }
-    const needText = s.for === 'pods'
-      ? `${s.need.count} nodes (${s.need.nodes} x headroom ${s.need.headroom}) with /${s.need.nodeMask} each`
-      : `${s.need.count} Service IPs (${s.need.services} x headroom ${s.need.headroom})`;
-    io.out(table(['for', 'cidr', 'need', 'alternatives'], [[s.for, s.cidr, needText, s.alternatives.join(', ') || '-']]));
-    if (output === 'wide') {
-      io.out(`\nREJECTED CANDIDATES (searched ${s.searched.join(', ')})\n`);
-      io.out(table(['from', 'to', 'count', 'overlaps', 'reason'], s.rejected.map((r) => [r.from, r.to, r.count, r.by, r.reason])));
     }
     return ExitCode.ok;
   },

@@ -99,6 +99,14 @@ add('inspect: a word after the flags', ['inspect', '-f', KOPS, 'now'], /unexpect
 add('inspect: words after --', ['inspect', '-f', KOPS, '--', '-v'], /unexpected argument "-v"/);
 add('suggest: two values for --for', ['suggest', '--for', 'pods', 'services', '-f', KOPS], /unexpected argument "services".*--for takes one value/);
 add('suggest: stray word', ['suggest', 'pods', '-f', KOPS], /unexpected argument "pods"/);
+// a dual-stack cluster suggests for both families; a --node-mask would fit only one of them
+const DUAL = [
+  'apiVersion: v1', 'kind: List', 'items:',
+  '- {apiVersion: v1, kind: Node, metadata: {name: n1}, spec: {podCIDR: 10.244.0.0/24, podCIDRs: [10.244.0.0/24, "fd00:10:244::/64"]}, status: {addresses: [{type: InternalIP, address: 192.168.1.10}]}}',
+  '- {apiVersion: v1, kind: Pod, metadata: {name: kube-controller-manager-m1, namespace: kube-system, labels: {component: kube-controller-manager, tier: control-plane}}, spec: {containers: [{name: kube-controller-manager, command: [kube-controller-manager, "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56"]}]}}', '',
+].join('\n');
+add('suggest: --node-mask without --family on a dual-stack cluster', ['suggest', '--for', 'pods', '--node-mask', '24', '-f', '$D/dual.yaml'],
+  /--node-mask 24 on a dual-stack cluster needs --family 4 or 6/, { files: { 'dual.yaml': DUAL } });
 add('suggest: a CIDR as a positional', ['suggest', '--for', 'pods', '-f', KOPS, '10.8.0.0/16'], /did you mean --avoid/);
 add('plan: a CIDR as a positional', ['plan', '10.200.0.0/16', '-f', KOPS], /did you mean --service-cidr 10\.200\.0\.0\/16 or --pod-cidr 10\.200\.0\.0\/16\?/);
 add('plan: a path as a positional', ['plan', '--service-cidr', '10.200.0.0/16', 'examples/kops'], /did you mean -f examples\/kops\?/);
@@ -156,6 +164,26 @@ add('--pod-cidr: inside the current pod range', ['plan', '--pod-cidr', '10.233.9
 add('--pod-cidr: the Service range', ['plan', '--pod-cidr', '10.233.0.0/18', '-f', KUBEADM], /overlaps 10\.233\.0\.0\/18 \(the current service range/);
 add('--pod-cidr: inside the Service range', ['plan', '--pod-cidr', '10.233.0.0/20', '-f', KUBEADM], /overlaps 10\.233\.0\.0\/18 \(the current service range/);
 add('--pod-cidr: the node network', ['plan', '--pod-cidr', '192.168.0.0/16', '-f', KUBEADM], /overlaps 192\.168\.10\.0\/24/);
+// ---- --pod-cidr on a cluster whose pod addresses Cilium's own IPAM owns: refused with Cilium's reason, --ipam or not ----
+const ciliumDump = (data: string): string => [
+  'apiVersion: v1', 'kind: List', 'items:',
+  '- {apiVersion: v1, kind: Node, metadata: {name: n1}, spec: {podCIDR: 10.0.1.0/24, podCIDRs: [10.0.1.0/24]}, status: {addresses: [{type: InternalIP, address: 192.168.1.10}]}}',
+  '- {apiVersion: v1, kind: Pod, metadata: {name: cilium-x2k9p, namespace: kube-system, labels: {k8s-app: cilium}}, spec: {hostNetwork: true}, status: {podIP: 192.168.1.10}}',
+  `- {apiVersion: v1, kind: ConfigMap, metadata: {name: cilium-config, namespace: kube-system}, data: {${data}}}`, '',
+].join('\n');
+const CILIUM_POOL = { files: { 'cluster.yaml': ciliumDump('cluster-pool-ipv4-cidr: 10.0.0.0/8') } };
+add('--pod-cidr: Cilium cluster-pool (ipam unset)', ['plan', '--pod-cidr', '172.16.0.0/16', '-f', '$D/cluster.yaml'],
+  /refused: Cilium cluster-pool IPAM .*Don't change any existing elements of the clusterPoolIPv4PodCIDRList list/, CILIUM_POOL);
+add('--pod-cidr: Cilium cluster-pool with --ipam node', ['plan', '--pod-cidr', '172.16.0.0/16', '--ipam', 'node', '-f', '$D/cluster.yaml'],
+  /refused: Cilium cluster-pool IPAM .*neither --ipam node/, CILIUM_POOL);
+add('--pod-cidr: Cilium cluster-pool with --ipam calico', ['plan', '--pod-cidr', '172.16.0.0/16', '--ipam', 'calico', '-f', '$D/cluster.yaml'],
+  /refused: Cilium cluster-pool IPAM/, CILIUM_POOL);
+add('--pod-cidr: Cilium cluster-pool, reason before the overlap', ['plan', '--pod-cidr', '192.168.0.0/16', '-f', '$D/cluster.yaml'],
+  /refused: Cilium cluster-pool IPAM/, CILIUM_POOL);
+add('--pod-cidr: Cilium multi-pool', ['plan', '--pod-cidr', '172.16.0.0/16', '-f', '$D/cluster.yaml'],
+  /refused: Cilium multi-pool IPAM .*no multi-pool path yet/, { files: { 'cluster.yaml': ciliumDump('ipam: multi-pool') } });
+add('--pod-cidr: Cilium multi-pool with --ipam node', ['plan', '--pod-cidr', '172.16.0.0/16', '--ipam', 'node', '-f', '$D/cluster.yaml'],
+  /refused: Cilium multi-pool IPAM/, { files: { 'cluster.yaml': ciliumDump('ipam: multi-pool') } });
 add('--pod-cidr: overlaps the new --service-cidr', ['plan', '--pod-cidr', '10.0.0.0/14', '--service-cidr', '10.1.0.0/16', '-f', KUBEADM], /10\.0\.0\.0\/14 overlaps the new Service CIDR 10\.1\.0\.0\/16/);
 add('--pod-cidr: equal to the new --service-cidr', ['plan', '--pod-cidr', '10.40.0.0/16', '--service-cidr', '10.40.0.0/16', '-f', KUBEADM], /overlaps the new Service CIDR/);
 add('--pod-cidr: an --avoid range', ['plan', '--pod-cidr', '10.0.0.0/14', '--avoid', '10.2.0.0/16=vpn', '-f', KUBEADM], /overlaps 10\.2\.0\.0\/16 \(avoided range/);
