@@ -1,3 +1,5 @@
+import { ipamOwnerFacts } from './ipam-owner.ts';
+import { ownerCapabilityOf } from '../ipam/registry.ts';
 import type { Snapshot } from '../cluster/types.ts';
 import { contains, formatIP, nthAddress, parseIP } from '../net/index.ts';
 import { cidrsOf } from './addressing.ts';
@@ -94,17 +96,15 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
         : `kube-apiservers disagree on --service-cluster-ip-range: ${[...ranges].join(' vs ')}` });
   }
 
-  // Pod IPAM path.
-  const ipam = snap.cni.ipam;
-  const ciliumOwned = ipam === 'cilium' && snap.cni.ipamMode !== 'kubernetes';
-  facts.push({ id: 'pod-ipam', ok: ipam === 'unknown' ? null : !ciliumOwned,
-    summary: ipam === 'calico-ipam'
-      ? `pods get IPs from Calico IPAM${snap.cni.operatorManaged ? ' (operator-managed: pools change through Installation.spec.calicoNetwork.ipPools)' : ''}: the pod range moves by pool migration, node podCIDRs are not used`
-      : ipam === 'host-local' ? 'pods get IPs from each node\'s podCIDR (host-local): the pod range moves by re-registering nodes'
-        : ipam === 'cilium' ? (snap.cni.ipamMode === 'kubernetes'
-          ? 'pods get IPs from Cilium kubernetes IPAM (each node\'s podCIDR): the pod range moves by re-registering nodes'
-          : `pods get IPs from Cilium ${snap.cni.ipamMode ?? ''} IPAM: Cilium owns them, so plan --pod-cidr refuses to move them (docs/pod-migration.md, Cilium)`.replace('  ', ' '))
-          : 'pod IPAM owner unknown' });
+  // Who owns the pod addresses (src/ipam/), and so which path moves them, if any.
+  const owner = ipamOwnerFacts(snap);
+  const cap = owner ? ownerCapabilityOf(owner.kind) : undefined;
+  facts.push({ id: 'pod-ipam', ok: cap === undefined ? null : cap.supported,
+    summary: !owner || !cap ? 'pod IPAM owner unknown'
+      : !cap.supported ? `pods get IPs from ${owner.title}: it owns them, so plan --pod-cidr refuses to move them (docs/platforms.md)`
+        : cap.path === 'calico'
+          ? `pods get IPs from Calico IPAM${snap.cni.operatorManaged ? ' (operator-managed: pools change through Installation.spec.calicoNetwork.ipPools)' : ''}: the pod range moves by pool migration, node podCIDRs are not used`
+          : `pods get IPs from each node's podCIDR (${snap.cni.plugin === 'cilium' ? 'Cilium kubernetes IPAM' : snap.cni.ipamMode ?? snap.cni.ipam}): the pod range moves by re-registering nodes` });
 
   // The distribution's own configuration, when the distribution is known but its configuration was not read.
   const kind = snap.distribution.kind;
@@ -118,7 +118,7 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
   }
 
   const kcm = snap.controllerManagers[0];
-  if (kcm?.allocateNodeCIDRs && ipam === 'calico-ipam') {
+  if (kcm?.allocateNodeCIDRs && snap.cni.ipam === 'calico-ipam') {
     facts.push({ id: 'allocate-node-cidrs', ok: null,
       summary: 'kube-controller-manager allocates node podCIDRs although Calico IPAM ignores them: changing --cluster-cidr '
         + 'without re-registering nodes crash-loops it; set allocate-node-cidrs=false first (kOps: allocateNodeCIDRs: false)' });

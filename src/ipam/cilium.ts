@@ -2,11 +2,27 @@
  * Cilium's own IPAM modes. In `kubernetes` mode Cilium takes addresses from the nodes' podCIDRs (the node owner,
  * node-podcidr.ts). In cluster-pool the operator hands each CiliumNode its podCIDRs from the cilium-config pool
  * list; multi-pool takes them from CiliumPodIPPool objects; the cloud modes (eni, azure, ...) from the cloud.
- * None has a path here yet.
+ * Neither path of kube-renumber (Calico pools, node podCIDRs) moves them, and forcing one (--ipam node, --ipam
+ * calico) changes objects Cilium does not read while pods keep the addresses Cilium gave them. Sources:
+ *  - cluster-pool, https://docs.cilium.io/en/stable/network/concepts/ipam/cluster-pool/ ("Expanding the cluster
+ *    pool"): "Don't change any existing elements of the clusterPoolIPv4PodCIDRList list, as changes cause
+ *    unexpected behavior. If the pool is exhausted, add a new element to the list instead." and "Changing
+ *    clusterPoolIPv4MaskSize is also not possible."
+ *  - https://docs.cilium.io/en/stable/network/concepts/ipam/ : "Don't change the IPAM mode of an existing cluster.
+ *    [...] The safest path to change IPAM mode is to install a fresh Kubernetes cluster with the new IPAM
+ *    configuration." (migration between modes: https://github.com/cilium/cilium/issues/27164; a cluster-pool to
+ *    multi-pool migration that keeps pod addresses is documented for newer releases,
+ *    https://docs.cilium.io/en/latest/network/concepts/ipam/cluster-pool-to-multi-pool/, from cilium/cilium#46104)
+ *  - multi-pool, https://docs.cilium.io/en/stable/network/concepts/ipam/multi-pool/ ("Updating existing
+ *    CiliumPodIPPools"): "Once you configure the CiliumPodIPPools, you cannot update the existing pool. For example,
+ *    you can't change the default pool to a different CIDR [...]", followed by a node-group-by-node-group procedure.
  */
 import type { IpamOwner } from './types.ts';
 
 const IPAM_DOCS = 'https://docs.cilium.io/en/stable/network/concepts/ipam/';
+const CLUSTER_POOL_DOC = `${IPAM_DOCS}cluster-pool/`;
+const MULTI_POOL_DOC = `${IPAM_DOCS}multi-pool/`;
+const NOT_OURS = 'neither --ipam node (node podCIDRs) nor --ipam calico (Calico pools) owns these addresses, so forcing one would change what Cilium does not read';
 
 export const ciliumClusterPool: IpamOwner<'cilium-cluster-pool'> = {
   kind: 'cilium-cluster-pool',
@@ -14,11 +30,11 @@ export const ciliumClusterPool: IpamOwner<'cilium-cluster-pool'> = {
   detect: (i) => (i.plugin === 'cilium' && (i.ipamMode === 'cluster-pool' || i.ipamMode === 'cluster-pool-v2beta') ? [...i.evidence, `cilium-config ipam ${i.ipamMode}`] : undefined),
   pod: {
     supported: false,
-    reason: 'Cilium cluster-pool IPAM: the cilium-operator gives each CiliumNode its podCIDRs from the cilium-config pool list, and Cilium documents '
-      + 'no change of an existing cluster\'s pool (its docs advise against changing the IPAM setup of a running cluster; IPAM migration is cilium/cilium#27164)',
-    instead: 'move to a new cluster, or adopt multi-pool IPAM (CiliumPodIPPool) where Cilium documents moving node groups between pools',
+    reason: 'the cilium-operator gives each node its pod CIDR once from clusterPoolIPv4PodCIDRList (cilium-config ipam: cluster-pool, the default when unset; kept in its CiliumNode), '
+      + `and Cilium does not support changing the CIDRs of an existing cluster ("Don't change any existing elements of the clusterPoolIPv4PodCIDRList list, as changes cause unexpected behavior", ${CLUSTER_POOL_DOC}); ${NOT_OURS}`,
+    instead: 'a new cluster with the new range, or (where your Cilium release documents it) migrating to multi-pool IPAM, whose pools then move node group by node group',
   },
-  sources: [IPAM_DOCS, `${IPAM_DOCS}cluster-pool/`, 'https://github.com/cilium/cilium/issues/27164'],
+  sources: [IPAM_DOCS, CLUSTER_POOL_DOC, 'https://github.com/cilium/cilium/issues/27164', 'https://docs.cilium.io/en/latest/network/concepts/ipam/cluster-pool-to-multi-pool/'],
 };
 
 export const ciliumMultiPool: IpamOwner<'cilium-multi-pool'> = {
@@ -27,10 +43,10 @@ export const ciliumMultiPool: IpamOwner<'cilium-multi-pool'> = {
   detect: (i) => (i.plugin === 'cilium' && i.ipamMode === 'multi-pool' ? [...i.evidence, `cilium-config ipam ${i.ipamMode}`] : undefined),
   pod: {
     supported: false,
-    reason: 'Cilium multi-pool IPAM: pod addresses come from CiliumPodIPPool objects, and kube-renumber has no multi-pool path yet',
-    instead: 'add a CiliumPodIPPool in the new range and move workloads to it as Cilium\'s multi-pool documentation describes',
+    reason: `pods take addresses from CiliumPodIPPools, which cannot be edited in place (${MULTI_POOL_DOC}: the CIDR moves node group by node group); kube-renumber has no multi-pool path yet, and ${NOT_OURS}`,
+    instead: 'add a CiliumPodIPPool in the new range and move node groups to it as Cilium\'s multi-pool documentation describes',
   },
-  sources: [IPAM_DOCS, `${IPAM_DOCS}multi-pool/`],
+  sources: [IPAM_DOCS, MULTI_POOL_DOC],
 };
 
 export const ciliumOther: IpamOwner<'cilium-other'> = {
@@ -39,7 +55,7 @@ export const ciliumOther: IpamOwner<'cilium-other'> = {
   detect: (i) => (i.plugin === 'cilium' && i.ipamMode !== undefined && i.ipamMode !== 'kubernetes' ? [...i.evidence, `cilium-config ipam ${i.ipamMode}`] : undefined),
   pod: {
     supported: false,
-    reason: 'Cilium hands out pod addresses in this IPAM mode itself (cloud or CRD-backed), not from node podCIDRs or Calico pools',
+    reason: `Cilium gives pods their addresses itself in this IPAM mode (CiliumNode objects or the cloud provider), not from node podCIDRs or Calico pools; kube-renumber has no path for it, and ${NOT_OURS}`,
     instead: 'change the address source as Cilium\'s documentation for this IPAM mode describes',
   },
   sources: [IPAM_DOCS],

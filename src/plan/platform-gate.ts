@@ -6,8 +6,11 @@
 import { platformKindOf, type Snapshot } from '../cluster/types.ts';
 import { capabilityOf, platformOf } from '../platform/registry.ts';
 import type { Move } from '../platform/types.ts';
-import { detectIpamOwner, ownerCapabilityOf } from '../ipam/registry.ts';
-import type { IpamOwnerFacts, PodPath } from '../ipam/types.ts';
+import { ownerCapabilityOf } from '../ipam/registry.ts';
+import type { PodPath } from '../ipam/types.ts';
+import { ipamOwnerFacts } from '../analyze/ipam-owner.ts';
+
+export { ipamOwnerFacts };
 
 const WHAT: Record<Move, string> = { service: 'Service CIDR', pod: 'Pod CIDR' };
 
@@ -24,16 +27,6 @@ export function platformRefusal(snap: Snapshot, move: Move): string | undefined 
 /** The moves a plan makes. */
 export function movesOf(plan: { spec: { serviceCIDR?: unknown; podCIDR?: unknown } }): Move[] {
   return [...(plan.spec.serviceCIDR ? ['service' as const] : []), ...(plan.spec.podCIDR ? ['pod' as const] : [])];
-}
-
-/** Who hands pods their addresses: the snapshot's record, else (a snapshot made by hand) detected from its CNI fields. */
-export function ipamOwnerFacts(snap: Snapshot): IpamOwnerFacts | undefined {
-  if (snap.cni.owner) return snap.cni.owner;
-  return detectIpamOwner({
-    plugin: snap.cni.plugin, ipam: snap.cni.ipam, operatorManaged: snap.cni.operatorManaged, evidence: snap.cni.evidence, daemonSets: new Set(),
-    pools: snap.pools.length, nodesWithPodCIDR: snap.nodes.filter((n) => n.podCIDRs.length > 0).length,
-    ...(snap.cni.ipamMode !== undefined ? { ipamMode: snap.cni.ipamMode } : {}),
-  });
 }
 
 /** The path the owner of the pod addresses allows (calico or node); undefined when refused or unknown. */

@@ -27,7 +27,7 @@ import { distributionOf, distroConfigCheck, overlapHits, type PreflightCheck } f
 import { currentServiceRanges } from './service-mapping.ts';
 import type { PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
 import { podStepLists } from './pod-step-lists.ts';
-import { podPathOf } from './platform-gate.ts';
+import { podOwnerRefusal, podPathOf } from './platform-gate.ts';
 
 export type { PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
 
@@ -101,46 +101,6 @@ export function parsePodTarget(target: string | readonly string[]): Map<Family, 
 /** Which path moves the pods' addresses (src/ipam/: the owner of the addresses decides); undefined when none can. */
 export function podIpamOf(snap: Snapshot): PodIpam | undefined {
   return podPathOf(snap);
-}
-
-/*
- * Cilium's own IPAM modes own the pod addresses: neither path of this tool (Calico pools, node podCIDRs) moves
- * them, and forcing one (--ipam node, --ipam calico) changes objects Cilium does not read while pods keep the
- * addresses Cilium gave them. Sources (Cilium documentation):
- *  - cluster-pool, https://docs.cilium.io/en/stable/network/concepts/ipam/cluster-pool/ ("Expanding the cluster
- *    pool"): "Don't change any existing elements of the clusterPoolIPv4PodCIDRList list, as changes cause
- *    unexpected behavior. If the pool is exhausted, add a new element to the list instead." and "Changing
- *    clusterPoolIPv4MaskSize is also not possible."
- *  - https://docs.cilium.io/en/stable/network/concepts/ipam/ : "Don't change the IPAM mode of an existing cluster.
- *    [...] The safest path to change IPAM mode is to install a fresh Kubernetes cluster with the new IPAM
- *    configuration." (migration between modes: https://github.com/cilium/cilium/issues/27164; a cluster-pool to
- *    multi-pool migration that keeps pod addresses is documented for newer releases,
- *    https://docs.cilium.io/en/latest/network/concepts/ipam/cluster-pool-to-multi-pool/, from cilium/cilium#46104)
- *  - multi-pool, https://docs.cilium.io/en/stable/network/concepts/ipam/multi-pool/ ("Updating existing
- *    CiliumPodIPPools"): "Once you configure the CiliumPodIPPools, you cannot update the existing pool. For example,
- *    you can't change the default pool to a different CIDR [...]", followed by a node-group-by-node-group procedure.
- */
-const CILIUM_CLUSTER_POOL_DOC = 'https://docs.cilium.io/en/stable/network/concepts/ipam/cluster-pool/';
-const CILIUM_MULTI_POOL_DOC = 'https://docs.cilium.io/en/stable/network/concepts/ipam/multi-pool/';
-
-/**
- * Why this cluster's pod range cannot be moved by either path, whatever --ipam says: Cilium with an IPAM mode other
- * than `kubernetes` (cluster-pool, the default; multi-pool; cloud modes). Undefined when a path may apply.
- */
-export function podIpamRefusal(snap: Snapshot): string | undefined {
-  const mode = snap.cni.plugin === 'cilium' ? snap.cni.ipamMode : undefined;
-  if (mode === undefined || mode === 'kubernetes') return undefined;
-  const notOurs = 'neither --ipam node (node podCIDRs) nor --ipam calico (Calico pools) owns these addresses, so forcing one would change what Cilium does not read';
-  if (mode === 'cluster-pool') {
-    return `Cilium cluster-pool IPAM (cilium-config ipam: cluster-pool, the default when unset) gives each node its pod CIDR once from clusterPoolIPv4PodCIDRList (in its CiliumNode), `
-      + `and Cilium does not support changing the CIDRs of an existing cluster ("Don't change any existing elements of the clusterPoolIPv4PodCIDRList list, as changes cause unexpected behavior", ${CILIUM_CLUSTER_POOL_DOC}); `
-      + `${notOurs}. The documented ways: a new cluster with the new range, or (where your Cilium release documents it) migrating to multi-pool IPAM, whose pools then move node group by node group`;
-  }
-  if (mode === 'multi-pool') {
-    return `Cilium multi-pool IPAM (cilium-config ipam=multi-pool) gives pods addresses from CiliumPodIPPools, which cannot be edited in place (${CILIUM_MULTI_POOL_DOC}: the CIDR moves node group by node group); `
-      + `kube-renumber has no multi-pool path yet, and ${notOurs}`;
-  }
-  return `Cilium ${mode} IPAM (cilium-config ipam=${mode}) gives pods their addresses itself (CiliumNode objects or the cloud provider), not from node podCIDRs or Calico pools; kube-renumber has no path for it, and ${notOurs}`;
 }
 
 /** The slug used in generated names: 172.16.0.0/13 → 172-16-0-0-13. */
@@ -244,10 +204,11 @@ function podTargetOf(opts: PodPlanOptions, checks: PreflightCheck[]): Map<Family
 
 /** The IPAM to plan for (--ipam, else detected), with check `pod-ipam` added to `checks`; undefined when none can be planned. */
 function podIpamChecked(snap: Snapshot, opts: PodPlanOptions, checks: PreflightCheck[]): PodIpam | undefined {
-  // The real reason first: Cilium's own IPAM refuses the move whatever --ipam says (the CLI exits 2 on it).
-  const refusal = podIpamRefusal(snap);
+  // The real reason first: the owner of the pod addresses (src/ipam/) refuses the move whatever --ipam says (the CLI
+  // exits 2 on it).
+  const refusal = podOwnerRefusal(snap, opts.ipam);
   if (refusal) {
-    checks.push({ id: 'pod-ipam', status: 'fail', target: true, message: refusal, fix: 'see docs/pod-migration.md (Cilium)' });
+    checks.push({ id: 'pod-ipam', status: 'fail', target: true, message: refusal, fix: 'see docs/platforms.md' });
     return undefined;
   }
   const detected = podIpamOf(snap);

@@ -193,7 +193,7 @@ describe('readiness: Cilium IPAM', () => {
   it('says up front that a cluster-pool pod range is not moved; kubernetes IPAM moves by re-registering nodes', () => {
     const pool = inspect(snapshotOf(cilium({ 'cluster-pool-ipv4-cidr': '10.0.0.0/8' }))).readiness.find((f) => f.id === 'pod-ipam')!;
     assert.equal(pool.ok, false);
-    assert.match(pool.summary, /Cilium cluster-pool IPAM: Cilium owns them, so plan --pod-cidr refuses to move them/);
+    assert.match(pool.summary, /Cilium cluster-pool IPAM: it owns them, so plan --pod-cidr refuses to move them/);
     const k8s = inspect(snapshotOf(cilium({ ipam: 'kubernetes' }))).readiness.find((f) => f.id === 'pod-ipam')!;
     assert.equal(k8s.ok, true);
     assert.match(k8s.summary, /re-registering nodes/);

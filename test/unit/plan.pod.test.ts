@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import type { NodeInfo, PodInfo, ServiceInfo, Snapshot } from '../../src/cluster/types.ts';
 import { contains, formatCidr, overlaps, parseCidr } from '../../src/net/index.ts';
 import { buildMigrationPlan, type MigrationPlan } from '../../src/plan/plan.ts';
-import { buildPodSection, covering, dnsDeployment, podIpamOf, podIpamRefusal, podPatches } from '../../src/plan/pod-plan.ts';
+import { buildPodSection, covering, dnsDeployment, podIpamOf, podPatches } from '../../src/plan/pod-plan.ts';
+import { podOwnerRefusal } from '../../src/plan/platform-gate.ts';
 import { refusals } from '../../src/plan/preflight.ts';
 import { run } from './run-cli.ts';
 import { planFromYaml, planToMarkdown, planToYaml } from '../../src/plan/render.ts';
@@ -273,10 +274,10 @@ describe('pod plan: IPAM detection and combined plans', () => {
   });
 
   it('Cilium multi-pool and other Cilium modes are refused; Cilium kubernetes IPAM plans through the node path', () => {
-    assert.match(podIpamRefusal(calicoSnap(cilium('multi-pool')))!, /multi-pool.*no multi-pool path yet/);
-    assert.match(podIpamRefusal(calicoSnap(cilium('eni')))!, /Cilium eni IPAM .*no path for it/);
-    assert.equal(podIpamRefusal(calicoSnap(cilium('kubernetes'))), undefined);
-    assert.equal(podIpamRefusal(calicoSnap()), undefined);
+    assert.match(podOwnerRefusal(calicoSnap(cilium('multi-pool')))!, /multi-pool.*no multi-pool path yet/);
+    assert.match(podOwnerRefusal(calicoSnap(cilium('eni')))!, /Cilium IPAM .*no path for it.*cilium-config ipam eni/);
+    assert.equal(podOwnerRefusal(calicoSnap(cilium('kubernetes'))), undefined);
+    assert.equal(podOwnerRefusal(calicoSnap()), undefined);
     const k = buildMigrationPlan(calicoSnap(cilium('kubernetes')), { pod: { target: '172.16.0.0/16' } });
     assert.equal(k.preflight.find((x) => x.id === 'pod-ipam')!.status, 'pass');
     assert.equal(k.spec.podCIDR?.ipam, 'node');
@@ -305,7 +306,7 @@ describe('pod plan: IPAM detection and combined plans', () => {
         const r = await run(['plan', '--pod-cidr', '192.168.0.0/16', ...extra, '-f', file]);
         assert.equal(r.code, 2, r.err);
         assert.equal(r.out, '');
-        assert.match(r.err, /^error: --pod-cidr 192\.168\.0\.0\/16 refused: Cilium cluster-pool IPAM [^\n]*\n$/);
+        assert.match(r.err, /^error: moving the Pod CIDR is refused: Cilium cluster-pool IPAM [^\n]*\n$/);
       }
       writeFileSync(file, objects({ ipam: 'kubernetes' }));
       const k = await run(['plan', '--pod-cidr', '172.16.0.0/16', '-f', file]);

@@ -4,7 +4,7 @@ import { buildMigrationPlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRAT
 import { refusals } from '../../plan/preflight.ts';
 import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
-import { DEFAULT_PARALLEL, podIpamRefusal } from '../../plan/pod-plan.ts';
+import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
 import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
 import { parsePodTarget } from '../../plan/pod-plan.ts';
 import { certSanProblem, isDnsSubdomain, isQualifiedName, objectRefProblem, podTargetRefusals } from '../../plan/targets.ts';
@@ -146,9 +146,6 @@ IPAM owns: cluster-pool, multi-pool): one error line, no plan.`,
       if (refused) throw new UsageError(refused);
     }
     if (podTarget) {
-      // The real reason first: a pod range Cilium owns is refused whatever the target and --ipam.
-      const owned = podIpamRefusal(snap);
-      if (owned) throw new UsageError(`--pod-cidr ${podTarget} refused: ${owned}`);
       const refused = podTargetRefusals(snap, { target: podTarget, serviceTarget: target, avoid });
       if (refused.length > 0) throw new UsageError(`--pod-cidr ${podTarget} refused: ${refused.slice(0, 4).join('; ')}${refused.length > 4 ? ` and ${refused.length - 4} more` : ''}`);
     }
