@@ -4,13 +4,14 @@
  * Checks marked `target: true` judge NEW itself: when one fails the target is refused (the CLI exits 2 and
  * prints no plan).
  */
-import { addressPlan, nodePodCoverage } from '../analyze/addressing.ts';
+import { addressPlan, nodePodCoverage, type RangeGroup } from '../analyze/addressing.ts';
 import { clusterCIDRs } from '../analyze/capacity.ts';
 import { CATALOG, type AvoidRange } from '../analyze/catalog.ts';
+import { describeLive, liveIn, liveIndex, type LiveAddress } from '../analyze/live.ts';
 import type { Family, Snapshot } from '../cluster/types.ts';
 import { parseVersion } from '../cluster/version.ts';
 import {
-  bits, contains, familyName, formatCidr, formatIP, NetError, overlaps, parseCidr, parseIP, supernet, tryParseCidr,
+  bits, cidrToRange, contains, familyName, formatCidr, formatIP, NetError, overlaps, parseCidr, parseIP, supernet, tryParseCidr,
   type Cidr,
 } from '../net/index.ts';
 import {
@@ -85,28 +86,27 @@ interface Obstacle {
   what: string;
 }
 
+/** A ServiceCIDR for NEW (or part of it) added by an earlier run is the target itself, not an obstacle. */
+function ownServiceCIDR(g: RangeGroup, target: Map<Family, Cidr>): boolean {
+  const t = target.get(g.parsed.family);
+  return g.role === 'service' && !!t && contains(t, g.parsed) && g.sources.every((s) => s.startsWith('ServiceCIDR/'));
+}
+
 /**
- * Everything NEW must not overlap: the cluster's own ranges (the current service range included; the kOps
- * nonMasqueradeCIDR excepted, NEW belongs inside it), node podCIDRs, node addresses, catalog entries of
- * severity error or warning, and --avoid ranges.
+ * Every range NEW must not overlap: the cluster's own ranges (the current service range included; the kOps
+ * nonMasqueradeCIDR excepted, NEW belongs inside it), node podCIDRs, catalog entries of severity error or
+ * warning, and --avoid ranges. Live addresses (node addresses among them) are checked by `liveHits`.
  */
 export function targetObstacles(snap: Snapshot, avoid: readonly AvoidRange[], target: Map<Family, Cidr>): Obstacle[] {
   const out: Obstacle[] = [];
   const ROLE: Record<string, string> = { service: 'the current service range', pod: 'pod range', pool: 'Calico pool', node: 'node network' };
   for (const g of addressPlan(snap)) {
     if (g.role === 'masquerade') continue;
-    // A ServiceCIDR for NEW (or part of it) added by an earlier run is the target itself, not an obstacle.
-    const t = target.get(g.parsed.family);
-    if (g.role === 'service' && t && contains(t, g.parsed) && g.sources.every((s) => s.startsWith('ServiceCIDR/'))) continue;
+    if (ownServiceCIDR(g, target)) continue;
     out.push({ cidr: g.parsed, what: `${ROLE[g.role] ?? g.role} (${g.sources.join(', ')})` });
   }
   for (const c of nodePodCoverage(snap)) out.push({ cidr: c, what: 'node podCIDRs' });
-  for (const n of snap.nodes) {
-    for (const a of [...n.internalIPs, ...n.externalIPs]) {
-      const c = tryParseCidr(a.includes(':') ? `${a}/128` : `${a}/32`);
-      if (c) out.push({ cidr: c, what: `address of node ${n.name}` });
-    }
-  }
+  // Node addresses are live addresses: overlapHits finds them with every other one (liveHits).
   for (const k of CATALOG) {
     if (k.severity === 'info') continue;
     out.push({ cidr: parseCidr(k.cidr), what: `${k.name}: ${k.reason}` });
@@ -119,12 +119,32 @@ export function targetObstacles(snap: Snapshot, avoid: readonly AvoidRange[], ta
 }
 
 /**
- * "NEW overlaps X (what)" for every obstacle NEW overlaps; an obstacle inside another one that is hit (e.g. a node
- * address inside the node network), or equal to an earlier one, is not repeated.
+ * "NEW contains ADDRESS, the ClusterIP of ns/name (and N more live addresses)" for each range of NEW that holds a
+ * live address (a ClusterIP, a pod IP, a node address: occupied means configured or live), found by binary search
+ * in the snapshot's sorted addresses. ClusterIPs inside a ServiceCIDR for NEW that an earlier run added are NEW's
+ * own and do not count.
+ */
+export function liveHits(snap: Snapshot, target: Map<Family, Cidr>): string[] {
+  const own = addressPlan(snap).filter((g) => ownServiceCIDR(g, target)).map((g) => g.parsed);
+  const index = liveIndex(snap);
+  const hits: string[] = [];
+  for (const t of target.values()) {
+    const mine = own.filter((c) => c.family === t.family);
+    const skip = mine.length > 0 ? (a: LiveAddress) => a.kind === 'cluster-ip' && mine.some((c) => contains(c, a)) : undefined;
+    const { count, first } = liveIn(index, cidrToRange(t), skip ? { skip } : {});
+    if (!first[0]) continue;
+    hits.push(`${formatCidr(t)} contains ${describeLive(first[0])}${count > 1 ? ` and ${count - 1} more live address${count > 2 ? 'es' : ''}` : ''}`);
+  }
+  return hits;
+}
+
+/**
+ * Why NEW is in use: the live addresses it contains (liveHits, first), then "NEW overlaps X (what)" for every
+ * obstacle NEW overlaps; an obstacle inside another one that is hit, or equal to an earlier one, is not repeated.
  */
 export function overlapHits(snap: Snapshot, avoid: readonly AvoidRange[], target: Map<Family, Cidr>): string[] {
   const obstacles = targetObstacles(snap, avoid, target);
-  const hits: string[] = [];
+  const hits: string[] = liveHits(snap, target);
   for (const t of target.values()) {
     const hit = obstacles.filter((o) => o.cidr.family === t.family && overlaps(t, o.cidr));
     const shown = hit.filter((o, i) => !hit.some((p, j) => j !== i && contains(p.cidr, o.cidr) && (p.cidr.prefix < o.cidr.prefix || j < i)));
@@ -182,7 +202,7 @@ export function targetChecks(snap: Snapshot, opts: PreflightOptions): { checks: 
     }
     : {
       id: 'target-conflicts', status: 'pass', target: true,
-      message: `${newText} overlaps no cluster range, node address, well-known network or --avoid range`, fix: '',
+      message: `${newText} overlaps no cluster range, well-known network or --avoid range and holds no live address (ClusterIP, pod IP, node address)`, fix: '',
     });
 
   // Tool defaults (catalog info): not refused, but other clusters built on defaults collide.
