@@ -11,7 +11,7 @@ import { describeLive, liveIn, liveIndex, type LiveAddress } from '../analyze/li
 import type { Family, Snapshot } from '../cluster/types.ts';
 import { parseVersion } from '../cluster/version.ts';
 import {
-  bits, cidrToRange, contains, familyName, formatCidr, formatIP, NetError, overlaps, parseCidr, parseIP, supernet, tryParseCidr,
+  bits, cidrToRange, contains, familyName, formatCidr, formatIP, NetError, overlaps, parseCidr, parseIP, subtract, supernet, tryParseCidr,
   type Cidr,
 } from '../net/index.ts';
 import {
@@ -121,19 +121,25 @@ export function targetObstacles(snap: Snapshot, avoid: readonly AvoidRange[], ta
 /**
  * "NEW contains ADDRESS, the ClusterIP of ns/name (and N more live addresses)" for each range of NEW that holds a
  * live address (a ClusterIP, a pod IP, a node address: occupied means configured or live), found by binary search
- * in the snapshot's sorted addresses. ClusterIPs inside a ServiceCIDR for NEW that an earlier run added are NEW's
- * own and do not count.
+ * in the snapshot's sorted addresses. The address named is the first one outside every range in `known` (the
+ * obstacles NEW overlaps, reported beside it), else the first one. ClusterIPs inside a ServiceCIDR for NEW that an
+ * earlier run added are NEW's own and do not count.
  */
-export function liveHits(snap: Snapshot, target: Map<Family, Cidr>): string[] {
+export function liveHits(snap: Snapshot, target: Map<Family, Cidr>, known: readonly Cidr[] = []): string[] {
   const own = addressPlan(snap).filter((g) => ownServiceCIDR(g, target)).map((g) => g.parsed);
   const index = liveIndex(snap);
   const hits: string[] = [];
   for (const t of target.values()) {
     const mine = own.filter((c) => c.family === t.family);
-    const skip = mine.length > 0 ? (a: LiveAddress) => a.kind === 'cluster-ip' && mine.some((c) => contains(c, a)) : undefined;
-    const { count, first } = liveIn(index, cidrToRange(t), skip ? { skip } : {});
+    const opts = mine.length > 0 ? { skip: (a: LiveAddress) => a.kind === 'cluster-ip' && mine.some((c) => contains(c, a)) } : {};
+    const { count, first } = liveIn(index, cidrToRange(t), opts);
     if (!first[0]) continue;
-    hits.push(`${formatCidr(t)} contains ${describeLive(first[0])}${count > 1 ? ` and ${count - 1} more live address${count > 2 ? 'es' : ''}` : ''}`);
+    let named = first[0];
+    for (const r of subtract(t, known.filter((k) => k.family === t.family))) {
+      const outside = liveIn(index, r, opts).first[0];
+      if (outside) { named = outside; break; }
+    }
+    hits.push(`${formatCidr(t)} contains ${describeLive(named)}${count > 1 ? ` (and ${count - 1} more live address${count > 2 ? 'es' : ''})` : ''}`);
   }
   return hits;
 }
@@ -144,13 +150,15 @@ export function liveHits(snap: Snapshot, target: Map<Family, Cidr>): string[] {
  */
 export function overlapHits(snap: Snapshot, avoid: readonly AvoidRange[], target: Map<Family, Cidr>): string[] {
   const obstacles = targetObstacles(snap, avoid, target);
-  const hits: string[] = liveHits(snap, target);
+  const ranges: string[] = [];
+  const known: Cidr[] = [];
   for (const t of target.values()) {
     const hit = obstacles.filter((o) => o.cidr.family === t.family && overlaps(t, o.cidr));
     const shown = hit.filter((o, i) => !hit.some((p, j) => j !== i && contains(p.cidr, o.cidr) && (p.cidr.prefix < o.cidr.prefix || j < i)));
-    for (const o of shown) hits.push(`${formatCidr(t)} overlaps ${formatCidr(o.cidr)} (${o.what})`);
+    for (const o of shown) ranges.push(`${formatCidr(t)} overlaps ${formatCidr(o.cidr)} (${o.what})`);
+    known.push(...shown.map((o) => o.cidr));
   }
-  return hits;
+  return [...liveHits(snap, target, known), ...ranges];
 }
 
 function summarize(xs: string[], max = 3): string {
@@ -272,9 +280,40 @@ export function certFix(snap: Snapshot, newFirst: string, oldFirst: string | und
   }
 }
 
+/**
+ * Check `service-range`, only when the current service range of a family NEW moves is not read from the cluster's
+ * configuration: warn when it was inferred from the ClusterIPs (the evidence is stated), fail when there is none
+ * (nothing to move from: no ServiceCIDR to drain, no flag to change, nothing to roll back to).
+ */
+export function serviceRangeCheck(snap: Snapshot, target: Map<Family, Cidr>): PreflightCheck | undefined {
+  const current = currentServiceRanges(snap);
+  const unknown = [...target.keys()].filter((f) => !current.some((c) => c.family === f));
+  if (unknown.length > 0) {
+    const why = unknown.map((f) => snap.serviceRangeInference?.find((i) => i.family === f && !i.cidr)?.evidence
+      ?? `no ${familyName(f)} service range is configured where it can be read, and no Service has a ${familyName(f)} ClusterIP`);
+    return {
+      id: 'service-range', status: 'fail',
+      message: `the current service range is unknown: ${why.join('; ')}; nothing can be planned from it (no ServiceCIDR to drain, no --service-cluster-ip-range to change, no range to roll back to)`,
+      fix: 'include what names it in the input: the kube-apiserver pods (--service-cluster-ip-range), ServiceCIDR objects (1.29+), the kubeadm-config ConfigMap or the kOps Cluster spec, '
+        + 'and Service default/kubernetes with the DNS Service (the range is inferred from their ClusterIPs when nothing names it)',
+    };
+  }
+  const inferred = (snap.serviceRangeInference ?? []).filter((i) => i.cidr && target.has(i.family));
+  if (inferred.length === 0) return undefined;
+  return {
+    id: 'service-range', status: 'warn',
+    message: inferred.map((i) => `the current service range ${i.cidr} is ${i.evidence}`).join('; ')
+      + ': it is the smallest range holding them, the configured one may be larger',
+    fix: 'check it against the cluster\'s own setting (k3s/RKE2 --service-cidr, the managed platform\'s service range, OpenShift serviceNetwork) before apply; '
+      + 'give the apiserver flags, ServiceCIDR objects or the distribution config in the input to read it instead',
+  };
+}
+
 /** Every check other than the target ones. */
 export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping: readonly ServiceMapping[], opts: PreflightOptions): PreflightCheck[] {
   const checks: PreflightCheck[] = [];
+  const range = serviceRangeCheck(snap, target);
+  if (range) checks.push(range);
   checks.push(sizeCheck(target, mapping, opts.headroom ?? 2));
 
   // ServiceCIDR API.
@@ -409,10 +448,14 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
   // Cluster DNS.
   const dns = mapping.find((m) => m.isDNS);
   if (!snap.dnsService || !dns) {
+    const moves = mapping.filter((m) => m.action === 'move' && !m.isKubernetes).length;
     checks.push({
-      id: 'cluster-dns', status: 'warn',
-      message: 'cluster DNS Service not found (no Service at the kubelets\' clusterDNS, none selecting k8s-app=kube-dns): no DNS step is planned',
-      fix: 'include the kubelet configuration (kubeadm kubelet-config ConfigMap, kOps spec) and kube-system Services in the input',
+      id: 'cluster-dns', status: moves > 0 ? 'fail' : 'warn',
+      message: 'cluster DNS Service not found (no Service at the kubelets\' clusterDNS, none of the well-known DNS Services such as kube-system/kube-dns or coredns selecting k8s-app=kube-dns)'
+        + (moves > 0
+          ? `: the plan moves ${moves} Service(s), and the DNS Service among them would be moved like any other, its bridge removed with no kubelet clusterDNS gate before it, and every pod's DNS lost`
+          : ': no DNS step is planned'),
+      fix: 'include the kubelet configuration (kubeadm kubelet-config ConfigMap, kOps spec: its clusterDNS names the DNS Service) and the DNS Service itself in the input',
     });
   } else {
     const local = snap.clusterDNS.length > 0 && !snap.clusterDNS.some((a) => dns.from.includes(a));
@@ -526,6 +569,8 @@ export function proposeNonMasquerade(snap: Snapshot, svc: Cidr): string | undefi
 export function runPreflight(snap: Snapshot, opts: PreflightOptions & { tierKey?: string }, mapping?: readonly ServiceMapping[]): PreflightCheck[] {
   const t = targetChecks(snap, opts);
   if (!t.target || t.checks.some((c) => c.status === 'fail' && (c.id === 'target-parse' || c.id === 'target-family'))) return t.checks;
+  const range = serviceRangeCheck(snap, t.target);
+  if (range?.status === 'fail') return [...t.checks, range];
   const m = mapping ?? mapServices(snap, { target: opts.target, keep: opts.keep, tierKey: opts.tierKey });
   return [...t.checks, ...clusterChecks(snap, t.target, m, opts)];
 }
