@@ -16,7 +16,7 @@ export type ConflictKind =
   | 'node-podcidr-outside'       // a node's podCIDR is outside kube-controller-manager's --cluster-cidr
   | 'node-podcidr-overlap'       // two nodes' podCIDRs overlap, or one overlaps a service range
   | 'node-ip-inside'             // a node address lies inside a pod, pool or service range
-  | 'live-address'               // live ClusterIPs or pod IPs inside a range they must not be in (a pod or service range, a well-known or avoided range)
+  | 'live-address'               // live ClusterIPs, pod IPs (or node addresses) inside a range they must not be in (a pod or service range, a well-known or avoided range)
   | 'live-collision';            // two holders of one address: a pod IP that is also a ClusterIP or a node address, ...
 
 export interface ConflictSide {
@@ -256,7 +256,7 @@ const MAX_LISTED_COLLISIONS = 10;
 /** "3 pod IPs" / "10.1.2.3" and "pod IP (ns/a, ns/b and 1 more)" for live addresses of one kind. */
 function liveSide(kind: LiveKind, count: number, first: readonly LiveAddress[]): ConflictSide {
   const name = LIVE_KIND_NAME[kind];
-  const singular = name.replace(/es$/, '').replace(/s$/, '');
+  const singular = name.replace(/(address)es$|s$/, '$1');
   const holders = first.map((a) => `${a.holder} ${formatIP(a)}`);
   const more = count - first.length;
   return {
@@ -270,10 +270,10 @@ function liveSide(kind: LiveKind, count: number, first: readonly LiveAddress[]):
  *  - one address held twice (a pod IP that is also a ClusterIP or another pod's or node's address);
  *  - ClusterIPs inside a pod range, pool or configured node network, pod IPs inside a service range, unless the
  *    address lies in a range of its own role that overlaps that range (then the range overlap is the finding);
- *  - ClusterIPs and pod IPs inside a well-known range (severity error or warning) or an --avoid range, outside
- *    every cluster range already reported against it: e.g. EKS custom networking, where pods hold 100.64.x
- *    addresses and no pod range is configured anywhere.
- * Node addresses are judged by nodeAddressConflicts and, through the node network, by the catalog check.
+ *  - ClusterIPs, pod IPs and node addresses inside a well-known range (severity error or warning) or an --avoid
+ *    range, outside every cluster range already reported against it: e.g. EKS custom networking, where pods hold
+ *    100.64.x addresses and no pod range is configured anywhere.
+ * Node addresses inside pod and service ranges are judged by nodeAddressConflicts.
  */
 function liveConflicts(snap: Snapshot, groups: readonly RangeGroup[], avoid: readonly AvoidRange[]): Conflict[] {
   const out: Conflict[] = [];
@@ -316,11 +316,12 @@ function liveConflicts(snap: Snapshot, groups: readonly RangeGroup[], avoid: rea
     // Addresses inside a cluster range that overlaps k are covered by that range's own finding.
     const covered = merge(groups.filter((g) => overlaps(g.parsed, kc)).map((g) => g.parsed));
     const rest = subtract(kc, covered);
-    for (const kind of ['cluster-ip', 'pod'] as const) {
+    for (const kinds of [['cluster-ip'], ['pod'], ['node', 'host-network']] as const) {
+      const kind = kinds[0];
       let count = 0;
       const first: LiveAddress[] = [];
       for (const r of rest) {
-        const hit = liveIn(index, r, { kinds: [kind], limit: 3 - first.length });
+        const hit = liveIn(index, r, { kinds, limit: 3 - first.length });
         count += hit.count;
         first.push(...hit.first);
       }

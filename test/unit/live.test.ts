@@ -138,6 +138,10 @@ describe('inspect: live addresses in conflicts and capacity', () => {
     const text = renderInspect(report, false);
     assert.match(text, /pod range unknown/);
     assert.doesNotMatch(text, /outside known pod ranges/);
+    // A node's ExternalIP in CGNAT (outside the node network guessed from the InternalIPs) is one too.
+    const tailnet = snapOf([...eksCustomNetworkingObjects(), node('ip-10-0-3-30', '10.0.3.30', undefined, '100.101.7.9')]);
+    const n = findConflicts(tailnet).filter((x) => x.kind === 'live-address' && x.a.what.startsWith('live node address'));
+    assert.deepEqual(n.map((x) => [x.a.cidr, x.a.what, x.b.cidr]), [['100.101.7.9', 'live node address (ip-10-0-3-30 100.101.7.9)', '100.64.0.0/10']]);
     // With a known pod range the count is printed as before.
     assert.match(renderInspect(inspect(snapOf(k3sObjects())), false), /0 IPs outside known pod ranges/);
   });
