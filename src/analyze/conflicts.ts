@@ -4,7 +4,7 @@ import {
 } from '../net/index.ts';
 import { addressPlan, cidrsOf, nodePodCIDRs, type RangeGroup } from './addressing.ts';
 import { CATALOG, type AvoidRange, type Severity } from './catalog.ts';
-import { holderText, LIVE_KIND_NAME, liveIn, liveIndex, type LiveAddress, type LiveKind } from './live.ts';
+import { holderText, LIVE_KIND_NAME, liveIn, liveIndex, MAX_COLLISIONS, type LiveAddress, type LiveKind } from './live.ts';
 
 export type ConflictKind =
   | 'overlap'                    // two cluster ranges of roles that must be disjoint overlap
@@ -283,7 +283,7 @@ function liveConflicts(snap: Snapshot, groups: readonly RangeGroup[], avoid: rea
       severity: 'error', kind: 'live-collision',
       a: { cidr: formatIP(c.a), what: holderText(c.a) }, b: { cidr: formatIP(c.b), what: holderText(c.b) },
       reason: `one address, two holders (${holderText(c.a)} and ${holderText(c.b)}): traffic to it reaches only one of them`
-        + (index.collisions.length > MAX_LISTED_COLLISIONS ? ` (${index.collisions.length >= 100 ? 'at least ' : ''}${index.collisions.length} such addresses, ${MAX_LISTED_COLLISIONS} listed)` : ''),
+        + (index.collisions.length > MAX_LISTED_COLLISIONS ? ` (${index.collisions.length >= MAX_COLLISIONS ? 'at least ' : ''}${index.collisions.length} such addresses, ${MAX_LISTED_COLLISIONS} listed)` : ''),
     });
   });
 

@@ -160,6 +160,14 @@ describe('inspect: live addresses in conflicts and capacity', () => {
     assert.match(c[1]!.a.what, /shop\/web-1/);
   });
 
+  it('many collisions: ten are listed, each saying how many there are', () => {
+    const objects: KubeObject[] = [node('n1', '192.168.1.5')];
+    for (let i = 0; i < 15; i++) objects.push(service('shop', `s${i}`, `10.43.1.${i + 1}`), pod('shop', `p${i}`, `10.43.1.${i + 1}`, 'n1'));
+    const col = findConflicts(snapOf(objects)).filter((x) => x.kind === 'live-collision');
+    assert.equal(col.length, 10);
+    assert.match(col[0]!.reason, /\(15 such addresses, 10 listed\)$/);
+  });
+
   it('kOps legacy pool: the pod holding a ClusterIP is a collision naming both; kops-tailscale has no live findings (its ranges say it all)', async () => {
     const legacy = buildSnapshot(await readInventoryFiles([ex('kops-legacy-pool')]));
     const col = findConflicts(legacy).filter((x) => x.kind === 'live-collision');
