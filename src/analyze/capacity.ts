@@ -1,6 +1,6 @@
 import type { Snapshot } from '../cluster/types.ts';
 import { bits, contains, formatCidr, parseIP, tryParseCidr, usable, type Cidr, type IP } from '../net/index.ts';
-import { addressPlan } from './addressing.ts';
+import { addressPlan, nodePodCoverage } from './addressing.ts';
 import { toCount, type Count } from './calc.ts';
 
 export interface NodeIpamCapacity {
@@ -49,7 +49,11 @@ export interface Capacity {
   maxNodes?: Count;
   nodeIpam: NodeIpamCapacity[];
   nodes: { total: number; withPodCIDR: number; withoutPodCIDR: number; waiting: string[] };
-  pods: { total: number; hostNetwork: number; outsideKnownRanges: number };
+  /**
+   * outsideKnownRanges: pod IPs in no known pod range, pool or node podCIDR; podRangeKnown: false when the
+   * cluster shows none of those (the count then means nothing: the pod range is unknown).
+   */
+  pods: { total: number; hostNetwork: number; outsideKnownRanges: number; podRangeKnown: boolean };
   services: { total: number; withClusterIP: number; headless: number; externalName: number; loadBalancer: number; nodePort: number };
   serviceRanges: ServiceRangeCapacity[];
   podRanges: PodRangeUsage[];
@@ -152,6 +156,8 @@ export function computeCapacity(snap: Snapshot): Capacity {
   });
 
   const podGroups = plan.filter((g) => g.role === 'pod' || g.role === 'pool');
+  const nodePods = podGroups.length > 0 ? [] : nodePodCoverage(snap);
+  const podRangeKnown = podGroups.length > 0 || nodePods.length > 0;
   const podUse = podGroups.map(() => 0);
   let hostNetwork = 0;
   let outside = 0;
@@ -164,7 +170,8 @@ export function computeCapacity(snap: Snapshot): Capacity {
       podGroups.forEach((g, i) => {
         if (contains(g.parsed, ip)) { podUse[i]!++; hit = true; }
       });
-      if (!hit && podGroups.length > 0) outside++;
+      if (!hit && nodePods.some((c) => contains(c, ip))) hit = true;
+      if (!hit && podRangeKnown) outside++;
     }
   }
 
@@ -191,7 +198,7 @@ export function computeCapacity(snap: Snapshot): Capacity {
       total: snap.nodes.length, withPodCIDR: withPod.length, withoutPodCIDR: without.length,
       waiting: without.slice(0, MAX_LISTED).map((n) => n.name),
     },
-    pods: { total: snap.pods.length, hostNetwork, outsideKnownRanges: outside },
+    pods: { total: snap.pods.length, hostNetwork, outsideKnownRanges: outside, podRangeKnown },
     services: svcCounts,
     serviceRanges,
     podRanges: podGroups.map((g, i) => ({ cidr: g.cidr, role: g.role as 'pod' | 'pool', sources: g.sources, podIPs: podUse[i]! })),

@@ -1,9 +1,10 @@
 import type { Snapshot } from '../cluster/types.ts';
 import {
-  contains, formatCidr, formatIP, overlaps, parseCidr, tryParseCidr, type Cidr, type IP, parseIP,
+  contains, formatCidr, formatIP, merge, overlaps, parseCidr, subtract, toRange, tryParseCidr, type Cidr, type IP, parseIP,
 } from '../net/index.ts';
 import { addressPlan, cidrsOf, nodePodCIDRs, type RangeGroup } from './addressing.ts';
 import { CATALOG, type AvoidRange, type Severity } from './catalog.ts';
+import { holderText, LIVE_KIND_NAME, liveIn, liveIndex, MAX_COLLISIONS, type LiveAddress, type LiveKind } from './live.ts';
 
 export type ConflictKind =
   | 'overlap'                    // two cluster ranges of roles that must be disjoint overlap
@@ -15,7 +16,9 @@ export type ConflictKind =
   | 'node-podcidr-outside'       // a node's podCIDR is outside kube-controller-manager's --cluster-cidr
   | 'node-podcidr-overlap'       // two nodes' podCIDRs overlap, or one overlaps a service range
   | 'node-ip-inside'             // a node address lies inside a pod, pool or service range
-  | 'platform-reserved';         // a range the platform reserves for itself (snap.platform.reserved) overlaps one
+  | 'platform-reserved'          // a range the platform reserves for itself (snap.platform.reserved) overlaps one
+  | 'live-address'               // live ClusterIPs, pod IPs (or node addresses) inside a range they must not be in (a pod or service range, a well-known or avoided range)
+  | 'live-collision';            // two holders of one address: a pod IP that is also a ClusterIP or a node address, ...
 
 export interface ConflictSide {
   cidr: string;
@@ -147,7 +150,8 @@ export function findConflicts(snap: Snapshot, opts: ConflictOptions = {}): Confl
     }
   }
 
-  out.push(...nodePodCIDRConflicts(snap), ...nodeAddressConflicts(snap), ...platformReservedConflicts(snap, groups, opts.avoid ?? []));
+  out.push(...nodePodCIDRConflicts(snap), ...nodeAddressConflicts(snap), ...platformReservedConflicts(snap, groups, opts.avoid ?? []),
+    ...liveConflicts(snap, groups, opts.avoid ?? []));
   const rank: Record<Severity, number> = { error: 0, warning: 1, info: 2 };
   return out.sort((p, q) => rank[p.severity] - rank[q.severity]);
 }
@@ -274,6 +278,91 @@ function nodeAddressConflicts(snap: Snapshot): Conflict[] {
         ? 'kube-proxy captures traffic to these node addresses as ClusterIP traffic'
         : 'traffic to these node addresses is routed into the pod network',
     });
+  }
+  return out;
+}
+
+/** At most this many collisions are listed one by one. */
+const MAX_LISTED_COLLISIONS = 10;
+
+/** "3 pod IPs" / "10.1.2.3" and "pod IP (ns/a, ns/b and 1 more)" for live addresses of one kind. */
+function liveSide(kind: LiveKind, count: number, first: readonly LiveAddress[]): ConflictSide {
+  const name = LIVE_KIND_NAME[kind];
+  const singular = name.replace(/(address)es$|s$/, '$1');
+  const holders = first.map((a) => `${a.holder} ${formatIP(a)}`);
+  const more = count - first.length;
+  return {
+    cidr: count === 1 ? formatIP(first[0]!) : `${count} ${name}`,
+    what: `live ${singular} (${holders.join(', ')}${more > 0 ? ` and ${more} more` : ''})`,
+  };
+}
+
+/**
+ * Live addresses where they must not be, whatever the configured ranges say (occupied means configured or live):
+ *  - one address held twice (a pod IP that is also a ClusterIP or another pod's or node's address);
+ *  - ClusterIPs inside a pod range, pool or configured node network, pod IPs inside a service range, unless the
+ *    address lies in a range of its own role that overlaps that range (then the range overlap is the finding);
+ *  - ClusterIPs, pod IPs and node addresses inside a well-known range (severity error or warning) or an --avoid
+ *    range, outside every cluster range already reported against it: e.g. EKS custom networking, where pods hold
+ *    100.64.x addresses and no pod range is configured anywhere.
+ * Node addresses inside pod and service ranges are judged by nodeAddressConflicts.
+ */
+function liveConflicts(snap: Snapshot, groups: readonly RangeGroup[], avoid: readonly AvoidRange[]): Conflict[] {
+  const out: Conflict[] = [];
+  const index = liveIndex(snap);
+  index.collisions.slice(0, MAX_LISTED_COLLISIONS).forEach((c) => {
+    out.push({
+      severity: 'error', kind: 'live-collision',
+      a: { cidr: formatIP(c.a), what: holderText(c.a) }, b: { cidr: formatIP(c.b), what: holderText(c.b) },
+      reason: `one address, two holders (${holderText(c.a)} and ${holderText(c.b)}): traffic to it reaches only one of them`
+        + (index.collisions.length > MAX_LISTED_COLLISIONS ? ` (${index.collisions.length >= MAX_COLLISIONS ? 'at least ' : ''}${index.collisions.length} such addresses, ${MAX_LISTED_COLLISIONS} listed)` : ''),
+    });
+  });
+
+  const own: Partial<Record<LiveKind, RangeGroup[]>> = {
+    'cluster-ip': groups.filter((g) => g.role === 'service'),
+    pod: groups.filter((g) => g.role === 'pod' || g.role === 'pool'),
+  };
+  const foreign: Array<{ roles: string[]; kind: LiveKind; reason: string }> = [
+    { roles: ['pod', 'pool'], kind: 'cluster-ip', reason: 'a ClusterIP inside the pod range can be handed to a pod as well: traffic to one reaches the other' },
+    { roles: ['node'], kind: 'cluster-ip', reason: 'kube-proxy captures traffic to these addresses of the node network as ClusterIP traffic' },
+    { roles: ['service'], kind: 'pod', reason: 'a pod IP inside the service range can equal a ClusterIP: traffic to one reaches the other' },
+  ];
+  for (const f of foreign) {
+    for (const g of groups.filter((x) => f.roles.includes(x.role) && !isGuessedNodeNetwork(x))) {
+      const mine = (own[f.kind] ?? []).filter((o) => overlaps(o.parsed, g.parsed));
+      const { count, first } = liveIn(index, toRange(g.parsed), {
+        kinds: [f.kind], limit: 3, ...(mine.length > 0 ? { skip: (a: LiveAddress) => mine.some((o) => contains(o.parsed, a)) } : {}),
+      });
+      if (count > 0) out.push({ severity: 'error', kind: 'live-address', a: liveSide(f.kind, count, first), b: side(g), reason: f.reason });
+    }
+  }
+
+  const known: Array<{ cidr: string; what: string; severity: Severity; reason: string }> = [
+    ...CATALOG.filter((k) => k.severity !== 'info').map((k) => ({ cidr: k.cidr, what: k.name, severity: k.severity, reason: k.reason })),
+    ...avoid.map((a) => ({ cidr: a.cidr, what: `avoided range (${a.from})`, severity: 'warning' as Severity, reason: a.reason || 'listed as a range to avoid' })),
+  ];
+  for (const k of known) {
+    const kc = tryParseCidr(k.cidr);
+    if (!kc) continue;
+    // Addresses inside a cluster range that overlaps k are covered by that range's own finding.
+    const covered = merge(groups.filter((g) => overlaps(g.parsed, kc)).map((g) => g.parsed));
+    const rest = subtract(kc, covered);
+    for (const kinds of [['cluster-ip'], ['pod'], ['node', 'host-network']] as const) {
+      const kind = kinds[0];
+      let count = 0;
+      const first: LiveAddress[] = [];
+      for (const r of rest) {
+        const hit = liveIn(index, r, { kinds, limit: 3 - first.length });
+        count += hit.count;
+        first.push(...hit.first);
+      }
+      if (count === 0) continue;
+      out.push({
+        severity: k.severity, kind: 'live-address', a: liveSide(kind, count, first), b: { cidr: k.cidr, what: k.what },
+        reason: k.reason,
+      });
+    }
   }
   return out;
 }

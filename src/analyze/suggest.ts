@@ -1,10 +1,11 @@
 import type { Snapshot } from '../cluster/types.ts';
 import {
-  alignUp, bits, cidrLast, formatCidr, NetError, parseCidr, smallestPrefixFor, tryParseCidr,
+  alignUp, bits, cidrLast, formatCidr, formatIP, NetError, parseCidr, smallestPrefixFor, tryParseCidr,
   type Cidr, type Family,
 } from '../net/index.ts';
 import { addressPlan, nodePodCoverage } from './addressing.ts';
 import { CATALOG, type AvoidRange } from './catalog.ts';
+import { holderText, liveIn, liveIndex } from './live.ts';
 
 /**
  * Where `suggest` looks, in this order (documented in the README): the private ranges of RFC 1918 from the
@@ -167,6 +168,7 @@ export function suggest(snap: Snapshot, opts: SuggestOptions): Suggestion {
   }
 
   const obs = obstacles(snap, opts.avoid ?? []).filter((o) => o.cidr.family === family);
+  const live = liveIndex(snap);
   const spaces = SEARCH_SPACES[family].map((s) => parseCidr(s));
   const found: Cidr[] = [];
   const rejected: Rejection[] = [];
@@ -180,6 +182,11 @@ export function suggest(snap: Snapshot, opts: SuggestOptions): Suggestion {
     while (cand + blockSize - 1n <= spaceEnd && found.length < wantMore) {
       const end = cand + blockSize - 1n;
       const hit = obs.filter((o) => o.cidr.network <= end && cidrLast(o.cidr) >= cand);
+      if (hit.length === 0) {
+        // Occupied means configured or live: a ClusterIP, pod IP or node address outside every known range.
+        const a = liveIn(live, { family, start: cand, end }).first[0];
+        if (a) hit.push({ cidr: { family, network: a.value, prefix: width }, label: formatIP(a), reason: holderText(a) });
+      }
       if (hit.length === 0) {
         found.push({ family, network: cand, prefix });
         cand += blockSize;

@@ -8,7 +8,7 @@
  * a node address, an annotation) becomes a warning and is left out.
  */
 import { type Cidr, contains, formatCidr, formatIP, parseCidr, parseIP } from '../net/index.ts';
-import type { KopsNetworking, KubeadmNetworking, NodeInfo, RawInventory, ServiceInfo, Snapshot } from './types.ts';
+import type { KopsNetworking, KubeadmNetworking, NodeInfo, RawInventory, Snapshot } from './types.ts';
 import { Builder } from './builder.ts';
 import { inferServerVersion } from './version.ts';
 import { validateInventory } from './validate.ts';
@@ -24,8 +24,17 @@ import type { CniResult } from '../cni/detect.ts';
 import { detectPlatform, platformDnsServices } from '../platform/registry.ts';
 import type { PlatformFacts } from '../platform/types.ts';
 import { detectIpamOwner } from '../ipam/registry.ts';
+import { DNS_SERVICE_CANDIDATES, findDnsService, type DnsServiceCandidate } from './dns-service.ts';
+import { inferServiceRanges } from './service-range.ts';
+
+export { DNS_SERVICE_CANDIDATES, type DnsServiceCandidate } from './dns-service.ts';
 
 export { MAX_WARNINGS } from './builder.ts';
+
+export interface BuildOptions {
+  /** The well-known DNS Services to look for when the kubelets' clusterDNS is not known (default DNS_SERVICE_CANDIDATES). */
+  dnsServiceCandidates?: readonly DnsServiceCandidate[];
+}
 
 /** What the phases after the pass over the objects found, to go into the snapshot. */
 interface Findings {
@@ -33,6 +42,7 @@ interface Findings {
   cni: CniResult;
   clusterDNS: string[];
   dnsService: Snapshot['dnsService'];
+  serviceRangeInference: NonNullable<Snapshot['serviceRangeInference']>;
   kubeProxy: Snapshot['kubeProxy'];
   kops: KopsNetworking | undefined;
   kubeadm: KubeadmNetworking | undefined;
@@ -43,7 +53,7 @@ interface Findings {
  * The snapshot of an inventory: validate it, read every object in one pass, then the phases that need all of
  * them (distribution configs, kube-proxy, Service/pool/CNI ranges, node ranges, distribution, DNS Service).
  */
-export function buildSnapshot(raw: RawInventory): Snapshot {
+export function buildSnapshot(raw: RawInventory, opts: BuildOptions = {}): Snapshot {
   const inv = validateInventory(raw);
   const b = new Builder();
   const distro = newDistroSignals();
@@ -69,44 +79,18 @@ export function buildSnapshot(raw: RawInventory): Snapshot {
     configMaps: c.configMaps, distribution, ...(inv.source.kind === 'live' && inv.source.server ? { server: inv.source.server } : {}),
   });
   for (const r of platform.ranges) b.addRange(r.cidr, r.role, r.source, r.label);
-  const dnsService = findDnsService(c.services, clusterDNS, kops, platform.facts.kind, b);
+  const dnsCandidates = opts.dnsServiceCandidates ?? [...platformDnsServices(platform.facts.kind), ...DNS_SERVICE_CANDIDATES];
+  const dnsService = findDnsService(c.services, clusterDNS, kops, b, dnsCandidates);
+  const serviceRangeInference = inferServiceRanges(c.services, dnsService, b);
   const owner = detectIpamOwner({
     plugin: cni.plugin, ipam: cni.ipam, operatorManaged: cni.operatorManaged, evidence: cni.evidence, daemonSets: c.platform.daemonSets,
     pools: c.pools.size, nodesWithPodCIDR: c.nodes.filter((n) => n.podCIDRs.length > 0).length, ...(cni.ipamMode !== undefined ? { ipamMode: cni.ipamMode } : {}),
   });
   if (owner) cni.owner = owner;
-  return assembleSnapshot(inv, b, c, { distribution, cni, clusterDNS, dnsService, kubeProxy, kops, kubeadm, platform: platform.facts });
+  return assembleSnapshot(inv, b, c, { distribution, cni, clusterDNS, dnsService, serviceRangeInference, kubeProxy, kops, kubeadm, platform: platform.facts });
 }
 
 // ---------------------------------------------------------------------------------------------------
-
-/**
- * The cluster DNS Service: the one whose ClusterIP the kubelets (or kOps kubeDNS.serverIP) use as
- * nameserver, else the platform's own DNS Service (src/platform/), else a kube-system Service selecting
- * k8s-app=kube-dns (kube-dns, then coredns, then any).
- */
-function findDnsService(services: ServiceInfo[], clusterDNS: string[], kops: KopsNetworking | undefined, platform: string, b: Builder): Snapshot['dnsService'] {
-  const byClusterIP = new Map<string, ServiceInfo>();
-  for (const s of services) for (const ip of s.clusterIPs) if (!byClusterIP.has(ip)) byClusterIP.set(ip, s);
-  const dnsCandidates: Array<{ ip: string; foundBy: string }> = clusterDNS.map((ip) => ({ ip, foundBy: 'kubelet clusterDNS' }));
-  if (kops?.kubeDNSServerIP) {
-    const ip = b.ip(kops.kubeDNSServerIP, 'kOps spec.kubeDNS.serverIP');
-    if (ip) dnsCandidates.push({ ip, foundBy: 'kOps kubeDNS.serverIP' });
-  }
-  for (const c of dnsCandidates) {
-    const s = byClusterIP.get(c.ip);
-    if (s) return { namespace: s.namespace, name: s.name, clusterIPs: [...s.clusterIPs], foundBy: c.foundBy };
-  }
-  for (const c of platformDnsServices(platform)) {
-    const s = services.find((x) => x.namespace === c.namespace && x.name === c.name && !x.headless && x.clusterIPs.length > 0
-      && (!c.selector || x.selector?.[c.selector.key] === c.selector.value));
-    if (s) return { namespace: s.namespace, name: s.name, clusterIPs: [...s.clusterIPs], foundBy: `the platform's DNS Service${c.selector ? ` (selector ${c.selector.key}=${c.selector.value})` : ''}` };
-  }
-  const bySelector = services.filter((s) => s.namespace === 'kube-system' && s.selector?.['k8s-app'] === 'kube-dns' && !s.headless && s.clusterIPs.length > 0);
-  const s = bySelector.find((x) => x.name === 'kube-dns') ?? bySelector.find((x) => x.name === 'coredns') ?? bySelector[0];
-  if (s) return { namespace: s.namespace, name: s.name, clusterIPs: [...s.clusterIPs], foundBy: 'selector k8s-app=kube-dns' };
-  return undefined;
-}
 
 /** The snapshot from the collected objects and the findings; the builder's ranges and warnings go in last. */
 function assembleSnapshot(inv: RawInventory, b: Builder, c: Collected, f: Findings): Snapshot {
@@ -143,6 +127,7 @@ function assembleSnapshot(inv: RawInventory, b: Builder, c: Collected, f: Findin
   const api = newestServiceCIDRApi(inv.serviceCIDRApiVersions);
   if (api !== undefined) snapshot.serviceCIDRApi = api;
   if (f.dnsService) snapshot.dnsService = f.dnsService;
+  if (f.serviceRangeInference.length > 0) snapshot.serviceRangeInference = f.serviceRangeInference;
   if (f.kubeProxy) snapshot.kubeProxy = f.kubeProxy;
   if (f.kops) snapshot.kops = f.kops;
   if (f.kubeadm) snapshot.kubeadm = f.kubeadm;

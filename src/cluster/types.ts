@@ -189,6 +189,17 @@ export interface ReferenceSource {
   within?: string;
 }
 
+/**
+ * A family whose service range no flag, ServiceCIDR or config names: `cidr` when it was inferred from the
+ * ClusterIPs (`evidence` is the range's source: what it was inferred from), absent when it could not be (`evidence`
+ * says why).
+ */
+export interface ServiceRangeInference {
+  family: Family;
+  cidr?: string;
+  evidence: string;
+}
+
 /** The snapshot: a pure function of a RawInventory. */
 export interface Snapshot {
   source: RawInventory['source'];
@@ -222,8 +233,13 @@ export interface Snapshot {
   serviceCIDRs: ServiceCIDRInfo[];
   /** default/kubernetes ClusterIPs. */
   kubernetesServiceIPs: string[];
-  /** The cluster DNS Service (found by the kubelets' clusterDNS, else by selector k8s-app=kube-dns). */
+  /** The cluster DNS Service (found by the kubelets' clusterDNS, else by a well-known identity: DNS_SERVICE_CANDIDATES). */
   dnsService?: { namespace: string; name: string; clusterIPs: string[]; foundBy: string };
+  /**
+   * Present when a family with ClusterIPs has no configured service range: the range inferred from the ClusterIPs
+   * (also in `ranges`, role service, source "inferred from …"), or why none could be.
+   */
+  serviceRangeInference?: ServiceRangeInference[];
   /** clusterDNS as configured for kubelets (kubeadm kubelet-config, kOps spec), when known. */
   clusterDNS: string[];
 

@@ -10,7 +10,7 @@ import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts'
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
 import { distroPatches, type PatchContext } from './distro-patches.ts';
 import {
-  clusterChecks, proposeNonMasquerade, serviceCIDRApiState, targetChecks, type PreflightCheck, type ServiceCIDRApiState,
+  clusterChecks, proposeNonMasquerade, serviceCIDRApiState, serviceRangeCheck, targetChecks, type PreflightCheck, type ServiceCIDRApiState,
 } from './preflight.ts';
 import {
   enableServiceCIDRApiGate, kubeletClusterDNSGate, restartApiserversGate, restartWorkloadsGate, type ServiceGateInputs,
@@ -86,6 +86,8 @@ export interface MigrationPlan {
       target: string[];
       /** networking.k8s.io version the ServiceCIDR objects use. */
       apiVersion: string;
+      /** Ranges of `from` no configuration names, inferred from the ClusterIPs, with the evidence (absent when none is). */
+      inferred?: Array<{ cidr: string; evidence: string }>;
       /** ServiceCIDRs kept for the IPs that stay in the old range. */
       kept: string[];
       minKeptPrefix: { ipv4: number; ipv6: number };
@@ -188,7 +190,15 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan
   const newFlag = newServiceFlag(oldFlag, target);
   plan.spec.serviceCIDR.target = [...target.values()].map(formatCidr);
   plan.spec.serviceCIDR.to = newFlag;
+  const inferred = (snap.serviceRangeInference ?? []).filter((i) => i.cidr && target.has(familyOf(i.cidr)));
+  if (inferred.length > 0) plan.spec.serviceCIDR.inferred = inferred.map((i) => ({ cidr: i.cidr!, evidence: i.evidence }));
 
+  // No current service range to move from: say so, and plan nothing (no mapping, no step names an empty range).
+  const range = serviceRangeCheck(snap, target);
+  if (range?.status === 'fail') {
+    plan.preflight = [...tc.checks, range];
+    return plan;
+  }
   const mapping = mapServices(snap, { target: opts.target, keep: settings.keep, tierKey: settings.tierKey });
   plan.mapping = mapping;
   plan.preflight = [...tc.checks, ...clusterChecks(snap, target, mapping, {
@@ -627,6 +637,12 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
     } catch { /* a move that is not two CIDRs of one family: nothing to scan */ }
     return p;
   };
+  // A Service part with no current range to move from is no Service plan (its failed service-range check says why).
+  if (base.spec.serviceCIDR && base.spec.serviceCIDR.from.length === 0) {
+    delete base.spec.serviceCIDR;
+    delete base.spec.strategy;
+    delete base.spec.options;
+  }
   if (!opts.pod) return withRefs(base);
   const pod = buildPodSection(snap, { ...opts.pod, avoid: [...(opts.pod.avoid ?? []), ...asAvoid(svcTargets, 'the new Service CIDR of this plan')] });
   base.preflight = [...base.preflight, ...pod.preflight.filter((c) => !base.preflight.some((b) => b.id === c.id))];

@@ -264,7 +264,7 @@ function podConflictCheck(snap: Snapshot, opts: PodPlanOptions, target: Map<Fami
   const hits = overlapHits(snap, opts.avoid ?? [], target);
   return hits.length > 0
     ? { id: 'pod-target-conflicts', status: 'fail', target: true, message: hits.slice(0, 4).join(', ') + (hits.length > 4 ? ` and ${hits.length - 4} more` : ''), fix: 'choose a range that overlaps nothing the cluster uses or must reach (the node network included): `kube-renumber suggest --for pods` finds one' }
-    : pass('pod-target-conflicts', `${newText.join(',')} overlaps no cluster range, node address, well-known network or --avoid range`, true);
+    : pass('pod-target-conflicts', `${newText.join(',')} overlaps no cluster range, well-known network or --avoid range and holds no live address (ClusterIP, pod IP, node address)`, true);
 }
 
 /** One family's new pool, modelled on its old pool: a problem, or the pool and whether NEW holds enough blocks and addresses. */

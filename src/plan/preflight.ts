@@ -4,13 +4,14 @@
  * Checks marked `target: true` judge NEW itself: when one fails the target is refused (the CLI exits 2 and
  * prints no plan).
  */
-import { addressPlan, nodePodCoverage } from '../analyze/addressing.ts';
+import { addressPlan, nodePodCoverage, type RangeGroup } from '../analyze/addressing.ts';
 import { clusterCIDRs } from '../analyze/capacity.ts';
 import { CATALOG, type AvoidRange } from '../analyze/catalog.ts';
+import { describeLive, liveIn, liveIndex, type LiveAddress } from '../analyze/live.ts';
 import type { Family, Snapshot } from '../cluster/types.ts';
 import { parseVersion } from '../cluster/version.ts';
 import {
-  bits, contains, familyName, formatCidr, formatIP, NetError, overlaps, parseCidr, parseIP, supernet, tryParseCidr,
+  bits, cidrToRange, contains, familyName, formatCidr, formatIP, NetError, overlaps, parseCidr, parseIP, subtract, supernet, tryParseCidr,
   type Cidr,
 } from '../net/index.ts';
 import {
@@ -85,28 +86,27 @@ interface Obstacle {
   what: string;
 }
 
+/** A ServiceCIDR for NEW (or part of it) added by an earlier run is the target itself, not an obstacle. */
+function ownServiceCIDR(g: RangeGroup, target: Map<Family, Cidr>): boolean {
+  const t = target.get(g.parsed.family);
+  return g.role === 'service' && !!t && contains(t, g.parsed) && g.sources.every((s) => s.startsWith('ServiceCIDR/'));
+}
+
 /**
- * Everything NEW must not overlap: the cluster's own ranges (the current service range included; the kOps
- * nonMasqueradeCIDR excepted, NEW belongs inside it), node podCIDRs, node addresses, catalog entries of
- * severity error or warning, and --avoid ranges.
+ * Every range NEW must not overlap: the cluster's own ranges (the current service range included; the kOps
+ * nonMasqueradeCIDR excepted, NEW belongs inside it), node podCIDRs, catalog entries of severity error or
+ * warning, and --avoid ranges. Live addresses (node addresses among them) are checked by `liveHits`.
  */
 export function targetObstacles(snap: Snapshot, avoid: readonly AvoidRange[], target: Map<Family, Cidr>): Obstacle[] {
   const out: Obstacle[] = [];
   const ROLE: Record<string, string> = { service: 'the current service range', pod: 'pod range', pool: 'Calico pool', node: 'node network' };
   for (const g of addressPlan(snap)) {
     if (g.role === 'masquerade') continue;
-    // A ServiceCIDR for NEW (or part of it) added by an earlier run is the target itself, not an obstacle.
-    const t = target.get(g.parsed.family);
-    if (g.role === 'service' && t && contains(t, g.parsed) && g.sources.every((s) => s.startsWith('ServiceCIDR/'))) continue;
+    if (ownServiceCIDR(g, target)) continue;
     out.push({ cidr: g.parsed, what: `${ROLE[g.role] ?? g.role} (${g.sources.join(', ')})` });
   }
   for (const c of nodePodCoverage(snap)) out.push({ cidr: c, what: 'node podCIDRs' });
-  for (const n of snap.nodes) {
-    for (const a of [...n.internalIPs, ...n.externalIPs]) {
-      const c = tryParseCidr(a.includes(':') ? `${a}/128` : `${a}/32`);
-      if (c) out.push({ cidr: c, what: `address of node ${n.name}` });
-    }
-  }
+  // Node addresses are live addresses: overlapHits finds them with every other one (liveHits).
   for (const k of CATALOG) {
     if (k.severity === 'info') continue;
     out.push({ cidr: parseCidr(k.cidr), what: `${k.name}: ${k.reason}` });
@@ -119,18 +119,46 @@ export function targetObstacles(snap: Snapshot, avoid: readonly AvoidRange[], ta
 }
 
 /**
- * "NEW overlaps X (what)" for every obstacle NEW overlaps; an obstacle inside another one that is hit (e.g. a node
- * address inside the node network), or equal to an earlier one, is not repeated.
+ * "NEW contains ADDRESS, the ClusterIP of ns/name (and N more live addresses)" for each range of NEW that holds a
+ * live address (a ClusterIP, a pod IP, a node address: occupied means configured or live), found by binary search
+ * in the snapshot's sorted addresses. The address named is the first one outside every range in `known` (the
+ * obstacles NEW overlaps, reported beside it), else the first one. ClusterIPs inside a ServiceCIDR for NEW that an
+ * earlier run added are NEW's own and do not count.
+ */
+export function liveHits(snap: Snapshot, target: Map<Family, Cidr>, known: readonly Cidr[] = []): string[] {
+  const own = addressPlan(snap).filter((g) => ownServiceCIDR(g, target)).map((g) => g.parsed);
+  const index = liveIndex(snap);
+  const hits: string[] = [];
+  for (const t of target.values()) {
+    const mine = own.filter((c) => c.family === t.family);
+    const opts = mine.length > 0 ? { skip: (a: LiveAddress) => a.kind === 'cluster-ip' && mine.some((c) => contains(c, a)) } : {};
+    const { count, first } = liveIn(index, cidrToRange(t), opts);
+    if (!first[0]) continue;
+    let named = first[0];
+    for (const r of subtract(t, known.filter((k) => k.family === t.family))) {
+      const outside = liveIn(index, r, opts).first[0];
+      if (outside) { named = outside; break; }
+    }
+    hits.push(`${formatCidr(t)} contains ${describeLive(named)}${count > 1 ? ` (and ${count - 1} more live address${count > 2 ? 'es' : ''})` : ''}`);
+  }
+  return hits;
+}
+
+/**
+ * Why NEW is in use: the live addresses it contains (liveHits, first), then "NEW overlaps X (what)" for every
+ * obstacle NEW overlaps; an obstacle inside another one that is hit, or equal to an earlier one, is not repeated.
  */
 export function overlapHits(snap: Snapshot, avoid: readonly AvoidRange[], target: Map<Family, Cidr>): string[] {
   const obstacles = targetObstacles(snap, avoid, target);
-  const hits: string[] = [];
+  const ranges: string[] = [];
+  const known: Cidr[] = [];
   for (const t of target.values()) {
     const hit = obstacles.filter((o) => o.cidr.family === t.family && overlaps(t, o.cidr));
     const shown = hit.filter((o, i) => !hit.some((p, j) => j !== i && contains(p.cidr, o.cidr) && (p.cidr.prefix < o.cidr.prefix || j < i)));
-    for (const o of shown) hits.push(`${formatCidr(t)} overlaps ${formatCidr(o.cidr)} (${o.what})`);
+    for (const o of shown) ranges.push(`${formatCidr(t)} overlaps ${formatCidr(o.cidr)} (${o.what})`);
+    known.push(...shown.map((o) => o.cidr));
   }
-  return hits;
+  return [...liveHits(snap, target, known), ...ranges];
 }
 
 function summarize(xs: string[], max = 3): string {
@@ -182,7 +210,7 @@ export function targetChecks(snap: Snapshot, opts: PreflightOptions): { checks: 
     }
     : {
       id: 'target-conflicts', status: 'pass', target: true,
-      message: `${newText} overlaps no cluster range, node address, well-known network or --avoid range`, fix: '',
+      message: `${newText} overlaps no cluster range, well-known network or --avoid range and holds no live address (ClusterIP, pod IP, node address)`, fix: '',
     });
 
   // Tool defaults (catalog info): not refused, but other clusters built on defaults collide.
@@ -252,9 +280,40 @@ export function certFix(snap: Snapshot, newFirst: string, oldFirst: string | und
   }
 }
 
+/**
+ * Check `service-range`, only when the current service range of a family NEW moves is not read from the cluster's
+ * configuration: warn when it was inferred from the ClusterIPs (the evidence is stated), fail when there is none
+ * (nothing to move from: no ServiceCIDR to drain, no flag to change, nothing to roll back to).
+ */
+export function serviceRangeCheck(snap: Snapshot, target: Map<Family, Cidr>): PreflightCheck | undefined {
+  const current = currentServiceRanges(snap);
+  const unknown = [...target.keys()].filter((f) => !current.some((c) => c.family === f));
+  if (unknown.length > 0) {
+    const why = unknown.map((f) => snap.serviceRangeInference?.find((i) => i.family === f && !i.cidr)?.evidence
+      ?? `no ${familyName(f)} service range is configured where it can be read, and no Service has a ${familyName(f)} ClusterIP`);
+    return {
+      id: 'service-range', status: 'fail',
+      message: `the current service range is unknown: ${why.join('; ')}; nothing can be planned from it (no ServiceCIDR to drain, no --service-cluster-ip-range to change, no range to roll back to)`,
+      fix: 'include what names it in the input: the kube-apiserver pods (--service-cluster-ip-range), ServiceCIDR objects (1.29+), the kubeadm-config ConfigMap or the kOps Cluster spec, '
+        + 'and Service default/kubernetes with the DNS Service (the range is inferred from their ClusterIPs when nothing names it)',
+    };
+  }
+  const inferred = (snap.serviceRangeInference ?? []).filter((i) => i.cidr && target.has(i.family));
+  if (inferred.length === 0) return undefined;
+  return {
+    id: 'service-range', status: 'warn',
+    message: inferred.map((i) => `the current service range ${i.cidr} is ${i.evidence}`).join('; ')
+      + ': it is the smallest range holding them, the configured one may be larger',
+    fix: 'check it against the cluster\'s own setting (k3s/RKE2 --service-cidr, the managed platform\'s service range, OpenShift serviceNetwork) before apply; '
+      + 'give the apiserver flags, ServiceCIDR objects or the distribution config in the input to read it instead',
+  };
+}
+
 /** Every check other than the target ones. */
 export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping: readonly ServiceMapping[], opts: PreflightOptions): PreflightCheck[] {
   const checks: PreflightCheck[] = [];
+  const range = serviceRangeCheck(snap, target);
+  if (range) checks.push(range);
   checks.push(sizeCheck(target, mapping, opts.headroom ?? 2));
 
   // ServiceCIDR API.
@@ -389,10 +448,14 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
   // Cluster DNS.
   const dns = mapping.find((m) => m.isDNS);
   if (!snap.dnsService || !dns) {
+    const moves = mapping.filter((m) => m.action === 'move' && !m.isKubernetes).length;
     checks.push({
-      id: 'cluster-dns', status: 'warn',
-      message: 'cluster DNS Service not found (no Service at the kubelets\' clusterDNS, none selecting k8s-app=kube-dns): no DNS step is planned',
-      fix: 'include the kubelet configuration (kubeadm kubelet-config ConfigMap, kOps spec) and kube-system Services in the input',
+      id: 'cluster-dns', status: moves > 0 ? 'fail' : 'warn',
+      message: 'cluster DNS Service not found (no Service at the kubelets\' clusterDNS, none of the well-known DNS Services such as kube-system/kube-dns or coredns selecting k8s-app=kube-dns)'
+        + (moves > 0
+          ? `: the plan moves ${moves} Service(s), and the DNS Service among them would be moved like any other, its bridge removed with no kubelet clusterDNS gate before it, and every pod's DNS lost`
+          : ': no DNS step is planned'),
+      fix: 'include the kubelet configuration (kubeadm kubelet-config ConfigMap, kOps spec: its clusterDNS names the DNS Service) and the DNS Service itself in the input',
     });
   } else {
     const local = snap.clusterDNS.length > 0 && !snap.clusterDNS.some((a) => dns.from.includes(a));
@@ -506,6 +569,8 @@ export function proposeNonMasquerade(snap: Snapshot, svc: Cidr): string | undefi
 export function runPreflight(snap: Snapshot, opts: PreflightOptions & { tierKey?: string }, mapping?: readonly ServiceMapping[]): PreflightCheck[] {
   const t = targetChecks(snap, opts);
   if (!t.target || t.checks.some((c) => c.status === 'fail' && (c.id === 'target-parse' || c.id === 'target-family'))) return t.checks;
+  const range = serviceRangeCheck(snap, t.target);
+  if (range?.status === 'fail') return [...t.checks, range];
   const m = mapping ?? mapServices(snap, { target: opts.target, keep: opts.keep, tierKey: opts.tierKey });
   return [...t.checks, ...clusterChecks(snap, t.target, m, opts)];
 }

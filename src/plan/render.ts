@@ -516,7 +516,7 @@ export function planToMarkdown(plan: MigrationPlan): string {
     .filter((t, i, a) => a.indexOf(t) === i);
   const pc = plan.spec.podCIDR;
   const title = [sc ? `Service CIDR ${sc.from.join(', ') || '?'} → ${sc.target.join(', ') || '?'}` : '', pc ? `Pod CIDR ${pc.from.join(', ')} → ${pc.to.join(', ')}` : ''].filter(Boolean).join('; ');
-  let out = `# Migration: ${title}\n\n`;
+  let out = `# Migration: ${title || 'nothing planned (see the failed pre-flight checks)'}\n\n`;
   const rows: Array<[string, string]> = [
     ['Cluster', plan.metadata.generatedFrom],
     ['Kubernetes', `${plan.metadata.kubernetesVersion ?? 'unknown'} (${plan.metadata.distribution})`],

@@ -6,7 +6,7 @@
 import { addressPlan, nodePodCIDRs } from '../analyze/addressing.ts';
 import type { AvoidRange } from '../analyze/catalog.ts';
 import type { Family, Snapshot } from '../cluster/types.ts';
-import { contains, familyName, formatCidr, NetError, overlaps, parseIP, type Cidr } from '../net/index.ts';
+import { contains, familyName, formatCidr, NetError, overlaps, parseIP, supernet, type Cidr } from '../net/index.ts';
 import { parsePodTarget } from './pod-plan.ts';
 import { overlapHits } from './preflight.ts';
 import { parseTarget } from './service-mapping.ts';
@@ -125,9 +125,17 @@ export function currentPodRanges(snap: Snapshot): Cidr[] {
     ...addressPlan(snap).filter((g) => g.role === 'pod' || g.role === 'pool').map((g) => g.parsed),
     ...nodePodCIDRs(snap).map((n) => n.cidr),
   ];
+  // Largest first; a CIDR is dropped when one of its supernets is already kept (a lookup per prefix length, so
+  // thousands of node podCIDRs stay linear).
   const out: Cidr[] = [];
+  const kept = new Set<string>();
+  const key = (c: Cidr) => `${c.family}/${c.network}/${c.prefix}`;
   for (const c of [...all].sort((a, b) => a.prefix - b.prefix)) {
-    if (!out.some((o) => contains(o, c))) out.push(c);
+    let inside = false;
+    for (let p = 0; p <= c.prefix && !inside; p++) inside = kept.has(key(supernet(c, p)));
+    if (inside) continue;
+    kept.add(key(supernet(c, c.prefix)));
+    out.push(c);
   }
   return out;
 }

@@ -56,7 +56,7 @@ export const aks: Platform<'aks'> = {
   detect,
   ranges,
   reserved,
-  dnsServices: [{ namespace: 'kube-system', name: 'kube-dns', selector: { key: 'k8s-app', value: 'kube-dns' } }],
+  dnsServices: [{ namespace: 'kube-system', name: 'kube-dns', selector: { 'k8s-app': 'kube-dns' } }],
   capabilities: {
     service: {
       supported: false,

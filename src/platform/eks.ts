@@ -33,7 +33,7 @@ export const eks: Platform<'eks'> = {
   reads: [ENICONFIG],
   detect,
   reserved,
-  dnsServices: [{ namespace: 'kube-system', name: 'kube-dns', selector: { key: 'k8s-app', value: 'kube-dns' } }],
+  dnsServices: [{ namespace: 'kube-system', name: 'kube-dns', selector: { 'k8s-app': 'kube-dns' } }],
   capabilities: {
     service: {
       supported: false,

@@ -24,7 +24,7 @@ export const gke: Platform<'gke'> = {
   kind: 'gke',
   title: 'Google Kubernetes Engine (GKE)',
   detect,
-  dnsServices: [{ namespace: 'kube-system', name: 'kube-dns', selector: { key: 'k8s-app', value: 'kube-dns' } }],
+  dnsServices: [{ namespace: 'kube-system', name: 'kube-dns', selector: { 'k8s-app': 'kube-dns' } }],
   capabilities: {
     service: {
       supported: false,

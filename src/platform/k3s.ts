@@ -122,7 +122,7 @@ export const k3s: Platform<'k3s'> = {
   },
   ranges,
   // The kube-dns Service k3s deploys from manifests/coredns.yaml (clusterIP: the --cluster-dns address).
-  dnsServices: [{ namespace: 'kube-system', name: 'kube-dns', selector: { key: 'k8s-app', value: 'kube-dns' } }],
+  dnsServices: [{ namespace: 'kube-system', name: 'kube-dns', selector: { 'k8s-app': 'kube-dns' } }],
   capabilities: {
     service: {
       supported: false,

@@ -190,7 +190,7 @@ export const openshift: Platform<'openshift'> = {
   detect,
   ranges,
   reserved,
-  dnsServices: [{ namespace: 'openshift-dns', name: 'dns-default', selector: { key: 'dns.operator.openshift.io/daemonset-dns', value: 'default' } }],
+  dnsServices: [{ namespace: 'openshift-dns', name: 'dns-default', selector: { 'dns.operator.openshift.io/daemonset-dns': 'default' } }],
   capabilities: {
     service: {
       supported: false,

@@ -84,7 +84,7 @@ export const rke2: Platform<'rke2'> = {
   ranges,
   // The rke2-coredns chart's Service (rancher/rke2#2428: kube-system/rke2-coredns-rke2-coredns, 10.43.0.10,
   // selector app.kubernetes.io/instance=rke2-coredns,app.kubernetes.io/name=rke2-coredns,k8s-app=kube-dns).
-  dnsServices: [{ namespace: 'kube-system', name: 'rke2-coredns-rke2-coredns', selector: { key: 'k8s-app', value: 'kube-dns' } }],
+  dnsServices: [{ namespace: 'kube-system', name: 'rke2-coredns-rke2-coredns', selector: { 'k8s-app': 'kube-dns' } }],
   capabilities: {
     service: {
       supported: false,

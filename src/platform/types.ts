@@ -85,12 +85,14 @@ export type Capability =
   | { readonly supported: true }
   | { readonly supported: false; readonly reason: string; readonly instead: string };
 
-/** A DNS Service the platform's kubelets use, recognised by namespace, name and (optionally) selector. */
+/**
+ * A well-known identity of a cluster DNS Service: its namespace, its name (any name when absent) and the labels its
+ * selector carries. The generic ones (kube-dns, CoreDNS) are in src/cluster/dns-service.ts; a platform lists its own.
+ */
 export interface DnsServiceCandidate {
   namespace: string;
-  name: string;
-  /** A selector label that must be present with this value, when the platform defines one. */
-  selector?: { key: string; value: string };
+  name?: string;
+  selector: Readonly<Record<string, string>>;
 }
 
 export interface Platform<K extends string = string> {

@@ -288,7 +288,8 @@ describe('kube-renumber plan (examples/kops-tailscale, the seed-000 cluster)', (
     const r = await plan(['--service-cidr', '172.20.0.0/15', '-f', ex, '-o', 'yaml']);
     assert.equal(r.code, 2);
     assert.equal(r.out, '');
-    assert.match(r.err, /^error: --service-cidr 172\.20\.0\.0\/15 refused: 172\.20\.0\.0\/15 overlaps 172\.20\.0\.0\/16 \(node network \(kOps networkCIDR\)\)\n$/);
+    // The live address it holds first (a node's InternalIP), then the configured range it overlaps.
+    assert.match(r.err, /^error: --service-cidr 172\.20\.0\.0\/15 refused: 172\.20\.0\.0\/15 contains 172\.20\.\d+\.\d+, the InternalIP of node i-\w+ \(and 5 more live addresses\), 172\.20\.0\.0\/15 overlaps 172\.20\.0\.0\/16 \(node network \(kOps networkCIDR\)\)\n$/);
     const tailscale = await plan(['--service-cidr', '100.100.0.0/16', '-f', ex]);
     assert.equal(tailscale.code, 2);
     assert.match(tailscale.err, /CGNAT \/ Tailscale/);

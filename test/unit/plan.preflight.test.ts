@@ -194,11 +194,17 @@ describe('preflight: admission, HA apiservers, --keep, DNS, kOps', () => {
     assert.equal(check(run({}, { keep: ['app/nope'] }), 'keep').status, 'fail');
     assert.equal(check(run({}, { keep: ['app/web'] }), 'keep').status, 'pass');
   });
-  it('cluster DNS: found → pass with its new IP; not found → warn', () => {
+  it('cluster DNS: found → pass with its new IP; not found while Services move → fail; not found, nothing moves → warn', () => {
     const c = check(run(), 'cluster-dns');
     assert.equal(c.status, 'pass');
     assert.match(c.message, /kube-system\/kube-dns at 10\.96\.0\.10 \(found by kubelet clusterDNS\) → 172\.24\.0\.10/);
-    assert.equal(check(run({ dnsService: undefined }), 'cluster-dns').status, 'warn');
+    const lost = check(run({ dnsService: undefined }), 'cluster-dns');
+    assert.equal(lost.status, 'fail');
+    assert.match(lost.message, /the plan moves 2 Service\(s\).*no kubelet clusterDNS gate/);
+    assert.equal(lost.target, undefined, 'a cluster finding, not a refusal of the target: the plan is printed for review');
+    // Only default/kubernetes moves (it follows the apiserver flag): nothing else is moved, so nothing is lost.
+    const onlyKube = check(run({ dnsService: undefined, services: [SERVICES[0]!] }), 'cluster-dns');
+    assert.equal(onlyKube.status, 'warn');
   });
   it('kOps: NEW outside nonMasqueradeCIDR → warn with a proposal when one fits', () => {
     const kops = {

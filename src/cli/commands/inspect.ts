@@ -100,7 +100,9 @@ export function renderInspect(r: InspectReport, wide: boolean): string {
   for (const p of cap.pools) {
     capRows.push(['calico blocks', `${p.name} ${p.cidr}: ${p.blocksUsed} of ${p.blocksTotal} /${p.blockSize} blocks on ${p.nodesWithBlocks} nodes (max ${p.maxBlocksOnANode} on one node)`]);
   }
-  capRows.push(['pods', `${cap.pods.total} (${cap.pods.hostNetwork} hostNetwork, ${cap.pods.outsideKnownRanges} IPs outside known pod ranges)`]);
+  capRows.push(['pods', `${cap.pods.total} (${cap.pods.hostNetwork} hostNetwork, ${cap.pods.podRangeKnown
+    ? `${cap.pods.outsideKnownRanges} IPs outside known pod ranges`
+    : 'pod range unknown: no cluster CIDR, Calico pool or node podCIDR seen'})`]);
   capRows.push(['services', `${cap.services.total} (${cap.services.withClusterIP} with a ClusterIP, ${cap.services.headless} headless, ${cap.services.externalName} ExternalName, ${cap.services.loadBalancer} LoadBalancer, ${cap.services.nodePort} NodePort)`]);
   out += section('CAPACITY', table(['what', 'value'], capRows));
 

@@ -87,8 +87,8 @@ Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --
 --apiserver-cert-san need --service-cidr.
 Output: -o yaml is the file apply reads; markdown is for a change request; table (default) is a summary.
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
-2 the target is refused (bad CIDR or family, overlaps a known range, too small; a pod range Cilium's own
-IPAM owns: cluster-pool, multi-pool): one error line, no plan.`,
+2 the target is refused (bad CIDR or family, overlaps a known range, contains a live address, too small), or the
+move is refused on this platform or by the owner of the pod addresses (docs/platforms.md): one error line, no plan.`,
   async run({ values, io }) {
     const target = str(values, 'service-cidr');
     const podTarget = str(values, 'pod-cidr');

@@ -27,8 +27,8 @@ export const suggestCommand: Command = {
   --alternatives N         further candidates to list (default 3)
 
 Search order: 10.0.0.0/8, then 172.16.0.0/12, then 192.168.0.0/16 (IPv6: fd00::/8); in each, the lowest
-aligned block that overlaps no cluster range (current ones included), node address, catalog entry or
---avoid range wins. -o wide lists the rejected candidates and why.`,
+aligned block that overlaps no cluster range (current ones included), live address (ClusterIP, pod IP,
+node address), catalog entry or --avoid range wins. -o wide lists the rejected candidates and why.`,
   async run({ values, io }) {
     const what = str(values, 'for');
     if (what !== 'pods' && what !== 'services') throw new UsageError('--for must be "pods" or "services"');
