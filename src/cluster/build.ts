@@ -79,7 +79,8 @@ export function buildSnapshot(raw: RawInventory, opts: BuildOptions = {}): Snaps
     configMaps: c.configMaps, distribution, ...(inv.source.kind === 'live' && inv.source.server ? { server: inv.source.server } : {}),
   });
   for (const r of platform.ranges) b.addRange(r.cidr, r.role, r.source, r.label);
-  const dnsCandidates = opts.dnsServiceCandidates ?? [...platformDnsServices(platform.facts.kind), ...DNS_SERVICE_CANDIDATES];
+  const dnsCandidates = opts.dnsServiceCandidates
+    ?? [...platformDnsServices(platform.facts.kind).map((c) => ({ ...c, origin: "the platform's DNS Service" })), ...DNS_SERVICE_CANDIDATES];
   const dnsService = findDnsService(c.services, clusterDNS, kops, b, dnsCandidates);
   const serviceRangeInference = inferServiceRanges(c.services, dnsService, b);
   const owner = detectIpamOwner({

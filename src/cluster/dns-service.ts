@@ -48,7 +48,7 @@ export function findDnsService(
     const s = usable.find((x) => matches(x, c));
     if (s) {
       const selector = Object.entries(c.selector).map(([k, v]) => `${k}=${v}`).join(',');
-      return { namespace: s.namespace, name: s.name, clusterIPs: [...s.clusterIPs], foundBy: `selector ${selector}` };
+      return { namespace: s.namespace, name: s.name, clusterIPs: [...s.clusterIPs], foundBy: c.origin ? `${c.origin} (selector ${selector})` : `selector ${selector}` };
     }
   }
   return undefined;

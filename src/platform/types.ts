@@ -93,6 +93,8 @@ export interface DnsServiceCandidate {
   namespace: string;
   name?: string;
   selector: Readonly<Record<string, string>>;
+  /** Said before the selector in the snapshot's `foundBy`, e.g. "the platform's DNS Service". */
+  origin?: string;
 }
 
 export interface Platform<K extends string = string> {
