@@ -115,6 +115,11 @@ export function targetObstacles(snap: Snapshot, avoid: readonly AvoidRange[], ta
     const c = tryParseCidr(a.cidr);
     if (c) out.push({ cidr: c, what: `avoided range (${a.from})${a.reason ? `: ${a.reason}` : ''}` });
   }
+  // Ranges the platform keeps for itself (OpenShift's OVN-Kubernetes subnets, ...): no target may overlap them.
+  for (const r of snap.platform?.reserved ?? []) {
+    const c = tryParseCidr(r.cidr);
+    if (c) out.push({ cidr: c, what: `reserved by ${snap.platform!.title}: ${r.reason}` });
+  }
   return out;
 }
 

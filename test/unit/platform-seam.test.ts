@@ -13,6 +13,7 @@ import { readInventoryFiles } from '../../src/cluster/files.ts';
 import { PLATFORMS, capabilityOf, detectPlatform } from '../../src/platform/registry.ts';
 import { IPAM_OWNERS, detectIpamOwner } from '../../src/ipam/registry.ts';
 import { platformRefusal, podOwnerRefusal } from '../../src/plan/platform-gate.ts';
+import { podTargetRefusals } from '../../src/plan/targets.ts';
 import type { Platform } from '../../src/platform/types.ts';
 import { run } from './run-cli.ts';
 
@@ -128,5 +129,17 @@ describe('plan --pod-cidr refuses what the owner of the pod addresses refuses', 
     assert.ok(r.code === 0 || r.code === 1, r.err);
     assert.match(r.out, /ipam: node/);
     assert.match(r.out, /platform: generic/);
+  });
+});
+
+describe('ranges a platform reserves', () => {
+  test('a target overlapping one is refused, naming the platform and the reason', async () => {
+    const snap = await snapOf('examples/kubeadm-exhausted');
+    const target = '10.250.0.0/16';
+    assert.deepEqual(podTargetRefusals(snap, { target }), [], 'free before the platform reserves it');
+    snap.platform = { ...snap.platform!, reserved: [{ cidr: '10.250.128.0/17', reason: 'the platform\'s internal transit subnet' }] };
+    const refused = podTargetRefusals(snap, { target });
+    assert.equal(refused.length, 1, refused.join('\n'));
+    assert.match(refused[0]!, /10\.250\.128\.0\/17.*reserved by kubespray: the platform's internal transit subnet/);
   });
 });
