@@ -1,7 +1,7 @@
 /**
  * Azure Kubernetes Service: a managed control plane whose kube-apiserver flags nobody outside Azure can change;
  * pod addresses come from Azure CNI (Overlay: a pod CIDR Azure owns; node subnet: the VNet) or kubenet.
- * Sources: docs/platforms.d/aks.md.
+ * Sources: docs/platforms.md.
  */
 import { managedEvidence } from './managed.ts';
 import { objectsOf, type Platform, type PlatformInput, type PlatformRange, type ReservedRange } from './types.ts';

@@ -1,6 +1,6 @@
 /**
  * Amazon EKS: a managed control plane whose kube-apiserver flags nobody outside AWS can change, with pod
- * addresses taken from the VPC by the Amazon VPC CNI (aws-node). Sources: docs/platforms.d/eks.md.
+ * addresses taken from the VPC by the Amazon VPC CNI (aws-node). Sources: docs/platforms.md.
  */
 import { managedEvidence } from './managed.ts';
 import { objectsOf, type Platform, type PlatformInput, type ReservedRange } from './types.ts';

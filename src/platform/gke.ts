@@ -1,7 +1,7 @@
 /**
  * Google Kubernetes Engine: a managed control plane whose kube-apiserver flags nobody outside Google can change;
  * in VPC-native clusters pod addresses are alias IP ranges (subnet secondary ranges) of the VPC.
- * Sources: docs/platforms.d/gke.md.
+ * Sources: docs/platforms.md.
  */
 import { managedEvidence } from './managed.ts';
 import type { Platform, PlatformInput } from './types.ts';

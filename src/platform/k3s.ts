@@ -3,7 +3,7 @@
  * configured by the k3s server's flags or /etc/rancher/k3s/config.yaml; there are no static pods or kubeadm
  * ConfigMaps to patch, which is why kube-renumber refuses both moves here until it has a k3s path (issue 17).
  *
- * Recognised by what k3s writes on its Node objects (each sign cited in docs/platforms.d/k3s.md):
+ * Recognised by what k3s writes on its Node objects (each sign cited in docs/platforms.md):
  *  - the annotations k3s.io/node-args, k3s.io/node-config-hash, k3s.io/node-env (pkg/nodeconfig/nodeconfig.go);
  *  - the label node.kubernetes.io/instance-type=k3s and providerID k3s://<node>, set by k3s's embedded cloud
  *    provider, whose name and instance type are "k3s" (pkg/cloudprovider; k3s-io/k3s#3933);

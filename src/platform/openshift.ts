@@ -11,7 +11,7 @@
  *
  * Refused: moving the Service network (serviceNetwork cannot be changed after installation) and moving the pod
  * network (OpenShift documents only expanding clusterNetwork's CIDR mask, on OVN-Kubernetes, through the Network
- * config; the network address and hostPrefix stay). Sources: the `sources` list, quoted in docs/platforms.d/openshift.md.
+ * config; the network address and hostPrefix stay). Sources: the `sources` list, quoted in docs/platforms.md.
  */
 import { NetError, formatCidr, parseCidr, tryParseCidr } from '../net/index.ts';
 import type { KubeObject } from '../vocabulary.ts';

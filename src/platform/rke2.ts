@@ -8,7 +8,7 @@
  * Recognised by what RKE2 writes on its Node objects (k3s's code with program name "rke2"): the annotations
  * rke2.io/node-args, rke2.io/node-config-hash, rke2.io/node-env, the label node.kubernetes.io/instance-type=rke2
  * and providerID rke2://<node> of its embedded cloud provider, the "+rke2r" kubelet version; or by its
- * HelmCharts (kube-system/rke2-coredns, rke2-canal, ...). Sources in docs/platforms.d/rke2.md.
+ * HelmCharts (kube-system/rke2-coredns, rke2-canal, ...). Sources in docs/platforms.md.
  * Ranges: the servers' rke2.io/node-args, the global.clusterCIDR / global.serviceCIDR values RKE2 injects into
  * its HelmCharts (pkg/bootstrap/bootstrap.go setChartValues), else RKE2's documented defaults, labelled as such.
  */

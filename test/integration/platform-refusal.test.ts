@@ -16,7 +16,7 @@ const SVC_NEW = '10.100.0.0/16';
 const POD_OLD = '10.244.0.0/16';
 const POD_NEW = '10.50.0.0/16';
 
-/** Each platform's labels as the provider sets them on its nodes (sources: docs/platforms.d/<kind>.md). */
+/** Each platform's labels as the provider sets them on its nodes (sources: docs/platforms.md). */
 const PLATFORMS = [
   { kind: 'eks', title: 'Amazon EKS', labels: { 'eks.amazonaws.com/nodegroup': 'ng-general', 'eks.amazonaws.com/capacityType': 'ON_DEMAND' } },
   { kind: 'gke', title: 'Google Kubernetes Engine (GKE)', labels: { 'cloud.google.com/gke-nodepool': 'default-pool', 'cloud.google.com/gke-os-distribution': 'cos' } },

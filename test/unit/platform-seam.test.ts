@@ -143,3 +143,11 @@ describe('ranges a platform reserves', () => {
     assert.match(refused[0]!, /10\.250\.128\.0\/17.*reserved by kubespray: the platform's internal transit subnet/);
   });
 });
+
+test('docs/platforms.md has a support-table row for every platform and every pod IPAM owner', async () => {
+  const { readFileSync } = await import('node:fs');
+  const doc = readFileSync('docs/platforms.md', 'utf8');
+  const rows = doc.split('\n').filter((l) => l.startsWith('| '));
+  for (const p of PLATFORMS) assert.ok(rows.some((r) => r.includes(`(\`${p.kind}\``)), `platform ${p.kind}`);
+  for (const o of IPAM_OWNERS) assert.ok(rows.some((r) => r.includes(`(\`${o.kind}\``)), `owner ${o.kind}`);
+});
