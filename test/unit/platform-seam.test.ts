@@ -151,3 +151,17 @@ test('docs/platforms.md has a support-table row for every platform and every pod
   for (const p of PLATFORMS) assert.ok(rows.some((r) => r.includes(`(\`${p.kind}\``)), `platform ${p.kind}`);
   for (const o of IPAM_OWNERS) assert.ok(rows.some((r) => r.includes(`(\`${o.kind}\``)), `owner ${o.kind}`);
 });
+
+test('deploy/rbac.yaml grants get and list on every resource a platform reads', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { loadAll } = await import('js-yaml');
+  const docs = loadAll(readFileSync('deploy/rbac.yaml', 'utf8')) as any[];
+  const rules = docs.filter((d) => d?.kind === 'ClusterRole').flatMap((d) => d.rules ?? []);
+  for (const p of PLATFORMS as readonly Platform[]) {
+    for (const r of p.reads ?? []) {
+      const ok = rules.some((rule: any) => rule.apiGroups?.includes(r.group) && rule.resources?.includes(r.plural)
+        && ['get', 'list'].every((v) => rule.verbs?.includes(v)));
+      assert.ok(ok, `${p.kind} reads ${r.plural}.${r.group}: not granted in deploy/rbac.yaml`);
+    }
+  }
+});
