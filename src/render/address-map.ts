@@ -89,8 +89,12 @@ export function containmentForest(ranges: readonly MapRange[]): TreeNode[] {
 
 const LOG_OFFSET = 6;
 const GAP_FACTOR = 0.6;
-/** The overview row is a whole family, mostly addresses no listed range claims: their gaps get less room. */
-const OVERVIEW_GAP_FACTOR = 0.25;
+/**
+ * The overview row is a whole family, mostly addresses no listed range claims: its gaps get less room, and its
+ * blocks (a /4 beside a /16) nearly the same, so each can say where it is.
+ */
+const OVERVIEW_GAP_FACTOR = 0.2;
+const OVERVIEW_LOG_OFFSET = 16;
 
 function log2(n: bigint): number {
   return n <= 1n ? 0 : Math.log2(Number(n));
@@ -99,13 +103,13 @@ function log2(n: bigint): number {
 type Piece = { node: TreeNode; start: bigint; end: bigint; weight: number } | { node?: undefined; start: bigint; end: bigint; weight: number };
 
 /** The children of [start, end] and the gaps between them, in address order, each with its width weight. */
-function pieces(start: bigint, end: bigint, children: readonly TreeNode[], gapFactor: number): Piece[] {
+function pieces(start: bigint, end: bigint, children: readonly TreeNode[], gapFactor: number, offset: number): Piece[] {
   const out: Piece[] = [];
   let at = start;
-  const gap = (s: bigint, e: bigint) => out.push({ start: s, end: e, weight: (log2(e - s + 1n) + LOG_OFFSET) * gapFactor });
+  const gap = (s: bigint, e: bigint) => out.push({ start: s, end: e, weight: (log2(e - s + 1n) + offset) * gapFactor });
   for (const c of children) {
     if (c.start > at) gap(at, c.start - 1n);
-    out.push({ node: c, start: c.start, end: c.end, weight: log2(c.end - c.start + 1n) + LOG_OFFSET });
+    out.push({ node: c, start: c.start, end: c.end, weight: log2(c.end - c.start + 1n) + offset });
     at = c.end + 1n;
   }
   if (at <= end) gap(at, end);
@@ -170,11 +174,13 @@ function rangeBox(r: MapRange, x: number, y: number, w: number, ctx: Ctx): strin
   const badge = r.conflicts.length > 0 && w >= 30 && ctx.view === 'detail';
   const textWidth = w - (badge ? 22 : 0);
   const name = fit(r.name, textWidth);
-  const c = fit(cidr, ctx.view === 'overview' ? textWidth + 10 : w);
-  if (ctx.view === 'overview' && c) {
-    // The overview is about where each block sits: its CIDR first, its name below when it fits.
-    out += `<text x="${num(x + 6)}" y="${num(y + 16)}" class="name mono">${esc(c)}</text>`;
-    if (name) out += `<text x="${num(x + 6)}" y="${num(y + 32)}" class="label">${esc(name)}</text>`;
+  const c = fit(cidr, w);
+  if (ctx.view === 'overview') {
+    // The overview is about where each block sits: its network address, then its prefix length and name.
+    const net = fit(formatIP({ family: r.cidr.family, value: r.cidr.network }), w);
+    const rest = fit(`/${r.cidr.prefix} ${r.name}`, w);
+    if (net) out += `<text x="${num(x + 6)}" y="${num(y + 16)}" class="name mono">${esc(net)}</text>`;
+    if (rest) out += `<text x="${num(x + 6)}" y="${num(y + 32)}" class="label">${esc(rest)}</text>`;
   } else if (name && c) {
     out += `<text x="${num(x + 6)}" y="${num(y + 16)}" class="name">${esc(name)}</text>`;
     out += `<text x="${num(x + 6)}" y="${num(y + 32)}" class="cidr">${esc(c)}</text>`;
@@ -202,7 +208,7 @@ function place(n: TreeNode, x: number, w: number, depth: number, ctx: Ctx, out: 
 }
 
 function layoutRow(family: Family, start: bigint, end: bigint, children: readonly TreeNode[], x: number, w: number, depth: number, ctx: Ctx, out: string[], recurse: boolean): void {
-  const ps = pieces(start, end, children, recurse ? GAP_FACTOR : OVERVIEW_GAP_FACTOR);
+  const ps = recurse ? pieces(start, end, children, GAP_FACTOR, LOG_OFFSET) : pieces(start, end, children, OVERVIEW_GAP_FACTOR, OVERVIEW_LOG_OFFSET);
   const total = ps.reduce((s, p) => s + p.weight, 0);
   let cx = x;
   for (const p of ps) {
@@ -218,7 +224,8 @@ function layoutRow(family: Family, start: bigint, end: bigint, children: readonl
 }
 
 function svg(width: number, height: number, label: string, body: string): string {
-  return `<svg class="map" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${esc(label)}">${body}</svg>`;
+  // 2 units of margin all round, so the outlines of the outermost boxes are not clipped.
+  return `<svg class="map" viewBox="-2 -2 ${width + 4} ${height + 4}" width="${width + 4}" height="${height + 4}" role="img" aria-label="${esc(label)}">${body}</svg>`;
 }
 
 export interface FamilyMap {
