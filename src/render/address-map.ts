@@ -9,9 +9,10 @@
  * them (addresses no listed range claims) drawn as hatched gaps.
  *
  * Widths are log-scaled per level: within its parent, a child or gap of n addresses gets a share proportional
- * to log2(n) + LOG_OFFSET (gaps at GAP_FACTOR of that), not to n. So a /24 node network beside a /12 target in
- * a /8 stays a readable box, while a bigger block still draws wider than a smaller one beside it; the address
- * order is kept, proportions are not (every box says its CIDR and size in its text and title).
+ * to log2(n) + LOG_OFFSET (gaps at GAP_FACTOR of that), not to n, and no range gets less than the width its
+ * CIDR needs as text (MIN_BOX, while the row has room). So a /24 node network beside a /12 target in a /8, or
+ * an IPv6 /112 in fc00::/7, stays a readable box, while a bigger block still draws wider than a smaller one
+ * beside it; the address order is kept, proportions are not (each box says its CIDR, its title its size).
  *
  * Each family gets an overview row (the whole space, /0, with its top-level blocks) and one detail panel per
  * top-level block that holds a cluster range, a target, a reserved or an avoided range: a zoom on the relevant
@@ -209,10 +210,10 @@ function place(n: TreeNode, x: number, w: number, depth: number, ctx: Ctx, out: 
 
 function layoutRow(family: Family, start: bigint, end: bigint, children: readonly TreeNode[], x: number, w: number, depth: number, ctx: Ctx, out: string[], recurse: boolean): void {
   const ps = recurse ? pieces(start, end, children, GAP_FACTOR, LOG_OFFSET) : pieces(start, end, children, OVERVIEW_GAP_FACTOR, OVERVIEW_LOG_OFFSET);
-  const total = ps.reduce((s, p) => s + p.weight, 0);
+  const widths = allot(ps, w, recurse ? MIN_BOX : MIN_OVERVIEW_BOX);
   let cx = x;
-  for (const p of ps) {
-    const pw = (w * p.weight) / total;
+  ps.forEach((p, i) => {
+    const pw = widths[i]!;
     if (p.node) {
       if (recurse) place(p.node, cx, pw, depth, ctx, out);
       else out.push(rangeBox(p.node.r, cx, depth * ROW, pw, ctx));
@@ -220,6 +221,29 @@ function layoutRow(family: Family, start: bigint, end: bigint, children: readonl
       out.push(gapBox(family, p.start, p.end, cx, depth * ROW, pw));
     }
     cx += pw;
+  });
+}
+
+/** Wide enough for an IPv6 CIDR such as fd00:10:96::/112 at the map's font size. */
+const MIN_BOX = 116;
+const MIN_OVERVIEW_BOX = 84;
+
+/**
+ * Widths for the pieces of a row, by weight, except that no range gets less than `min` (or an equal share of
+ * the row when that is less): such ranges get `min` and the rest share what is left by weight. The log scale
+ * alone leaves an IPv6 /112 beside a /8 gap too narrow to name.
+ */
+function allot(ps: readonly Piece[], w: number, min: number): number[] {
+  const ranges = ps.filter((p) => p.node).length;
+  const floor = ranges > 0 ? Math.min(min, w / ranges) : 0;
+  const fixed = new Set<number>();
+  for (;;) {
+    const free = w - fixed.size * floor;
+    const weight = ps.reduce((s, p, i) => s + (fixed.has(i) ? 0 : p.weight), 0);
+    const widths = ps.map((p, i) => (fixed.has(i) ? floor : weight > 0 ? (free * p.weight) / weight : 0));
+    const short = ps.map((p, i) => i).filter((i) => ps[i]!.node && !fixed.has(i) && widths[i]! < floor);
+    if (short.length === 0) return widths;
+    for (const i of short) fixed.add(i);
   }
 }
 

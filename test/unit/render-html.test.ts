@@ -136,13 +136,21 @@ describe('inspect -o html', () => {
     assert.equal(pool.attrs['data-used'], String(cap.pools[0]!.blocksUsed));
   });
 
-  it('keeps small ranges readable: every box of a detail panel is at least 40 units wide', async () => {
-    const doc = parseHtml(await ok(['inspect', '-f', EX, '-o', 'html', '--avoid', '172.20.8.0/24=office']));
-    const detail = ranges(doc).filter((e) => e.attrs['data-view'] === 'detail');
-    assert.ok(detail.some((e) => e.attrs['data-cidr'] === '172.20.8.0/24' && e.attrs['data-role'] === 'avoid'));
-    for (const e of detail) {
-      const rect = all(e, (x) => x.tag === 'rect')[0]!;
-      assert.ok(Number(rect.attrs.width) >= 40, `${e.attrs['data-cidr']} is ${rect.attrs.width} wide`);
+  it('keeps small ranges readable: every box of a detail panel is wide enough for its CIDR, IPv6 included', async () => {
+    const seed = parseHtml(await ok(['inspect', '-f', EX, '-o', 'html', '--avoid', '172.20.8.0/24=office']));
+    assert.equal(find(seed, '172.20.8.0/24', 'avoid').length, 1);
+    // Dual-stack kubeadm: an IPv6 /112 service range in fc00::/7.
+    const dual = parseHtml(await ok(['inspect', '-f', 'test/fixtures/inventory/kubeadm-v1beta4.yaml', '-o', 'html']));
+    assert.equal(find(dual, 'fd00:10:96::/112', 'service').length, 1);
+    assert.equal(find(dual, 'fd00:10:244::/56', 'pod').length, 1);
+    assert.equal(find(dual, 'fc00::/7', 'private').length, 1);
+    for (const doc of [seed, dual]) {
+      for (const e of ranges(doc).filter((x) => x.attrs['data-view'] === 'detail')) {
+        const rect = all(e, (x) => x.tag === 'rect')[0]!;
+        const need = e.attrs['data-cidr']!.length * 6.4 + 8;
+        assert.ok(Number(rect.attrs.width) >= need, `${e.attrs['data-cidr']} is ${rect.attrs.width} wide, needs ${need}`);
+        assert.ok(all(e, (x) => x.tag === 'text').some((t) => text(t) === e.attrs['data-cidr']), `${e.attrs['data-cidr']} is written out`);
+      }
     }
   });
 
