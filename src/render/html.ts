@@ -143,6 +143,7 @@ p{margin:4px 0}
 code,pre,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12.5px}
 pre{background:var(--soft);border:1px solid var(--line);border-radius:4px;padding:6px 8px;overflow-x:auto;margin:4px 0;white-space:pre}
 .sub{color:var(--muted);margin:0}
+.hint{display:none;color:var(--muted);font-size:12.5px}
 .summary{display:flex;flex-wrap:wrap;gap:6px 16px;margin:6px 0 0;padding:0;list-style:none}
 .pill{display:inline-block;border-radius:9px;padding:0 7px;font-size:12px;font-weight:600;border:1px solid currentColor;white-space:nowrap}
 .sev-error.pill,.pill.fail,.pill.gate{color:var(--err)}
@@ -224,6 +225,7 @@ footer{color:var(--muted);font-size:12px;padding:18px 20px 24px}
 @media (max-width:640px){
  header,main,footer{padding-left:10px;padding-right:10px}
  h1{font-size:17px}
+ .hint{display:block}
  body{font-size:13.5px}
  table.facts th{width:auto}
  table.facts,table.facts tbody,table.facts tr,table.facts th,table.facts td{display:block;width:100%}
@@ -343,6 +345,7 @@ function mapSection(report: InspectReport, ranges: MapRange[]): string {
   let out = '<section id="map"><h2>Address map</h2>';
   out += '<p class="sub">Each box is a range; the ranges inside it are drawn in the row below. Widths grow with the logarithm of the size, so small ranges stay visible (the text says each range\'s real size). Hover, tap or focus a range for its details; conflicts are outlined and numbered as in the list below.</p>';
   out += legend(ranges);
+  out += '<p class="hint">The map is wider than this screen: swipe each box sideways.</p>';
   if (families.length === 0) out += '<p>No cluster ranges were found.</p>';
   for (const f of families) {
     const m = familyMap(f, ranges, text);
