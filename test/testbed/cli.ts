@@ -2,6 +2,7 @@
 //
 //   npm run testbed -- build [--version V]
 //   npm run testbed -- build-dataplane [--version V]   kube-proxy, CoreDNS and dpnet (see dataplane-build.ts)
+//   npm run testbed -- chromium              Debian's chromium for the HTML test, installed when missing (chromium.ts)
 //   npm run testbed -- dataplane-cleanup     deletes network namespaces left by dead data planes (dataplane.ts)
 //   npm run testbed -- up [--service-cidr CIDR] [--pod-cidr CIDR] [--node-mask N] [--nodes N] [--version V]
 //                         [--pod-ipam kwok|calico] [--kcm-qps N]
@@ -27,6 +28,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DEFAULT_VERSION, ensureBuilt, readStamp } from './build.ts';
 import { Testbed } from './cluster.ts';
+import { ensureChromium } from './chromium.ts';
 import { cleanupLeftovers } from './dataplane.ts';
 import { COREDNS_VERSION, ensureDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
 import { populate } from './fixture.ts';
@@ -415,6 +417,9 @@ try {
     case 'build-dataplane':
       await cmdBuildDataplane(rest);
       break;
+    case 'chromium':
+      process.stdout.write(`${await ensureChromium()}\n`);
+      break;
     case 'dataplane-cleanup': {
       const gone = await cleanupLeftovers();
       process.stderr.write(`[dataplane] deleted ${gone.length} leftover network namespaces${gone.length ? `: ${gone.join(' ')}` : ''}\n`);
@@ -449,7 +454,7 @@ try {
       break;
     default:
       die(
-        'usage: testbed build [--version V] | build-dataplane [--version V] | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
+        'usage: testbed build [--version V] | build-dataplane [--version V] | chromium | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
           '                                        [--pod-ipam kwok|calico] [--kcm-qps N]\n' +
           '       | populate [--services N] [--deployments N] [--namespaces N] [--replicas N]\n' +
           '       | populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]\n' +

@@ -5,28 +5,32 @@ import { avoidList, loadSnapshot, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
 import type { Command } from '../command.ts';
 import { parseOutput, renderData, section, table } from '../output.ts';
+import { renderInspectHtml } from '../../render/html.ts';
+import { VERSION } from '../version.ts';
 
 const SEVERITIES: Severity[] = ['error', 'warning', 'info'];
 
 export const inspectCommand: Command = {
   name: 'inspect',
   summary: "show the cluster's ranges, every conflict, capacity and migration readiness (changes nothing)",
-  usage: 'kube-renumber inspect [--from-file PATH ...] [--avoid CIDR[=REASON] ...] [--exit-code [--fail-on SEVERITY]] [-o table|wide|json|yaml]',
+  usage: 'kube-renumber inspect [--from-file PATH ...] [--avoid CIDR[=REASON] ...] [--exit-code [--fail-on SEVERITY]] [-o table|wide|json|yaml|html]',
   options: {
     'exit-code': { type: 'boolean' },
     'fail-on': { type: 'string' },
   },
   help: `Flags:
   --exit-code              exit 1 when conflicts of --fail-on severity or worse exist (like kubectl diff)
-  --fail-on SEVERITY       error | warning | info (default warning)`,
+  --fail-on SEVERITY       error | warning | info (default warning)
+Output: -o html writes one self-contained HTML page (address map, conflicts, capacity) to stdout.`,
   async run({ values, io }) {
-    const output = parseOutput(str(values, 'output'));
+    const output: string = parseOutput(str(values, 'output'), ['html']);
     const failOn = (str(values, 'fail-on') ?? 'warning') as Severity;
     if (!SEVERITIES.includes(failOn)) throw new UsageError(`--fail-on ${failOn} must be one of ${SEVERITIES.join(', ')}`);
     const avoid = avoidList(values, io);
     const snap = await loadSnapshot(values, io);
     const report = inspect(snap, { avoid });
     if (output === 'json' || output === 'yaml') io.out(renderData(report, output));
+    else if (output === 'html') io.out(renderInspectHtml(report, { avoid, generator: `kube-renumber ${VERSION}` }));
     else io.out(renderInspect(report, output === 'wide'));
     if (values['exit-code'] === true) {
       const limit = SEVERITIES.indexOf(failOn);

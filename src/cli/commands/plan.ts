@@ -14,6 +14,8 @@ import { ExitCode, UsageError } from '../errors.ts';
 import type { Command, Io, Values } from '../command.ts';
 import { parseOutput, section, table } from '../output.ts';
 import { VERSION } from '../version.ts';
+import { inspect } from '../../analyze/inspect.ts';
+import { renderPlanHtml } from '../../render/html.ts';
 
 /** The largest --headroom: beyond it no range of either family would do, and the arithmetic stays finite. */
 const MAX_HEADROOM = 1000;
@@ -38,7 +40,7 @@ export const planCommand: Command = {
   name: 'plan',
   summary: 'write the ordered, reviewable plan that moves the Service CIDR, the Pod CIDR, or both (changes nothing)',
   usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
-    + '[--batch-size N] [--headroom X] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [-o yaml|json|markdown|table]',
+    + '[--batch-size N] [--headroom X] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [-o yaml|json|markdown|html|table]',
   options: {
     'service-cidr': { type: 'string' },
     keep: { type: 'string', multiple: true },
@@ -85,7 +87,8 @@ Pod CIDR flags:
 
 Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --batch-size and
 --apiserver-cert-san need --service-cidr.
-Output: -o yaml is the file apply reads; markdown is for a change request; table (default) is a summary.
+Output: -o yaml is the file apply reads; markdown is for a change request; html is one self-contained page
+(address map with the targets, steps with the gates, Service mapping); table (default) is a summary.
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
 2 the target is refused (bad CIDR or family, overlaps a known range, contains a live address, too small), or the
 move is refused on this platform or by the owner of the pod addresses (docs/platforms.md): one error line, no plan.`,
@@ -121,7 +124,7 @@ move is refused on this platform or by the owner of the pod addresses (docs/plat
     if (tierKey !== undefined && !isQualifiedName(tierKey)) {
       throw new UsageError(`--tier-key ${JSON.stringify(tierKey)} is not a valid label or annotation key ([PREFIX/]NAME: NAME at most 63 of letters, digits, "-", "_" and ".", starting and ending alphanumeric; PREFIX a DNS subdomain)`);
     }
-    const output = parseOutput(str(values, 'output'), ['markdown', 'md']);
+    const output = parseOutput(str(values, 'output'), ['markdown', 'md', 'html']);
     const strategyRaw = str(values, 'strategy') ?? DEFAULT_STRATEGY;
     if (strategyRaw !== 'in-place' && strategyRaw !== 'recreate') throw new UsageError(`--strategy ${strategyRaw} must be in-place or recreate`);
     const orderRaw = str(values, 'tier-order') ?? 'asc';
@@ -188,6 +191,7 @@ move is refused on this platform or by the owner of the pod addresses (docs/plat
     if (output === 'yaml') io.out(planToYaml(plan));
     else if (output === 'json') io.out(planToJson(plan));
     else if ((output as string) === 'markdown' || (output as string) === 'md') io.out(planToMarkdown(plan));
+    else if ((output as string) === 'html') io.out(renderPlanHtml(plan, inspect(snap, { avoid }), { avoid, generator: `kube-renumber ${VERSION}` }));
     else io.out(renderPlanTable(plan, output === 'wide'));
     const failed = plan.preflight.filter((c) => c.status === 'fail');
     if (failed.length > 0) {

@@ -86,7 +86,7 @@ add('empty --avoid', ['inspect', '-f', KOPS, '--avoid', ''], /--avoid needs a va
 add('empty --node-hook', ['plan', '--pod-cidr', '10.0.0.0/14', '--ipam', 'node', '--node-hook', '', '-f', KUBEADM], /--node-hook needs a value/);
 
 // ---- output formats ----
-for (const [cmd, fmt] of [['inspect', 'xml'], ['calc', 'csv'], ['suggest', 'markdown'], ['plan', 'html'], ['probe', 'jsonl'], ['inspect', 'JSON'], ['calc', 'yaml,json']] as const) {
+for (const [cmd, fmt] of [['inspect', 'xml'], ['calc', 'csv'], ['suggest', 'markdown'], ['suggest', 'html'], ['calc', 'html'], ['probe', 'jsonl'], ['inspect', 'JSON'], ['calc', 'yaml,json']] as const) {
   add(`${cmd}: -o ${fmt}`, [cmd, ...VALID[cmd]!, '-o', fmt], new RegExp(`-o ${fmt.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not a known output format`));
 }
 
