@@ -10,6 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dump } from 'js-yaml';
+import { hash, suffix } from './names.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
@@ -17,27 +18,6 @@ type Obj = Record<string, any>;
 
 // ---------------------------------------------------------------- helpers
 
-/** FNV-1a 32-bit. */
-function hash(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h >>> 0;
-}
-
-/** Kubernetes' "safe" random-suffix alphabet, driven by a hash of `seed`. */
-function suffix(seed: string, n: number): string {
-  const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
-  let out = '';
-  let h = hash(seed);
-  for (let i = 0; i < n; i++) {
-    out += alphabet[h % alphabet.length];
-    h = hash(`${seed}/${i}/${h}`);
-  }
-  return out;
-}
 
 function uid(seed: string): string {
   const hex = [0, 1, 2, 3].map((i) => hash(`${seed}#${i}`).toString(16).padStart(8, '0')).join('');
