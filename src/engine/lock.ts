@@ -3,7 +3,7 @@
  * which stops two operators on two machines, and a lock file in the local state directory, which stops two
  * processes sharing one journal. Both record who holds them; neither holds a credential.
  */
-import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, linkSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
 import { InputError, UserError } from '../errors.ts';
@@ -249,11 +249,27 @@ function checkLockPath(path: string): void {
 export function acquireLocalLock(path: string, holder: string): { release(): void } {
   checkLockPath(path);
   ensurePrivateDir(dirname(path));
+  // The lock is written whole to a file of our own, then linked into place: link() creates the lock atomically with
+  // its content, so no other process ever reads a lock file still empty (and takes it for a stale one).
+  const mine = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  const fd = openSync(mine, 'wx', 0o600);
+  try {
+    writeSync(fd, JSON.stringify({ pid: process.pid, holder, since: new Date().toISOString() }));
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    return takeLock(path, mine);
+  } finally {
+    try { unlinkSync(mine); } catch { /* gone */ }
+  }
+}
+
+/** Links `mine` (a complete lock file) into place as `path`, taking over a stale lock at most twice. */
+function takeLock(path: string, mine: string): { release(): void } {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      const fd = openSync(path, 'wx', 0o600);
-      writeSync(fd, JSON.stringify({ pid: process.pid, holder, since: new Date().toISOString() }));
-      closeSync(fd);
+      linkSync(mine, path);
       return {
         release() {
           try {
