@@ -184,6 +184,35 @@ function sourceDate(): number {
   return r.status === 0 && /^\d+$/.test(r.stdout.trim()) ? Number(r.stdout.trim()) : 0;
 }
 
+/**
+ * The layout of a thin 64-bit Mach-O after injection, checked: the NODE_SEA segment is there, __LINKEDIT still
+ * ends the file, and whether a code signature load command is left (postject drops it: the binary is unsigned).
+ */
+export function checkMachO(b: Buffer): { signed: boolean; seaBytes: number } {
+  if (b.length < 32 || b.readUInt32LE(0) !== 0xfeedfacf) throw new Error('not a 64-bit little-endian Mach-O executable');
+  const ncmds = b.readUInt32LE(16);
+  let off = 32;
+  let sea: { fileoff: number; filesize: number } | undefined;
+  let linkedit: { fileoff: number; filesize: number } | undefined;
+  let signed = false;
+  for (let i = 0; i < ncmds; i++) {
+    const cmd = b.readUInt32LE(off);
+    const size = b.readUInt32LE(off + 4);
+    if (cmd === 0x19) { // LC_SEGMENT_64
+      const name = b.toString('latin1', off + 8, off + 24).replace(/\0.*$/s, '');
+      const seg = { fileoff: Number(b.readBigUInt64LE(off + 40)), filesize: Number(b.readBigUInt64LE(off + 48)) };
+      if (name === 'NODE_SEA') sea = seg;
+      if (name === '__LINKEDIT') linkedit = seg;
+    }
+    if (cmd === 0x1d) signed = true; // LC_CODE_SIGNATURE
+    off += size;
+  }
+  if (!sea) throw new Error('no NODE_SEA segment: the blob was not injected');
+  if (!linkedit || linkedit.fileoff + linkedit.filesize !== b.length) throw new Error('__LINKEDIT does not end the file');
+  if (sea.fileoff + sea.filesize > linkedit.fileoff) throw new Error('NODE_SEA overlaps __LINKEDIT');
+  return { signed, seaBytes: sea.filesize };
+}
+
 export function archiveName(version: string, p: Platform): string {
   const [os, arch] = p.split('-');
   return `${BINARY_NAME}_v${version}_${os}_${arch}.tar.gz`;
@@ -199,6 +228,8 @@ export interface PlatformResult {
   sha256: string;
   uri: string;
   ms: { inject: number; archive: number };
+  /** macOS: whether a code signature is left after injection (postject drops it: false) */
+  signed?: boolean;
 }
 
 export interface DistSummary {
@@ -340,6 +371,11 @@ export async function buildDist(o: DistOptions): Promise<DistSummary> {
         process.stdout.write = write;
       }
       const injectMs = Date.now() - t;
+      let signed: boolean | undefined;
+      if (p.startsWith('darwin')) {
+        signed = checkMachO(readFileSync(bin)).signed;
+        if (signed) o.log(`${p}: a stale code signature is left in the binary: codesign --force --sign - it on a Mac`);
+      }
       t = Date.now();
       const archive = join(o.outDir, archiveName(version, p));
       const data = tarGz([
@@ -351,6 +387,7 @@ export async function buildDist(o: DistOptions): Promise<DistSummary> {
         platform: p, node: `${src.pkg}@${src.version}`, binary: bin, binaryBytes: statSync(bin).size, archive, archiveBytes: data.length,
         sha256: sha256(data), uri: `${o.releaseUrl.replaceAll('{version}', `v${version}`).replace(/\/$/, '')}/${archiveName(version, p)}`,
         ms: { inject: injectMs, archive: Date.now() - t },
+        ...(signed !== undefined ? { signed } : {}),
       });
     }
     const manifest = join(o.outDir, `${PLUGIN_NAME}.yaml`);
