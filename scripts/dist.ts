@@ -418,7 +418,12 @@ export async function cachedDist(o: Omit<DistOptions, 'outDir'>): Promise<DistSu
   const fix = (p: string) => join(dir, relative(staging, p));
   const final: DistSummary = { ...s, outDir: dir, manifest: fix(s.manifest), platforms: s.platforms.map((r) => ({ ...r, binary: fix(r.binary), archive: fix(r.archive) })) };
   writeFileSync(join(staging, 'dist.json'), `${JSON.stringify(final, null, 2)}\n`);
-  rmSync(dir, { recursive: true, force: true });
+  if (existsSync(done)) {
+    // another run built the same inputs meanwhile: keep its build (it may be in use)
+    rmSync(staging, { recursive: true, force: true });
+    return { ...(JSON.parse(readFileSync(done, 'utf8')) as DistSummary), cached: true, hash };
+  }
+  rmSync(dir, { recursive: true, force: true }); // an unfinished one (no dist.json)
   renameSync(staging, dir);
   prune(dirname(dir), KEEP_BUILDS);
   return { ...final, cached: false, hash };
