@@ -19,11 +19,23 @@ import { InputError, UsageError, UserError } from '../errors.ts';
 import { UnreachableError } from './errors.ts';
 import { redact, REDACTED, redactUrl, registerSecret } from './redact.ts';
 
-let clientNodeModule: typeof ClientNode | undefined;
+/** What src/kube uses of @kubernetes/client-node. */
+export type ClientNodeParts = Pick<typeof ClientNode, 'KubeConfig'>;
 
-/** @kubernetes/client-node, loaded on first use: commands that never talk to a cluster do not pay for it. */
-export function clientNode(): typeof ClientNode {
-  clientNodeModule ??= createRequire(import.meta.url)('@kubernetes/client-node') as typeof ClientNode;
+let clientNodeModule: ClientNodeParts | undefined;
+
+/**
+ * @kubernetes/client-node, loaded on first use: commands that never talk to a cluster do not pay for it. Run as
+ * ES modules (dist/, or the .ts sources) there is no `require`, so one is made for this file. In the single-file
+ * executable (`npm run dist`) the bundle is CommonJS: there `require` exists, and a literal `require('…')` is
+ * what the bundler follows and embeds (still evaluated only on first use); the executable has no node_modules
+ * for a made `require` to search. It requires ./client-node.ts, which names the one class used, so that the
+ * bundle holds no more of the package than that class needs.
+ */
+export function clientNode(): ClientNodeParts {
+  clientNodeModule ??= (typeof require === 'function'
+    ? require('./client-node.ts')
+    : createRequire(import.meta.url)('@kubernetes/client-node')) as ClientNodeParts;
   return clientNodeModule;
 }
 

@@ -32,13 +32,34 @@ export function programDir(): string {
   return fileURLToPath(url.endsWith('.js') ? new URL('./', url) : new URL('../../dist/probe/', url));
 }
 
+/**
+ * The compiled probe files, embedded by the single-file build (`npm run dist`, scripts/dist.ts) from dist/probe/:
+ * the executable has no dist/ beside it.
+ */
+declare const KUBE_RENUMBER_PROBE_PROGRAM: string | undefined;
+
+/** The embedded probe program (file name → text), or undefined when running from dist/ or the sources. */
+function embeddedProgram(): Record<string, unknown> | undefined {
+  return typeof KUBE_RENUMBER_PROBE_PROGRAM === 'string' ? JSON.parse(KUBE_RENUMBER_PROBE_PROGRAM) as Record<string, unknown> : undefined;
+}
+
 /** The ConfigMap's data: the compiled probe files, the entry point and a package.json marking them ES modules. */
-export function readProgram(dir: string = programDir()): Record<string, string> {
+export function readProgram(dir?: string): Record<string, string> {
   const data: Record<string, string> = {};
-  for (const f of PROGRAM_FILES) {
-    const p = `${dir.replace(/\/$/, '')}/${f}`;
-    if (!existsSync(p)) throw new Error(`the compiled probe program is missing (${p}): run "npm run build"`);
-    data[f] = readFileSync(p, 'utf8');
+  const embedded = dir === undefined ? embeddedProgram() : undefined;
+  if (embedded) {
+    for (const f of PROGRAM_FILES) {
+      const text = embedded[f];
+      if (typeof text !== 'string') throw new Error(`the embedded probe program has no ${f}: rebuild with "npm run dist"`);
+      data[f] = text;
+    }
+  } else {
+    dir ??= programDir();
+    for (const f of PROGRAM_FILES) {
+      const p = `${dir.replace(/\/$/, '')}/${f}`;
+      if (!existsSync(p)) throw new Error(`the compiled probe program is missing (${p}): run "npm run build"`);
+      data[f] = readFileSync(p, 'utf8');
+    }
   }
   data['main.mjs'] = ENTRY;
   data['package.json'] = '{"type":"module"}\n';
