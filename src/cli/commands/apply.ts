@@ -21,7 +21,7 @@ import { BLOCKAFFINITIES, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, NODES } from '../../
 import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
 import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
 import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
-import { MAX_PLAN_BYTES } from '../../plan/render.ts';
+import { MAX_PLAN_BYTES, shellWord, withPlanPath } from '../../plan/render.ts';
 import { durationFlag, list, loadSnapshot, str } from '../common.ts';
 import { platformKindOf } from '../../cluster/types.ts';
 import { movesOf, platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
@@ -108,7 +108,7 @@ function checkFlags(values: Values): Flags {
   const timeoutMs = positiveDuration(values, 'timeout');
   const rolloutTimeoutMs = positiveDuration(values, 'rollout-timeout');
   const propagationDelayMs = durationFlag(values, 'propagation-delay');
-  positiveDuration(values, 'request-timeout');
+  durationFlag(values, 'request-timeout');
   const ackGates = list(values, 'ack-gate');
   for (const g of ackGates) if (g.trim() === '') throw new UsageError('--ack-gate needs the id of a gate step of the plan');
   return { output, dryRun, stateDir, clusterDomain, timeoutMs, rolloutTimeoutMs, propagationDelayMs, ackGates, only: list(values, 'only'), skip: list(values, 'skip') };
@@ -286,6 +286,7 @@ async function runPlan(values: Values, positionals: string[], io: Io, resume: bo
       },
     });
     s.ctx.journal.append('run-end', { detail: result.status });
+    const planPath = pre.read.path;
     if (output === 'json' || output === 'yaml') io.out(renderData({ ...result, stateDir: s.stateDir }, output));
     switch (result.status) {
       case 'completed':
@@ -295,16 +296,17 @@ async function runPlan(values: Values, positionals: string[], io: Io, resume: bo
         }
         return ExitCode.ok;
       case 'blocked':
-        io.err(`stopped before ${result.before}: ${result.message}\n`);
+        io.err(`stopped before ${result.before}: ${withPlanPath(result.message, planPath)}\n`);
         return ExitCode.gate;
       case 'gate':
-        io.err(`stopped at gate ${result.step}: ${result.title}\n${result.instructions.map((i) => `  - ${i}\n`).join('')}then run: kube-renumber resume ${positionals[0]}\n`);
+        io.err(`stopped at gate ${result.step}: ${result.title}\n${result.instructions.map((i) => `  - ${withPlanPath(i, planPath)}\n`).join('')}`
+          + `then run: kube-renumber resume ${shellWord(planPath)}\n`);
         return ExitCode.gate;
       case 'declined':
-        io.err(`stopped before ${result.step}: confirm it with kube-renumber resume ${positionals[0]} --yes\n`);
+        io.err(`stopped before ${result.step}: confirm it with kube-renumber resume ${shellWord(planPath)} --yes\n`);
         return ExitCode.gate;
       case 'failed':
-        io.err(`error: ${result.message}\n(nothing further was changed; fix it and run kube-renumber resume ${positionals[0]})\n`);
+        io.err(`error: ${withPlanPath(result.message, planPath)}\n(nothing further was changed; fix it and run kube-renumber resume ${shellWord(planPath)})\n`);
         return ExitCode.verifyFailed;
     }
   } finally {
