@@ -15,7 +15,7 @@ import { suggestCommand } from './commands/suggest.ts';
 import { EXIT_CODE_OF_KIND, ExitCode, UsageError, UserError } from './errors.ts';
 import { redact } from '../kube/redact.ts';
 import { durationFlag, list, str } from './common.ts';
-import { parseOutput, renderData, setTableStyle } from './output.ts';
+import { colorFor, parseOutput, renderData, setTableStyle } from './output.ts';
 import { parseAvoid } from './config.ts';
 import { VERSION } from './version.ts';
 
@@ -82,7 +82,7 @@ kube-renumber completion fish | source. As the kubectl plugin (kubectl >= 1.26),
 kubectl_complete-renumber program installed next to kubectl-renumber: nothing to load.`,
   async run({ positionals, io }) {
     const shell = positionals[0]!;
-    if (!(SHELLS as readonly string[]).includes(shell)) throw new UsageError(`completion ${shell}: unknown shell (use ${SHELLS.join(', ')})${didYouMean(suggestions(shell, SHELLS))}`);
+    if (!(SHELLS as readonly string[]).includes(shell)) throw new UsageError(`completion ${shell}: unknown shell (use ${SHELLS.join(', ')})`);
     io.out(completionScript(shell as (typeof SHELLS)[number], programName(io) === 'kubectl renumber' ? 'kubectl-renumber' : 'kube-renumber'));
     return ExitCode.ok;
   },
@@ -129,10 +129,6 @@ export function defaultIo(): Io {
   };
 }
 
-/** Colour on a terminal unless NO_COLOR is set (https://no-color.org) or TERM is dumb. */
-export function colorFor(io: Io, tty: boolean | undefined): boolean {
-  return tty === true && !io.env.NO_COLOR && io.env.TERM !== 'dumb';
-}
 
 /** Run the CLI; returns the exit code. Never throws. */
 export async function main(argv: string[], io: Io = defaultIo()): Promise<number> {

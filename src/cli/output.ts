@@ -25,6 +25,11 @@ export function renderData(v: unknown, format: 'json' | 'yaml'): string {
  * and resets it afterwards): without header rows, and with severities in colour.
  */
 export interface TableStyle { noHeaders: boolean; color: boolean }
+/** Colour on a terminal unless NO_COLOR is set (https://no-color.org) or TERM is dumb. */
+export function colorFor(io: { env: NodeJS.ProcessEnv }, tty: boolean | undefined): boolean {
+  return tty === true && !io.env.NO_COLOR && io.env.TERM !== 'dumb';
+}
+
 let style: TableStyle = { noHeaders: false, color: false };
 export function setTableStyle(s: TableStyle): void { style = s; }
 

@@ -585,7 +585,7 @@ export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml'): str
   plan.steps.forEach((s, i) => { out += stepMarkdown(s, i + 1, planPath); });
 
   out += '## Rollback notes\n\n';
-  out += '- Every step backs up the objects it changes first; `kube-renumber rollback ${shellWord(planPath)}` undoes completed steps in reverse where the API allows and says what it cannot undo.\n';
+  out += `- Every step backs up the objects it changes first; \`kube-renumber rollback ${shellWord(planPath)}\` undoes completed steps in reverse where the API allows and says what it cannot undo.\n`;
   if (pc) out += '- Pods restarted into NEW stay there after a rollback of the pool steps; re-enable the old pool (or give nodes old podCIDRs) and restart again to move back.\n';
   if (sc) out += '- Moved Services can return to their old IPs only while the old range is allocatable: before `drain-old-servicecidrs`, or after creating a ServiceCIDR for the old range again.\n';
   out += '- A deleted ServiceCIDR cannot be restored; a new one with the same range makes it allocatable again.\n';
