@@ -7,9 +7,12 @@ if (major < MIN[0] || (major === MIN[0] && minor < MIN[1])) {
   process.stderr.write(`error: kube-renumber needs Node.js >= ${MIN.join('.')} (this is v${process.versions.node}): install a newer Node.js and run it again\n`);
   process.exit(2);
 }
+function require_basename(p) { return p.split(/[\\/]/).pop(); }
 import('../dist/cli/main.js').then(async ({ main, installCrashHandlers }) => {
   installCrashHandlers();
-  process.exitCode = await main(process.argv.slice(2));
+  // kubectl (>= 1.26) completes `kubectl renumber ...` by running kubectl_complete-renumber with the words
+  const completing = /^kubectl_complete-/.test(require_basename(process.argv[1] || ''));
+  process.exitCode = await main(completing ? ['__complete', ...process.argv.slice(2)] : process.argv.slice(2));
 }, (e) => {
   process.stderr.write(`error: internal: cannot load kube-renumber: ${String((e && e.message) || e).split('\n')[0]} (is dist/ built? npm run build)\n`);
   process.exit(70);

@@ -5,6 +5,11 @@ export interface Io {
   out(s: string): void;
   err(s: string): void;
   env: NodeJS.ProcessEnv;
+  /** How the program was called (process.argv[1]): `kubectl-renumber` makes texts say `kubectl renumber`. */
+  program?: string;
+  /** Is stdout / stderr a terminal (colour, live progress lines)? Absent: no. */
+  stdoutTTY?: boolean;
+  stderrTTY?: boolean;
 }
 
 export type Options = NonNullable<ParseArgsConfig['options']>;

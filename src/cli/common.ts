@@ -42,14 +42,29 @@ export function numberFlag(values: Values, key: string, min: number, max: number
 /** The longest duration any flag takes: 24h (a timer far beyond that would overflow, and no step needs it). */
 export const MAX_DURATION_MS = 24 * 3_600_000;
 
-/** "30s", "2m", "500ms", "1h" or plain seconds → milliseconds, at most `maxMs` (default 24h). */
+const GO_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, 'μs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * A duration as kubectl reads one: Go's time.ParseDuration (`1m30s`, `1h2m3.5s`, `500ms`, `250us`, `0`), or plain
+ * seconds (`30`, as kubectl's --request-timeout takes them) → milliseconds; undefined when `raw` is not one.
+ * Negative durations are refused by the callers, which name the flag.
+ */
+export function parseGoDuration(raw: string): number | undefined {
+  const t = raw.trim();
+  if (/^\+?(\d+(\.\d*)?|\.\d+)$/.test(t)) return Number(t.replace(/^\+/, '')) * 1000;
+  if (!/^\+?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$/.test(t)) return undefined;
+  let ms = 0;
+  for (const m of t.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) ms += Number(m[1]) * GO_UNITS[m[2]!]!;
+  return ms;
+}
+
+/** A duration flag (see parseGoDuration) → milliseconds, at most `maxMs` (default 24h), never negative. */
 export function durationFlag(values: Values, key: string, maxMs: number = MAX_DURATION_MS): number | undefined {
   const raw = str(values, key);
   if (raw === undefined) return undefined;
-  const m = raw.trim().match(/^(\d+(?:\.\d+)?)(ms|s|m|h)?$/);
-  if (!m) throw new UsageError(`--${key} ${raw} is not a duration (e.g. 30s, 2m)`);
-  const mult = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
-  const ms = Number(m[1]) * mult;
+  if (/^\s*-/.test(raw) && parseGoDuration(raw.trim().slice(1)) !== undefined) throw new UsageError(`--${key} ${raw} must not be negative`);
+  const ms = parseGoDuration(raw);
+  if (ms === undefined) throw new UsageError(`--${key} ${raw} is not a duration (e.g. 30s, 1m30s, 500ms)`);
   if (!Number.isFinite(ms) || ms > maxMs) throw new UsageError(`--${key} ${raw} is too long: at most ${formatDuration(maxMs)}`);
   return ms;
 }

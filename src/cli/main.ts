@@ -1,5 +1,8 @@
 import { existsSync } from 'node:fs';
+import { arch, platform } from 'node:os';
 import { parseArgs } from 'node:util';
+import { brand, didYouMean, normalizeArgs, parseArgsError, programName, suggestions } from './args.ts';
+import { completeWords, completionScript, SHELLS } from './completion.ts';
 import type { Command, Io, Options, Values } from './command.ts';
 import { isDnsLabel } from '../plan/targets.ts';
 import { NetError } from '../net/index.ts';
@@ -11,7 +14,8 @@ import { probeCommand } from './commands/probe.ts';
 import { suggestCommand } from './commands/suggest.ts';
 import { EXIT_CODE_OF_KIND, ExitCode, UsageError, UserError } from './errors.ts';
 import { redact } from '../kube/redact.ts';
-import { durationFlag, list } from './common.ts';
+import { durationFlag, list, str } from './common.ts';
+import { colorFor, parseOutput, renderData, setTableStyle } from './output.ts';
 import { parseAvoid } from './config.ts';
 import { VERSION } from './version.ts';
 
@@ -27,6 +31,7 @@ export const GLOBAL_OPTIONS: Options = {
   avoid: { type: 'string', multiple: true },
   config: { type: 'string' },
   'request-timeout': { type: 'string' },
+  'no-headers': { type: 'boolean' },
   verbose: { type: 'boolean', short: 'v' },
   help: { type: 'boolean', short: 'h' },
 };
@@ -42,28 +47,64 @@ const GLOBAL_HELP: ReadonlyArray<readonly [string, string]> = [
                            added to the live read`],
   ['avoid', '  --avoid CIDR[=REASON]    a range to keep clear of (repeatable)'],
   ['config', '  --config PATH            config file (default: KUBE_RENUMBER_CONFIG, then ~/.config/kube-renumber/config.yaml)'],
-  ['output', '  -o, --output FORMAT      table | wide | json | yaml'],
-  ['request-timeout', '  --request-timeout DUR    per-request timeout for the API server, e.g. 30s (default 30s)'],
+  ['output', '  -o, --output FORMAT      table | wide | json | yaml (also -o=json, --output=json)'],
+  ['no-headers', '  --no-headers             table output without the column headers (-o table or wide)'],
+  ['request-timeout', `  --request-timeout DUR    per-request timeout for the API server, a Go duration such as 30s or 1m30s;
+                           0 waits as long as the server takes, like kubectl (default 30s)`],
   ['verbose', '  -v, --verbose            progress on stderr, and a stack trace with any error'],
   ['help', '  -h, --help               help'],
 ];
 
+const versionCommand: Command = {
+  name: 'version',
+  summary: 'print the version (-o json|yaml: a document with the Node.js version and platform too)',
+  usage: 'kube-renumber version [-o json|yaml]',
+  options: {},
+  async run({ values, io }) {
+    const output = parseOutput(str(values, 'output'));
+    if (output === 'json' || output === 'yaml') {
+      io.out(renderData({ version: VERSION, nodeVersion: process.version, platform: `${platform()}/${arch()}` }, output));
+    } else {
+      io.out(`${VERSION}\n`);
+    }
+    return ExitCode.ok;
+  },
+};
+
+const completionCommand: Command = {
+  name: 'completion',
+  summary: 'print a shell completion script: completion bash|zsh|fish',
+  usage: 'kube-renumber completion bash|zsh|fish',
+  positionals: { min: 1, max: 1, name: 'SHELL' },
+  options: {},
+  help: `Load it in the current shell, e.g. source <(kube-renumber completion bash), or in fish
+kube-renumber completion fish | source. As the kubectl plugin (kubectl >= 1.26), completion comes from the
+kubectl_complete-renumber program installed next to kubectl-renumber: nothing to load.`,
+  async run({ positionals, io }) {
+    const shell = positionals[0]!;
+    if (!(SHELLS as readonly string[]).includes(shell)) throw new UsageError(`completion ${shell}: unknown shell (use ${SHELLS.join(', ')})`);
+    io.out(completionScript(shell as (typeof SHELLS)[number], programName(io) === 'kubectl renumber' ? 'kubectl-renumber' : 'kube-renumber'));
+    return ExitCode.ok;
+  },
+};
+
 const COMMANDS: Command[] = [
   inspectCommand, calcCommand, suggestCommand, planCommand,
   applyCommand, resumeCommand, statusCommand, verifyCommand, rollbackCommand, restoreCommand, probeCommand,
+  versionCommand, completionCommand,
 ];
 
-function topHelp(): string {
+function topHelp(plugin = false): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
   return `kube-renumber ${VERSION}: move a live Kubernetes cluster's Service CIDR and Pod CIDR to new ranges.
 
-Usage: kube-renumber COMMAND [flags]      (also: kubectl renumber COMMAND [flags])
+Usage: kube-renumber COMMAND [flags]${plugin ? '' : '      (also: kubectl renumber COMMAND [flags])'}
 
 Commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(width)}   ${c.summary}`).join('\n')}
-  ${'version'.padEnd(width)}   print the version
+  ${'help'.padEnd(width)}   help COMMAND: a command's flags
 
-Run "kube-renumber COMMAND --help" for a command's flags.
+Run "kube-renumber COMMAND --help" (or "kube-renumber help COMMAND") for a command's flags.
 
 Exit codes: 0 ok; 1 findings; 2 bad command line (flag, argument, CIDR, value, unknown --context);
 3 bad input file (dump, plan, journal, --config, the kubeconfig named by --kubeconfig or KUBECONFIG);
@@ -82,44 +123,82 @@ export function defaultIo(): Io {
     out: (s) => { process.stdout.write(s); },
     err: (s) => { process.stderr.write(s); },
     env: process.env,
+    program: process.argv[1],
+    stdoutTTY: process.stdout.isTTY === true,
+    stderrTTY: process.stderr.isTTY === true,
   };
 }
+
 
 /** Run the CLI; returns the exit code. Never throws. */
 export async function main(argv: string[], io: Io = defaultIo()): Promise<number> {
   const verbose = isVerbose(argv);
-  // Last line of defence: no credential reaches stderr, whoever wrote the line.
+  const prog = programName(io);
+  // Last line of defence: no credential reaches stderr, whoever wrote the line; and every "kube-renumber COMMAND"
+  // in it named as the user called the program.
   const rawIo = io;
-  io = { ...rawIo, err: (s) => rawIo.err(redact(s)) };
+  io = { ...rawIo, err: (s) => rawIo.err(brand(redact(s), prog)) };
+  const help = (text: string) => io.out(brand(text, prog));
   try {
     const [name, ...rest] = argv;
-    if (!name || name === 'help' || name === '--help' || name === '-h') {
-      io.out(topHelp());
+    if (name === '__complete') {
+      io.out(completeWords(rest, COMMANDS, GLOBAL_OPTIONS, (c, f) => takesGlobal(c, f)));
+      return ExitCode.ok;
+    }
+    if (!name || name === '--help' || name === '-h') {
+      help(topHelp(prog !== 'kube-renumber'));
       return name ? ExitCode.ok : ExitCode.usage;
     }
-    if (name === 'version' || name === '--version') {
+    if (name === 'help') {
+      if (rest.length === 0) { help(topHelp(prog !== 'kube-renumber')); return ExitCode.ok; }
+      const about = COMMANDS.find((c) => c.name === rest[0]);
+      if (!about || rest.length > 1) {
+        if (rest.length > 1) throw new UsageError(`help takes one command, got ${rest.length} words (usage: ${prog} help COMMAND)`);
+        throw unknownCommand(rest[0]!);
+      }
+      help(commandHelp(about));
+      return ExitCode.ok;
+    }
+    if (name === '--version') {
       io.out(`${VERSION}\n`);
       return ExitCode.ok;
     }
     const cmd = COMMANDS.find((c) => c.name === name);
-    if (!cmd) throw new UsageError(`unknown command "${name}" (commands: ${COMMANDS.map((c) => c.name).join(', ')}, version)`);
+    if (!cmd) throw unknownCommand(name);
+    const options = { ...GLOBAL_OPTIONS, ...cmd.options };
     let parsed;
     try {
-      parsed = parseArgs({ args: rest, options: { ...GLOBAL_OPTIONS, ...cmd.options }, allowPositionals: true, strict: true });
+      parsed = parseArgs({ args: normalizeArgs(rest, options), options, allowPositionals: true, strict: true });
     } catch (e) {
-      throw new UsageError(`${(e as Error).message.split('\n')[0]} (see "kube-renumber ${cmd.name} --help")`);
+      throw parseArgsError(e, cmd.name, options, (f) => f in cmd.options || takesGlobal(cmd, f), prog);
     }
     if (parsed.values.help) {
-      io.out(commandHelp(cmd));
+      help(commandHelp(cmd));
       return ExitCode.ok;
     }
-    checkUnusedGlobals(cmd, parsed.values as Values);
-    checkValues(cmd, parsed.values as Values);
+    const values = parsed.values as Values;
+    checkUnusedGlobals(cmd, values);
+    checkValues(cmd, values);
     checkPositionals(cmd, parsed.positionals);
-    return await cmd.run({ values: parsed.values as Values, positionals: parsed.positionals, io });
+    const output = str(values, 'output') ?? 'table';
+    if (values['no-headers'] === true && output !== 'table' && output !== 'wide') {
+      throw new UsageError(`--no-headers applies to table output, not -o ${output} (leave out one of them)`);
+    }
+    setTableStyle({ noHeaders: values['no-headers'] === true, color: colorFor(io, io.stdoutTTY) && (output === 'table' || output === 'wide') });
+    try {
+      return await cmd.run({ values, positionals: parsed.positionals, io });
+    } finally {
+      setTableStyle({ noHeaders: false, color: false });
+    }
   } catch (e) {
     return reportError(e, io, verbose);
   }
+}
+
+function unknownCommand(name: string): UsageError {
+  const names = [...COMMANDS.map((c) => c.name), 'help'];
+  const hint = didYouMean(suggestions(name, names));
+  return new UsageError(`unknown command "${name}"${hint || ` (commands: ${names.join(', ')})`}`);
 }
 
 const NO_CLUSTER = 'it reads no cluster';
@@ -131,6 +210,7 @@ const PLAN_RUNS: Readonly<Record<string, string>> = {
   namespace: 'the plan decides which objects change',
 };
 const WHOLE_CLUSTER = 'it reads the whole cluster';
+const NOTHING_TO_READ = 'it reads nothing';
 /**
  * Global flags a command has no use for, with the reason: given, they stop it with exit 2 rather than be
  * ignored (a user who passes --kubeconfig to status, or -n to plan, expects it to matter), and its help
@@ -147,6 +227,11 @@ const UNUSED_GLOBALS: Readonly<Record<string, Readonly<Record<string, string>>>>
   status: { ...PLAN_RUNS, kubeconfig: 'it reads only the journal', context: 'it reads only the journal', 'request-timeout': 'it reads only the journal' },
   ...Object.fromEntries(['apply', 'resume', 'verify', 'rollback', 'restore'].map((c) => [c, PLAN_RUNS])),
   probe: { 'from-file': 'it measures a live cluster', avoid: 'it measures a live cluster', config: 'it measures a live cluster' },
+  ...Object.fromEntries(['version', 'completion'].map((c) => [c, {
+    kubeconfig: NOTHING_TO_READ, context: NOTHING_TO_READ, namespace: NOTHING_TO_READ, 'from-file': NOTHING_TO_READ,
+    'request-timeout': NOTHING_TO_READ, avoid: NOTHING_TO_READ, config: NOTHING_TO_READ,
+    'no-headers': 'it prints no table', ...(c === 'completion' ? { output: 'it prints a shell script' } : {}),
+  }])),
 };
 
 /** Does `cmd` take the global flag `flag`? */
@@ -168,8 +253,8 @@ function checkValues(cmd: Command, values: Values): void {
       if (one.trim() === '') throw new UsageError(`--${key} needs a value, got an empty string (see "kube-renumber ${cmd.name} --help")`);
     }
   }
-  const timeout = durationFlag(values, 'request-timeout');
-  if (timeout !== undefined && timeout <= 0) throw new UsageError(`--request-timeout ${values['request-timeout']} must be more than 0`);
+  // 0: no timeout, as kubectl reads it
+  durationFlag(values, 'request-timeout');
   const ns = values.namespace;
   if (typeof ns === 'string' && !isDnsLabel(ns)) {
     throw new UsageError(`--namespace ${JSON.stringify(ns)} is not a valid namespace name (lower-case letters, digits and "-", at most 63, starting and ending alphanumeric)`);

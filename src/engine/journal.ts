@@ -8,7 +8,7 @@
  * journal unusable (InputError naming the file and the line). Before the first append after such a crash, the
  * torn bytes are moved to journal.jsonl.torn, so the next entry starts on a line of its own.
  */
-import { appendFileSync, closeSync, fsyncSync, ftruncateSync, openSync } from 'node:fs';
+import { appendFileSync, closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync } from 'node:fs';
 import { InputError } from '../errors.ts';
 import { appendLineDurable, decodeText, readRegularFile, statOrUndefined } from './files.ts';
 
@@ -47,6 +47,8 @@ export class Journal {
   readonly run: string;
   private readonly warn?: (message: string) => void;
   private repaired = false;
+  /** Told of every entry once it is durably appended (apply --events ndjson streams them). */
+  onAppend?: (entry: JournalEntry) => void;
   constructor(path: string, run: string, warn?: (message: string) => void) {
     this.path = path;
     this.run = run;
@@ -60,6 +62,7 @@ export class Journal {
     }
     const entry: JournalEntry = { ts: new Date().toISOString(), run: this.run, event, ...fields };
     appendLineDurable(this.path, JSON.stringify(entry));
+    this.onAppend?.(entry);
     return entry;
   }
 
@@ -188,4 +191,61 @@ export function completedSteps(entries: JournalEntry[]): string[] {
     }
   }
   return done;
+}
+
+/**
+ * Follows a journal another process appends to (status --watch): each read() returns the entries whose line has
+ * been completed since the last read. A line still being written (or torn by a crash) is held back until its
+ * "\n" arrives, and read again from its start each time: when the next run moves torn bytes away (cutting the
+ * file at that line's start) and appends, the new line is read whole.
+ * A whole line that is not a journal entry is InputError, as for readJournal.
+ */
+export class JournalTail {
+  readonly path: string;
+  /** Where the first line not yet returned starts: a line still being written is read again from here. */
+  private offset = 0;
+  private line = 0;
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  read(): JournalEntry[] {
+    if (!statOrUndefined(this.path, 'journal')) return [];
+    const fd = openSync(this.path, 'r');
+    let buf: Buffer;
+    try {
+      // a torn last line is cut off at its start by the next run, never before: offset stays within the file
+      const size = fstatSync(fd).size;
+      if (size < this.offset) this.offset = size;
+      if (size - this.offset > MAX_JOURNAL_BYTES) throw new InputError(`journal ${this.path}: more than ${MAX_JOURNAL_BYTES} bytes appended at once`);
+      buf = Buffer.alloc(size - this.offset);
+      let got = 0;
+      while (got < buf.length) {
+        const n = readSync(fd, buf, got, buf.length - got, this.offset + got);
+        if (n === 0) break;
+        got += n;
+      }
+      buf = buf.subarray(0, got);
+    } finally {
+      closeSync(fd);
+    }
+    const out: JournalEntry[] = [];
+    let start = 0;
+    for (let nl = buf.indexOf(0x0a, start); nl >= 0; nl = buf.indexOf(0x0a, start)) {
+      this.line++;
+      const text = decodeText(buf.subarray(start, nl));
+      start = nl + 1;
+      if (text !== undefined && text.trim() === '') continue;
+      let problem: string | undefined;
+      let value: unknown;
+      if (text === undefined) problem = 'not text (binary data)';
+      else {
+        try { value = JSON.parse(text); problem = journalEntryProblem(value); } catch { problem = 'not JSON'; }
+      }
+      if (problem !== undefined) throw new InputError(`journal ${this.path}: line ${this.line}: ${problem}`);
+      out.push(value as JournalEntry);
+    }
+    this.offset += start;
+    return out;
+  }
 }

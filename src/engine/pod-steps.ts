@@ -448,14 +448,16 @@ export class PodExecutor {
 
   // ---- restarts -----------------------------------------------------------------------------------
 
+  /** The restarts' warnings, for a context that could not show them as they came (no ctx.warn). */
   private report(ctx: StepContext, results: readonly RestartResult[]): void {
+    if (ctx.warn) return;
     for (const r of results) for (const w of r.warnings) this.warn(ctx, w);
   }
 
   /** Restart `workloads` in waves; throws when any is paused, stuck or failed (after all have run). */
   async restartAll(ctx: StepContext, workloads: Workload[], critical: readonly string[]): Promise<void> {
     if (workloads.length === 0) return;
-    const rep = await runWaves(workloads, { parallel: this.spec.restarts.parallel, order: critical.map((c) => `Deployment/${c}`) },
+    const rep = await runWaves(workloads, { parallel: this.spec.restarts.parallel, order: critical.map((c) => `Deployment/${c}`), ...(ctx.progress ? { progress: ctx.progress } : {}) },
       (w) => restartWorkload(ctx, w, { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs }));
     this.report(ctx, rep.results);
     ctx.log(`restarted ${rep.results.length} workload(s) in ${rep.totalSeconds.toFixed(1)} s (sum of rollouts ${rep.sumSeconds.toFixed(1)} s, up to ${rep.maxInFlight} at once)`);

@@ -311,7 +311,8 @@ export async function restartWorkload(ctx: StepContext, w: Workload, opts: Resta
   const warnings: string[] = [];
   const run: Run = {
     ctx, w, opts, deadline: t0 + opts.timeoutMs, poll: opts.pollMs ?? 500, warnings,
-    warn(msg) { if (!warnings.includes(msg)) { warnings.push(msg); ctx.log(`warning: ${msg}`); } },
+    // shown at once, without -v (the caller does not repeat what ctx.warn already showed)
+    warn(msg) { if (!warnings.includes(msg)) { warnings.push(msg); if (ctx.warn) ctx.warn(msg); else ctx.log(`warning: ${msg}`); } },
   };
   const result = (o: Outcome, error?: unknown): RestartResult => ({
     workload: w, status: o.status, seconds: (Date.now() - t0) / 1000, ...(o.message ? { message: o.message } : {}), warnings,
@@ -607,6 +608,8 @@ export interface WaveOptions {
    * restarted first, in this order, and finished before any other starts.
    */
   order?: readonly string[];
+  /** Told how many are done and which are in flight, whenever that changes (StepContext.progress). */
+  progress?: (e: { type: 'count'; what: string; done: number; total: number } | { type: 'inflight'; what: string; names: string[] }) => void;
 }
 
 export interface WaveReport {
@@ -638,11 +641,21 @@ export async function runWaves(workloads: readonly Workload[], opts: WaveOptions
   const results: RestartResult[] = [];
   let inFlight = 0;
   let maxInFlight = 0;
+  let finished = 0;
+  const running = new Set<string>();
+  const tell = () => {
+    opts.progress?.({ type: 'count', what: 'workloads restarted', done: finished, total: workloads.length });
+    opts.progress?.({ type: 'inflight', what: 'rollouts', names: [...running] });
+  };
+  tell();
   const pool = (list: Workload[]) => mapLimit(list, parallel, async (w) => {
     const slot = results.length;
     results.push(undefined as unknown as RestartResult);
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
+    const label = describeWorkload(w);
+    running.add(label);
+    tell();
     const s = Date.now();
     try {
       results[slot] = await fn(w);
@@ -650,6 +663,9 @@ export async function runWaves(workloads: readonly Workload[], opts: WaveOptions
       results[slot] = { workload: w, status: 'failed', seconds: (Date.now() - s) / 1000, message: errMessage(e), warnings: [], error: e };
     } finally {
       inFlight--;
+      finished++;
+      running.delete(label);
+      tell();
     }
   });
   await pool(critical);

@@ -15,8 +15,23 @@ import type { KubeClient } from '../kube/client.ts';
 import type { BackupStore } from './backup.ts';
 import { refKey, refOf } from './backup.ts';
 import { completedSteps, type Journal } from './journal.ts';
+import { withProgress } from './toolkit.ts';
 
 export type DryRun = 'none' | 'client' | 'server';
+
+/**
+ * What a run is doing, as data (the CLI draws a status line on a terminal, or prints one line per event):
+ * - step: the runner starts, finishes, skips or stops at step n of total;
+ * - count: a step's items so far (Services moved 4 of 6, workloads restarted 12 of 40);
+ * - inflight: what runs at once now (rollouts, with their names);
+ * - wait / waited: a wait for the cluster (or a fixed delay) begins, with its limit, and ends.
+ */
+export type ProgressEvent =
+  | { type: 'step'; step: string; n: number; total: number; title: string; state: 'start' | 'done' | 'skip' | 'excluded' | 'gate' | 'confirm' | 'failed' }
+  | { type: 'count'; what: string; done: number; total: number }
+  | { type: 'inflight'; what: string; names: string[] }
+  | { type: 'wait'; what: string; timeoutMs?: number }
+  | { type: 'waited'; what: string; ms: number };
 
 export interface StepContext {
   client: KubeClient;
@@ -27,6 +42,8 @@ export interface StepContext {
   log(msg: string): void;
   /** What the operator must see even without -v (lost pod state, blocked evictions). */
   warn?(msg: string): void;
+  /** Progress as events (see ProgressEvent); waits inside a step reach it through the toolkit's poll too. */
+  progress?(event: ProgressEvent): void;
 }
 
 export interface Step {
@@ -126,6 +143,9 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
   let applied = 0;
   let skipped = 0;
   const mark = (event: string, step: string) => opts.afterEvent?.(event, step);
+  const total = steps.length;
+  const tell = (i: number, step: Step, state: Extract<ProgressEvent, { type: 'step' }>['state']) =>
+    ctx.progress?.({ type: 'step', step: step.id, n: i + 1, total, title: step.title, state });
   let excluded = 0;
   const reached = new Set(ctx.journal.entries().filter((e) => e.event === 'step-start' && e.step).map((e) => e.step!));
   const sel = opts.select;
@@ -140,50 +160,58 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
       ctx.journal.append('step-excluded', { step: step.id, detail: why });
       excluded++;
       mark('excluded', step.id);
+      tell(i, step, 'excluded');
       continue;
     }
     ctx.journal.append('step-start', { step: step.id, detail: step.title });
+    tell(i, step, 'start');
     const by = step.supersededBy?.find((id) => reached.has(id));
     if (by) {
       ctx.journal.append('step-skip', { step: step.id, detail: `superseded by ${by}` });
       skipped++;
       mark('skip', step.id);
+      tell(i, step, 'skip');
       continue;
     }
-    if (await step.check(ctx)) {
+    if (await withProgress(ctx.progress, () => step.check(ctx))) {
       ctx.journal.append('step-skip', { step: step.id, detail: step.kind === 'gate' ? 'condition holds' : 'already done' });
       skipped++;
       mark('skip', step.id);
+      tell(i, step, 'skip');
       continue;
     }
     if (step.kind === 'gate') {
       ctx.journal.append('gate', { step: step.id, detail: step.title });
+      tell(i, step, 'gate');
       return { status: 'gate', step: step.id, title: step.title, instructions: step.instructions ?? [] };
     }
     if (step.kind === 'confirm') {
       const ok = opts.yes || (opts.confirm ? await opts.confirm(step.title) : false);
       if (!ok) {
         ctx.journal.append('confirm', { step: step.id, detail: 'declined or not confirmed (use --yes)' });
+        tell(i, step, 'confirm');
         return { status: 'declined', step: step.id };
       }
       ctx.journal.append('step-done', { step: step.id, detail: 'confirmed' });
+      tell(i, step, 'done');
       continue;
     }
     if (ctx.dryRun === 'client') {
       ctx.log(`would ${step.title}`);
       continue;
     }
-    const objects = step.backup ? await step.backup(ctx) : [];
+    const objects = step.backup ? await withProgress(ctx.progress, () => step.backup!(ctx)) : [];
     if (objects.length > 0) {
       const files = objects.map((o) => ctx.backups.save(o));
       ctx.journal.append('backup', { step: step.id, objects: objects.map((o) => refKey(refOf(o))), detail: `${files.length} file(s)` });
       mark('backup', step.id);
     }
     try {
-      await step.apply?.(ctx);
+      if (step.apply) await withProgress(ctx.progress, () => step.apply!(ctx));
     } catch (e) {
       const message = e instanceof Error ? e.message.split('\n')[0]! : String(e);
       ctx.journal.append('step-failed', { step: step.id, detail: message });
+      tell(i, step, 'failed');
       // Unreachable cluster, missing permissions, a lost lock: the run cannot go on; keep their exit codes.
       if (e instanceof UserError && FATAL_KINDS.has(e.kind)) throw e;
       return { status: 'failed', step: step.id, message: `${step.title}: ${message}` };
@@ -191,15 +219,17 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
     ctx.journal.append('applied', { step: step.id });
     mark('applied', step.id);
     if (ctx.dryRun === 'server') continue;
-    const problem = step.verify ? await step.verify(ctx) : undefined;
+    const problem = step.verify ? await withProgress(ctx.progress, () => step.verify!(ctx)) : undefined;
     if (problem) {
       ctx.journal.append('step-failed', { step: step.id, detail: problem });
+      tell(i, step, 'failed');
       return { status: 'failed', step: step.id, message: `${step.title}: ${problem}` };
     }
     ctx.journal.append('verified', { step: step.id });
     ctx.journal.append('step-done', { step: step.id });
     applied++;
     mark('done', step.id);
+    tell(i, step, 'done');
   }
   return { status: 'completed', applied, skipped, ...(sel ? { excluded } : {}) };
 }

@@ -23,7 +23,7 @@ import { refOf } from './backup.ts';
 import { COVER_FOR_LABEL, coverCarries, coverService, coverStatus, pickSpares, readyAddresses } from './covers.ts';
 import { readJournal } from './journal.ts';
 import { withPlanSupersessions, type Step, type StepContext } from './runner.ts';
-import { mapLimit, poll, retryOnConflict, sleep, withRetry } from './toolkit.ts';
+import { mapLimit, poll, retryOnConflict, sleep, waitFor, withRetry } from './toolkit.ts';
 
 export interface ServiceExecOptions {
   /** Cluster DNS domain for ExternalName targets (default cluster.local). */
@@ -651,17 +651,24 @@ export class ServiceExecutor {
         const view = await take(ctx.client, false);
         evidence = new Map();
         const seen = (it: StepItem) => ({ svc: view.get(itemKey(it)), bridge: it.bridge ? view.get(`${it.namespace}/${it.bridge}`) : undefined });
+        let moved = 0;
+        const count = () => ctx.progress?.({ type: 'count', what: 'Services moved', done: moved, total: items.length });
+        count();
         if (!this.usesCovers(ctx)) {
           // a Service already at its mapped IPs with its bridge in place costs nothing here
-          await mapLimit(items, this.opts.concurrency, async (it) => { evidence.set(itemKey(it), await this.moveItem(ctx, it, strategy, seen(it))); });
+          await mapLimit(items, this.opts.concurrency, async (it) => { evidence.set(itemKey(it), await this.moveItem(ctx, it, strategy, seen(it))); moved++; count(); });
           return;
         }
         const pending = items.filter((it) => !itemDone(view, it));
+        moved = items.length - pending.length;
+        count();
         const covers = new Map(coversIn(view, items).map((c) => [`${c.metadata?.namespace}/${c.metadata?.labels?.[COVER_FOR_LABEL]}`, c]));
         const covered = pending.length > 0 ? await this.raiseCovers(ctx, pending, view, covers) : new Set<string>();
         const tm = Date.now();
         await mapLimit(pending, this.opts.concurrency, async (it) => {
           evidence.set(itemKey(it), await this.moveItem(ctx, it, strategy, seen(it), covered.has(itemKey(it)) ? this.fqdn(coverName(it.name), it.namespace) : undefined));
+          moved++;
+          count();
         });
         if (pending.length > 0) ctx.log(`${pending.length} Service(s) moved in ${Date.now() - tm} ms`);
         await this.lowerCovers(ctx, items, covers);
@@ -875,7 +882,7 @@ export class ServiceExecutor {
       return behind.length === 0 ? true : undefined;
     }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true });
     ctx.log(`${list.length} cover(s) up (written in ${t1 - t0} ms, endpoints after ${Date.now() - t1} ms more); waiting ${this.opts.propagationDelayMs} ms for kube-proxy and DNS`);
-    await sleep(this.opts.propagationDelayMs);
+    await waitFor('kube-proxy and DNS caches to pick up the covers (--propagation-delay)', this.opts.propagationDelayMs);
     return covered;
   }
 
@@ -899,7 +906,7 @@ export class ServiceExecutor {
       return behind.length === 0 ? true : undefined;
     }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true });
     ctx.log(`moved Services and bridges have their endpoints (after ${Date.now() - t0} ms); waiting ${this.opts.propagationDelayMs} ms before removing ${list.length} cover(s)`);
-    await sleep(this.opts.propagationDelayMs);
+    await waitFor('kube-proxy and DNS caches to pick up the moved Services before the covers go (--propagation-delay)', this.opts.propagationDelayMs);
     await mapLimit(list, this.opts.concurrency, async (it) => {
       const c = covers.get(itemKey(it))!;
       const ns = c.metadata!.namespace!;

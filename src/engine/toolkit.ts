@@ -12,6 +12,7 @@
  * they are unit-tested with a scripted responder (test/unit/toolkit.test.ts); what they do against a cluster is
  * proven by the integration tests.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { KubeObject } from '../cluster/types.ts';
 import { KubeApiError, type KubeClient, UnreachableError } from '../kube/client.ts';
 import { evictPod } from '../kube/workloads.ts';
@@ -19,6 +20,29 @@ import { evictPod } from '../kube/workloads.ts';
 const firstLine = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0]! : String(e));
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+// ---- progress of waits ------------------------------------------------------------------------------
+
+/** Where a wait is reported: the running step's progress channel (StepContext.progress). */
+type WaitSink = (e: { type: 'wait'; what: string; timeoutMs?: number } | { type: 'waited'; what: string; ms: number }) => void;
+const progressScope = new AsyncLocalStorage<WaitSink | undefined>();
+
+/**
+ * Run `fn` with `sink` as the channel that poll() and waitFor() inside it report their waits to (the runner
+ * wraps each phase of a step in it, so no executor threads the channel through every helper).
+ */
+export function withProgress<T>(sink: WaitSink | undefined, fn: () => Promise<T>): Promise<T> {
+  return progressScope.run(sink, fn);
+}
+
+/** A fixed delay the run waits out (e.g. for kube-proxy and DNS caches), reported like a poll. */
+export async function waitFor(what: string, ms: number): Promise<void> {
+  const sink = progressScope.getStore();
+  sink?.({ type: 'wait', what, timeoutMs: ms });
+  const t0 = Date.now();
+  await sleep(ms);
+  sink?.({ type: 'waited', what, ms: Date.now() - t0 });
+}
 const realSleep = sleep;
 
 // ---- transient errors ------------------------------------------------------------------------------
@@ -149,18 +173,24 @@ export async function poll<T>(what: string, fn: (note: (detail: string) => void)
   let delay = first;
   let detail: string | undefined;
   const note = (d: string) => { detail = d; };
+  // reported once it has to wait at all (a condition that already holds is no wait), and when it ends
+  const sink = progressScope.getStore();
+  const t0 = now();
+  let waiting = false;
+  const done = () => { if (waiting) sink?.({ type: 'waited', what, ms: now() - t0 }); };
   for (;;) {
     let v: T | undefined;
     try {
       v = await fn(note);
     } catch (e) {
-      if (!(opts.tolerateTransient && isTransient(e))) throw e;
+      if (!(opts.tolerateTransient && isTransient(e))) { done(); throw e; }
       detail = `API error: ${firstLine(e)}`;
       v = undefined;
     }
-    if (v !== undefined) return v;
+    if (v !== undefined) { done(); return v; }
     const left = deadline - now();
-    if (left <= 0) throw new PollTimeout(what, timeoutMs, detail);
+    if (left <= 0) { done(); throw new PollTimeout(what, timeoutMs, detail); }
+    if (!waiting) { waiting = true; sink?.({ type: 'wait', what, timeoutMs }); }
     await wait(Math.max(1, Math.min(delay, left)));
     delay = Math.min(max, delay * factor);
   }

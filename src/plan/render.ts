@@ -3,6 +3,7 @@
  * change request. Pure.
  */
 import * as yaml from 'js-yaml';
+import { unifiedDiff } from './diff.ts';
 import { InputError } from '../cluster/files.ts';
 import type { PodCIDRSpec } from './pod-plan.ts';
 import { renderReferences } from '../analyze/references.ts';
@@ -468,7 +469,21 @@ function ips(a: string[]): string {
   return a.length > 0 ? a.join(', ') : '-';
 }
 
-function stepMarkdown(s: PlanStep, n: number): string {
+/** `path` as one shell word. */
+export function shellWord(path: string): string {
+  return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * Every "kube-renumber resume|status|verify|rollback|restore" in `text` naming the plan file: the plan does not
+ * know where it is stored, so its gate texts say `kube-renumber resume`, and apply (which does know) or the
+ * Markdown (with a placeholder) puts the path in when it shows them.
+ */
+export function withPlanPath(text: string, path: string): string {
+  return text.replace(/(?<![\w./-])kube-renumber (resume|status|verify|rollback|restore)\b/g, (_m, cmd: string) => `kube-renumber ${cmd} ${shellWord(path)}`);
+}
+
+function stepMarkdown(s: PlanStep, n: number, path: string): string {
   let out = `### ${n}. \`${s.id}\` (${s.kind})\n\n${s.description}\n\n`;
   for (const sc of s.serviceCIDRs ?? []) out += `- ServiceCIDR \`${sc.name}\`: ${sc.cidrs.join(', ')} (${sc.purpose})\n`;
   if ((s.serviceCIDRs ?? []).length > 0) out += '\n';
@@ -479,11 +494,12 @@ function stepMarkdown(s: PlanStep, n: number): string {
   if (s.gate) {
     out += s.kind === 'confirm' ? `**Confirm** (apply --yes skips it): ${s.gate.reason}\n\n` : `**Gate**: ${s.gate.reason}\n\n`;
     if (s.kind !== 'confirm') {
-      out += s.gate.instructions.map((x, i) => `${i + 1}. \`${x.replace(/`/g, "'")}\``).join('\n') + '\n\n';
+      out += s.gate.instructions.map((x, i) => `${i + 1}. \`${withPlanPath(x, path).replace(/`/g, "'")}\``).join('\n') + '\n\n';
       out += `Resume checks (${s.gate.condition}): ${s.gate.check}\n\n`;
     }
     for (const p of s.gate.patches ?? []) {
-      out += `**Patch \`${p.id}\`** (${p.distribution}) — ${p.target}: ${p.description}\n\nBefore:\n\n\`\`\`yaml\n${p.before.trimEnd()}\n\`\`\`\n\nAfter:\n\n\`\`\`yaml\n${p.after.trimEnd()}\n\`\`\`\n\n`;
+      const diff = unifiedDiff(`${p.before.trimEnd()}\n`, `${p.after.trimEnd()}\n`, { from: `${p.target} (before)`, to: `${p.target} (after)` });
+      out += `**Patch \`${p.id}\`** (${p.distribution}) — ${p.target}: ${p.description}\n\n\`\`\`diff\n${diff || '(no change)\n'}\`\`\`\n\n`;
     }
   }
   if ((s.supersededBy ?? []).length > 0) out += `Counts as done once the run reaches ${s.supersededBy!.map((x) => `\`${x}\``).join(', ')} (which undoes part of it on purpose).\n\n`;
@@ -504,7 +520,11 @@ export function podSummaryRows(pc: PodCIDRSpec): Array<[string, string]> {
   return rows;
 }
 
-export function planToMarkdown(plan: MigrationPlan): string {
+/**
+ * `planPath`: where the plan is stored, named in every resume hint (default PLAN.yaml: the file written with
+ * plan -o yaml, which the Markdown does not know).
+ */
+export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml'): string {
   const sc = plan.spec.serviceCIDR;
   const counts = mappingCounts(plan);
   const dns = plan.mapping.find((m) => m.isDNS);
@@ -562,14 +582,14 @@ export function planToMarkdown(plan: MigrationPlan): string {
   if (plan.references && plan.references.length > 0) out += `\n${renderReferences(plan.references)}\n`;
   out += '## Steps\n\n';
   if (plan.steps.length === 0) out += 'None: the pre-flight checks above stop the migration.\n\n';
-  plan.steps.forEach((s, i) => { out += stepMarkdown(s, i + 1); });
+  plan.steps.forEach((s, i) => { out += stepMarkdown(s, i + 1, planPath); });
 
   out += '## Rollback notes\n\n';
-  out += '- Every step backs up the objects it changes first; `kube-renumber rollback` undoes completed steps in reverse where the API allows and says what it cannot undo.\n';
+  out += `- Every step backs up the objects it changes first; \`kube-renumber rollback ${shellWord(planPath)}\` undoes completed steps in reverse where the API allows and says what it cannot undo.\n`;
   if (pc) out += '- Pods restarted into NEW stay there after a rollback of the pool steps; re-enable the old pool (or give nodes old podCIDRs) and restart again to move back.\n';
   if (sc) out += '- Moved Services can return to their old IPs only while the old range is allocatable: before `drain-old-servicecidrs`, or after creating a ServiceCIDR for the old range again.\n';
   out += '- A deleted ServiceCIDR cannot be restored; a new one with the same range makes it allocatable again.\n';
-  out += '- Apiserver flags, certificates and kubelet configuration go back by applying each patch\'s "before" text and restarting.\n';
+  out += '- Apiserver flags, certificates and kubelet configuration go back by applying each patch in reverse (the "-" lines) and restarting.\n';
   out += '- Pods restarted with the new nameserver and Service variables keep working after a rollback only while the bridges and the new range exist.\n\n';
   out += mdTable(['Step', 'Rollback'], plan.steps.map((s) => [`\`${s.id}\``, s.rollback]));
   return out;

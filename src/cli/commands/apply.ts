@@ -10,7 +10,7 @@ import { createInterface } from 'node:readline/promises';
 import type { KubeObject } from '../../cluster/types.ts';
 import { BackupStore } from '../../engine/backup.ts';
 import { checkStateDir, decodeText, readRegularFile, writeFileDurable } from '../../engine/files.ts';
-import { completedSteps, Journal, readJournal, type JournalEntry } from '../../engine/journal.ts';
+import { completedSteps, Journal, JournalTail, readJournal, type JournalEntry } from '../../engine/journal.ts';
 import { acquireLease, acquireLocalLock, guardedClient, holderIdentity, type LeaseLock } from '../../engine/lock.ts';
 import { rollbackSteps, runSteps, type DryRun, type StepContext, type StepSelection } from '../../engine/runner.ts';
 import { parseSelection } from '../../engine/selection.ts';
@@ -21,14 +21,15 @@ import { BLOCKAFFINITIES, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, NODES } from '../../
 import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
 import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
 import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
-import { MAX_PLAN_BYTES } from '../../plan/render.ts';
+import { MAX_PLAN_BYTES, shellWord, withPlanPath } from '../../plan/render.ts';
 import { durationFlag, list, loadSnapshot, str } from '../common.ts';
 import { platformKindOf } from '../../cluster/types.ts';
 import { movesOf, platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { platformOf } from '../../platform/registry.ts';
 import { ExitCode, InputError, UsageError, UserError } from '../errors.ts';
 import type { Command, Io, Values } from '../command.ts';
-import { parseOutput, renderData, table, type OutputFormat } from '../output.ts';
+import { colorFor, parseOutput, renderData, table, type OutputFormat } from '../output.ts';
+import { ProgressView } from '../progress.ts';
 
 const SESSION_OPTIONS = {
   'state-dir': { type: 'string' },
@@ -85,6 +86,8 @@ interface Flags {
   ackGates: string[];
   only: string[];
   skip: string[];
+  /** --events ndjson: the journal's entries on stdout as they are appended. */
+  events: boolean;
 }
 
 /** A DNS domain such as cluster.local: labels of lowercase letters, digits and "-", at most 253 in all. */
@@ -108,10 +111,16 @@ function checkFlags(values: Values): Flags {
   const timeoutMs = positiveDuration(values, 'timeout');
   const rolloutTimeoutMs = positiveDuration(values, 'rollout-timeout');
   const propagationDelayMs = durationFlag(values, 'propagation-delay');
-  positiveDuration(values, 'request-timeout');
+  durationFlag(values, 'request-timeout');
   const ackGates = list(values, 'ack-gate');
   for (const g of ackGates) if (g.trim() === '') throw new UsageError('--ack-gate needs the id of a gate step of the plan');
-  return { output, dryRun, stateDir, clusterDomain, timeoutMs, rolloutTimeoutMs, propagationDelayMs, ackGates, only: list(values, 'only'), skip: list(values, 'skip') };
+  const events = str(values, 'events');
+  if (events !== undefined && events !== 'ndjson') throw new UsageError(`--events ${events} is not a known event format (use ndjson)`);
+  if (events !== undefined && output !== 'table') throw new UsageError(`--events ndjson writes the events to stdout: it cannot go with -o ${output}`);
+  return {
+    output, dryRun, stateDir, clusterDomain, timeoutMs, rolloutTimeoutMs, propagationDelayMs, ackGates, only: list(values, 'only'), skip: list(values, 'skip'),
+    events: events !== undefined,
+  };
 }
 
 /** The plan named by the one positional: a regular, non-empty text file holding a valid plan (else exit 3). */
@@ -173,7 +182,7 @@ function prepare(values: Values, positionals: string[], io: Io,
   return { flags, read, id, stateDir, entries, ...(select ? { select } : {}) };
 }
 
-async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: boolean; dryRun?: DryRun }): Promise<Session> {
+async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: boolean; dryRun?: DryRun; view?: ProgressView }): Promise<Session> {
   const { flags, read: { plan, text }, id, stateDir } = pre;
   const verbose = values.verbose === true;
   const client = connect({
@@ -212,7 +221,7 @@ async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: 
     covers: values['no-covers'] === true ? false : undefined,
     token: id,
   });
-  const warn = (m: string) => io.err(`warning: ${m}\n`);
+  const warn = opts.view ? (m: string) => opts.view!.warn(m) : (m: string) => io.err(`warning: ${m}\n`);
   const ctx: StepContext = {
     // every request of the steps first checks the Lease: once it is lost, nothing more is sent
     client: guardedClient(client, () => lease?.assertHeld()),
@@ -221,7 +230,9 @@ async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: 
     dryRun: opts.dryRun ?? 'none',
     log: (m) => { if (verbose || opts.dryRun === 'client') io.err(`${m}\n`); },
     warn,
+    ...(opts.view ? { progress: (e) => opts.view!.event(e) } : {}),
   };
+  if (flags.events) ctx.journal.onAppend = (e) => io.out(`${JSON.stringify(e)}\n`);
   return {
     plan, planId: id, stateDir, client, executor, ctx,
     assertLocked: () => lease?.assertHeld(),
@@ -270,44 +281,47 @@ async function runPlan(values: Values, positionals: string[], io: Io, resume: bo
   const pre = prepare(values, positionals, io, { write: true, journal: true, backups: true, preflight: true });
   const { dryRun, output } = pre.flags;
   await checkLivePlatform(values, io, pre.read.plan);
-  const s = await openSession(values, io, pre, { lock: true, dryRun });
+  // stderr: a live status line on a terminal, else one line per event (verbose logs go between them)
+  const view = new ProgressView((t) => io.err(t), { tty: io.stderrTTY === true && values.verbose !== true, color: colorFor(io, io.stderrTTY), columns: process.stderr.columns });
+  const s = await openSession(values, io, pre, { lock: true, dryRun, view });
+  view.start();
   try {
     s.ctx.journal.append('run-start', { detail: `${resume ? 'resume' : 'apply'}${dryRun !== 'none' ? ` --dry-run=${dryRun}` : ''}` });
     const steps = s.executor.steps();
-    let n = 0;
-    const total = steps.length;
     const result = await runSteps(steps, s.ctx, {
       ...(pre.select ? { select: pre.select } : {}),
       yes: values.yes === true,
       confirm: (q) => ask(io, q),
       beforeStep: () => s.assertLocked(),
-      afterEvent: (event, step) => {
-        if (event === 'done' || event === 'skip' || event === 'excluded') io.err(`[${++n}/${total}] ${step}: ${event === 'skip' ? 'already done' : event === 'excluded' ? 'left out (--only/--skip)' : 'done'}\n`);
-      },
     });
+    view.stop();
     s.ctx.journal.append('run-end', { detail: result.status });
+    const planPath = pre.read.path;
     if (output === 'json' || output === 'yaml') io.out(renderData({ ...result, stateDir: s.stateDir }, output));
     switch (result.status) {
       case 'completed':
         if (output === 'table' || output === 'wide') {
           const left = result.excluded ? `, ${result.excluded} left out by --only/--skip` : '';
-          io.out(`completed: ${result.applied} step(s) applied, ${result.skipped} already done${left} (state in ${s.stateDir})\n`);
+          // with --events ndjson stdout carries only the events
+          (pre.flags.events ? io.err : io.out)(`completed: ${result.applied} step(s) applied, ${result.skipped} already done${left} (state in ${s.stateDir})\n`);
         }
         return ExitCode.ok;
       case 'blocked':
-        io.err(`stopped before ${result.before}: ${result.message}\n`);
+        io.err(`stopped before ${result.before}: ${withPlanPath(result.message, planPath)}\n`);
         return ExitCode.gate;
       case 'gate':
-        io.err(`stopped at gate ${result.step}: ${result.title}\n${result.instructions.map((i) => `  - ${i}\n`).join('')}then run: kube-renumber resume ${positionals[0]}\n`);
+        io.err(`stopped at gate ${result.step}: ${result.title}\n${result.instructions.map((i) => `  - ${withPlanPath(i, planPath)}\n`).join('')}`
+          + `then run: kube-renumber resume ${shellWord(planPath)}\n`);
         return ExitCode.gate;
       case 'declined':
-        io.err(`stopped before ${result.step}: confirm it with kube-renumber resume ${positionals[0]} --yes\n`);
+        io.err(`stopped before ${result.step}: confirm it with kube-renumber resume ${shellWord(planPath)} --yes\n`);
         return ExitCode.gate;
       case 'failed':
-        io.err(`error: ${result.message}\n(nothing further was changed; fix it and run kube-renumber resume ${positionals[0]})\n`);
+        io.err(`error: ${withPlanPath(result.message, planPath)}\n(nothing further was changed; fix it and run kube-renumber resume ${shellWord(planPath)})\n`);
         return ExitCode.verifyFailed;
     }
   } finally {
+    view.stop();
     await s.release();
   }
 }
@@ -319,6 +333,7 @@ const RUN_OPTIONS = {
   'ack-gate': { type: 'string', multiple: true },
   only: { type: 'string', multiple: true },
   skip: { type: 'string', multiple: true },
+  events: { type: 'string' },
 } as const;
 
 const RUN_HELP = `Flags:
@@ -327,6 +342,8 @@ const RUN_HELP = `Flags:
   --ack-gate ID            assert by hand that gate ID holds where the cluster cannot show it (repeatable)
   --only STEP[,STEP]       run just these steps (ids or patterns with *); every step before them must be done
   --skip STEP[,STEP]       leave these steps out (journaled as excluded, never counted as done)
+  --events ndjson          stream the journal's entries to stdout as they are appended (one JSON object a line;
+                           the summary goes to stderr)
 ${LOCK_HELP}
 ${SESSION_HELP}`;
 
@@ -353,11 +370,18 @@ export const resumeCommand: Command = {
 export const statusCommand: Command = {
   name: 'status',
   positionals: PLAN_POSITIONAL,
-  summary: "show a plan's progress from its journal",
-  usage: 'kube-renumber status PLAN.yaml [-o table|json|yaml]',
-  options: { 'state-dir': { type: 'string' } },
+  summary: "show a plan's progress from its journal (--watch: follow a run until it ends)",
+  usage: 'kube-renumber status PLAN.yaml [-o table|json|yaml] [--watch]',
+  options: { 'state-dir': { type: 'string' }, watch: { type: 'boolean', short: 'w' } },
+  help: `Flags:
+  --state-dir DIR          the run's state directory (default ~/.local/state/kube-renumber/<plan id>)
+  -w, --watch              follow the run's journal (from another terminal, like kubectl get -w): print each entry
+                           as it is appended, until the run ends; -o json prints one JSON object a line. Exit code
+                           as the run's: 0 completed, 6 a step failed, 7 stopped at a gate or confirmation`,
   async run({ values, positionals, io }) {
-    const { flags: { output }, read: { plan }, stateDir, entries } = prepare(values, positionals, io, { write: false, journal: true, backups: false });
+    if (values.watch === true && str(values, 'output') === 'yaml') throw new UsageError('status --watch prints one entry a line: use -o json (one JSON object a line) or the table');
+    const { flags: { output }, read: { plan }, stateDir, entries } = prepare(values, positionals, io, { write: false, journal: values.watch !== true, backups: false });
+    if (values.watch === true) return watchJournal(join(stateDir, 'journal.jsonl'), output === 'json', io);
     const done = new Set(completedSteps(entries));
     const rows = plan.steps.map((st) => {
       const last = [...entries].reverse().find((e) => e.step === st.id);
@@ -373,6 +397,37 @@ export const statusCommand: Command = {
     return ExitCode.ok;
   },
 };
+
+/** How often status --watch looks at the journal again. */
+const WATCH_POLL_MS = 200;
+
+/** The exit code of a run, from its run-end entry's detail (the run's status). */
+function runEndCode(detail: string | undefined): number {
+  if (detail === 'completed') return ExitCode.ok;
+  if (detail === 'failed') return ExitCode.verifyFailed;
+  return ExitCode.gate;
+}
+
+/**
+ * status --watch: every entry of the journal, then each one as another process appends it, until the run ends
+ * (the run-end after the last run-start; at once when that is already there). Waits for the journal to appear.
+ */
+async function watchJournal(path: string, json: boolean, io: Io): Promise<number> {
+  const tail = new JournalTail(path);
+  const show = (e: JournalEntry) => io.out(json ? `${JSON.stringify(e)}\n`
+    : `${e.ts}  ${(e.step ?? '-').padEnd(28)}  ${e.event.padEnd(13)}${e.detail ? `  ${e.detail}` : ''}\n`);
+  let started = false;
+  let ended: JournalEntry | undefined;
+  for (;;) {
+    for (const e of tail.read()) {
+      show(e);
+      if (e.event === 'run-start') { started = true; ended = undefined; }
+      if (e.event === 'run-end') ended = e;
+    }
+    if (ended && started) return runEndCode(ended.detail);
+    await new Promise((r) => setTimeout(r, WATCH_POLL_MS));
+  }
+}
 
 export const verifyCommand: Command = {
   name: 'verify',

@@ -4,7 +4,7 @@ import { inspect, type InspectReport } from '../../analyze/inspect.ts';
 import { avoidList, loadSnapshot, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
 import type { Command } from '../command.ts';
-import { parseOutput, renderData, section, table } from '../output.ts';
+import { markdownTable, parseOutput, renderData, section as textSection, table as textTable } from '../output.ts';
 import { renderInspectHtml } from '../../render/html.ts';
 import { VERSION } from '../version.ts';
 
@@ -13,7 +13,7 @@ const SEVERITIES: Severity[] = ['error', 'warning', 'info'];
 export const inspectCommand: Command = {
   name: 'inspect',
   summary: "show the cluster's ranges, every conflict, capacity and migration readiness (changes nothing)",
-  usage: 'kube-renumber inspect [--from-file PATH ...] [--avoid CIDR[=REASON] ...] [--exit-code [--fail-on SEVERITY]] [-o table|wide|json|yaml|html]',
+  usage: 'kube-renumber inspect [--from-file PATH ...] [--avoid CIDR[=REASON] ...] [--exit-code [--fail-on SEVERITY]] [-o table|wide|json|yaml|markdown|html]',
   options: {
     'exit-code': { type: 'boolean' },
     'fail-on': { type: 'string' },
@@ -23,7 +23,7 @@ export const inspectCommand: Command = {
   --fail-on SEVERITY       error | warning | info (default warning)
 Output: -o html writes one self-contained HTML page (address map, conflicts, capacity) to stdout.`,
   async run({ values, io }) {
-    const output: string = parseOutput(str(values, 'output'), ['html']);
+    const output = parseOutput(str(values, 'output'), ['markdown', 'md', 'html']) as string;
     const failOn = (str(values, 'fail-on') ?? 'warning') as Severity;
     if (!SEVERITIES.includes(failOn)) throw new UsageError(`--fail-on ${failOn} must be one of ${SEVERITIES.join(', ')}`);
     const avoid = avoidList(values, io);
@@ -31,6 +31,7 @@ Output: -o html writes one self-contained HTML page (address map, conflicts, cap
     const report = inspect(snap, { avoid });
     if (output === 'json' || output === 'yaml') io.out(renderData(report, output));
     else if (output === 'html') io.out(renderInspectHtml(report, { avoid, generator: `kube-renumber ${VERSION}` }));
+    else if (output === 'markdown' || output === 'md') io.out(renderInspect(report, true, 'markdown'));
     else io.out(renderInspect(report, output === 'wide'));
     if (values['exit-code'] === true) {
       const limit = SEVERITIES.indexOf(failOn);
@@ -53,8 +54,15 @@ function ownerNote(kind: string): string {
   return ownerCapabilityOf(kind).supported ? '' : ' (kube-renumber cannot move the Pod CIDR here: see plan --pod-cidr)';
 }
 
-export function renderInspect(r: InspectReport, wide: boolean): string {
-  let out = '';
+/**
+ * The report as text tables (kubectl style) or, for a change request or a wiki page, as Markdown: the same
+ * sections and rows either way.
+ */
+export function renderInspect(r: InspectReport, wide: boolean, format: 'text' | 'markdown' = 'text'): string {
+  const md = format === 'markdown';
+  let out = md ? `# Address plan: ${sourceText(r.source).replace(/\|/g, '\\|')}\n\n` : '';
+  const section = (title: string, body: string) => (md ? `## ${title[0]}${title.slice(1).toLowerCase()}\n\n${body}\n` : textSection(title, body));
+  const table = (headers: string[], rows: Array<Array<string | number | undefined>>) => (md ? markdownTable(headers.map((h) => h || ' '), rows) : textTable(headers, rows));
   const api = r.serviceCIDRApi ? `ServiceCIDR API ${r.serviceCIDRApi}` : r.serviceCIDRApi === null ? 'no ServiceCIDR API' : 'ServiceCIDR API unknown';
   out += section('CLUSTER', table(['field', 'value'], [
     ['source', sourceText(r.source)],

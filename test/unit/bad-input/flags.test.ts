@@ -66,8 +66,44 @@ add('boolean flag given a value', ['inspect', '-f', KOPS, '--exit-code=yes'], /e
 add('flag value looks like a flag', ['suggest', '--for', '--nodes', '3', '-f', KOPS], /--for/);
 add('missing value at the end', ['suggest', '-f', KOPS, '--for'], /--for/);
 add('--request-timeout 25h', ['inspect', '-f', KOPS, '--request-timeout', '25h'], /at most 24h/);
-add('--request-timeout 0', ['inspect', '-f', KOPS, '--request-timeout', '0'], /--request-timeout 0 must be more than 0/);
-add('--request-timeout negative', ['inspect', '-f', KOPS, '--request-timeout=-1s'], /--request-timeout -1s is not a duration/);
+// --request-timeout 0 is no timeout, as kubectl reads it (test/unit/cli.parity.test.ts); a negative one is refused
+add('--request-timeout negative', ['inspect', '-f', KOPS, '--request-timeout=-1s'], /--request-timeout -1s must not be negative/);
+add('--request-timeout negative Go duration', ['inspect', '-f', KOPS, '--request-timeout=-1m30s'], /--request-timeout -1m30s must not be negative/);
+add('--request-timeout unknown unit', ['inspect', '-f', KOPS, '--request-timeout', '1x'], /--request-timeout 1x is not a duration \(e\.g\. 30s, 1m30s, 500ms\)/);
+add('--request-timeout unit without a number', ['inspect', '-f', KOPS, '--request-timeout', 'm30s'], /--request-timeout m30s is not a duration/);
+add('--request-timeout Go duration too long', ['inspect', '-f', KOPS, '--request-timeout', '23h59m60.5s'], /--request-timeout 23h59m60\.5s is too long: at most 24h/);
+add('--timeout 1x', ['apply', 'plan.yaml', '--timeout', '1x'], /--timeout 1x is not a duration/);
+add('--timeout 0', ['apply', 'plan.yaml', '--timeout', '0s'], /--timeout 0s must be more than 0/);
+add('--rollout-timeout -1s', ['resume', 'plan.yaml', '--rollout-timeout=-1s'], /--rollout-timeout -1s must not be negative/);
+add('--propagation-delay -1s', ['apply', 'plan.yaml', '--propagation-delay', '-1s'], /--propagation-delay/);
+add('--propagation-delay=-1s', ['apply', 'plan.yaml', '--propagation-delay=-1s'], /--propagation-delay -1s must not be negative/);
+add('--propagation-delay 1h1m', ['apply', 'plan.yaml', '--propagation-delay', '24h1m'], /--propagation-delay 24h1m is too long: at most 24h/);
+add('probe --interval 1x', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--interval', '1x'], /--interval 1x is not a duration/);
+add('probe --duration 0', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--duration', '0'], /--duration must be more than 0/);
+add('probe --duration 168h1s', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--duration', '168h0m1s'], /--duration 168h0m1s is too long: at most 168h/);
+
+// ---- kubectl habits: --flag=value, -o=FORMAT, did you mean, --no-headers, version, help, completion ----
+add('unknown flag: did you mean', ['inspect', '--kubconfig', 'x'], /^unknown flag --kubconfig for inspect \(did you mean --kubeconfig or --config\?\)$/);
+add('unknown flag with =: did you mean', ['plan', '--service-cdr=10.200.0.0/16', '-f', KOPS], /^unknown flag --service-cdr for plan \(did you mean --service-cidr\?\)$/);
+add('unknown flag far from any', ['suggest', '--zzzzzz', '-f', KOPS], /^unknown flag --zzzzzz for suggest \(see "kube-renumber suggest --help"\)$/);
+add('unknown command: did you mean', ['inpsect', '-f', KOPS], /^unknown command "inpsect" \(did you mean inspect\?\)$/);
+add('unknown command as the plugin', ['plna'], /^unknown command "plna" \(did you mean plan\?\)$/, { env: { KUBECTL_PLUGINS_CALLER: '/usr/bin/kubectl' } });
+add('unknown flag as the plugin', ['calc', '10.0.0.0/8', '--bogus'], /see "kubectl renumber calc --help"/, { env: { KUBECTL_PLUGINS_CALLER: '/usr/bin/kubectl' } });
+add('-o=xml', ['inspect', '-f', KOPS, '-o=xml'], /^-o xml is not a known output format/);
+add('--output=', ['calc', '10.0.0.0/8', '--output='], /--output needs a value/);
+add('value missing before a flag', ['plan', '--service-cidr', '--pod-cidr', '10.0.0.0/14', '-f', KOPS], /^--service-cidr needs a value, and the next word looks like a flag/);
+add('--no-headers with -o json', ['inspect', '-f', KOPS, '--no-headers', '-o', 'json'], /^--no-headers applies to table output, not -o json/);
+add('--no-headers with -o=yaml', ['calc', '10.0.0.0/8', '-o=yaml', '--no-headers'], /^--no-headers applies to table output, not -o yaml/);
+add('--no-headers with -o markdown', ['plan', '--service-cidr', '10.200.0.0/16', '-f', KOPS, '--no-headers', '-o', 'markdown'], /^--no-headers applies to table output, not -o markdown/);
+add('--no-headers given a value', ['calc', '10.0.0.0/8', '--no-headers=true'], /^--no-headers takes no value/);
+add('--no-headers on version', ['version', '--no-headers'], /^version does not take --no-headers/);
+add('version --bogus', ['version', '--bogus'], /^unknown flag --bogus for version/);
+add('version with an argument', ['version', 'now'], /unexpected argument "now": version takes no arguments/);
+add('version -o xml', ['version', '-o', 'xml'], /-o xml is not a known output format/);
+add('help for an unknown command', ['help', 'inspcet'], /^unknown command "inspcet" \(did you mean inspect\?\)$/);
+add('completion for an unknown shell', ['completion', 'tcsh'], /^completion tcsh: unknown shell \(use bash, zsh, fish\)$/);
+add('completion without a shell', ['completion'], /completion takes exactly one SHELL, got none/);
+add('completion -o json', ['completion', 'bash', '-o', 'json'], /^completion does not take --output/);
 add('--request-timeout days', ['inspect', '-f', KOPS, '--request-timeout', '1d'], /not a duration/);
 add('--request-timeout exponent', ['inspect', '-f', KOPS, '--request-timeout', '1e3s'], /not a duration/);
 add('--namespace too long', ['probe', ...VALID.probe!, '-n', 'a'.repeat(64)], /not a valid namespace name/);
@@ -86,8 +122,10 @@ add('empty --avoid', ['inspect', '-f', KOPS, '--avoid', ''], /--avoid needs a va
 add('empty --node-hook', ['plan', '--pod-cidr', '10.0.0.0/14', '--ipam', 'node', '--node-hook', '', '-f', KUBEADM], /--node-hook needs a value/);
 
 // ---- output formats ----
-for (const [cmd, fmt] of [['inspect', 'xml'], ['calc', 'csv'], ['suggest', 'markdown'], ['suggest', 'html'], ['calc', 'html'], ['probe', 'jsonl'], ['inspect', 'JSON'], ['calc', 'yaml,json']] as const) {
+for (const [cmd, fmt] of [['inspect', 'xml'], ['calc', 'csv'], ['suggest', 'markdown'], ['suggest', 'html'], ['calc', 'html'], ['plan', 'svg'], ['probe', 'jsonl'], ['inspect', 'JSON'], ['calc', 'yaml,json']] as const) {
   add(`${cmd}: -o ${fmt}`, [cmd, ...VALID[cmd]!, '-o', fmt], new RegExp(`-o ${fmt.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not a known output format`));
+  // -o=FORMAT is read as -o FORMAT (kubectl's pflag): the same refusal, not a format named "=FORMAT"
+  add(`${cmd}: -o=${fmt}`, [cmd, ...VALID[cmd]!, `-o=${fmt}`], new RegExp(`^-o ${fmt.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not a known output format`));
 }
 
 // ---- stray positionals ----
