@@ -203,7 +203,7 @@ describe('inspect -o html', () => {
     const r = await run(['suggest', '--for', 'services', '-f', EX, '-o', 'html']);
     assert.equal(r.code, 2);
     assert.match(r.err, /^error: -o html is not a known output format/);
-    assert.match((await run(['inspect', '--help'])).out, /-o table\|wide\|json\|yaml\|html/);
+    assert.match((await run(['inspect', '--help'])).out, /-o table\|wide\|json\|yaml\|markdown\|html/);
     assert.match((await run(['plan', '--help'])).out, /html/);
   });
 });
