@@ -939,20 +939,26 @@ export class ServiceExecutor {
 
   /** Services holding a ClusterIP in a drained range that the plan neither keeps nor bridges. */
   async stragglers(client: KubeClient): Promise<KubeObject[]> {
-    const old = this.oldRanges();
-    const keptSCs = this.svc.kept.map((k) => parseCidr(k));
-    const skip = new Set(this.plan.mapping.filter((m) => m.action !== 'move').map((m) => `${m.namespace}/${m.name}`));
-    skip.add('default/kubernetes');
-    const all = await listAll(client, SERVICES);
-    return all.filter((s) => {
-      const key = `${s.metadata?.namespace}/${s.metadata?.name}`;
-      if (skip.has(key) || s.metadata?.labels?.[MANAGED_LABEL] === 'true' || s.spec?.type === 'LoadBalancer') return false;
-      // half-swept by an interrupted run: ExternalName now, pointing at itself
-      if (s.spec?.type === 'ExternalName' && s.spec?.externalName === this.fqdn(s.metadata!.name!, s.metadata!.namespace!)) return true;
-      return ipsOf(s).some((ip) => {
-        const a = parseIP(ip);
-        return old.some((c) => contains(c, a)) && !keptSCs.some((k) => contains(k, a));
-      });
+    return (await listAll(client, SERVICES)).filter((s) => this.isStraggler(s));
+  }
+
+  private stragglerRules: { old: ReturnType<ServiceExecutor['oldRanges']>; keptSCs: ReturnType<typeof parseCidr>[]; skip: Set<string> } | undefined;
+
+  /** A Service the sweep moves: still at an old-range IP (not kept, not ours, not a LoadBalancer), or half-swept. */
+  private isStraggler(s: KubeObject): boolean {
+    this.stragglerRules ??= (() => {
+      const skip = new Set(this.plan.mapping.filter((m) => m.action !== 'move').map((m) => `${m.namespace}/${m.name}`));
+      skip.add('default/kubernetes');
+      return { old: this.oldRanges(), keptSCs: this.svc.kept.map((k) => parseCidr(k)), skip };
+    })();
+    const { old, keptSCs, skip } = this.stragglerRules;
+    const key = `${s.metadata?.namespace}/${s.metadata?.name}`;
+    if (skip.has(key) || s.metadata?.labels?.[MANAGED_LABEL] === 'true' || s.spec?.type === 'LoadBalancer') return false;
+    // half-swept by an interrupted run: ExternalName now, pointing at itself
+    if (s.spec?.type === 'ExternalName' && s.spec?.externalName === this.fqdn(s.metadata!.name!, s.metadata!.namespace!)) return true;
+    return ipsOf(s).some((ip) => {
+      const a = parseIP(ip);
+      return old.some((c) => contains(c, a)) && !keptSCs.some((k) => contains(k, a));
     });
   }
 
@@ -971,15 +977,20 @@ export class ServiceExecutor {
           // No bridge (an explicit IP in a Terminating ServiceCIDR is refused) and no explicit address: the
           // apiserver allocates from the Ready ranges, the old one being drained. The backup (taken before
           // the first change) gives the type to return to when an earlier run was interrupted half-way.
-          const cur = s;
           const orig = ctx.backups.load(refOf(s)) ?? s;
-          const patched = cur.spec?.type === 'ExternalName' ? cur
-            : await withRetry(() => patchService(ctx.client, cur, { type: 'ExternalName', externalName: this.fqdn(cur.metadata!.name!, cur.metadata!.namespace!) }, false));
-          const back = backToType(orig, []);
-          delete back.clusterIP;
-          delete back.clusterIPs;
-          await withRetry(() => patchService(ctx.client, patched, back, false));
-          ctx.log(`swept Service ${cur.metadata?.namespace}/${cur.metadata?.name} out of the old range`);
+          const [ns, name] = [s.metadata!.namespace!, s.metadata!.name!];
+          // A 409 (someone's edit, or our own write whose answer was lost) reads the Service again and decides again.
+          await retryOnConflict(`Service ${ns}/${name}`, async (attempt) => {
+            const cur = attempt === 1 ? s : await withRetry(() => getObject(ctx.client, SERVICES, name, ns));
+            if (!cur || !this.isStraggler(cur)) return;
+            const patched = cur.spec?.type === 'ExternalName' ? cur
+              : await withRetry(() => patchService(ctx.client, cur, { type: 'ExternalName', externalName: this.fqdn(name, ns) }, false));
+            const back = backToType(orig, []);
+            delete back.clusterIP;
+            delete back.clusterIPs;
+            await withRetry(() => patchService(ctx.client, patched, back, false));
+          });
+          ctx.log(`swept Service ${ns}/${name} out of the old range`);
         }
       },
       verify: async (ctx) => {

@@ -9,12 +9,17 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { BackupStore } from '../../src/engine/backup.ts';
+import { Journal } from '../../src/engine/journal.ts';
 import { acquireLease } from '../../src/engine/lock.ts';
+import type { StepContext } from '../../src/engine/runner.ts';
+import { ServiceExecutor } from '../../src/engine/service-steps.ts';
 import { retryOnConflict, withRetry } from '../../src/engine/toolkit.ts';
-import { connect, KubeApiError, type KubeClient } from '../../src/kube/client.ts';
+import { connect, KubeApiError, type KubeClient, UnreachableError } from '../../src/kube/client.ts';
 import { createObject, deleteObject, getObject, SERVICES } from '../../src/kube/resources.ts';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter, retriesExhausted, retryDelay } from '../../src/kube/retry.ts';
 import { patchWithPrecondition } from '../../src/kube/workloads.ts';
+import type { MigrationPlan } from '../../src/plan/plan.ts';
 import { kubeconfigFile } from './kube-servers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kr-retry-'));
@@ -327,4 +332,58 @@ describe('a write whose answer was lost (applied, then the connection reset)', (
     assert.equal(a.count('POST', LEASES), 1, 'not sent twice: the Lease read again is ours');
     assert.ok(a.count('DELETE', LEASES) >= 2);
   });
+});
+
+describe('the sweep of stragglers when its writes\' answers are lost', () => {
+  /** Services in memory; every write is applied, and its answer replaced by a reset while `lose` says so. */
+  function store(items: any[], lose: (method: string, n: number) => boolean) {
+    const byName = new Map<string, any>(items.map((s) => [s.metadata.name, s]));
+    let rv = 10;
+    let writes = 0;
+    const applied: string[] = [];
+    const client: KubeClient = {
+      server: 'https://127.0.0.1:1', context: 't', requestCount: 0,
+      async request<T>(method: string, path: string, opts: any = {}): Promise<T> {
+        const name = decodeURIComponent(path.split('/').pop()!);
+        const cur = byName.get(name);
+        if (method === 'GET') {
+          if (!cur) throw new KubeApiError(method, path, 404, 'NotFound', 'not found');
+          return structuredClone(cur);
+        }
+        if (method !== 'PATCH') throw new Error(`unexpected ${method}`);
+        if (opts.body.metadata?.resourceVersion !== cur.metadata.resourceVersion) throw new KubeApiError(method, path, 409, 'Conflict', 'the object has been modified');
+        const spec = { ...cur.spec, ...opts.body.spec };
+        for (const [k, v] of Object.entries(opts.body.spec)) if (v === null) delete spec[k];
+        if (spec.type !== 'ExternalName') { delete spec.externalName; if (!spec.clusterIP) { spec.clusterIP = '10.100.0.77'; spec.clusterIPs = ['10.100.0.77']; } }
+        else { delete spec.clusterIP; delete spec.clusterIPs; }
+        const next = { ...cur, metadata: { ...cur.metadata, resourceVersion: String(++rv) }, spec };
+        byName.set(name, next);
+        applied.push(spec.type);
+        if (lose(method, ++writes)) throw new UnreachableError(`cannot reach the API server: ECONNRESET: socket hang up`);
+        return structuredClone(next);
+      },
+      async* list() { for (const s of byName.values()) yield structuredClone(s); },
+    };
+    return { client, byName, applied };
+  }
+  const plan = {
+    spec: { serviceCIDR: { apiVersion: 'networking.k8s.io/v1', from: ['10.96.0.0/16'], to: ['10.100.0.0/16'], target: ['10.100.0.0/16'], kept: [] }, strategy: 'in-place' },
+    mapping: [], steps: [{ id: 'sweep-stragglers', kind: 'sweep-services', description: 'sweep', rollback: '' }],
+  } as unknown as MigrationPlan;
+  const late = () => ({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'late', namespace: 'ns', uid: 'u-late', resourceVersion: '3' },
+    spec: { type: 'ClusterIP', clusterIP: '10.96.9.9', clusterIPs: ['10.96.9.9'], selector: { app: 'late' }, ports: [{ port: 80 }] } });
+
+  for (const [what, lose] of [['the first (to ExternalName)', (_m: string, n: number) => n === 1], ['the second (back to ClusterIP)', (_m: string, n: number) => n === 2]] as const) {
+    test(`${what} write lost: read again, moved once, not twice`, async () => {
+      const s = store([late()], lose);
+      const d = mkdtempSync(join(tmpdir(), 'kr-sweep-'));
+      const ctx: StepContext = { client: s.client, backups: new BackupStore(join(d, 'b'), 'r'), journal: new Journal(join(d, 'j'), 'r'), dryRun: 'none', log: () => {} };
+      const step = new ServiceExecutor(plan).steps().find((x) => x.id === 'sweep-stragglers')!;
+      await step.apply!(ctx);
+      assert.equal(s.byName.get('late').spec.clusterIP, '10.100.0.77');
+      assert.equal(s.byName.get('late').metadata.uid, 'u-late');
+      assert.deepEqual(s.applied, ['ExternalName', 'ClusterIP'], 'two writes applied, no third');
+      assert.equal(await step.check(ctx), true);
+    });
+  }
 });
