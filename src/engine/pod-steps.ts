@@ -260,7 +260,7 @@ export class PodExecutor {
         const using = (await withRetry(() => listAll(ctx.client, PODS))).filter((x) => active(x) && ipsOf(x).some((a) => inAny(target, a)));
         if (using.length > 0) throw new Error(`${using.length} pod(s) hold addresses in the new pool (e.g. ${using[0]!.metadata?.namespace}/${using[0]!.metadata?.name}): move them back first`);
         if (operator) await this.editInstallationPools(ctx, (list) => (list.some((x) => pools.some((np) => np.name === x.name)) ? list.filter((x) => !pools.some((np) => np.name === x.name)) : undefined));
-        else for (const np of pools) await deleteObject(ctx.client, IPPOOLS, np.name);
+        else for (const np of pools) await withRetry(() => deleteObject(ctx.client, IPPOOLS, np.name));
       },
     };
   }
@@ -345,7 +345,7 @@ export class PodExecutor {
         for (const o of olds) {
           const b = ctx.backups.load({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: o.name });
           if (!b) throw new Error(`no backup of IPPool ${o.name}`);
-          if (!(await getObject(ctx.client, IPPOOLS, o.name))) await createObject(ctx.client, IPPOOLS, forCreate(b));
+          if (!(await getObject(ctx.client, IPPOOLS, o.name))) await withRetry(() => createObject(ctx.client, IPPOOLS, forCreate(b)));
         }
       },
     };

@@ -336,7 +336,7 @@ export class ServiceExecutor {
         }
       },
       rollback: async (ctx) => {
-        for (const s of specs) await deleteObject(ctx.client, this.SC, s.name);
+        for (const s of specs) await withRetry(() => deleteObject(ctx.client, this.SC, s.name));
         // the service-cidr finalizer lets each go once no IP depends on it alone (10 s grace)
         await poll('the ServiceCIDRs to be deleted', async () =>
           ((await Promise.all(specs.map((s) => getObject(ctx.client, this.SC, s.name)))).every((x) => !x) ? true : undefined),
@@ -693,7 +693,7 @@ export class ServiceExecutor {
   async moveBack(ctx: StepContext, it: StepItem): Promise<void> {
     const orig = ctx.backups.load(svcRef(it.namespace, it.name));
     if (!orig) throw new Error(`no backup of Service ${it.namespace}/${it.name}`);
-    if (it.bridge) await deleteObject(ctx.client, SERVICES, it.bridge, it.namespace);
+    if (it.bridge) await withRetry(() => deleteObject(ctx.client, SERVICES, it.bridge!, it.namespace));
     await this.waitReleased(ctx, it.from, it.namespace, it.name);
     await this.moveOne(ctx, { namespace: it.namespace, name: it.name, from: it.to, to: it.from }, this.strategy);
   }
@@ -1089,7 +1089,7 @@ export class ServiceExecutor {
       rollback: async (ctx) => {
         for (const it of items) {
           const b = ctx.backups.load(svcRef(it.namespace, it.name));
-          if (b) await createObject(ctx.client, SERVICES, recreated(b, ipsOf(b)));
+          if (b) await withRetry(() => createObject(ctx.client, SERVICES, recreated(b, ipsOf(b))));
         }
       },
     };
@@ -1113,11 +1113,11 @@ export class ServiceExecutor {
           const sc = await getObject(ctx.client, this.SC, 'kubernetes');
           if (sc && !sc.metadata?.deletionTimestamp && (sc.spec?.cidrs ?? []).join(',') !== want.join(',') && !(await this.anyIPIn(ctx.client, sc.spec?.cidrs ?? []))) {
             ctx.log('ServiceCIDR/kubernetes came back with the old range (an apiserver still on the old flag?): deleting it again');
-            await deleteObject(ctx.client, this.SC, 'kubernetes', undefined, { uid: sc.metadata?.uid });
+            await withRetry(() => deleteObject(ctx.client, this.SC, 'kubernetes', undefined, { uid: sc.metadata?.uid }));
           }
           return (await kubernetesOnNew(ctx.client)) ? true : undefined;
         }, { timeoutMs: Math.max(this.opts.timeoutMs, 120_000), intervalMs: 1000 });
-        for (const s of specs) await deleteObject(ctx.client, this.SC, s.name);
+        for (const s of specs) await withRetry(() => deleteObject(ctx.client, this.SC, s.name));
         await poll('the temporary ServiceCIDR to go', async () =>
           ((await Promise.all(specs.map((s) => getObject(ctx.client, this.SC, s.name)))).every((x) => !x) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
       },
