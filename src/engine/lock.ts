@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
 import { InputError, UserError } from '../errors.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
+import { isTransient, retryDelay, withRetry } from '../kube/retry.ts';
 import { ensurePrivateDir, fileTypeName, readRegularFile, statOrUndefined } from './files.ts';
 import { dirname } from 'node:path';
 
@@ -87,6 +88,13 @@ export async function acquireLease(client: KubeClient, holder: string, opts: Lea
   let current: any;
   let observed: { rv: string; at: number } | undefined;
   let told = false;
+  // A write of the Lease that met a transient error (429, 5xx, a reset: its answer may be lost) is not repeated
+  // blindly: the loop reads the Lease again and decides from what it finds (ours already, someone else's, none).
+  let transient = 0;
+  const again = async (e: unknown): Promise<void> => {
+    if (!isTransient(e) || ++transient > 10) throw e;
+    await sleep(retryDelay(e, transient));
+  };
   for (let attempt = 0; ; attempt++) {
     if (attempt > 10_000) throw new LockedError(`could not take Lease ${LEASE_NAMESPACE}/${LEASE_NAME}: it kept changing`);
     try {
@@ -101,7 +109,8 @@ export async function acquireLease(client: KubeClient, holder: string, opts: Lea
         break;
       } catch (e2) {
         if (e2 instanceof KubeApiError && e2.status === 409) continue;
-        throw e2;
+        await again(e2);
+        continue;
       }
     }
     const s = current?.spec ?? {};
@@ -130,8 +139,8 @@ export async function acquireLease(client: KubeClient, holder: string, opts: Lea
       });
       break;
     } catch (e) {
-      if (e instanceof KubeApiError && e.status === 409) continue; // someone else moved it: look again
-      throw e;
+      if (e instanceof KubeApiError && e.status === 409) continue; // someone else moved it (or our lost write did): look again
+      await again(e);
     }
   }
   if (current?.spec?.holderIdentity !== holder) throw new LockedError(`could not take Lease ${LEASE_NAMESPACE}/${LEASE_NAME}: it kept changing`);
@@ -189,9 +198,12 @@ export async function acquireLease(client: KubeClient, holder: string, opts: Lea
       await renewing;
       if (lost !== undefined) return;
       try {
-        const cur: any = await client.request('GET', `${leasePath}/${LEASE_NAME}`);
-        if (cur?.spec?.holderIdentity !== holder) return;
-        await client.request('DELETE', `${leasePath}/${LEASE_NAME}`, { body: { preconditions: { resourceVersion: cur.metadata.resourceVersion } } });
+        // A DELETE whose answer was lost is tried again: then 404 (it was deleted) or 409 (taken since) ends it.
+        await withRetry(async () => {
+          const cur: any = await client.request('GET', `${leasePath}/${LEASE_NAME}`);
+          if (cur?.spec?.holderIdentity !== holder) return;
+          await client.request('DELETE', `${leasePath}/${LEASE_NAME}`, { body: { preconditions: { resourceVersion: cur.metadata.resourceVersion } } });
+        }, { attempts: 4, sleep });
       } catch {
         // it expires by itself
       }

@@ -199,7 +199,7 @@ export class PodExecutor {
       const next = edit(pools);
       if (!next) return;
       const body = { ...inst, spec: { ...inst.spec, calicoNetwork: { ...inst.spec?.calicoNetwork, ipPools: next } } };
-      await replaceObject(ctx.client, INSTALLATIONS, body, { dryRun: ctx.dryRun === 'server' });
+      await withRetry(() => replaceObject(ctx.client, INSTALLATIONS, body, { dryRun: ctx.dryRun === 'server' }));
     });
   }
 
@@ -245,7 +245,12 @@ export class PodExecutor {
             await withRetry(() => createObject(ctx.client, IPPOOLS, this.poolObject(np), { dryRun: ctx.dryRun === 'server' }));
           } else if (cur.spec?.disabled === true) {
             backUpLate(ctx, [withKind(cur, 'ippools')], p.id);
-            await withRetry(() => patchWithPrecondition(ctx.client, IPPOOLS, cur, { spec: { disabled: false } }, { dryRun: ctx.dryRun === 'server' }));
+            // a 409 (our write whose answer was lost, or someone's edit) reads the pool again
+            await retryOnConflict(`IPPool ${np.name}`, async (n) => {
+              const now = n === 1 ? cur : await withRetry(() => getObject(ctx.client, IPPOOLS, np.name));
+              if (now?.spec?.disabled !== true) return;
+              await withRetry(() => patchWithPrecondition(ctx.client, IPPOOLS, now, { spec: { disabled: false } }, { dryRun: ctx.dryRun === 'server' }));
+            });
           }
         }
       },
@@ -255,7 +260,7 @@ export class PodExecutor {
         const using = (await withRetry(() => listAll(ctx.client, PODS))).filter((x) => active(x) && ipsOf(x).some((a) => inAny(target, a)));
         if (using.length > 0) throw new Error(`${using.length} pod(s) hold addresses in the new pool (e.g. ${using[0]!.metadata?.namespace}/${using[0]!.metadata?.name}): move them back first`);
         if (operator) await this.editInstallationPools(ctx, (list) => (list.some((x) => pools.some((np) => np.name === x.name)) ? list.filter((x) => !pools.some((np) => np.name === x.name)) : undefined));
-        else for (const np of pools) await deleteObject(ctx.client, IPPOOLS, np.name);
+        else for (const np of pools) await withRetry(() => deleteObject(ctx.client, IPPOOLS, np.name));
       },
     };
   }
@@ -305,8 +310,11 @@ export class PodExecutor {
           return;
         }
         for (const o of olds) {
-          const cur = await getObject(ctx.client, IPPOOLS, o.name);
-          if (cur && cur.spec?.disabled === true) await patchWithPrecondition(ctx.client, IPPOOLS, cur, { spec: { disabled: ctx.backups.load({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: o.name })?.spec?.disabled === true } });
+          const was = ctx.backups.load({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: o.name })?.spec?.disabled === true;
+          await retryOnConflict(`IPPool ${o.name}`, async () => {
+            const cur = await withRetry(() => getObject(ctx.client, IPPOOLS, o.name));
+            if (cur && cur.spec?.disabled === true && !was) await withRetry(() => patchWithPrecondition(ctx.client, IPPOOLS, cur, { spec: { disabled: false } }));
+          });
         }
       },
     };
@@ -337,7 +345,7 @@ export class PodExecutor {
         for (const o of olds) {
           const b = ctx.backups.load({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: o.name });
           if (!b) throw new Error(`no backup of IPPool ${o.name}`);
-          if (!(await getObject(ctx.client, IPPOOLS, o.name))) await createObject(ctx.client, IPPOOLS, forCreate(b));
+          if (!(await getObject(ctx.client, IPPOOLS, o.name))) await withRetry(() => createObject(ctx.client, IPPOOLS, forCreate(b)));
         }
       },
     };

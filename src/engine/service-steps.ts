@@ -336,7 +336,7 @@ export class ServiceExecutor {
         }
       },
       rollback: async (ctx) => {
-        for (const s of specs) await deleteObject(ctx.client, this.SC, s.name);
+        for (const s of specs) await withRetry(() => deleteObject(ctx.client, this.SC, s.name));
         // the service-cidr finalizer lets each go once no IP depends on it alone (10 s grace)
         await poll('the ServiceCIDRs to be deleted', async () =>
           ((await Promise.all(specs.map((s) => getObject(ctx.client, this.SC, s.name)))).every((x) => !x) ? true : undefined),
@@ -700,7 +700,7 @@ export class ServiceExecutor {
   async moveBack(ctx: StepContext, it: StepItem): Promise<void> {
     const orig = ctx.backups.load(svcRef(it.namespace, it.name));
     if (!orig) throw new Error(`no backup of Service ${it.namespace}/${it.name}`);
-    if (it.bridge) await deleteObject(ctx.client, SERVICES, it.bridge, it.namespace);
+    if (it.bridge) await withRetry(() => deleteObject(ctx.client, SERVICES, it.bridge!, it.namespace));
     await this.waitReleased(ctx, it.from, it.namespace, it.name);
     await this.moveOne(ctx, { namespace: it.namespace, name: it.name, from: it.to, to: it.from }, this.strategy);
   }
@@ -946,20 +946,26 @@ export class ServiceExecutor {
 
   /** Services holding a ClusterIP in a drained range that the plan neither keeps nor bridges. */
   async stragglers(client: KubeClient): Promise<KubeObject[]> {
-    const old = this.oldRanges();
-    const keptSCs = this.svc.kept.map((k) => parseCidr(k));
-    const skip = new Set(this.plan.mapping.filter((m) => m.action !== 'move').map((m) => `${m.namespace}/${m.name}`));
-    skip.add('default/kubernetes');
-    const all = await listAll(client, SERVICES);
-    return all.filter((s) => {
-      const key = `${s.metadata?.namespace}/${s.metadata?.name}`;
-      if (skip.has(key) || s.metadata?.labels?.[MANAGED_LABEL] === 'true' || s.spec?.type === 'LoadBalancer') return false;
-      // half-swept by an interrupted run: ExternalName now, pointing at itself
-      if (s.spec?.type === 'ExternalName' && s.spec?.externalName === this.fqdn(s.metadata!.name!, s.metadata!.namespace!)) return true;
-      return ipsOf(s).some((ip) => {
-        const a = parseIP(ip);
-        return old.some((c) => contains(c, a)) && !keptSCs.some((k) => contains(k, a));
-      });
+    return (await listAll(client, SERVICES)).filter((s) => this.isStraggler(s));
+  }
+
+  private stragglerRules: { old: ReturnType<ServiceExecutor['oldRanges']>; keptSCs: ReturnType<typeof parseCidr>[]; skip: Set<string> } | undefined;
+
+  /** A Service the sweep moves: still at an old-range IP (not kept, not ours, not a LoadBalancer), or half-swept. */
+  private isStraggler(s: KubeObject): boolean {
+    this.stragglerRules ??= (() => {
+      const skip = new Set(this.plan.mapping.filter((m) => m.action !== 'move').map((m) => `${m.namespace}/${m.name}`));
+      skip.add('default/kubernetes');
+      return { old: this.oldRanges(), keptSCs: this.svc.kept.map((k) => parseCidr(k)), skip };
+    })();
+    const { old, keptSCs, skip } = this.stragglerRules;
+    const key = `${s.metadata?.namespace}/${s.metadata?.name}`;
+    if (skip.has(key) || s.metadata?.labels?.[MANAGED_LABEL] === 'true' || s.spec?.type === 'LoadBalancer') return false;
+    // half-swept by an interrupted run: ExternalName now, pointing at itself
+    if (s.spec?.type === 'ExternalName' && s.spec?.externalName === this.fqdn(s.metadata!.name!, s.metadata!.namespace!)) return true;
+    return ipsOf(s).some((ip) => {
+      const a = parseIP(ip);
+      return old.some((c) => contains(c, a)) && !keptSCs.some((k) => contains(k, a));
     });
   }
 
@@ -978,15 +984,20 @@ export class ServiceExecutor {
           // No bridge (an explicit IP in a Terminating ServiceCIDR is refused) and no explicit address: the
           // apiserver allocates from the Ready ranges, the old one being drained. The backup (taken before
           // the first change) gives the type to return to when an earlier run was interrupted half-way.
-          const cur = s;
           const orig = ctx.backups.load(refOf(s)) ?? s;
-          const patched = cur.spec?.type === 'ExternalName' ? cur
-            : await withRetry(() => patchService(ctx.client, cur, { type: 'ExternalName', externalName: this.fqdn(cur.metadata!.name!, cur.metadata!.namespace!) }, false));
-          const back = backToType(orig, []);
-          delete back.clusterIP;
-          delete back.clusterIPs;
-          await withRetry(() => patchService(ctx.client, patched, back, false));
-          ctx.log(`swept Service ${cur.metadata?.namespace}/${cur.metadata?.name} out of the old range`);
+          const [ns, name] = [s.metadata!.namespace!, s.metadata!.name!];
+          // A 409 (someone's edit, or our own write whose answer was lost) reads the Service again and decides again.
+          await retryOnConflict(`Service ${ns}/${name}`, async (attempt) => {
+            const cur = attempt === 1 ? s : await withRetry(() => getObject(ctx.client, SERVICES, name, ns));
+            if (!cur || !this.isStraggler(cur)) return;
+            const patched = cur.spec?.type === 'ExternalName' ? cur
+              : await withRetry(() => patchService(ctx.client, cur, { type: 'ExternalName', externalName: this.fqdn(name, ns) }, false));
+            const back = backToType(orig, []);
+            delete back.clusterIP;
+            delete back.clusterIPs;
+            await withRetry(() => patchService(ctx.client, patched, back, false));
+          });
+          ctx.log(`swept Service ${ns}/${name} out of the old range`);
         }
       },
       verify: async (ctx) => {
@@ -1085,7 +1096,7 @@ export class ServiceExecutor {
       rollback: async (ctx) => {
         for (const it of items) {
           const b = ctx.backups.load(svcRef(it.namespace, it.name));
-          if (b) await createObject(ctx.client, SERVICES, recreated(b, ipsOf(b)));
+          if (b) await withRetry(() => createObject(ctx.client, SERVICES, recreated(b, ipsOf(b))));
         }
       },
     };
@@ -1109,11 +1120,11 @@ export class ServiceExecutor {
           const sc = await getObject(ctx.client, this.SC, 'kubernetes');
           if (sc && !sc.metadata?.deletionTimestamp && (sc.spec?.cidrs ?? []).join(',') !== want.join(',') && !(await this.anyIPIn(ctx.client, sc.spec?.cidrs ?? []))) {
             ctx.log('ServiceCIDR/kubernetes came back with the old range (an apiserver still on the old flag?): deleting it again');
-            await deleteObject(ctx.client, this.SC, 'kubernetes', undefined, { uid: sc.metadata?.uid });
+            await withRetry(() => deleteObject(ctx.client, this.SC, 'kubernetes', undefined, { uid: sc.metadata?.uid }));
           }
           return (await kubernetesOnNew(ctx.client)) ? true : undefined;
         }, { timeoutMs: Math.max(this.opts.timeoutMs, 120_000), intervalMs: 1000 });
-        for (const s of specs) await deleteObject(ctx.client, this.SC, s.name);
+        for (const s of specs) await withRetry(() => deleteObject(ctx.client, this.SC, s.name));
         await poll('the temporary ServiceCIDR to go', async () =>
           ((await Promise.all(specs.map((s) => getObject(ctx.client, this.SC, s.name)))).every((x) => !x) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
       },

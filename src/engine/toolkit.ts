@@ -1,7 +1,8 @@
 /**
  * The engine's shared toolkit: the few loops every executor needs, written once.
  *
- *   withRetry        the same call again after a transient error (429, 5xx, resets), with back-off
+ *   withRetry        the same call again after a transient error (429, 5xx, resets), waiting the server's
+ *                    Retry-After or backing off (src/kube/retry.ts, the policy the client's reads use too)
  *   retryOnConflict  re-read and re-derive a write when the apiserver answers 409 (a precondition failed)
  *   poll             wait until a condition gives a value, with backoff, a deadline and a telling timeout
  *   mapLimit         a bounded worker pool; every item runs, the first error is thrown at the end
@@ -14,12 +15,14 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { KubeObject } from '../cluster/types.ts';
-import { KubeApiError, type KubeClient, UnreachableError } from '../kube/client.ts';
+import { KubeApiError, type KubeClient } from '../kube/client.ts';
+import { isTransient, sleep } from '../kube/retry.ts';
 import { evictPod } from '../kube/workloads.ts';
 
 const firstLine = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0]! : String(e));
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export { isTransient, isRetryableRead, MAX_RETRY_AFTER_MS, parseRetryAfter, retryAfterOf, retriesExhausted, retryDelay, type RetryOptions, sleep, withRetry } from '../kube/retry.ts';
+
 
 // ---- progress of waits ------------------------------------------------------------------------------
 
@@ -44,47 +47,6 @@ export async function waitFor(what: string, ms: number): Promise<void> {
   sink?.({ type: 'waited', what, ms: Date.now() - t0 });
 }
 const realSleep = sleep;
-
-// ---- transient errors ------------------------------------------------------------------------------
-
-export interface RetryOptions {
-  /** Attempts in all, the first included (default 6). */
-  attempts?: number;
-  /** First delay (default 200 ms); doubles each time, with ±20 % jitter, capped at maxDelayMs. */
-  baseDelayMs?: number;
-  maxDelayMs?: number;
-  /** Called before each wait. */
-  onRetry?: (err: unknown, attempt: number, delayMs: number) => void;
-  /** Which errors to retry (default: isTransient). */
-  retryable?: (err: unknown) => boolean;
-  sleep?: (ms: number) => Promise<void>;
-}
-
-/** 429, 5xx (but 501) and network timeouts/resets are worth another try; 409 is not: the caller must re-read. */
-export function isTransient(err: unknown): boolean {
-  if (err instanceof KubeApiError) return err.status === 429 || (err.status >= 500 && err.status !== 501);
-  if (err instanceof UnreachableError) return /timed out|ECONNRESET|ECONNREFUSED|UND_ERR_SOCKET/.test(err.message);
-  return false;
-}
-
-/** `fn` again after transient errors, with exponential back-off; anything else is thrown at once. */
-export async function withRetry<T>(fn: (attempt: number) => Promise<T>, opts: RetryOptions = {}): Promise<T> {
-  const attempts = opts.attempts ?? 6;
-  const base = opts.baseDelayMs ?? 200;
-  const max = opts.maxDelayMs ?? 10_000;
-  const retryable = opts.retryable ?? isTransient;
-  const wait = opts.sleep ?? sleep;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn(attempt);
-    } catch (e) {
-      if (attempt >= attempts || !retryable(e)) throw e;
-      const delay = Math.min(max, base * 2 ** (attempt - 1)) * (0.8 + Math.random() * 0.4);
-      opts.onRetry?.(e, attempt, delay);
-      await wait(delay);
-    }
-  }
-}
 
 // ---- 409 -------------------------------------------------------------------------------------------
 

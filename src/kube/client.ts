@@ -6,14 +6,14 @@
  * message is redacted (src/kube/redact.ts) before it leaves this layer.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { UserError, type ErrorKind } from '../errors.ts';
+import type { ErrorKind } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import { resolveKubeConfig } from './kubeconfig.ts';
-import { redact } from './redact.ts';
-import { UnreachableError } from './errors.ts';
+import { KubeApiError, UnreachableError } from './errors.ts';
+import { isRetryableRead, parseRetryAfter, withRetry } from './retry.ts';
 import { Transport } from './transport.ts';
 
-export { UnreachableError } from './errors.ts';
+export { KubeApiError, UnreachableError } from './errors.ts';
 export { resolveKubeConfig, type ResolvedKubeConfig } from './kubeconfig.ts';
 
 export interface ConnectOptions {
@@ -40,22 +40,6 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
-/** A non-2xx answer from the API server. */
-export class KubeApiError extends UserError {
-  readonly status: number;
-  readonly reason?: string;
-  readonly method: string;
-  readonly path: string;
-  constructor(method: string, path: string, status: number, reason: string | undefined, message: string, kind?: ErrorKind) {
-    super(redact(message), kind ?? (status === 401 || status === 403 ? 'forbidden' : 'internal'));
-    this.name = 'KubeApiError';
-    this.status = status;
-    this.reason = reason;
-    this.method = method;
-    this.path = path;
-  }
-}
-
 export interface KubeClient {
   /** The API server URL. */
   readonly server: string;
@@ -63,8 +47,16 @@ export interface KubeClient {
   readonly context: string;
   /** How many HTTP requests this client made (benchmarks divide by it). */
   readonly requestCount: number;
+  /**
+   * One request. A GET that meets 429, 5xx or a reset connection is sent again (the server's Retry-After, else
+   * back-off; no wait beyond the request timeout); other methods are sent once: their callers decide.
+   */
   request<T = any>(method: Method, path: string, opts?: RequestOptions): Promise<T>;
-  /** Every item of a collection, fetched page by page (limit/continue); never one GET per object. */
+  /**
+   * Every item of a collection, fetched page by page (limit/continue); never one GET per object. A page that
+   * fails is retried from the same continue token; an expired token (410) restarts the list, skipping the
+   * objects already handed out.
+   */
   list(path: string, opts?: { labelSelector?: string; fieldSelector?: string; pageSize?: number }): AsyncGenerator<KubeObject>;
 }
 
@@ -91,6 +83,13 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
   let writes = 0;
 
   async function request<T>(method: Method, path: string, ro: RequestOptions = {}): Promise<T> {
+    if (method !== 'GET') return once<T>(method, path, ro);
+    // Reads retry like writes (same policy), bounded by the request timeout: no wait ends after it.
+    const deadline = Date.now() + (ro.timeoutMs ?? timeout);
+    return withRetry(() => once<T>(method, path, ro), { attempts: 5, retryable: isRetryableRead, deadline });
+  }
+
+  async function once<T>(method: Method, path: string, ro: RequestOptions = {}): Promise<T> {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(ro.query ?? {})) if (v !== undefined && v !== '') params.set(k, String(v));
     const qs = params.toString();
@@ -140,23 +139,42 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
       message = `${method} ${path}: ${res.status} ${reason ?? ''} ${msg}`.replace(/\s+/g, ' ').trim();
       if (res.status >= 500 || res.status === 429) kind = 'unreachable';
     }
-    throw new KubeApiError(method, path, res.status, reason, message, kind);
+    const retryAfterMs = res.status === 429 || res.status >= 500 ? parseRetryAfter(res.retryAfter) : undefined;
+    throw new KubeApiError(method, path, res.status, reason, message, kind, retryAfterMs);
   }
 
   async function* list(path: string, lo: { labelSelector?: string; fieldSelector?: string; pageSize?: number } = {}): AsyncGenerator<KubeObject> {
     let cont: string | undefined;
-    do {
-      const page: any = await request('GET', path, {
-        query: { limit: lo.pageSize ?? 500, continue: cont, labelSelector: lo.labelSelector, fieldSelector: lo.fieldSelector },
-      });
+    /** Objects handed out so far (uid, else namespace/name): a restarted list skips them. */
+    const given = new Set<string>();
+    let restarts = 0;
+    for (;;) {
+      let page: any;
+      try {
+        page = await request('GET', path, {
+          query: { limit: lo.pageSize ?? 500, continue: cont, labelSelector: lo.labelSelector, fieldSelector: lo.fieldSelector },
+        });
+      } catch (e) {
+        // The continue token expired (etcd compacted past it): list again from the start, like client-go's pager.
+        if (cont !== undefined && e instanceof KubeApiError && e.status === 410 && restarts < 5) {
+          restarts++;
+          cont = undefined;
+          continue;
+        }
+        throw e;
+      }
       const itemKind = typeof page?.kind === 'string' && page.kind.endsWith('List') ? page.kind.slice(0, -4) : undefined;
       for (const item of page?.items ?? []) {
+        const key = item?.metadata?.uid ?? `${item?.metadata?.namespace ?? ''}/${item?.metadata?.name ?? ''}`;
+        if (given.has(key)) continue;
+        given.add(key);
         if (!item.kind && itemKind) item.kind = itemKind;
         if (!item.apiVersion && page.apiVersion) item.apiVersion = page.apiVersion;
         yield item as KubeObject;
       }
       cont = page?.metadata?.continue || undefined;
-    } while (cont);
+      if (!cont) return;
+    }
   }
 
   return {

@@ -52,7 +52,21 @@ export async function getObject(client: KubeClient, t: ResourceType, name: strin
   }
 }
 
-/** POST; AlreadyExists (409) returns the existing object instead of failing (the step is idempotent). */
+/**
+ * True when `existing` can be the object `created` describes: it carries every label the create carried. This is
+ * how a create whose answer was lost (the connection reset after the apiserver stored it) is told apart, when it
+ * is sent again and answered AlreadyExists, from an object of the same name that someone else made.
+ */
+export function carriesLabelsOf(existing: KubeObject, created: KubeObject): boolean {
+  const have = existing.metadata?.labels ?? {};
+  return Object.entries(created.metadata?.labels ?? {}).every(([k, v]) => have[k] === v);
+}
+
+/**
+ * POST; AlreadyExists (409) returns the existing object instead of failing (the step is idempotent, and a create
+ * sent again after its answer was lost meets its own object) when it carries the create's labels; an object of
+ * that name without them is someone else's, and the create fails saying so.
+ */
 export async function createObject(client: KubeClient, t: ResourceType, obj: KubeObject, opts: { dryRun?: boolean } = {}): Promise<KubeObject> {
   const ns = obj.metadata?.namespace;
   try {
@@ -60,7 +74,12 @@ export async function createObject(client: KubeClient, t: ResourceType, obj: Kub
   } catch (e) {
     if (e instanceof KubeApiError && e.status === 409 && e.reason === 'AlreadyExists') {
       const cur = await getObject(client, t, obj.metadata!.name!, ns);
-      if (cur) return cur;
+      if (cur && carriesLabelsOf(cur, obj)) return cur;
+      if (cur) {
+        const missing = Object.keys(obj.metadata?.labels ?? {}).filter((k) => cur.metadata?.labels?.[k] !== obj.metadata?.labels?.[k]);
+        throw new KubeApiError(e.method, e.path, 409, 'AlreadyExists', `${t.plural} ${ns ? `${ns}/` : ''}${obj.metadata!.name} already exists and is not ours `
+          + `(it lacks label ${missing.join(', ')}): move it away, then resume`);
+      }
     }
     throw e;
   }

@@ -17,7 +17,7 @@ import { checkClientPair, clientNode, type ExecConfig, type ResolvedKubeConfig }
 import { UnreachableError } from './errors.ts';
 import { redact, redactUrl, registerSecret } from './redact.ts';
 
-export interface SendResult { status: number; text: string }
+export interface SendResult { status: number; text: string; /** The Retry-After header, when the server sent one. */ retryAfter?: string }
 
 interface Credential { token?: string; cert?: string; key?: string; expires?: number }
 
@@ -356,7 +356,8 @@ export class Transport {
           if (settled) return;
           settled = true;
           if (timer) clearTimeout(timer);
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+          const retryAfter = res.headers['retry-after'];
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ...(retryAfter !== undefined ? { retryAfter } : {}) });
         });
       });
       req.end(body);

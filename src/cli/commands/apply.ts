@@ -19,6 +19,7 @@ import { podForRecreate } from '../../engine/restarts.ts';
 import { connect, type KubeClient } from '../../kube/client.ts';
 import { BLOCKAFFINITIES, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, NODES } from '../../kube/calico.ts';
 import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
+import { withRetry } from '../../kube/retry.ts';
 import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
 import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
 import { MAX_PLAN_BYTES, shellWord, withPlanPath } from '../../plan/render.ts';
@@ -517,7 +518,7 @@ export const restoreCommand: Command = {
         const row = { kind: String(o.kind), ...(o.metadata?.namespace ? { namespace: o.metadata.namespace } : {}), name: String(o.metadata?.name) };
         if (!t) { rows.push({ ...row, result: 'skipped', detail: 'unknown kind' }); continue; }
         if (await getObject(s.client, t, o.metadata!.name!, o.metadata?.namespace)) { rows.push({ ...row, result: 'exists', detail: 'left as it is' }); continue; }
-        await createObject(s.client, t, o.kind === 'Pod' ? podForRecreate(o) : forCreate(o));
+        await withRetry(() => createObject(s.client, t, o.kind === 'Pod' ? podForRecreate(o) : forCreate(o)));
         rows.push({ ...row, result: 'restored' });
       }
       if (output === 'json' || output === 'yaml') io.out(renderData({ plan: pre.id, stateDir: s.stateDir, objects: rows }, output));
