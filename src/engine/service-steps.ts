@@ -417,7 +417,13 @@ export class ServiceExecutor {
         if (!sameIPs(ipsOf(b), it.from) && ctx.dryRun === 'none') throw new Error(`bridge ${it.namespace}/${it.bridge} exists at ${ipsOf(b).join(',')}, not ${it.from.join(',')}`);
         return b;
       } catch (e) {
-        if (!isIPTaken(e) || attempt >= 3 || ctx.dryRun !== 'none') throw e;
+        if (!isIPTaken(e) || ctx.dryRun !== 'none') throw e;
+        // A create whose answer was lost (the connection broke after the apiserver stored it) is refused on retry
+        // because the bridge itself now holds the old IP: the bridge is there, ours, at the old IPs.
+        const existing = await withRetry(() => getObject(ctx.client, SERVICES, it.bridge!, it.namespace));
+        if (existing && existing.metadata?.labels?.[MANAGED_LABEL] === 'true' && existing.metadata?.labels?.[BRIDGE_FOR_LABEL] === orig.metadata?.name
+          && sameIPs(ipsOf(existing), it.from)) return existing;
+        if (attempt >= 3) throw e;
         await this.waitReleased(ctx, it.from, it.namespace, it.bridge);
       }
     }
