@@ -24,10 +24,11 @@ import { KOPS_EDIT, KOPS_UNREAD_HEADER, type DistroPatch } from './distro-patche
 import type { PlanStep } from './steps.ts';
 import { distributionOf, distroConfigCheck, overlapHits, type PreflightCheck } from './preflight.ts';
 import { currentServiceRanges } from './service-mapping.ts';
-import type { PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
+import { maskKey, type NodeMaskSizes, type PodCIDRSpec, type PodIpam, type PodPatchGate, type PoolData } from './pod-spec.ts';
 import { podStepLists } from './pod-step-lists.ts';
 
-export type { PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
+export type { NodeMaskSizes, PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
+export { maskKey } from './pod-spec.ts';
 
 /** Defaults: rollouts in flight at once; nodes re-registered one at a time. */
 export const DEFAULT_PARALLEL = 4;
@@ -47,8 +48,12 @@ export interface PodPlanOptions {
   blockSize?: number;
   /** Calico: name of the new pool (default kube-renumber-<cidr>). */
   poolName?: string;
-  /** Node path: the node podCIDR size (default: kube-controller-manager's --node-cidr-mask-size, else 24/64). */
-  nodeMaskSize?: number;
+  /**
+   * Node path: the node podCIDR size, one per family of NEW in NEW's order (a single number: for a single-stack
+   * NEW). Default per family: kube-controller-manager's --node-cidr-mask-size-ipv4/-ipv6 (or
+   * --node-cidr-mask-size), else the size of the nodes' podCIDRs of that family, else 24 (IPv4) / 64 (IPv6).
+   */
+  nodeMaskSize?: number | readonly number[];
   /** Node path: a command that re-registers a deleted node (env KUBE_RENUMBER_NODE); without it each node is a gate. */
   nodeHook?: string;
   /** Minimum free room in NEW: blocks or node podCIDRs for today's nodes times this (default 2). */
@@ -348,18 +353,24 @@ function nodeSizing(
   const nodes = snap.nodes.length;
   const masks = new Map<Family, number>();
   const problems: string[] = [];
-  for (const [f, t] of target) {
-    const mask = opts.nodeMaskSize ?? nodeMaskOf(snap, f);
+  const given = opts.nodeMaskSize === undefined ? undefined : typeof opts.nodeMaskSize === 'number' ? [opts.nodeMaskSize] : [...opts.nodeMaskSize];
+  if (given && given.length !== target.size) {
+    problems.push(`${given.length} node podCIDR size(s) (${given.map((m) => `/${m}`).join(',')}) for ${target.size} famil${target.size === 1 ? 'y' : 'ies'} of NEW (${[...target.values()].map(formatCidr).join(',')}): give one size per family, in the order of NEW (e.g. --node-mask-size ${[...target.keys()].map((f) => (f === 4 ? 24 : 64)).join(',')})`);
+  }
+  [...target].forEach(([f, t], i) => {
+    const mask = given?.[i] ?? nodeMaskOf(snap, f);
     masks.set(f, mask);
     const problem = nodeMaskProblem(f, t, mask, nodes, headroom);
     if (problem) problems.push(problem);
-  }
+  });
   const sizeCheck: PreflightCheck = problems.length > 0
-    ? { id: 'pod-target-size', status: 'fail', target: true, message: problems.join('; '), fix: 'choose a larger range or a longer --node-mask-size, or lower --headroom' }
+    ? { id: 'pod-target-size', status: 'fail', target: true, message: problems.join('; '), fix: 'choose a larger range or a longer --node-mask-size (one per family), or lower --headroom' }
     : pass('pod-target-size', [...target].map(([f, t]) => `${formatCidr(t)}: ${1n << BigInt(masks.get(f)! - t.prefix)} node podCIDRs of /${masks.get(f)} for ${nodes} node(s)`).join('; '), true);
+  const maskSizes: NodeMaskSizes = {};
+  for (const [f, m] of masks) maskSizes[maskKey(f)] = m;
   return {
     node: {
-      maskSize: masks.get([...target.keys()][0]!) ?? 24,
+      maskSizes,
       nodes: problems.length === 0 ? nodePodCIDRs(snap, target, masks) : [],
       ...(opts.nodeHook ? { hook: opts.nodeHook } : {}),
     },
