@@ -164,6 +164,8 @@ function nodeMaskOf(snap: Snapshot, f: Family): number {
 export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSection {
   const out: PodPlanSection = { preflight: [], prepare: [], restart: [], finish: [] };
   const checks = out.preflight;
+  // Each early return below leaves the section without a spec: its failed check is a refusal (target), so
+  // `plan` prints no plan that moves nothing (validatePlan refuses a plan with neither spec part).
   const target = podTargetOf(opts, checks);
   if (!target) return out;
   const newText = [...target.values()].map(formatCidr);
@@ -218,7 +220,7 @@ function podIpamChecked(snap: Snapshot, opts: PodPlanOptions, checks: PreflightC
   const ipam = opts.ipam ?? detected;
   if (!ipam) {
     checks.push({
-      id: 'pod-ipam', status: 'fail', target: false,
+      id: 'pod-ipam', status: 'fail', target: true,
       message: `cannot tell how pods get their addresses (CNI ${snap.cni.plugin}, IPAM ${snap.cni.ipam}${snap.cni.ipamMode ? ` ${snap.cni.ipamMode}` : ''})`,
       fix: 'give --ipam calico (Calico IPPools) or --ipam node (node podCIDRs: flannel, kubenet, host-local, Cilium kubernetes IPAM)',
     });
@@ -226,7 +228,7 @@ function podIpamChecked(snap: Snapshot, opts: PodPlanOptions, checks: PreflightC
   }
   if (snap.cni.plugin === 'cilium' && snap.cni.ipamMode && snap.cni.ipamMode !== 'kubernetes') {
     checks.push({
-      id: 'pod-ipam', status: 'fail', target: false,
+      id: 'pod-ipam', status: 'fail', target: true,
       message: `Cilium IPAM mode ${snap.cni.ipamMode}: pod addresses come from CiliumNode objects, not node podCIDRs or Calico pools`,
       fix: 'Cilium cluster-pool does not support changing its CIDRs; multi-pool has its own node-group-by-node-group procedure (docs/pod-migration.md)',
     });
@@ -249,7 +251,7 @@ function oldPodRanges(
   if (ipam === 'calico') {
     const oldPools = snap.pools.filter((p) => target.has(famOf(p.cidr)) && !insideNew(parseCidr(p.cidr)));
     if (oldPools.length === 0) {
-      checks.push({ id: 'pod-old-pools', status: 'fail', message: `no Calico IPPool of ${[...target.keys()].map(familyName).join('/')} outside ${newText.join(',')}: nothing to move`, fix: 'check `kube-renumber inspect`: the pools are read from crd.projectcalico.org/v1 ippools' });
+      checks.push({ id: 'pod-old-pools', status: 'fail', target: true, message: `no Calico IPPool of ${[...target.keys()].map(familyName).join('/')} outside ${newText.join(',')}: nothing to move`, fix: 'check `kube-renumber inspect`: the pools are read from crd.projectcalico.org/v1 ippools' });
       return undefined;
     }
     return { oldPools, from: oldPools.map((p) => parseCidr(p.cidr)) };
@@ -259,7 +261,7 @@ function oldPodRanges(
   const from = [...cc];
   for (const n of nodeCidrs) if (!from.some((c) => contains(c, n))) from.push(n);
   if (from.length === 0) {
-    checks.push({ id: 'pod-old-range', status: 'fail', message: 'no node podCIDR or cluster CIDR outside NEW: nothing to move', fix: 'check `kube-renumber inspect`' });
+    checks.push({ id: 'pod-old-range', status: 'fail', target: true, message: 'no node podCIDR or cluster CIDR outside NEW: nothing to move', fix: 'check `kube-renumber inspect`' });
     return undefined;
   }
   return { oldPools: [], from };
