@@ -266,7 +266,7 @@ function currentRangeUnknown(from: readonly string[], oldFlag: readonly string[]
   if (from.length > 0 && oldFlag.length > 0) return undefined;
   return {
     id: 'service-current-range', status: 'fail', target: true,
-    message: 'the current service range is not known: no kube-apiserver --service-cluster-ip-range (mirror pod), ServiceCIDR kubernetes, kubeadm serviceSubnet or kOps serviceClusterIPRange was read, so the plan could not name the range it leaves nor the flag the apiservers go back to',
+    message: 'the current service range is not known: no kube-apiserver --service-cluster-ip-range (mirror pod), ServiceCIDR kubernetes, kubeadm serviceSubnet or kOps serviceClusterIPRange was read, so the plan could not name the range it leaves nor the flag the apiservers go back to: read the cluster live, or add its kubeadm ClusterConfiguration or kOps Cluster spec with -f',
     fix: 'read the cluster live (kube-apiserver mirror pods, ServiceCIDRs), or add its kubeadm ClusterConfiguration or kOps Cluster spec with -f',
   };
 }

@@ -14,7 +14,8 @@
  * is held to the same rule.
  */
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
@@ -29,6 +30,7 @@ import { planFromYaml, planToJson, planToMarkdown, planToYaml } from '../../src/
 import { podTargetRefusals } from '../../src/plan/targets.ts';
 import { renderPlanTable } from '../../src/cli/commands/plan.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
+import { run } from './run-cli.ts';
 
 const EXAMPLES = fileURLToPath(new URL('../../examples/', import.meta.url));
 
@@ -195,6 +197,17 @@ describe('every plan the tool writes is one it accepts, with no empty value', ()
     }), { numRuns: Number(process.env.KR_FUZZ_RUNS ?? 300) });
     if (process.env.KR_FUZZ_STATS) console.log(`${wrote} plans written, ${refused} refused`);
     assert.ok(wrote > 50, `${wrote} plans written, ${refused} refused`);
+  });
+
+  it('plan on a dump that does not show the current service range: one error line, exit 2, no plan', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kr-no-range-'));
+    for (const f of ['services.yaml', 'nodes.yaml']) copyFileSync(join(EXAMPLES, 'kops-tailscale', f), join(dir, f));
+    for (const args of [['--service-cidr', '172.24.0.0/16'], ['--service-cidr', '172.24.0.0/16', '--pod-cidr', '10.128.0.0/14'], ['--service-cidr', '172.24.0.0/16', '-o', 'yaml']]) {
+      const r = await run(['plan', ...args, '-f', dir]);
+      assert.equal(r.code, 2, r.err);
+      assert.equal(r.out, '');
+      assert.match(r.err, /^error: --service-cidr 172\.24\.0\.0\/16 .*refused: the current service range is not known: .* read the cluster live, or add its kubeadm ClusterConfiguration or kOps Cluster spec with -f\n$/);
+    }
   });
 
   it('the scan finds what it looks for', () => {

@@ -111,7 +111,8 @@ Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --
 --apiserver-cert-san need --service-cidr.
 Output: -o yaml is the file apply reads; markdown is for a change request; table (default) is a summary.
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
-2 the target is refused (bad CIDR or family, overlaps a known range, too small): one error line, no plan.`,
+2 the target is refused (bad CIDR or family, overlaps a known range, too small) or no plan can be written
+(current service range unknown, nothing to move, IPAM unknown: give --ipam): one error line, no plan.`,
   async run({ values, io }) {
     const target = str(values, 'service-cidr');
     const podTarget = str(values, 'pod-cidr');
