@@ -376,8 +376,28 @@ function nodeSizing(
       nodes: problems.length === 0 ? nodePodCIDRs(snap, target, masks) : [],
       ...(opts.nodeHook ? { hook: opts.nodeHook } : {}),
     },
-    checks: [sizeCheck, ...nodePathChecks(snap, opts)],
+    checks: [sizeCheck, ...nodeFamiliesCheck(snap, target), ...nodePathChecks(snap, opts)],
   };
+}
+
+/**
+ * Node path: check `pod-node-families` (a refusal) when the nodes' podCIDRs or the cluster CIDRs have a family
+ * NEW does not name. A re-registered node gets its podCIDRs once, every family at the same time, and
+ * kube-controller-manager's --cluster-cidr afterwards names every family: moving one family of a dual-stack
+ * node-IPAM cluster would leave the nodes without the other.
+ */
+function nodeFamiliesCheck(snap: Snapshot, target: Map<Family, Cidr>): PreflightCheck[] {
+  const have = new Set<Family>([
+    ...clusterCIDRs(snap).map((c) => c.cidr.family),
+    ...snap.nodes.flatMap((n) => n.podCIDRs).map((c) => tryParseCidr(c)?.family).filter((f): f is Family => f !== undefined),
+  ]);
+  const missing = [...have].filter((f) => !target.has(f)).sort();
+  if (missing.length === 0) return [];
+  return [{
+    id: 'pod-node-families', status: 'fail', target: true,
+    message: `the nodes' podCIDRs are ${[...have].sort().map(familyName).join(' and ')}, NEW names no ${missing.map(familyName).join(' or ')} range: a node gets its podCIDRs once, one per family, when it registers again, so node IPAM moves every family at once`,
+    fix: `give --pod-cidr one range per family the nodes use, comma-separated (e.g. ${[...have].sort().map((f) => (f === 4 ? '10.245.0.0/16' : 'fd00:10:245::/56')).join(',')})`,
+  }];
 }
 
 /** Node path: checks `pod-kcm-flags`, `pod-node-hook` and `pod-autoscaler`. */

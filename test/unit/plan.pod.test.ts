@@ -241,6 +241,19 @@ describe('pod plan: dual-stack node IPAM', () => {
     assert.deepEqual(planFromYaml(planToYaml(q)), JSON.parse(JSON.stringify(q)));
   });
 
+  it('one family of a dual-stack node-IPAM cluster cannot move alone (a node gets its podCIDRs once): refused', () => {
+    for (const t of ['10.245.0.0/16', 'fd00:10:245::/56']) {
+      const p = buildMigrationPlan(dualNodeSnap(), { pod: { target: t } });
+      const c = p.preflight.find((x) => x.id === 'pod-node-families')!;
+      assert.equal(c.status, 'fail', t);
+      assert.equal(c.target, true);
+      assert.match(c.message, /the nodes' podCIDRs are IPv4 and IPv6, NEW names no IPv[46] range/);
+      assert.match(c.fix, /10\.245\.0\.0\/16,fd00:10:245::\/56/);
+    }
+    assert.equal(buildMigrationPlan(dualNodeSnap(), { pod: { target: NEW } }).preflight.some((x) => x.id === 'pod-node-families'), false);
+    assert.equal(buildMigrationPlan(nodeSnap(), { pod: { target: '172.16.0.0/16' } }).preflight.some((x) => x.id === 'pod-node-families'), false);
+  });
+
   it('a single size for two families, or a size that does not fit its family, fails pod-target-size (a refusal)', () => {
     const one = buildMigrationPlan(dualNodeSnap(), { pod: { target: NEW, nodeMaskSize: 24 } });
     const c = one.preflight.find((x) => x.id === 'pod-target-size')!;
