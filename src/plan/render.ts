@@ -264,6 +264,13 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   }
   const items = list(s, 'items', path, true) ?? [];
   items.forEach((it, i) => checkItem(it, `${path}.items[${i}]`, kind));
+  if (kind === 'assign-podcidr' && r.pod && items.length > 0) {
+    // what the engine patches onto the node (spec.podCIDRs): one CIDR per family of spec.podCIDR.to, inside it
+    const ip = `${path}.items[0]`;
+    const got = cidrList(items[0] as Obj, 'to', ip, { nonEmpty: true, onePerFamily: true });
+    got.forEach((c, j) => { if (!inAny(r.pod!.to, c)) fail(`${ip}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${r.pod!.to.map(formatCidr).join(', ')})`); });
+    for (const t of r.pod.to) if (!got.some((c) => c.family === t.family)) fail(`${ip}.to`, `has no ${fam(t)} podCIDR (spec.podCIDR.to has ${formatCidr(t)})`);
+  }
   if ((kind === 'move-kubernetes' || NODE_STEP_KINDS.includes(kind) || condition === 'node-reregistered') && items.length === 0) {
     fail(`${path}.items`, `a ${kind} step names what it works on in its first item; it has none`);
   }

@@ -69,6 +69,9 @@ describe('validatePlan', () => {
     refused(NODE, (d) => { dual(d); d.spec.podCIDR.node.maskSizes.ipv6 = 48; }, /maskSizes\.ipv6: \/48 is larger than spec\.podCIDR\.to's fd00:10:245::\/56/);
     refused(NODE, (d) => { dual(d); d.spec.podCIDR.node.nodes[0].to = [d.spec.podCIDR.node.nodes[0].to[0]]; }, /nodes\[0\]\.to: has no IPv6 podCIDR \(spec\.podCIDR\.to has fd00:10:245::\/56\)/);
     refused(NODE, (d) => { dual(d); d.spec.podCIDR.node.nodes[0].to[1] = 'fd00:10:246::/64'; }, /nodes\[0\]\.to\[1\]: fd00:10:246::\/64 is not inside spec\.podCIDR\.to/);
+    // what assign-podcidr patches onto the node: one per family, inside NEW
+    refused(NODE, (d) => { dual(d); const it = stepOf(d, 'assign-podcidr').items[0]; it.to = [it.to[0]]; }, /steps\[\d+\]\.items\[0\]\.to: has no IPv6 podCIDR \(spec\.podCIDR\.to has fd00:10:245::\/56\)/);
+    refused(NODE, (d) => { stepOf(d, 'assign-podcidr').items[0].to = ['10.200.0.0/24']; }, /steps\[\d+\]\.items\[0\]\.to\[0\]: 10\.200\.0\.0\/24 is not inside spec\.podCIDR\.to/);
   });
 
   it('checks every CIDR and address, and that they lie in their ranges and families', () => {
