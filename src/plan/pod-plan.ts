@@ -147,17 +147,59 @@ function pass(id: string, message: string, target = false): PreflightCheck {
   return { id, status: 'pass', message, fix: '', ...(target ? { target: true } : {}) };
 }
 
-/** kube-controller-manager's node podCIDR size for a family, from its flags, kubeadm, else the default. */
-function nodeMaskOf(snap: Snapshot, f: Family): number {
+/**
+ * kube-controller-manager's node podCIDR size for a family as its flags (mirror pods) or kubeadm's extraArgs
+ * set it, with the flag that does; undefined when neither is read.
+ */
+function kcmMaskFlag(snap: Snapshot, f: Family): { flag: string; size: number } | undefined {
+  const perFamily = f === 4 ? 'node-cidr-mask-size-ipv4' : 'node-cidr-mask-size-ipv6';
   for (const k of snap.controllerManagers) {
-    const m = f === 4 ? k.nodeCIDRMaskSizeIPv4 ?? k.nodeCIDRMaskSize : k.nodeCIDRMaskSizeIPv6 ?? k.nodeCIDRMaskSize;
-    if (m !== undefined) return m;
+    const m = f === 4 ? k.nodeCIDRMaskSizeIPv4 : k.nodeCIDRMaskSizeIPv6;
+    if (m !== undefined) return { flag: perFamily, size: m };
+    if (k.nodeCIDRMaskSize !== undefined) return { flag: 'node-cidr-mask-size', size: k.nodeCIDRMaskSize };
   }
-  const ka = snap.kubeadm?.controllerManagerExtraArgs?.[f === 4 ? 'node-cidr-mask-size-ipv4' : 'node-cidr-mask-size-ipv6'] ?? snap.kubeadm?.controllerManagerExtraArgs?.['node-cidr-mask-size'];
-  if (ka && /^\d+$/.test(ka)) return Number(ka);
+  const args = snap.kubeadm?.controllerManagerExtraArgs ?? {};
+  for (const flag of [perFamily, 'node-cidr-mask-size']) {
+    const v = args[flag];
+    if (v && /^\d+$/.test(v)) return { flag, size: Number(v) };
+  }
+  return undefined;
+}
+
+/** kube-controller-manager's default node podCIDR size (--node-cidr-mask-size-ipv4 / -ipv6 unset). */
+const KCM_DEFAULT_MASK: Record<Family, number> = { 4: 24, 6: 64 };
+
+/** The node podCIDR size for a family: kube-controller-manager's flags, kubeadm, the nodes' podCIDRs, else kcm's default. */
+function nodeMaskOf(snap: Snapshot, f: Family): number {
+  const set = kcmMaskFlag(snap, f);
+  if (set) return set.size;
   const fromNode = snap.nodes.flatMap((n) => n.podCIDRs).map((c) => tryParseCidr(c)).find((c) => c?.family === f);
   if (fromNode) return fromNode.prefix;
-  return f === 4 ? 24 : 64;
+  return KCM_DEFAULT_MASK[f];
+}
+
+/**
+ * Node path: the node mask flags kube-controller-manager needs at kcm-cluster-cidr so that nodes it gives
+ * podCIDRs afterwards get the plan's sizes: for each family whose planned size differs from what kcm uses now
+ * (its flag, else its default 24 / 64). As patch lines (`--flag=N`), before and after; empty when none differ.
+ */
+function kcmMaskLines(snap: Snapshot, spec: PodCIDRSpec): { before: string[]; after: string[] } {
+  const before: string[] = [];
+  const after: string[] = [];
+  const dual = spec.to.length > 1;
+  for (const t of spec.to) {
+    const f = famOf(t);
+    const planned = spec.node?.maskSizes[maskKey(f)];
+    if (planned === undefined) continue;
+    const set = kcmMaskFlag(snap, f);
+    const now = set?.size ?? KCM_DEFAULT_MASK[f];
+    if (planned === now) continue;
+    // dual-stack kcm refuses --node-cidr-mask-size: one flag per family
+    const flag = dual || f === 6 ? (f === 4 ? 'node-cidr-mask-size-ipv4' : 'node-cidr-mask-size-ipv6') : set?.flag ?? 'node-cidr-mask-size';
+    before.push(set ? `--${set.flag}=${set.size}` : `# --${flag} not set: kube-controller-manager's default ${now}`);
+    after.push(`--${flag}=${planned}`);
+  }
+  return { before, after };
 }
 
 /** Builds the Pod CIDR section. Never throws on cluster data. */
@@ -479,14 +521,25 @@ export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
       id: 'kubeadm-config-pod-subnet', distribution: 'kubeadm', gate: finalGate, target: 'ConfigMap kube-system/kubeadm-config (ClusterConfiguration)',
       description: 'the pod subnet kubeadm renders for new control-plane nodes and upgrades', before: `networking:\n  podSubnet: ${snap.kubeadm?.podSubnet?.join(',') ?? oldCC}\n`, after: `networking:\n  podSubnet: ${to}\n`,
     });
+    const masks = kcmMaskLines(snap, spec);
+    const lines = (xs: string[]) => xs.map((x) => (x.startsWith('#') ? `    ${x}\n` : `    - ${x}\n`)).join('');
     out.push({
       id: 'kubeadm-kcm-pod-cidr', distribution: 'kubeadm', gate: finalGate, target: manifest,
-      description: allocAfter ? 'allocate node podCIDRs from NEW again' : 'NEW as cluster CIDR; allocation stays off in the same edit so it starts while nodes keep old podCIDRs',
-      before: `    - --allocate-node-cidrs=${allocAfter ? 'false' : 'true'}\n    - --cluster-cidr=${oldCC}\n`, after: `    - --allocate-node-cidrs=${allocAfter}\n    - --cluster-cidr=${to}\n`,
+      description: (allocAfter ? 'allocate node podCIDRs from NEW again' : 'NEW as cluster CIDR; allocation stays off in the same edit so it starts while nodes keep old podCIDRs')
+        + (masks.after.length > 0 ? `, with the plan's node podCIDR sizes (${masks.after.join(' ')})` : ''),
+      before: `    - --allocate-node-cidrs=${allocAfter ? 'false' : 'true'}\n    - --cluster-cidr=${oldCC}\n${lines(masks.before)}`,
+      after: `    - --allocate-node-cidrs=${allocAfter}\n    - --cluster-cidr=${to}\n${lines(masks.after)}`,
     });
   } else {
     if (spec.ipam === 'node') out.push({ id: 'generic-kcm-stop-allocating', distribution: 'generic', gate: 'kcm-stop-allocating', target: 'kube-controller-manager flags', description: 'stop allocating node podCIDRs', before: '--allocate-node-cidrs=true', after: '--allocate-node-cidrs=false' });
-    out.push({ id: 'generic-kcm-pod-cidr', distribution: 'generic', gate: finalGate, target: 'kube-controller-manager flags', description: allocAfter ? 'allocate from NEW again' : 'NEW as cluster CIDR with allocation off', before: `--allocate-node-cidrs=${allocAfter ? 'false' : 'true'} --cluster-cidr=${oldCC}`, after: `--allocate-node-cidrs=${allocAfter} --cluster-cidr=${to}` });
+    const masks = kcmMaskLines(snap, spec);
+    const flags = masks.before.filter((x) => !x.startsWith('#'));
+    out.push({
+      id: 'generic-kcm-pod-cidr', distribution: 'generic', gate: finalGate, target: 'kube-controller-manager flags',
+      description: (allocAfter ? 'allocate from NEW again' : 'NEW as cluster CIDR with allocation off') + (masks.after.length > 0 ? `, with the plan's node podCIDR sizes (${masks.after.join(' ')})` : ''),
+      before: [`--allocate-node-cidrs=${allocAfter ? 'false' : 'true'}`, `--cluster-cidr=${oldCC}`, ...flags].join(' '),
+      after: [`--allocate-node-cidrs=${allocAfter}`, `--cluster-cidr=${to}`, ...masks.after].join(' '),
+    });
   }
   if (snap.kubeProxy?.clusterCIDR !== undefined || distro === 'kubeadm') {
     out.push({

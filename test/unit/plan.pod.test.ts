@@ -241,6 +241,23 @@ describe('pod plan: dual-stack node IPAM', () => {
     assert.deepEqual(planFromYaml(planToYaml(q)), JSON.parse(JSON.stringify(q)));
   });
 
+  it('kcm-cluster-cidr sets kcm\'s node mask flags where the plan\'s sizes differ from what kcm uses now', () => {
+    const patch = (p: MigrationPlan) => p.steps.find((s) => s.id === 'kcm-cluster-cidr')!.gate!.patches!.find((x) => x.id === 'kubeadm-kcm-pod-cidr')!;
+    const same = patch(buildMigrationPlan(dualNodeSnap(), { pod: { target: NEW } }));
+    assert.doesNotMatch(same.after, /node-cidr-mask-size/);
+    const other = patch(buildMigrationPlan(dualNodeSnap(), { pod: { target: NEW, nodeMaskSize: [25, 64] } }));
+    assert.equal(other.after, '    - --allocate-node-cidrs=true\n    - --cluster-cidr=10.245.0.0/16,fd00:10:245::/56\n    - --node-cidr-mask-size-ipv4=25\n');
+    assert.equal(other.before, "    - --allocate-node-cidrs=false\n    - --cluster-cidr=10.244.0.0/16,fd00:10:244::/56\n    # --node-cidr-mask-size-ipv4 not set: kube-controller-manager's default 24\n");
+    const kcm = [{ pod: 'kube-controller-manager-cp1', clusterCIDR: ['10.244.0.0/16', 'fd00:10:244::/56'], allocateNodeCIDRs: true, nodeCIDRMaskSizeIPv4: 25, nodeCIDRMaskSizeIPv6: 72 }];
+    const set = patch(buildMigrationPlan(dualNodeSnap({ controllerManagers: kcm }), { pod: { target: NEW, nodeMaskSize: [25, 64] } }));
+    assert.match(set.before, /- --node-cidr-mask-size-ipv6=72\n$/);
+    assert.match(set.after, /- --node-cidr-mask-size-ipv6=64\n$/);
+    assert.doesNotMatch(set.after, /ipv4/);
+    const generic = buildMigrationPlan(dualNodeSnap({ distribution: { kind: 'generic', evidence: [] }, kubeadm: undefined }), { pod: { target: NEW, nodeMaskSize: [24, 72] } });
+    const g = generic.steps.find((s) => s.id === 'kcm-cluster-cidr')!.gate!.patches!.find((x) => x.id === 'generic-kcm-pod-cidr')!;
+    assert.equal(g.after, '--allocate-node-cidrs=true --cluster-cidr=10.245.0.0/16,fd00:10:245::/56 --node-cidr-mask-size-ipv6=72');
+  });
+
   it('one family of a dual-stack node-IPAM cluster cannot move alone (a node gets its podCIDRs once): refused', () => {
     for (const t of ['10.245.0.0/16', 'fd00:10:245::/56']) {
       const p = buildMigrationPlan(dualNodeSnap(), { pod: { target: t } });
