@@ -693,11 +693,25 @@ export class PodExecutor {
     if (!n) return `node ${it.name} is not registered`;
     const cidrs: string[] = n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []);
     if (cidrs.length === 0) return `node ${it.name} has no podCIDR`;
-    if (!cidrs.every((c) => cidrIn(this.target, c))) return `node ${it.name} has podCIDR ${cidrs.join(',')}, outside ${this.spec.to.join(',')}`;
+    const off = this.podCIDRProblem(cidrs);
+    if (off) return `node ${it.name} ${off}`;
     if (!(n.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True')) return `node ${it.name} is not Ready`;
     const mine = cidrs.map((c) => parseCidr(c));
     const stray = (await this.podsOnNode(client, it.name)).filter((x) => active(x) && ipsOf(x).length > 0 && !ipsOf(x).every((a) => inAny(mine, a)));
     if (stray.length > 0) return `${stray.length} pod(s) on node ${it.name} have addresses outside its podCIDR`;
+    return undefined;
+  }
+
+  /**
+   * Why a node's podCIDRs are not in NEW: each must lie inside NEW's range of its family, and there must be one
+   * for every family of NEW (a dual-stack NEW needs a dual-stack node). Undefined when they are.
+   */
+  podCIDRProblem(cidrs: readonly string[]): string | undefined {
+    const parsed = cidrs.map((c) => tryParseCidr(c));
+    const outside = cidrs.filter((c, i) => { const x = parsed[i]; return !x || !this.target.some((t) => t.family === x.family && contains(t, x)); });
+    if (outside.length > 0) return `has podCIDR ${cidrs.join(',')}: ${outside.join(',')} outside ${this.spec.to.join(',')}`;
+    const missing = this.target.filter((t) => !parsed.some((x) => x?.family === t.family));
+    if (missing.length > 0) return `has podCIDR ${cidrs.join(',')}: none in ${missing.map((t) => formatCidr(t)).join(',')}`;
     return undefined;
   }
 
@@ -714,6 +728,9 @@ export class PodExecutor {
           await this.patchNode(ctx, it.name, { podCIDR: it.to[0], podCIDRs: it.to });
         } else if (cidrs.some((c) => cidrIn(this.old, c))) {
           throw new Error(`node ${it.name} registered with podCIDR ${cidrs.join(',')} in the old range: kube-controller-manager still allocates from it (gate kcm-stop-allocating)`);
+        } else if (this.podCIDRProblem(cidrs)) {
+          // spec.podCIDRs is set once: a node that registered with fewer families than NEW cannot be given the rest
+          throw new Error(`node ${it.name} registered with podCIDR ${cidrs.join(',')}, not one in each of ${this.spec.to.join(',')} (planned ${it.to.join(',')}): podCIDRs cannot be changed once set; delete the node and re-register it while nothing else assigns podCIDRs`);
         } else if (!sameList(cidrs, it.to)) {
           this.warn(ctx, `node ${it.name} got podCIDR ${cidrs.join(',')} from elsewhere, not the planned ${it.to.join(',')}: kept`);
         }
@@ -801,8 +818,8 @@ export class PodExecutor {
       if (l.blocks.length + l.affinities.length + l.handles.length > 0) problems.push(`${l.blocks.length} IPAMBlock(s), ${l.affinities.length} BlockAffinity(ies) and ${l.handles.length} IPAMHandle(s) left in the old range`);
     } else {
       const nodes = await withRetry(() => listAll(client, NODES));
-      const bad = nodes.filter((n) => { const c: string[] = n.spec?.podCIDRs ?? []; return c.length === 0 || !c.every((x) => cidrIn(this.target, x)); });
-      if (bad.length > 0) problems.push(`${bad.length} node(s) without a podCIDR in ${this.spec.to.join(',')}: ${bad.slice(0, 5).map((n) => `${n.metadata?.name} ${(n.spec?.podCIDRs ?? []).join(',') || 'none'}`).join(', ')}`);
+      const bad = nodes.filter((n) => { const c: string[] = n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []); return c.length === 0 || !!this.podCIDRProblem(c); });
+      if (bad.length > 0) problems.push(`${bad.length} node(s) without a podCIDR in ${this.spec.to.length > 1 ? 'each of ' : ''}${this.spec.to.join(',')}: ${bad.slice(0, 5).map((n) => `${n.metadata?.name} ${(n.spec?.podCIDRs ?? []).join(',') || 'none'}`).join(', ')}`);
       const cordoned = nodes.filter((n) => n.spec?.unschedulable === true);
       if (cordoned.length > 0 && ctx) {
         const ours = cordoned.filter((n) => ctx.backups.load({ apiVersion: 'v1', kind: 'Node', name: n.metadata!.name! })?.spec?.unschedulable !== true);

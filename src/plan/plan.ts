@@ -205,6 +205,11 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan
     target: opts.target, strategy: settings.strategy, headroom: settings.headroom, apiserverCertSANs: opts.apiserverCertSANs, avoid: opts.avoid, keep: settings.keep,
   })];
 
+  const unknown = currentRangeUnknown(plan.spec.serviceCIDR.from, oldFlag);
+  if (unknown) {
+    plan.preflight.push(unknown);
+    return plan; // nothing to write steps from: the apiservers' flag before and after, the ServiceCIDRs to drain
+  }
   const layout = serviceCIDRLayout(snap, target, mapping, oldFlag, newFlag);
   plan.spec.serviceCIDR.kept = layout.kept;
   if (api.state === 'unsupported') return plan; // preflight explains; nothing can be planned
@@ -262,6 +267,20 @@ function emptyServicePlan(snap: Snapshot, opts: PlanOptions, s: ServiceSettings,
     preflight: [],
     mapping: [],
     steps: [],
+  };
+}
+
+/**
+ * Check `service-current-range` (a refusal: the plan is not written) when the cluster's service range today is
+ * not known: no kube-apiserver flag, ServiceCIDR `kubernetes`, kubeadm or kOps setting names it. Without it the
+ * plan cannot say what the apiservers run with now (the patches' "before", the rollback) or which range it leaves.
+ */
+function currentRangeUnknown(from: readonly string[], oldFlag: readonly string[]): PreflightCheck | undefined {
+  if (from.length > 0 && oldFlag.length > 0) return undefined;
+  return {
+    id: 'service-current-range', status: 'fail', target: true,
+    message: 'the current service range is not known: no kube-apiserver --service-cluster-ip-range (mirror pod), ServiceCIDR kubernetes, kubeadm serviceSubnet or kOps serviceClusterIPRange was read, so the plan could not name the range it leaves nor the flag the apiservers go back to: read the cluster live, or add its kubeadm ClusterConfiguration or kOps Cluster spec with -f',
+    fix: 'read the cluster live (kube-apiserver mirror pods, ServiceCIDRs), or add its kubeadm ClusterConfiguration or kOps Cluster spec with -f',
   };
 }
 

@@ -25,11 +25,12 @@ import { KOPS_EDIT, KOPS_UNREAD_HEADER, type DistroPatch } from './distro-patche
 import type { PlanStep } from './steps.ts';
 import { distributionOf, distroConfigCheck, overlapHits, type PreflightCheck } from './preflight.ts';
 import { currentServiceRanges } from './service-mapping.ts';
-import type { PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
+import { maskKey, type NodeMaskSizes, type PodCIDRSpec, type PodIpam, type PodPatchGate, type PoolData } from './pod-spec.ts';
 import { podStepLists } from './pod-step-lists.ts';
 import { podOwnerRefusal, podPathOf } from './platform-gate.ts';
 
-export type { PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
+export type { NodeMaskSizes, PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
+export { maskKey } from './pod-spec.ts';
 
 /** Defaults: rollouts in flight at once; nodes re-registered one at a time. */
 export const DEFAULT_PARALLEL = 4;
@@ -49,8 +50,12 @@ export interface PodPlanOptions {
   blockSize?: number;
   /** Calico: name of the new pool (default kube-renumber-<cidr>). */
   poolName?: string;
-  /** Node path: the node podCIDR size (default: kube-controller-manager's --node-cidr-mask-size, else 24/64). */
-  nodeMaskSize?: number;
+  /**
+   * Node path: the node podCIDR size, one per family of NEW in NEW's order (a single number: for a single-stack
+   * NEW). Default per family: kube-controller-manager's --node-cidr-mask-size-ipv4/-ipv6 (or
+   * --node-cidr-mask-size), else the size of the nodes' podCIDRs of that family, else 24 (IPv4) / 64 (IPv6).
+   */
+  nodeMaskSize?: number | readonly number[];
   /** Node path: a command that re-registers a deleted node (env KUBE_RENUMBER_NODE); without it each node is a gate. */
   nodeHook?: string;
   /** Minimum free room in NEW: blocks or node podCIDRs for today's nodes times this (default 2). */
@@ -137,23 +142,67 @@ function pass(id: string, message: string, target = false): PreflightCheck {
   return { id, status: 'pass', message, fix: '', ...(target ? { target: true } : {}) };
 }
 
-/** kube-controller-manager's node podCIDR size for a family, from its flags, kubeadm, else the default. */
-function nodeMaskOf(snap: Snapshot, f: Family): number {
+/**
+ * kube-controller-manager's node podCIDR size for a family as its flags (mirror pods) or kubeadm's extraArgs
+ * set it, with the flag that does; undefined when neither is read.
+ */
+function kcmMaskFlag(snap: Snapshot, f: Family): { flag: string; size: number } | undefined {
+  const perFamily = f === 4 ? 'node-cidr-mask-size-ipv4' : 'node-cidr-mask-size-ipv6';
   for (const k of snap.controllerManagers) {
-    const m = f === 4 ? k.nodeCIDRMaskSizeIPv4 ?? k.nodeCIDRMaskSize : k.nodeCIDRMaskSizeIPv6 ?? k.nodeCIDRMaskSize;
-    if (m !== undefined) return m;
+    const m = f === 4 ? k.nodeCIDRMaskSizeIPv4 : k.nodeCIDRMaskSizeIPv6;
+    if (m !== undefined) return { flag: perFamily, size: m };
+    if (k.nodeCIDRMaskSize !== undefined) return { flag: 'node-cidr-mask-size', size: k.nodeCIDRMaskSize };
   }
-  const ka = snap.kubeadm?.controllerManagerExtraArgs?.[f === 4 ? 'node-cidr-mask-size-ipv4' : 'node-cidr-mask-size-ipv6'] ?? snap.kubeadm?.controllerManagerExtraArgs?.['node-cidr-mask-size'];
-  if (ka && /^\d+$/.test(ka)) return Number(ka);
+  const args = snap.kubeadm?.controllerManagerExtraArgs ?? {};
+  for (const flag of [perFamily, 'node-cidr-mask-size']) {
+    const v = args[flag];
+    if (v && /^\d+$/.test(v)) return { flag, size: Number(v) };
+  }
+  return undefined;
+}
+
+/** kube-controller-manager's default node podCIDR size (--node-cidr-mask-size-ipv4 / -ipv6 unset). */
+const KCM_DEFAULT_MASK: Record<Family, number> = { 4: 24, 6: 64 };
+
+/** The node podCIDR size for a family: kube-controller-manager's flags, kubeadm, the nodes' podCIDRs, else kcm's default. */
+function nodeMaskOf(snap: Snapshot, f: Family): number {
+  const set = kcmMaskFlag(snap, f);
+  if (set) return set.size;
   const fromNode = snap.nodes.flatMap((n) => n.podCIDRs).map((c) => tryParseCidr(c)).find((c) => c?.family === f);
   if (fromNode) return fromNode.prefix;
-  return f === 4 ? 24 : 64;
+  return KCM_DEFAULT_MASK[f];
+}
+
+/**
+ * Node path: the node mask flags kube-controller-manager needs at kcm-cluster-cidr so that nodes it gives
+ * podCIDRs afterwards get the plan's sizes: for each family whose planned size differs from what kcm uses now
+ * (its flag, else its default 24 / 64). As patch lines (`--flag=N`), before and after; empty when none differ.
+ */
+function kcmMaskLines(snap: Snapshot, spec: PodCIDRSpec): { before: string[]; after: string[] } {
+  const before: string[] = [];
+  const after: string[] = [];
+  const dual = spec.to.length > 1;
+  for (const t of spec.to) {
+    const f = famOf(t);
+    const planned = spec.node?.maskSizes[maskKey(f)];
+    if (planned === undefined) continue;
+    const set = kcmMaskFlag(snap, f);
+    const now = set?.size ?? KCM_DEFAULT_MASK[f];
+    if (planned === now) continue;
+    // dual-stack kcm refuses --node-cidr-mask-size: one flag per family
+    const flag = dual || f === 6 ? (f === 4 ? 'node-cidr-mask-size-ipv4' : 'node-cidr-mask-size-ipv6') : set?.flag ?? 'node-cidr-mask-size';
+    before.push(set ? `--${set.flag}=${set.size}` : `# --${flag} not set: kube-controller-manager's default ${now}`);
+    after.push(`--${flag}=${planned}`);
+  }
+  return { before, after };
 }
 
 /** Builds the Pod CIDR section. Never throws on cluster data. */
 export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSection {
   const out: PodPlanSection = { preflight: [], prepare: [], restart: [], finish: [] };
   const checks = out.preflight;
+  // Each early return below leaves the section without a spec: its failed check is a refusal (target), so
+  // `plan` prints no plan that moves nothing (validatePlan refuses a plan with neither spec part).
   const target = podTargetOf(opts, checks);
   if (!target) return out;
   const newText = [...target.values()].map(formatCidr);
@@ -216,7 +265,7 @@ function podIpamChecked(snap: Snapshot, opts: PodPlanOptions, checks: PreflightC
   if (!ipam) {
     const cilium = snap.cni.plugin === 'cilium';
     checks.push({
-      id: 'pod-ipam', status: 'fail', target: false,
+      id: 'pod-ipam', status: 'fail', target: true,
       message: cilium
         ? 'Cilium without its configuration in the input (ConfigMap kube-system/cilium-config): its ipam setting decides who owns pod addresses (unset means cluster-pool, which cannot be moved)'
         : `cannot tell how pods get their addresses (CNI ${snap.cni.plugin}, IPAM ${snap.cni.ipam}${snap.cni.ipamMode ? ` ${snap.cni.ipamMode}` : ''})`,
@@ -243,7 +292,7 @@ function oldPodRanges(
   if (ipam === 'calico') {
     const oldPools = snap.pools.filter((p) => target.has(famOf(p.cidr)) && !insideNew(parseCidr(p.cidr)));
     if (oldPools.length === 0) {
-      checks.push({ id: 'pod-old-pools', status: 'fail', message: `no Calico IPPool of ${[...target.keys()].map(familyName).join('/')} outside ${newText.join(',')}: nothing to move`, fix: 'check `kube-renumber inspect`: the pools are read from crd.projectcalico.org/v1 ippools' });
+      checks.push({ id: 'pod-old-pools', status: 'fail', target: true, message: `no Calico IPPool of ${[...target.keys()].map(familyName).join('/')} outside ${newText.join(',')}: nothing to move`, fix: 'check `kube-renumber inspect`: the pools are read from crd.projectcalico.org/v1 ippools' });
       return undefined;
     }
     return { oldPools, from: oldPools.map((p) => parseCidr(p.cidr)) };
@@ -253,7 +302,7 @@ function oldPodRanges(
   const from = [...cc];
   for (const n of nodeCidrs) if (!from.some((c) => contains(c, n))) from.push(n);
   if (from.length === 0) {
-    checks.push({ id: 'pod-old-range', status: 'fail', message: 'no node podCIDR or cluster CIDR outside NEW: nothing to move', fix: 'check `kube-renumber inspect`' });
+    checks.push({ id: 'pod-old-range', status: 'fail', target: true, message: 'no node podCIDR or cluster CIDR outside NEW: nothing to move', fix: 'check `kube-renumber inspect`' });
     return undefined;
   }
   return { oldPools: [], from };
@@ -347,23 +396,49 @@ function nodeSizing(
   const nodes = snap.nodes.length;
   const masks = new Map<Family, number>();
   const problems: string[] = [];
-  for (const [f, t] of target) {
-    const mask = opts.nodeMaskSize ?? nodeMaskOf(snap, f);
+  const given = opts.nodeMaskSize === undefined ? undefined : typeof opts.nodeMaskSize === 'number' ? [opts.nodeMaskSize] : [...opts.nodeMaskSize];
+  if (given && given.length !== target.size) {
+    problems.push(`${given.length} node podCIDR size(s) (${given.map((m) => `/${m}`).join(',')}) for ${target.size} famil${target.size === 1 ? 'y' : 'ies'} of NEW (${[...target.values()].map(formatCidr).join(',')}): give one size per family, in the order of NEW (e.g. --node-mask-size ${[...target.keys()].map((f) => (f === 4 ? 24 : 64)).join(',')})`);
+  }
+  [...target].forEach(([f, t], i) => {
+    const mask = given?.[i] ?? nodeMaskOf(snap, f);
     masks.set(f, mask);
     const problem = nodeMaskProblem(f, t, mask, nodes, headroom);
     if (problem) problems.push(problem);
-  }
+  });
   const sizeCheck: PreflightCheck = problems.length > 0
-    ? { id: 'pod-target-size', status: 'fail', target: true, message: problems.join('; '), fix: 'choose a larger range or a longer --node-mask-size, or lower --headroom' }
+    ? { id: 'pod-target-size', status: 'fail', target: true, message: problems.join('; '), fix: 'choose a larger range or a longer --node-mask-size (one per family), or lower --headroom' }
     : pass('pod-target-size', [...target].map(([f, t]) => `${formatCidr(t)}: ${1n << BigInt(masks.get(f)! - t.prefix)} node podCIDRs of /${masks.get(f)} for ${nodes} node(s)`).join('; '), true);
+  const maskSizes: NodeMaskSizes = {};
+  for (const [f, m] of masks) maskSizes[maskKey(f)] = m;
   return {
     node: {
-      maskSize: masks.get([...target.keys()][0]!) ?? 24,
+      maskSizes,
       nodes: problems.length === 0 ? nodePodCIDRs(snap, target, masks) : [],
       ...(opts.nodeHook ? { hook: opts.nodeHook } : {}),
     },
-    checks: [sizeCheck, ...nodePathChecks(snap, opts)],
+    checks: [sizeCheck, ...nodeFamiliesCheck(snap, target), ...nodePathChecks(snap, opts)],
   };
+}
+
+/**
+ * Node path: check `pod-node-families` (a refusal) when the nodes' podCIDRs or the cluster CIDRs have a family
+ * NEW does not name. A re-registered node gets its podCIDRs once, every family at the same time, and
+ * kube-controller-manager's --cluster-cidr afterwards names every family: moving one family of a dual-stack
+ * node-IPAM cluster would leave the nodes without the other.
+ */
+function nodeFamiliesCheck(snap: Snapshot, target: Map<Family, Cidr>): PreflightCheck[] {
+  const have = new Set<Family>([
+    ...clusterCIDRs(snap).map((c) => c.cidr.family),
+    ...snap.nodes.flatMap((n) => n.podCIDRs).map((c) => tryParseCidr(c)?.family).filter((f): f is Family => f !== undefined),
+  ]);
+  const missing = [...have].filter((f) => !target.has(f)).sort();
+  if (missing.length === 0) return [];
+  return [{
+    id: 'pod-node-families', status: 'fail', target: true,
+    message: `the nodes' podCIDRs are ${[...have].sort().map(familyName).join(' and ')}, NEW names no ${missing.map(familyName).join(' or ')} range: a node gets its podCIDRs once, one per family, when it registers again, so node IPAM moves every family at once`,
+    fix: `give --pod-cidr one range per family the nodes use, comma-separated (e.g. ${[...have].sort().map((f) => (f === 4 ? '10.245.0.0/16' : 'fd00:10:245::/56')).join(',')})`,
+  }];
 }
 
 /** Node path: checks `pod-kcm-flags`, `pod-node-hook` and `pod-autoscaler`. */
@@ -471,14 +546,25 @@ export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
       id: 'kubeadm-config-pod-subnet', distribution: 'kubeadm', gate: finalGate, target: 'ConfigMap kube-system/kubeadm-config (ClusterConfiguration)',
       description: 'the pod subnet kubeadm renders for new control-plane nodes and upgrades', before: `networking:\n  podSubnet: ${snap.kubeadm?.podSubnet?.join(',') ?? oldCC}\n`, after: `networking:\n  podSubnet: ${to}\n`,
     });
+    const masks = kcmMaskLines(snap, spec);
+    const lines = (xs: string[]) => xs.map((x) => (x.startsWith('#') ? `    ${x}\n` : `    - ${x}\n`)).join('');
     out.push({
       id: 'kubeadm-kcm-pod-cidr', distribution: 'kubeadm', gate: finalGate, target: manifest,
-      description: allocAfter ? 'allocate node podCIDRs from NEW again' : 'NEW as cluster CIDR; allocation stays off in the same edit so it starts while nodes keep old podCIDRs',
-      before: `    - --allocate-node-cidrs=${allocAfter ? 'false' : 'true'}\n    - --cluster-cidr=${oldCC}\n`, after: `    - --allocate-node-cidrs=${allocAfter}\n    - --cluster-cidr=${to}\n`,
+      description: (allocAfter ? 'allocate node podCIDRs from NEW again' : 'NEW as cluster CIDR; allocation stays off in the same edit so it starts while nodes keep old podCIDRs')
+        + (masks.after.length > 0 ? `, with the plan's node podCIDR sizes (${masks.after.join(' ')})` : ''),
+      before: `    - --allocate-node-cidrs=${allocAfter ? 'false' : 'true'}\n    - --cluster-cidr=${oldCC}\n${lines(masks.before)}`,
+      after: `    - --allocate-node-cidrs=${allocAfter}\n    - --cluster-cidr=${to}\n${lines(masks.after)}`,
     });
   } else {
     if (spec.ipam === 'node') out.push({ id: 'generic-kcm-stop-allocating', distribution: 'generic', gate: 'kcm-stop-allocating', target: 'kube-controller-manager flags', description: 'stop allocating node podCIDRs', before: '--allocate-node-cidrs=true', after: '--allocate-node-cidrs=false' });
-    out.push({ id: 'generic-kcm-pod-cidr', distribution: 'generic', gate: finalGate, target: 'kube-controller-manager flags', description: allocAfter ? 'allocate from NEW again' : 'NEW as cluster CIDR with allocation off', before: `--allocate-node-cidrs=${allocAfter ? 'false' : 'true'} --cluster-cidr=${oldCC}`, after: `--allocate-node-cidrs=${allocAfter} --cluster-cidr=${to}` });
+    const masks = kcmMaskLines(snap, spec);
+    const flags = masks.before.filter((x) => !x.startsWith('#'));
+    out.push({
+      id: 'generic-kcm-pod-cidr', distribution: 'generic', gate: finalGate, target: 'kube-controller-manager flags',
+      description: (allocAfter ? 'allocate from NEW again' : 'NEW as cluster CIDR with allocation off') + (masks.after.length > 0 ? `, with the plan's node podCIDR sizes (${masks.after.join(' ')})` : ''),
+      before: [`--allocate-node-cidrs=${allocAfter ? 'false' : 'true'}`, `--cluster-cidr=${oldCC}`, ...flags].join(' '),
+      after: [`--allocate-node-cidrs=${allocAfter}`, `--cluster-cidr=${to}`, ...masks.after].join(' '),
+    });
   }
   if (snap.kubeProxy?.clusterCIDR !== undefined || distro === 'kubeadm') {
     out.push({

@@ -23,8 +23,28 @@ export interface PodCIDRSpec {
   to: string[];
   ipam: PodIpam;
   calico?: { operatorManaged: boolean; oldPools: PoolData[]; newPools: PoolData[] };
-  node?: { maskSize: number; hook?: string; nodes: Array<{ name: string; from: string[]; to: string[] }> };
+  node?: {
+    /**
+     * The node podCIDR size per family of `to` (kube-controller-manager's --node-cidr-mask-size-ipv4/-ipv6).
+     * Plans written before dual-stack named one `maskSize`; planFromYaml reads that as the size of to's one family.
+     */
+    maskSizes: NodeMaskSizes;
+    hook?: string;
+    /** Each node's podCIDRs today (`from`) and in NEW (`to`: one per family of spec.podCIDR.to, in its order). */
+    nodes: Array<{ name: string; from: string[]; to: string[] }>;
+  };
   restarts: { parallel: number; critical: string[] };
+}
+
+/** A node podCIDR size per family (only the families of spec.podCIDR.to). */
+export interface NodeMaskSizes {
+  ipv4?: number;
+  ipv6?: number;
+}
+
+/** The key of a family in NodeMaskSizes. */
+export function maskKey(family: 4 | 6): 'ipv4' | 'ipv6' {
+  return family === 4 ? 'ipv4' : 'ipv6';
 }
 
 /** The gates whose distribution patches a Pod CIDR migration writes. */

@@ -296,8 +296,9 @@ export function serviceRangeCheck(snap: Snapshot, target: Map<Family, Cidr>): Pr
   if (unknown.length > 0) {
     const why = unknown.map((f) => snap.serviceRangeInference?.find((i) => i.family === f && !i.cidr)?.evidence
       ?? `no ${familyName(f)} service range is configured where it can be read, and no Service has a ${familyName(f)} ClusterIP`);
+    // A refusal (exit 2, no plan printed): a plan with no range to move from would be one apply cannot accept.
     return {
-      id: 'service-range', status: 'fail',
+      id: 'service-range', status: 'fail', target: true,
       message: `the current service range is unknown: ${why.join('; ')}; nothing can be planned from it (no ServiceCIDR to drain, no --service-cluster-ip-range to change, no range to roll back to)`,
       fix: 'include what names it in the input: the kube-apiserver pods (--service-cluster-ip-range), ServiceCIDR objects (1.29+), the kubeadm-config ConfigMap or the kOps Cluster spec, '
         + 'and Service default/kubernetes with the DNS Service (the range is inferred from their ClusterIPs when nothing names it)',

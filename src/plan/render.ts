@@ -5,7 +5,7 @@
 import * as yaml from 'js-yaml';
 import { unifiedDiff } from './diff.ts';
 import { InputError } from '../cluster/files.ts';
-import type { PodCIDRSpec } from './pod-plan.ts';
+import { maskKey, type PodCIDRSpec } from './pod-spec.ts';
 import { renderReferences } from '../analyze/references.ts';
 import { contains, familyName, formatCidr, NetError, parseCidr, parseIP, type Cidr, type IP } from '../net/index.ts';
 import {
@@ -265,6 +265,13 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   }
   const items = list(s, 'items', path, true) ?? [];
   items.forEach((it, i) => checkItem(it, `${path}.items[${i}]`, kind));
+  if (kind === 'assign-podcidr' && r.pod && items.length > 0) {
+    // what the engine patches onto the node (spec.podCIDRs): one CIDR per family of spec.podCIDR.to, inside it
+    const ip = `${path}.items[0]`;
+    const got = cidrList(items[0] as Obj, 'to', ip, { nonEmpty: true, onePerFamily: true });
+    got.forEach((c, j) => { if (!inAny(r.pod!.to, c)) fail(`${ip}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${r.pod!.to.map(formatCidr).join(', ')})`); });
+    for (const t of r.pod.to) if (!got.some((c) => c.family === t.family)) fail(`${ip}.to`, `has no ${fam(t)} podCIDR (spec.podCIDR.to has ${formatCidr(t)})`);
+  }
   if ((kind === 'move-kubernetes' || NODE_STEP_KINDS.includes(kind) || condition === 'node-reregistered') && items.length === 0) {
     fail(`${path}.items`, `a ${kind} step names what it works on in its first item; it has none`);
   }
@@ -289,6 +296,52 @@ function checkPool(v: unknown, pp: string, within: readonly Cidr[] | undefined):
   bool(po, 'natOutgoing', pp, true);
   str(po, 'nodeSelector', pp, true);
   strList(po, 'allowedUses', pp, true);
+}
+
+/**
+ * spec.podCIDR.node: a podCIDR size per family of `to` (maskSizes; a plan written before dual-stack has one
+ * maskSize, read as the size of to's one family), and each node's new podCIDRs: one per family of `to`, in
+ * it, of that family's size, no two nodes sharing one.
+ */
+function checkNodeSection(n: Obj, P: string, to: readonly Cidr[]): void {
+  onlyKeys(n, P, ['maskSizes', 'maskSize', 'hook', 'nodes']);
+  if (n.maskSize !== undefined) {
+    if (n.maskSizes !== undefined) fail(`${P}.maskSize`, 'set together with maskSizes: give maskSizes only');
+    if (to.length !== 1) fail(`${P}.maskSize`, `one size for ${to.length} families of spec.podCIDR.to (${to.map(formatCidr).join(', ')}): give maskSizes {ipv4, ipv6} (plan again)`);
+    const t = to[0]!;
+    const bits = t.family === 4 ? 32 : 128;
+    const m = int(n, 'maskSize', P, 1, bits)!;
+    if (m < t.prefix) fail(`${P}.maskSize`, `/${m} is larger than spec.podCIDR.to (${formatCidr(t)})`);
+    n.maskSizes = { [maskKey(t.family)]: m };
+    delete n.maskSize;
+  }
+  const ms = obj(n.maskSizes, `${P}.maskSizes`);
+  onlyKeys(ms, `${P}.maskSizes`, to.map((t) => maskKey(t.family)));
+  const sizes = new Map<number, number>();
+  for (const t of to) {
+    const k = maskKey(t.family);
+    if (ms[k] === undefined) fail(`${P}.maskSizes.${k}`, `missing (spec.podCIDR.to has the ${fam(t)} range ${formatCidr(t)})`);
+    const m = int(ms, k, `${P}.maskSizes`, 1, t.family === 4 ? 32 : 128)!;
+    if (m < t.prefix) fail(`${P}.maskSizes.${k}`, `/${m} is larger than spec.podCIDR.to's ${formatCidr(t)}`);
+    sizes.set(t.family, m);
+  }
+  str(n, 'hook', P, true);
+  const taken = new Map<string, string>();
+  list(n, 'nodes', P)!.forEach((x, i) => {
+    const np = `${P}.nodes[${i}]`;
+    const no = obj(x, np);
+    const name = subdomain(no, 'name', np);
+    cidrList(no, 'from', np);
+    const got = cidrList(no, 'to', np, { nonEmpty: true, onePerFamily: true });
+    got.forEach((c, j) => {
+      if (!inAny(to, c)) fail(`${np}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${to.map(formatCidr).join(', ')})`);
+      if (c.prefix !== sizes.get(c.family)) fail(`${np}.to[${j}]`, `${formatCidr(c)} is not a /${sizes.get(c.family)} (maskSizes.${maskKey(c.family)})`);
+      const other = taken.get(formatCidr(c));
+      if (other !== undefined) fail(`${np}.to[${j}]`, `${formatCidr(c)} is node ${other}'s too`);
+      taken.set(formatCidr(c), name);
+    });
+    for (const t of to) if (!got.some((c) => c.family === t.family)) fail(`${np}.to`, `has no ${fam(t)} podCIDR (spec.podCIDR.to has ${formatCidr(t)})`);
+  });
 }
 
 /** Validates a parsed plan document; returns it typed. PlanFormatError names the first bad field. */
@@ -368,20 +421,7 @@ export function validatePlan(doc: unknown): MigrationPlan {
       if (np.length === 0) fail(`${P}.calico.newPools`, 'must name at least one pool');
       np.forEach((x, i) => checkPool(x, `${P}.calico.newPools[${i}]`, to));
     } else {
-      const n = obj(pc.node, `${P}.node`);
-      const maxPrefix = Math.max(...to.map((t) => t.prefix));
-      const mask = int(n, 'maskSize', `${P}.node`, Math.min(...to.map((t) => t.prefix)), to.some((t) => t.family === 6) ? 128 : 32)!;
-      if (mask < maxPrefix) fail(`${P}.node.maskSize`, `/${mask} is larger than spec.podCIDR.to`);
-      str(n, 'hook', `${P}.node`, true);
-      list(n, 'nodes', `${P}.node`)!.forEach((x, i) => {
-        const np = `${P}.node.nodes[${i}]`;
-        const no = obj(x, np);
-        subdomain(no, 'name', np);
-        cidrList(no, 'from', np);
-        cidrList(no, 'to', np, { nonEmpty: true, onePerFamily: true }).forEach((c, j) => {
-          if (!inAny(to, c)) fail(`${np}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${to.map(formatCidr).join(', ')})`);
-        });
-      });
+      checkNodeSection(obj(pc.node, `${P}.node`), `${P}.node`, to);
     }
     r.pod = { from, to };
   }
@@ -507,7 +547,14 @@ function stepMarkdown(s: PlanStep, n: number, path: string): string {
   return out;
 }
 
-/** The plan for a change request: summary, pre-flight, mapping, steps with gates, rollback notes. */
+/** The node podCIDR sizes of a node-path section, in the order of spec.podCIDR.to: "/24 (IPv4), /64 (IPv6)". */
+export function maskSizesText(pc: PodCIDRSpec): string {
+  const ms = pc.node?.maskSizes ?? {};
+  const fams = pc.to.map((t) => (t.includes(':') ? 6 : 4) as 4 | 6);
+  const parts = fams.map((f) => ms[maskKey(f)]).map((m, i) => (m === undefined ? undefined : `/${m}${fams.length > 1 ? ` (${familyName(fams[i]!)})` : ''}`));
+  return parts.filter(Boolean).join(', ') || 'no size';
+}
+
 /** Summary rows of a Pod CIDR section. */
 export function podSummaryRows(pc: PodCIDRSpec): Array<[string, string]> {
   const rows: Array<[string, string]> = [
@@ -516,7 +563,7 @@ export function podSummaryRows(pc: PodCIDRSpec): Array<[string, string]> {
     ['Restarts', `${pc.restarts.parallel} rollout(s) at a time; scaled up first: ${pc.restarts.critical.join(', ') || 'none'}`],
   ];
   if (pc.calico) rows.push(['Pools', `${pc.calico.oldPools.map((p) => `${p.name} ${p.cidr}`).join(', ')} → ${pc.calico.newPools.map((p) => `${p.name} ${p.cidr} /${p.blockSize} blocks`).join(', ')}`]);
-  if (pc.node) rows.push(['Nodes', `${pc.node.nodes.length} node(s), /${pc.node.maskSize} each; re-registration: ${pc.node.hook ? `hook \`${pc.node.hook}\`` : 'a gate per node'}`]);
+  if (pc.node) rows.push(['Nodes', `${pc.node.nodes.length} node(s), ${maskSizesText(pc)} each; re-registration: ${pc.node.hook ? `hook \`${pc.node.hook}\`` : 'a gate per node'}`]);
   return rows;
 }
 

@@ -148,7 +148,7 @@ async function cmdUp(args: string[]) {
     },
   });
   const podIPAM = values['pod-ipam'];
-  if (podIPAM !== undefined && podIPAM !== 'kwok' && podIPAM !== 'calico') die(`--pod-ipam wants kwok or calico, got ${podIPAM}`);
+  if (podIPAM !== undefined && podIPAM !== 'kwok' && podIPAM !== 'calico' && podIPAM !== 'node') die(`--pod-ipam wants kwok, calico or node, got ${podIPAM}`);
   const existing = readState();
   if (existing && alive(existing.keeperPid)) {
     process.stderr.write(`testbed already up (keeper pid ${existing.keeperPid}); \`npm run testbed -- down\` first to change it\n`);

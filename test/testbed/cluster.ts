@@ -10,7 +10,12 @@
 //   await tb.stop();
 //
 // Pod IPs: podIPAM 'kwok' (default) lets kwok hand out IPs from the node's spec.podCIDR; 'calico' runs the
-// Calico IPAM stand-in (calico-ipam.ts) as one more supervised child, and kwok takes each pod's IP from it.
+// Calico IPAM stand-in (calico-ipam.ts) as one more supervised child, and kwok takes each pod's IP from it;
+// 'node' runs the host-local stand-in (node-ipam.ts): one address per family of the node's spec.podCIDRs.
+//
+// Dual-stack: serviceCIDR and podCIDR take one CIDR per family, comma-separated (as the flags do); kcm then runs
+// with --node-cidr-mask-size-ipv4/-ipv6 (nodeMask, nodeMaskIPv6) and gives every node one podCIDR per family.
+// Dual-stack pods need podIPAM 'node' (kwok's own IPs come from spec.podCIDR, one family).
 //
 // Every child runs under `tbsup` (test/testbed/supervisor), which kills the child's process group as soon
 // as its stdin pipe from this process closes: if this process dies, even by SIGKILL, nothing is left.
@@ -42,12 +47,14 @@ import { kwokPodStages, type PodIPAM } from './stages.ts';
 const here = dirname(fileURLToPath(import.meta.url));
 
 export interface TestbedOptions {
-  /** --service-cluster-ip-range (default 10.96.0.0/16). */
+  /** --service-cluster-ip-range (default 10.96.0.0/16); dual-stack: one per family, comma-separated. */
   serviceCIDR?: string;
-  /** kube-controller-manager --cluster-cidr (default 10.244.0.0/16). */
+  /** kube-controller-manager --cluster-cidr (default 10.244.0.0/16); dual-stack: one per family, comma-separated. */
   podCIDR?: string;
-  /** --node-cidr-mask-size (default 24). */
+  /** --node-cidr-mask-size (default 24), the IPv4 one (-ipv4) with a dual-stack podCIDR, the IPv6 one (-ipv6) with an IPv6 podCIDR. */
   nodeMask?: number;
+  /** With a dual-stack podCIDR: --node-cidr-mask-size-ipv6 (default 64). */
+  nodeMaskIPv6?: number;
   /** Node objects to create (kwok makes them Ready). Default 2. */
   nodes?: number;
   /** Kubernetes version of the binaries (default DEFAULT_VERSION). */
@@ -64,6 +71,8 @@ export interface TestbedOptions {
    * Who gives pods their IPs (default 'kwok'): 'kwok' = kwok, from the node's spec.podCIDR; 'calico' = the
    * Calico IPAM stand-in (test/testbed/calico-ipam.ts) from IPPools, through IPAMBlocks/BlockAffinities/
    * IPAMHandles. 'calico' needs calicoCRDs. Pods wait without an IP until an eligible IPPool exists.
+   * 'node' = the host-local stand-in (test/testbed/node-ipam.ts): one address per family of the node's
+   * spec.podCIDRs; pods on a node without podCIDRs wait, as their sandbox would.
    */
   podIPAM?: PodIPAM;
   /** In 'calico' mode: create IPPool default-ipv4-ippool (= podCIDR) at start when none exists, as
@@ -334,6 +343,7 @@ export class Testbed {
       serviceCIDR: opts.serviceCIDR ?? '10.96.0.0/16',
       podCIDR: opts.podCIDR ?? '10.244.0.0/16',
       nodeMask: opts.nodeMask ?? 24,
+      nodeMaskIPv6: opts.nodeMaskIPv6 ?? 64,
       nodes: opts.nodes ?? 2,
       version: opts.version ?? DEFAULT_VERSION,
       calicoCRDs: opts.calicoCRDs ?? true,
@@ -343,7 +353,7 @@ export class Testbed {
       controllerManagerQPS: opts.controllerManagerQPS ?? 0,
       kubeletLogs: opts.kubeletLogs ?? false,
     };
-    if (options.podIPAM !== 'kwok' && options.podIPAM !== 'calico') throw new Error(`podIPAM must be 'kwok' or 'calico', got ${String(options.podIPAM)}`);
+    if (options.podIPAM !== 'kwok' && options.podIPAM !== 'calico' && options.podIPAM !== 'node') throw new Error(`podIPAM must be 'kwok', 'calico' or 'node', got ${String(options.podIPAM)}`);
     if (options.podIPAM === 'calico' && !options.calicoCRDs) throw new Error("podIPAM 'calico' needs the Calico CRDs (calicoCRDs: true)");
     const verbose = process.env.KUBE_RENUMBER_TESTBED_VERBOSE === '1';
     const log = opts.log ?? (verbose ? (m: string) => process.stderr.write(`[testbed] ${m}\n`) : () => {});
@@ -482,6 +492,10 @@ export class Testbed {
     this.#log(`controller-manager and scheduler ready (${Date.now() - t0} ms)`);
 
     if (this.options.calicoCRDs) await this.#installCalicoCRDs();
+    if (this.options.podIPAM === 'node') {
+      this.#spawn('node-ipam', [join(here, 'node-ipam.ts'), `--kubeconfig=${this.kubeconfigPath}`], 2, process.execPath);
+      this.#log(`node IPAM stand-in started (${Date.now() - t0} ms)`);
+    }
     if (this.options.podIPAM === 'calico') {
       this.#startCalicoIpam();
       this.#log(`calico IPAM stand-in started (${Date.now() - t0} ms)`);
@@ -526,7 +540,7 @@ export class Testbed {
       '--controllers=*',
       `--allocate-node-cidrs=${f.allocateNodeCIDRs}`,
       `--cluster-cidr=${f.clusterCIDR}`,
-      `--node-cidr-mask-size${cidrFamily(f.clusterCIDR) === 6 ? '-ipv6' : ''}=${this.options.nodeMask}`,
+      ...this.#nodeMaskFlags(f.clusterCIDR),
       `--service-cluster-ip-range=${this.serviceCIDR}`,
       `--service-account-private-key-file=${join(this.stateDir, 'pki', 'sa.key')}`,
       `--root-ca-file=${join(this.stateDir, 'pki', 'apiserver', 'apiserver.crt')}`,
@@ -541,6 +555,13 @@ export class Testbed {
         : []),
       '--v=1',
     ]);
+  }
+
+  /** kcm's node mask flags for --cluster-cidr `cidrs`: dual-stack needs one per family (it refuses --node-cidr-mask-size). */
+  #nodeMaskFlags(cidrs: string): string[] {
+    const fams = cidrs.split(',').map((c) => cidrFamily(c.trim()));
+    if (fams.length > 1) return [`--node-cidr-mask-size-ipv4=${this.options.nodeMask}`, `--node-cidr-mask-size-ipv6=${this.options.nodeMaskIPv6}`];
+    return [`--node-cidr-mask-size${fams[0] === 6 ? '-ipv6' : ''}=${this.options.nodeMask}`];
   }
 
   #startCalicoIpam(): Proc {
@@ -852,7 +873,7 @@ export class Testbed {
   }
 
   async #stopProcs(): Promise<void> {
-    const order: string[][] = [['calico-ipam', 'kwok', 'kube-scheduler', 'kube-controller-manager'],
+    const order: string[][] = [['calico-ipam', 'node-ipam', 'kwok', 'kube-scheduler', 'kube-controller-manager'],
       this.apiserverAdvertiseAddresses.map((_, i) => Testbed.apiserverName(i)), ['etcd']];
     for (const group of order) {
       await Promise.all(group.map((n) => this.#procs.get(n)?.stop()));

@@ -13,7 +13,7 @@
 //     and copies it into status.podIP/podIPs;
 //   - pod-ready-host-network (spec.hostNetwork true) keeps kwok's node IP, as fast does.
 
-export type PodIPAM = 'kwok' | 'calico';
+export type PodIPAM = 'kwok' | 'calico' | 'node';
 
 /** Annotation the IPAM stand-in writes with the bare pod IP; kwok copies it into status.podIP. */
 export const POD_IP_ANNOTATION = 'testbed.kube-renumber.io/pod-ip';
@@ -104,7 +104,13 @@ const CALICO_POD_IP = `      podIP: {{ index .metadata.annotations "${POD_IP_ANN
       - ip: {{ index .metadata.annotations "${POD_IP_ANNOTATION}" | Quote }}
 `;
 
-function readyStage(name: string, extraExpressions: string, podIP: string): string {
+/**
+ * The pod-ready Stage; `podIP` is the status template's address part. Without `ipFirst` the Stage takes pods
+ * without status.podIP and writes it; with it ('node' mode: the host-local stand-in node-ipam.ts writes
+ * status.podIP/podIPs, one per family of the node's podCIDRs) it takes Pending pods that have one, and `podIP` is
+ * empty: kwok's patch leaves the addresses as they are.
+ */
+function readyStage(name: string, extraExpressions: string, podIP: string, ipFirst = false): string {
   return `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
@@ -118,8 +124,12 @@ spec:
     - key: '.metadata.deletionTimestamp'
       operator: 'DoesNotExist'
     - key: '.status.podIP'
-      operator: 'DoesNotExist'
-${extraExpressions}  delay:
+      operator: '${ipFirst ? 'Exists' : 'DoesNotExist'}'
+${ipFirst ? `    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Pending'
+` : ''}${extraExpressions}  delay:
     durationMilliseconds: 0
     durationFrom:
       expressionFrom: '.metadata.annotations["${READY_DELAY_ANNOTATION}"]'
@@ -194,9 +204,32 @@ spec:
 
 /** The kwok --config document (several Stage objects) for a pod IPAM mode. */
 export function kwokPodStages(mode: PodIPAM, opts: { testRunsContainers?: boolean } = {}): string {
+  const hostNetworkReady = readyStage(
+    'pod-ready-host-network',
+    `    - key: '.spec.hostNetwork'
+      operator: 'In'
+      values:
+      - 'true'
+`,
+    KWOK_POD_IP,
+  );
   const ready =
     mode === 'kwok'
       ? [readyStage('pod-ready', '', KWOK_POD_IP)]
+      : mode === 'node'
+      ? [
+          readyStage(
+            'pod-ready',
+            `    - key: '.spec.hostNetwork'
+      operator: 'NotIn'
+      values:
+      - 'true'
+`,
+            '',
+            true,
+          ),
+          hostNetworkReady,
+        ]
       : [
           readyStage(
             'pod-ready',

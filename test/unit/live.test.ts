@@ -233,7 +233,7 @@ describe('an unnamed service range is inferred from the ClusterIPs, or the plan 
     const fail = checks.find((c) => c.id === 'service-range')!;
     assert.equal(fail.status, 'fail');
     assert.match(fail.message, /the current service range is unknown: .*default\/kubernetes has no IPv4 ClusterIP/);
-    assert.equal(fail.target, undefined, 'not a refusal of NEW: the plan is printed for review (exit 1)');
+    assert.equal(fail.target, true, 'a refusal: no plan is printed (exit 2), since apply could not accept one without a range');
     const plan = buildMigrationPlan(s, { service: { target: '10.100.0.0/16' } });
     assert.equal(plan.spec.serviceCIDR, undefined);
     assert.deepEqual([plan.mapping, plan.steps], [[], []]);
@@ -246,7 +246,7 @@ describe('an unnamed service range is inferred from the ClusterIPs, or the plan 
     assert.deepEqual(both.steps, []);
   });
 
-  it('plan on the CLI: inferred → exit 0 with the warning; unknown → exit 1 naming the check', async () => {
+  it('plan on the CLI: inferred → exit 0 with the warning; unknown → exit 2 naming the check, no plan', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kr-live-'));
     try {
       writeFileSync(join(dir, 'k3s.json'), listJson(k3sObjects()));
@@ -255,9 +255,9 @@ describe('an unnamed service range is inferred from the ClusterIPs, or the plan 
       assert.equal(ok.code, 0, ok.err);
       assert.match(ok.out, /WARN\s+service-range\s+the current service range 10\.43\.0\.0\/16 is inferred from/);
       const bad = await run(['plan', '--service-cidr', '10.100.0.0/16', '-f', join(dir, 'nokube.json'), '-o', 'yaml']);
-      assert.equal(bad.code, 1);
-      assert.match(bad.err, /pre-flight check\(s\) failed \(service-range\)/);
-      assert.doesNotMatch(bad.out, /serviceCIDR:/);
+      assert.equal(bad.code, 2, bad.err);
+      assert.match(bad.err, /^error: --service-cidr 10\.100\.0\.0\/16 refused: the current service range is unknown/);
+      assert.equal(bad.out, '');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -48,6 +48,32 @@ describe('validatePlan', () => {
     for (const p of [SERVICE, CALICO, NODE, BOTH]) assert.deepEqual(validatePlan(structuredClone(p)), p);
   });
 
+  it('node podCIDR sizes: a plan written before maskSizes is read with its one maskSize; two families need maskSizes', () => {
+    assert.deepEqual(NODE.spec.podCIDR.node.maskSizes, { ipv4: 24 });
+    const legacy = structuredClone(NODE);
+    delete legacy.spec.podCIDR.node.maskSizes;
+    legacy.spec.podCIDR.node.maskSize = 24;
+    assert.deepEqual(validatePlan(legacy), NODE);
+    refused(NODE, (d) => { d.spec.podCIDR.node.maskSize = 24; }, /node\.maskSize: set together with maskSizes/);
+    refused(NODE, (d) => { delete d.spec.podCIDR.node.maskSizes; d.spec.podCIDR.node.maskSize = 12; }, /node\.maskSize: \/12 is larger than spec\.podCIDR\.to/);
+    const dual = (d: any) => {
+      d.spec.podCIDR.to = ['10.128.0.0/14', 'fd00:10:245::/56'];
+      d.spec.podCIDR.node.maskSizes = { ipv4: 24, ipv6: 64 };
+      d.spec.podCIDR.node.nodes.forEach((n: any, i: number) => { n.to = [n.to[0], `fd00:10:245:${i.toString(16)}::/64`]; });
+      for (const s of d.steps) for (const it of s.items ?? []) { const n = d.spec.podCIDR.node.nodes.find((x: any) => x.name === it.name); if (n) it.to = n.to; }
+    };
+    const ok = structuredClone(NODE);
+    dual(ok);
+    assert.deepEqual(validatePlan(structuredClone(ok)), ok);
+    refused(NODE, (d) => { dual(d); delete d.spec.podCIDR.node.maskSizes; d.spec.podCIDR.node.maskSize = 24; }, /node\.maskSize: one size for 2 families of spec\.podCIDR\.to .*give maskSizes \{ipv4, ipv6\}/);
+    refused(NODE, (d) => { dual(d); d.spec.podCIDR.node.maskSizes.ipv6 = 48; }, /maskSizes\.ipv6: \/48 is larger than spec\.podCIDR\.to's fd00:10:245::\/56/);
+    refused(NODE, (d) => { dual(d); d.spec.podCIDR.node.nodes[0].to = [d.spec.podCIDR.node.nodes[0].to[0]]; }, /nodes\[0\]\.to: has no IPv6 podCIDR \(spec\.podCIDR\.to has fd00:10:245::\/56\)/);
+    refused(NODE, (d) => { dual(d); d.spec.podCIDR.node.nodes[0].to[1] = 'fd00:10:246::/64'; }, /nodes\[0\]\.to\[1\]: fd00:10:246::\/64 is not inside spec\.podCIDR\.to/);
+    // what assign-podcidr patches onto the node: one per family, inside NEW
+    refused(NODE, (d) => { dual(d); const it = stepOf(d, 'assign-podcidr').items[0]; it.to = [it.to[0]]; }, /steps\[\d+\]\.items\[0\]\.to: has no IPv6 podCIDR \(spec\.podCIDR\.to has fd00:10:245::\/56\)/);
+    refused(NODE, (d) => { stepOf(d, 'assign-podcidr').items[0].to = ['10.200.0.0/24']; }, /steps\[\d+\]\.items\[0\]\.to\[0\]: 10\.200\.0\.0\/24 is not inside spec\.podCIDR\.to/);
+  });
+
   it('checks every CIDR and address, and that they lie in their ranges and families', () => {
     refused(SERVICE, (d) => { d.spec.serviceCIDR.target[0] = 'banana'; }, /^invalid plan: spec\.serviceCIDR\.target\[0\]: "banana" is not a CIDR/);
     refused(SERVICE, (d) => { d.spec.serviceCIDR.from[0] = '100.64.0.1/13'; }, /spec\.serviceCIDR\.from\[0\]: "100\.64\.0\.1\/13" is not a CIDR \(host bits are set/);
@@ -63,7 +89,12 @@ describe('validatePlan', () => {
     refused(CALICO, (d) => { d.spec.podCIDR.calico.newPools[0].cidr = '192.168.0.0/16'; }, /newPools\[0\]\.cidr: 192\.168\.0\.0\/16 is not inside spec\.podCIDR\.to/);
     refused(CALICO, (d) => { d.spec.podCIDR.calico.newPools[0].blockSize = 8; }, /newPools\[0\]\.blockSize: must be a whole number from 14 to 32/);
     refused(CALICO, (d) => { d.spec.podCIDR.from = ['fd00::/56']; }, /spec\.podCIDR\.from\[0\]: fd00::\/56 is IPv6, but to has no IPv6 range/);
-    refused(NODE, (d) => { d.spec.podCIDR.node.maskSize = 40; }, /maskSize: must be a whole number from 14 to 32/);
+    refused(NODE, (d) => { d.spec.podCIDR.node.maskSizes.ipv4 = 40; }, /maskSizes\.ipv4: must be a whole number from 1 to 32/);
+    refused(NODE, (d) => { d.spec.podCIDR.node.maskSizes.ipv4 = 12; }, /maskSizes\.ipv4: \/12 is larger than spec\.podCIDR\.to's 10\.128\.0\.0\/14/);
+    refused(NODE, (d) => { d.spec.podCIDR.node.maskSizes = { ipv4: 24, ipv6: 64 }; }, /maskSizes\.ipv6: unknown field \(expected ipv4\)/);
+    refused(NODE, (d) => { d.spec.podCIDR.node.maskSizes = {}; }, /maskSizes\.ipv4: missing \(spec\.podCIDR\.to has the IPv4 range 10\.128\.0\.0\/14\)/);
+    refused(NODE, (d) => { d.spec.podCIDR.node.nodes[1].to = ['10.128.0.0/24']; }, /nodes\[1\]\.to\[0\]: 10\.128\.0\.0\/24 is node .*'s too/);
+    refused(NODE, (d) => { d.spec.podCIDR.node.nodes[1].to = ['10.128.0.0/25']; }, /nodes\[1\]\.to\[0\]: 10\.128\.0\.0\/25 is not a \/24 \(maskSizes\.ipv4\)/);
     refused(NODE, (d) => { d.spec.podCIDR.node.nodes[1].to = ['10.200.0.0/24']; }, /nodes\[1\]\.to\[0\]: 10\.200\.0\.0\/24 is not inside spec\.podCIDR\.to/);
   });
 

@@ -244,6 +244,99 @@ describe('pod plan: node IPAM path', () => {
   });
 });
 
+/** A dual-stack node-IPAM cluster: every node has an IPv4 and an IPv6 podCIDR (kcm --cluster-cidr v4,v6). */
+function dualNodeSnap(over: Partial<Snapshot> = {}): Snapshot {
+  const nodes = ['n2', 'n1', 'n3'].map((name, i) => ({
+    ...node(name, `10.244.${i}.0/24`, `192.168.1.${11 + i}`), podCIDRs: [`10.244.${i}.0/24`, `fd00:10:244:${i}::/64`],
+  }));
+  return nodeSnap({
+    nodes,
+    ranges: [
+      { cidr: '10.96.0.0/16', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' },
+      { cidr: 'fd00:10:96::/112', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' },
+      { cidr: '10.244.0.0/16', role: 'pod', source: 'kube-controller-manager --cluster-cidr', label: 'cluster CIDR' },
+      { cidr: 'fd00:10:244::/56', role: 'pod', source: 'kube-controller-manager --cluster-cidr', label: 'cluster CIDR' },
+      { cidr: '192.168.1.0/24', role: 'node', source: 'node InternalIPs', label: 'node network' },
+    ],
+    apiservers: [{ pod: 'kube-apiserver-cp1', serviceClusterIPRange: ['10.96.0.0/16', 'fd00:10:96::/112'] }],
+    controllerManagers: [{ pod: 'kube-controller-manager-cp1', clusterCIDR: ['10.244.0.0/16', 'fd00:10:244::/56'], allocateNodeCIDRs: true }],
+    kubeadm: { serviceSubnet: ['10.96.0.0/16', 'fd00:10:96::/112'], podSubnet: ['10.244.0.0/16', 'fd00:10:244::/56'] },
+    kubeProxy: { clusterCIDR: '10.244.0.0/16,fd00:10:244::/56' },
+    ...over,
+  });
+}
+
+describe('pod plan: dual-stack node IPAM', () => {
+  const NEW = '10.245.0.0/16,fd00:10:245::/56';
+
+  it('one node podCIDR size per family (the nodes\' sizes when kcm shows none), one new podCIDR per family per node', () => {
+    const p = buildMigrationPlan(dualNodeSnap(), { pod: { target: NEW } });
+    assert.deepEqual(p.preflight.filter((c) => c.status === 'fail'), []);
+    const n = p.spec.podCIDR!.node!;
+    assert.deepEqual(n.maskSizes, { ipv4: 24, ipv6: 64 });
+    assert.deepEqual(n.nodes.map((x) => [x.name, x.to]), [
+      ['n1', ['10.245.0.0/24', 'fd00:10:245::/64']], ['n2', ['10.245.1.0/24', 'fd00:10:245:1::/64']], ['n3', ['10.245.2.0/24', 'fd00:10:245:2::/64']],
+    ]);
+    assert.match(p.preflight.find((c) => c.id === 'pod-target-size')!.message, /10\.245\.0\.0\/16: 256 node podCIDRs of \/24 .*fd00:10:245::\/56: 256 node podCIDRs of \/64/);
+    assert.deepEqual(planFromYaml(planToYaml(p)), JSON.parse(JSON.stringify(p)));
+    assert.match(planToMarkdown(p), /3 node\(s\), \/24 \(IPv4\), \/64 \(IPv6\) each/);
+    const gate = p.steps.find((s) => s.id === 'kcm-cluster-cidr')!;
+    assert.ok(gate.gate!.patches!.some((x) => x.after.includes('--cluster-cidr=10.245.0.0/16,fd00:10:245::/56')), JSON.stringify(gate.gate!.patches));
+  });
+
+  it('kcm\'s --node-cidr-mask-size-ipv4/-ipv6 when it shows them; --node-mask-size one per family in the order of NEW', () => {
+    const kcm = [{ pod: 'kube-controller-manager-cp1', clusterCIDR: ['10.244.0.0/16', 'fd00:10:244::/56'], allocateNodeCIDRs: true, nodeCIDRMaskSizeIPv4: 25, nodeCIDRMaskSizeIPv6: 72 }];
+    const p = buildMigrationPlan(dualNodeSnap({ controllerManagers: kcm }), { pod: { target: NEW } });
+    assert.deepEqual(p.spec.podCIDR!.node!.maskSizes, { ipv4: 25, ipv6: 72 });
+    assert.deepEqual(p.spec.podCIDR!.node!.nodes[0]!.to, ['10.245.0.0/25', 'fd00:10:245::/72']);
+    const q = buildMigrationPlan(dualNodeSnap(), { pod: { target: 'fd00:10:245::/56,10.245.0.0/16', nodeMaskSize: [72, 26] } });
+    assert.deepEqual(q.spec.podCIDR!.node!.maskSizes, { ipv6: 72, ipv4: 26 });
+    assert.deepEqual(q.spec.podCIDR!.node!.nodes[0]!.to, ['fd00:10:245::/72', '10.245.0.0/26']);
+    assert.deepEqual(planFromYaml(planToYaml(q)), JSON.parse(JSON.stringify(q)));
+  });
+
+  it('kcm-cluster-cidr sets kcm\'s node mask flags where the plan\'s sizes differ from what kcm uses now', () => {
+    const patch = (p: MigrationPlan) => p.steps.find((s) => s.id === 'kcm-cluster-cidr')!.gate!.patches!.find((x) => x.id === 'kubeadm-kcm-pod-cidr')!;
+    const same = patch(buildMigrationPlan(dualNodeSnap(), { pod: { target: NEW } }));
+    assert.doesNotMatch(same.after, /node-cidr-mask-size/);
+    const other = patch(buildMigrationPlan(dualNodeSnap(), { pod: { target: NEW, nodeMaskSize: [25, 64] } }));
+    assert.equal(other.after, '    - --allocate-node-cidrs=true\n    - --cluster-cidr=10.245.0.0/16,fd00:10:245::/56\n    - --node-cidr-mask-size-ipv4=25\n');
+    assert.equal(other.before, "    - --allocate-node-cidrs=false\n    - --cluster-cidr=10.244.0.0/16,fd00:10:244::/56\n    # --node-cidr-mask-size-ipv4 not set: kube-controller-manager's default 24\n");
+    const kcm = [{ pod: 'kube-controller-manager-cp1', clusterCIDR: ['10.244.0.0/16', 'fd00:10:244::/56'], allocateNodeCIDRs: true, nodeCIDRMaskSizeIPv4: 25, nodeCIDRMaskSizeIPv6: 72 }];
+    const set = patch(buildMigrationPlan(dualNodeSnap({ controllerManagers: kcm }), { pod: { target: NEW, nodeMaskSize: [25, 64] } }));
+    assert.match(set.before, /- --node-cidr-mask-size-ipv6=72\n$/);
+    assert.match(set.after, /- --node-cidr-mask-size-ipv6=64\n$/);
+    assert.doesNotMatch(set.after, /ipv4/);
+    const generic = buildMigrationPlan(dualNodeSnap({ distribution: { kind: 'generic', evidence: [] }, kubeadm: undefined }), { pod: { target: NEW, nodeMaskSize: [24, 72] } });
+    const g = generic.steps.find((s) => s.id === 'kcm-cluster-cidr')!.gate!.patches!.find((x) => x.id === 'generic-kcm-pod-cidr')!;
+    assert.equal(g.after, '--allocate-node-cidrs=true --cluster-cidr=10.245.0.0/16,fd00:10:245::/56 --node-cidr-mask-size-ipv6=72');
+  });
+
+  it('one family of a dual-stack node-IPAM cluster cannot move alone (a node gets its podCIDRs once): refused', () => {
+    for (const t of ['10.245.0.0/16', 'fd00:10:245::/56']) {
+      const p = buildMigrationPlan(dualNodeSnap(), { pod: { target: t } });
+      const c = p.preflight.find((x) => x.id === 'pod-node-families')!;
+      assert.equal(c.status, 'fail', t);
+      assert.equal(c.target, true);
+      assert.match(c.message, /the nodes' podCIDRs are IPv4 and IPv6, NEW names no IPv[46] range/);
+      assert.match(c.fix, /10\.245\.0\.0\/16,fd00:10:245::\/56/);
+    }
+    assert.equal(buildMigrationPlan(dualNodeSnap(), { pod: { target: NEW } }).preflight.some((x) => x.id === 'pod-node-families'), false);
+    assert.equal(buildMigrationPlan(nodeSnap(), { pod: { target: '172.16.0.0/16' } }).preflight.some((x) => x.id === 'pod-node-families'), false);
+  });
+
+  it('a single size for two families, or a size that does not fit its family, fails pod-target-size (a refusal)', () => {
+    const one = buildMigrationPlan(dualNodeSnap(), { pod: { target: NEW, nodeMaskSize: 24 } });
+    const c = one.preflight.find((x) => x.id === 'pod-target-size')!;
+    assert.equal(c.status, 'fail');
+    assert.equal(c.target, true);
+    assert.match(c.message, /1 node podCIDR size\(s\) \(\/24\) for 2 families of NEW .*give one size per family/);
+    const big = buildMigrationPlan(dualNodeSnap(), { pod: { target: NEW, nodeMaskSize: [24, 80] } });
+    assert.match(big.preflight.find((x) => x.id === 'pod-target-size')!.message, /node podCIDR size \/80 does not fit fd00:10:245::\/56 .*at most 16 bits longer/);
+    assert.doesNotMatch(big.preflight.find((x) => x.id === 'pod-target-size')!.message, /10\.245/);
+  });
+});
+
 describe('pod plan: IPAM detection and combined plans', () => {
   it('detects calico-ipam, host-local, flannel, Cilium kubernetes IPAM; refuses Cilium cluster-pool', () => {
     assert.equal(podIpamOf(calicoSnap()), 'calico');

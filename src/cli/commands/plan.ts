@@ -24,6 +24,30 @@ const MAX_HEADROOM = 1000;
 const POD_FLAGS = ['ipam', 'parallel', 'critical', 'block-size', 'pool-name', 'node-mask-size', 'node-hook'] as const;
 const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san'] as const;
 
+/**
+ * --node-mask-size: one whole number from 1 to 128 per family of --pod-cidr, comma-separated in its order (one
+ * number for a single-stack --pod-cidr). Whether each fits its range is the plan's pod-target-size check.
+ */
+function nodeMaskSizes(values: Values, podTarget: string | undefined): number[] | undefined {
+  const raw = str(values, 'node-mask-size');
+  if (raw === undefined) return undefined;
+  const parts = raw.split(',').map((x) => x.trim());
+  const sizes = parts.map((x) => {
+    const n = Number(x.replace(/^\//, ''));
+    if (!/^\/?\d+$/.test(x) || !Number.isInteger(n) || n < 1 || n > 128) {
+      throw new UsageError(`--node-mask-size ${raw} must be a whole number from 1 to 128${parts.length > 1 ? ' per family' : ''}${x !== raw ? ` (got ${JSON.stringify(x)})` : ''}`);
+    }
+    return n;
+  });
+  if (podTarget) {
+    const fams = [...parsePodTarget(podTarget).keys()];
+    if (fams.length !== sizes.length) {
+      throw new UsageError(`--node-mask-size ${raw} gives ${sizes.length} size(s), --pod-cidr ${podTarget} has ${fams.length} famil${fams.length === 1 ? 'y' : 'ies'}: give one size per family in the order of --pod-cidr, e.g. --node-mask-size ${fams.map((f) => (f === 4 ? 24 : 64)).join(',')}`);
+    }
+  }
+  return sizes;
+}
+
 /** A target that does not parse is refused before the cluster is read. */
 function refuseUnparsable(parse: () => unknown, what: string): void {
   try {
@@ -81,7 +105,8 @@ Pod CIDR flags:
   --critical NS/NAME       a Deployment scaled up by one before the restarts, besides the cluster DNS (repeatable)
   --block-size N           Calico: block size of the new pool (default: the old pool's)
   --pool-name NAME         Calico: name of the new pool, a Kubernetes object name (default kube-renumber-<cidr>)
-  --node-mask-size N       node path: podCIDR size per node (default: kube-controller-manager's)
+  --node-mask-size N[,N]   node path: podCIDR size per node, one per family of --pod-cidr in its order
+                           (e.g. 24,64; default: kube-controller-manager's, else the nodes' podCIDRs' sizes)
   --node-hook CMD          node path: command that re-registers a deleted node (env KUBE_RENUMBER_NODE);
                            without it every node stops at a gate until its kubelet registers it again
 
@@ -90,8 +115,9 @@ Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --
 Output: -o yaml is the file apply reads; markdown is for a change request; html is one self-contained page
 (address map with the targets, steps with the gates, Service mapping); table (default) is a summary.
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
-2 the target is refused (bad CIDR or family, overlaps a known range, contains a live address, too small), or the
-move is refused on this platform or by the owner of the pod addresses (docs/platforms.md): one error line, no plan.`,
+2 the target is refused (bad CIDR or family, overlaps a known range, contains a live address, too small), no plan
+can be written (current service range unknown, nothing to move, IPAM unknown: give --ipam), or the move is refused
+on this platform or by the owner of the pod addresses (docs/platforms.md): one error line, no plan.`,
   async run({ values, io }) {
     const target = str(values, 'service-cidr');
     const podTarget = str(values, 'pod-cidr');
@@ -115,7 +141,7 @@ move is refused on this platform or by the owner of the pod addresses (docs/plat
     }
     const parallel = intFlag(values, 'parallel', 1, 100);
     const blockSize = intFlag(values, 'block-size', 1, 128);
-    const nodeMaskSize = intFlag(values, 'node-mask-size', 1, 128);
+    const nodeMaskSize = nodeMaskSizes(values, podTarget);
     const poolName = str(values, 'pool-name');
     if (poolName !== undefined && !isDnsSubdomain(poolName)) {
       throw new UsageError(`--pool-name ${JSON.stringify(poolName)} is not a valid Kubernetes object name (lower-case letters, digits, "-" and ".", at most 253, each part starting and ending alphanumeric)`);
