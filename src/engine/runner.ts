@@ -14,7 +14,7 @@ import type { KubeObject } from '../cluster/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { BackupStore } from './backup.ts';
 import { refKey, refOf } from './backup.ts';
-import { completedSteps, type Journal } from './journal.ts';
+import { completedSteps, reachedSteps, type Journal } from './journal.ts';
 
 export type DryRun = 'none' | 'client' | 'server';
 
@@ -127,7 +127,8 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
   let skipped = 0;
   const mark = (event: string, step: string) => opts.afterEvent?.(event, step);
   let excluded = 0;
-  const reached = new Set(ctx.journal.entries().filter((e) => e.event === 'step-start' && e.step).map((e) => e.step!));
+  // steps reached since the last rollback: a step started before a rollback supersedes nothing any more
+  const reached = reachedSteps(ctx.journal.entries());
   const sel = opts.select;
   const lastOnly = sel?.only ? steps.map((s) => s.id).findLastIndex((id) => sel.only!.has(id) && !sel.skip?.has(id)) : steps.length - 1;
   for (const [i, step] of steps.entries()) {
