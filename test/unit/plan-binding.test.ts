@@ -19,6 +19,10 @@ import { buildMigrationPlan, MANAGED_LABEL, type MigrationPlan } from '../../src
 import { failedNow, recheckPreflight } from '../../src/plan/recheck.ts';
 import { planFromYaml, planToYaml } from '../../src/plan/render.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
+import { readdirSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { readInventoryFiles } from '../../src/cluster/files.ts';
+import { buildSnapshot } from '../../src/cluster/build.ts';
 
 const UID = '6f1c3a52-9d1e-4c1b-a3f5-0c2d7e9b4a11';
 const tmp = () => mkdtempSync(join(tmpdir(), 'kr-bind-'));
@@ -99,6 +103,21 @@ describe('pre-flight checks run again against the live snapshot', () => {
   it('the ServiceCIDR API gone since the plan: servicecidr-api fails', () => {
     const failed = failedNow(recheckPreflight(liveSnap({ kubernetesVersion: 'v1.20.7', serviceCIDRApi: null, serviceCIDRs: [] }), plan()));
     assert.ok(failed.some((c) => c.id === 'servicecidr-api'), failed.map((c) => c.id).join(','));
+  });
+
+  it('an unchanged cluster gives the plan\'s own results, for every bundled example and kind of plan', async () => {
+    const root = fileURLToPath(new URL('../../examples', import.meta.url));
+    let compared = 0;
+    for (const ex of readdirSync(root).filter((x) => statSync(join(root, x)).isDirectory())) {
+      const snap = buildSnapshot(await readInventoryFiles([join(root, ex)]));
+      for (const opts of [{ service: { target: '172.24.0.0/16', headroom: 1.5 } }, { pod: { target: '10.128.0.0/14' } },
+        { pod: { target: '10.128.0.0/14', ipam: 'node' as const, nodeHook: 'true', parallel: 3 } }, { service: { target: '172.24.0.0/16', keep: ['default/nope'] }, pod: { target: '10.128.0.0/14' } }]) {
+        const p = buildMigrationPlan(snap, opts);
+        assert.deepEqual(recheckPreflight(snap, p).map((c) => `${c.id}:${c.status}`), p.preflight.map((c) => `${c.id}:${c.status}`), `${ex} ${JSON.stringify(opts)}`);
+        compared++;
+      }
+    }
+    assert.ok(compared >= 12, `${compared} plans compared`);
   });
 
   it('attemptStarted: no action step started since the last rollback means nothing was written yet', () => {
