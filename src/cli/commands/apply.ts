@@ -25,6 +25,7 @@ import { connect, KubeApiError, type KubeClient } from '../../kube/client.ts';
 import { BLOCKAFFINITIES, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, NODES } from '../../kube/calico.ts';
 import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
 import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
+import { MANAGED_LABEL } from '../../plan/plan.ts';
 import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
 import { MAX_PLAN_BYTES } from '../../plan/render.ts';
 import { durationFlag, list, loadSnapshot, str } from '../common.ts';
@@ -588,7 +589,7 @@ export const restoreCommand: Command = {
     checkBinding(values, io, pre.read.plan, live);
     const s = await openSession(values, io, pre, { lock: true, ...(live.uid ? { cluster: live.uid } : {}) });
     try {
-      const rows: { kind: string; namespace?: string; name: string; result: 'restored' | 'exists' | 'skipped'; detail?: string }[] = [];
+      const rows: { kind: string; namespace?: string; name: string; result: 'restored' | 'exists' | 'skipped' | 'failed'; detail?: string }[] = [];
       for (const rec of s.ctx.backups.records()) {
         const o = rec.object;
         const t = typeFor(o, s.executor.scVersion);
@@ -597,8 +598,18 @@ export const restoreCommand: Command = {
         if (rec.run !== pre.id) { rows.push({ ...row, result: 'skipped', detail: `backed up by another run (${rec.run}), not this plan's (${pre.id})` }); continue; }
         if (rec.cluster !== undefined && rec.cluster !== live.uid) { rows.push({ ...row, result: 'skipped', detail: `backed up from another cluster (kube-system uid ${rec.cluster})` }); continue; }
         if (!t) { rows.push({ ...row, result: 'skipped', detail: 'unknown kind' }); continue; }
+        // what the migration created itself (bridges, covers, their EndpointSlices, temporary ServiceCIDRs) is removed
+        // on purpose by its steps: never brought back
+        if (o.metadata?.labels?.[MANAGED_LABEL] === 'true') { rows.push({ ...row, result: 'skipped', detail: `created by the migration (${MANAGED_LABEL}), removed on purpose` }); continue; }
         if (await getObject(s.client, t, o.metadata!.name!, o.metadata?.namespace)) { rows.push({ ...row, result: 'exists', detail: 'left as it is' }); continue; }
-        await createObject(s.client, t, o.kind === 'Pod' ? podForRecreate(o) : forCreate(o));
+        try {
+          await createObject(s.client, t, o.kind === 'Pod' ? podForRecreate(o) : forCreate(o));
+        } catch (e) {
+          // the apiserver refuses this object now (e.g. its IP is outside every range): say so, go on with the others
+          if (!(e instanceof KubeApiError) || e.status < 400 || e.status >= 500 || e.status === 401 || e.status === 403) throw e;
+          rows.push({ ...row, result: 'failed', detail: e.message.split('\n')[0]! });
+          continue;
+        }
         rows.push({ ...row, result: 'restored' });
       }
       if (output === 'json' || output === 'yaml') io.out(renderData({ plan: pre.id, stateDir: s.stateDir, objects: rows }, output));
@@ -606,7 +617,7 @@ export const restoreCommand: Command = {
         io.out(table(['object', 'result'], rows.map((r) => [`${r.kind}/${r.namespace ? `${r.namespace}/` : ''}${r.name}`,
           r.detail ? `${r.result}: ${r.detail}` : r.result])));
       }
-      return ExitCode.ok;
+      return rows.some((r) => r.result === 'failed') ? ExitCode.findings : ExitCode.ok;
     } finally {
       await s.release();
     }
