@@ -28,7 +28,7 @@ export interface RawInventory {
    * Where it came from: 'live' or the list of files read. A live read may carry `files` too: distribution
    * configs given with -f alongside a live read (`configs` below).
    */
-  source: { kind: 'live'; context?: string; server?: string; files?: string[] } | { kind: 'file'; files: string[] };
+  source: { kind: 'live'; context?: string; server?: string; files?: string[]; kubeSystemUID?: string } | { kind: 'file'; files: string[] };
   /** Server version (gitVersion) when known, e.g. "v1.34.4". */
   serverVersion?: string;
   /**

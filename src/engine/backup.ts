@@ -36,6 +36,8 @@ export function backupFileName(r: ObjectRef): string {
 export interface BackupRecord {
   takenAt: string;
   run: string;
+  /** The kube-system uid of the cluster the object was read from (absent in backups of older versions). */
+  cluster?: string;
   object: KubeObject;
 }
 
@@ -53,6 +55,7 @@ export function readBackupFile(path: string): BackupRecord {
   if (!v || typeof v !== 'object' || Array.isArray(v)) bad('not a backup record (an object with takenAt, run and object)');
   if (typeof v.takenAt !== 'string') bad('"takenAt" is not a string');
   if (typeof v.run !== 'string') bad('"run" is not a string');
+  if (v.cluster !== undefined && typeof v.cluster !== 'string') bad('"cluster" is not a string');
   const o = v.object;
   if (!o || typeof o !== 'object' || Array.isArray(o)) bad('"object" is not a Kubernetes object');
   if (typeof o.kind !== 'string' || o.kind === '') bad('"object.kind" is not a string');
@@ -66,10 +69,13 @@ export function readBackupFile(path: string): BackupRecord {
 export class BackupStore {
   readonly dir: string;
   readonly run: string;
+  /** The live cluster's kube-system uid, recorded in every backup this store writes (when known). */
+  readonly cluster?: string;
   /** The directory is created with the first backup; nothing is written before. */
-  constructor(dir: string, run: string) {
+  constructor(dir: string, run: string, cluster?: string) {
     this.dir = dir;
     this.run = run;
+    if (cluster) this.cluster = cluster;
   }
 
   pathFor(r: ObjectRef): string {
@@ -83,7 +89,7 @@ export class BackupStore {
   /** Save the object unless a backup of it exists already; returns the file path. */
   save(o: KubeObject): string {
     const path = this.pathFor(refOf(o));
-    const record: BackupRecord = { takenAt: new Date().toISOString(), run: this.run, object: o };
+    const record: BackupRecord = { takenAt: new Date().toISOString(), run: this.run, ...(this.cluster ? { cluster: this.cluster } : {}), object: o };
     createFileDurable(path, `${JSON.stringify(record, null, 2)}\n`);
     return path;
   }
@@ -110,7 +116,12 @@ export class BackupStore {
 
   /** Every backed-up object, sorted by file name; InputError naming the first damaged file. */
   all(): KubeObject[] {
-    return this.files().map((f) => readBackupFile(f).object);
+    return this.records().map((r) => r.object);
+  }
+
+  /** Every backup record (object, run, cluster), sorted by file name; InputError naming the first damaged file. */
+  records(): BackupRecord[] {
+    return this.files().map((f) => readBackupFile(f));
   }
 
   /** Reads every backup once: InputError naming the first one that cannot be used. */

@@ -26,6 +26,21 @@ import { formatIP, parseCidr, parseIP, usable, type Cidr, type Family } from '..
 import { MANAGED_LABEL } from '../plan/plan.ts';
 
 export const COVER_FOR_LABEL = 'kube-renumber.io/cover-for';
+/**
+ * Label naming the run (the plan id) that created a helper object (bridge, cover, copied EndpointSlice). With the
+ * helper's uid journaled as `created`, it is what lets moveBack and the clean-ups touch only this run's objects.
+ */
+export const RUN_LABEL = 'kube-renumber.io/run';
+
+/**
+ * Is `o` a helper of this run: managed by kube-renumber, `forLabel` naming `forName`, and, when `run` is given,
+ * labelled with that run. An object of the same name without these labels is someone else's: never patched or
+ * deleted.
+ */
+export function ownedHelper(o: KubeObject | undefined, forLabel: string, forName: string, run?: string): boolean {
+  const l = o?.metadata?.labels ?? {};
+  return l[MANAGED_LABEL] === 'true' && l[forLabel] === forName && (run === undefined || l[RUN_LABEL] === run);
+}
 /** loadBalancerClass of cover Services. */
 export const COVER_CLASS = 'kube-renumber.io/cover';
 
@@ -35,13 +50,13 @@ const norm = (ip: string) => formatIP(parseIP(ip));
  * A cover for `orig`: LoadBalancer of class COVER_CLASS at `clusterIPs`, same selector, ports (no node ports),
  * families and session affinity. Selectorless Services get a copy of their EndpointSlices (coverSlices).
  */
-export function coverService(orig: KubeObject, name: string, clusterIPs: readonly string[]): KubeObject {
+export function coverService(orig: KubeObject, name: string, clusterIPs: readonly string[], run?: string): KubeObject {
   const s = orig.spec ?? {};
   return {
     apiVersion: 'v1', kind: 'Service',
     metadata: {
       name, namespace: orig.metadata!.namespace,
-      labels: { [MANAGED_LABEL]: 'true', [COVER_FOR_LABEL]: orig.metadata!.name! },
+      labels: { [MANAGED_LABEL]: 'true', [COVER_FOR_LABEL]: orig.metadata!.name!, ...(run ? { [RUN_LABEL]: run } : {}) },
     },
     spec: {
       type: 'LoadBalancer', loadBalancerClass: COVER_CLASS, allocateLoadBalancerNodePorts: false,

@@ -16,12 +16,14 @@ export type JournalEvent =
   | 'run-start' | 'run-end'
   | 'step-start' | 'step-skip' | 'step-excluded' | 'backup' | 'applied' | 'verified' | 'step-done' | 'step-failed'
   | 'gate' | 'confirm' | 'rollback-start' | 'rolled-back' | 'rollback-failed'
+  /** Objects this run created (bridges, covers), as "<refKey>@<uid>": what moveBack and clean-ups may delete. */
+  | 'created'
   /** Figures of a step (e.g. restart waves: JSON with totalSeconds, sumSeconds, maxInFlight, workloads). */
   | 'report';
 
 export const JOURNAL_EVENTS: readonly JournalEvent[] = [
   'run-start', 'run-end', 'step-start', 'step-skip', 'step-excluded', 'backup', 'applied', 'verified', 'step-done', 'step-failed',
-  'gate', 'confirm', 'rollback-start', 'rolled-back', 'rollback-failed', 'report',
+  'gate', 'confirm', 'rollback-start', 'rolled-back', 'rollback-failed', 'report', 'created',
 ];
 
 /** The largest journal read (a run journals a few lines per object; this is far beyond any real cluster). */
@@ -248,4 +250,37 @@ export class JournalTail {
     this.offset += start;
     return out;
   }
+}
+
+/**
+ * The entries of the current attempt: those after the last `rollback-start` (all of them when there was no
+ * rollback). A rollback undoes what came before, so progress journaled before it (steps reached, first completion
+ * times) no longer describes the cluster; rollback entries themselves come after it and count.
+ */
+export function sinceLastRollback(entries: readonly JournalEntry[]): JournalEntry[] {
+  const i = entries.findLastIndex((e) => e.event === 'rollback-start');
+  return i < 0 ? [...entries] : entries.slice(i + 1);
+}
+
+/**
+ * Steps a later step may supersede from: those started in the current attempt (since the last rollback). A step
+ * reached before a rollback does not count: the rollback undid the steps before it, so they must run again.
+ */
+export function reachedSteps(entries: readonly JournalEntry[]): Set<string> {
+  return new Set(sinceLastRollback(entries).filter((e) => e.event === 'step-start' && e.step).map((e) => e.step!));
+}
+
+/** "<refKey>@<uid>" of every object journaled as created by run `run` (see the `created` event). */
+export function createdUids(entries: readonly JournalEntry[], run: string): Set<string> {
+  const out = new Set<string>();
+  for (const e of entries) if (e.event === 'created' && e.run === run) for (const o of e.objects ?? []) out.add(o);
+  return out;
+}
+
+/**
+ * Has this attempt (since the last rollback) started any of `actionSteps`? Before that, nothing of the plan was
+ * written to the cluster, and apply re-runs the pre-flight checks live.
+ */
+export function attemptStarted(entries: readonly JournalEntry[], actionSteps: ReadonlySet<string>): boolean {
+  return sinceLastRollback(entries).some((e) => e.event === 'step-start' && e.step !== undefined && actionSteps.has(e.step));
 }

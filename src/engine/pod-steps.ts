@@ -34,6 +34,11 @@ export interface PodExecOptions {
   rolloutTimeoutMs?: number;
   /** Identifies the run in pod templates (kube-renumber.io/restart); the plan id. */
   token: string;
+  /**
+   * The whole environment of the node hook besides KUBE_RENUMBER_NODE (see hookEnvironment); default: PATH and
+   * HOME of this process only.
+   */
+  hookEnv?: Readonly<Record<string, string>>;
   /** Called with a summary of each restart wave (benchmarks read it). */
   onWaves?: (r: { totalSeconds: number; sumSeconds: number; maxInFlight: number; workloads: number }) => void;
 }
@@ -100,6 +105,7 @@ export class PodExecutor {
       rolloutTimeoutMs: opts.rolloutTimeoutMs ?? 300_000,
       token: opts.token,
       onWaves: opts.onWaves,
+      hookEnv: opts.hookEnv ?? hookEnvironment(process.env),
     };
   }
 
@@ -682,7 +688,7 @@ export class PodExecutor {
       apply: async (ctx) => {
         if (!hook) throw new Error('the plan has no node hook');
         if (ctx.dryRun !== 'none') { ctx.log(`would run: ${hook} (KUBE_RENUMBER_NODE=${it.name})`); return; }
-        await runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log);
+        await runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log, this.opts.hookEnv);
       },
       verify: (ctx) => this.until(`node ${it.name} to register again`, () => this.registered(ctx.client, it.name)),
     };
@@ -852,11 +858,25 @@ export class PodExecutor {
   }
 }
 
-/** Runs the node hook with KUBE_RENUMBER_NODE; its output goes to our stderr log. */
-export function runHook(command: string, node: string, timeoutMs: number, log: (m: string) => void): Promise<void> {
+/**
+ * The node hook's environment, besides KUBE_RENUMBER_NODE: PATH and HOME, and KUBECONFIG when the run uses one
+ * (`kubeconfig`: the --kubeconfig path, else $KUBECONFIG if set). Nothing else of this process's environment
+ * (tokens, cloud credentials, proxies) reaches the hook.
+ */
+export function hookEnvironment(env: NodeJS.ProcessEnv, kubeconfig?: string): Record<string, string> {
+  const out: Record<string, string> = { PATH: env.PATH || '/usr/local/bin:/usr/bin:/bin' };
+  if (env.HOME) out.HOME = env.HOME;
+  const kc = kubeconfig ?? env.KUBECONFIG;
+  if (kc) out.KUBECONFIG = kc;
+  return out;
+}
+
+/** Runs the node hook with `env` (hookEnvironment) and KUBE_RENUMBER_NODE; its output goes to our stderr log. */
+export function runHook(command: string, node: string, timeoutMs: number, log: (m: string) => void,
+  env: Readonly<Record<string, string>> = hookEnvironment(process.env)): Promise<void> {
   return new Promise((resolve, reject) => {
     // its own process group, so a timeout kills whatever the hook started too
-    const child = spawn('/bin/sh', ['-c', command], { env: { ...process.env, KUBE_RENUMBER_NODE: node }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn('/bin/sh', ['-c', command], { env: { ...env, KUBE_RENUMBER_NODE: node }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let out = '';
     const keep = (b: Buffer) => { out = (out + b.toString()).slice(-4000); };
     child.stdout.on('data', keep);

@@ -14,7 +14,7 @@ import type { KubeObject } from '../cluster/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { BackupStore } from './backup.ts';
 import { refKey, refOf } from './backup.ts';
-import { completedSteps, type Journal } from './journal.ts';
+import { completedSteps, reachedSteps, type Journal } from './journal.ts';
 import { withProgress } from './toolkit.ts';
 
 export type DryRun = 'none' | 'client' | 'server';
@@ -147,7 +147,8 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
   const tell = (i: number, step: Step, state: Extract<ProgressEvent, { type: 'step' }>['state']) =>
     ctx.progress?.({ type: 'step', step: step.id, n: i + 1, total, title: step.title, state });
   let excluded = 0;
-  const reached = new Set(ctx.journal.entries().filter((e) => e.event === 'step-start' && e.step).map((e) => e.step!));
+  // steps reached since the last rollback: a step started before a rollback supersedes nothing any more
+  const reached = reachedSteps(ctx.journal.entries());
   const sel = opts.select;
   const lastOnly = sel?.only ? steps.map((s) => s.id).findLastIndex((id) => sel.only!.has(id) && !sel.skip?.has(id)) : steps.length - 1;
   for (const [i, step] of steps.entries()) {

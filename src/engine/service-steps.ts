@@ -20,8 +20,10 @@ import {
 import { contains, formatIP, parseCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
 import { coverName, MANAGED_LABEL, type MigrationPlan, type GateStep, type PlanStep, type ServiceCIDRSpec, type StepItem } from '../plan/plan.ts';
 import { refOf } from './backup.ts';
-import { COVER_FOR_LABEL, coverCarries, coverService, coverStatus, pickSpares, readyAddresses } from './covers.ts';
-import { readJournal } from './journal.ts';
+import { UserError } from '../errors.ts';
+import { refKey } from './backup.ts';
+import { COVER_FOR_LABEL, coverCarries, coverService, coverStatus, ownedHelper, pickSpares, readyAddresses, RUN_LABEL } from './covers.ts';
+import { createdUids, readJournal, sinceLastRollback } from './journal.ts';
 import { withPlanSupersessions, type Step, type StepContext } from './runner.ts';
 import { mapLimit, poll, retryOnConflict, sleep, waitFor, withRetry } from './toolkit.ts';
 
@@ -50,6 +52,11 @@ export interface ServiceExecOptions {
    * (default 12 min; see patchBack).
    */
   nodePortLeakWaitMs?: number;
+  /**
+   * The run (the plan id): bridges, covers and copied EndpointSlices carry it as label RUN_LABEL, and only
+   * objects with it (and, for deletes by moveBack, a uid journaled as `created` by this run) are changed.
+   */
+  token?: string;
 }
 
 export const BRIDGE_FOR_LABEL = 'kube-renumber.io/bridge-for';
@@ -153,14 +160,36 @@ export function itemDone(view: ServiceView, it: StepItem): boolean {
   return !!b && sameIPs(ipsOf(b), it.from);
 }
 
-/** The covers of these items in a view (ours by label and name). */
-export function coversIn(view: ServiceView, items: readonly StepItem[]): KubeObject[] {
+/** The covers of these items in a view (ours by label and name; of run `run` when given). */
+export function coversIn(view: ServiceView, items: readonly StepItem[], run?: string): KubeObject[] {
   const out: KubeObject[] = [];
   for (const it of items) {
     const c = view.get(`${it.namespace}/${coverName(it.name)}`);
-    if (c && c.metadata?.labels?.[MANAGED_LABEL] === 'true' && c.metadata?.labels?.[COVER_FOR_LABEL] === it.name) out.push(c);
+    if (c && ownedHelper(c, COVER_FOR_LABEL, it.name, run)) out.push(c);
   }
   return out;
+}
+
+/**
+ * Objects in the view named like a helper of these items (`<svc>-kr-old` bridge, `<svc>-kr-cover` cover) that are
+ * not helpers of this run: someone else's Service, which a move must neither patch nor delete. Pure.
+ */
+export function squatters(view: ServiceView, items: readonly StepItem[], run?: string): string[] {
+  const out: string[] = [];
+  for (const it of items) {
+    const c = view.get(`${it.namespace}/${coverName(it.name)}`);
+    if (c && !ownedHelper(c, COVER_FOR_LABEL, it.name, run)) out.push(`${it.namespace}/${coverName(it.name)}`);
+    const b = it.bridge ? view.get(`${it.namespace}/${it.bridge}`) : undefined;
+    if (b && !ownedHelper(b, BRIDGE_FOR_LABEL, it.name, run)) out.push(`${it.namespace}/${it.bridge}`);
+  }
+  return out;
+}
+
+/** The error that stops a run at an object that has a helper's name but is not this run's (exit 6). */
+export function notOursError(what: readonly string[], run?: string): UserError {
+  return new UserError(`Service ${what.slice(0, 3).join(', ')}${what.length > 3 ? ` and ${what.length - 3} more` : ''} has the name of a kube-renumber helper `
+    + `but is not one of this run's (labels ${MANAGED_LABEL}=true, ${BRIDGE_FOR_LABEL} or ${COVER_FOR_LABEL}${run ? `, ${RUN_LABEL}=${run}` : ''}): `
+    + 'it was left untouched; rename or remove it, then resume', 'verify');
 }
 
 /** A move-services step is done when every Service is moved with its bridge and no cover of theirs is left. */
@@ -210,11 +239,11 @@ function backToType(orig: KubeObject, ips: string[]): Record<string, unknown> {
 }
 
 /** A bridge: same selector and ports (no nodePorts), at the old IPs. Selectorless bridges get an EndpointSlice. */
-function bridgeService(orig: KubeObject, name: string, ips: string[]): KubeObject {
+function bridgeService(orig: KubeObject, name: string, ips: string[], run?: string): KubeObject {
   const s = orig.spec ?? {};
   return {
     apiVersion: 'v1', kind: 'Service',
-    metadata: { name, namespace: orig.metadata!.namespace, labels: { [MANAGED_LABEL]: 'true', [BRIDGE_FOR_LABEL]: orig.metadata!.name! } },
+    metadata: { name, namespace: orig.metadata!.namespace, labels: { [MANAGED_LABEL]: 'true', [BRIDGE_FOR_LABEL]: orig.metadata!.name!, ...(run ? { [RUN_LABEL]: run } : {}) } },
     spec: {
       type: 'ClusterIP', clusterIP: ips[0], clusterIPs: ips,
       ...(s.selector ? { selector: s.selector } : {}),
@@ -228,7 +257,7 @@ function bridgeService(orig: KubeObject, name: string, ips: string[]): KubeObjec
 
 export class ServiceExecutor {
   readonly plan: MigrationPlan;
-  readonly opts: Required<Omit<ServiceExecOptions, 'acknowledgedGates'>> & { acknowledgedGates: readonly string[] };
+  readonly opts: Required<Omit<ServiceExecOptions, 'acknowledgedGates' | 'token'>> & { acknowledgedGates: readonly string[]; token?: string };
   readonly scVersion: string;
   readonly svc: NonNullable<MigrationPlan['spec']['serviceCIDR']>;
   readonly strategy: 'in-place' | 'recreate';
@@ -245,6 +274,7 @@ export class ServiceExecutor {
       covers: opts.covers ?? true,
       propagationDelayMs: opts.propagationDelayMs ?? 5_000,
       nodePortLeakWaitMs: opts.nodePortLeakWaitMs ?? 12 * 60_000,
+      ...(opts.token ? { token: opts.token } : {}),
     };
     this.scVersion = this.svc.apiVersion.split('/')[1] ?? 'v1';
   }
@@ -293,6 +323,42 @@ export class ServiceExecutor {
       default:
         throw new Error(`plan step ${p.id}: unknown kind ${String(p.kind)}`);
     }
+  }
+
+  // ---- ownership of helpers (bridges, covers) ------------------------------------------------------
+
+  /** "<refKey>@<uid>" of the helpers this run journaled as created, read from the journal once per process. */
+  private created?: Set<string>;
+
+  private createdSet(ctx: StepContext): Set<string> {
+    if (!this.created) this.created = this.opts.token ? createdUids(ctx.journal.entries(), ctx.journal.run) : new Set();
+    return this.created;
+  }
+
+  private static uidKey(o: KubeObject): string {
+    return `${refKey(refOf({ ...o, apiVersion: o.apiVersion ?? 'v1', kind: o.kind ?? 'Service' }))}@${o.metadata?.uid ?? ''}`;
+  }
+
+  /**
+   * Journals a helper this run created (or found with this run's labels after a crash between its create and
+   * the journal line), so moveBack may delete it later by that uid. A helper of the same name that is not this
+   * run's stops the step (nothing of it was changed).
+   */
+  private adopt(ctx: StepContext, o: KubeObject, forLabel: string, forName: string): KubeObject {
+    if (!ownedHelper(o, forLabel, forName, this.opts.token)) throw notOursError([`${o.metadata?.namespace}/${o.metadata?.name}`], this.opts.token);
+    if (ctx.dryRun !== 'none' || !o.metadata?.uid) return o;
+    const key = ServiceExecutor.uidKey(o);
+    const set = this.createdSet(ctx);
+    if (!set.has(key)) {
+      set.add(key);
+      ctx.journal.append('created', { objects: [key] });
+    }
+    return o;
+  }
+
+  /** Was this helper journaled as created by this run (same uid)? Always true for a run without a token. */
+  private createdByThisRun(ctx: StepContext, o: KubeObject): boolean {
+    return !this.opts.token || this.createdSet(ctx).has(ServiceExecutor.uidKey(o));
   }
 
   // ---- ServiceCIDRs -------------------------------------------------------------------------------
@@ -407,13 +473,15 @@ export class ServiceExecutor {
   private async ensureBridge(ctx: StepContext, orig: KubeObject, it: StepItem, seen: KubeObject | undefined): Promise<KubeObject | undefined> {
     if (!it.bridge) return undefined;
     if (seen) {
+      this.adopt(ctx, seen, BRIDGE_FOR_LABEL, it.name);
       if (!sameIPs(ipsOf(seen), it.from)) throw new Error(`bridge ${it.namespace}/${it.bridge} exists at ${ipsOf(seen).join(',')}, not ${it.from.join(',')}`);
       return seen;
     }
-    const body = bridgeService(orig, it.bridge, it.from);
+    const body = bridgeService(orig, it.bridge, it.from, this.opts.token);
     for (let attempt = 1; ; attempt++) {
       try {
-        const b = await withRetry(() => createObject(ctx.client, SERVICES, body, { dryRun: ctx.dryRun === 'server' }));
+        // createObject returns an object that already exists under the name: adopt() refuses it unless it is ours
+        const b = this.adopt(ctx, await withRetry(() => createObject(ctx.client, SERVICES, body, { dryRun: ctx.dryRun === 'server' })), BRIDGE_FOR_LABEL, it.name);
         if (!sameIPs(ipsOf(b), it.from) && ctx.dryRun === 'none') throw new Error(`bridge ${it.namespace}/${it.bridge} exists at ${ipsOf(b).join(',')}, not ${it.from.join(',')}`);
         return b;
       } catch (e) {
@@ -656,6 +724,9 @@ export class ServiceExecutor {
       apply: async (ctx) => {
         const view = await take(ctx.client, false);
         evidence = new Map();
+        // a Service named like one of our bridges or covers that is not this run's stops the step before any write
+        const foreign = squatters(view, items, this.opts.token);
+        if (foreign.length > 0) throw notOursError(foreign, this.opts.token);
         const seen = (it: StepItem) => ({ svc: view.get(itemKey(it)), bridge: it.bridge ? view.get(`${it.namespace}/${it.bridge}`) : undefined });
         let moved = 0;
         const count = () => ctx.progress?.({ type: 'count', what: 'Services moved', done: moved, total: items.length });
@@ -668,7 +739,7 @@ export class ServiceExecutor {
         const pending = items.filter((it) => !itemDone(view, it));
         moved = items.length - pending.length;
         count();
-        const covers = new Map(coversIn(view, items).map((c) => [`${c.metadata?.namespace}/${c.metadata?.labels?.[COVER_FOR_LABEL]}`, c]));
+        const covers = new Map(coversIn(view, items, this.opts.token).map((c) => [`${c.metadata?.namespace}/${c.metadata?.labels?.[COVER_FOR_LABEL]}`, c]));
         const covered = pending.length > 0 ? await this.raiseCovers(ctx, pending, view, covers) : new Set<string>();
         const tm = Date.now();
         await mapLimit(pending, this.opts.concurrency, async (it) => {
@@ -706,7 +777,17 @@ export class ServiceExecutor {
   async moveBack(ctx: StepContext, it: StepItem): Promise<void> {
     const orig = ctx.backups.load(svcRef(it.namespace, it.name));
     if (!orig) throw new Error(`no backup of Service ${it.namespace}/${it.name}`);
-    if (it.bridge) await withRetry(() => deleteObject(ctx.client, SERVICES, it.bridge!, it.namespace));
+    if (it.bridge) {
+      // only the bridge this run created: its labels, and its uid journaled as created (deleted with that uid as precondition)
+      const b = await withRetry(() => getObject(ctx.client, SERVICES, it.bridge!, it.namespace));
+      if (b) {
+        if (!ownedHelper(b, BRIDGE_FOR_LABEL, it.name, this.opts.token)) throw notOursError([`${it.namespace}/${it.bridge}`], this.opts.token);
+        if (!this.createdByThisRun(ctx, b)) {
+          throw new UserError(`bridge ${it.namespace}/${it.bridge} (uid ${b.metadata?.uid}) is not journaled as created by this run: left as it is; delete it by hand if it is this migration's, then roll back again`, 'verify');
+        }
+        await withRetry(() => deleteObject(ctx.client, SERVICES, it.bridge!, it.namespace, { uid: b.metadata?.uid }));
+      }
+    }
     await this.waitReleased(ctx, it.from, it.namespace, it.name);
     await this.moveOne(ctx, { namespace: it.namespace, name: it.name, from: it.to, to: it.from }, this.strategy);
   }
@@ -760,13 +841,14 @@ export class ServiceExecutor {
   }
 
   private firstJournalTime(ctx: StepContext, event: string, step: string): number | undefined {
-    const e = readJournal(ctx.journal.path).find((x) => x.event === event && x.step === step);
+    const e = sinceLastRollback(readJournal(ctx.journal.path)).find((x) => x.event === event && x.step === step);
     return e ? Date.parse(e.ts) : undefined;
   }
 
   /** No running pod (hostNetwork pods aside) started before default/kubernetes and the DNS moved. */
   async podsRestarted(ctx: StepContext): Promise<boolean> {
-    const entries = readJournal(ctx.journal.path);
+    // since the last rollback: a move undone and made again counts from when it was made again
+    const entries = sinceLastRollback(readJournal(ctx.journal.path));
     // when each of these first completed (later runs journal a skip again: those times do not count)
     const moved: number[] = [];
     const dnsKey = this.plan.mapping.filter((m) => m.isDNS).map((m) => `${m.namespace}/${m.name}`);
@@ -810,7 +892,8 @@ export class ServiceExecutor {
     const keys = new Set(items.map(itemKey));
     const all = await listAll(client, SERVICES, { labelSelector: COVER_FOR_LABEL });
     return all.filter((s) => keys.has(`${s.metadata?.namespace}/${s.metadata?.labels?.[COVER_FOR_LABEL]}`)
-      && s.metadata?.name === coverName(s.metadata?.labels?.[COVER_FOR_LABEL] ?? ''));
+      && s.metadata?.name === coverName(s.metadata?.labels?.[COVER_FOR_LABEL] ?? '')
+      && ownedHelper(s, COVER_FOR_LABEL, s.metadata?.labels?.[COVER_FOR_LABEL] ?? '', this.opts.token));
   }
 
   /**
@@ -825,7 +908,8 @@ export class ServiceExecutor {
       await withRetry(() => createObject(ctx.client, ENDPOINTSLICES, {
         apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
         metadata: { name: i === 0 ? to : `${to}-${i}`, namespace, labels: {
-          'kubernetes.io/service-name': to, 'endpointslice.kubernetes.io/managed-by': MANAGED_BY, [MANAGED_LABEL]: 'true' } },
+          'kubernetes.io/service-name': to, 'endpointslice.kubernetes.io/managed-by': MANAGED_BY, [MANAGED_LABEL]: 'true',
+          ...(this.opts.token ? { [RUN_LABEL]: this.opts.token } : {}) } },
         addressType: sl.addressType, endpoints: sl.endpoints ?? [], ports: sl.ports ?? [],
       })).catch((e) => { if (!(e instanceof KubeApiError && e.status === 409)) throw e; });
     }
@@ -858,9 +942,11 @@ export class ServiceExecutor {
           return;
         }
         try {
-          cover = await withRetry(() => createObject(ctx.client, SERVICES, coverService(orig, name, spare)));
+          // an existing Service of that name comes back from createObject: adopt() refuses it unless it is ours
+          cover = this.adopt(ctx, await withRetry(() => createObject(ctx.client, SERVICES, coverService(orig, name, spare, this.opts.token))), COVER_FOR_LABEL, it.name);
           ctx.log(`cover ${it.namespace}/${name} at ${spare.join(',')} for ${[...it.from, ...it.to].join(', ')}`);
         } catch (e) {
+          if (e instanceof UserError) throw e;
           if (isIPTaken(e) && attempt < 5) continue; // allocated by someone since the IPAddress list: the next one
           throw new Error(`creating the cover Service ${it.namespace}/${name} (type LoadBalancer, loadBalancerClass kube-renumber.io/cover) failed: ${(e as Error).message}; `
             + 'allow it, or apply with --no-covers to move without covers (short blips per Service)');
@@ -1040,7 +1126,9 @@ export class ServiceExecutor {
           // The apiserver only creates default/kubernetes when it is missing (it has not reconciled an existing
           // one since 1.17), so it can be moved like any Service: the name and both IPs keep answering.
           const view = await this.observe(ctx.client, [it]);
-          const covers = new Map(coversIn(view, [it]).map((c) => [itemKey(it), c]));
+          const foreign = squatters(view, [it], this.opts.token);
+          if (foreign.length > 0) throw notOursError(foreign, this.opts.token);
+          const covers = new Map(coversIn(view, [it], this.opts.token).map((c) => [itemKey(it), c]));
           const covered = this.opts.covers && !itemDone(view, it) ? await this.raiseCovers(ctx, [it], view, covers) : new Set<string>();
           if (it.bridge) await this.copySlices(ctx, 'default', 'kubernetes', it.bridge);
           await this.moveItem(ctx, it, 'in-place', { svc: view.get(itemKey(it)), bridge: it.bridge ? view.get(`default/${it.bridge}`) : undefined },
@@ -1061,10 +1149,12 @@ export class ServiceExecutor {
         }
         if (!it.bridge) return;
         const orig = ctx.backups.load(svcRef('default', 'kubernetes')) ?? back;
-        const bridge = bridgeService({ ...orig, spec: { ...orig.spec, selector: undefined } }, it.bridge, it.from);
-        if (!(await getObject(ctx.client, SERVICES, it.bridge, 'default'))) {
+        const bridge = bridgeService({ ...orig, spec: { ...orig.spec, selector: undefined } }, it.bridge, it.from, this.opts.token);
+        const there = await getObject(ctx.client, SERVICES, it.bridge, 'default');
+        if (there) this.adopt(ctx, there, BRIDGE_FOR_LABEL, 'kubernetes');
+        else {
           await this.waitReleased(ctx, it.from, 'default', it.bridge);
-          await withRetry(() => createObject(ctx.client, SERVICES, bridge));
+          this.adopt(ctx, await withRetry(() => createObject(ctx.client, SERVICES, bridge)), BRIDGE_FOR_LABEL, 'kubernetes');
         }
         await this.copySlices(ctx, 'default', 'kubernetes', it.bridge);
       },
@@ -1077,11 +1167,13 @@ export class ServiceExecutor {
     const specs = p.serviceCIDRs ?? [];
     const present = async (client: KubeClient) => {
       const svcs = await Promise.all(items.map((i) => getObject(client, SERVICES, i.name, i.namespace)));
-      const mine = svcs.filter((s) => s?.metadata?.labels?.[MANAGED_LABEL] === 'true') as KubeObject[];
+      // bridges of this run only (a Service of a bridge's name that is not ours is left alone)
+      const mine = svcs.filter((s) => !!s && ownedHelper(s, BRIDGE_FOR_LABEL, s.metadata?.labels?.[BRIDGE_FOR_LABEL] ?? '', this.opts.token)) as KubeObject[];
       // covers of interrupted in-place moves (normally removed by their move step)
-      mine.push(...(await listAll(client, SERVICES, { labelSelector: COVER_FOR_LABEL })).filter((s) => s.metadata?.labels?.[MANAGED_LABEL] === 'true'));
+      mine.push(...(await listAll(client, SERVICES, { labelSelector: COVER_FOR_LABEL }))
+        .filter((s) => ownedHelper(s, COVER_FOR_LABEL, s.metadata?.labels?.[COVER_FOR_LABEL] ?? '', this.opts.token)));
       const scs = (await Promise.all(specs.map((s) => getObject(client, this.SC, s.name)))).filter((x) => x && !x.metadata?.deletionTimestamp) as KubeObject[];
-      const slices = await listAll(client, ENDPOINTSLICES, { labelSelector: `${MANAGED_LABEL}=true` });
+      const slices = await listAll(client, ENDPOINTSLICES, { labelSelector: `${MANAGED_LABEL}=true${this.opts.token ? `,${RUN_LABEL}=${this.opts.token}` : ''}` });
       return [...mine, ...scs, ...slices];
     };
     return {
@@ -1102,7 +1194,8 @@ export class ServiceExecutor {
       rollback: async (ctx) => {
         for (const it of items) {
           const b = ctx.backups.load(svcRef(it.namespace, it.name));
-          if (b) await withRetry(() => createObject(ctx.client, SERVICES, recreated(b, ipsOf(b))));
+          const forName = b?.metadata?.labels?.[BRIDGE_FOR_LABEL] ?? '';
+          if (b) this.adopt(ctx, await withRetry(() => createObject(ctx.client, SERVICES, recreated(b, ipsOf(b)))), BRIDGE_FOR_LABEL, forName);
         }
       },
     };

@@ -125,6 +125,10 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
   }
 
   const gaps: string[] = [];
+  // The cluster's identity: the uid of namespace kube-system (created once with the cluster, never recreated),
+  // which plans record and apply/resume/rollback/restore compare with (src/plan/identity.ts).
+  // (settled here, never rejected: a failure is rethrown below, after the lists, so no rejection goes unhandled)
+  const identity = readClusterUID(client).then((uid) => ({ uid }), (error: unknown) => ({ error }));
   const lists = await Promise.all(sources.map(async (s) => {
     const items: KubeObject[] = [];
     try {
@@ -144,12 +148,25 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
     return items;
   }));
 
+  const id = await identity;
+  if ('error' in id) {
+    const e = id.error;
+    if (!(e instanceof KubeApiError && (e.status === 403 || e.status === 404))) throw e;
+    gaps.push(`could not read namespace kube-system (${e.status === 403 ? 'forbidden' : 'not found'}): the cluster's identity is unknown, a plan is not bound to it`);
+  }
+  const kubeSystemUID = 'uid' in id ? id.uid : undefined;
   return {
-    source: { kind: 'live', context: client.context, server: client.server },
+    source: { kind: 'live', context: client.context, server: client.server, ...(kubeSystemUID ? { kubeSystemUID } : {}) },
     serverVersion: version?.gitVersion,
     serviceCIDRApiVersions: served,
     objects: lists.flat(),
     configs: [],
     gaps,
   };
+}
+
+/** The uid of namespace kube-system: the cluster's identity (one GET). KubeApiError when it cannot be read. */
+export async function readClusterUID(client: KubeClient): Promise<string | undefined> {
+  const ns: any = await client.request('GET', '/api/v1/namespaces/kube-system');
+  return typeof ns?.metadata?.uid === 'string' && ns.metadata.uid !== '' ? ns.metadata.uid : undefined;
 }

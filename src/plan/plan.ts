@@ -9,6 +9,7 @@ import { scanReferences, type RangeMove, type Reference } from '../analyze/refer
 import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts';
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
 import { distroPatches, type PatchContext } from './distro-patches.ts';
+import { identityCheck, identityOf, serverWithoutCredentials, type ClusterIdentity } from './identity.ts';
 import {
   clusterChecks, proposeNonMasquerade, serviceCIDRApiState, serviceRangeCheck, targetChecks, type PreflightCheck, type ServiceCIDRApiState,
 } from './preflight.ts';
@@ -50,6 +51,8 @@ export interface PlanOptions {
   batchSize?: number;
   headroom?: number;
   apiserverCertSANs?: readonly string[];
+  /** The SANs above were given by the operator (--apiserver-cert-san), not read live: the plan records them. */
+  certSANsGiven?: boolean;
   avoid?: readonly AvoidRange[];
   /** Recorded in metadata.generator, e.g. "kube-renumber 0.1.0". */
   generator?: string;
@@ -74,6 +77,11 @@ export interface MigrationPlan {
     /** The platform the plan was written for (src/platform/); absent in plans written before platforms were known. */
     platform?: string;
     generator?: string;
+    /**
+     * The cluster the plan was read from (src/plan/identity.ts): apply/resume/rollback/restore refuse any other.
+     * Absent in offline plans and plans written before plans were bound: those need --accept-unbound-plan.
+     */
+    cluster?: ClusterIdentity;
   };
   spec: {
     /** Present when the plan moves the Service CIDR. */
@@ -93,7 +101,11 @@ export interface MigrationPlan {
       minKeptPrefix: { ipv4: number; ipv6: number };
     };
     strategy?: Strategy;
-    options?: { batchSize: number; headroom: number; tierKey: string; tierOrder: TierOrder; keep: string[] };
+    options?: {
+      batchSize: number; headroom: number; tierKey: string; tierOrder: TierOrder; keep: string[];
+      /** SANs the operator gave with --apiserver-cert-san (apply re-checks the certificate with them); absent when read live or not known. */
+      apiserverCertSANs?: string[];
+    };
     /** Present when the plan moves the Pod CIDR. */
     podCIDR?: PodCIDRSpec;
   };
@@ -102,6 +114,12 @@ export interface MigrationPlan {
   /** What still names the old ranges outside the migrated objects (policies, allow-lists, ConfigMaps), with proposals. */
   references?: Reference[];
   steps: PlanStep[];
+}
+
+/** metadata.cluster for a plan read from `snap` ({} offline). */
+function boundTo(snap: Snapshot): { cluster?: ClusterIdentity } {
+  const id = identityOf(snap);
+  return id ? { cluster: id } : {};
 }
 
 /** A DNS-safe name for a ServiceCIDR derived from CIDRs: 172.24.0.0/15 → 172-24-0-0-15. */
@@ -148,7 +166,7 @@ export function compareTiers(a: Tier, b: Tier, order: TierOrder = 'ascending'): 
 
 function sourceText(src: Snapshot['source']): string {
   return src.kind === 'live'
-    ? `live cluster ${src.server ?? ''}${src.context ? ` (context ${src.context})` : ''}${src.files?.length ? ` with ${src.files.join(', ')}` : ''}`.replace(/\s+/g, ' ').trim()
+    ? `live cluster ${serverWithoutCredentials(src.server) ?? ''}${src.context ? ` (context ${src.context})` : ''}${src.files?.length ? ` with ${src.files.join(', ')}` : ''}`.replace(/\s+/g, ' ').trim()
     : `files: ${src.files.join(', ')}`;
 }
 
@@ -253,6 +271,7 @@ function emptyServicePlan(snap: Snapshot, opts: PlanOptions, s: ServiceSettings,
       distribution: snap.distribution.kind,
       platform: platformKindOf(snap),
       ...(opts.generator ? { generator: opts.generator } : {}),
+      ...boundTo(snap),
     },
     spec: {
       serviceCIDR: {
@@ -262,7 +281,10 @@ function emptyServicePlan(snap: Snapshot, opts: PlanOptions, s: ServiceSettings,
         minKeptPrefix: { ipv4: MIN_KEPT_PREFIX[4], ipv6: MIN_KEPT_PREFIX[6] },
       },
       strategy: s.strategy,
-      options: { batchSize: s.batchSize, headroom: s.headroom, tierKey: s.tierKey, tierOrder: s.tierOrder, keep: s.keep },
+      options: {
+        batchSize: s.batchSize, headroom: s.headroom, tierKey: s.tierKey, tierOrder: s.tierOrder, keep: s.keep,
+        ...(opts.certSANsGiven && opts.apiserverCertSANs?.length ? { apiserverCertSANs: [...opts.apiserverCertSANs] } : {}),
+      },
     },
     preflight: [],
     mapping: [],
@@ -636,10 +658,13 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
         distribution: snap.distribution.kind,
         platform: platformKindOf(snap),
         ...(opts.generator ? { generator: opts.generator } : {}),
+        ...boundTo(snap),
       },
       spec: {}, preflight: [], mapping: [], steps: [],
     };
   const withRefs = (p: MigrationPlan): MigrationPlan => {
+    // first of the pre-flight checks: is the plan bound to the cluster it was read from
+    p.preflight = [identityCheck(snap), ...p.preflight.filter((c) => c.id !== 'cluster-identity')];
     const moves: RangeMove[] = [];
     const pair = (role: 'service' | 'pod', from: string[], to: string[]) => {
       for (const f of from) {

@@ -356,6 +356,15 @@ export function validatePlan(doc: unknown): MigrationPlan {
   str(md, 'distribution', 'metadata');
   str(md, 'platform', 'metadata', true);
   str(md, 'generator', 'metadata', true);
+  if (md.cluster !== undefined) {
+    // the cluster the plan is bound to (src/plan/identity.ts); absent in offline plans and older plans
+    const c = obj(md.cluster, 'metadata.cluster');
+    onlyKeys(c, 'metadata.cluster', ['uid', 'server']);
+    const uid = str(c, 'uid', 'metadata.cluster')!;
+    if (!/^[A-Za-z0-9][-A-Za-z0-9]{0,127}$/.test(uid)) fail('metadata.cluster.uid', `${show(uid)} is not a uid (the kube-system namespace's metadata.uid)`);
+    const server = str(c, 'server', 'metadata.cluster', true);
+    if (server !== undefined && (server.length > 2048 || /[\s\x00-\x1f]/.test(server))) fail('metadata.cluster.server', `${show(server)} is not an apiserver URL`);
+  }
   const spec = obj(p.spec, 'spec');
   onlyKeys(spec, 'spec', ['serviceCIDR', 'strategy', 'options', 'podCIDR']);
   if (spec.serviceCIDR === undefined && spec.podCIDR === undefined) fail('spec', 'names neither serviceCIDR nor podCIDR: nothing to migrate');
@@ -391,6 +400,9 @@ export function validatePlan(doc: unknown): MigrationPlan {
     str(o, 'tierKey', 'spec.options');
     oneOf(o, 'tierOrder', 'spec.options', ['ascending', 'descending'] as const);
     strList(o, 'keep', 'spec.options');
+    (strList(o, 'apiserverCertSANs', 'spec.options', true) ?? []).forEach((x, i) => {
+      if (x.length > 253 || !/^[A-Za-z0-9.:*-]+$/.test(x)) fail(`spec.options.apiserverCertSANs[${i}]`, `${show(x)} is not an IP address or DNS name`);
+    });
     r.svc = { from, to, target, kept };
   } else {
     if (spec.strategy !== undefined) fail('spec.strategy', 'set, but the plan has no spec.serviceCIDR');
@@ -586,6 +598,9 @@ export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml'): str
   let out = `# Migration: ${title || 'nothing planned (see the failed pre-flight checks)'}\n\n`;
   const rows: Array<[string, string]> = [
     ['Cluster', plan.metadata.generatedFrom],
+    ['Bound to', plan.metadata.cluster
+      ? `kube-system uid ${plan.metadata.cluster.uid}${plan.metadata.cluster.server ? ` (${plan.metadata.cluster.server})` : ''}: apply refuses any other cluster`
+      : 'no cluster (offline plan): apply needs --accept-unbound-plan'],
     ['Kubernetes', `${plan.metadata.kubernetesVersion ?? 'unknown'} (${plan.metadata.distribution})`],
   ];
   if (sc) {

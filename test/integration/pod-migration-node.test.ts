@@ -40,7 +40,7 @@ describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registere
     assert.ok(r.code === 0 || r.code === 1, r.err);
     writeFileSync(planPath, r.out);
     assert.match(r.out, /ipam: node/);
-    const a = await run(['apply', planPath, '--yes', ...common()]);
+    const a = await run(['apply', planPath, '--yes', '--allow-hook', ...common()]);
     assert.equal(a.code, 7, a.err);
     assert.match(a.err, /stopped at gate kcm-stop-allocating/);
   });
@@ -50,7 +50,7 @@ describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registere
     assert.equal(stop.running, true);
     watcher = watchPDBs(tb);
     await watcher.ready;
-    const r = await run(['resume', planPath, '--yes', '--ack-gate', 'kcm-stop-allocating', ...common()]);
+    const r = await run(['resume', planPath, '--yes', '--allow-hook', '--ack-gate', 'kcm-stop-allocating', ...common()]);
     assert.equal(r.code, 7, r.err);
     assert.match(r.err, /stopped at gate kcm-cluster-cidr/);
     assert.equal(tb.controllerManagerAlive(), true, 'kube-controller-manager kept running while nodes of both ranges existed');
@@ -59,7 +59,7 @@ describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registere
     for (const n of nodes) assert.ok(inRange(NEW, n.spec.podCIDR.split('/')[0]), `${n.metadata.name} ${n.spec.podCIDR}`);
     const up = await tb.restartControllerManager({ clusterCIDR: NEW, allocateNodeCIDRs: true });
     assert.equal(up.running, true, 'kcm starts with --cluster-cidr=NEW once every node is in NEW');
-    const done = await run(['resume', planPath, '--yes', '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr', ...common()]);
+    const done = await run(['resume', planPath, '--yes', '--allow-hook', '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr', ...common()]);
     assert.equal(done.code, 0, done.err);
     const res = await watcher!.stop();
     assert.deepEqual(res.violations, [], 'no PodDisruptionBudget was ever violated');

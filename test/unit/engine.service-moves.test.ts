@@ -165,7 +165,7 @@ describe('the last write of an in-place move when a nodePort is refused as taken
       async request<T>(method: Method, path: string): Promise<T> {
         seen.push(`${method} ${path}`);
         if (method === 'GET' && path.endsWith('/services/web')) return { ...external('web'), metadata: { ...external('web').metadata, resourceVersion: '7' } } as T;
-        if (method === 'GET' && path.endsWith('/services/web-kr-old')) return svc('web-kr-old', ['10.96.0.50']) as T;
+        if (method === 'GET' && path.endsWith('/services/web-kr-old')) return svc('web-kr-old', ['10.96.0.50'], {}, { 'kube-renumber.io/managed': 'true', 'kube-renumber.io/bridge-for': 'web' }) as T;
         if (method === 'PATCH' && path.endsWith('/services/web')) {
           const next = patches.shift();
           if (next === undefined || next === 'ok') return np('web', ['10.100.0.50'], 31479) as T;

@@ -3,24 +3,30 @@
  * session: the plan file, the state directory (journal, backups, local lock), the cluster Lease.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, rmdirSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { cpSync, existsSync, mkdtempSync, rmdirSync, rmSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { KubeObject } from '../../cluster/types.ts';
 import { BackupStore } from '../../engine/backup.ts';
 import { checkStateDir, decodeText, readRegularFile, writeFileDurable } from '../../engine/files.ts';
-import { completedSteps, Journal, JournalTail, readJournal, type JournalEntry } from '../../engine/journal.ts';
+import { attemptStarted, completedSteps, Journal, JournalTail, readJournal, type JournalEntry } from '../../engine/journal.ts';
+import { hookEnvironment } from '../../engine/pod-steps.ts';
+import { readClusterUID } from '../../kube/discover.ts';
+import { ACCEPT_UNBOUND_FLAG, bindingRefusal, serverWithoutCredentials } from '../../plan/identity.ts';
+import { failedNow, recheckPreflight } from '../../plan/recheck.ts';
+import { readServingCertSANs } from './plan.ts';
 import { acquireLease, acquireLocalLock, guardedClient, holderIdentity, type LeaseLock } from '../../engine/lock.ts';
 import { rollbackSteps, runSteps, type DryRun, type StepContext, type StepSelection } from '../../engine/runner.ts';
 import { parseSelection } from '../../engine/selection.ts';
 import { PlanExecutor } from '../../engine/plan-executor.ts';
 import { podForRecreate } from '../../engine/restarts.ts';
-import { connect, type KubeClient } from '../../kube/client.ts';
+import { connect, KubeApiError, type KubeClient } from '../../kube/client.ts';
 import { BLOCKAFFINITIES, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, NODES } from '../../kube/calico.ts';
 import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
 import { withRetry } from '../../kube/retry.ts';
 import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
+import { MANAGED_LABEL } from '../../plan/plan.ts';
 import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
 import { MAX_PLAN_BYTES, shellWord, withPlanPath } from '../../plan/render.ts';
 import { durationFlag, list, loadSnapshot, str } from '../common.ts';
@@ -42,10 +48,13 @@ const SESSION_OPTIONS = {
 } as const;
 
 /** The flags of the commands that take the lock (apply, resume, rollback, restore). */
-const LOCK_OPTIONS = { ...SESSION_OPTIONS, 'force-unlock': { type: 'boolean' } } as const;
+const LOCK_OPTIONS = { ...SESSION_OPTIONS, 'force-unlock': { type: 'boolean' }, 'accept-unbound-plan': { type: 'boolean' } } as const;
 const LOCK_HELP = `  --force-unlock           take over the Lease kube-system/kube-renumber at once, even while another run renews it
                            (only when that run is known to be gone); without it a Lease is taken over only after
-                           it went unrenewed for its whole duration`;
+                           it went unrenewed for its whole duration
+  --accept-unbound-plan    run a plan that records no cluster identity (written offline with -f, or by an older
+                           version) against whatever cluster the kubeconfig names; a plan bound to another
+                           cluster is refused whatever the flags`;
 
 const SESSION_HELP = `  --state-dir DIR          journal, backups and lock (default ~/.local/state/kube-renumber/<plan id>)
   --cluster-domain D       cluster DNS domain for ExternalName targets (default cluster.local)
@@ -66,6 +75,8 @@ interface Session {
   client: KubeClient;
   executor: PlanExecutor;
   ctx: StepContext;
+  /** The state directory as given (--state-dir or the default), even when a dry run works in a temporary one. */
+  realStateDir: string;
   assertLocked(): void;
   release(): Promise<void>;
 }
@@ -163,15 +174,9 @@ interface Prepared { flags: Flags; read: ReadPlan; id: string; stateDir: string;
  * line an entry) and the backups (every file a backup record). Reads only.
  */
 function prepare(values: Values, positionals: string[], io: Io,
-  opts: { write: boolean; journal: boolean; backups: boolean; preflight?: boolean }): Prepared {
+  opts: { write: boolean; journal: boolean; backups: boolean }): Prepared {
   const flags = checkFlags(values);
   const read = readPlan(positionals);
-  if (opts.preflight) {
-    const failed = read.plan.preflight.filter((c) => c.status === 'fail');
-    if (failed.length > 0 && flags.dryRun === 'none') {
-      throw new InputError(`${read.path}: the plan has ${failed.length} failed pre-flight check(s) (${failed.map((c) => c.id).join(', ')}): fix them and plan again`);
-    }
-  }
   checkAcks(flags, read);
   const select = parseSelection(flags.only, flags.skip, read.plan.steps.map((s) => s.id));
   const id = planId(read.text);
@@ -179,12 +184,47 @@ function prepare(values: Values, positionals: string[], io: Io,
   checkStateDir(stateDir, { writable: opts.write });
   // A torn last line is reported here by read-only commands; a run that writes reports it when it repairs it.
   const entries = opts.journal ? readJournal(join(stateDir, 'journal.jsonl'), { warn: opts.write ? undefined : (m) => io.err(`warning: ${m}\n`) }) : [];
+  if (opts.journal) checkJournalBelongs(entries, join(stateDir, 'journal.jsonl'), id, read.plan);
   if (opts.backups) new BackupStore(join(stateDir, 'backups'), id).check();
   return { flags, read, id, stateDir, entries, ...(select ? { select } : {}) };
 }
 
-async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: boolean; dryRun?: DryRun; view?: ProgressView }): Promise<Session> {
-  const { flags, read: { plan, text }, id, stateDir } = pre;
+/**
+ * A dry run works in a temporary directory (0700) holding copies of the journal and the backups, so it sees what
+ * the real run did and writes nothing into the real state directory (no plan copy, journal line or lock file).
+ */
+function dryRunDir(stateDir: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'kube-renumber-dry-run-'));
+  for (const name of ['journal.jsonl', 'backups']) {
+    const from = join(stateDir, name);
+    if (existsSync(from)) cpSync(from, join(dir, name), { recursive: true });
+  }
+  return dir;
+}
+
+/**
+ * A state directory holds the run of one plan: every journal entry carries this plan's id as its run, and every
+ * step it names is a step of the plan. A line from another plan's run (a shared --state-dir, a copied or forged
+ * journal) would make status, supersession and rollback act on steps this run never took: exit 3.
+ */
+function checkJournalBelongs(entries: readonly JournalEntry[], path: string, id: string, plan: MigrationPlan): void {
+  const steps = new Set(plan.steps.map((s) => s.id));
+  entries.forEach((e, i) => {
+    if (e.run !== id) {
+      throw new InputError(`journal ${path}: entry ${i + 1} was written by the run of another plan (${JSON.stringify(e.run).slice(0, 80)}), not this plan's (${id}): `
+        + 'give this plan its own --state-dir');
+    }
+    if (e.step !== undefined && !steps.has(e.step)) {
+      throw new InputError(`journal ${path}: entry ${i + 1} names step ${JSON.stringify(e.step).slice(0, 80)}, which is not a step of this plan: the journal is not this plan's`);
+    }
+  });
+}
+
+async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: boolean; dryRun?: DryRun; cluster?: string; view?: ProgressView }): Promise<Session> {
+  const { flags, read: { plan, text }, id } = pre;
+  const dry = opts.dryRun !== undefined && opts.dryRun !== 'none';
+  const stateDir = dry ? dryRunDir(pre.stateDir) : pre.stateDir;
+  const dropDry = () => { if (dry) rmSync(stateDir, { recursive: true, force: true }); };
   const verbose = values.verbose === true;
   const client = connect({
     kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
@@ -210,6 +250,7 @@ async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: 
       releaseLocal();
       // a run that never got going leaves no empty state directory behind (rmdir removes only an empty one)
       if (fresh) try { rmdirSync(stateDir); } catch { /* not empty, or already gone */ }
+      dropDry();
       throw e;
     }
   }
@@ -221,12 +262,14 @@ async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: 
     propagationDelayMs: flags.propagationDelayMs,
     covers: values['no-covers'] === true ? false : undefined,
     token: id,
+    // the node hook gets PATH, HOME and the kubeconfig this run uses, nothing else of our environment
+    hookEnv: hookEnvironment(io.env, str(values, 'kubeconfig')),
   });
   const warn = opts.view ? (m: string) => opts.view!.warn(m) : (m: string) => io.err(`warning: ${m}\n`);
   const ctx: StepContext = {
     // every request of the steps first checks the Lease: once it is lost, nothing more is sent
     client: guardedClient(client, () => lease?.assertHeld()),
-    backups: new BackupStore(join(stateDir, 'backups'), run),
+    backups: new BackupStore(join(stateDir, 'backups'), run, opts.cluster),
     journal: new Journal(join(stateDir, 'journal.jsonl'), run, warn),
     dryRun: opts.dryRun ?? 'none',
     log: (m) => { if (verbose || opts.dryRun === 'client') io.err(`${m}\n`); },
@@ -235,11 +278,12 @@ async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: 
   };
   if (flags.events) ctx.journal.onAppend = (e) => io.out(`${JSON.stringify(e)}\n`);
   return {
-    plan, planId: id, stateDir, client, executor, ctx,
+    plan, planId: id, stateDir, realStateDir: pre.stateDir, client, executor, ctx,
     assertLocked: () => lease?.assertHeld(),
     async release() {
       await lease?.release();
       releaseLocal();
+      dropDry();
     },
   };
 }
@@ -261,12 +305,89 @@ async function ask(io: Io, question: string): Promise<boolean> {
   }
 }
 
+/** The live cluster's identity: kube-system's uid (undefined when it cannot be read) and the apiserver URL. */
+interface LiveIdentity { uid?: string; server?: string }
+
+/**
+ * The plan must be bound to the live cluster (same kube-system uid), or be unbound and accepted with
+ * --accept-unbound-plan (said on stderr before anything runs). Exit 2 otherwise, before the Lease.
+ */
+function checkBinding(values: Values, io: Io, plan: MigrationPlan, live: LiveIdentity): void {
+  const refused = bindingRefusal(plan.metadata.cluster, live, values['accept-unbound-plan'] === true);
+  if (refused) throw new UsageError(refused);
+  if (!plan.metadata.cluster) {
+    io.err(`warning: the plan records no cluster identity; ${ACCEPT_UNBOUND_FLAG}: running it against ${serverWithoutCredentials(live.server) ?? 'the kubeconfig\'s cluster'}`
+      + `${live.uid ? ` (kube-system uid ${live.uid})` : ''}\n`);
+  }
+}
+
+/** Reads the live cluster's identity alone (rollback, restore): one GET of namespace kube-system. */
+async function readLiveIdentity(values: Values, io: Io): Promise<LiveIdentity> {
+  const client = connect({
+    kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
+    requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env,
+  });
+  try {
+    return { uid: await readClusterUID(client), server: client.server };
+  } catch (e) {
+    if (e instanceof KubeApiError && (e.status === 403 || e.status === 404)) return { server: client.server };
+    throw e;
+  }
+}
+
+/**
+ * A plan's node hook (executable content run through /bin/sh) runs only with --allow-hook, and is shown on
+ * stderr before anything runs; without the flag the plan is refused (exit 2) before the cluster is contacted.
+ * A dry run never runs it: it is shown, and needs no flag.
+ */
+function checkHook(values: Values, io: Io, plan: MigrationPlan, dryRun: DryRun): void {
+  const hook = plan.spec.podCIDR?.node?.hook;
+  if (hook === undefined) return;
+  const shown = JSON.stringify(hook);
+  if (dryRun !== 'none') {
+    io.err(`node hook (not run by --dry-run): ${shown}\n`);
+    return;
+  }
+  if (values['allow-hook'] !== true) {
+    throw new UsageError(`the plan runs a node hook through /bin/sh for each re-registered node: ${shown}; review it, then pass --allow-hook to run it (nothing was changed)`);
+  }
+  io.err(`node hook (--allow-hook), run through /bin/sh for each node with only PATH, HOME, KUBECONFIG and KUBE_RENUMBER_NODE in its environment: ${shown}\n`);
+}
+
+/**
+ * Everything apply/resume check against the live cluster before the lock is taken or anything is written, from
+ * one live read: the platform lets the plan's moves happen and is the one the plan was written for; the plan is
+ * bound to this cluster; and, while this attempt has written nothing yet (no action step started since the last
+ * rollback), the plan's pre-flight checks run again against the live snapshot: one that fails now stops the run
+ * with exit 6 (the results written in the plan file are not used). Returns the live identity.
+ */
+async function checkLive(values: Values, io: Io, pre: Prepared, dryRun: DryRun): Promise<LiveIdentity> {
+  const plan = pre.read.plan;
+  const snap = await loadSnapshot(values, io);
+  checkLivePlatform(snap, plan);
+  const live: LiveIdentity = snap.source.kind === 'live' ? { uid: snap.source.kubeSystemUID, server: snap.source.server } : {};
+  checkBinding(values, io, plan, live);
+  const actions = new Set(plan.steps.filter((s) => s.kind !== 'gate' && s.kind !== 'confirm').map((s) => s.id));
+  if (attemptStarted(pre.entries, actions)) {
+    if (values.verbose === true) io.err('pre-flight: not run again (this run has started writing; each step checks the cluster itself)\n');
+    return live;
+  }
+  const sans = plan.spec.serviceCIDR && !plan.spec.options?.apiserverCertSANs?.length ? await readServingCertSANs(values, io) : undefined;
+  const failed = failedNow(recheckPreflight(snap, plan, { liveCertSANs: sans }));
+  if (failed.length > 0) {
+    const f = failed[0]!;
+    const msg = `pre-flight check ${failed.map((c) => c.id).join(', ')} fails against the live cluster: ${f.message}${f.fix ? ` (fix: ${f.fix})` : ''}`;
+    if (dryRun !== 'none') io.err(`warning: ${msg}\n`);
+    else throw new UserError(`${msg}; nothing was changed`, 'verify');
+  }
+  return live;
+}
+
 /**
  * The live cluster's platform must let the plan's moves happen, and must be the platform the plan was written for:
  * read before the lock is taken or anything is written, so a refused run leaves no trace.
  */
-async function checkLivePlatform(values: Values, io: Io, plan: MigrationPlan): Promise<void> {
-  const snap = await loadSnapshot(values, io);
+function checkLivePlatform(snap: Awaited<ReturnType<typeof loadSnapshot>>, plan: MigrationPlan): void {
   for (const move of movesOf(plan)) {
     const refused = platformRefusal(snap, move) ?? (move === 'pod' ? podOwnerRefusal(snap) : undefined);
     if (refused) throw new UsageError(`${refused} (nothing was changed)`);
@@ -279,12 +400,14 @@ async function checkLivePlatform(values: Values, io: Io, plan: MigrationPlan): P
 }
 
 async function runPlan(values: Values, positionals: string[], io: Io, resume: boolean): Promise<number> {
-  const pre = prepare(values, positionals, io, { write: true, journal: true, backups: true, preflight: true });
+  const dryRunFlag = parseDryRun(values);
+  const pre = prepare(values, positionals, io, { write: dryRunFlag === 'none', journal: true, backups: true });
   const { dryRun, output } = pre.flags;
-  await checkLivePlatform(values, io, pre.read.plan);
+  checkHook(values, io, pre.read.plan, dryRun);
+  const live = await checkLive(values, io, pre, dryRun);
   // stderr: a live status line on a terminal, else one line per event (verbose logs go between them)
   const view = new ProgressView((t) => io.err(t), { tty: io.stderrTTY === true && values.verbose !== true, color: colorFor(io, io.stderrTTY), columns: process.stderr.columns });
-  const s = await openSession(values, io, pre, { lock: true, dryRun, view });
+  const s = await openSession(values, io, pre, { lock: true, dryRun, view, ...(live.uid ? { cluster: live.uid } : {}) });
   view.start();
   try {
     s.ctx.journal.append('run-start', { detail: `${resume ? 'resume' : 'apply'}${dryRun !== 'none' ? ` --dry-run=${dryRun}` : ''}` });
@@ -298,13 +421,14 @@ async function runPlan(values: Values, positionals: string[], io: Io, resume: bo
     view.stop();
     s.ctx.journal.append('run-end', { detail: result.status });
     const planPath = pre.read.path;
-    if (output === 'json' || output === 'yaml') io.out(renderData({ ...result, stateDir: s.stateDir }, output));
+    if (output === 'json' || output === 'yaml') io.out(renderData({ ...result, stateDir: s.realStateDir }, output));
     switch (result.status) {
       case 'completed':
         if (output === 'table' || output === 'wide') {
           const left = result.excluded ? `, ${result.excluded} left out by --only/--skip` : '';
           // with --events ndjson stdout carries only the events
-          (pre.flags.events ? io.err : io.out)(`completed: ${result.applied} step(s) applied, ${result.skipped} already done${left} (state in ${s.stateDir})\n`);
+          (pre.flags.events ? io.err : io.out)(`completed: ${result.applied} step(s) applied, ${result.skipped} already done${left} `
+            + `(${dryRun === 'none' ? `state in ${s.realStateDir}` : `dry run: nothing written to ${s.realStateDir}`})\n`);
         }
         return ExitCode.ok;
       case 'blocked':
@@ -331,6 +455,7 @@ const RUN_OPTIONS = {
   ...LOCK_OPTIONS,
   yes: { type: 'boolean', short: 'y' },
   'dry-run': { type: 'string' },
+  'allow-hook': { type: 'boolean' },
   'ack-gate': { type: 'string', multiple: true },
   only: { type: 'string', multiple: true },
   skip: { type: 'string', multiple: true },
@@ -339,7 +464,10 @@ const RUN_OPTIONS = {
 
 const RUN_HELP = `Flags:
   -y, --yes                skip confirmation steps (between tiers, before the DNS Service)
-  --dry-run=MODE           none (default) | client (print what each step would do) | server (send with dryRun=All)
+  --dry-run=MODE           none (default) | client (print what each step would do) | server (send with dryRun=All);
+                           a dry run writes nothing into the state directory (it works on a temporary copy)
+  --allow-hook             run the plan's node hook (spec.podCIDR.node.hook, through /bin/sh, with only PATH,
+                           HOME, KUBECONFIG and KUBE_RENUMBER_NODE set); a plan with a hook is refused without it
   --ack-gate ID            assert by hand that gate ID holds where the cluster cannot show it (repeatable)
   --only STEP[,STEP]       run just these steps (ids or patterns with *); every step before them must be done
   --skip STEP[,STEP]       leave these steps out (journaled as excluded, never counted as done)
@@ -354,7 +482,8 @@ export const applyCommand: Command = {
   summary: 'execute a plan step by step: check, back up, apply, verify, journal; stops at gates',
   usage: 'kube-renumber apply PLAN.yaml [--yes] [--dry-run=none|client|server] [--only STEP] [--skip STEP]',
   options: RUN_OPTIONS,
-  help: `${RUN_HELP}\n\nExit codes: 0 done; 6 a step's verification failed; 7 stopped at a gate or confirmation (resume after it); 8 locked by another run.`,
+  help: `${RUN_HELP}\n\nExit codes: 0 done; 2 the plan is for another cluster, unbound without --accept-unbound-plan, or has a hook without --allow-hook; `
+    + `6 a pre-flight check fails against the live cluster, or a step's verification failed; 7 stopped at a gate or confirmation (resume after it); 8 locked by another run.`,
   run: ({ values, positionals, io }) => runPlan(values, positionals, io, false),
 };
 
@@ -466,7 +595,9 @@ export const rollbackCommand: Command = {
   async run({ values, positionals, io }) {
     const pre = prepare(values, positionals, io, { write: true, journal: true, backups: true });
     const { output } = pre.flags;
-    const s = await openSession(values, io, pre, { lock: true });
+    const live = await readLiveIdentity(values, io);
+    checkBinding(values, io, pre.read.plan, live);
+    const s = await openSession(values, io, pre, { lock: true, ...(live.uid ? { cluster: live.uid } : {}) });
     try {
       const r = await rollbackSteps(s.executor.steps(), s.ctx);
       if (output === 'json' || output === 'yaml') {
@@ -510,15 +641,31 @@ export const restoreCommand: Command = {
   async run({ values, positionals, io }) {
     const pre = prepare(values, positionals, io, { write: true, journal: false, backups: true });
     const { output } = pre.flags;
-    const s = await openSession(values, io, pre, { lock: true });
+    const live = await readLiveIdentity(values, io);
+    checkBinding(values, io, pre.read.plan, live);
+    const s = await openSession(values, io, pre, { lock: true, ...(live.uid ? { cluster: live.uid } : {}) });
     try {
-      const rows: { kind: string; namespace?: string; name: string; result: 'restored' | 'exists' | 'skipped'; detail?: string }[] = [];
-      for (const o of s.ctx.backups.all()) {
+      const rows: { kind: string; namespace?: string; name: string; result: 'restored' | 'exists' | 'skipped' | 'failed'; detail?: string }[] = [];
+      for (const rec of s.ctx.backups.records()) {
+        const o = rec.object;
         const t = typeFor(o, s.executor.scVersion);
         const row = { kind: String(o.kind), ...(o.metadata?.namespace ? { namespace: o.metadata.namespace } : {}), name: String(o.metadata?.name) };
+        // only what this plan's run backed up, from this cluster
+        if (rec.run !== pre.id) { rows.push({ ...row, result: 'skipped', detail: `backed up by another run (${rec.run}), not this plan's (${pre.id})` }); continue; }
+        if (rec.cluster !== undefined && rec.cluster !== live.uid) { rows.push({ ...row, result: 'skipped', detail: `backed up from another cluster (kube-system uid ${rec.cluster})` }); continue; }
         if (!t) { rows.push({ ...row, result: 'skipped', detail: 'unknown kind' }); continue; }
+        // what the migration created itself (bridges, covers, their EndpointSlices, temporary ServiceCIDRs) is removed
+        // on purpose by its steps: never brought back
+        if (o.metadata?.labels?.[MANAGED_LABEL] === 'true') { rows.push({ ...row, result: 'skipped', detail: `created by the migration (${MANAGED_LABEL}), removed on purpose` }); continue; }
         if (await getObject(s.client, t, o.metadata!.name!, o.metadata?.namespace)) { rows.push({ ...row, result: 'exists', detail: 'left as it is' }); continue; }
-        await withRetry(() => createObject(s.client, t, o.kind === 'Pod' ? podForRecreate(o) : forCreate(o)));
+        try {
+          await withRetry(() => createObject(s.client, t, o.kind === 'Pod' ? podForRecreate(o) : forCreate(o)));
+        } catch (e) {
+          // the apiserver refuses this object now (e.g. its IP is outside every range): say so, go on with the others
+          if (!(e instanceof KubeApiError) || e.status < 400 || e.status >= 500 || e.status === 401 || e.status === 403) throw e;
+          rows.push({ ...row, result: 'failed', detail: e.message.split('\n')[0]! });
+          continue;
+        }
         rows.push({ ...row, result: 'restored' });
       }
       if (output === 'json' || output === 'yaml') io.out(renderData({ plan: pre.id, stateDir: s.stateDir, objects: rows }, output));
@@ -526,7 +673,7 @@ export const restoreCommand: Command = {
         io.out(table(['object', 'result'], rows.map((r) => [`${r.kind}/${r.namespace ? `${r.namespace}/` : ''}${r.name}`,
           r.detail ? `${r.result}: ${r.detail}` : r.result])));
       }
-      return ExitCode.ok;
+      return rows.some((r) => r.result === 'failed') ? ExitCode.findings : ExitCode.ok;
     } finally {
       await s.release();
     }

@@ -207,6 +207,7 @@ on this platform or by the owner of the pod addresses (docs/platforms.md): one e
       headroom,
       avoid,
       apiserverCertSANs: sans.length > 0 ? sans : undefined,
+      certSANsGiven: givenSans.length > 0,
       } : undefined,
     });
     const refused = refusals(plan.preflight);
@@ -229,7 +230,7 @@ on this platform or by the owner of the pod addresses (docs/platforms.md): one e
 };
 
 /** The apiserver serving certificate's IP SANs, read over TLS from the kubeconfig server; undefined when not readable. */
-async function readServingCertSANs(values: Values, io: Io): Promise<string[] | undefined> {
+export async function readServingCertSANs(values: Values, io: Io): Promise<string[] | undefined> {
   let url: URL;
   try {
     const kc = loadKubeConfig({ kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'), env: io.env });
@@ -260,7 +261,8 @@ export function renderPlanTable(plan: MigrationPlan, wide: boolean): string {
   const c = mappingCounts(plan);
   const dns = plan.mapping.find((m) => m.isDNS);
   const kube = plan.mapping.find((m) => m.isKubernetes);
-  const rows: Array<Array<string | number>> = [['kubernetes', `${plan.metadata.kubernetesVersion ?? 'unknown'} (${plan.metadata.distribution})`]];
+  const rows: Array<Array<string | number>> = [['kubernetes', `${plan.metadata.kubernetesVersion ?? 'unknown'} (${plan.metadata.distribution})`],
+    ['bound to', plan.metadata.cluster ? `kube-system uid ${plan.metadata.cluster.uid}` : 'no cluster (offline): apply needs --accept-unbound-plan']];
   if (sc) rows.push(
     ['service range', `${sc.from.join(', ')} -> ${sc.target.join(', ')} (flag afterwards: ${sc.to.join(',') || '?'}, ${sc.apiVersion})`],
     ['strategy', plan.spec.strategy ?? '-'],

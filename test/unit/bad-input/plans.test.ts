@@ -4,7 +4,7 @@
  * state directory inside the case directory, which must stay untouched).
  */
 import { corpus, type BadInputCase } from './harness.ts';
-import { CALICO_PLAN, FAILED_PLAN, KUBECONFIG, LIVE, mutate, NODE_PLAN, parsePlan, SERVICE_PLAN, TOKEN, withoutKubeconfigForStatus } from './plan-fixtures.ts';
+import { CALICO_PLAN, KUBECONFIG, LIVE, mutate, NODE_PLAN, parsePlan, SERVICE_PLAN, TOKEN, withoutKubeconfigForStatus } from './plan-fixtures.ts';
 
 const COMMANDS = ['apply', 'resume', 'status', 'verify', 'rollback', 'restore'] as const;
 const KC = { kubeconfig: KUBECONFIG };
@@ -83,7 +83,6 @@ cases.push(
   field('drain-node without its node', 'apply', mutate(NODE_PLAN, (d) => { delete stepOf(d, 'drain-node').items; }), /steps\[\d+\]\.items: a drain-node step names what it works on/),
   field('two YAML documents', 'apply', `${SERVICE_PLAN}---\n${SERVICE_PLAN}`, /plan\.yaml: not YAML/),
   field('a step that is null', 'apply', JSON.stringify({ ...parsePlan(SERVICE_PLAN), steps: [null] }), /steps\[0\]: must be a mapping \(got null\)/),
-  { name: 'apply: failed pre-flight checks', args: ['apply', '$D/plan.yaml', '--yes', ...LIVE], files: { ...KC, 'plan.yaml': FAILED_PLAN }, code: 3, message: /plan\.yaml: the plan has 1 failed pre-flight check\(s\) \(servicecidr-api\)/ },
 );
 
 // ---- flags: checked before the plan, the state directory and the cluster ----

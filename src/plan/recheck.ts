@@ -1,0 +1,57 @@
+/**
+ * The pre-flight checks of a plan, run again against a live snapshot. `apply` decides from these, never from
+ * the results written in the plan file (which anyone can edit): the plan is rebuilt from the snapshot with the
+ * options the plan records (targets, strategy, keep list, tier settings, headroom, Pod CIDR settings) and its
+ * checks are returned. Pure.
+ */
+import type { Snapshot } from '../cluster/types.ts';
+import { buildMigrationPlan, type MigrationPlan } from './plan.ts';
+import type { PreflightCheck } from './preflight.ts';
+
+export interface RecheckOptions {
+  /**
+   * The apiserver serving certificate's SANs as read now (over TLS), when the plan does not record SANs the
+   * operator gave; undefined: not known (the check then warns, as offline).
+   */
+  liveCertSANs?: readonly string[];
+}
+
+/** The plan's pre-flight checks as the live snapshot shows them now. */
+export function recheckPreflight(snap: Snapshot, plan: MigrationPlan, opts: RecheckOptions = {}): PreflightCheck[] {
+  const sc = plan.spec.serviceCIDR;
+  const pc = plan.spec.podCIDR;
+  const o = plan.spec.options;
+  const sans = o?.apiserverCertSANs && o.apiserverCertSANs.length > 0 ? o.apiserverCertSANs : opts.liveCertSANs;
+  const rebuilt = buildMigrationPlan(snap, {
+    ...(sc ? {
+      service: {
+        target: sc.target,
+        ...(plan.spec.strategy ? { strategy: plan.spec.strategy } : {}),
+        ...(o ? { keep: o.keep, tierKey: o.tierKey, tierOrder: o.tierOrder, batchSize: o.batchSize, headroom: o.headroom } : {}),
+        ...(sans ? { apiserverCertSANs: sans } : {}),
+      },
+    } : {}),
+    ...(pc ? {
+      pod: {
+        target: pc.to,
+        ipam: pc.ipam,
+        parallel: pc.restarts.parallel,
+        critical: pc.restarts.critical,
+        ...(pc.calico?.newPools[0] ? { blockSize: pc.calico.newPools[0].blockSize, poolName: pc.calico.newPools[0].name } : {}),
+        ...(pc.node ? {
+          // one size per family, in the order of NEW, as --node-mask-size takes them
+          nodeMaskSize: pc.to.map((c) => pc.node!.maskSizes[c.includes(':') ? 'ipv6' : 'ipv4']).filter((m): m is number => m !== undefined),
+          ...(pc.node.hook ? { nodeHook: pc.node.hook } : {}),
+        } : {}),
+        // a Pod-only plan records no headroom: the least one (NEW holds today's nodes) judges only what changed
+        headroom: o?.headroom ?? 1,
+      },
+    } : {}),
+  });
+  return rebuilt.preflight;
+}
+
+/** The checks that fail now: apply stops before its first write when there is any. */
+export function failedNow(checks: readonly PreflightCheck[]): PreflightCheck[] {
+  return checks.filter((c) => c.status === 'fail');
+}
