@@ -88,7 +88,7 @@ describe('pre-flight checks run again against the live snapshot', () => {
     const edited: MigrationPlan = { ...p, preflight: p.preflight.map((c) => ({ ...c, status: 'pass' as const })) };
     const failed = failedNow(recheckPreflight(now, edited));
     assert.deepEqual(failed.map((c) => c.id), ['target-conflicts']);
-    assert.match(failed[0]!.message, /172\.24\.0\.0\/16 overlaps 172\.24\.9\.9\/32 \(address of node n1\)/);
+    assert.match(failed[0]!.message, /172\.24\.0\.0\/16 contains 172\.24\.9\.9, the InternalIP of node n1/);
   });
 
   it('the apiserver certificate is judged with the SANs the operator gave at plan time, else with those read live', () => {
