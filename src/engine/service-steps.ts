@@ -488,9 +488,9 @@ export class ServiceExecutor {
         if (!isIPTaken(e) || ctx.dryRun !== 'none') throw e;
         // A create whose answer was lost (the connection broke after the apiserver stored it) is refused on retry
         // because the bridge itself now holds the old IP: the bridge is there, ours, at the old IPs.
+        // adopt() refuses a bridge that is not this run's, and journals its uid.
         const existing = await withRetry(() => getObject(ctx.client, SERVICES, it.bridge!, it.namespace));
-        if (existing && existing.metadata?.labels?.[MANAGED_LABEL] === 'true' && existing.metadata?.labels?.[BRIDGE_FOR_LABEL] === orig.metadata?.name
-          && sameIPs(ipsOf(existing), it.from)) return existing;
+        if (existing && sameIPs(ipsOf(existing), it.from)) return this.adopt(ctx, existing, BRIDGE_FOR_LABEL, it.name);
         if (attempt >= 3) throw e;
         await this.waitReleased(ctx, it.from, it.namespace, it.bridge);
       }
@@ -946,8 +946,15 @@ export class ServiceExecutor {
           cover = this.adopt(ctx, await withRetry(() => createObject(ctx.client, SERVICES, coverService(orig, name, spare, this.opts.token))), COVER_FOR_LABEL, it.name);
           ctx.log(`cover ${it.namespace}/${name} at ${spare.join(',')} for ${[...it.from, ...it.to].join(', ')}`);
         } catch (e) {
-          if (e instanceof UserError) throw e;
-          if (isIPTaken(e) && attempt < 5) continue; // allocated by someone since the IPAddress list: the next one
+          if (e instanceof UserError && !(e instanceof KubeApiError)) throw e; // adopt() refused a cover not ours
+          if (isIPTaken(e) && attempt < 5) {
+            // A create whose answer was lost (the apiserver stored it): the cover itself holds the address. Adopt it
+            // (refused unless it is this run's); else someone took the address since the IPAddress list: the next one.
+            const existing = await withRetry(() => getObject(ctx.client, SERVICES, name, it.namespace));
+            if (existing) cover = this.adopt(ctx, existing, COVER_FOR_LABEL, it.name);
+            else for (const ip of spare) used!.add(formatIP(parseIP(ip)));
+            continue;
+          }
           throw new Error(`creating the cover Service ${it.namespace}/${name} (type LoadBalancer, loadBalancerClass kube-renumber.io/cover) failed: ${(e as Error).message}; `
             + 'allow it, or apply with --no-covers to move without covers (short blips per Service)');
         }
