@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import * as dgram from 'node:dgram';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -20,6 +19,7 @@ import type { DistSummary } from '../../scripts/dist.ts';
 import { readProgram } from '../../src/probe/deploy.ts';
 import { binDir, cacheRoot, testbedRoot } from '../testbed/build.ts';
 import { useTestbed } from '../testbed/harness.ts';
+import { dnsServer } from './helpers.ts';
 import { PodRunner } from '../testbed/pod-runner.ts';
 import { run } from '../unit/run-cli.ts';
 
@@ -56,24 +56,6 @@ function krewBinary(): string {
   }
 }
 
-/** A UDP DNS responder answering every A query with 127.0.0.1 (as in probe-deploy.test.ts). */
-async function dnsServer(): Promise<{ address: string; close(): void }> {
-  const sock = dgram.createSocket('udp4');
-  sock.on('message', (msg, rinfo) => {
-    let at = 12;
-    while (at < msg.length && msg[at] !== 0) at += msg[at]! + 1;
-    const qtype = msg.readUInt16BE(at + 1);
-    const header = Buffer.alloc(12);
-    msg.copy(header, 0, 0, 2);
-    header.writeUInt16BE(0x8180, 2);
-    header.writeUInt16BE(1, 4);
-    const answer = qtype === 1 ? Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4, 127, 0, 0, 1]) : Buffer.alloc(0);
-    header.writeUInt16BE(answer.length ? 1 : 0, 6);
-    sock.send(Buffer.concat([header, msg.subarray(12, at + 5), answer]), rinfo.port, rinfo.address);
-  });
-  await new Promise<void>((r) => sock.bind(0, LOOPBACK, () => r()));
-  return { address: `${LOOPBACK}:${sock.address().port}`, close: () => sock.close() };
-}
 
 describe('the linux-amd64 single-file executable, alone in an empty directory with no node on PATH', { skip: onLinuxAmd64 ? false : 'builds and runs the linux-amd64 binary only' }, () => {
   const tb = useTestbed({ serviceCIDR: '10.96.0.0/16', podCIDR: '10.244.0.0/20', nodes: 2, kubeletLogs: true, calicoCRDs: false,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import * as dgram from 'node:dgram';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,4 +81,23 @@ export function specWithoutIPs(s: any): Record<string, unknown> {
   const { clusterIP, clusterIPs, ...rest } = s.spec;
   void clusterIP; void clusterIPs;
   return rest;
+}
+
+/** A UDP DNS responder answering every A query with 127.0.0.1 (NODATA for other types). */
+export async function dnsServer(): Promise<{ address: string; close(): void }> {
+  const sock = dgram.createSocket('udp4');
+  sock.on('message', (msg, rinfo) => {
+    let at = 12;
+    while (at < msg.length && msg[at] !== 0) at += msg[at]! + 1;
+    const qtype = msg.readUInt16BE(at + 1);
+    const header = Buffer.alloc(12);
+    msg.copy(header, 0, 0, 2);
+    header.writeUInt16BE(0x8180, 2);
+    header.writeUInt16BE(1, 4);
+    const answer = qtype === 1 ? Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4, 127, 0, 0, 1]) : Buffer.alloc(0);
+    header.writeUInt16BE(answer.length ? 1 : 0, 6);
+    sock.send(Buffer.concat([header, msg.subarray(12, at + 5), answer]), rinfo.port, rinfo.address);
+  });
+  await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
+  return { address: `127.0.0.1:${sock.address().port}`, close: () => sock.close() };
 }

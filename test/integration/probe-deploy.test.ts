@@ -7,7 +7,6 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import * as dgram from 'node:dgram';
 import { readFileSync, statSync } from 'node:fs';
 import * as net from 'node:net';
 import { join } from 'node:path';
@@ -17,31 +16,13 @@ import type { ProbeReport } from '../../src/probe/probe.ts';
 import { eventually, useTestbed } from '../testbed/harness.ts';
 import { PodRunner, type ContainerRun } from '../testbed/pod-runner.ts';
 import { run } from '../unit/run-cli.ts';
-import { kubeconfigWithToken } from './helpers.ts';
+import { dnsServer, kubeconfigWithToken } from './helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const NS = 'kr-probe';
 const LOOPBACK = '127.0.0.1';
 const APP = 'app.kubernetes.io/name=kube-renumber-probe';
 
-/** A UDP DNS responder answering every A query with 127.0.0.1 (NODATA for other types). */
-async function dnsServer(): Promise<{ address: string; close(): void }> {
-  const sock = dgram.createSocket('udp4');
-  sock.on('message', (msg, rinfo) => {
-    let at = 12;
-    while (at < msg.length && msg[at] !== 0) at += msg[at]! + 1;
-    const qtype = msg.readUInt16BE(at + 1);
-    const header = Buffer.alloc(12);
-    msg.copy(header, 0, 0, 2);
-    header.writeUInt16BE(0x8180, 2);
-    header.writeUInt16BE(1, 4);
-    const answer = qtype === 1 ? Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4, 127, 0, 0, 1]) : Buffer.alloc(0);
-    header.writeUInt16BE(answer.length ? 1 : 0, 6);
-    sock.send(Buffer.concat([header, msg.subarray(12, at + 5), answer]), rinfo.port, rinfo.address);
-  });
-  await new Promise<void>((r) => sock.bind(0, LOOPBACK, () => r()));
-  return { address: `${LOOPBACK}:${sock.address().port}`, close: () => sock.close() };
-}
 
 /** Report lines in a pod's log file (CRI format, as the runner wrote it). */
 function reportLines(r: ContainerRun): ProbeReport[] {
