@@ -32,7 +32,9 @@ describe('Pod CIDR migration (Calico) killed at every write, resumed each time',
     const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--parallel', '1', '-o', 'yaml']);
     assert.ok(p.code === 0 || p.code === 1, p.err);
     writeFileSync(planPath, p.out);
-    const args = ['resume', planPath, '--yes', '--ack-gate', 'pod-cidr-config', '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '90s'];
+    const args = ['resume', planPath, '--yes', '--ack-gate', 'pod-cidr-config', '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '90s',
+      // each killed run is known to be gone: take its Lease at once instead of waiting out its 60 s
+      '--force-unlock'];
     const history: string[] = [];
     let kills = 0;
     for (let i = 0; i < 300; i++) {
