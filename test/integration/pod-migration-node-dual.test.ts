@@ -78,7 +78,7 @@ describe('Pod CIDR migration, dual-stack node IPAM: one podCIDR per family per n
     assert.deepEqual(plan.preflight.filter((c: any) => c.status === 'fail'), [], 'no failed pre-flight check');
     const st = await run(['status', planPath, '--state-dir', stateDir]);
     assert.equal(st.code, 0, st.err);
-    const a = await run(['apply', planPath, '--yes', ...common()]);
+    const a = await run(['apply', planPath, '--yes', '--allow-hook', ...common()]);
     assert.equal(a.code, 7, a.err);
     assert.match(a.err, /stopped at gate kcm-stop-allocating/);
   });
@@ -87,7 +87,7 @@ describe('Pod CIDR migration, dual-stack node IPAM: one podCIDR per family per n
     const t0 = Date.now();
     const stop = await tb.restartControllerManager({ allocateNodeCIDRs: false });
     assert.equal(stop.running, true);
-    const r = await run(['resume', planPath, '--yes', '--ack-gate', 'kcm-stop-allocating', ...common()]);
+    const r = await run(['resume', planPath, '--yes', '--allow-hook', '--ack-gate', 'kcm-stop-allocating', ...common()]);
     assert.equal(r.code, 7, r.err);
     assert.match(r.err, /stopped at gate kcm-cluster-cidr/);
     assert.equal(tb.controllerManagerAlive(), true, 'kube-controller-manager kept running while nodes of both ranges existed');
@@ -99,7 +99,7 @@ describe('Pod CIDR migration, dual-stack node IPAM: one podCIDR per family per n
     }
     const up = await tb.restartControllerManager({ clusterCIDR: NEW.join(','), allocateNodeCIDRs: true });
     assert.equal(up.running, true, 'kcm starts with the dual-stack --cluster-cidr=NEW once every node is in NEW');
-    const done = await run(['resume', planPath, '--yes', '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr', ...common()]);
+    const done = await run(['resume', planPath, '--yes', '--allow-hook', '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr', ...common()]);
     assert.equal(done.code, 0, done.err);
     t.diagnostic(`${NODES} nodes moved in ${Math.round((Date.now() - t0) / 1000)} s`);
   });
