@@ -29,6 +29,7 @@ import type { Command, Io, Values } from '../command.ts';
 import { colorFor, renderData, table } from '../output.ts';
 import { ProgressView } from '../progress.ts';
 import { openSession, parseDryRun, prepare, type Prepared } from '../session.ts';
+import { applyFleet, fleetStatus, FLEET_RUN_FLAGS } from '../fleet.ts';
 
 export { defaultStateDir, planId } from '../session.ts';
 
@@ -61,6 +62,9 @@ const SESSION_HELP = `  --state-dir DIR          journal, backups and lock (defa
 
 /** The one positional of every command here. */
 const PLAN_POSITIONAL = { min: 1, max: 1, name: 'PLAN' } as const;
+/** apply, resume and status: one PLAN, or --fleet DIR instead. */
+const PLAN_OR_FLEET = { ...PLAN_POSITIONAL, insteadFlag: 'fleet' } as const;
+const fleetRun = (values: Values, io: Io) => applyFleet(values, io, (v, p, cio, stopBefore) => runPlan(v, p, cio, false, { stopBefore }));
 
 
 async function ask(io: Io, question: string): Promise<boolean> {
@@ -246,6 +250,7 @@ const RUN_OPTIONS = {
   only: { type: 'string', multiple: true },
   skip: { type: 'string', multiple: true },
   events: { type: 'string' },
+  ...FLEET_RUN_FLAGS,
 } as const;
 
 const RUN_HELP = `Flags:
@@ -259,42 +264,51 @@ const RUN_HELP = `Flags:
   --skip STEP[,STEP]       leave these steps out (journaled as excluded, never counted as done)
   --events ndjson          stream the journal's entries to stdout as they are appended (one JSON object a line;
                            the summary goes to stderr)
+  --fleet DIR              run every plan plan --fleet wrote into DIR instead of one PLAN (docs/fleet.md): the
+                           canary first, then waves; each cluster keeps its Lease and its state in DIR/state/NAME;
+                           a failure stops every cluster at its next step boundary; run it again to resume
+  --parallel-clusters N    with --fleet: clusters migrated at once after the canary (default 1)
 ${LOCK_HELP}
 ${SESSION_HELP}`;
 
 export const applyCommand: Command = {
   name: 'apply',
-  positionals: PLAN_POSITIONAL,
+  positionals: PLAN_OR_FLEET,
   summary: 'execute a plan step by step: check, back up, apply, verify, journal; stops at gates',
-  usage: 'kube-renumber apply PLAN.yaml [--yes] [--dry-run=none|client|server] [--only STEP] [--skip STEP]',
+  usage: 'kube-renumber apply PLAN.yaml [--yes] [--dry-run=none|client|server] [--only STEP] [--skip STEP] | apply --fleet DIR [--parallel-clusters N]',
   options: RUN_OPTIONS,
   help: `${RUN_HELP}\n\nExit codes: 0 done; 2 the plan is for another cluster, unbound without --accept-unbound-plan, or has a hook without --allow-hook; `
     + `6 a pre-flight check fails against the live cluster, or a step's verification failed; 7 stopped at a gate or confirmation (resume after it); 8 locked by another run.`,
-  run: ({ values, positionals, io }) => runPlan(values, positionals, io, false),
+  run: ({ values, positionals, io }) => (values.fleet !== undefined ? fleetRun(values, io) : runPlan(values, positionals, io, false)),
 };
 
 export const resumeCommand: Command = {
   name: 'resume',
-  positionals: PLAN_POSITIONAL,
+  positionals: PLAN_OR_FLEET,
   summary: 'continue a stopped or crashed run of a plan (each step re-checks the cluster first)',
-  usage: 'kube-renumber resume PLAN.yaml [--yes] [--ack-gate ID] [--only STEP] [--skip STEP]',
+  usage: 'kube-renumber resume PLAN.yaml [--yes] [--ack-gate ID] [--only STEP] [--skip STEP] | resume --fleet DIR',
   options: RUN_OPTIONS,
   help: RUN_HELP,
-  run: ({ values, positionals, io }) => runPlan(values, positionals, io, true),
+  run: ({ values, positionals, io }) => (values.fleet !== undefined ? fleetRun(values, io) : runPlan(values, positionals, io, true)),
 };
 
 export const statusCommand: Command = {
   name: 'status',
-  positionals: PLAN_POSITIONAL,
+  positionals: PLAN_OR_FLEET,
   summary: "show a plan's progress from its journal (--watch: follow a run until it ends)",
-  usage: 'kube-renumber status PLAN.yaml [-o table|json|yaml] [--watch]',
-  options: { 'state-dir': { type: 'string' }, watch: { type: 'boolean', short: 'w' } },
+  usage: 'kube-renumber status PLAN.yaml [-o table|json|yaml] [--watch] | status --fleet DIR',
+  options: { 'state-dir': { type: 'string' }, watch: { type: 'boolean', short: 'w' }, fleet: { type: 'string' } },
   help: `Flags:
   --state-dir DIR          the run's state directory (default ~/.local/state/kube-renumber/<plan id>)
   -w, --watch              follow the run's journal (from another terminal, like kubectl get -w): print each entry
                            as it is appended, until the run ends; -o json prints one JSON object a line. Exit code
-                           as the run's: 0 completed, 6 a step failed, 7 stopped at a gate or confirmation`,
+                           as the run's: 0 completed, 6 a step failed, 7 stopped at a gate or confirmation
+  --fleet DIR              each cluster of a fleet run (plan --fleet's directory): its state, steps done, last step`,
   async run({ values, positionals, io }) {
+    if (values.fleet !== undefined) {
+      if (values.watch === true || values['state-dir'] !== undefined) throw new UsageError('status --fleet reads each cluster\'s state in DIR/state: it takes neither --watch nor --state-dir');
+      return fleetStatus(values, io);
+    }
     if (values.watch === true && str(values, 'output') === 'yaml') throw new UsageError('status --watch prints one entry a line: use -o json (one JSON object a line) or the table');
     const { flags: { output }, read: { plan }, stateDir, entries } = prepare(values, positionals, io, { write: false, journal: values.watch !== true, backups: false });
     if (values.watch === true) return watchJournal(join(stateDir, 'journal.jsonl'), output === 'json', io);
