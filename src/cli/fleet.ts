@@ -19,7 +19,7 @@ import { buildMigrationPlan, DEFAULT_HEADROOM, type MigrationPlan } from '../pla
 import { refusals } from '../plan/preflight.ts';
 import { platformRefusal, podOwnerRefusal } from '../plan/platform-gate.ts';
 import { planFromYaml, planToYaml } from '../plan/render.ts';
-import { isDnsLabel, podTargetRefusals } from '../plan/targets.ts';
+import { certSanProblem, isDnsLabel, podTargetRefusals } from '../plan/targets.ts';
 import { renderPlanHtml } from '../render/html.ts';
 import type { Io, Values } from './command.ts';
 import { avoidList, intFlag, list, loadSnapshot, str } from './common.ts';
@@ -44,6 +44,11 @@ export interface FleetCluster {
   fromFile?: string[];
   ipam?: 'calico' | 'node';
   nodeHook?: string;
+  /**
+   * The apiserver serving certificate's SANs, asserted by the operator (as plan --apiserver-cert-san): when the
+   * certificate was reissued with the new range's first IP, or is read elsewhere. Otherwise read live.
+   */
+  apiserverCertSANs?: string[];
 }
 
 export interface FleetFile { clusters: FleetCluster[]; avoid: AvoidRange[]; headroom: number; canary?: string }
@@ -109,7 +114,9 @@ export function readFleetFile(path: string): FleetFile {
     const where = `clusters[${i}]`;
     if (!raw || typeof raw !== 'object' || Array.isArray(raw)) fail(path, where, 'must be a mapping (name, context, kubeconfig, fromFile, ipam, nodeHook)');
     const o = raw as Record<string, unknown>;
-    for (const k of Object.keys(o)) if (!['name', 'context', 'kubeconfig', 'fromFile', 'ipam', 'nodeHook'].includes(k)) fail(path, `${where}.${k}`, 'unknown field (name, context, kubeconfig, fromFile, ipam, nodeHook)');
+    for (const k of Object.keys(o)) if (!['name', 'context', 'kubeconfig', 'fromFile', 'ipam', 'nodeHook', 'apiserverCertSANs'].includes(k)) {
+      fail(path, `${where}.${k}`, 'unknown field (name, context, kubeconfig, fromFile, ipam, nodeHook, apiserverCertSANs)');
+    }
     const name = strField(path, o, 'name', where);
     if (!name || !isDnsLabel(name)) fail(path, `${where}.name`, `${JSON.stringify(o.name)} must be a DNS label (lower-case letters, digits and "-"): it names the cluster's plan file`);
     if (names.has(name)) fail(path, `${where}.name`, `${name} is listed twice`);
@@ -122,7 +129,12 @@ export function readFleetFile(path: string): FleetFile {
     const ipam = strField(path, o, 'ipam', where);
     if (ipam !== undefined && ipam !== 'calico' && ipam !== 'node') fail(path, `${where}.ipam`, `${ipam} must be calico or node`);
     const nodeHook = strField(path, o, 'nodeHook', where);
+    const sans = o.apiserverCertSANs;
+    if (sans !== undefined && (!Array.isArray(sans) || sans.length === 0 || sans.some((x) => typeof x !== 'string' || certSanProblem(x) !== undefined))) {
+      fail(path, `${where}.apiserverCertSANs`, 'must be a list of IP addresses or DNS names (the serving certificate\'s SANs)');
+    }
     return {
+      ...(sans ? { apiserverCertSANs: sans as string[] } : {}),
       name, ...(context ? { context } : {}), ...(kubeconfig ? { kubeconfig: rel(kubeconfig) } : {}),
       ...(ff ? { fromFile: (ff as string[]).map(rel) } : {}), ...(ipam ? { ipam: ipam as 'calico' | 'node' } : {}), ...(nodeHook ? { nodeHook } : {}),
     };
@@ -209,7 +221,10 @@ function clusterPlan(name: string, snap: Snapshot, c: FleetCluster, a: FleetAssi
   const plan = buildMigrationPlan(snap, {
     generator: `kube-renumber ${VERSION}`,
     ...(a.pod.moved ? { pod: { target: a.pod.to, avoid, headroom, ...(c.ipam ? { ipam: c.ipam } : {}), ...(c.nodeHook ? { nodeHook: c.nodeHook } : {}) } } : {}),
-    ...(a.service.moved ? { service: { target: a.service.to, avoid, headroom, ...(sans && sans.length > 0 ? { apiserverCertSANs: sans } : {}) } } : {}),
+    ...(a.service.moved ? { service: {
+      target: a.service.to, avoid, headroom,
+      ...(sans && sans.length > 0 ? { apiserverCertSANs: sans, certSANsGiven: c.apiserverCertSANs !== undefined } : {}),
+    } } : {}),
   });
   const refused = refusals(plan.preflight);
   if (refused.length > 0) throw new UsageError(`cluster ${name}: ${refused.map((r) => r.message).join('; ')}`);
@@ -265,7 +280,7 @@ export async function planFleet(values: Values, io: Io, deps: FleetPlanDeps = {}
       const snap = snaps.get(c.name)!;
       const avoid = [...fleetAvoid, ...othersAvoid(c.name, result.clusters)];
       const cv = clusterValues(values, c);
-      const sans = a.service.moved && !c.fromFile ? await (deps.readCertSANs?.(cv, io) ?? Promise.resolve(undefined)) : undefined;
+      const sans = c.apiserverCertSANs ?? (a.service.moved && !c.fromFile ? await (deps.readCertSANs?.(cv, io) ?? Promise.resolve(undefined)) : undefined);
       const plan = clusterPlan(c.name, snap, c, a, avoid, file.headroom, sans);
       entry.plan = `${c.name}.yaml`;
       const failed = plan.preflight.filter((p) => p.status === 'fail').map((p) => p.id);
@@ -379,13 +394,13 @@ export type RunCluster = (c: FleetIndexEntry, values: Values, io: Io, stopBefore
 export interface FleetRunResult { name: string; code: number; wave: number }
 
 /**
- * The order of a fleet run: the canary alone, then waves of `parallel` clusters in the index's order. A wave
+ * The order of a fleet run: the canary (the first cluster that moves unless named) alone, then waves of `parallel` clusters in the index's order. A wave
  * starts only when every cluster of the one before completed; when a cluster fails, the others of its wave stop
  * before their next step (a step boundary), and no later wave starts. Clusters already completed are skipped.
  */
 export async function runFleet(index: FleetIndex, opts: { parallel: number; run: RunCluster; values: Values; io: Io; completed: (c: FleetIndexEntry) => boolean }): Promise<FleetRunResult[]> {
   const moving = index.clusters.filter((c) => c.plan);
-  const canary = moving.find((c) => c.name === index.canary);
+  const canary = moving.find((c) => c.name === index.canary) ?? moving[0];
   const rest = moving.filter((c) => c !== canary);
   const waves: FleetIndexEntry[][] = [...(canary ? [[canary]] : [])];
   for (let i = 0; i < rest.length; i += opts.parallel) waves.push(rest.slice(i, i + opts.parallel));
