@@ -25,8 +25,11 @@ describe('deploy/job-apply.yaml: apply in the cluster with the ServiceAccount\'s
   const root = mkdtempSync(join(tmpdir(), 'kr-job-'));
   // each volume mount of the container is a directory here
   const mounts = new Map<string, string>(container.volumeMounts.map((m: any) => [m.mountPath, join(root, m.name)]));
+  // a path under a mount (also as --flag=PATH) moves to that mount's directory
   const mapPath = (s: string) => {
-    for (const [from, to] of mounts) s = s.split(from).join(to);
+    const eq = s.startsWith('--') ? s.indexOf('=') + 1 : 0;
+    const [flag, path] = [s.slice(0, eq), s.slice(eq)];
+    for (const [from, to] of mounts) if (path === from || path.startsWith(`${from}/`)) return flag + to + path.slice(from.length);
     return s;
   };
 
@@ -64,9 +67,13 @@ describe('deploy/job-apply.yaml: apply in the cluster with the ServiceAccount\'s
     assert.equal(v.code, 0, v.err);
     await assertAllPodsIn(tb, NEW, OLD);
     await assertWorkloadsReady(tb);
-    // applied again (the Job re-created), the run finds every step done and changes nothing
+    // applied again (the Job re-created), the run resumes from the journal on the claim: the steps already done
+    // are not run again, and the cluster stays in the end state
     const again = await inPod(args, secrets, env);
     assert.equal(again.code, 0, again.err);
-    assert.match(again.out, /completed: 0 step\(s\) applied/);
+    const done = /completed: (\d+) step\(s\) applied, (\d+) already done/.exec(again.out);
+    assert.ok(done && Number(done[2]) > Number(done[1]), again.out);
+    const v2 = await inPod(['verify', args[1]!, `--state-dir=${stateDir}`], secrets, env);
+    assert.equal(v2.code, 0, v2.err);
   });
 });
