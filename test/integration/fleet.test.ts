@@ -1,7 +1,8 @@
 // A fleet end to end on three real control planes built alike: the same Service range and overlapping Pod
 // ranges (Calico), both inside ranges the fleet must avoid. One fleet plan gives each cluster ranges of its own;
 // one fleet run (a canary, then a wave of two in parallel, under the shipped least-privilege roles) migrates all
-// three through their gates; each passes verify with every Service and workload still there.
+// three through their gates; a failure in one cluster stops the other at a step boundary and the next run resumes
+// both; each passes verify with every Service and workload still there.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -10,7 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, migrateKubeconfig } from './pod-helpers.ts';
+import { assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, migrateKubeconfig, ROOT } from './pod-helpers.ts';
 import { formatIP, ipFrom, overlaps, parseCidr } from '../../src/net/index.ts';
 
 const SVC = '10.96.0.0/16';
@@ -70,7 +71,7 @@ describe('fleet: three clusters built alike get ranges of their own and migrate 
     assert.equal(statSync(out).mode & 0o777, 0o700);
   });
 
-  test('fleet run: the canary first, then the wave of two; resumed after each gate', { timeout: 1_200_000 }, async () => {
+  test('fleet run: the canary first, then the wave of two; resumed after each gate and after a failure that stopped the wave', { timeout: 1_200_000 }, async () => {
     const acks = ['--ack-gate', 'kubelet-cluster-dns', '--ack-gate', 'pod-cidr-config'];
     const common = ['--fleet', out, '--yes', '--parallel-clusters', '2', '--timeout', '120s', '--propagation-delay', '0s', ...acks];
     let r = await run(['apply', ...common]);
@@ -87,6 +88,20 @@ describe('fleet: three clusters built alike get ranges of their own and migrate 
     st = await run(['status', '--fleet', out, '-o', 'json']);
     assert.deepEqual(JSON.parse(st.out).clusters.map((c: any) => c.state), ['completed', 'waiting at gate', 'waiting at gate']);
     await Promise.all([1, 2].map((i) => tbs[i]!.restartApiserver({ serviceCIDR: index.clusters[i].service.to })));
+    // ap-1 loses its read rights: its run fails (exit 5), and us-1 stops before its next step
+    const crb = await tbs[2]!.kubectl(['delete', 'clusterrolebinding', 'kube-renumber-migrate-read']);
+    assert.equal(crb.code, 0, crb.stderr);
+    r = await run(['resume', ...common]);
+    assert.equal(r.code, 5, r.err);
+    assert.match(r.err, /\[ap-1\] error: /);
+    assert.match(r.err, /\[us-1\] stopped before [\w-]+: cluster ap-1 of the fleet failed \(exit 5\)/);
+    st = await run(['status', '--fleet', out, '-o', 'json']);
+    const us1 = JSON.parse(st.out).clusters[1];
+    assert.equal(us1.state, 'stopped', st.out);
+    assert.ok(us1.done < us1.steps, `us-1 stopped part way: ${us1.done}/${us1.steps}`);
+    // put the rights back; the fleet run resumes both from their journals
+    const back = await tbs[2]!.kubectl(['apply', '-f', join(ROOT, 'deploy/rbac-migrate.yaml')]);
+    assert.equal(back.code, 0, back.stderr);
     r = await run(['resume', ...common]);
     assert.equal(r.code, 0, r.err);
     st = await run(['status', '--fleet', out]);
