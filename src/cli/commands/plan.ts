@@ -17,6 +17,7 @@ import { parseOutput, section, table } from '../output.ts';
 import { VERSION } from '../version.ts';
 import { inspect } from '../../analyze/inspect.ts';
 import { renderPlanHtml } from '../../render/html.ts';
+import { planFleet } from '../fleet.ts';
 
 /** The largest --headroom: beyond it no range of either family would do, and the arithmetic stays finite. */
 const MAX_HEADROOM = 1000;
@@ -83,6 +84,8 @@ export const planCommand: Command = {
     'pool-name': { type: 'string' },
     'node-mask-size': { type: 'string' },
     'node-hook': { type: 'string' },
+    fleet: { type: 'string' },
+    'output-directory': { type: 'string' },
   },
   help: `Flags:
   --service-cidr NEW       the new Service CIDR; dual-stack: one per family, comma-separated
@@ -110,6 +113,11 @@ Pod CIDR flags:
                            (e.g. 24,64; default: kube-controller-manager's, else the nodes' podCIDRs' sizes)
   --node-hook CMD          node path: command that re-registers a deleted node (env KUBE_RENUMBER_NODE);
                            without it every node stops at a gate until its kubelet registers it again
+Fleet flags (docs/fleet.md):
+  --fleet FILE             give every cluster of the fleet file its own Service and Pod ranges (current ones kept
+                           where they overlap nothing) and write one plan per cluster that moves
+  --output-directory DIR   where --fleet writes the plans, fleet.yaml, summary.json and one HTML page per plan
+                           (a new or empty directory)
 
 Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --batch-size and
 --apiserver-cert-san need --service-cidr.
@@ -118,8 +126,12 @@ Output: -o yaml is the file apply reads; markdown is for a change request; html 
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
 2 the target is refused (bad CIDR or family, overlaps a known range, contains a live address, too small), no plan
 can be written (current service range unknown, nothing to move, IPAM unknown: give --ipam), or the move is refused
-on this platform or by the owner of the pod addresses (docs/platforms.md): one error line, no plan.`,
+on this platform or by the owner of the pod addresses (docs/platforms.md): one error line, no plan. With --fleet: 2
+also when the fleet's ranges cannot all be met (the line names the clusters and ranges) or a cluster's plan is
+refused; nothing is written; 3 the fleet file is not valid.`,
   async run({ values, io }) {
+    if (values.fleet !== undefined) return planFleet(values, io, { readCertSANs: readServingCertSANs });
+    if (values['output-directory'] !== undefined) throw new UsageError('--output-directory goes with --fleet FILE');
     const target = str(values, 'service-cidr');
     const podTarget = str(values, 'pod-cidr');
     if (!target && !podTarget) throw new UsageError('give --service-cidr NEW, --pod-cidr NEW, or both, e.g. --service-cidr 172.24.0.0/15');
