@@ -54,14 +54,21 @@ async function startOperator(tb: Testbed, name: string, ipamArgs: string[]): Pro
   return proc;
 }
 
-async function waitLeader(tb: Testbed, proc: Proc): Promise<void> {
-  // The operator starts its IPAM allocator once it holds the leader Lease.
+const LEASE = '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/cilium-operator-resource-lock';
+
+/** The holder of the operator's leader Lease now ('' when none). */
+async function leaseHolder(tb: Testbed): Promise<string> {
+  return (await tb.client.getOrUndefined(LEASE))?.spec?.holderIdentity ?? '';
+}
+
+/** Waits until `proc` leads: the Lease names a holder other than `previous` (the operator starts IPAM as leader). */
+async function waitLeader(tb: Testbed, proc: Proc, previous: string): Promise<void> {
   await eventually(
-    `${proc.name} to lead (kube-system/cilium-operator-resource-lock)`,
+    `${proc.name} to take kube-system/cilium-operator-resource-lock`,
     async () => {
       if (!proc.running()) throw new Error(`${proc.name} exited ${proc.exitCode}\n${proc.logTail(40)}`);
-      const l = await tb.client.getOrUndefined('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/cilium-operator-resource-lock');
-      return l?.spec?.holderIdentity ? l : undefined;
+      const h = await leaseHolder(tb);
+      return h !== '' && h !== previous;
     },
     180_000,
     500,
@@ -131,7 +138,7 @@ if (!operator) {
     before(async () => {
       op = await startOperator(tb, 'cilium-operator-mp', ['--ipam=multi-pool']);
       await waitCRDs(tb, ['ciliumnodes.cilium.io', 'ciliumpodippools.cilium.io']);
-      await waitLeader(tb, op);
+      await waitLeader(tb, op, '');
       nodes = (await tb.client.list('/api/v1/nodes')).items;
       assert.equal(nodes.length, NODES);
     });
@@ -224,9 +231,10 @@ if (!operator) {
     const podCIDRs = async (name: string): Promise<string[]> => (await tb.client.get(`${CN}/${name}`)).spec?.ipam?.podCIDRs ?? [];
     const restart = async (name: string, cidrs: string[]) => {
       await op?.stop();
+      const previous = await leaseHolder(tb);
       op = await startOperator(tb, name, clusterPool(cidrs));
       await waitCRDs(tb, ['ciliumnodes.cilium.io']);
-      await waitLeader(tb, op);
+      await waitLeader(tb, op, previous);
     };
     /** Deletes the CiliumNode and creates it again, as the agent does when it restarts and finds none. */
     const recreate = async (node: KubeObject): Promise<string[]> => {
@@ -267,15 +275,21 @@ if (!operator) {
       assert.deepEqual(back, had);
     });
 
-    test('a CIDR appended at runtime needs a restart, and a re-created node still gets the old range first', async (t: TestContext) => {
+    test('a new CIDR needs a restart; a re-created node gets the first range with room: appended, the old one; listed first, the new one', async (t: TestContext) => {
       await restart('cilium-operator-cp2', [OLD, NEW]);
-      const got = await recreate(nodes[0]!);
-      t.diagnostic(`re-created ${nodes[0]!.metadata.name} with [${OLD}, ${NEW}]: ${got.join(' ')}`);
-      assert.ok(cidrContains(OLD, got[0]!.split('/')[0]!), `${got[0]} comes from the first range with room, ${OLD}`);
+      const appended = await recreate(nodes[0]!);
+      t.diagnostic(`re-created ${nodes[0]!.metadata.name} with [${OLD}, ${NEW}]: ${appended.join(' ')}`);
+      assert.ok(cidrContains(OLD, appended[0]!.split('/')[0]!), `${appended[0]} comes from the first range with room, ${OLD}`);
+      await restart('cilium-operator-cp3', [NEW, OLD]);
+      const others = await Promise.all(nodes.slice(1).map((n) => podCIDRs(n.metadata.name)));
+      for (const c of others) assert.ok(cidrContains(OLD, c[0]!.split('/')[0]!), `untouched nodes keep ${c[0]} across the restart`);
+      const first = await recreate(nodes[0]!);
+      t.diagnostic(`re-created ${nodes[0]!.metadata.name} with [${NEW}, ${OLD}]: ${first.join(' ')}`);
+      assert.ok(cidrContains(NEW, first[0]!.split('/')[0]!), `${first[0]} comes from ${NEW}, listed first`);
     });
 
     test('with the old CIDR removed: existing nodes keep theirs and report it; re-created nodes move to the new one', async (t: TestContext) => {
-      await restart('cilium-operator-cp3', [NEW]);
+      await restart('cilium-operator-cp4', [NEW]);
       const name = nodes[1]!.metadata.name as string;
       const stale = await eventually(`the operator's error on ${name}`, async () => {
         const c = await tb.client.get(`${CN}/${name}`);
