@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { cacheRoot, testbedRoot, withLock } from './build.ts';
 import { duBytes } from './dataplane-build.ts';
 
-export const CILIUM_VERSION = 'v1.20.2';
+export const CILIUM_VERSION = 'v1.15.19';
 export const CILIUM_OPERATOR_BINARY = 'cilium-operator-generic';
 
 const here = dirname(fileURLToPath(import.meta.url));
