@@ -27,7 +27,7 @@ const NEW = '10.20.0.0/16';
 
 /** Starts cilium-operator-generic under the testbed's supervisor, with `ipamArgs` for its IPAM mode. */
 async function startOperator(tb: Testbed, name: string, ipamArgs: string[]): Promise<Proc> {
-  const [api] = await freePorts(1);
+  const [api, gops] = await freePorts(2);
   const proc = new Proc(
     name,
     join(tb.binDir, 'tbsup'),
@@ -35,11 +35,12 @@ async function startOperator(tb: Testbed, name: string, ipamArgs: string[]): Pro
     [
       `--k8s-kubeconfig-path=${tb.kubeconfigPath}`,
       '--k8s-namespace=kube-system',
-      '--cilium-k8s-namespace=kube-system',
+      '--cilium-pod-namespace=kube-system',
       '--identity-allocation-mode=crd',
       '--enable-ipv4=true',
       '--enable-ipv6=false',
       `--operator-api-serve-addr=127.0.0.1:${api}`,
+      `--gops-port=${gops}`,
       '--enable-metrics=false',
       // The testbed has no agents: nothing may remove CiliumNodes, taint or restart pods behind the test's back.
       '--nodes-gc-interval=0',
@@ -145,10 +146,10 @@ if (!operator) {
     after(async () => op?.stop());
 
     test('allocates each requesting CiliumNode a /24 of the pool it asks for', async (t: TestContext) => {
-      await tb.client.create(pool('default', OLD));
+      await tb.client.post(POOLS, pool('default', OLD));
       const t0 = Date.now();
       for (const n of nodes) {
-        await tb.client.create(agentCiliumNode(n, { ipam: { pools: { requested: [{ pool: 'default', needed: { 'ipv4-addrs': 16 } }] } } }));
+        await tb.client.post(CN, agentCiliumNode(n, { ipam: { pools: { requested: [{ pool: 'default', needed: { 'ipv4-addrs': 16 } }] } } }));
       }
       const got = await eventually('every CiliumNode allocated from pool default', async () => {
         const cns = (await tb.client.list(CN)).items;
@@ -164,7 +165,7 @@ if (!operator) {
     });
 
     test('moves node by node to a pool added at runtime, then the drained pool is deleted', async (t: TestContext) => {
-      await tb.client.create(pool('renumbered', NEW));
+      await tb.client.post(POOLS, pool('renumbered', NEW));
       for (const n of nodes) {
         const name = n.metadata.name as string;
         const t0 = Date.now();
@@ -191,7 +192,7 @@ if (!operator) {
 
     test('a pool deleted while a node still holds a CIDR of it: measured', async (t: TestContext) => {
       const name = nodes[0]!.metadata.name as string;
-      await tb.client.create(pool('doomed', '10.30.0.0/16'));
+      await tb.client.post(POOLS, pool('doomed', '10.30.0.0/16'));
       const before = await tb.client.get(`${CN}/${name}`);
       await agentWritesPools(tb, name, {
         requested: [{ pool: 'renumbered', needed: { 'ipv4-addrs': 16 } }, { pool: 'doomed', needed: { 'ipv4-addrs': 1 } }],
@@ -241,7 +242,7 @@ if (!operator) {
       const name = node.metadata.name as string;
       await tb.client.delete(`${CN}/${name}`);
       await eventually(`CiliumNode ${name} gone`, async () => !(await tb.client.getOrUndefined(`${CN}/${name}`)));
-      await tb.client.create(agentCiliumNode(node));
+      await tb.client.post(CN, agentCiliumNode(node));
       return await eventually(`a podCIDR for the re-created ${name}`, async () => {
         const c = await podCIDRs(name);
         return c.length ? c : undefined;
@@ -254,7 +255,7 @@ if (!operator) {
 
     test('gives each CiliumNode a podCIDR from the configured list', async () => {
       await restart('cilium-operator-cp1', [OLD]);
-      for (const n of nodes) await tb.client.create(agentCiliumNode(n));
+      for (const n of nodes) await tb.client.post(CN, agentCiliumNode(n));
       const all = await eventually('a podCIDR on every CiliumNode', async () => {
         const cns = (await tb.client.list(CN)).items;
         return cns.length === NODES && cns.every((cn) => (cn.spec?.ipam?.podCIDRs ?? []).length === 1) ? cns : undefined;
