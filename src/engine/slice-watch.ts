@@ -43,7 +43,7 @@ export class SliceWatch {
   /** The watches could not be kept: poll with LISTs. */
   private polling = false;
   private stale = false;
-  private wake: (() => void) | undefined;
+  private readonly waiters = new Set<() => void>();
   /** Watch requests opened (tests and logs). */
   watches = 0;
 
@@ -112,15 +112,15 @@ export class SliceWatch {
       else for (const sel of this.selections) void this.keep(sel);
     }
     await new Promise<void>((resolve) => {
-      const done = () => { clearTimeout(t); if (this.wake === done) this.wake = undefined; resolve(); };
+      const done = () => { clearTimeout(t); this.waiters.delete(done); resolve(); };
       const t = setTimeout(done, ms);
-      this.wake = done;
+      this.waiters.add(done);
     });
     if (this.polling) this.stale = true;
   }
 
   private notify(): void {
-    this.wake?.();
+    for (const w of [...this.waiters]) w();
   }
 
   /** One selection's watch, opened again each time the server ends it, until close(); any failure: polling. */
