@@ -218,7 +218,9 @@ class Reader {
     }
     // k is at a character boundary (never just after an escaping backslash).
     for (;;) {
-      const q = k < end ? buf.indexOf(QUOTE, k) : -1;
+      // bytes past `end` may be left over from an earlier window: a quote there does not count
+      let q = k < end ? buf.indexOf(QUOTE, k) : -1;
+      if (q >= end) q = -1;
       if (q === -1) this.fail(end, 'unterminated string (truncated file?)');
       let n = 0;
       for (let b = q - 1; b >= first && buf[b] === BACKSLASH; b--) n++;
@@ -294,7 +296,7 @@ class Reader {
     let atElement = true;
 
     for (;;) {
-      if (atElement && this.src && !this.eof && this.end - i < AHEAD_BYTES) {
+      if (atElement && i > 0 && this.src && !this.eof && this.end - i < AHEAD_BYTES) {
         const shift = this.refill(i);
         i -= shift;
         exactUntil -= shift;
