@@ -29,6 +29,17 @@ const COMMA = 0x2c;
 const COLON = 0x3a;
 const NEWLINE = 0x0a;
 
+const IS_QUOTE = 1;
+const IS_OPEN = 2;
+const IS_CLOSE = 3;
+/** What a byte is to skip(): 0 nothing it tracks, else a quote, an opening or a closing bracket. */
+const BYTE_CLASS = new Uint8Array(256);
+BYTE_CLASS[QUOTE] = IS_QUOTE;
+BYTE_CLASS[LBRACE] = IS_OPEN;
+BYTE_CLASS[LBRACKET] = IS_OPEN;
+BYTE_CLASS[RBRACE] = IS_CLOSE;
+BYTE_CLASS[RBRACKET] = IS_CLOSE;
+
 /** A string shorter than this is scanned byte by byte; longer ones by a native search for the next quote. */
 const SHORT_STRING = 48;
 /**
@@ -239,14 +250,23 @@ class Reader {
       let depth = 0;
       while (i < end) {
         const c = buf[i];
-        if (c === QUOTE) {
+        if (c === NEWLINE) {
+          // an indented layout: the run of spaces after a line break in one tight loop
+          i++;
+          while (i < end && buf[i] === 0x20) i++;
+          continue;
+        }
+        const t = BYTE_CLASS[c]!;
+        if (t === 0) {
+          i++;
+          continue;
+        }
+        if (t === IS_QUOTE) {
           i = this.string(i);
           continue;
         }
-        if (c === LBRACE || c === LBRACKET) depth++;
-        else if (c === RBRACE || c === RBRACKET) {
-          if (--depth === 0) return i + 1;
-        }
+        if (t === IS_OPEN) depth++;
+        else if (--depth === 0) return i + 1;
         i++;
       }
       this.fail(end, `unexpected end of input: ${depth} unclosed bracket(s) (truncated file?)`);
