@@ -22,6 +22,10 @@ const SCENARIOS: Record<string, Scenario> = {
     summary: 'Service CIDR move (recreate, in-place) on the data-plane testbed with the prober: failed requests, longest gap',
     load: () => import('./zero-downtime.ts'),
   },
+  'inspect-live': {
+    summary: 'inspect of a live testbed with 10,000 pods and 5,000 Services vs kubectl get of the same resources as JSON',
+    load: () => import('./inspect-live.ts'),
+  },
   'large-list': {
     summary: 'one ~1.7 GB `kubectl get pods -A -o json` List (150k pods): inspect -f end to end vs JSON.parse of the same items',
     load: () => import('./large-list.ts'),
