@@ -87,18 +87,20 @@ export async function run(args: string[]): Promise<number> {
         tolerations: [{ key: 'kwok.x-k8s.io/node', operator: 'Exists', effect: 'NoSchedule' }],
       },
     })), 32);
+    // remainingItemCount (no selector) counts a collection with a one-item page
     const count = async (path: string) => {
-      const l = await tb.client.list(`${path}${path.includes('?') ? '&' : '?'}limit=1`);
+      const l = await tb.client.list(`${path}?limit=1`);
       return l.items.length + Number((l.metadata as { remainingItemCount?: number }).remainingItemCount ?? 0);
     };
+    const runningPods = async () => (await tb.client.list('/api/v1/pods')).items.filter((p) => p.status?.phase === 'Running' && p.status?.podIP).length;
     const deadline = Date.now() + 600_000;
     for (;;) {
-      const running = await count('/api/v1/pods?fieldSelector=status.phase%3DRunning');
       const slices = await count('/apis/discovery.k8s.io/v1/endpointslices');
+      const running = slices >= services ? await runningPods() : 0;
       if (running >= pods && slices >= services) break;
       if (Date.now() > deadline) throw new Error(`after 600 s: ${running}/${pods} pods running, ${slices}/${services} EndpointSlices`);
       log(`waiting: ${running}/${pods} pods running, ${slices}/${services} EndpointSlices`);
-      await new Promise((r) => setTimeout(r, 5000));
+      await new Promise((r) => setTimeout(r, 10_000));
     }
     log(`populated in ${round((performance.now() - tPop) / 1000, 1)} s`);
 
