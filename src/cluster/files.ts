@@ -11,8 +11,8 @@
  *
  * Size: up to `streamAbove` bytes (default 64 MiB) a file is read whole and becomes one string parsed at once.
  * Above, a JSON file (a List, any object, an array) is read a window at a time (./json-list.ts) and parsed
- * item by item, so a `kubectl get pods -A -o json` of several GB reads in less time than JSON.parse of its
- * text takes and without ever holding the whole text: Pods outside kube-system are read field by field and
+ * item by item, so a `kubectl get pods -A -o json` of several GB reads in less CPU time than JSON.parse of its
+ * text (docs/benchmarks.md, large-list) and without ever holding the whole text: Pods outside kube-system are read field by field and
  * keep only the fields the snapshot reads (name, namespace, uid, labels, ownerReferences, nodeName,
  * hostNetwork, phase, podIP(s)); their other fields are skipped over (strings and brackets tracked, values not
  * otherwise checked); everything else is parsed whole. Standard input and pipes are read whole first.
