@@ -997,13 +997,15 @@ export class ServiceExecutor {
    */
   private async untilSlices(ctx: StepContext, what: string, services: ReadonlyArray<{ namespace: string; name: string }>,
     ready: (slices: ReadonlyMap<string, KubeObject[]>, note: (detail: string) => void) => boolean): Promise<Map<string, KubeObject[]>> {
-    const view = !this.opts.watch ? undefined : await SliceWatch.open(ctx.client, services);
+    let view: SliceWatch | undefined;
     let last = new Map<string, KubeObject[]>();
     try {
       await poll(what, async (note) => {
+        if (this.opts.watch) view ??= await SliceWatch.open(ctx.client, services);
         last = view ? await view.current() : await this.slicesByService(ctx.client, services);
         return ready(last, note) ? true : undefined;
-      }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true, ...(view ? { sleep: (ms: number) => view.next(ms) } : {}) });
+      }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true,
+        sleep: (ms: number) => (view ? view.next(ms) : sleep(ms)) });
     } finally {
       view?.close();
     }
