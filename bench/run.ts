@@ -27,7 +27,7 @@ const SCENARIOS: Record<string, Scenario> = {
     load: () => import('./inspect-live.ts'),
   },
   'large-list': {
-    summary: 'one ~1.7 GB `kubectl get pods -A -o json` List (150k pods): inspect -f end to end vs JSON.parse of the same items',
+    summary: 'one ~1.7 GB `kubectl get pods -A -o json` List (150k pods): inspect -f end to end vs JSON.parse of the same items, time and peak RSS',
     load: () => import('./large-list.ts'),
   },
 };
