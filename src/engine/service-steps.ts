@@ -27,6 +27,7 @@ import { refKey } from './backup.ts';
 import { COVER_FOR_LABEL, coverCarries, coverService, coverStatus, ownedHelper, pickSpares, readyAddresses, RUN_LABEL } from './covers.ts';
 import { createdUids, readJournal, sinceLastRollback } from './journal.ts';
 import { withPlanSupersessions, type Step, type StepContext } from './runner.ts';
+import { SliceWatch } from './slice-watch.ts';
 import { mapLimit, poll, retryOnConflict, sleep, waitFor, withRetry } from './toolkit.ts';
 
 export interface ServiceExecOptions {
@@ -59,6 +60,11 @@ export interface ServiceExecOptions {
    * objects with it (and, for deletes by moveBack, a uid journaled as `created` by this run) are changed.
    */
   token?: string;
+  /**
+   * Follow the EndpointSlices the engine waits for with a watch (default true); false: LIST them again every
+   * 50–250 ms, as before the watch (the service-renumber benchmark compares the two).
+   */
+  watch?: boolean;
 }
 
 export const BRIDGE_FOR_LABEL = 'kube-renumber.io/bridge-for';
@@ -276,6 +282,7 @@ export class ServiceExecutor {
       covers: opts.covers ?? true,
       propagationDelayMs: opts.propagationDelayMs ?? 5_000,
       nodePortLeakWaitMs: opts.nodePortLeakWaitMs ?? 12 * 60_000,
+      watch: opts.watch ?? true,
       ...(opts.token ? { token: opts.token } : {}),
     };
     this.scVersion = this.svc.apiVersion.split('/')[1] ?? 'v1';
@@ -974,16 +981,36 @@ export class ServiceExecutor {
     if (covered.size === 0) return covered;
     const list = items.filter((it) => covered.has(itemKey(it)));
     const t1 = Date.now();
-    await poll('the cover Services to have their Services\' ready endpoints', async (note) => {
-      const slices = await this.slicesByService(ctx.client, list.flatMap((it) => [it, { namespace: it.namespace, name: coverName(it.name) }]));
+    await this.untilSlices(ctx, 'the cover Services to have their Services\' ready endpoints', list.flatMap((it) => [it, { namespace: it.namespace, name: coverName(it.name) }]), (slices, note) => {
       const ready = (ns: string, name: string) => readyAddresses(slices.get(`${ns}/${name}`) ?? []);
       const behind = list.filter((it) => { const have = ready(it.namespace, coverName(it.name)); return [...ready(it.namespace, it.name)].some((a) => !have.has(a)); });
       if (behind.length > 0) note(`${behind.length} cover(s) behind, e.g. ${itemKey(behind[0]!)}`);
-      return behind.length === 0 ? true : undefined;
-    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true });
+      return behind.length === 0;
+    });
     ctx.log(`${list.length} cover(s) up (written in ${t1 - t0} ms, endpoints after ${Date.now() - t1} ms more); waiting ${this.opts.propagationDelayMs} ms for kube-proxy and DNS`);
     await waitFor('kube-proxy and DNS caches to pick up the covers (--propagation-delay)', this.opts.propagationDelayMs);
     return covered;
+  }
+
+  /**
+   * Waits until `ready` holds for the EndpointSlices of these Services, read once and then followed by a watch
+   * (./slice-watch.ts; LISTs in a loop where no watch can be had). Returns the slices it last saw.
+   */
+  private async untilSlices(ctx: StepContext, what: string, services: ReadonlyArray<{ namespace: string; name: string }>,
+    ready: (slices: ReadonlyMap<string, KubeObject[]>, note: (detail: string) => void) => boolean): Promise<Map<string, KubeObject[]>> {
+    let view: SliceWatch | undefined;
+    let last = new Map<string, KubeObject[]>();
+    try {
+      await poll(what, async (note) => {
+        if (this.opts.watch) view ??= await SliceWatch.open(ctx.client, services);
+        last = view ? await view.current() : await this.slicesByService(ctx.client, services);
+        return ready(last, note) ? true : undefined;
+      }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true,
+        sleep: (ms: number) => (view ? view.next(ms) : sleep(ms)) });
+    } finally {
+      view?.close();
+    }
+    return last;
   }
 
   /**
@@ -994,17 +1021,15 @@ export class ServiceExecutor {
   private async lowerCovers(ctx: StepContext, items: readonly StepItem[], covers: ReadonlyMap<string, KubeObject>): Promise<void> {
     const list = items.filter((it) => covers.has(itemKey(it)));
     if (list.length === 0) return;
-    let slices = new Map<string, KubeObject[]>();
     const t0 = Date.now();
-    await poll('the moved Services and their bridges to have the covers\' ready endpoints', async (note) => {
-      slices = await this.slicesByService(ctx.client, list.flatMap((it) => [it, { namespace: it.namespace, name: coverName(it.name) },
-        ...(it.bridge ? [{ namespace: it.namespace, name: it.bridge }] : [])]));
-      const size = (ns: string, name: string) => readyAddresses(slices.get(`${ns}/${name}`) ?? []).size;
+    const slices = await this.untilSlices(ctx, 'the moved Services and their bridges to have the covers\' ready endpoints', list.flatMap((it) => [it, { namespace: it.namespace, name: coverName(it.name) },
+      ...(it.bridge ? [{ namespace: it.namespace, name: it.bridge }] : [])]), (sl, note) => {
+      const size = (ns: string, name: string) => readyAddresses(sl.get(`${ns}/${name}`) ?? []).size;
       const behind = list.filter((it) => size(it.namespace, coverName(it.name)) > 0
         && (size(it.namespace, it.name) === 0 || (it.bridge !== undefined && size(it.namespace, it.bridge) === 0)));
       if (behind.length > 0) note(`${behind.length} behind, e.g. ${itemKey(behind[0]!)}`);
-      return behind.length === 0 ? true : undefined;
-    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true });
+      return behind.length === 0;
+    });
     ctx.log(`moved Services and bridges have their endpoints (after ${Date.now() - t0} ms); waiting ${this.opts.propagationDelayMs} ms before removing ${list.length} cover(s)`);
     await waitFor('kube-proxy and DNS caches to pick up the moved Services before the covers go (--propagation-delay)', this.opts.propagationDelayMs);
     await mapLimit(list, this.opts.concurrency, async (it) => {
