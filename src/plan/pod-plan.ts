@@ -27,6 +27,7 @@ import { distributionOf, distroConfigCheck, overlapHits, type PreflightCheck } f
 import { currentServiceRanges } from './service-mapping.ts';
 import { maskKey, type NodeMaskSizes, type PodCIDRSpec, type PodIpam, type PodPatchGate, type PoolData } from './pod-spec.ts';
 import { podStepLists } from './pod-step-lists.ts';
+import { DEFAULT_MAX_UNAVAILABLE, ZONE_LABEL } from './node-waves.ts';
 import { podOwnerRefusal, podPathOf } from './platform-gate.ts';
 
 export type { NodeMaskSizes, PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
@@ -58,6 +59,8 @@ export interface PodPlanOptions {
   nodeMaskSize?: number | readonly number[];
   /** Node path: a command that re-registers a deleted node (env KUBE_RENUMBER_NODE); without it each node is a gate. */
   nodeHook?: string;
+  /** Node path: nodes drained at once, a number or "P%" (default 1: one node at a time). */
+  maxUnavailable?: number | string;
   /** Minimum free room in NEW: blocks or node podCIDRs for today's nodes times this (default 2). */
   headroom?: number;
 }
@@ -386,7 +389,10 @@ function nodePodCIDRs(snap: Snapshot, target: Map<Family, Cidr>, masks: Map<Fami
   const blocks = new Map<Family, Cidr[]>();
   for (const [f, t] of target) blocks.set(f, split(t, masks.get(f)!, snap.nodes.length));
   return [...snap.nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map((n, i) => ({ name: n.name, from: [...n.podCIDRs], to: [...target.keys()].map((f) => formatCidr(blocks.get(f)![i]!)) }));
+    .map((n, i) => ({
+      name: n.name, from: [...n.podCIDRs], to: [...target.keys()].map((f) => formatCidr(blocks.get(f)![i]!)),
+      ...(n.labels[ZONE_LABEL] ? { zone: n.labels[ZONE_LABEL] } : {}),
+    }));
 }
 
 /** Node path: the node mask and the nodes' new podCIDRs, with check `pod-target-size` and the node-path checks. */
@@ -416,6 +422,7 @@ function nodeSizing(
       maskSizes,
       nodes: problems.length === 0 ? nodePodCIDRs(snap, target, masks) : [],
       ...(opts.nodeHook ? { hook: opts.nodeHook } : {}),
+      maxUnavailable: opts.maxUnavailable ?? DEFAULT_MAX_UNAVAILABLE,
     },
     checks: [sizeCheck, ...nodeFamiliesCheck(snap, target), ...nodePathChecks(snap, opts)],
   };

@@ -6,6 +6,7 @@ import * as yaml from 'js-yaml';
 import { unifiedDiff } from './diff.ts';
 import { InputError } from '../cluster/files.ts';
 import { maskKey, type PodCIDRSpec } from './pod-spec.ts';
+import { DEFAULT_MAX_UNAVAILABLE, parseMaxUnavailable, waveSize } from './node-waves.ts';
 import { renderReferences } from '../analyze/references.ts';
 import { contains, familyName, formatCidr, NetError, parseCidr, parseIP, type Cidr, type IP } from '../net/index.ts';
 import {
@@ -198,7 +199,7 @@ function checkItem(v: unknown, ip: string, kind: string): void {
 /** Service step kinds whose items are Services (namespace/name, IPs). */
 const SERVICE_ITEM_KINDS: readonly string[] = ['move-services', 'move-kubernetes', 'remove-bridges', 'sweep-services'];
 /** Steps whose first item is the node they work on. */
-const NODE_STEP_KINDS: readonly string[] = ['drain-node', 'reregister-node', 'assign-podcidr'];
+const NODE_STEP_KINDS: readonly string[] = ['drain-node', 'reregister-node', 'assign-podcidr', 'move-nodes'];
 
 /**
  * The gate condition of a plan written before gates named theirs: the gate ids of those plans named their
@@ -265,12 +266,22 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   }
   const items = list(s, 'items', path, true) ?? [];
   items.forEach((it, i) => checkItem(it, `${path}.items[${i}]`, kind));
-  if (kind === 'assign-podcidr' && r.pod && items.length > 0) {
-    // what the engine patches onto the node (spec.podCIDRs): one CIDR per family of spec.podCIDR.to, inside it
-    const ip = `${path}.items[0]`;
-    const got = cidrList(items[0] as Obj, 'to', ip, { nonEmpty: true, onePerFamily: true });
-    got.forEach((c, j) => { if (!inAny(r.pod!.to, c)) fail(`${ip}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${r.pod!.to.map(formatCidr).join(', ')})`); });
-    for (const t of r.pod.to) if (!got.some((c) => c.family === t.family)) fail(`${ip}.to`, `has no ${fam(t)} podCIDR (spec.podCIDR.to has ${formatCidr(t)})`);
+  if ((kind === 'assign-podcidr' || kind === 'move-nodes') && r.pod) {
+    // what the engine patches onto each node (spec.podCIDRs): one CIDR per family of spec.podCIDR.to, inside it
+    items.forEach((item, i) => {
+      const ip = `${path}.items[${i}]`;
+      const got = cidrList(item as Obj, 'to', ip, { nonEmpty: true, onePerFamily: true });
+      got.forEach((c, j) => { if (!inAny(r.pod!.to, c)) fail(`${ip}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${r.pod!.to.map(formatCidr).join(', ')})`); });
+      for (const t of r.pod!.to) if (!got.some((c) => c.family === t.family)) fail(`${ip}.to`, `has no ${fam(t)} podCIDR (spec.podCIDR.to has ${formatCidr(t)})`);
+    });
+  }
+  if (NODE_STEP_KINDS.includes(kind) || condition === 'node-reregistered') {
+    const seen = new Set<string>();
+    items.forEach((item, i) => {
+      const name = (item as Obj).name;
+      if (typeof name === 'string' && seen.has(name)) fail(`${path}.items[${i}].name`, `node ${show(name)} is named twice in this step`);
+      if (typeof name === 'string') seen.add(name);
+    });
   }
   if ((kind === 'move-kubernetes' || NODE_STEP_KINDS.includes(kind) || condition === 'node-reregistered') && items.length === 0) {
     fail(`${path}.items`, `a ${kind} step names what it works on in its first item; it has none`);
@@ -304,7 +315,7 @@ function checkPool(v: unknown, pp: string, within: readonly Cidr[] | undefined):
  * it, of that family's size, no two nodes sharing one.
  */
 function checkNodeSection(n: Obj, P: string, to: readonly Cidr[]): void {
-  onlyKeys(n, P, ['maskSizes', 'maskSize', 'hook', 'nodes']);
+  onlyKeys(n, P, ['maskSizes', 'maskSize', 'hook', 'maxUnavailable', 'nodes']);
   if (n.maskSize !== undefined) {
     if (n.maskSizes !== undefined) fail(`${P}.maskSize`, 'set together with maskSizes: give maskSizes only');
     if (to.length !== 1) fail(`${P}.maskSize`, `one size for ${to.length} families of spec.podCIDR.to (${to.map(formatCidr).join(', ')}): give maskSizes {ipv4, ipv6} (plan again)`);
@@ -326,12 +337,18 @@ function checkNodeSection(n: Obj, P: string, to: readonly Cidr[]): void {
     sizes.set(t.family, m);
   }
   str(n, 'hook', P, true);
+  if (n.maxUnavailable !== undefined) {
+    const m = n.maxUnavailable;
+    if (typeof m !== 'number' && typeof m !== 'string') fail(`${P}.maxUnavailable`, `must be a whole number or a percentage such as "10%" (got ${show(m)})`);
+    try { n.maxUnavailable = parseMaxUnavailable(m as number | string); } catch (e) { fail(`${P}.maxUnavailable`, `${show(m)}: ${(e as Error).message.replace(/^max-unavailable \S+: /, '')}`); }
+  }
   const taken = new Map<string, string>();
   list(n, 'nodes', P)!.forEach((x, i) => {
     const np = `${P}.nodes[${i}]`;
     const no = obj(x, np);
     const name = subdomain(no, 'name', np);
     cidrList(no, 'from', np);
+    str(no, 'zone', np, true);
     const got = cidrList(no, 'to', np, { nonEmpty: true, onePerFamily: true });
     got.forEach((c, j) => {
       if (!inAny(to, c)) fail(`${np}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${to.map(formatCidr).join(', ')})`);
@@ -575,7 +592,12 @@ export function podSummaryRows(pc: PodCIDRSpec): Array<[string, string]> {
     ['Restarts', `${pc.restarts.parallel} rollout(s) at a time; scaled up first: ${pc.restarts.critical.join(', ') || 'none'}`],
   ];
   if (pc.calico) rows.push(['Pools', `${pc.calico.oldPools.map((p) => `${p.name} ${p.cidr}`).join(', ')} → ${pc.calico.newPools.map((p) => `${p.name} ${p.cidr} /${p.blockSize} blocks`).join(', ')}`]);
-  if (pc.node) rows.push(['Nodes', `${pc.node.nodes.length} node(s), ${maskSizesText(pc)} each; re-registration: ${pc.node.hook ? `hook \`${pc.node.hook}\`` : 'a gate per node'}`]);
+  if (pc.node) {
+    const size = waveSize(pc.node.maxUnavailable, pc.node.nodes.length);
+    const zones = new Set(pc.node.nodes.map((n) => n.zone ?? '')).size;
+    rows.push(['Nodes', `${pc.node.nodes.length} node(s), ${maskSizesText(pc)} each; re-registration: ${pc.node.hook ? `hook \`${pc.node.hook}\`` : `a gate per ${size > 1 ? 'wave' : 'node'}`}`]);
+    rows.push(['Node waves', `max-unavailable ${pc.node.maxUnavailable ?? `${DEFAULT_MAX_UNAVAILABLE} (default; the plan predates waves)`}: ${size === 1 ? 'one node at a time' : `${Math.ceil(pc.node.nodes.length / size)} wave(s) of up to ${size} nodes`}${zones > 1 ? `, each spread across ${zones} zones` : ''}; PodDisruptionBudgets respected`]);
+  }
   return rows;
 }
 
@@ -625,7 +647,7 @@ export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml'): str
 
   if (pc?.node && pc.node.nodes.length > 0) {
     out += `\n## Node podCIDRs\n\n`;
-    out += mdTable(['Node', 'From', 'To'], pc.node.nodes.map((n) => [n.name, n.from.join(',') || '-', n.to.join(',')]));
+    out += mdTable(['Node', 'Zone', 'From', 'To'], pc.node.nodes.map((n) => [n.name, n.zone ?? '-', n.from.join(',') || '-', n.to.join(',')]));
   }
   if (sc) out += `\n## Service mapping\n\n${counts.move} moved, ${counts.keep} kept, ${counts.skip} skipped.\n\n`;
   if (dns) out += `- Cluster DNS: \`${dns.namespace}/${dns.name}\` ${ips(dns.from)} → ${ips(dns.to)} — ${dns.reason}\n`;

@@ -29,6 +29,7 @@ export type StepKind =
   | 'drain-node'
   | 'reregister-node'
   | 'assign-podcidr'
+  | 'move-nodes'
   | 'verify-pods';
 
 export const SERVICE_STEP_KINDS: readonly StepKind[] = [
@@ -37,7 +38,7 @@ export const SERVICE_STEP_KINDS: readonly StepKind[] = [
 ];
 export const POD_STEP_KINDS: readonly StepKind[] = [
   'create-ippool', 'disable-ippools', 'scale-critical', 'restart-pods', 'restore-scale', 'delete-ippools', 'remove-ipam-leftovers',
-  'drain-node', 'reregister-node', 'assign-podcidr', 'verify-pods',
+  'drain-node', 'reregister-node', 'assign-podcidr', 'move-nodes', 'verify-pods',
 ];
 export const STEP_KINDS: readonly StepKind[] = ['gate', 'confirm', ...SERVICE_STEP_KINDS, ...POD_STEP_KINDS];
 /** What `resume` checks itself at a gate of a Service CIDR migration (ServiceExecutor owns these). */

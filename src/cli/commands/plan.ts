@@ -5,6 +5,7 @@ import { refusals } from '../../plan/preflight.ts';
 import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
 import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
+import { DEFAULT_MAX_UNAVAILABLE, parseMaxUnavailable } from '../../plan/node-waves.ts';
 import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
 import { parsePodTarget } from '../../plan/pod-plan.ts';
 import { certSanProblem, isDnsSubdomain, isQualifiedName, objectRefProblem, podTargetRefusals } from '../../plan/targets.ts';
@@ -21,7 +22,7 @@ import { renderPlanHtml } from '../../render/html.ts';
 const MAX_HEADROOM = 1000;
 
 /** Flags of the Pod CIDR move, and of the Service CIDR move: each needs its move's target. */
-const POD_FLAGS = ['ipam', 'parallel', 'critical', 'block-size', 'pool-name', 'node-mask-size', 'node-hook'] as const;
+const POD_FLAGS = ['ipam', 'parallel', 'critical', 'block-size', 'pool-name', 'node-mask-size', 'node-hook', 'max-unavailable'] as const;
 const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san'] as const;
 
 /**
@@ -64,7 +65,7 @@ export const planCommand: Command = {
   name: 'plan',
   summary: 'write the ordered, reviewable plan that moves the Service CIDR, the Pod CIDR, or both (changes nothing)',
   usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
-    + '[--batch-size N] [--headroom X] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [-o yaml|json|markdown|html|table]',
+    + '[--batch-size N] [--headroom X] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
   options: {
     'service-cidr': { type: 'string' },
     keep: { type: 'string', multiple: true },
@@ -82,6 +83,7 @@ export const planCommand: Command = {
     'pool-name': { type: 'string' },
     'node-mask-size': { type: 'string' },
     'node-hook': { type: 'string' },
+    'max-unavailable': { type: 'string' },
   },
   help: `Flags:
   --service-cidr NEW       the new Service CIDR; dual-stack: one per family, comma-separated
@@ -109,6 +111,9 @@ Pod CIDR flags:
                            (e.g. 24,64; default: kube-controller-manager's, else the nodes' podCIDRs' sizes)
   --node-hook CMD          node path: command that re-registers a deleted node (env KUBE_RENUMBER_NODE);
                            without it every node stops at a gate until its kubelet registers it again
+  --max-unavailable N|P%   node path: nodes drained at once, a number or a percentage of the nodes (rounded
+                           down, at least 1); each wave spreads across zones (topology.kubernetes.io/zone)
+                           and waits on PodDisruptionBudgets (default ${DEFAULT_MAX_UNAVAILABLE}: one node at a time)
 
 Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --batch-size and
 --apiserver-cert-san need --service-cidr.
@@ -133,7 +138,7 @@ on this platform or by the owner of the pod addresses (docs/platforms.md): one e
     const ipam = str(values, 'ipam');
     if (ipam !== undefined && ipam !== 'calico' && ipam !== 'node') throw new UsageError(`--ipam ${ipam} must be calico or node`);
     if (ipam === 'node') needs(['pool-name', 'block-size'], '--ipam calico (Calico IPPools); --ipam node moves node podCIDRs');
-    if (ipam === 'calico') needs(['node-mask-size', 'node-hook'], '--ipam node (node podCIDRs); --ipam calico moves Calico IPPools');
+    if (ipam === 'calico') needs(['node-mask-size', 'node-hook', 'max-unavailable'], '--ipam node (node podCIDRs); --ipam calico moves Calico IPPools');
     const critical = list(values, 'critical').flatMap((k) => k.split(',')).map((k) => k.trim()).filter(Boolean);
     for (const k of critical) {
       const problem = objectRefProblem(k);
@@ -142,6 +147,11 @@ on this platform or by the owner of the pod addresses (docs/platforms.md): one e
     const parallel = intFlag(values, 'parallel', 1, 100);
     const blockSize = intFlag(values, 'block-size', 1, 128);
     const nodeMaskSize = nodeMaskSizes(values, podTarget);
+    const maxUnavailableRaw = str(values, 'max-unavailable');
+    let maxUnavailable: number | string | undefined;
+    if (maxUnavailableRaw !== undefined) {
+      try { maxUnavailable = parseMaxUnavailable(maxUnavailableRaw); } catch (e) { throw new UsageError(`--${(e as Error).message}`); }
+    }
     const poolName = str(values, 'pool-name');
     if (poolName !== undefined && !isDnsSubdomain(poolName)) {
       throw new UsageError(`--pool-name ${JSON.stringify(poolName)} is not a valid Kubernetes object name (lower-case letters, digits, "-" and ".", at most 253, each part starting and ending alphanumeric)`);
@@ -194,6 +204,7 @@ on this platform or by the owner of the pod addresses (docs/platforms.md): one e
           ...(nodeMaskSize !== undefined ? { nodeMaskSize } : {}),
           ...(poolName ? { poolName } : {}),
           ...(str(values, 'node-hook') ? { nodeHook: str(values, 'node-hook') } : {}),
+          ...(maxUnavailable !== undefined ? { maxUnavailable } : {}),
           ...(headroom !== undefined ? { headroom } : {}),
         },
       } : {}),
