@@ -59,10 +59,11 @@ interface RunFigures {
   loadAvg1m: number;
 }
 
-/** Deployment replicas not available and bare pods gone, at the end of a run. */
+/** Deployment replicas and DaemonSet pods not available, and bare pods gone, at the end of a run. */
 async function podsLost(tb: Testbed): Promise<number> {
   let lost = 0;
   for (const d of (await tb.client.list('/apis/apps/v1/deployments')).items) lost += Math.max(0, (d.spec?.replicas ?? 1) - (d.status?.availableReplicas ?? 0));
+  for (const d of (await tb.client.list('/apis/apps/v1/daemonsets')).items) lost += Math.max(0, (d.status?.desiredNumberScheduled ?? 0) - (d.status?.numberAvailable ?? 0));
   if (!(await tb.client.getOrUndefined('/api/v1/namespaces/tb-wl-0/pods/standalone'))) lost++;
   return lost;
 }
@@ -133,6 +134,8 @@ async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max:
   if (r.code !== 7 || !/stopped at gate kcm-cluster-cidr/.test(r.err)) throw new Error(`resume exited ${r.code}, expected gate kcm-cluster-cidr: ${r.err.slice(-2000)}`);
   const pdb = await watcher.stop();
   if (!(await tb.restartControllerManager({ clusterCIDR: to, allocateNodeCIDRs: true })).running) throw new Error('kube-controller-manager did not start on the new range');
+  // the last wave's DaemonSet pods may still be starting on a loaded machine: verify-pods checks them once
+  await settle(tb);
   const done = await cli(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr']);
   if (done.code !== 0) throw new Error(`final resume exited ${done.code}: ${done.err.slice(-2000)}`);
   const size = waveSize(parseMaxUnavailable(max), nodes);

@@ -669,7 +669,7 @@ export class PodExecutor {
     for (const x of left) {
       if (node && !this.nodeOld(node) && !ipsOf(x).some((a) => inAny(this.old, a))) continue;
       if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) backUpLate(ctx, [withKind(x, 'pods')], step);
-      await withRetry(() => deleteObject(ctx.client, PODS, x.metadata!.name!, x.metadata!.namespace, { uid: x.metadata?.uid }));
+      await this.removePod(ctx, x);
     }
   }
 
@@ -861,8 +861,23 @@ export class PodExecutor {
         this.report(ctx, [r]);
         continue;
       }
-      await withRetry(() => deleteObject(ctx.client, PODS, x.metadata!.name!, x.metadata!.namespace, { uid: x.metadata?.uid }));
+      await this.removePod(ctx, x);
     }
+  }
+
+  /**
+   * Remove a pod its owner recreates: a Ready pod through the Eviction API (it counts in its PodDisruptionBudget:
+   * while nodes of a wave re-register, pods scheduled there before the podCIDR may be Ready, and deleting several
+   * at once would take a budget below its minimum); a DaemonSet, mirror or not-Ready pod is deleted, as the pod
+   * garbage collector would.
+   */
+  private async removePod(ctx: StepContext, x: KubeObject): Promise<void> {
+    const ready = (x.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
+    if (ready && !isDaemonSetPod(x) && !isMirrorPod(x) && (x.metadata?.ownerReferences ?? []).some((r) => r.controller)) {
+      await this.evictWaiting(ctx, x);
+      return;
+    }
+    await withRetry(() => deleteObject(ctx.client, PODS, x.metadata!.name!, x.metadata!.namespace, { uid: x.metadata?.uid }));
   }
 
   /** Wait until every one of `items` is in NEW and Ready; else the first node's problem. */
