@@ -18,7 +18,9 @@ import {
   forCreate, ipAddresses, type ResourceType,
 } from '../kube/resources.ts';
 import { contains, formatIP, parseCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
-import { coverName, MANAGED_LABEL, type MigrationPlan, type GateStep, type PlanStep, type ServiceCIDRSpec, type StepItem } from '../plan/plan.ts';
+import {
+  coverName, MANAGED_LABEL, type MigrationPlan, type GateStep, type PlanStep, type ServiceActionKind, type ServiceCIDRSpec, type ServiceGateCondition, type StepItem,
+} from '../plan/plan.ts';
 import { refOf } from './backup.ts';
 import { UserError } from '../errors.ts';
 import { refKey } from './backup.ts';
@@ -298,32 +300,36 @@ export class ServiceExecutor {
   }
 
   private stepOf(p: PlanStep): Step {
-    const base = { id: p.id, title: p.description };
-    switch (p.kind) {
-      case 'confirm':
-        return { ...base, kind: 'confirm', check: async () => false };
-      case 'gate':
-        return { ...base, kind: 'gate', instructions: p.gate.instructions, check: (ctx) => this.gateHolds(p, ctx) };
-      case 'create-servicecidrs':
-        return this.createServiceCIDRsStep(p);
-      case 'move-services':
-        return this.moveServicesStep(p);
-      case 'drain-servicecidrs':
-        return this.drainStep(p);
-      case 'sweep-services':
-        return this.sweepStep(p);
-      case 'move-kubernetes':
-        return this.moveKubernetesStep(p);
-      case 'remove-bridges':
-        return this.removeBridgesStep(p);
-      case 'finalize-servicecidrs':
-        return this.finalizeStep(p);
-      case 'verify':
-        return { ...base, kind: 'action', check: async () => false, apply: async () => {}, verify: (ctx) => this.verifyEndState(ctx.client, ctx.backups) };
-      default:
-        throw new Error(`plan step ${p.id}: unknown kind ${String(p.kind)}`);
-    }
+    if (p.kind === 'confirm') return { id: p.id, title: p.description, kind: 'confirm', check: async () => false };
+    if (p.kind === 'gate') return { id: p.id, title: p.description, kind: 'gate', instructions: p.gate.instructions, check: (ctx) => this.gateHolds(p, ctx) };
+    const make = (ServiceExecutor.actions as Partial<Record<string, (x: ServiceExecutor, p: PlanStep) => Step>>)[p.kind];
+    if (!make) throw new Error(`plan step ${p.id}: unknown kind ${String(p.kind)}`);
+    return make(this, p);
   }
+
+  /** One executor per Service step kind (STEP_KINDS in src/plan/steps.ts: a new kind is a compile error here until it has one). */
+  static readonly actions: { readonly [K in ServiceActionKind]: (x: ServiceExecutor, p: PlanStep) => Step } = {
+    'create-servicecidrs': (x, p) => x.createServiceCIDRsStep(p),
+    'move-services': (x, p) => x.moveServicesStep(p),
+    'drain-servicecidrs': (x, p) => x.drainStep(p),
+    'sweep-services': (x, p) => x.sweepStep(p),
+    'move-kubernetes': (x, p) => x.moveKubernetesStep(p),
+    'remove-bridges': (x, p) => x.removeBridgesStep(p),
+    'finalize-servicecidrs': (x, p) => x.finalizeStep(p),
+    verify: (x, p) => ({
+      id: p.id, title: p.description, kind: 'action', check: async () => false, apply: async () => {}, verify: (ctx) => x.verifyEndState(ctx.client, ctx.backups),
+    }),
+  };
+
+  /** One check per gate condition of the Service CIDR migration (GATE_CONDITION_INFO in src/plan/steps.ts). */
+  static readonly gates: { readonly [C in ServiceGateCondition]: (x: ServiceExecutor, p: GateStep, ctx: StepContext) => Promise<boolean> } = {
+    'apiservers-on-new-range': (x, p, ctx) => x.apiserversOnNewRange(ctx, p.id),
+    'workloads-restarted': (x, _p, ctx) => x.podsRestarted(ctx),
+    'kubelet-cluster-dns': (x, _p, ctx) => x.kubeletsOnNewDNS(ctx),
+    // the plan holds this gate only when the API was not served at plan time: `apply` re-plans once it is
+    'servicecidr-api': async () => false,
+  };
+
 
   // ---- ownership of helpers (bridges, covers) ------------------------------------------------------
 
@@ -799,14 +805,9 @@ export class ServiceExecutor {
       ctx.log(`gate ${p.id}: acknowledged by --ack-gate`);
       return true;
     }
-    switch (p.gate.condition) {
-      case 'apiservers-on-new-range': return this.apiserversOnNewRange(ctx, p.id);
-      case 'workloads-restarted': return this.podsRestarted(ctx);
-      case 'kubelet-cluster-dns': return this.kubeletsOnNewDNS(ctx);
-      // the plan holds this gate only when the API was not served at plan time: `apply` re-plans once it is
-      case 'servicecidr-api': return false;
-      default: throw new Error(`gate ${p.id}: condition ${p.gate.condition} belongs to the Pod CIDR migration`);
-    }
+    const check = (ServiceExecutor.gates as Partial<Record<string, (x: ServiceExecutor, p: GateStep, ctx: StepContext) => Promise<boolean>>>)[p.gate.condition];
+    if (!check) throw new Error(`gate ${p.id}: condition ${p.gate.condition} belongs to the Pod CIDR migration`);
+    return check(this, p, ctx);
   }
 
   /**

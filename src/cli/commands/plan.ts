@@ -6,6 +6,7 @@ import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
 import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
 import { DEFAULT_MAX_UNAVAILABLE, parseMaxUnavailable } from '../../plan/node-waves.ts';
+import { isPodPathId, orList, POD_PATH_NAMES, POD_PATHS } from '../../plan/pod-paths/registry.ts';
 import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
 import { parsePodTarget } from '../../plan/pod-plan.ts';
 import { certSanProblem, isDnsSubdomain, isQualifiedName, objectRefProblem, podTargetRefusals } from '../../plan/targets.ts';
@@ -22,7 +23,7 @@ import { renderPlanHtml } from '../../render/html.ts';
 const MAX_HEADROOM = 1000;
 
 /** Flags of the Pod CIDR move, and of the Service CIDR move: each needs its move's target. */
-const POD_FLAGS = ['ipam', 'parallel', 'critical', 'block-size', 'pool-name', 'node-mask-size', 'node-hook', 'max-unavailable'] as const;
+const POD_FLAGS = ['ipam', 'parallel', 'critical', ...POD_PATH_NAMES.flatMap((id) => POD_PATHS[id].flags)] as const;
 const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san'] as const;
 
 /**
@@ -102,7 +103,7 @@ export const planCommand: Command = {
                            addresses, or DNS names with a dot (or localhost, kubernetes*); live input reads
                            them over TLS from the kubeconfig server
 Pod CIDR flags:
-  --ipam calico|node       how pods get addresses (default: detected): Calico IPPools, or node podCIDRs
+  ${`--ipam ${POD_PATH_NAMES.join('|')}`.padEnd(23)}  how pods get addresses (default: detected): ${POD_PATH_NAMES.map((id) => POD_PATHS[id].moves).join(', or ')}
   --parallel N             workload rollouts in flight at once (default ${DEFAULT_PARALLEL})
   --critical NS/NAME       a Deployment scaled up by one before the restarts, besides the cluster DNS (repeatable)
   --block-size N           Calico: block size of the new pool (default: the old pool's)
@@ -135,10 +136,15 @@ on this platform or by the owner of the pod addresses (docs/platforms.md): one e
     };
     if (!podTarget) needs(POD_FLAGS, '--pod-cidr (it applies to the Pod CIDR move)');
     if (!target) needs(SERVICE_FLAGS, '--service-cidr (it applies to the Service CIDR move)');
-    const ipam = str(values, 'ipam');
-    if (ipam !== undefined && ipam !== 'calico' && ipam !== 'node') throw new UsageError(`--ipam ${ipam} must be calico or node`);
-    if (ipam === 'node') needs(['pool-name', 'block-size'], '--ipam calico (Calico IPPools); --ipam node moves node podCIDRs');
-    if (ipam === 'calico') needs(['node-mask-size', 'node-hook', 'max-unavailable'], '--ipam node (node podCIDRs); --ipam calico moves Calico IPPools');
+    const ipamRaw = str(values, 'ipam');
+    if (ipamRaw !== undefined && !isPodPathId(ipamRaw)) throw new UsageError(`--ipam ${ipamRaw} must be ${orList(POD_PATH_NAMES)}`);
+    const ipam = ipamRaw;
+    // a path's own flags need that path
+    if (ipam) {
+      for (const other of POD_PATH_NAMES.filter((id) => id !== ipam)) {
+        needs(POD_PATHS[other].flags, `--ipam ${other} (${POD_PATHS[other].moves}); --ipam ${ipam} moves ${POD_PATHS[ipam].moves}`);
+      }
+    }
     const critical = list(values, 'critical').flatMap((k) => k.split(',')).map((k) => k.trim()).filter(Boolean);
     for (const k of critical) {
       const problem = objectRefProblem(k);
@@ -181,7 +187,7 @@ on this platform or by the owner of the pod addresses (docs/platforms.md): one e
     const headroom = numberFlag(values, 'headroom', 1, MAX_HEADROOM);
     const snap = await loadSnapshot(values, io);
     for (const move of [...(target ? ['service' as const] : []), ...(podTarget ? ['pod' as const] : [])]) {
-      const refused = platformRefusal(snap, move) ?? (move === 'pod' ? podOwnerRefusal(snap, ipam as 'calico' | 'node' | undefined) : undefined);
+      const refused = platformRefusal(snap, move) ?? (move === 'pod' ? podOwnerRefusal(snap, ipam) : undefined);
       if (refused) throw new UsageError(refused);
     }
     if (podTarget) {
@@ -198,7 +204,7 @@ on this platform or by the owner of the pod addresses (docs/platforms.md): one e
       ...(podTarget ? {
         pod: {
           target: podTarget, avoid, critical,
-          ...(ipam ? { ipam: ipam as 'calico' | 'node' } : {}),
+          ...(ipam ? { ipam } : {}),
           ...(parallel !== undefined ? { parallel } : {}),
           ...(blockSize !== undefined ? { blockSize } : {}),
           ...(nodeMaskSize !== undefined ? { nodeMaskSize } : {}),
