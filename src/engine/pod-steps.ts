@@ -367,7 +367,15 @@ export class PodExecutor implements PodPathHosts {
       const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] },
         { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
       this.report(ctx, [r]);
-      if (r.status === 'failed' || r.status === 'stuck') throw (r.error ?? new Error(`pod ${x.metadata?.namespace}/${x.metadata?.name}: ${r.status} ${r.message ?? ''}`));
+      if (r.status !== 'failed' && r.status !== 'stuck') continue;
+      // In a wave, the pod created again may land on another node of the wave before that node has its podCIDR,
+      // whose move then creates it again in turn: it exists, elsewhere, and that move waits for it.
+      const now = await withRetry(() => getObject(ctx.client, PODS, x.metadata!.name!, x.metadata!.namespace));
+      if (now && now.metadata?.uid !== x.metadata?.uid && now.spec?.nodeName !== node && !now.metadata?.deletionTimestamp) {
+        this.warn(ctx, `pod ${x.metadata?.namespace}/${x.metadata?.name}: created again once more by another node's move (${r.message ?? r.status}); it runs on ${now.spec?.nodeName ?? 'no node yet'}`);
+        continue;
+      }
+      throw (r.error ?? new Error(`pod ${x.metadata?.namespace}/${x.metadata?.name}: ${r.status} ${r.message ?? ''}`));
     }
   }
 
