@@ -615,16 +615,25 @@ export class PodExecutor implements PodPathHosts {
       return (x?.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
     }, { timeoutMs: this.opts.timeoutMs });
     // Pods that started on the node before it had its podCIDR got no address from it: their owners recreate them.
+    // A pod bound then but given its address only later gets one from outside too: sweep until every pod on the
+    // node has an address, each inside the podCIDR (or the wait ends: verify names what is left).
     const final = (await getObject(ctx.client, NODES, it.name))!;
     const mine = (final.spec?.podCIDRs ?? []).map((c: string) => parseCidr(c));
-    for (const x of await this.podsOnNode(ctx.client, it.name)) {
-      if (!active(x) || ipsOf(x).length === 0 || ipsOf(x).every((a) => inAny(mine, a))) continue;
-      if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) {
-        const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] }, { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
-        this.report(ctx, [r]);
-        continue;
+    const deadline = Date.now() + this.opts.timeoutMs;
+    for (;;) {
+      const pods = (await this.podsOnNode(ctx.client, it.name)).filter((x) => active(x));
+      const stray = pods.filter((x) => ipsOf(x).length > 0 && !ipsOf(x).every((a) => inAny(mine, a)));
+      for (const x of stray) {
+        if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) {
+          const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] }, { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
+          this.report(ctx, [r]);
+          continue;
+        }
+        await this.removePod(ctx, x);
       }
-      await this.removePod(ctx, x);
+      const waiting = pods.some((x) => ipsOf(x).length === 0);
+      if ((stray.length === 0 && !waiting) || Date.now() > deadline) return;
+      await sleep(500);
     }
   }
 
