@@ -18,6 +18,10 @@ const SCENARIOS: Record<string, Scenario> = {
     summary: 'Pod CIDR move (Calico) on a real local control plane: total time vs the sum of the individual rollouts',
     load: () => import('./pod-waves.ts'),
   },
+  'node-waves': {
+    summary: 'Pod CIDR move (node IPAM) on kwok nodes at 50/100/200: --max-unavailable 1 vs 10 %, ratio to one node\'s cycle',
+    load: () => import('./node-waves.ts'),
+  },
   'zero-downtime': {
     summary: 'Service CIDR move (recreate, in-place) on the data-plane testbed with the prober: failed requests, longest gap',
     load: () => import('./zero-downtime.ts'),

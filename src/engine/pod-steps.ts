@@ -29,6 +29,9 @@ import {
 import { backUpLate, withPlanSupersessions, type Step, type StepContext } from './runner.ts';
 import { evictRespectingPdb, mapLimit, poll, sleep, withRetry } from './toolkit.ts';
 
+/** A node of a node step: its name, its podCIDRs today and in NEW. */
+type NodeItem = { name: string; from: string[]; to: string[] };
+
 export interface PodExecOptions {
   acknowledgedGates?: readonly string[];
   /** How long to wait for the cluster to show an effect (default 60 s). */
@@ -87,8 +90,9 @@ export class PodExecutor implements PodPathHosts {
     drainNodeStep: (p) => this.drainNodeStep(p),
     reregisterStep: (p) => this.reregisterStep(p),
     assignStep: (p) => this.assignStep(p),
+    moveNodesStep: (p) => this.moveNodesStep(p),
     registered: (client, name) => this.registered(client, name),
-    nodeItem: (p) => this.nodeItem(p),
+    allRegistered: (client, p) => this.allNodes(this.nodeItems(p), (it) => this.registered(client, it.name)),
     podCIDRProblem: (cidrs) => this.podCIDRProblem(cidrs),
   };
 
@@ -289,10 +293,11 @@ export class PodExecutor implements PodPathHosts {
 
   // ---- nodes --------------------------------------------------------------------------------------
 
-  private nodeItem(p: PlanStep): { name: string; from: string[]; to: string[] } {
-    const it = p.items?.[0];
-    if (!it) throw new Error(`plan step ${p.id} names no node`);
-    return { name: it.name, from: it.from, to: it.to };
+  /** The nodes a node step works on: one (a plan written before waves, or a wave of one), or a wave's. */
+  private nodeItems(p: PlanStep): NodeItem[] {
+    const items = p.items ?? [];
+    if (items.length === 0) throw new Error(`plan step ${p.id} names no node`);
+    return items.map((it) => ({ name: it.name, from: it.from, to: it.to }));
   }
 
   private nodeOld(n: KubeObject | undefined): boolean {
@@ -362,7 +367,15 @@ export class PodExecutor implements PodPathHosts {
       const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] },
         { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
       this.report(ctx, [r]);
-      if (r.status === 'failed' || r.status === 'stuck') throw (r.error ?? new Error(`pod ${x.metadata?.namespace}/${x.metadata?.name}: ${r.status} ${r.message ?? ''}`));
+      if (r.status !== 'failed' && r.status !== 'stuck') continue;
+      // In a wave, the pod created again may land on another node of the wave before that node has its podCIDR,
+      // whose move then creates it again in turn: it exists, elsewhere, and that move waits for it.
+      const now = await withRetry(() => getObject(ctx.client, PODS, x.metadata!.name!, x.metadata!.namespace));
+      if (now && now.metadata?.uid !== x.metadata?.uid && now.spec?.nodeName !== node && !now.metadata?.deletionTimestamp) {
+        this.warn(ctx, `pod ${x.metadata?.namespace}/${x.metadata?.name}: created again once more by another node's move (${r.message ?? r.status}); it runs on ${now.spec?.nodeName ?? 'no node yet'}`);
+        continue;
+      }
+      throw (r.error ?? new Error(`pod ${x.metadata?.namespace}/${x.metadata?.name}: ${r.status} ${r.message ?? ''}`));
     }
   }
 
@@ -387,45 +400,140 @@ export class PodExecutor implements PodPathHosts {
     return left.length === 0;
   }
 
+  /** Cordon `n` (a node in the old range), then, once a node in NEW can take pods, every node in the old range. */
+  private async cordonForDrain(ctx: StepContext, n: KubeObject, step: string): Promise<void> {
+    backUpLate(ctx, [withKind(n, 'nodes')], step);
+    const nodes = await withRetry(() => listAll(ctx.client, NODES));
+    const ready = (x: KubeObject) => (x.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
+    const anyNew = nodes.some((x) => !this.nodeOld(x) && (x.spec?.podCIDRs ?? []).length > 0 && ready(x) && x.spec?.unschedulable !== true);
+    // Once a node in NEW can take pods, cordon every old node so evicted pods land only in NEW.
+    for (const x of anyNew ? nodes.filter((y) => this.nodeOld(y)) : [n]) await this.cordon(ctx, withKind(x, 'nodes'));
+  }
+
+  /** One node's drain: cordoned, its pods evicted (budgets respected), the Node deleted, what is left on it deleted. */
+  private async drainOne(ctx: StepContext, it: NodeItem, step: string): Promise<void> {
+    const n = await getObject(ctx.client, NODES, it.name);
+    if (n && this.nodeOld(n)) {
+      await this.cordonForDrain(ctx, n, step);
+      if (ctx.dryRun === 'client') return;
+      await this.drainPods(ctx, it.name);
+      if (ctx.dryRun === 'server') return;
+      const cur = await getObject(ctx.client, NODES, it.name);
+      if (cur && this.nodeOld(cur)) await withRetry(() => deleteObject(ctx.client, NODES, it.name, undefined, { uid: cur.metadata?.uid }));
+      await poll(`Node ${it.name} to be deleted`, async () => {
+        const x = await getObject(ctx.client, NODES, it.name);
+        return !x || !this.nodeOld(x) ? true : undefined;
+      }, { timeoutMs: this.opts.timeoutMs });
+    }
+    if (ctx.dryRun !== 'none') return;
+    // What is left on the deleted node (DaemonSet pods, stragglers): delete it, as the pod garbage collector would.
+    const left = (await this.podsOnNode(ctx.client, it.name)).filter((x) => ipsOf(x).some((a) => inAny(this.old, a)) || !ipsOf(x).length);
+    const node = await getObject(ctx.client, NODES, it.name);
+    for (const x of left) {
+      if (node && !this.nodeOld(node) && !ipsOf(x).some((a) => inAny(this.old, a))) continue;
+      if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) backUpLate(ctx, [withKind(x, 'pods')], step);
+      await this.removePod(ctx, x);
+    }
+  }
+
+  /** Every node in the old range and the step's nodes, to back up before a drain. */
+  private async drainBackup(ctx: StepContext, items: readonly NodeItem[]): Promise<KubeObject[]> {
+    const names = new Set(items.map((x) => x.name));
+    return (await withRetry(() => listAll(ctx.client, NODES))).filter((x) => this.nodeOld(x) || names.has(x.metadata!.name!)).map((x) => withKind(x, 'nodes'));
+  }
+
+  /** Are all of `items` true of `cond`? (Read concurrently: a wave of 100 nodes is read in one round trip's time.) */
+  private async allNodes(items: readonly NodeItem[], cond: (it: NodeItem) => Promise<boolean>): Promise<boolean> {
+    return (await mapLimit(items, 16, cond)).every(Boolean);
+  }
+
+  /**
+   * Runs `move` for every node of a wave at once. A node that fails does not stop the others: each finishes its
+   * move, so the wave ends at a clean point — every node moved, or still in the old range and uncordoned again
+   * (its evicted pods run elsewhere) — and only then does the step fail, naming the nodes. A wave's nodes are
+   * cordoned before any is drained, so a pod evicted from one never lands on another. Each node's outcome is
+   * journaled (event report).
+   */
+  private async wave(ctx: StepContext, step: string, items: readonly NodeItem[], move: (it: NodeItem) => Promise<void>, cordonFirst: boolean): Promise<void> {
+    if (items.length === 1) { await move(items[0]!); return; }
+    if (cordonFirst && ctx.dryRun !== 'client') {
+      for (const it of items) {
+        const n = await getObject(ctx.client, NODES, it.name);
+        if (n && this.nodeOld(n)) { backUpLate(ctx, [withKind(n, 'nodes')], step); await this.cordon(ctx, withKind(n, 'nodes')); }
+      }
+    }
+    const t0 = Date.now();
+    const outcomes = await Promise.all(items.map(async (it) => {
+      try {
+        await move(it);
+        return { it, error: undefined as string | undefined, seconds: (Date.now() - t0) / 1000 };
+      } catch (e) {
+        return { it, error: errText(e), seconds: (Date.now() - t0) / 1000 };
+      }
+    }));
+    const failed = outcomes.filter((o) => o.error !== undefined);
+    const uncordoned: string[] = [];
+    if (ctx.dryRun === 'none') {
+      for (const o of failed) {
+        const n = await withRetry(() => getObject(ctx.client, NODES, o.it.name));
+        const before = ctx.backups.load({ apiVersion: 'v1', kind: 'Node', name: o.it.name });
+        if (n && this.nodeOld(n) && n.spec?.unschedulable === true && before?.spec?.unschedulable !== true) {
+          await this.patchNode(ctx, o.it.name, { unschedulable: false });
+          uncordoned.push(o.it.name);
+        }
+      }
+      for (const o of outcomes) {
+        ctx.journal.append('report', { step, detail: JSON.stringify({ node: { name: o.it.name, status: o.error === undefined ? 'done' : 'failed', seconds: Math.round(o.seconds * 10) / 10, ...(o.error ? { error: o.error, uncordoned: uncordoned.includes(o.it.name) } : {}) } }) });
+      }
+    }
+    if (failed.length > 0) {
+      throw new Error(`${failed.length} of ${items.length} node(s) of the wave failed (${failed.slice(0, 5).map((o) => `${o.it.name}: ${o.error}`).join('; ')}${failed.length > 5 ? ` and ${failed.length - 5} more` : ''}); `
+        + `the others finished${uncordoned.length > 0 ? `; uncordoned again: ${uncordoned.join(', ')}` : ''}. Fix the cause, then kube-renumber resume`);
+    }
+  }
+
   private drainNodeStep(p: PlanStep): Step {
-    const it = this.nodeItem(p);
+    const items = this.nodeItems(p);
+    const names = items.map((x) => x.name).join(', ');
     return {
       id: p.id, title: p.description, kind: 'action',
-      check: async (ctx) => (await this.nodeDone(ctx.client, it.name)) && (await this.missingBarePods(ctx)).length === 0,
-      // every node in the old range (apply cordons them once a node in NEW takes pods) and this one
-      backup: async (ctx) => (await withRetry(() => listAll(ctx.client, NODES))).filter((x) => this.nodeOld(x) || x.metadata?.name === it.name).map((x) => withKind(x, 'nodes')),
+      check: async (ctx) => (await this.allNodes(items, (it) => this.nodeDone(ctx.client, it.name))) && (await this.missingBarePods(ctx)).length === 0,
+      // every node in the old range (apply cordons them once a node in NEW takes pods) and this step's nodes
+      backup: (ctx) => this.drainBackup(ctx, items),
       apply: async (ctx) => {
         if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
-        const n = await getObject(ctx.client, NODES, it.name);
-        if (n && this.nodeOld(n)) {
-          backUpLate(ctx, [withKind(n, 'nodes')], p.id);
-          const nodes = await withRetry(() => listAll(ctx.client, NODES));
-          const ready = (x: KubeObject) => (x.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
-          const anyNew = nodes.some((x) => !this.nodeOld(x) && (x.spec?.podCIDRs ?? []).length > 0 && ready(x) && x.spec?.unschedulable !== true);
-          // Once a node in NEW can take pods, cordon every old node so evicted pods land only in NEW.
-          for (const x of anyNew ? nodes.filter((y) => this.nodeOld(y)) : [n]) await this.cordon(ctx, withKind(x, 'nodes'));
-          if (ctx.dryRun === 'client') return;
-          await this.drainPods(ctx, it.name);
-          if (ctx.dryRun === 'server') return;
-          const cur = await getObject(ctx.client, NODES, it.name);
-          if (cur && this.nodeOld(cur)) await withRetry(() => deleteObject(ctx.client, NODES, it.name, undefined, { uid: cur.metadata?.uid }));
-          await poll(`Node ${it.name} to be deleted`, async () => {
-            const x = await getObject(ctx.client, NODES, it.name);
-            return !x || !this.nodeOld(x) ? true : undefined;
-          }, { timeoutMs: this.opts.timeoutMs });
-        }
-        if (ctx.dryRun !== 'none') return;
-        // What is left on the deleted node (DaemonSet pods, stragglers): delete it, as the pod garbage collector would.
-        const left = (await this.podsOnNode(ctx.client, it.name)).filter((x) => ipsOf(x).some((a) => inAny(this.old, a)) || !ipsOf(x).length);
-        const node = await getObject(ctx.client, NODES, it.name);
-        for (const x of left) {
-          if (node && !this.nodeOld(node) && !ipsOf(x).some((a) => inAny(this.old, a))) continue;
-          if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) backUpLate(ctx, [withKind(x, 'pods')], p.id);
-          await withRetry(() => deleteObject(ctx.client, PODS, x.metadata!.name!, x.metadata!.namespace, { uid: x.metadata?.uid }));
-        }
+        await this.wave(ctx, p.id, items, (it) => this.drainOne(ctx, it, p.id), true);
       },
-      verify: (ctx) => this.until(`node ${it.name} drained and deleted`, () => this.nodeDone(ctx.client, it.name)),
-      rollback: async () => { throw new Error(`node ${it.name} was deleted: it re-registers and takes a podCIDR in NEW; its old podCIDR cannot be given back`); },
+      verify: (ctx) => this.until(`node(s) ${names} drained and deleted`, () => this.allNodes(items, (it) => this.nodeDone(ctx.client, it.name))),
+      rollback: async () => { throw new Error(`node(s) ${names} were deleted: they re-register and take podCIDRs in NEW; their old podCIDRs cannot be given back`); },
+    };
+  }
+
+  /**
+   * A wave with a hook (kind move-nodes): each node drained, re-registered by the hook and given its podCIDR,
+   * every node of the wave at once. Each part is skipped when the cluster shows it done, so a resume after a
+   * crash mid-wave finishes each node from where it was.
+   */
+  private moveNodesStep(p: PlanStep): Step {
+    const items = this.nodeItems(p);
+    const hook = this.spec.node?.hook;
+    return {
+      id: p.id, title: p.description, kind: 'action',
+      check: async (ctx) => (await this.allNodes(items, async (it) => (await this.assigned(ctx.client, it)) === undefined)) && (await this.missingBarePods(ctx)).length === 0,
+      backup: (ctx) => this.drainBackup(ctx, items),
+      apply: async (ctx) => {
+        if (!hook) throw new Error('the plan has no node hook');
+        if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
+        await this.wave(ctx, p.id, items, async (it) => {
+          if (ctx.dryRun === 'none' && (await this.assigned(ctx.client, it)) === undefined) return;
+          if (!(await this.nodeDone(ctx.client, it.name))) await this.drainOne(ctx, it, p.id);
+          if (ctx.dryRun !== 'none') { ctx.log(`would run: ${hook} (KUBE_RENUMBER_NODE=${it.name}) and give it podCIDR ${it.to.join(',')}`); return; }
+          if (!(await this.registered(ctx.client, it.name))) await this.hookOne(ctx, it);
+          await this.assignOne(ctx, it);
+        }, true);
+      },
+      verify: (ctx) => this.assignedAll(ctx, items),
+      rollback: async () => { throw new Error(`node(s) ${items.map((x) => x.name).join(', ')} were deleted and re-registered in NEW; their old podCIDRs cannot be given back`); },
     };
   }
 
@@ -434,18 +542,27 @@ export class PodExecutor implements PodPathHosts {
     return !!n && !this.nodeOld(n);
   }
 
+  /** Run the node hook for one node and wait until it is registered again. */
+  private async hookOne(ctx: StepContext, it: NodeItem): Promise<void> {
+    const hook = this.spec.node?.hook;
+    if (!hook) throw new Error('the plan has no node hook');
+    await runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log, this.opts.hookEnv);
+    const why = await this.until(`node ${it.name} to register again`, () => this.registered(ctx.client, it.name));
+    if (why) throw new Error(why);
+  }
+
   private reregisterStep(p: PlanStep): Step {
-    const it = this.nodeItem(p);
+    const items = this.nodeItems(p);
     const hook = this.spec.node?.hook;
     return {
       id: p.id, title: p.description, kind: 'action',
-      check: (ctx) => this.registered(ctx.client, it.name),
+      check: (ctx) => this.allNodes(items, (it) => this.registered(ctx.client, it.name)),
       apply: async (ctx) => {
         if (!hook) throw new Error('the plan has no node hook');
-        if (ctx.dryRun !== 'none') { ctx.log(`would run: ${hook} (KUBE_RENUMBER_NODE=${it.name})`); return; }
-        await runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log, this.opts.hookEnv);
+        if (ctx.dryRun !== 'none') { for (const it of items) ctx.log(`would run: ${hook} (KUBE_RENUMBER_NODE=${it.name})`); return; }
+        await this.wave(ctx, p.id, items, async (it) => { if (!(await this.registered(ctx.client, it.name))) await this.hookOne(ctx, it); }, false);
       },
-      verify: (ctx) => this.until(`node ${it.name} to register again`, () => this.registered(ctx.client, it.name)),
+      verify: (ctx) => this.until(`node(s) ${items.map((x) => x.name).join(', ')} to register again`, () => this.allNodes(items, (it) => this.registered(ctx.client, it.name))),
     };
   }
 
@@ -476,52 +593,87 @@ export class PodExecutor implements PodPathHosts {
     return undefined;
   }
 
+  /** One node's podCIDR in NEW (unless it got one elsewhere), uncordoned, Ready, its pods that predate the podCIDR recreated. */
+  private async assignOne(ctx: StepContext, it: NodeItem): Promise<void> {
+    const n = await poll(`node ${it.name} to be registered`, async () => (await getObject(ctx.client, NODES, it.name)) ?? undefined, { timeoutMs: this.opts.timeoutMs });
+    const cidrs: string[] = n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []);
+    if (cidrs.length === 0) {
+      await this.patchNode(ctx, it.name, { podCIDR: it.to[0], podCIDRs: it.to });
+    } else if (cidrs.some((c) => cidrIn(this.old, c))) {
+      throw new Error(`node ${it.name} registered with podCIDR ${cidrs.join(',')} in the old range: kube-controller-manager still allocates from it (gate kcm-stop-allocating)`);
+    } else if (this.podCIDRProblem(cidrs)) {
+      // spec.podCIDRs is set once: a node that registered with fewer families than NEW cannot be given the rest
+      throw new Error(`node ${it.name} registered with podCIDR ${cidrs.join(',')}, not one in each of ${this.spec.to.join(',')} (planned ${it.to.join(',')}): podCIDRs cannot be changed once set; delete the node and re-register it while nothing else assigns podCIDRs`);
+    } else if (!sameList(cidrs, it.to)) {
+      this.warn(ctx, `node ${it.name} got podCIDR ${cidrs.join(',')} from elsewhere, not the planned ${it.to.join(',')}: kept`);
+    }
+    if (ctx.dryRun !== 'none') return;
+    const ready = await getObject(ctx.client, NODES, it.name);
+    if (ready?.spec?.unschedulable === true) await this.patchNode(ctx, it.name, { unschedulable: false });
+    await poll(`node ${it.name} to be Ready`, async () => {
+      const x = await getObject(ctx.client, NODES, it.name);
+      return (x?.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
+    }, { timeoutMs: this.opts.timeoutMs });
+    // Pods that started on the node before it had its podCIDR got no address from it: their owners recreate them.
+    // A pod bound then but given its address only later gets one from outside too: sweep until every pod on the
+    // node has an address, each inside the podCIDR (or the wait ends: verify names what is left).
+    const final = (await getObject(ctx.client, NODES, it.name))!;
+    const mine = (final.spec?.podCIDRs ?? []).map((c: string) => parseCidr(c));
+    const deadline = Date.now() + this.opts.timeoutMs;
+    for (;;) {
+      const pods = (await this.podsOnNode(ctx.client, it.name)).filter((x) => active(x));
+      const stray = pods.filter((x) => ipsOf(x).length > 0 && !ipsOf(x).every((a) => inAny(mine, a)));
+      for (const x of stray) {
+        if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) {
+          const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] }, { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
+          this.report(ctx, [r]);
+          continue;
+        }
+        await this.removePod(ctx, x);
+      }
+      const waiting = pods.some((x) => ipsOf(x).length === 0);
+      if ((stray.length === 0 && !waiting) || Date.now() > deadline) return;
+      await sleep(500);
+    }
+  }
+
+  /**
+   * Remove a pod its owner recreates: a Ready pod through the Eviction API (it counts in its PodDisruptionBudget:
+   * while nodes of a wave re-register, pods scheduled there before the podCIDR may be Ready, and deleting several
+   * at once would take a budget below its minimum); a DaemonSet, mirror or not-Ready pod is deleted, as the pod
+   * garbage collector would.
+   */
+  private async removePod(ctx: StepContext, x: KubeObject): Promise<void> {
+    const ready = (x.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
+    if (ready && !isDaemonSetPod(x) && !isMirrorPod(x) && (x.metadata?.ownerReferences ?? []).some((r) => r.controller)) {
+      await this.evictWaiting(ctx, x);
+      return;
+    }
+    await withRetry(() => deleteObject(ctx.client, PODS, x.metadata!.name!, x.metadata!.namespace, { uid: x.metadata?.uid }));
+  }
+
+  /** Wait until every one of `items` is in NEW and Ready; else the first node's problem. */
+  private async assignedAll(ctx: StepContext, items: readonly NodeItem[]): Promise<string | undefined> {
+    let last: string | undefined;
+    try {
+      await poll(`node(s) ${items.map((x) => x.name).join(', ')} in NEW and Ready`, async () => {
+        last = (await mapLimit(items, 16, (it) => this.assigned(ctx.client, it))).find((x) => x !== undefined);
+        return last === undefined ? true : undefined;
+      }, { timeoutMs: this.opts.timeoutMs });
+      return undefined;
+    } catch { return last ?? 'node(s) not in NEW'; }
+  }
+
   private assignStep(p: PlanStep): Step {
-    const it = this.nodeItem(p);
+    const items = this.nodeItems(p);
     return {
       id: p.id, title: p.description, kind: 'action',
-      check: async (ctx) => (await this.assigned(ctx.client, it)) === undefined && (await this.missingBarePods(ctx)).length === 0,
+      check: async (ctx) => (await this.allNodes(items, async (it) => (await this.assigned(ctx.client, it)) === undefined)) && (await this.missingBarePods(ctx)).length === 0,
       apply: async (ctx) => {
         if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
-        const n = await poll(`node ${it.name} to be registered`, async () => (await getObject(ctx.client, NODES, it.name)) ?? undefined, { timeoutMs: this.opts.timeoutMs });
-        const cidrs: string[] = n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []);
-        if (cidrs.length === 0) {
-          await this.patchNode(ctx, it.name, { podCIDR: it.to[0], podCIDRs: it.to });
-        } else if (cidrs.some((c) => cidrIn(this.old, c))) {
-          throw new Error(`node ${it.name} registered with podCIDR ${cidrs.join(',')} in the old range: kube-controller-manager still allocates from it (gate kcm-stop-allocating)`);
-        } else if (this.podCIDRProblem(cidrs)) {
-          // spec.podCIDRs is set once: a node that registered with fewer families than NEW cannot be given the rest
-          throw new Error(`node ${it.name} registered with podCIDR ${cidrs.join(',')}, not one in each of ${this.spec.to.join(',')} (planned ${it.to.join(',')}): podCIDRs cannot be changed once set; delete the node and re-register it while nothing else assigns podCIDRs`);
-        } else if (!sameList(cidrs, it.to)) {
-          this.warn(ctx, `node ${it.name} got podCIDR ${cidrs.join(',')} from elsewhere, not the planned ${it.to.join(',')}: kept`);
-        }
-        if (ctx.dryRun !== 'none') return;
-        const ready = await getObject(ctx.client, NODES, it.name);
-        if (ready?.spec?.unschedulable === true) await this.patchNode(ctx, it.name, { unschedulable: false });
-        await poll(`node ${it.name} to be Ready`, async () => {
-          const x = await getObject(ctx.client, NODES, it.name);
-          return (x?.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
-        }, { timeoutMs: this.opts.timeoutMs });
-        // Pods that started on the node before it had its podCIDR got no address from it: their owners recreate them.
-        const final = (await getObject(ctx.client, NODES, it.name))!;
-        const mine = (final.spec?.podCIDRs ?? []).map((c: string) => parseCidr(c));
-        for (const x of await this.podsOnNode(ctx.client, it.name)) {
-          if (!active(x) || ipsOf(x).length === 0 || ipsOf(x).every((a) => inAny(mine, a))) continue;
-          if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) {
-            const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] }, { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
-            this.report(ctx, [r]);
-            continue;
-          }
-          await withRetry(() => deleteObject(ctx.client, PODS, x.metadata!.name!, x.metadata!.namespace, { uid: x.metadata?.uid }));
-        }
+        await this.wave(ctx, p.id, items, (it) => this.assignOne(ctx, it), false);
       },
-      verify: async (ctx) => {
-        let last: string | undefined;
-        try {
-          await poll(`node ${it.name} in NEW and Ready`, async () => { last = await this.assigned(ctx.client, it); return last === undefined ? true : undefined; }, { timeoutMs: this.opts.timeoutMs });
-          return undefined;
-        } catch { return last ?? `node ${it.name} not in NEW`; }
-      },
+      verify: (ctx) => this.assignedAll(ctx, items),
     };
   }
 

@@ -32,8 +32,16 @@ export interface PodCIDRSpec {
      */
     maskSizes: NodeMaskSizes;
     hook?: string;
-    /** Each node's podCIDRs today (`from`) and in NEW (`to`: one per family of spec.podCIDR.to, in its order). */
-    nodes: Array<{ name: string; from: string[]; to: string[] }>;
+    /**
+     * How many nodes may be drained at once (`--max-unavailable`): a whole number, or a percentage of the nodes
+     * ("10%", rounded down, at least one). Absent (plans written before waves): one node at a time.
+     */
+    maxUnavailable?: number | string;
+    /**
+     * Each node's podCIDRs today (`from`) and in NEW (`to`: one per family of spec.podCIDR.to, in its order), and
+     * its zone (label topology.kubernetes.io/zone) when it has one: the waves spread across zones.
+     */
+    nodes: Array<{ name: string; from: string[]; to: string[]; zone?: string }>;
   };
   restarts: { parallel: number; critical: string[] };
 }

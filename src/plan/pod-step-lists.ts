@@ -9,6 +9,7 @@ import type { DistroPatch } from './distro-patches.ts';
 import type { PodCIDRSpec, PodPatchGate } from './pod-spec.ts';
 import type { Distribution, PodPath, PodStepInputs, PodStepLists } from './pod-paths/types.ts';
 import type { PlanStep } from './steps.ts';
+import { planWaves, waveSize } from './node-waves.ts';
 
 export type { PodStepInputs, PodStepLists } from './pod-paths/types.ts';
 
@@ -62,7 +63,8 @@ export function nodeStepLists(inp: PodStepInputs): PodStepLists {
   const node = inp.spec.node!;
   return {
     prepare: [kcmStopAllocatingGate(inp)],
-    restart: node.nodes.flatMap((n) => nodeMoveSteps(n, node.hook)),
+    restart: planWaves(node.nodes, waveSize(node.maxUnavailable, node.nodes.length))
+      .flatMap((wave, i) => (wave.length === 1 ? nodeMoveSteps(wave[0]!, node.hook) : nodeWaveSteps(wave, i + 1, node.hook))),
     finish: [kcmClusterCidrGate(inp)],
   };
 }
@@ -130,6 +132,53 @@ function nodeMoveSteps(n: NodeMove, hook: string | undefined): PlanStep[] {
     id: `assign-podcidr-${n.name}`, kind: 'assign-podcidr',
     description: `give node ${n.name} podCIDR ${n.to.join(',')}, wait until it is Ready, and delete any pod that started on it before it had the podCIDR (its owner recreates it)`,
     items: [item()],
+    rollback: 'a node podCIDR cannot be changed: delete and re-register the node again',
+  }];
+}
+
+/** A wave's nodes and their zones, for step descriptions: "n1 (zone a), n2 (zone b)". */
+function waveText(wave: readonly NodeMove[]): string {
+  return wave.map((n) => `${n.name}${n.zone ? ` (zone ${n.zone})` : ''}`).join(', ');
+}
+
+/**
+ * A wave of several nodes moved at once. With a hook: one step that takes each node through drain,
+ * re-registration and its podCIDR on its own, all the wave's nodes at the same time (a node that fails leaves the
+ * others to finish; one not yet deleted is uncordoned). Without one: the wave's drains, a gate until every node of
+ * the wave is registered again, then their podCIDRs.
+ */
+function nodeWaveSteps(wave: readonly NodeMove[], k: number, hook: string | undefined): PlanStep[] {
+  const items = () => wave.map((n) => ({ namespace: '', name: n.name, from: n.from, to: n.to }));
+  const names = wave.map((n) => n.name).join(', ');
+  const drainText = 'cordon (once a node in NEW is Ready: every node still in the old range), evict its pods through the Eviction API (PodDisruptionBudgets respected: an eviction a budget refuses waits, so the wave never disrupts more than the budgets allow; DaemonSet and mirror pods stay), delete the Node object and the pods left on it';
+  if (hook) {
+    return [{
+      id: `move-nodes-wave-${k}`, kind: 'move-nodes',
+      description: `wave ${k}, ${wave.length} nodes at once: ${waveText(wave)}. Each node: ${drainText}; run the node hook (KUBE_RENUMBER_NODE=<node>) and wait until it is registered again; give it its podCIDR in NEW, wait until it is Ready, and delete any pod that started on it before it had the podCIDR. A node that fails stops the run once the others are done; one not yet deleted is uncordoned`,
+      items: items(),
+      rollback: 'a deleted Node cannot be put back with its podCIDR: it re-registers and takes a podCIDR in NEW',
+    }];
+  }
+  return [{
+    id: `drain-nodes-wave-${k}`, kind: 'drain-node',
+    description: `wave ${k}, ${wave.length} nodes at once: ${waveText(wave)}. Each node: ${drainText}. A node that fails stops the run once the others are drained; one not yet deleted is uncordoned`,
+    items: items(),
+    rollback: 'a deleted Node cannot be put back with its podCIDR: it re-registers and takes a podCIDR in NEW',
+  }, {
+    id: `reregister-nodes-wave-${k}`, kind: 'gate',
+    description: `re-register the nodes of wave ${k} (${names}): restart their kubelets (or replace the machines keeping the names) so they create their Node objects again`,
+    items: items(),
+    gate: {
+      condition: 'node-reregistered',
+      reason: 'only the kubelet (or the machine\'s provisioning) registers a node',
+      instructions: [`on each of ${names}: systemctl restart kubelet (it registers the Node again)`, 'kube-renumber resume'],
+      check: `Nodes ${names} exist again`,
+    },
+    rollback: 'nothing to undo',
+  }, {
+    id: `assign-podcidr-wave-${k}`, kind: 'assign-podcidr',
+    description: `give each node of wave ${k} its podCIDR in NEW (${wave.map((n) => `${n.name} ${n.to.join(',')}`).join(', ')}), wait until it is Ready, and delete any pod that started on it before it had the podCIDR (its owner recreates it)`,
+    items: items(),
     rollback: 'a node podCIDR cannot be changed: delete and re-register the node again',
   }];
 }

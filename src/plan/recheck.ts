@@ -42,6 +42,7 @@ export function recheckPreflight(snap: Snapshot, plan: MigrationPlan, opts: Rech
           // one size per family, in the order of NEW, as --node-mask-size takes them
           nodeMaskSize: pc.to.map((c) => pc.node!.maskSizes[c.includes(':') ? 'ipv6' : 'ipv4']).filter((m): m is number => m !== undefined),
           ...(pc.node.hook ? { nodeHook: pc.node.hook } : {}),
+          ...(pc.node.maxUnavailable !== undefined ? { maxUnavailable: pc.node.maxUnavailable } : {}),
         } : {}),
         // a Pod-only plan records no headroom: the least one (NEW holds today's nodes) judges only what changed
         headroom: o?.headroom ?? 1,

@@ -9,7 +9,7 @@ import { renderReferences } from '../analyze/references.ts';
 import { formatCidr, type Cidr } from '../net/index.ts';
 import {
   GATE_CONDITION_INFO, GATE_CONDITIONS, mappingCounts, markSupersessions, PLAN_API_VERSION, PLAN_KIND, STEP_KIND_NAMES, STEP_KINDS,
-  type GateConditionInfo, type MigrationPlan, type PlanStep, type StepKindInfo,
+  stepKindPath, type GateConditionInfo, type MigrationPlan, type PlanStep, type StepKindInfo,
 } from './plan.ts';
 import {
   bool, cidrAt, cidrList, DNS_LABEL, DNS_SUBDOMAIN, fail, fam, inAny, int, ipAt, label, list, obj, oneOf, onlyKeys, PlanFormatError, show, STEP_ID, str, strList, subdomain,
@@ -156,12 +156,23 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   }
   const items = list(s, 'items', path, true) ?? [];
   items.forEach((it, i) => checkItem(it, `${path}.items[${i}]`, info.items));
-  if (kind === 'assign-podcidr' && r.pod && items.length > 0) {
-    // what the engine patches onto the node (spec.podCIDRs): one CIDR per family of spec.podCIDR.to, inside it
-    const ip = `${path}.items[0]`;
-    const got = cidrList(items[0] as Obj, 'to', ip, { nonEmpty: true, onePerFamily: true });
-    got.forEach((c, j) => { if (!inAny(r.pod!.to, c)) fail(`${ip}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${r.pod!.to.map(formatCidr).join(', ')})`); });
-    for (const t of r.pod.to) if (!got.some((c) => c.family === t.family)) fail(`${ip}.to`, `has no ${fam(t)} podCIDR (spec.podCIDR.to has ${formatCidr(t)})`);
+  if ((kind === 'assign-podcidr' || kind === 'move-nodes') && r.pod) {
+    // what the engine patches onto each node (spec.podCIDRs): one CIDR per family of spec.podCIDR.to, inside it
+    items.forEach((item, i) => {
+      const ip = `${path}.items[${i}]`;
+      const got = cidrList(item as Obj, 'to', ip, { nonEmpty: true, onePerFamily: true });
+      got.forEach((c, j) => { if (!inAny(r.pod!.to, c)) fail(`${ip}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${r.pod!.to.map(formatCidr).join(', ')})`); });
+      for (const t of r.pod!.to) if (!got.some((c) => c.family === t.family)) fail(`${ip}.to`, `has no ${fam(t)} podCIDR (spec.podCIDR.to has ${formatCidr(t)})`);
+    });
+  }
+  if (stepKindPath(kind) === 'node' || condition === 'node-reregistered') {
+    // a wave names each of its nodes once
+    const seen = new Set<string>();
+    items.forEach((item, i) => {
+      const name = (item as Obj).name;
+      if (typeof name === 'string' && seen.has(name)) fail(`${path}.items[${i}].name`, `node ${show(name)} is named twice in this step`);
+      if (typeof name === 'string') seen.add(name);
+    });
   }
   if ((info.firstItem || cond?.firstItem) && items.length === 0) {
     fail(`${path}.items`, `a ${kind} step names what it works on in its first item; it has none`);

@@ -56,6 +56,7 @@ export const STEP_KINDS = {
   'drain-node': { family: 'pod', path: 'node', items: 'object', firstItem: true },
   'reregister-node': { family: 'pod', path: 'node', items: 'object', firstItem: true },
   'assign-podcidr': { family: 'pod', path: 'node', items: 'object', firstItem: true },
+  'move-nodes': { family: 'pod', path: 'node', items: 'object', firstItem: true },
   'verify-pods': { family: 'pod', items: 'object' },
 } as const satisfies Record<string, StepKindInfo>;
 

@@ -1,7 +1,8 @@
-// Pod CIDR migration on the node IPAM path end to end against the real control plane: 20 nodes and more
-// than 500 pods (pod IPs from node podCIDRs, given by kwok); kube-controller-manager stops allocating, every
-// node is drained, deleted, re-registered by a hook and given a podCIDR in NEW, then kcm allocates from NEW.
-// A watcher follows every PodDisruptionBudget: none may ever be violated.
+// Pod CIDR migration on the node IPAM path end to end against the real control plane: 20 nodes in 2 zones and
+// more than 500 pods (pod IPs from node podCIDRs, given by kwok); kube-controller-manager stops allocating, the
+// nodes are drained, deleted, re-registered by a hook and given a podCIDR in NEW in waves of 5
+// (--max-unavailable 25%, each wave spread over both zones), then kcm allocates from NEW. A watcher follows every
+// PodDisruptionBudget: none may ever be violated.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -11,15 +12,16 @@ import { after, describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { watchPDBs, type PDBWatcher } from '../testbed/pdb-watch.ts';
 import { populateWorkloads, type WorkloadSummary } from '../testbed/workloads.ts';
+import { readJournal } from '../../src/engine/journal.ts';
 import { run } from '../unit/run-cli.ts';
 import { assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, ROOT } from './pod-helpers.ts';
 
 const SVC = '10.96.0.0/16';
 
-describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registered', () => {
+describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registered in waves', () => {
   const OLD = '10.244.0.0/16';
   const NEW = '10.60.0.0/16';
-  const tb = useTestbed({ serviceCIDR: SVC, podCIDR: OLD, nodes: 20, podIPAM: 'kwok', calicoCRDs: false, populate: { namespaces: 1, deployments: 1, replicas: 1, services: 2 } });
+  const tb = useTestbed({ serviceCIDR: SVC, podCIDR: OLD, nodes: 20, zones: 2, podIPAM: 'kwok', calicoCRDs: false, populate: { namespaces: 1, deployments: 1, replicas: 1, services: 2 } });
   const dir = mkdtempSync(join(tmpdir(), 'kr-pod-node-'));
   const planPath = join(dir, 'plan.yaml');
   const stateDir = join(dir, 'state');
@@ -29,17 +31,27 @@ describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registere
   let summary: WorkloadSummary;
   const common = () => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '120s'];
 
-  test('plan with a re-registration hook; apply stops until kcm stops allocating', { timeout: 600_000 }, async () => {
+  test('plan with a re-registration hook in waves of 5 across both zones; apply stops until kcm stops allocating', { timeout: 600_000 }, async () => {
     // One small StatefulSet per namespace: an evicted StatefulSet pod comes back under the same name, and the
     // disruption controller keeps counting that name as disrupted for up to 2 minutes (disruptedPods), which
     // blocks the next eviction of the same StatefulSet that long (measured; kubectl drain waits the same).
     summary = await populateWorkloads(tb, { statefulSets: 1, statefulSetReplicas: 3, replicas: 24 });
     assert.ok(summary.totalPods >= 500, `${summary.totalPods} pods`);
     const hook = `${process.execPath} ${join(ROOT, 'test/testbed/reregister-node.ts')} --kubeconfig ${tb.kubeconfigPath}`;
-    const r = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--ipam', 'node', '--node-hook', hook, '-o', 'yaml']);
+    const r = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--ipam', 'node', '--node-hook', hook, '--max-unavailable', '25%', '-o', 'yaml']);
     assert.ok(r.code === 0 || r.code === 1, r.err);
     writeFileSync(planPath, r.out);
     assert.match(r.out, /ipam: node/);
+    assert.match(r.out, /maxUnavailable: 25%/);
+    const waves = (JSON.parse((await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--ipam', 'node', '--node-hook', hook, '--max-unavailable', '25%', '-o', 'json'])).out).steps as any[])
+      .filter((s) => s.kind === 'move-nodes');
+    assert.equal(waves.length, 4);
+    const zoneOf = new Map((await getJSON(tb, ['get', 'nodes'])).items.map((n: any) => [n.metadata.name, n.metadata.labels['topology.kubernetes.io/zone']]));
+    for (const w of waves) {
+      assert.equal(w.items.length, 5);
+      const zones = w.items.map((it: any) => zoneOf.get(it.name));
+      assert.ok(zones.filter((z: string) => z === 'zone-0').length >= 2 && zones.filter((z: string) => z === 'zone-1').length >= 2, `${w.id} spreads across zones: ${zones}`);
+    }
     const a = await run(['apply', planPath, '--yes', '--allow-hook', ...common()]);
     assert.equal(a.code, 7, a.err);
     assert.match(a.err, /stopped at gate kcm-stop-allocating/);
@@ -64,6 +76,9 @@ describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registere
     const res = await watcher!.stop();
     assert.deepEqual(res.violations, [], 'no PodDisruptionBudget was ever violated');
     assert.ok(res.observations >= summary.pdbs.length);
+    // each wave's nodes moved at once, each journaled
+    const reports = readJournal(join(stateDir, 'journal.jsonl')).filter((e) => e.event === 'report' && e.detail?.includes('"node"')).map((e) => JSON.parse(e.detail!).node);
+    assert.equal(reports.filter((x: any) => x.status === 'done').length, 20);
   });
 
   test('end state: pods in NEW, workloads back, nothing cordoned, verify passes', async () => {

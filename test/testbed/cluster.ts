@@ -35,6 +35,7 @@ import { KubeClient, type KubeObject } from './kube.ts';
 import {
   NODE_TEMPLATE_ENV,
   NODE_TEMPLATE_FILE,
+  ZONE_LABEL,
   nodeFromTemplate,
   readNodeTemplate,
   reregisterNode,
@@ -57,6 +58,11 @@ export interface TestbedOptions {
   nodeMaskIPv6?: number;
   /** Node objects to create (kwok makes them Ready). Default 2. */
   nodes?: number;
+  /**
+   * Zones: node tb-node-<i> carries label topology.kubernetes.io/zone=zone-<i mod zones> (kept when it
+   * re-registers). Default: no zone label.
+   */
+  zones?: number;
   /** Kubernetes version of the binaries (default DEFAULT_VERSION). */
   version?: string;
   /** Directory for state and logs (default: a fresh temp dir, removed by stop()). */
@@ -352,6 +358,7 @@ export class Testbed {
       calicoDefaultPool: opts.calicoDefaultPool ?? false,
       controllerManagerQPS: opts.controllerManagerQPS ?? 0,
       kubeletLogs: opts.kubeletLogs ?? false,
+      zones: opts.zones ?? 0,
     };
     if (options.podIPAM !== 'kwok' && options.podIPAM !== 'calico' && options.podIPAM !== 'node') throw new Error(`podIPAM must be 'kwok', 'calico' or 'node', got ${String(options.podIPAM)}`);
     if (options.podIPAM === 'calico' && !options.calicoCRDs) throw new Error("podIPAM 'calico' needs the Calico CRDs (calicoCRDs: true)");
@@ -735,6 +742,7 @@ export class Testbed {
       if (taken.has(name)) continue;
       const ip = this.options.kubeletLogs ? '127.0.0.1' : testbedNodeIP(i);
       if (ip) file.internalIPs[name] = ip;
+      if (this.options.zones) (file.labels ??= {})[name] = { [ZONE_LABEL]: `zone-${i % this.options.zones}` };
       nodes.push(nodeFromTemplate(file, name));
     }
     await writeFile(this.nodeTemplatePath, JSON.stringify(file, null, 2) + '\n');

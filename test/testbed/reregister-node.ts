@@ -30,7 +30,12 @@ export interface NodeTemplateFile {
   node: NodeTemplate;
   /** InternalIP each node registers with (data only: never contacted). */
   internalIPs: Record<string, string>;
+  /** Labels a node registers with besides the template's (its zone), per node name. */
+  labels?: Record<string, Record<string, string>>;
 }
+
+/** The well-known zone label. */
+export const ZONE_LABEL = 'topology.kubernetes.io/zone';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -54,6 +59,8 @@ export function readNodeTemplate(path: string): NodeTemplateFile {
 /** The Node object a kubelet for `name` registers: spec without podCIDR; status with its addresses. */
 export function nodeFromTemplate(file: NodeTemplateFile, name: string): KubeObject {
   const node = JSON.parse(JSON.stringify(file.node).replaceAll('${NODE}', name)) as KubeObject;
+  const extra = file.labels?.[name];
+  if (extra) node.metadata.labels = { ...node.metadata.labels, ...extra };
   const ip = file.internalIPs[name];
   // a kubelet registers with status (addresses); kwok's node-initialize Stage keeps given addresses
   if (ip) node.status = { addresses: [{ type: 'InternalIP', address: ip }, { type: 'Hostname', address: name }] };

@@ -49,6 +49,8 @@ export interface WorkloadOptions {
   jobCompleteDelay?: string;
   /** PDBs for Deployments and StatefulSets (default true). */
   pdbs?: boolean;
+  /** The PDBs' maxUnavailable: a number or a percentage such as "10%" (default 1). */
+  pdbMaxUnavailable?: number | string;
   /** A ClusterIP Service per Deployment (default true). */
   services?: boolean;
   /** Wait until everything runs (default true). */
@@ -171,7 +173,7 @@ export function workloadObjects(opts: WorkloadOptions, nodes: number) {
       apiVersion: 'policy/v1',
       kind: 'PodDisruptionBudget',
       metadata: { name, namespace: ns },
-      spec: { maxUnavailable: 1, selector: { matchLabels: { app } } },
+      spec: { maxUnavailable: opts.pdbMaxUnavailable ?? 1, selector: { matchLabels: { app } } },
     });
     pdbNames.push(`${ns}/${name}`);
     return `${ns}/${name}`;

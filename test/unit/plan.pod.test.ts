@@ -213,6 +213,46 @@ describe('pod plan: node IPAM path', () => {
     assert.equal(p.steps.find((s) => s.id === 'reregister-node-n1')!.kind, 'reregister-node');
   });
 
+  it('waves: --max-unavailable groups the nodes, spread across zones; recorded in the plan; old plans load as waves of one', () => {
+    const zoned = Array.from({ length: 6 }, (_, i) => ({ ...node(`z${i}`, `10.244.${i}.0/24`, `192.168.1.${20 + i}`), labels: { 'topology.kubernetes.io/zone': i < 3 ? 'a' : 'b' } }));
+    const p = buildMigrationPlan(nodeSnap({ nodes: zoned }), { pod: { target: '172.16.0.0/16', nodeHook: 'reregister.sh', maxUnavailable: '50%' } });
+    assert.equal(p.spec.podCIDR!.node!.maxUnavailable, '50%');
+    assert.deepEqual(ids(p), ['kcm-stop-allocating', 'scale-critical', 'move-nodes-wave-1', 'move-nodes-wave-2', 'restore-scale', 'kcm-cluster-cidr', 'verify-pods']);
+    for (const id of ['move-nodes-wave-1', 'move-nodes-wave-2']) {
+      const st = p.steps.find((s) => s.id === id)!;
+      assert.equal(st.kind, 'move-nodes');
+      const zones = st.items!.map((it) => zoned.find((n) => n.name === it.name)!.labels['topology.kubernetes.io/zone']).sort();
+      assert.equal(st.items!.length, 3);
+      assert.ok(zones.includes('a') && zones.includes('b'), `${id} spans both zones: ${zones}`);
+    }
+    assert.deepEqual(p.spec.podCIDR!.node!.nodes.map((n) => n.zone), ['a', 'a', 'a', 'b', 'b', 'b']);
+    const back = planFromYaml(planToYaml(p));
+    assert.deepEqual(back, JSON.parse(JSON.stringify(p)));
+    assert.match(planToMarkdown(p), /max-unavailable 50%: 2 wave\(s\) of up to 3 nodes, each spread across 2 zones/);
+    // without a hook: the wave's drains, one gate for the wave, the wave's podCIDRs
+    const g = buildMigrationPlan(nodeSnap({ nodes: zoned }), { pod: { target: '172.16.0.0/16', maxUnavailable: 3 } });
+    assert.deepEqual(ids(g).slice(2, 5), ['drain-nodes-wave-1', 'reregister-nodes-wave-1', 'assign-podcidr-wave-1']);
+    assert.equal(g.steps[3]!.kind, 'gate');
+    assert.equal(g.steps[3]!.items!.length, 3);
+    // the default is one node at a time, and says so
+    const one = buildMigrationPlan(nodeSnap({ nodes: zoned }), { pod: { target: '172.16.0.0/16', nodeHook: 'x' } });
+    assert.equal(one.spec.podCIDR!.node!.maxUnavailable, 1);
+    assert.ok(ids(one).includes('drain-node-z0'));
+    // a plan written before waves (no maxUnavailable) still loads, its per-node steps as they were
+    const old = JSON.parse(JSON.stringify(one));
+    delete old.spec.podCIDR.node.maxUnavailable;
+    for (const n of old.spec.podCIDR.node.nodes) delete n.zone;
+    assert.deepEqual(planFromYaml(planToYaml(old)).steps.map((s) => s.id), ids(one));
+    assert.match(planToMarkdown(old), /max-unavailable 1 \(default; the plan predates waves\): one node at a time/);
+    // the validator refuses a bad maxUnavailable and a node named twice in one wave
+    const bad = JSON.parse(JSON.stringify(p));
+    bad.spec.podCIDR.node.maxUnavailable = '0%';
+    assert.throws(() => planFromYaml(planToYaml(bad)), /spec\.podCIDR\.node\.maxUnavailable: "0%"/);
+    const twice = JSON.parse(JSON.stringify(p));
+    twice.steps.find((s: any) => s.id === 'move-nodes-wave-1').items[1].name = twice.steps.find((s: any) => s.id === 'move-nodes-wave-1').items[0].name;
+    assert.throws(() => planFromYaml(planToYaml(twice)), /items\[1\]\.name: node "z\d" is named twice/);
+  });
+
   it('without a hook each re-registration is a gate', () => {
     const p = buildMigrationPlan(nodeSnap(), { pod: { target: '172.16.0.0/16' } });
     assert.equal(p.steps.find((s) => s.id === 'reregister-node-n2')!.kind, 'gate');

@@ -5,6 +5,7 @@ import { refusals } from '../../plan/preflight.ts';
 import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
 import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
+import { DEFAULT_MAX_UNAVAILABLE, parseMaxUnavailable } from '../../plan/node-waves.ts';
 import { isPodPathId, orList, POD_PATH_NAMES, POD_PATHS } from '../../plan/pod-paths/registry.ts';
 import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
 import { parsePodTarget } from '../../plan/pod-plan.ts';
@@ -66,7 +67,7 @@ export const planCommand: Command = {
   name: 'plan',
   summary: 'write the ordered, reviewable plan that moves the Service CIDR, the Pod CIDR, or both (changes nothing)',
   usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
-    + '[--batch-size N] [--headroom X] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [-o yaml|json|markdown|html|table]',
+    + '[--batch-size N] [--headroom X] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
   options: {
     'service-cidr': { type: 'string' },
     keep: { type: 'string', multiple: true },
@@ -86,6 +87,7 @@ export const planCommand: Command = {
     'node-hook': { type: 'string' },
     fleet: { type: 'string' },
     'output-directory': { type: 'string' },
+    'max-unavailable': { type: 'string' },
   },
   help: `Flags:
   --service-cidr NEW       the new Service CIDR; dual-stack: one per family, comma-separated
@@ -113,6 +115,9 @@ Pod CIDR flags:
                            (e.g. 24,64; default: kube-controller-manager's, else the nodes' podCIDRs' sizes)
   --node-hook CMD          node path: command that re-registers a deleted node (env KUBE_RENUMBER_NODE);
                            without it every node stops at a gate until its kubelet registers it again
+  --max-unavailable N|P%   node path: nodes drained at once, a number or a percentage of the nodes (rounded
+                           down, at least 1); each wave spreads across zones (topology.kubernetes.io/zone)
+                           and waits on PodDisruptionBudgets (default ${DEFAULT_MAX_UNAVAILABLE}: one node at a time)
 Fleet flags (docs/fleet.md):
   --fleet FILE             give every cluster of the fleet file its own Service and Pod ranges (current ones kept
                            where they overlap nothing) and write one plan per cluster that moves
@@ -160,6 +165,11 @@ refused; nothing is written; 3 the fleet file is not valid.`,
     const parallel = intFlag(values, 'parallel', 1, 100);
     const blockSize = intFlag(values, 'block-size', 1, 128);
     const nodeMaskSize = nodeMaskSizes(values, podTarget);
+    const maxUnavailableRaw = str(values, 'max-unavailable');
+    let maxUnavailable: number | string | undefined;
+    if (maxUnavailableRaw !== undefined) {
+      try { maxUnavailable = parseMaxUnavailable(maxUnavailableRaw); } catch (e) { throw new UsageError(`--${(e as Error).message}`); }
+    }
     const poolName = str(values, 'pool-name');
     if (poolName !== undefined && !isDnsSubdomain(poolName)) {
       throw new UsageError(`--pool-name ${JSON.stringify(poolName)} is not a valid Kubernetes object name (lower-case letters, digits, "-" and ".", at most 253, each part starting and ending alphanumeric)`);
@@ -212,6 +222,7 @@ refused; nothing is written; 3 the fleet file is not valid.`,
           ...(nodeMaskSize !== undefined ? { nodeMaskSize } : {}),
           ...(poolName ? { poolName } : {}),
           ...(str(values, 'node-hook') ? { nodeHook: str(values, 'node-hook') } : {}),
+          ...(maxUnavailable !== undefined ? { maxUnavailable } : {}),
           ...(headroom !== undefined ? { headroom } : {}),
         },
       } : {}),

@@ -18,10 +18,12 @@ export interface NodeSteps {
   drainNodeStep(p: PlanStep): Step;
   reregisterStep(p: PlanStep): Step;
   assignStep(p: PlanStep): Step;
+  /** A wave of nodes moved at once, each through drain, the node hook and its podCIDR (kind move-nodes). */
+  moveNodesStep(p: PlanStep): Step;
   /** Whether the node is registered again (exists, podCIDR not in the old range). */
   registered(client: KubeClient, name: string): Promise<boolean>;
-  /** The node a step works on (its first item). */
-  nodeItem(p: PlanStep): { name: string; from: string[]; to: string[] };
+  /** Whether every node a step names (one, or a wave's) is registered again. */
+  allRegistered(client: KubeClient, p: PlanStep): Promise<boolean>;
   /** Why a node's podCIDRs are not in NEW; undefined when they are. */
   podCIDRProblem(cidrs: readonly string[]): string | undefined;
 }
@@ -37,6 +39,7 @@ export const nodeEngine: PodPathEngine<'node', NodePathHost> = {
     'drain-node': (pe, p) => pe.node.drainNodeStep(p),
     'reregister-node': (pe, p) => pe.node.reregisterStep(p),
     'assign-podcidr': (pe, p) => pe.node.assignStep(p),
+    'move-nodes': (pe, p) => pe.node.moveNodesStep(p),
   },
   gates: {
     'kcm-stop-allocating': async (_pe, _p, ctx) => {
@@ -47,7 +50,7 @@ export const nodeEngine: PodPathEngine<'node', NodePathHost> = {
       const v = await controlPlaneView(ctx.client);
       return v.kcm.length > 0 && v.kcm.every((k) => k.allocateNodeCIDRs !== false && cidrsWithin(pe.target, k.clusterCIDR));
     },
-    'node-reregistered': (pe, p, ctx) => pe.node.registered(ctx.client, pe.node.nodeItem(p).name),
+    'node-reregistered': (pe, p, ctx) => pe.node.allRegistered(ctx.client, p),
   },
   async endState(pe, client, ctx) {
     const problems: string[] = [];

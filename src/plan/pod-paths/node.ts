@@ -11,6 +11,7 @@ import { contains, familyName, formatCidr, split, tryParseCidr, type Cidr } from
 import { cidrList, fail, fam, inAny, int, list, obj, onlyKeys, str, subdomain, type Obj } from '../plan-fields.ts';
 import { maskKey, type NodeMaskSizes, type PodCIDRSpec } from '../pod-spec.ts';
 import { nodeStepLists } from '../pod-step-lists.ts';
+import { DEFAULT_MAX_UNAVAILABLE, parseMaxUnavailable, waveSize, ZONE_LABEL } from '../node-waves.ts';
 import type { PreflightCheck } from '../preflight.ts';
 import { KCM_DEFAULT_MASK, kcmMaskFlag, pass } from './common.ts';
 import type { PodPath, PodPlanOptions } from './types.ts';
@@ -40,7 +41,10 @@ function nodePodCIDRs(snap: Snapshot, target: Map<Family, Cidr>, masks: Map<Fami
   const blocks = new Map<Family, Cidr[]>();
   for (const [f, t] of target) blocks.set(f, split(t, masks.get(f)!, snap.nodes.length));
   return [...snap.nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map((n, i) => ({ name: n.name, from: [...n.podCIDRs], to: [...target.keys()].map((f) => formatCidr(blocks.get(f)![i]!)) }));
+    .map((n, i) => ({
+      name: n.name, from: [...n.podCIDRs], to: [...target.keys()].map((f) => formatCidr(blocks.get(f)![i]!)),
+      ...(n.labels[ZONE_LABEL] ? { zone: n.labels[ZONE_LABEL] } : {}),
+    }));
 }
 
 /** Node path: the node mask and the nodes' new podCIDRs, with check `pod-target-size` and the node-path checks. */
@@ -70,6 +74,7 @@ function nodeSizing(
       maskSizes,
       nodes: problems.length === 0 ? nodePodCIDRs(snap, target, masks) : [],
       ...(opts.nodeHook ? { hook: opts.nodeHook } : {}),
+      maxUnavailable: opts.maxUnavailable ?? DEFAULT_MAX_UNAVAILABLE,
     },
     checks: [sizeCheck, ...nodeFamiliesCheck(snap, target), ...nodePathChecks(snap, opts)],
   };
@@ -115,7 +120,7 @@ function nodePathChecks(snap: Snapshot, opts: PodPlanOptions): PreflightCheck[] 
  * it, of that family's size, no two nodes sharing one.
  */
 function checkNodeSection(n: Obj, P: string, to: readonly Cidr[]): void {
-  onlyKeys(n, P, ['maskSizes', 'maskSize', 'hook', 'nodes']);
+  onlyKeys(n, P, ['maskSizes', 'maskSize', 'hook', 'maxUnavailable', 'nodes']);
   if (n.maskSize !== undefined) {
     if (n.maskSizes !== undefined) fail(`${P}.maskSize`, 'set together with maskSizes: give maskSizes only');
     if (to.length !== 1) fail(`${P}.maskSize`, `one size for ${to.length} families of spec.podCIDR.to (${to.map(formatCidr).join(', ')}): give maskSizes {ipv4, ipv6} (plan again)`);
@@ -137,12 +142,18 @@ function checkNodeSection(n: Obj, P: string, to: readonly Cidr[]): void {
     sizes.set(t.family, m);
   }
   str(n, 'hook', P, true);
+  if (n.maxUnavailable !== undefined) {
+    const m = n.maxUnavailable;
+    if (typeof m !== 'number' && typeof m !== 'string') fail(`${P}.maxUnavailable`, `must be a whole number or a percentage such as "10%" (got ${JSON.stringify(m)})`);
+    try { n.maxUnavailable = parseMaxUnavailable(m as number | string); } catch (e) { fail(`${P}.maxUnavailable`, `${JSON.stringify(m)}: ${(e as Error).message.replace(/^max-unavailable \S+: /, '')}`); }
+  }
   const taken = new Map<string, string>();
   list(n, 'nodes', P)!.forEach((x, i) => {
     const np = `${P}.nodes[${i}]`;
     const no = obj(x, np);
     const name = subdomain(no, 'name', np);
     cidrList(no, 'from', np);
+    str(no, 'zone', np, true);
     const got = cidrList(no, 'to', np, { nonEmpty: true, onePerFamily: true });
     got.forEach((c, j) => {
       if (!inAny(to, c)) fail(`${np}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${to.map(formatCidr).join(', ')})`);
@@ -163,11 +174,21 @@ export function maskSizesText(pc: PodCIDRSpec): string {
   return parts.filter(Boolean).join(', ') || 'no size';
 }
 
+/** The plan summary's node rows: nodes and re-registration, and the waves. */
+function nodeSummaryRows(pc: PodCIDRSpec, node: NonNullable<PodCIDRSpec['node']>): Array<[string, string]> {
+  const size = waveSize(node.maxUnavailable, node.nodes.length);
+  const zones = new Set(node.nodes.map((n) => n.zone ?? '')).size;
+  return [
+    ['Nodes', `${node.nodes.length} node(s), ${maskSizesText(pc)} each; re-registration: ${node.hook ? `hook \`${node.hook}\`` : `a gate per ${size > 1 ? 'wave' : 'node'}`}`],
+    ['Node waves', `max-unavailable ${node.maxUnavailable ?? `${DEFAULT_MAX_UNAVAILABLE} (default; the plan predates waves)`}: ${size === 1 ? 'one node at a time' : `${Math.ceil(node.nodes.length / size)} wave(s) of up to ${size} nodes`}${zones > 1 ? `, each spread across ${zones} zones` : ''}; PodDisruptionBudgets respected`],
+  ];
+}
+
 export const nodePath: PodPath<'node'> = {
   id: 'node',
   moves: 'node podCIDRs',
   hint: 'node podCIDRs: flannel, kubenet, host-local, Cilium kubernetes IPAM',
-  flags: ['node-mask-size', 'node-hook'],
+  flags: ['node-mask-size', 'node-hook', 'max-unavailable'],
   planned: 'node IPAM: pods take addresses from their node\'s spec.podCIDR',
   kcmAllocatesAfter: true,
   finalGate: 'kcm-cluster-cidr',
@@ -193,8 +214,8 @@ export const nodePath: PodPath<'node'> = {
   endState: (spec) => `; every node's podCIDR in ${spec.to.join(',')}`,
   validate: (pc, P, to) => checkNodeSection(obj(pc.node, `${P}.node`), `${P}.node`, to),
   summary: () => 'node podCIDRs (nodes drained and re-registered)',
-  summaryRows: (pc) => (pc.node ? [['Nodes', `${pc.node.nodes.length} node(s), ${maskSizesText(pc)} each; re-registration: ${pc.node.hook ? `hook \`${pc.node.hook}\`` : 'a gate per node'}`]] : []),
+  summaryRows: (pc) => (pc.node ? nodeSummaryRows(pc, pc.node) : []),
   markdown: (pc, table) => (pc.node && pc.node.nodes.length > 0
-    ? `\n## Node podCIDRs\n\n${table(['Node', 'From', 'To'], pc.node.nodes.map((n) => [n.name, n.from.join(',') || '-', n.to.join(',')]))}`
+    ? `\n## Node podCIDRs\n\n${table(['Node', 'Zone', 'From', 'To'], pc.node.nodes.map((n) => [n.name, n.zone ?? '-', n.from.join(',') || '-', n.to.join(',')]))}`
     : ''),
 };

@@ -38,6 +38,8 @@ export interface PodPlanOptions {
   nodeMaskSize?: number | readonly number[];
   /** Node path: a command that re-registers a deleted node (env KUBE_RENUMBER_NODE); without it each node is a gate. */
   nodeHook?: string;
+  /** Node path: nodes drained at once, a number or "P%" (default 1: one node at a time). */
+  maxUnavailable?: number | string;
   /** Minimum free room in NEW: blocks or node podCIDRs for today's nodes times this (default 2). */
   headroom?: number;
 }

@@ -1,0 +1,220 @@
+// Benchmark: the node-IPAM Pod CIDR move in waves (--max-unavailable) on a real local control plane.
+//
+//   npm run bench -- node-waves [--nodes 50,100,200] [--max-unavailable 1,10%] [--zones 3] [--deployments 4]
+//                               [--pdb-max-unavailable 10%] [--kcm-qps 100]
+//
+//   For each node count: a testbed (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, pod
+//   IPs from node podCIDRs) with that many kwok nodes in --zones zones, Deployments with one replica per node
+//   each and a PodDisruptionBudget each (maxUnavailable --pdb-max-unavailable), a DaemonSet, a bare pod and a
+//   Job. Then, through the CLI as a user runs it, one node-path move per --max-unavailable value, each from the
+//   range the previous one left (OLD → NEW1 → NEW2 ...): plan --ipam node --node-hook (the testbed's
+//   re-registration), apply to gate kcm-stop-allocating, kube-controller-manager restarted with
+//   --allocate-node-cidrs=false, resume through every node to gate kcm-cluster-cidr (timed: the node moves),
+//   kube-controller-manager on the new range, resume to the end. A watcher follows every PodDisruptionBudget.
+//
+//   Figures per node count: each run's node-move time; one node's cycle (the --max-unavailable 1 run's time ÷
+//   nodes); for the others, ratio = time ÷ (ceil(nodes ÷ wave size) × one node's cycle): 1.0 would be waves as
+//   fast as single nodes. podsLost: Deployment replicas not available at the end plus bare pods gone.
+// Human-readable table on stdout, then one JSON line (last stdout line). Progress on stderr.
+
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { main, type Io } from '../src/cli/main.ts';
+import { readJournal } from '../src/engine/journal.ts';
+import { parseMaxUnavailable, waveSize } from '../src/plan/node-waves.ts';
+import { Testbed } from '../test/testbed/cluster.ts';
+import { watchPDBs } from '../test/testbed/pdb-watch.ts';
+import { nodeFromTemplate, readNodeTemplate } from '../test/testbed/reregister-node.ts';
+import { populateWorkloads } from '../test/testbed/workloads.ts';
+
+const OLD = '10.244.0.0/16';
+/** One range per run, each large enough for 2 × 512 nodes of /24 (the plan's default headroom). */
+const TARGETS = ['10.60.0.0/14', '10.64.0.0/14', '10.68.0.0/14', '10.72.0.0/14'];
+const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
+const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+
+async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const io: Io = { out: (s) => { out += s; }, err: (s) => { err += s; }, env: { HOME: '/nonexistent' } };
+  const code = await main(argv, io);
+  return { code, out, err };
+}
+
+interface RunFigures {
+  maxUnavailable: string;
+  waveSize: number;
+  waves: number;
+  /** The node moves: the first node step's start to the last one's end (journal). */
+  seconds: number;
+  /** The whole resume through the node moves (plan checks, lock, backups, scale-critical included). */
+  resumeSeconds: number;
+  /** The median and slowest node of the run, from the wave steps' journal reports (waves of more than one node). */
+  nodeMedianSeconds?: number;
+  nodeMaxSeconds?: number;
+  pdbViolations: number;
+  podsLost: number;
+  loadAvg1m: number;
+}
+
+/** Deployment replicas and DaemonSet pods not available, and bare pods gone, at the end of a run. */
+async function podsLost(tb: Testbed): Promise<number> {
+  let lost = 0;
+  for (const d of (await tb.client.list('/apis/apps/v1/deployments')).items) lost += Math.max(0, (d.spec?.replicas ?? 1) - (d.status?.availableReplicas ?? 0));
+  for (const d of (await tb.client.list('/apis/apps/v1/daemonsets')).items) lost += Math.max(0, (d.status?.desiredNumberScheduled ?? 0) - (d.status?.numberAvailable ?? 0));
+  if (!(await tb.client.getOrUndefined('/api/v1/namespaces/tb-wl-0/pods/standalone'))) lost++;
+  return lost;
+}
+
+/** Waits (up to 2 min) until every Deployment is available again: pods still starting are not lost. */
+async function settle(tb: Testbed): Promise<number> {
+  let lost = await podsLost(tb);
+  for (let i = 0; i < 120 && lost > 0; i++) { await new Promise((r) => setTimeout(r, 1000)); lost = await podsLost(tb); }
+  return lost;
+}
+
+/**
+ * The node hook: what a kubelet does when it starts, with kubectl — create the Node (name, labels with its zone,
+ * from the testbed's node template) and wait until it is Ready. Shell and kubectl rather than a Node.js script:
+ * a wave starts one hook per node at once, and 20 Node.js start-ups would cost the 2-core machine seconds of CPU
+ * that a real fleet spreads over its machines.
+ */
+async function writeHook(tb: Testbed, dir: string): Promise<string> {
+  const file = readNodeTemplate(tb.nodeTemplatePath);
+  const nodesDir = join(dir, 'nodes');
+  await mkdir(nodesDir, { recursive: true });
+  for (const n of (await tb.client.list('/api/v1/nodes')).items) {
+    const obj = nodeFromTemplate(file, n.metadata.name);
+    delete obj.status;
+    await writeFile(join(nodesDir, `${n.metadata.name}.json`), JSON.stringify(obj));
+  }
+  const kubectl = `${join(tb.binDir, 'kubectl')} --kubeconfig ${tb.kubeconfigPath}`;
+  const path = join(dir, 'hook.sh');
+  await writeFile(path, `#!/bin/sh
+set -e
+${kubectl} create -f ${nodesDir}/"$KUBE_RENUMBER_NODE".json >/dev/null
+`
+    + `exec ${kubectl} wait --for=condition=Ready --timeout=120s node/"$KUBE_RENUMBER_NODE" >/dev/null
+`, { mode: 0o700 });
+  return `/bin/sh ${path}`;
+}
+
+/** Node steps of a plan (per node, or per wave). */
+const NODE_STEP = /^(drain-node-|reregister-node-|assign-podcidr-|move-nodes-wave-|drain-nodes-wave-|reregister-nodes-wave-|assign-podcidr-wave-)/;
+
+/** The node moves in a run's journal: from the first node step's start to the last one's end, in seconds. */
+function nodePhaseSeconds(journal: string): number {
+  const e = readJournal(journal).filter((x) => x.step && NODE_STEP.test(x.step) && (x.event === 'step-start' || x.event === 'step-done'));
+  const start = e.find((x) => x.event === 'step-start');
+  const end = e.findLast((x) => x.event === 'step-done');
+  if (!start || !end) throw new Error(`no node steps in ${journal}`);
+  return (Date.parse(end.ts) - Date.parse(start.ts)) / 1000;
+}
+
+async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max: string, nodes: number, i: number): Promise<RunFigures> {
+  const planPath = join(dir, `plan-${i}.yaml`);
+  const stateDir = join(dir, `state-${i}`);
+  const hook = await writeHook(tb, dir);
+  const p = await cli(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', to, '--ipam', 'node', '--node-hook', hook, '--max-unavailable', max, '-o', 'yaml']);
+  if (p.code !== 0 && p.code !== 1) throw new Error(`plan exited ${p.code}: ${p.err}`);
+  await writeFile(planPath, p.out);
+  const common = ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--yes', '--allow-hook', '--timeout', '300s'];
+  const a = await cli(['apply', planPath, ...common]);
+  if (a.code !== 7) throw new Error(`apply exited ${a.code}, expected gate kcm-stop-allocating: ${a.err.slice(-2000)}`);
+  if (!(await tb.restartControllerManager({ clusterCIDR: from, allocateNodeCIDRs: false })).running) throw new Error('kube-controller-manager did not start with --allocate-node-cidrs=false');
+  const watcher = watchPDBs(tb);
+  await watcher.ready;
+  log(`${nodes} nodes, --max-unavailable ${max}: moving ${from} → ${to}`);
+  const t0 = performance.now();
+  const r = await cli(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating']);
+  const seconds = (performance.now() - t0) / 1000;
+  const load = loadavg()[0]!;
+  if (r.code !== 7 || !/stopped at gate kcm-cluster-cidr/.test(r.err)) throw new Error(`resume exited ${r.code}, expected gate kcm-cluster-cidr: ${r.err.slice(-2000)}`);
+  const pdb = await watcher.stop();
+  if (!(await tb.restartControllerManager({ clusterCIDR: to, allocateNodeCIDRs: true })).running) throw new Error('kube-controller-manager did not start on the new range');
+  // the last wave's DaemonSet pods may still be starting on a loaded machine: verify-pods checks them once
+  await settle(tb);
+  const done = await cli(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr']);
+  if (done.code !== 0) throw new Error(`final resume exited ${done.code}: ${done.err.slice(-2000)}`);
+  const size = waveSize(parseMaxUnavailable(max), nodes);
+  const phase = nodePhaseSeconds(join(stateDir, 'journal.jsonl'));
+  const perNode = readJournal(join(stateDir, 'journal.jsonl')).filter((e) => e.event === 'report' && e.detail?.includes('"node"'))
+    .map((e) => JSON.parse(e.detail!).node as { seconds: number; status: string }).filter((x) => x.status === 'done').map((x) => x.seconds).sort((x, y) => x - y);
+  const lost = await settle(tb);
+  const fig: RunFigures = {
+    maxUnavailable: max, waveSize: size, waves: Math.ceil(nodes / size), seconds: round(phase, 1), resumeSeconds: round(seconds, 1),
+    ...(perNode.length > 0 ? { nodeMedianSeconds: round(perNode[Math.floor(perNode.length / 2)]!, 1), nodeMaxSeconds: round(perNode.at(-1)!, 1) } : {}),
+    pdbViolations: pdb.violations.length, podsLost: lost, loadAvg1m: round(load, 2),
+  };
+  log(`  ${round(phase, 1)} s of node moves (resume ${round(seconds, 1)} s) (${fig.waves} wave(s) of up to ${size}), ${pdb.violations.length} PDB violation(s), ${lost} pod(s) lost, load ${fig.loadAvg1m}`);
+  return fig;
+}
+
+export async function run(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      nodes: { type: 'string' }, 'max-unavailable': { type: 'string' }, zones: { type: 'string' }, deployments: { type: 'string' },
+      'pdb-max-unavailable': { type: 'string' }, 'kcm-qps': { type: 'string' },
+    },
+  });
+  const counts = (values.nodes ?? '50,100,200').split(',').map(Number);
+  const maxes = (values['max-unavailable'] ?? '1,10%').split(',').map((x) => x.trim());
+  const zones = Number(values.zones ?? 3);
+  const deployments = Number(values.deployments ?? 4);
+  const pdbMax = values['pdb-max-unavailable'] ?? '10%';
+  const kcmQPS = Number(values['kcm-qps'] ?? 100);
+  if (![...counts, zones, deployments, kcmQPS].every((n) => Number.isInteger(n) && n > 0) || counts.some((n) => n > 508)) {
+    process.stderr.write('error: --nodes (at most 508: the testbed has no more node addresses), --zones, --deployments and --kcm-qps must be positive whole numbers\n');
+    return 2;
+  }
+  try { maxes.forEach((m) => parseMaxUnavailable(m)); } catch (e) { process.stderr.write(`error: --${(e as Error).message}\n`); return 2; }
+  if (maxes.length > TARGETS.length) { process.stderr.write(`error: at most ${TARGETS.length} --max-unavailable values\n`); return 2; }
+  const results: Array<{ nodes: number; pods: number; cycleSeconds?: number; runs: Array<RunFigures & { ratio?: number }> }> = [];
+  for (const nodes of counts) {
+    const dir = await mkdtemp(join(tmpdir(), 'kr-bench-nodes-'));
+    log(`starting a ${nodes}-node testbed in ${zones} zone(s)`);
+    const tb = await Testbed.start({ serviceCIDR: '10.96.0.0/16', podCIDR: OLD, nodes, zones, podIPAM: 'kwok', calicoCRDs: false, controllerManagerQPS: kcmQPS, timeoutMs: 300_000 });
+    try {
+      const summary = await populateWorkloads(tb, {
+        namespaces: 1, deploymentsPerNs: deployments, replicas: nodes, statefulSets: 0, pdbMaxUnavailable: /^\d+$/.test(pdbMax) ? Number(pdbMax) : pdbMax,
+        timeoutMs: 600_000,
+      });
+      log(`${summary.totalPods} pods in ${summary.workloads.length} workloads (${summary.pdbs.length} PDBs, maxUnavailable ${pdbMax}), up in ${round(summary.elapsedMs / 1000)} s`);
+      const runs: Array<RunFigures & { ratio?: number }> = [];
+      let from = OLD;
+      for (const [i, max] of maxes.entries()) {
+        runs.push(await moveOnce(tb, dir, from, TARGETS[i]!, max, nodes, i));
+        from = TARGETS[i]!;
+      }
+      const single = runs.find((r) => r.waveSize === 1);
+      const cycle = single ? single.seconds / nodes : undefined;
+      for (const r of runs) if (cycle && r.waveSize > 1) r.ratio = round(r.seconds / (r.waves * cycle), 2);
+      results.push({ nodes, pods: summary.totalPods, ...(cycle ? { cycleSeconds: round(cycle, 2) } : {}), runs });
+    } finally {
+      await tb.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+  const rows: string[] = [];
+  for (const r of results) {
+    for (const x of r.runs) {
+      rows.push(`${String(r.nodes).padStart(5)}  ${String(r.pods).padStart(5)}  ${x.maxUnavailable.padStart(7)}  ${String(x.waves).padStart(5)}  ${String(x.seconds).padStart(8)}  ${String(r.cycleSeconds ?? '-').padStart(6)}  ${String(x.ratio ?? '-').padStart(5)}  ${String(x.nodeMedianSeconds ?? '-').padStart(6)}  ${String(x.pdbViolations).padStart(4)}  ${String(x.podsLost).padStart(4)}  ${x.loadAvg1m}`);
+    }
+  }
+  process.stdout.write(`NODE-WAVES (${zones} zones, ${deployments} Deployments of one replica per node, PDB maxUnavailable ${pdbMax}, kcm QPS ${kcmQPS})\n`
+    + `nodes   pods  max-unav  waves  total s  cycle s  ratio  node s  pdbV  lost  load1m\n${rows.join('\n')}\n`);
+  const last = results.at(-1)!;
+  const tenth = last.runs.find((x) => x.waveSize > 1);
+  process.stdout.write(`${JSON.stringify({
+    scenario: 'node-waves', zones, deployments, pdbMaxUnavailable: pdbMax, kcmQPS,
+    nodes: last.nodes, maxUnavailable: tenth?.maxUnavailable, ratio: tenth?.ratio,
+    totalSeconds: tenth?.seconds, cycleSeconds: last.cycleSeconds,
+    podsLost: results.reduce((a, r) => a + r.runs.reduce((b, x) => b + x.podsLost, 0), 0),
+    pdbViolations: results.reduce((a, r) => a + r.runs.reduce((b, x) => b + x.pdbViolations, 0), 0),
+    results, cores: availableParallelism(), loadAvg1m: round(loadavg()[0]!, 2),
+  })}\n`);
+  return 0;
+}
