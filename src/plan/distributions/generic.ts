@@ -14,7 +14,8 @@ export function genericPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[]
       id: 'generic-enable-servicecidr-api', distribution: 'generic', gate: 'enable-servicecidr-api',
       target: 'kube-apiserver and kube-controller-manager flags, wherever this cluster sets them',
       description: `serve ${gv}`,
-      before: `--feature-gates=${snap.apiservers[0]?.featureGates ?? ''}\n--runtime-config=${snap.apiservers[0]?.runtimeConfig ?? ''}\n`,
+      before: [['feature-gates', snap.apiservers[0]?.featureGates], ['runtime-config', snap.apiservers[0]?.runtimeConfig]]
+        .map(([flag, v]) => (v ? `--${flag}=${v}\n` : `# --${flag} not set\n`)).join(''),
       after: `--feature-gates=${mergeFeatureGates(snap.apiservers[0]?.featureGates, 'MultiCIDRServiceAllocator')}\n--runtime-config=${mergeRuntimeConfig(snap.apiservers[0]?.runtimeConfig, gv)}\n`,
     });
   }
