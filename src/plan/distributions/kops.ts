@@ -208,10 +208,7 @@ function kopsPodRange(snap: Snapshot, family: Family): Cidr | undefined {
   const cc = clusterCIDRs(snap).map((c) => c.cidr).filter((c) => c.family === family);
   const pools = snap.pools.map((p) => tryParseCidr(p.cidr)).filter((c): c is Cidr => !!c && c.family === family);
   const all = cc.length > 0 ? cc : pools;
-  if (all.length === 0) return undefined;
-  let c = all[0]!;
-  while (!all.every((x) => contains(c, x)) && c.prefix > 0) c = supernet(c, c.prefix - 1);
-  return c;
+  return all.length === 0 ? undefined : covering(all);
 }
 
 /**
