@@ -9,14 +9,14 @@
  */
 import type { Family, Snapshot } from '../cluster/types.ts';
 import {
-  contains, familyName, formatCidr, NetError, overlaps, parseCidr, supernet, tryParseCidr, type Cidr,
+  contains, familyName, formatCidr, NetError, parseCidr, tryParseCidr, type Cidr,
 } from '../net/index.ts';
-import { addressPlan } from '../analyze/addressing.ts';
 import { clusterCIDRTooWide } from '../analyze/references.ts';
-import { KOPS_EDIT, KOPS_UNREAD_HEADER, type DistroPatch } from './distro-patches.ts';
+import type { DistroPatch } from './distro-patches.ts';
+import { covering } from './distributions/common.ts';
+import { distributionOf, distributionPlanner } from './distributions/registry.ts';
 import type { PlanStep } from './steps.ts';
-import { distributionOf, distroConfigCheck, overlapHits, type PreflightCheck } from './preflight.ts';
-import { currentServiceRanges } from './service-mapping.ts';
+import { distroConfigCheck, overlapHits, type PreflightCheck } from './preflight.ts';
 import { maskKey, type PodCIDRSpec, type PodIpam, type PodPatchGate } from './pod-spec.ts';
 import { podStepLists } from './pod-step-lists.ts';
 import { podOwnerRefusal, podPathOf } from './platform-gate.ts';
@@ -27,6 +27,7 @@ import type { PodPath, PodPlanOptions } from './pod-paths/types.ts';
 export type { NodeMaskSizes, PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
 export type { PodPlanOptions } from './pod-paths/types.ts';
 export { maskKey } from './pod-spec.ts';
+export { covering } from './distributions/common.ts';
 export { POOL_PREFIX, slug } from './pod-paths/common.ts';
 
 /** Defaults: rollouts in flight at once; nodes re-registered one at a time. */
@@ -48,13 +49,6 @@ export interface PodPlanSection {
   finish: PlanStep[];
 }
 
-
-/** The smallest CIDR containing every one of `cs` (all of one family). */
-export function covering(cs: readonly Cidr[]): Cidr {
-  let c = cs[0]!;
-  while (!cs.every((x) => contains(c, x)) && c.prefix > 0) c = supernet(c, c.prefix - 1);
-  return c;
-}
 
 /** NEW as a family → CIDR map; NetError names the first bad value. */
 export function parsePodTarget(target: string | readonly string[]): Map<Family, Cidr> {
@@ -272,7 +266,7 @@ function kopsNonMasqueradeCheck(snap: Snapshot, target: Map<Family, Cidr>, newTe
 /** Distribution changes of a Pod CIDR migration, as before/after text. */
 export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
   const out: DistroPatch[] = [];
-  const distro = distributionOf(snap);
+  const distro = distributionPlanner(snap);
   const to = spec.to.join(',');
   const path = POD_PATHS[spec.ipam];
   const finalGate: PodPatchGate = path.finalGate;
@@ -281,132 +275,12 @@ export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
   // kube-controller-manager stops allocating at a first gate and allocates from NEW again at the final one, or
   // allocation is turned off at the final gate (a path that does not use node podCIDRs)
   const allocAfter = path.kcmAllocatesAfter;
-  if (distro === 'kops') {
-    out.push(...kopsPodPatches(snap, spec, finalGate, oldCC));
-  } else if (distro === 'kubeadm') {
-    const manifest = '/etc/kubernetes/manifests/kube-controller-manager.yaml (every control-plane node)';
-    if (allocAfter) {
-      out.push({ id: 'kubeadm-kcm-stop-allocating', distribution: 'kubeadm', gate: 'kcm-stop-allocating', target: manifest, description: 'stop allocating node podCIDRs (nothing else changes)', before: '    - --allocate-node-cidrs=true\n', after: '    - --allocate-node-cidrs=false\n' });
-    }
+  out.push(...distro.podPatches({ snap, spec, finalGate, allocAfter, oldCC, to, masks: kcmMaskLines(snap, spec) }));
+  if (snap.kubeProxy?.clusterCIDR !== undefined || distro.kubeProxyPatch.always) {
     out.push({
-      id: 'kubeadm-config-pod-subnet', distribution: 'kubeadm', gate: finalGate, target: 'ConfigMap kube-system/kubeadm-config (ClusterConfiguration)',
-      description: 'the pod subnet kubeadm renders for new control-plane nodes and upgrades', before: `networking:\n  podSubnet: ${snap.kubeadm?.podSubnet?.join(',') ?? oldCC}\n`, after: `networking:\n  podSubnet: ${to}\n`,
-    });
-    const masks = kcmMaskLines(snap, spec);
-    const lines = (xs: string[]) => xs.map((x) => (x.startsWith('#') ? `    ${x}\n` : `    - ${x}\n`)).join('');
-    out.push({
-      id: 'kubeadm-kcm-pod-cidr', distribution: 'kubeadm', gate: finalGate, target: manifest,
-      description: (allocAfter ? 'allocate node podCIDRs from NEW again' : 'NEW as cluster CIDR; allocation stays off in the same edit so it starts while nodes keep old podCIDRs')
-        + (masks.after.length > 0 ? `, with the plan's node podCIDR sizes (${masks.after.join(' ')})` : ''),
-      before: `    - --allocate-node-cidrs=${allocAfter ? 'false' : 'true'}\n    - --cluster-cidr=${oldCC}\n${lines(masks.before)}`,
-      after: `    - --allocate-node-cidrs=${allocAfter}\n    - --cluster-cidr=${to}\n${lines(masks.after)}`,
-    });
-  } else {
-    if (allocAfter) out.push({ id: 'generic-kcm-stop-allocating', distribution: 'generic', gate: 'kcm-stop-allocating', target: 'kube-controller-manager flags', description: 'stop allocating node podCIDRs', before: '--allocate-node-cidrs=true', after: '--allocate-node-cidrs=false' });
-    const masks = kcmMaskLines(snap, spec);
-    const flags = masks.before.filter((x) => !x.startsWith('#'));
-    out.push({
-      id: 'generic-kcm-pod-cidr', distribution: 'generic', gate: finalGate, target: 'kube-controller-manager flags',
-      description: (allocAfter ? 'allocate from NEW again' : 'NEW as cluster CIDR with allocation off') + (masks.after.length > 0 ? `, with the plan's node podCIDR sizes (${masks.after.join(' ')})` : ''),
-      before: [`--allocate-node-cidrs=${allocAfter ? 'false' : 'true'}`, `--cluster-cidr=${oldCC}`, ...flags].join(' '),
-      after: [`--allocate-node-cidrs=${allocAfter}`, `--cluster-cidr=${to}`, ...masks.after].join(' '),
-    });
-  }
-  if (snap.kubeProxy?.clusterCIDR !== undefined || distro === 'kubeadm') {
-    out.push({
-      id: 'kube-proxy-cluster-cidr', distribution: distro === 'k3s' ? 'generic' : distro, gate: finalGate, target: 'ConfigMap kube-system/kube-proxy (config.conf), then restart the kube-proxy DaemonSet',
+      id: 'kube-proxy-cluster-cidr', distribution: distro.kubeProxyPatch.distribution, gate: finalGate, target: 'ConfigMap kube-system/kube-proxy (config.conf), then restart the kube-proxy DaemonSet',
       description: 'kube-proxy tells pod traffic from outside traffic by this range (masquerade): the pod range(s), nothing wider', before: `clusterCIDR: ${snap.kubeProxy?.clusterCIDR ?? oldCC}\n`, after: `clusterCIDR: ${kubeProxyAfter(snap.kubeProxy?.clusterCIDR ?? oldCC, spec.to)}\n`,
     });
   }
   return out;
-}
-
-/**
- * The kOps patches of a Pod CIDR migration. With the Cluster spec: its fields in its layout. Without it (the
- * spec lives in the kOps state store, so a live read never has it): every field by name in the networking
- * layout with the legacy place beside it, and what was not read said as such.
- */
-function kopsPodPatches(snap: Snapshot, spec: PodCIDRSpec, finalGate: PodPatchGate, oldCC: string): DistroPatch[] {
-  const out: DistroPatch[] = [];
-  const k = snap.kops;
-  const to = spec.to.join(',');
-  const allocAfter = POD_PATHS[spec.ipam].kcmAllocatesAfter;
-  const edit = KOPS_EDIT;
-  const header = k ? '' : KOPS_UNREAD_HEADER;
-  const newCidrs = spec.to.map((t) => parseCidr(t));
-  if (allocAfter) {
-    out.push({
-      id: 'kops-stop-allocating', distribution: 'kops', gate: 'kcm-stop-allocating', target: edit, description: 'kube-controller-manager stops allocating node podCIDRs',
-      before: `${header}spec:\n  kubeControllerManager:\n    allocateNodeCIDRs: ${k?.allocateNodeCIDRs ?? true}${k?.allocateNodeCIDRs === undefined ? '   # unset: kOps turns it on' : ''}\n`,
-      after: `${header}spec:\n  kubeControllerManager:\n    allocateNodeCIDRs: false\n`,
-    });
-  }
-  const tail = allocAfter ? 'allocates from it again' : 'keeps allocateNodeCIDRs false so it starts while nodes keep old podCIDRs';
-  if (k) {
-    // nonMasqueradeCIDR must contain the pod (and service) range: the current one widened to hold NEW, if sensible.
-    const nm = k.nonMasqueradeCIDR ? tryParseCidr(k.nonMasqueradeCIDR) : undefined;
-    const outside = nm ? newCidrs.filter((c) => c.family === nm.family && !contains(nm, c)) : [];
-    const widened = nm && outside.length > 0 ? sensibleNonMasquerade(snap, [nm, ...outside]) : undefined;
-    const newNm = !nm || outside.length === 0 ? k.nonMasqueradeCIDR
-      : widened ?? `TODO: no range of /8 or smaller clear of the node network holds podCIDR ${to} and serviceClusterIPRange ${k.serviceClusterIPRange ?? 'the service range'}; move the Service CIDR next to the new pod range first or together`;
-    const viaKcm = snap.ranges.some((r) => r.source === 'kOps podCIDR' && r.label.includes('kubeControllerManager.clusterCIDR'));
-    const legacy = k.layout === 'legacy';
-    const netLines = (pod: string, nmv: string | undefined): string[] => {
-      const lines = [...(viaKcm ? [] : [`podCIDR: ${pod}`]), ...(nmv !== undefined ? [`nonMasqueradeCIDR: ${nmv}`] : [])];
-      if (lines.length === 0) return [];
-      return legacy ? lines.map((l) => `  ${l}`) : ['  networking:', ...lines.map((l) => `    ${l}`)];
-    };
-    const kcmLines = (pod: string, alloc: boolean | string) => ['  kubeControllerManager:', ...(viaKcm ? [`    clusterCIDR: ${pod}`] : []), `    allocateNodeCIDRs: ${alloc}`];
-    out.push({
-      id: 'kops-pod-cidr', distribution: 'kops', gate: finalGate, target: edit,
-      description: `pod range ${to}${newNm === k.nonMasqueradeCIDR ? '' : widened ? ` and nonMasqueradeCIDR ${widened} (must contain the pod and service ranges)` : ' and a nonMasqueradeCIDR that contains it and the service range (see after)'}; kube-controller-manager ${tail}`,
-      before: ['spec:', ...netLines(k.podCIDR ?? oldCC, k.nonMasqueradeCIDR), ...kcmLines(k.podCIDR ?? oldCC, allocAfter ? false : k.allocateNodeCIDRs ?? true)].join('\n') + '\n',
-      after: ['spec:', ...netLines(to, newNm), ...kcmLines(to, allocAfter)].join('\n') + '\n',
-    });
-    return out;
-  }
-  // Without the spec: nonMasqueradeCIDR must hold NEW and the service range, whatever it is today.
-  const svc = currentServiceRanges(snap);
-  const perFamily = newCidrs.map((c) => sensibleNonMasquerade(snap, [c, ...svc.filter((x) => x.family === c.family)]));
-  const nm = perFamily.every((x): x is string => !!x) ? perFamily.join(',') : undefined;
-  const svcText = svc.map(formatCidr).join(',') || 'the service range';
-  out.push({
-    id: 'kops-pod-cidr', distribution: 'kops', gate: finalGate, target: edit,
-    description: `pod range ${to} (spec.networking.podCIDR, legacy layout spec.podCIDR; and spec.kubeControllerManager.clusterCIDR where the spec sets it), `
-      + `a nonMasqueradeCIDR that holds it and the service range; kube-controller-manager ${tail}; the Cluster spec was not read, so the fields are named for both layouts`,
-    before: header + [
-      'spec:',
-      '  networking:                # legacy layout: podCIDR and nonMasqueradeCIDR directly under spec',
-      `    podCIDR: ${oldCC}`,
-      '    nonMasqueradeCIDR: (not read; kOps default 100.64.0.0/10)',
-      '  kubeControllerManager:',
-      `    clusterCIDR: ${oldCC}    # only where the spec sets it`,
-      `    allocateNodeCIDRs: ${allocAfter ? false : 'true   # or unset: kOps turns it on'}`,
-    ].join('\n') + '\n',
-    after: header + [
-      'spec:',
-      '  networking:',
-      `    podCIDR: ${to}`,
-      nm
-        ? `    nonMasqueradeCIDR: ${nm}   # only if the current one does not contain ${to} and ${svcText}`
-        : `    nonMasqueradeCIDR: TODO if the current one does not contain ${to}: no range of /8 or smaller clear of the node network holds podCIDR ${to} and serviceClusterIPRange ${svcText}; move the Service CIDR next to the new pod range first or together`,
-      '  kubeControllerManager:',
-      `    clusterCIDR: ${to}    # only where the spec sets it`,
-      `    allocateNodeCIDRs: ${allocAfter}`,
-    ].join('\n') + '\n',
-  });
-  return out;
-}
-
-/**
- * The smallest CIDR holding every one of `cs` (one family) as a kOps nonMasqueradeCIDR, or undefined when that
- * is not a sensible one: wider than /8 (IPv6 /16) or overlapping the node network.
- */
-function sensibleNonMasquerade(snap: Snapshot, cs: readonly Cidr[]): string | undefined {
-  if (cs.length === 0) return undefined;
-  const c = covering(cs);
-  if (c.prefix < (c.family === 4 ? 8 : 16)) return undefined;
-  const nodes = addressPlan(snap).filter((g) => g.role === 'node' && g.parsed.family === c.family);
-  if (nodes.some((n) => overlaps(n.parsed, c))) return undefined;
-  return formatCidr(c);
 }

@@ -6,6 +6,7 @@
  * which src/plan/pod-paths/node.ts plans. buildPodSection (pod-plan.ts) builds the spec they are written from.
  */
 import type { DistroPatch } from './distro-patches.ts';
+import { DISTRIBUTIONS } from './distributions/registry.ts';
 import type { PodCIDRSpec, PodPatchGate } from './pod-spec.ts';
 import type { Distribution, PodPath, PodStepInputs, PodStepLists } from './pod-paths/types.ts';
 import type { PlanStep } from './steps.ts';
@@ -185,21 +186,5 @@ function nodeWaveSteps(wave: readonly NodeMove[], k: number, hook: string | unde
 
 /** What a person (or pipeline) runs at a pod gate, per distribution. */
 export function podGateInstructions(distro: Distribution, gate: PodPatchGate): string[] {
-  if (distro === 'kops') {
-    return gate === 'kcm-stop-allocating'
-      ? ['kops edit cluster (patch kops-stop-allocating)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', 'kube-renumber resume --ack-gate kcm-stop-allocating (when kube-controller-manager has no mirror pod)']
-      : ['kops edit cluster (patch kops-pod-cidr)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', `kube-renumber resume --ack-gate ${gate} (when kube-controller-manager has no mirror pod)`];
-  }
-  if (distro === 'kubeadm') {
-    if (gate === 'kcm-stop-allocating') return ['on each control-plane node: edit /etc/kubernetes/manifests/kube-controller-manager.yaml (patch kubeadm-kcm-stop-allocating)', 'kube-renumber resume'];
-    return [
-      'kubectl -n kube-system edit cm kubeadm-config (patch kubeadm-config-pod-subnet)',
-      'on each control-plane node: edit /etc/kubernetes/manifests/kube-controller-manager.yaml (patch kubeadm-kcm-pod-cidr)',
-      'kubectl -n kube-system edit cm kube-proxy (patch kube-proxy-cluster-cidr), then kubectl -n kube-system rollout restart daemonset kube-proxy',
-      'kube-renumber resume',
-    ];
-  }
-  return gate === 'kcm-stop-allocating'
-    ? ['restart every kube-controller-manager with --allocate-node-cidrs=false (patch generic-kcm-stop-allocating)', `kube-renumber resume --ack-gate ${gate}`]
-    : ['restart every kube-controller-manager with the flags of patch generic-kcm-pod-cidr', 'set kube-proxy clusterCIDR (patch kube-proxy-cluster-cidr) and restart kube-proxy', `kube-renumber resume --ack-gate ${gate}`];
+  return DISTRIBUTIONS[distro].podGateInstructions(gate);
 }

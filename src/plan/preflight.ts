@@ -5,30 +5,24 @@
  * prints no plan).
  */
 import { addressPlan, nodePodCoverage, type RangeGroup } from '../analyze/addressing.ts';
-import { clusterCIDRs } from '../analyze/capacity.ts';
 import { CATALOG, type AvoidRange } from '../analyze/catalog.ts';
 import { describeLive, liveIn, liveIndex, type LiveAddress } from '../analyze/live.ts';
 import type { Family, Snapshot } from '../cluster/types.ts';
 import { parseVersion } from '../cluster/version.ts';
 import {
-  bits, cidrToRange, contains, familyName, formatCidr, formatIP, NetError, overlaps, parseCidr, parseIP, subtract, supernet, tryParseCidr,
+  cidrToRange, contains, familyName, formatCidr, formatIP, NetError, overlaps, parseCidr, parseIP, subtract, tryParseCidr,
   type Cidr,
 } from '../net/index.ts';
 import {
   assignableCount, currentServiceRanges, firstIP, isKubernetesService, mapServices, parseTarget, serviceKey, type ServiceMapping,
 } from './service-mapping.ts';
+import type { PreflightCheck } from './check.ts';
+import { distributionPlanner } from './distributions/registry.ts';
+import { proposeNonMasquerade } from './distributions/kops.ts';
 
-export type CheckStatus = 'pass' | 'warn' | 'fail';
-
-export interface PreflightCheck {
-  id: string;
-  status: CheckStatus;
-  message: string;
-  /** What to do about it ('' when nothing). */
-  fix: string;
-  /** True for checks that judge the requested target itself: a failure refuses the target. */
-  target?: boolean;
-}
+export type { CheckStatus, PreflightCheck } from './check.ts';
+export { distributionOf } from './distributions/registry.ts';
+export { proposeNonMasquerade } from './distributions/kops.ts';
 
 export interface PreflightOptions {
   target: string | readonly string[];
@@ -258,31 +252,10 @@ export function sizeCheck(target: Map<Family, Cidr>, mapping: readonly ServiceMa
     : { id: 'target-size', status: 'pass', target: true, message: fine.join('; '), fix: '' };
 }
 
-/** The distribution family whose procedure the plan follows: kubespray is kubeadm underneath. */
-export function distributionOf(snap: Snapshot): 'kops' | 'kubeadm' | 'k3s' | 'generic' {
-  const d = snap.distribution.kind;
-  if (d === 'kops' || snap.kops) return 'kops';
-  if (d === 'kubeadm' || d === 'kubespray' || snap.kubeadm) return 'kubeadm';
-  if (d === 'k3s') return 'k3s';
-  return 'generic';
-}
-
 /** The certificate fix, per distribution. */
 export function certFix(snap: Snapshot, newFirst: string, oldFirst: string | undefined): string {
   const both = [newFirst, oldFirst].filter(Boolean).join(',');
-  switch (distributionOf(snap)) {
-    case 'kubeadm':
-      return `on every control-plane node: add ${both} to apiServer.certSANs in the kubeadm ClusterConfiguration (kubectl -n kube-system get cm kubeadm-config -o jsonpath='{.data.ClusterConfiguration}' > kubeadm.yaml), `
-        + 'move /etc/kubernetes/pki/apiserver.crt and apiserver.key aside, run `kubeadm init phase certs apiserver --config kubeadm.yaml` '
-        + `(or --apiserver-cert-extra-sans=${both}), then restart kube-apiserver`;
-    case 'kops':
-      return `add ${both} to ${!snap.kops ? 'spec.api.additionalSANs (legacy field layout: spec.additionalSans)' : snap.kops.layout === 'legacy' ? 'spec.additionalSans' : 'spec.api.additionalSANs'} (kops edit cluster), then kops update cluster --yes and `
-        + 'kops rolling-update cluster --instance-group-roles=control-plane --yes (kOps issues the serving certificate when the control plane rolls)';
-    case 'k3s':
-      return `add --tls-san=${both} to every k3s server (config.yaml tls-san) and restart k3s; k3s regenerates the serving certificate`;
-    default:
-      return `reissue the kube-apiserver serving certificate with ${both} as IP SANs, the way this cluster's certificates are managed, then restart every kube-apiserver`;
-  }
+  return distributionPlanner(snap).certFix(snap, both);
 }
 
 /**
@@ -515,57 +488,7 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
  * names the fields to change (patches); this check says what was not read and how to provide it.
  */
 export function distroConfigCheck(snap: Snapshot): PreflightCheck | undefined {
-  const d = distributionOf(snap);
-  const why = snap.distribution.evidence.slice(0, 2).join('; ');
-  if (d === 'kops' && !snap.kops) {
-    return {
-      id: 'kops-spec', status: 'warn',
-      message: `kOps cluster${why ? ` (${why})` : ''}, but no kOps Cluster spec in the input: it lives in the kOps state store, not in the API, `
-        + 'so its podCIDR, serviceClusterIPRange, nonMasqueradeCIDR and field layout were not read and nonMasqueradeCIDR is not checked; '
-        + 'the kOps patches name each field in both layouts (spec.networking.* or directly under spec)',
-      fix: '`kops get cluster --name NAME -o yaml > cluster.yaml`, then plan again with `-f cluster.yaml` and --kubeconfig or --context (the spec joins the live read), '
-        + 'or from files with `-f cluster.yaml` next to a `kubectl get ... -o yaml` dump of the cluster; or apply the kOps patches by field name',
-    };
-  }
-  if (d === 'kubeadm' && !snap.kubeadm) {
-    return {
-      id: 'kubeadm-config', status: 'warn',
-      message: `${snap.distribution.kind === 'kubespray' ? 'kubespray (kubeadm)' : 'kubeadm'} cluster${why ? ` (${why})` : ''}, but no kubeadm ClusterConfiguration in the input (ConfigMap kube-system/kubeadm-config missing or not readable): `
-        + 'podSubnet and serviceSubnet were not read; the kubeadm-config patches show the values of the control-plane flags',
-      fix: 'live: allow reading ConfigMaps in kube-system (deploy/rbac.yaml); offline: add `kubectl -n kube-system get configmap kubeadm-config -o yaml` to the input, or -f the ClusterConfiguration file',
-    };
-  }
-  return undefined;
-}
-
-/** The pod range a kOps nonMasqueradeCIDR must hold: the spec's podCIDR, else the cluster CIDR, else the Calico pools. */
-function kopsPodRange(snap: Snapshot, family: Family): Cidr | undefined {
-  const fromSpec = tryParseCidr(snap.kops?.podCIDR ?? '');
-  if (fromSpec) return fromSpec.family === family ? fromSpec : undefined;
-  const cc = clusterCIDRs(snap).map((c) => c.cidr).filter((c) => c.family === family);
-  const pools = snap.pools.map((p) => tryParseCidr(p.cidr)).filter((c): c is Cidr => !!c && c.family === family);
-  const all = cc.length > 0 ? cc : pools;
-  if (all.length === 0) return undefined;
-  let c = all[0]!;
-  while (!all.every((x) => contains(c, x)) && c.prefix > 0) c = supernet(c, c.prefix - 1);
-  return c;
-}
-
-/**
- * A nonMasqueradeCIDR holding both `svc` and the kOps pod range (the spec's, else the cluster's): the
- * smallest common supernet, if it overlaps no node network and no error/warning catalog range.
- */
-export function proposeNonMasquerade(snap: Snapshot, svc: Cidr): string | undefined {
-  const pod = kopsPodRange(snap, svc.family);
-  if (!pod) return undefined;
-  let p = Math.min(pod.prefix, svc.prefix);
-  while (p > 0 && !contains(supernet(svc, p), pod)) p--;
-  const c = supernet(svc, p);
-  if (p < 8 || bits(c.family) === 128 && p < 16) return undefined;
-  const nodes = addressPlan(snap).filter((g) => g.role === 'node');
-  if (nodes.some((n) => overlaps(n.parsed, c))) return undefined;
-  if (CATALOG.some((k) => k.severity !== 'info' && overlaps(parseCidr(k.cidr), c))) return undefined;
-  return formatCidr(c);
+  return distributionPlanner(snap).configCheck(snap);
 }
 
 /**

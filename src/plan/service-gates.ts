@@ -5,7 +5,8 @@
  */
 import type { Snapshot } from '../cluster/types.ts';
 import { gateInstructions, type DistroPatch, type PatchContext } from './distro-patches.ts';
-import { distributionOf, type ServiceCIDRApiState } from './preflight.ts';
+import { distributionPlanner } from './distributions/registry.ts';
+import type { ServiceCIDRApiState } from './preflight.ts';
 import type { GateStep } from './steps.ts';
 
 /** What the Service gates are built from: the cluster, the patch context and the distribution patches. */
@@ -48,7 +49,7 @@ export function restartApiserversGate(inp: ServiceGateInputs): GateStep {
     gate: {
       condition: 'apiservers-on-new-range',
       reason: 'the apiserver gives default/kubernetes the first IP of its flag range and recreates ServiceCIDR/kubernetes from the flag; '
-        + (distributionOf(snap) === 'kops' ? 'kOps changes the range, the DNS IP and the certificate in one spec edit and rolls the control plane' : 'the flag lives outside the API'),
+        + distributionPlanner(snap).restartApiserversReason,
       instructions: gateInstructions(snap, 'restart-apiservers', ctx),
       check: `every kube-apiserver pod runs with --service-cluster-ip-range=${newFlag.join(',')} (none left with ${oldFlag.join(',') || 'the old range'}), `
         + `and every apiserver endpoint's serving certificate carries ${sans || 'the new first IP'} as IP SANs`,

@@ -11,10 +11,11 @@ import type { Cidr } from '../../net/index.ts';
 import type { DistroPatch } from '../distro-patches.ts';
 import type { Obj } from '../plan-fields.ts';
 import type { PodCIDRSpec, PodIpam, PodPatchGate } from '../pod-spec.ts';
-import type { distributionOf, PreflightCheck } from '../preflight.ts';
+import type { Distribution } from '../distributions/types.ts';
+import type { PreflightCheck } from '../preflight.ts';
 import type { PlanStep } from '../steps.ts';
 
-export type Distribution = ReturnType<typeof distributionOf>;
+export type { Distribution } from '../distributions/types.ts';
 
 export interface PodPlanOptions {
   /** NEW pod range: one CIDR per family (array or comma-separated). */

@@ -1,0 +1,86 @@
+/**
+ * The seam of the per-distribution planning facts: one DistributionPlanner per self-managed distribution whose
+ * configuration the plan edits (kOps Cluster spec, kubeadm ConfigMaps and static pod manifests, k3s config, or
+ * plain flags), each one module under src/plan/distributions/ listed once in registry.ts. A planner gives the
+ * configuration patches of a Service and a Pod CIDR move, the commands a person runs at each gate, the
+ * certificate fix, and the pre-flight check that its configuration source was read.
+ */
+import type { Snapshot } from '../../cluster/types.ts';
+import type { PreflightCheck } from '../check.ts';
+import type { PodCIDRSpec, PodPatchGate } from '../pod-spec.ts';
+
+/** Every distribution, in the order they are tried (the first whose matches() holds is the cluster's; generic last). */
+export const DISTRIBUTION_IDS = ['kops', 'kubeadm', 'k3s', 'generic'] as const;
+export type Distribution = (typeof DISTRIBUTION_IDS)[number];
+
+export type PatchGate = 'enable-servicecidr-api' | 'restart-apiservers' | 'kubelet-cluster-dns' | 'kcm-stop-allocating' | 'kcm-cluster-cidr' | 'pod-cidr-config';
+
+export interface DistroPatch {
+  id: string;
+  distribution: Distribution;
+  gate: PatchGate;
+  /** What is edited, e.g. "kOps Cluster spec (kops edit cluster)". */
+  target: string;
+  description: string;
+  before: string;
+  after: string;
+}
+
+export interface PatchContext {
+  /** --service-cluster-ip-range today and afterwards, in flag order (primary family first). */
+  oldFlag: string[];
+  newFlag: string[];
+  /** The DNS Service's primary IP today and afterwards, when it moves. */
+  oldDNS?: string;
+  newDNS?: string;
+  /** default/kubernetes today and afterwards. */
+  oldKubernetesIP?: string;
+  newKubernetesIP?: string;
+  /** Set when the plan has to enable the ServiceCIDR API. */
+  enableApi?: 'v1' | 'v1beta1' | 'v1alpha1';
+  /** kOps: a new nonMasqueradeCIDR when NEW is outside the current one ('' when none fits). */
+  nonMasqueradeCIDR?: string;
+}
+
+/** The gates of a Service CIDR move that a distribution's configuration passes. */
+export type ServiceGate = Exclude<PatchGate, PodPatchGate>;
+
+/** What a distribution's pod patches are written from (pod-plan.ts podPatches computes them once). */
+export interface PodPatchInputs {
+  snap: Snapshot;
+  spec: PodCIDRSpec;
+  /** The gate at which NEW becomes the cluster CIDR (the pod path's finalGate). */
+  finalGate: PodPatchGate;
+  /** kube-controller-manager allocates node podCIDRs from NEW after the final gate (else allocation stays off). */
+  allocAfter: boolean;
+  /** The cluster CIDR today, as the flag text. */
+  oldCC: string;
+  /** NEW, as the flag text. */
+  to: string;
+  /** The node podCIDR size flags that change, before and after (kcmMaskLines). */
+  masks: { before: string[]; after: string[] };
+}
+
+export interface DistributionPlanner {
+  readonly id: Distribution;
+  /** Whether the snapshot is of this distribution (tried in DISTRIBUTION_IDS order). */
+  matches(snap: Snapshot): boolean;
+  /** The configuration patches of a Service CIDR move, in gate order. */
+  servicePatches(snap: Snapshot, ctx: PatchContext): DistroPatch[];
+  /** The commands run at a Service gate. */
+  serviceGateInstructions(snap: Snapshot, gate: ServiceGate, ctx: PatchContext): string[];
+  /** Lines added before "kube-renumber resume" at the restart-workloads gate. */
+  restartWorkloadsNote: readonly string[];
+  /** Why the restart-apiservers gate is one, after "…recreates ServiceCIDR/kubernetes from the flag; ". */
+  restartApiserversReason: string;
+  /** How the apiserver serving certificate gets the IP SANs `both` (comma-separated). */
+  certFix(snap: Snapshot, both: string): string;
+  /** The distribution's own patches of a Pod CIDR move (kube-controller-manager and its configuration). */
+  podPatches(inp: PodPatchInputs): DistroPatch[];
+  /** The kube-proxy clusterCIDR patch: written even when kube-proxy's clusterCIDR was not read, and its owner. */
+  kubeProxyPatch: { always: boolean; distribution: Distribution };
+  /** The commands run at a pod gate. */
+  podGateInstructions(gate: PodPatchGate): string[];
+  /** A warning when the distribution is known but its configuration source was not in the input. */
+  configCheck(snap: Snapshot): PreflightCheck | undefined;
+}
