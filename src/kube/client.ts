@@ -79,8 +79,14 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
   let count = 0;
   // Fault injection for the crash tests only: SIGKILL this process right after the Nth successful write
   // (Lease writes excluded), i.e. after the apiserver applied it and before anything else happened.
+  // The copy of the run's state kept in the cluster (namespace kube-renumber) is not counted either: each write of
+  // the run is preceded by one, and a kill after that one is asked for by KUBE_RENUMBER_TEST_KILL_AT.
   const killAfter = Number(env.KUBE_RENUMBER_TEST_KILL_AFTER_WRITES ?? 0);
   let writes = 0;
+  // KUBE_RENUMBER_TEST_KILL_AT=METHOD:PATH-PART:N[:BODY-PART]: SIGKILL right after the Nth successful request of
+  // that method whose path (and body) contain the parts, e.g. DELETE:/services/:1 or PATCH:/services/:1:ExternalName.
+  const killAt = /^([A-Z]+):([^:]+):(\d+)(?::(.+))?$/.exec(env.KUBE_RENUMBER_TEST_KILL_AT ?? '');
+  let killAtCount = 0;
 
   async function request<T>(method: Method, path: string, ro: RequestOptions = {}): Promise<T> {
     if (method !== 'GET') return once<T>(method, path, ro);
@@ -111,7 +117,9 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
     }
     const text = res.text;
     if (res.status >= 200 && res.status < 300) {
-      if (killAfter > 0 && method !== 'GET' && !path.includes('/leases') && ++writes >= killAfter) process.kill(process.pid, 'SIGKILL');
+      if (killAfter > 0 && method !== 'GET' && !path.includes('/leases') && !path.includes('/namespaces/kube-renumber/') && ++writes >= killAfter) process.kill(process.pid, 'SIGKILL');
+      if (killAt && method === killAt[1] && path.includes(killAt[2]!) && (!killAt[4] || (body ?? '').includes(killAt[4]))
+        && ++killAtCount >= Number(killAt[3])) process.kill(process.pid, 'SIGKILL');
       if (ro.responseType === 'text') return text as T;
       if (!text) return undefined as T;
       try {

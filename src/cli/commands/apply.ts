@@ -3,8 +3,8 @@
  * session: the plan file, the state directory (journal, backups, local lock), the cluster Lease.
  */
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, rmdirSync, rmSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { existsSync, rmdirSync, rmSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { KubeObject } from '../../cluster/types.ts';
@@ -25,6 +25,8 @@ import { connect, KubeApiError, type KubeClient } from '../../kube/client.ts';
 import { BLOCKAFFINITIES, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, NODES } from '../../kube/calico.ts';
 import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
 import { withRetry } from '../../kube/retry.ts';
+import { mirroredClient, type ClusterState } from '../../engine/cluster-state.ts';
+import { attachClusterState, journalWithCopy, readOnlyStateDir, readStateCopy } from './state-copy.ts';
 import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
 import { MANAGED_LABEL } from '../../plan/plan.ts';
 import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
@@ -190,19 +192,6 @@ function prepare(values: Values, positionals: string[], io: Io,
 }
 
 /**
- * A dry run works in a temporary directory (0700) holding copies of the journal and the backups, so it sees what
- * the real run did and writes nothing into the real state directory (no plan copy, journal line or lock file).
- */
-function dryRunDir(stateDir: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'kube-renumber-dry-run-'));
-  for (const name of ['journal.jsonl', 'backups']) {
-    const from = join(stateDir, name);
-    if (existsSync(from)) cpSync(from, join(dir, name), { recursive: true });
-  }
-  return dir;
-}
-
-/**
  * A state directory holds the run of one plan: every journal entry carries this plan's id as its run, and every
  * step it names is a step of the plan. A line from another plan's run (a shared --state-dir, a copied or forged
  * journal) would make status, supersession and rollback act on steps this run never took: exit 3.
@@ -223,13 +212,18 @@ function checkJournalBelongs(entries: readonly JournalEntry[], path: string, id:
 async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: boolean; dryRun?: DryRun; cluster?: string; view?: ProgressView }): Promise<Session> {
   const { flags, read: { plan, text }, id } = pre;
   const dry = opts.dryRun !== undefined && opts.dryRun !== 'none';
-  const stateDir = dry ? dryRunDir(pre.stateDir) : pre.stateDir;
-  const dropDry = () => { if (dry) rmSync(stateDir, { recursive: true, force: true }); };
   const verbose = values.verbose === true;
   const client = connect({
     kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
     requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env,
   });
+  const warn = opts.view ? (m: string) => opts.view!.warn(m) : (m: string) => io.err(`warning: ${m}\n`);
+  // A dry run, and a command that only reads, work on a temporary copy of the state directory with the cluster's
+  // copy of the run's state merged in: they see what the run did and write nothing into the state directory.
+  const readOnly = dry || !opts.lock;
+  const stateDir = readOnly ? readOnlyStateDir(pre.stateDir, id, await readStateCopy(client, id, { required: false, warn })) : pre.stateDir;
+  const dropDry = () => { if (readOnly) rmSync(stateDir, { recursive: true, force: true }); };
+  let state: ClusterState | undefined;
   const run = `${id}`;
   const holder = holderIdentity(run);
   let releaseLocal = () => {};
@@ -245,6 +239,7 @@ async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: 
         });
       }
       if (!existsSync(join(stateDir, 'plan.yaml'))) writeFileDurable(join(stateDir, 'plan.yaml'), text);
+      if (!readOnly) state = await attachClusterState(client, run, stateDir, { ...(opts.cluster ? { cluster: opts.cluster } : {}), check: () => lease?.assertHeld(), warn });
     } catch (e) {
       await lease?.release();
       releaseLocal();
@@ -265,10 +260,10 @@ async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: 
     // the node hook gets PATH, HOME and the kubeconfig this run uses, nothing else of our environment
     hookEnv: hookEnvironment(io.env, str(values, 'kubeconfig')),
   });
-  const warn = opts.view ? (m: string) => opts.view!.warn(m) : (m: string) => io.err(`warning: ${m}\n`);
   const ctx: StepContext = {
-    // every request of the steps first checks the Lease: once it is lost, nothing more is sent
-    client: guardedClient(client, () => lease?.assertHeld()),
+    // every request of the steps first checks the Lease: once it is lost, nothing more is sent; every write first
+    // waits until the cluster copy of the run's state holds what was journaled and backed up before it
+    client: guardedClient(state ? mirroredClient(client, state) : client, () => lease?.assertHeld()),
     backups: new BackupStore(join(stateDir, 'backups'), run, opts.cluster),
     journal: new Journal(join(stateDir, 'journal.jsonl'), run, warn),
     dryRun: opts.dryRun ?? 'none',
@@ -277,10 +272,16 @@ async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: 
     ...(opts.view ? { progress: (e) => opts.view!.event(e) } : {}),
   };
   if (flags.events) ctx.journal.onAppend = (e) => io.out(`${JSON.stringify(e)}\n`);
+  if (state) {
+    ctx.journal.mirror = (e) => state.enqueueJournal(e);
+    ctx.backups.mirror = (r) => state.enqueueBackup(r);
+  }
   return {
     plan, planId: id, stateDir, realStateDir: pre.stateDir, client, executor, ctx,
     assertLocked: () => lease?.assertHeld(),
     async release() {
+      // the last entries (run-end) reach the cluster copy too, while the Lease is still ours
+      try { await state?.flush(); } catch (e) { warn(`the last journal entries did not reach the run's copy in the cluster: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`); }
       await lease?.release();
       releaseLocal();
       dropDry();
@@ -399,11 +400,26 @@ function checkLivePlatform(snap: Awaited<ReturnType<typeof loadSnapshot>>, plan:
   }
 }
 
+/**
+ * The journal the live checks go by: the state directory's, or the cluster copy's when that one is further on
+ * (the state directory was lost, or the run went on from another machine).
+ */
+async function withClusterJournal(values: Values, io: Io, pre: Prepared): Promise<void> {
+  const client = connect({
+    kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
+    requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env,
+  });
+  const copy = await readStateCopy(client, pre.id, { required: false, warn: (m) => io.err(`warning: ${m}\n`) });
+  pre.entries = journalWithCopy(pre.entries, copy);
+  checkJournalBelongs(pre.entries, `${join(pre.stateDir, 'journal.jsonl')} (with the cluster's copy)`, pre.id, pre.read.plan);
+}
+
 async function runPlan(values: Values, positionals: string[], io: Io, resume: boolean): Promise<number> {
   const dryRunFlag = parseDryRun(values);
   const pre = prepare(values, positionals, io, { write: dryRunFlag === 'none', journal: true, backups: true });
   const { dryRun, output } = pre.flags;
   checkHook(values, io, pre.read.plan, dryRun);
+  await withClusterJournal(values, io, pre);
   const live = await checkLive(values, io, pre, dryRun);
   // stderr: a live status line on a terminal, else one line per event (verbose logs go between them)
   const view = new ProgressView((t) => io.err(t), { tty: io.stderrTTY === true && values.verbose !== true, color: colorFor(io, io.stderrTTY), columns: process.stderr.columns });
@@ -510,8 +526,14 @@ export const statusCommand: Command = {
                            as the run's: 0 completed, 6 a step failed, 7 stopped at a gate or confirmation`,
   async run({ values, positionals, io }) {
     if (values.watch === true && str(values, 'output') === 'yaml') throw new UsageError('status --watch prints one entry a line: use -o json (one JSON object a line) or the table');
-    const { flags: { output }, read: { plan }, stateDir, entries } = prepare(values, positionals, io, { write: false, journal: values.watch !== true, backups: false });
+    const pre = prepare(values, positionals, io, { write: false, journal: values.watch !== true, backups: false });
+    const { flags: { output }, read: { plan }, stateDir } = pre;
     if (values.watch === true) return watchJournal(join(stateDir, 'journal.jsonl'), output === 'json', io);
+    // no journal here (another machine's run, a lost state directory): the cluster's copy of the run's state
+    if (pre.entries.length === 0) await withClusterJournal(values, io, pre).catch((e: unknown) => {
+      if (values.verbose === true) io.err(`could not read the run's state from the cluster: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}\n`);
+    });
+    const entries = pre.entries;
     const done = new Set(completedSteps(entries));
     const rows = plan.steps.map((st) => {
       const last = [...entries].reverse().find((e) => e.step === st.id);
