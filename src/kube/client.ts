@@ -117,7 +117,7 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
     }
     const text = res.text;
     if (res.status >= 200 && res.status < 300) {
-      if (killAfter > 0 && method !== 'GET' && !path.includes('/leases') && !path.includes('/namespaces/kube-renumber/') && ++writes >= killAfter) process.kill(process.pid, 'SIGKILL');
+      if (killAfter > 0 && method !== 'GET' && !path.includes('/leases') && !path.includes('/namespaces/kube-renumber/') && !path.includes('/selfsubjectaccessreviews') && ++writes >= killAfter) process.kill(process.pid, 'SIGKILL');
       if (killAt && method === killAt[1] && path.includes(killAt[2]!) && (!killAt[4] || (body ?? '').includes(killAt[4]))
         && ++killAtCount >= Number(killAt[3])) process.kill(process.pid, 'SIGKILL');
       if (ro.responseType === 'text') return text as T;

@@ -26,6 +26,7 @@ import { BLOCKAFFINITIES, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, NODES } from '../../
 import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
 import { withRetry } from '../../kube/retry.ts';
 import { mirroredClient, type ClusterState } from '../../engine/cluster-state.ts';
+import { checkAccess, clientFor } from './access-check.ts';
 import { attachClusterState, journalWithCopy, readOnlyStateDir, readStateCopy } from './state-copy.ts';
 import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
 import { MANAGED_LABEL } from '../../plan/plan.ts';
@@ -405,11 +406,7 @@ function checkLivePlatform(snap: Awaited<ReturnType<typeof loadSnapshot>>, plan:
  * (the state directory was lost, or the run went on from another machine).
  */
 async function withClusterJournal(values: Values, io: Io, pre: Prepared): Promise<void> {
-  const client = connect({
-    kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
-    requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env,
-  });
-  const copy = await readStateCopy(client, pre.id, { required: false, warn: (m) => io.err(`warning: ${m}\n`) });
+  const copy = await readStateCopy(clientFor(values, io), pre.id, { required: false, warn: (m) => io.err(`warning: ${m}\n`) });
   pre.entries = journalWithCopy(pre.entries, copy);
   checkJournalBelongs(pre.entries, `${join(pre.stateDir, 'journal.jsonl')} (with the cluster's copy)`, pre.id, pre.read.plan);
 }
@@ -421,6 +418,7 @@ async function runPlan(values: Values, positionals: string[], io: Io, resume: bo
   checkHook(values, io, pre.read.plan, dryRun);
   await withClusterJournal(values, io, pre);
   const live = await checkLive(values, io, pre, dryRun);
+  if (dryRun === 'none') await checkAccess(values, io, pre.read.plan);
   // stderr: a live status line on a terminal, else one line per event (verbose logs go between them)
   const view = new ProgressView((t) => io.err(t), { tty: io.stderrTTY === true && values.verbose !== true, color: colorFor(io, io.stderrTTY), columns: process.stderr.columns });
   const s = await openSession(values, io, pre, { lock: true, dryRun, view, ...(live.uid ? { cluster: live.uid } : {}) });
@@ -619,6 +617,7 @@ export const rollbackCommand: Command = {
     const { output } = pre.flags;
     const live = await readLiveIdentity(values, io);
     checkBinding(values, io, pre.read.plan, live);
+    await checkAccess(values, io, pre.read.plan);
     const s = await openSession(values, io, pre, { lock: true, ...(live.uid ? { cluster: live.uid } : {}) });
     try {
       const r = await rollbackSteps(s.executor.steps(), s.ctx);
@@ -665,6 +664,7 @@ export const restoreCommand: Command = {
     const { output } = pre.flags;
     const live = await readLiveIdentity(values, io);
     checkBinding(values, io, pre.read.plan, live);
+    await checkAccess(values, io, pre.read.plan);
     const s = await openSession(values, io, pre, { lock: true, ...(live.uid ? { cluster: live.uid } : {}) });
     try {
       const rows: { kind: string; namespace?: string; name: string; result: 'restored' | 'exists' | 'skipped' | 'failed'; detail?: string }[] = [];
