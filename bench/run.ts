@@ -22,6 +22,10 @@ const SCENARIOS: Record<string, Scenario> = {
     summary: 'Service CIDR move (recreate, in-place) on the data-plane testbed with the prober: failed requests, longest gap',
     load: () => import('./zero-downtime.ts'),
   },
+  'state-size': {
+    summary: "the run's state kept in the cluster for N Services (default 20,000): JSON, gzip, Secrets, build and read times",
+    load: () => import('./state-size.ts'),
+  },
   'large-list': {
     summary: 'one ~1.7 GB `kubectl get pods -A -o json` List (150k pods): inspect -f end to end vs JSON.parse of the same items',
     load: () => import('./large-list.ts'),

@@ -221,13 +221,14 @@ export class ClusterState {
   private async writeChunk(batch: StatePayload): Promise<void> {
     this.check();
     await this.ensureNamespace();
-    const all: StatePayload = { journal: [...this.all.journal, ...batch.journal], backups: [...this.all.backups, ...batch.backups] };
     const base = this.sinceBase >= COMPACT_AFTER;
     const seq = this.nextSeq;
-    const secrets = chunkSecrets(this.run, seq, base ? { base: true, ...all } : batch, this.cluster ? { cluster: this.cluster } : {});
+    const payload = base ? { base: true, journal: [...this.all.journal, ...batch.journal], backups: [...this.all.backups, ...batch.backups] } : batch;
+    const secrets = chunkSecrets(this.run, seq, payload, this.cluster ? { cluster: this.cluster } : {});
     for (const s of secrets) await this.create(s);
     this.nextSeq = seq + 1;
-    this.all = all;
+    this.all.journal.push(...batch.journal);
+    this.all.backups.push(...batch.backups);
     this.written.chunks++;
     this.written.bytes += secrets.reduce((n, s) => n + Buffer.from((s as { data: Record<string, string> }).data['state.json.gz']!, 'base64').length, 0);
     if (base) {

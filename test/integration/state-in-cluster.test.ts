@@ -1,6 +1,8 @@
 // The state directory lost mid-run: a run killed in the middle of moving Services, its state directory deleted,
 // is finished (resume) or undone (rollback, restore) from a fresh, empty state directory, as on another machine,
 // from the copy of the run's state the cluster holds (Secrets in namespace kube-renumber). Nothing is lost.
+// Every run goes as the ServiceAccount of the shipped roles (deploy/rbac*.yaml); one without them is refused
+// before its first write, the missing verbs named.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,7 +11,8 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { cli, restartAllWorkloads, servicesByKey, specWithoutIPs } from './helpers.ts';
+import { cli, kubeconfigWithToken, restartAllWorkloads, servicesByKey, specWithoutIPs } from './helpers.ts';
+import { migrateKubeconfig } from './pod-helpers.ts';
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';
@@ -17,7 +20,8 @@ const NEW = '10.100.0.0/16';
 describe('state directory deleted mid-run: resume, rollback and restore from an empty one', () => {
   const tb = useTestbed({ serviceCIDR: OLD, podCIDR: '10.244.0.0/20', nodes: 1, populate: { namespaces: 1, deployments: 1, replicas: 1, services: 3 } });
   const dir = mkdtempSync(join(tmpdir(), 'kr-state-lost-'));
-  const common = (state: string) => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', state, '--timeout', '90s', '--propagation-delay', '0s', '--force-unlock'];
+  let kc = '';
+  const common = (state: string) => ['--kubeconfig', kc, '--state-dir', state, '--timeout', '90s', '--propagation-delay', '0s', '--force-unlock'];
 
   async function plan(strategy: string): Promise<string> {
     const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', NEW, '--strategy', strategy,
@@ -30,9 +34,24 @@ describe('state directory deleted mid-run: resume, rollback and restore from an 
 
   const services = async () => [...(await servicesByKey(tb)).values()].filter((s: any) => !s.metadata.labels?.['kube-renumber.io/managed']);
 
-  test('NodePort Service to move in place', async () => {
+  test('NodePort Service to move in place; the shipped roles', async () => {
     const r = await tb.kubectl(['create', 'service', 'nodeport', 'np', '-n', 'default', '--tcp=80:8080', '--node-port=30080']);
     assert.equal(r.code, 0, r.stderr);
+    kc = await migrateKubeconfig(tb);
+  });
+
+  test('with the read-only roles alone, apply is refused before its first write, naming what is missing (exit 5)', async () => {
+    const planPath = await plan('in-place');
+    const tok = await tb.kubectl(['create', 'token', 'kube-renumber', '-n', 'kube-system', '--duration', '1h']);
+    assert.equal(tok.code, 0, tok.stderr);
+    const ro = kubeconfigWithToken(tb.server, tok.stdout.trim());
+    const r = await run(['apply', planPath, '--yes', '--kubeconfig', ro, '--state-dir', join(dir, 'ro')]);
+    assert.equal(r.code, 5, r.err);
+    assert.match(r.err, /^error: not allowed: create leases\.coordination\.k8s\.io -n kube-system .*patch services .*grant the permissions in deploy\/rbac-migrate\.yaml \(nothing was changed\)$/m);
+    const lease = await tb.kubectl(['get', 'lease', '-n', 'kube-system', 'kube-renumber']);
+    assert.notEqual(lease.code, 0, 'no Lease taken');
+    const secrets = await tb.kubectl(['get', 'secrets', '-n', 'kube-renumber', '-o', 'name']);
+    assert.equal(secrets.stdout.trim(), '', 'no state written');
   });
 
   test('recreate: killed after a Service was deleted, state directory gone; rollback and restore from an empty one bring it back', { timeout: 10 * 60_000 }, async () => {
@@ -95,7 +114,7 @@ describe('state directory deleted mid-run: resume, rollback and restore from an 
       } else assert.fail(`stuck: ${r.err}`);
     }
     assert.ok(apiserverRestarted && workloadsRestarted, `${n} resumes`);
-    const v = await run(['verify', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', join(dir, 'inplace-verify')]);
+    const v = await run(['verify', planPath, '--kubeconfig', kc, '--state-dir', join(dir, 'inplace-verify')]);
     assert.equal(v.code, 0, v.err);
     const after = await servicesByKey(tb);
     for (const s of before) {
@@ -108,7 +127,7 @@ describe('state directory deleted mid-run: resume, rollback and restore from an 
       assert.equal(a.spec.clusterIP, `10.100.${s.spec.clusterIP.split('.').slice(2).join('.')}`, `${key} at its mapped IP`);
       assert.deepEqual(specWithoutIPs(a), specWithoutIPs(s), `${key} spec (nodePorts too) unchanged but for the IPs`);
     }
-    const st = await run(['status', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', join(dir, 'inplace-status'), '-o', 'json']);
+    const st = await run(['status', planPath, '--kubeconfig', kc, '--state-dir', join(dir, 'inplace-status'), '-o', 'json']);
     assert.equal(st.code, 0, st.err);
     assert.ok(JSON.parse(st.out).steps.every((s: any) => s.state === 'done' || s.kind !== 'action'), st.out);
   });
