@@ -20,6 +20,24 @@ export function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: num
   });
 }
 
+/**
+ * The crash tests' kill points, one per run in turn: right after the run's first write was answered; with its first
+ * write in flight (sent, its answer never read); between the first durable file's write and its fsync (a backup);
+ * right after the first chunk of the run's state reached the cluster, before the write it protects.
+ */
+export const KILL_POINTS: ReadonlyArray<{ name: string; env: NodeJS.ProcessEnv }> = [
+  { name: 'after a write', env: { KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: '1' } },
+  { name: 'write in flight', env: { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '1' } },
+  { name: 'after a write', env: { KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: '1' } },
+  { name: 'before a backup\'s fsync', env: { KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC: '1' } },
+  { name: 'after a state chunk', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/namespaces/kube-renumber/secrets:1' } },
+];
+
+/** Kills by kill point, for the tests' figures: "after a write: 20, write in flight: 7, ...". */
+export function killFigures(kills: Map<string, number>): string {
+  return [...kills.entries()].map(([k, n]) => `${k}: ${n}`).join(', ');
+}
+
 interface Kubectl {
   kubectl(args: string[], opts?: { timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }>;
 }

@@ -518,7 +518,8 @@ export const statusCommand: Command = {
   usage: 'kube-renumber status PLAN.yaml [-o table|json|yaml] [--watch]',
   options: { 'state-dir': { type: 'string' }, watch: { type: 'boolean', short: 'w' } },
   help: `Flags:
-  --state-dir DIR          the run's state directory (default ~/.local/state/kube-renumber/<plan id>)
+  --state-dir DIR          the run's state directory (default ~/.local/state/kube-renumber/<plan id>); when it holds no
+                           journal, the run's copy in the cluster is read (--kubeconfig, --context)
   -w, --watch              follow the run's journal (from another terminal, like kubectl get -w): print each entry
                            as it is appended, until the run ends; -o json prints one JSON object a line. Exit code
                            as the run's: 0 completed, 6 a step failed, 7 stopped at a gate or confirmation`,
