@@ -24,6 +24,7 @@ import {
   scaleUp, type RestartResult, type Workload,
 } from './restarts.ts';
 import { backUpLate, withPlanSupersessions, type Step, type StepContext } from './runner.ts';
+import { nodeMetadataRestored, restoreNodeMetadata } from './node-metadata.ts';
 import { evictRespectingPdb, mapLimit, poll, retryOnConflict, sleep, withRetry } from './toolkit.ts';
 
 export interface PodExecOptions {
@@ -725,7 +726,7 @@ export class PodExecutor {
     const it = this.nodeItem(p);
     return {
       id: p.id, title: p.description, kind: 'action',
-      check: async (ctx) => (await this.assigned(ctx.client, it)) === undefined && (await this.missingBarePods(ctx)).length === 0,
+      check: async (ctx) => (await this.assigned(ctx.client, it)) === undefined && (await this.missingBarePods(ctx)).length === 0 && (await nodeMetadataRestored(ctx, it.name)),
       apply: async (ctx) => {
         if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
         const n = await poll(`node ${it.name} to be registered`, async () => (await getObject(ctx.client, NODES, it.name)) ?? undefined, { timeoutMs: this.opts.timeoutMs });
@@ -747,6 +748,7 @@ export class PodExecutor {
           const x = await getObject(ctx.client, NODES, it.name);
           return (x?.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
         }, { timeoutMs: this.opts.timeoutMs });
+        await restoreNodeMetadata(ctx, it.name);
         // Pods that started on the node before it had its podCIDR got no address from it: their owners recreate them.
         const final = (await getObject(ctx.client, NODES, it.name))!;
         const mine = (final.spec?.podCIDRs ?? []).map((c: string) => parseCidr(c));

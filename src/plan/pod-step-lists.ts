@@ -9,6 +9,7 @@ import type { DistroPatch } from './distro-patches.ts';
 import type { PodCIDRSpec, PodPatchGate } from './pod-spec.ts';
 import type { distributionOf } from './preflight.ts';
 import type { PlanStep } from './steps.ts';
+import { podConsentStep } from './pod-consent.ts';
 
 type Distribution = ReturnType<typeof distributionOf>;
 
@@ -32,7 +33,7 @@ export function podStepLists(spec: PodCIDRSpec, distro: Distribution, patches: D
   const scale = criticalScaleSteps(spec.restarts.critical);
   const path = spec.ipam === 'calico' ? calicoStepLists(inp) : nodeStepLists(inp);
   return {
-    prepare: [...path.prepare, scale.up],
+    prepare: [podConsentStep(spec), ...path.prepare, scale.up],
     restart: path.restart,
     finish: [scale.down, ...path.finish, verifyPodsStep(spec)],
   };

@@ -247,7 +247,7 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   if (kind === 'gate' && g!.condition === undefined) g!.condition = legacyGateCondition(id);
   const condition = kind === 'gate' ? oneOf(g!, 'condition', `${path}.gate`, GATE_CONDITIONS)! : undefined;
   const podGate = condition !== undefined && (POD_GATE_CONDITIONS as readonly string[]).includes(condition);
-  if ((SERVICE_STEP_KINDS.includes(kind) || kind === 'confirm' || (kind === 'gate' && !podGate)) && !r.svc) {
+  if ((SERVICE_STEP_KINDS.includes(kind) || (kind === 'confirm' && !r.pod) || (kind === 'gate' && !podGate)) && !r.svc) {
     fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a Service CIDR migration, but the plan has no spec.serviceCIDR`);
   }
   if ((POD_STEP_KINDS.includes(kind) || podGate) && !r.pod) {
