@@ -4,6 +4,7 @@
  * missing permission is named up front instead of failing a step half-way.
  */
 import { KubeApiError, type KubeClient } from './client.ts';
+import { withRetry } from './retry.ts';
 
 export interface ResourceAccess {
   verb: string;
@@ -29,12 +30,13 @@ export async function deniedAccess<T extends ResourceAccess>(client: KubeClient,
       const i = next++;
       const w = wanted[i]!;
       try {
-        const r = await client.request<{ status?: { allowed?: boolean } }>('POST', SSAR, {
+        // a review changes nothing: sent again after a transient error like a read
+        const r = await withRetry(() => client.request<{ status?: { allowed?: boolean } }>('POST', SSAR, {
           body: {
             apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview',
             spec: { resourceAttributes: { verb: w.verb, group: w.group, resource: w.resource, subresource: w.subresource, namespace: w.namespace, name: w.name } },
           },
-        });
+        }));
         allowed[i] = r?.status?.allowed === true;
       } catch (e) {
         if (e instanceof KubeApiError && (e.status === 403 || e.status === 404)) { unanswered = true; return; }
