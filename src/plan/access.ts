@@ -5,18 +5,10 @@
  * test/unit/rbac.test.ts checks the shipped roles (deploy/rbac*.yaml) against this list both ways: every need is
  * granted, and no role grants a write that no plan needs. Pure.
  */
+import type { ResourceAccess } from '../kube/access-review.ts';
 import type { MigrationPlan } from './plan.ts';
 
-export interface AccessNeed {
-  verb: string;
-  /** API group ('' for the core group). */
-  group: string;
-  resource: string;
-  subresource?: string;
-  /** Namespace of a namespaced rule (undefined: every namespace, or cluster-scoped). */
-  namespace?: string;
-  /** One object by name (a resourceNames rule). */
-  name?: string;
+export interface AccessNeed extends ResourceAccess {
   /** The shipped file granting it. */
   file: string;
   why: string;

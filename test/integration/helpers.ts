@@ -75,6 +75,34 @@ export async function restartAllWorkloads(tb: Kubectl): Promise<void> {
   await Promise.all(waits);
 }
 
+/**
+ * What a person does at the gates of a Service CIDR migration, once each: restart the apiservers with the new
+ * range (restart-apiservers), restart every workload (restart-workloads). `stderr` is the stopped run's; a gate met
+ * a second time, or any other stop, fails the test.
+ */
+export class ServiceGates {
+  apiserverRestarted = false;
+  workloadsRestarted = false;
+  private readonly tb: Kubectl & { restartApiserver(o: { serviceCIDR: string }): Promise<unknown> };
+  private readonly serviceCIDR: string;
+  constructor(tb: Kubectl & { restartApiserver(o: { serviceCIDR: string }): Promise<unknown> }, serviceCIDR: string) {
+    this.tb = tb;
+    this.serviceCIDR = serviceCIDR;
+  }
+  async pass(stderr: string): Promise<void> {
+    if (/gate restart-apiservers/.test(stderr) && !this.apiserverRestarted) {
+      await this.tb.restartApiserver({ serviceCIDR: this.serviceCIDR });
+      this.apiserverRestarted = true;
+    } else if (/gate restart-workloads/.test(stderr) && !this.workloadsRestarted) {
+      await restartAllWorkloads(this.tb);
+      this.workloadsRestarted = true;
+    } else {
+      assert.fail(`stuck at a gate: ${stderr}`);
+    }
+  }
+  get both(): boolean { return this.apiserverRestarted && this.workloadsRestarted; }
+}
+
 /** A kubeconfig (0600) for `server` with a bearer token, e.g. a ServiceAccount's from `kubectl create token`. */
 export function kubeconfigWithToken(server: string, token: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'kr-kc-'));

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { cli, KILL_POINTS, killFigures, restartAllWorkloads, servicesByKey, specWithoutIPs } from './helpers.ts';
+import { cli, KILL_POINTS, killFigures, servicesByKey, ServiceGates, specWithoutIPs } from './helpers.ts';
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';
@@ -37,8 +37,7 @@ for (const strategy of (process.env.KR_CRASH_STRATEGY ? [process.env.KR_CRASH_ST
       const history: string[] = [];
       let kills = 0;
     const byPoint = new Map<string, number>();
-      let apiserverRestarted = false;
-      let workloadsRestarted = false;
+      const gates = new ServiceGates(tb, NEW);
       for (let i = 0; i < 400; i++) {
         const point = KILL_POINTS[i % KILL_POINTS.length]!;
       const r = await cli(args, point.env);
@@ -48,19 +47,11 @@ for (const strategy of (process.env.KR_CRASH_STRATEGY ? [process.env.KR_CRASH_ST
         if (r.signal === 'SIGKILL') { kills++; byPoint.set(point.name, (byPoint.get(point.name) ?? 0) + 1); continue; }
         if (r.code === 0) break;
         assert.equal(r.code, 7, `run ${i}: ${r.err}`);
-        if (/gate restart-apiservers/.test(r.err) && !apiserverRestarted) {
-          await tb.restartApiserver({ serviceCIDR: NEW });
-          apiserverRestarted = true;
-        } else if (/gate restart-workloads/.test(r.err) && !workloadsRestarted) {
-          await restartAllWorkloads(tb);
-          workloadsRestarted = true;
-        } else {
-          assert.fail(`stuck at a gate: ${r.err}`);
-        }
+        await gates.pass(r.err);
       }
       process.stderr.write(`# ${strategy}: ${kills} kills (${killFigures(byPoint)})\n`);
       assert.ok(KILL_POINTS.every((k) => byPoint.has(k.name)), `every kill point fired: ${killFigures(byPoint)}`);
-      assert.ok(apiserverRestarted && workloadsRestarted);
+      assert.ok(gates.both);
       assert.ok(kills >= 20, `a kill after every write (${kills})`);
 
       const v = await run(['verify', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { cli, kubeconfigWithToken, restartAllWorkloads, servicesByKey, specWithoutIPs } from './helpers.ts';
+import { cli, kubeconfigWithToken, servicesByKey, ServiceGates, specWithoutIPs } from './helpers.ts';
 import { migrateKubeconfig } from './pod-helpers.ts';
 
 const OLD = '10.96.0.0/16';
@@ -95,8 +95,7 @@ describe('state directory deleted mid-run: resume, rollback and restore from an 
     assert.ok(ext.length >= 1, 'a Service is ExternalName when the run died');
     rmSync(first, { recursive: true, force: true });
 
-    let apiserverRestarted = false;
-    let workloadsRestarted = false;
+    const gates = new ServiceGates(tb, NEW);
     let n = 0;
     for (let i = 0; i < 6; i++) {
       // a fresh, empty state directory each time: everything comes from the cluster
@@ -105,15 +104,9 @@ describe('state directory deleted mid-run: resume, rollback and restore from an 
       n++;
       if (r.code === 0) break;
       assert.equal(r.code, 7, r.err);
-      if (/gate restart-apiservers/.test(r.err) && !apiserverRestarted) {
-        await tb.restartApiserver({ serviceCIDR: NEW });
-        apiserverRestarted = true;
-      } else if (/gate restart-workloads/.test(r.err) && !workloadsRestarted) {
-        await restartAllWorkloads(tb);
-        workloadsRestarted = true;
-      } else assert.fail(`stuck: ${r.err}`);
+      await gates.pass(r.err);
     }
-    assert.ok(apiserverRestarted && workloadsRestarted, `${n} resumes`);
+    assert.ok(gates.both, `${n} resumes`);
     const v = await run(['verify', planPath, '--kubeconfig', kc, '--state-dir', join(dir, 'inplace-verify')]);
     assert.equal(v.code, 0, v.err);
     const after = await servicesByKey(tb);
