@@ -590,7 +590,8 @@ export const verifyCommand: Command = {
     const pre = prepare(values, positionals, io, { write: false, journal: false, backups: true });
     const { output } = pre.flags;
     const s = await openSession(values, io, pre, { lock: false });
-    const problem = await s.executor.verifyEndState(s.client, s.ctx.backups);
+    // the temporary copy of the state (with the cluster's merged in) is removed at the end
+    const problem = await s.executor.verifyEndState(s.client, s.ctx.backups).finally(() => s.release());
     const checked = [s.plan.spec.serviceCIDR ? 'every Service is where the plan puts it, ServiceCIDR/kubernetes holds the new range, no bridge left' : '',
       s.plan.spec.podCIDR ? `no pod left in ${s.plan.spec.podCIDR.from.join(', ')}, workloads at their desired replicas` : ''].filter(Boolean);
     // -o json|yaml: the result on stdout whatever it is, for scripts; the error line on stderr as always
