@@ -26,8 +26,16 @@ const SCENARIOS: Record<string, Scenario> = {
     summary: "the run's state kept in the cluster for N Services (default 20,000): JSON, gzip, Secrets, build and read times",
     load: () => import('./state-size.ts'),
   },
+  'fleet-assign': {
+    summary: 'fleet range assignment (plan --fleet) for 1,000 synthetic clusters: time per assignment',
+    load: () => import('./fleet-assign.ts'),
+  },
+  'inspect-live': {
+    summary: 'inspect of a live testbed with 10,000 pods and 5,000 Services vs kubectl get of the same resources as JSON',
+    load: () => import('./inspect-live.ts'),
+  },
   'large-list': {
-    summary: 'one ~1.7 GB `kubectl get pods -A -o json` List (150k pods): inspect -f end to end vs JSON.parse of the same items',
+    summary: 'one ~1.7 GB `kubectl get pods -A -o json` List (150k pods): inspect -f end to end vs JSON.parse of the same items, time and peak RSS',
     load: () => import('./large-list.ts'),
   },
 };

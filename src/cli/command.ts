@@ -26,7 +26,8 @@ export interface Command {
   /**
    * The positional arguments the command takes (default: none). main() refuses fewer than `min` (when set) and
    * more than `max` with exit 2 before the command runs; `name` names one of them in the message (e.g. "CIDR").
+   * With `insteadFlag` given (e.g. --fleet), the command takes no positional at all.
    */
-  positionals?: { min?: number; max: number; name: string };
+  positionals?: { min?: number; max: number; name: string; insteadFlag?: string };
   run(args: { values: Values; positionals: string[]; io: Io }): Promise<number>;
 }

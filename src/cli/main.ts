@@ -179,7 +179,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
     const values = parsed.values as Values;
     checkUnusedGlobals(cmd, values);
     checkValues(cmd, values);
-    checkPositionals(cmd, parsed.positionals);
+    checkPositionals(cmd, parsed.positionals, values);
     const output = str(values, 'output') ?? 'table';
     if (values['no-headers'] === true && output !== 'table' && output !== 'wide') {
       throw new UsageError(`--no-headers applies to table output, not -o ${output} (leave out one of them)`);
@@ -278,8 +278,13 @@ export function strayHint(cmd: Command, word: string): string {
   return '';
 }
 
-function checkPositionals(cmd: Command, positionals: string[]): void {
+function checkPositionals(cmd: Command, positionals: string[], values: Values): void {
   const spec = cmd.positionals ?? { max: 0, name: 'argument' };
+  // e.g. apply --fleet DIR: the flag stands in for the positional
+  if (spec.insteadFlag !== undefined && values[spec.insteadFlag] !== undefined) {
+    if (positionals.length > 0) throw new UsageError(`--${spec.insteadFlag} takes the place of the ${spec.name}: give one or the other, not both`);
+    return;
+  }
   const usage = cmd.usage.split('\n')[0];
   if (positionals.length > spec.max) {
     const word = positionals[spec.max]!;

@@ -9,23 +9,26 @@
  * KubeProxyConfiguration documents go to `configs`; other kubeadm/kOps documents (InitConfiguration,
  * JoinConfiguration, InstanceGroup, ...) are ignored; everything else goes to `objects`.
  *
- * Size: a file is read whole into bytes. Up to `streamAbove` bytes (default 64 MiB) it becomes one string
- * parsed at once. Above, JSON (a List, any object, an array) is parsed item by item from the bytes
- * (./json-list.ts), so a `kubectl get pods -A -o json` of several GB reads in about the time JSON.parse
- * takes; Pods outside kube-system read that way keep only the fields the snapshot reads (name, namespace,
- * uid, labels, ownerReferences, nodeName, hostNetwork, phase, podIP(s)), everything else stays whole.
+ * Size: up to `streamAbove` bytes (default 64 MiB) a file is read whole and becomes one string parsed at once.
+ * Above, a JSON file (a List, any object, an array) is read a window at a time (./json-list.ts) and parsed
+ * item by item, so a `kubectl get pods -A -o json` of several GB reads in less CPU time than JSON.parse of its
+ * text (docs/benchmarks.md, large-list) and without ever holding the whole text: Pods outside kube-system are read field by field and
+ * keep only the fields the snapshot reads (name, namespace, uid, labels, ownerReferences, nodeName,
+ * hostNetwork, phase, podIP(s)); their other fields are skipped over (strings and brackets tracked, values not
+ * otherwise checked); everything else is parsed whole. Standard input and pipes are read whole first.
  * YAML above the longest string the runtime can hold (~512 MiB) cannot be parsed: the error says to dump
  * with -o json.
  *
  * Every problem is an InputError with a one-line message naming the file and what to do.
  */
 import { constants as bufferConstants } from 'node:buffer';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadAll } from 'js-yaml';
 import { InputError } from '../errors.ts';
 import { setObjectOrigin } from './validate.ts';
-import { parseJsonBytes } from './json-list.ts';
+import { type ByteSource, type ElementFields, parseJsonBytes, parseJsonStream } from './json-list.ts';
 import type { KubeObject, RawInventory } from './types.ts';
 import { inferServerVersion } from './version.ts';
 
@@ -213,7 +216,7 @@ export function parseInventoryBytes(buf: Buffer, name: string, objects: KubeObje
   if (first === 0x7b || first === 0x5b) {
     let v: unknown;
     try {
-      v = parseJsonBytes(buf, { item: slimItem });
+      v = parseJsonBytes(buf, { item: slimItem, fields: POD_FIELDS });
     } catch (e) {
       if (e instanceof InputError) throw new InputError(`${name}: ${e.message}; ${HINT}`);
       throw e;
@@ -259,6 +262,63 @@ function slimItem(v: unknown, head: Readonly<Record<string, unknown>>): unknown 
   if (Object.hasOwn(o, 'spec')) out.spec = pick(o.spec, SLIM_SPEC);
   if (Object.hasOwn(o, 'status')) out.status = pick(o.status, SLIM_STATUS);
   return out;
+}
+
+/** Pods outside kube-system read field by field (json-list.ts): the same fields slimItem keeps. */
+const POD_FIELDS: ElementFields = {
+  whole: ['apiVersion', 'kind'],
+  picked: { metadata: SLIM_METADATA, spec: SLIM_SPEC, status: SLIM_STATUS },
+  accept: (kept, head) => {
+    const kind = (kept.kind as string | undefined) ?? (head.kind === 'PodList' ? 'Pod' : undefined);
+    const md = kept.metadata as Record<string, unknown> | null | undefined;
+    return kind === 'Pod' && md !== null && typeof md === 'object' && !Array.isArray(md) && md.namespace !== 'kube-system';
+  },
+};
+
+/** The 1-based line of a byte offset of an open file (for messages: reads the file up to there). */
+function lineInFile(fd: number, offset: number): number {
+  const chunk = Buffer.allocUnsafe(1024 * 1024);
+  let line = 1;
+  for (let pos = 0; pos < offset;) {
+    const n = readSync(fd, chunk, 0, Math.min(chunk.length, offset - pos), pos);
+    if (n <= 0) break;
+    for (let i = chunk.indexOf(0x0a); i !== -1 && i < n; i = chunk.indexOf(0x0a, i + 1)) line++;
+    pos += n;
+  }
+  return line;
+}
+
+/**
+ * A regular file of more than `streamAbove` bytes whose first byte is "{" or "[", read a window at a time and
+ * parsed item by item into `objects` / `configs`; false (nothing read) for any other file.
+ */
+function readStreamed(path: string, objects: KubeObject[], configs: KubeObject[], opts: ReadInventoryOptions): boolean {
+  const limit = Math.min(opts.stringLimit ?? MAX_STRING, MAX_STRING);
+  const streamAbove = Math.min(opts.streamAbove ?? STREAM_ABOVE, limit);
+  const fd = openSync(path, 'r');
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size <= streamAbove) return false;
+    const head = Buffer.allocUnsafe(Math.min(st.size, 64 * 1024));
+    const first = firstByte(head.subarray(0, readSync(fd, head, 0, head.length, 0)));
+    if (first !== 0x7b && first !== 0x5b) return false;
+    let pos = 0;
+    const src: ByteSource = {
+      read: (buf, off, len) => { const n = readSync(fd, buf, off, Math.min(len, READ_CHUNK), pos); pos += n; return n; },
+      lineAt: (offset) => lineInFile(fd, offset),
+    };
+    let v: unknown;
+    try {
+      v = parseJsonStream(src, { item: slimItem, fields: POD_FIELDS });
+    } catch (e) {
+      if (e instanceof InputError) throw new InputError(`${path}: ${e.message}; ${HINT}`);
+      throw e;
+    }
+    addDocuments(Array.isArray(v) ? v : [v], path, objects, configs);
+    return true;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Routes parsed documents (Lists flattened) into `objects` / `configs`. */
@@ -315,6 +375,7 @@ export async function readInventoryFiles(paths: string[], opts: ReadInventoryOpt
   for (const f of files) {
     let buf: Buffer;
     try {
+      if (f !== '-' && readStreamed(f, objects, configs, opts)) continue;
       buf = f === '-' ? await readStdin() : await readBytes(f);
     } catch (e) {
       if (e instanceof InputError) throw e;

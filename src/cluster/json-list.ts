@@ -29,6 +29,17 @@ const COMMA = 0x2c;
 const COLON = 0x3a;
 const NEWLINE = 0x0a;
 
+const IS_QUOTE = 1;
+const IS_OPEN = 2;
+const IS_CLOSE = 3;
+/** What a byte is to skip(): 0 nothing it tracks, else a quote, an opening or a closing bracket. */
+const BYTE_CLASS = new Uint8Array(256);
+BYTE_CLASS[QUOTE] = IS_QUOTE;
+BYTE_CLASS[LBRACE] = IS_OPEN;
+BYTE_CLASS[LBRACKET] = IS_OPEN;
+BYTE_CLASS[RBRACE] = IS_CLOSE;
+BYTE_CLASS[RBRACKET] = IS_CLOSE;
+
 /** A string shorter than this is scanned byte by byte; longer ones by a native search for the next quote. */
 const SHORT_STRING = 48;
 /**
@@ -40,6 +51,31 @@ export const BATCH_BYTES = 64 * 1024;
 /** After this many wrong guesses in one array, the exact scanner reads the rest of it. */
 const MAX_FAILURES = 8;
 
+/**
+ * Which fields of an element to keep when reading it field by field (JsonBytesOptions.fields): the element is
+ * walked without parsing what is not kept (strings and brackets are tracked so its end is found exactly; the
+ * values skipped are not otherwise checked), and only the kept values are parsed.
+ */
+export interface ElementFields {
+  /** Top-level fields kept whole. */
+  whole: readonly string[];
+  /** Top-level fields that are mappings of which only these fields are kept (a value that is no mapping is kept whole). */
+  picked: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Given the kept fields, whether the element may stay that way; false: it is parsed whole and goes through
+   * `item` like any other element.
+   */
+  accept: (kept: Readonly<Record<string, unknown>>, head: Readonly<Record<string, unknown>>) => boolean;
+}
+
+/** Where a streamed document's bytes come from (parseJsonStream). */
+export interface ByteSource {
+  /** Reads up to `length` bytes into buf at `offset`; 0 at the end. */
+  read(buf: Buffer, offset: number, length: number): number;
+  /** The 1-based line of a byte offset, for messages (re-reads the source); without it messages give the offset only. */
+  lineAt?(offset: number): number;
+}
+
 export interface JsonBytesOptions {
   /**
    * Called with each element of the top-level object's "items" array (or of a top-level array) right after
@@ -49,7 +85,17 @@ export interface JsonBytesOptions {
   item?: (value: unknown, head: Readonly<Record<string, unknown>>) => unknown;
   /** Elements are parsed in groups of about this many bytes (default BATCH_BYTES; tests make it small). */
   batchBytes?: number;
+  /** Read the elements that are mappings field by field, keeping only these fields where `accept` says so. */
+  fields?: ElementFields;
 }
+
+/** Bytes of a streamed document held at a time, at first (more when one element is larger). */
+export const WINDOW_BYTES = 16 * 1024 * 1024;
+/** Before an element, the window is refilled when fewer bytes than this are left in it. */
+const AHEAD_BYTES = 4 * 1024 * 1024;
+
+/** Thrown inside the reader when it reaches the end of the bytes held while the source has more. */
+const NEED_MORE: unique symbol = Symbol('need more bytes');
 
 function isWs(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
@@ -77,20 +123,69 @@ function fieldName(k: string): string {
   return JSON.stringify(k.length > 40 ? `${k.slice(0, 40)}…` : k);
 }
 
-class Reader {
-  readonly buf: Buffer;
-  readonly end: number;
-  readonly opts: JsonBytesOptions;
+interface Keys { names: readonly string[]; bytes: readonly Buffer[] }
 
-  constructor(buf: Uint8Array, opts: JsonBytesOptions) {
+function keysOf(names: readonly string[]): Keys {
+  return { names, bytes: names.map((n) => Buffer.from(n, 'utf8')) };
+}
+
+class Reader {
+  /** The bytes held: buf[0, end) is the document's [base, base + end). */
+  buf: Buffer;
+  end: number;
+  base = 0;
+  /** No more bytes than those held. */
+  eof: boolean;
+  readonly src: ByteSource | undefined;
+  readonly opts: JsonBytesOptions;
+  private readonly top: Keys | undefined;
+  private readonly sub: Keys[] = [];
+
+  constructor(buf: Uint8Array, opts: JsonBytesOptions, src?: ByteSource) {
     this.buf = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-    this.end = this.buf.length;
+    this.end = src ? 0 : this.buf.length;
+    this.eof = !src;
+    this.src = src;
     this.opts = opts;
+    const f = opts.fields;
+    if (f) {
+      const picked = Object.keys(f.picked);
+      this.top = keysOf([...f.whole, ...picked]);
+      for (const k of this.top.names) this.sub.push(keysOf(Object.hasOwn(f.picked, k) ? f.picked[k]! : []));
+    }
+    if (src) this.refill(0);
   }
 
   fail(at: number, what: string): never {
+    if (at >= this.end && !this.eof) throw NEED_MORE;
     const pos = Math.min(at, this.end);
-    throw new InputError(`not valid JSON at byte ${pos} (line ${lineOf(this.buf, pos)}): ${oneLine(what)}`);
+    const abs = this.base + pos;
+    const line = this.src ? this.src.lineAt?.(abs) : lineOf(this.buf, pos);
+    throw new InputError(`not valid JSON at byte ${abs}${line !== undefined ? ` (line ${line})` : ''}: ${oneLine(what)}`);
+  }
+
+  /**
+   * Drops the bytes before `keep`, then reads until the window is full (twice as large when `keep` is 0 and it
+   * was full: one value larger than the window). Returns by how much indices moved down (`keep`).
+   */
+  refill(keep: number): number {
+    const src = this.src!;
+    if (keep > 0) {
+      this.buf.copyWithin(0, keep, this.end);
+      this.end -= keep;
+      this.base += keep;
+    }
+    if (this.end === this.buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(WINDOW_BYTES, this.buf.length * 2));
+      this.buf.copy(grown, 0, 0, this.end);
+      this.buf = grown;
+    }
+    while (this.end < this.buf.length) {
+      const n = src.read(this.buf, this.end, this.buf.length - this.end);
+      if (n <= 0) { this.eof = true; break; }
+      this.end += n;
+    }
+    return keep;
   }
 
   ws(i: number): number {
@@ -134,7 +229,9 @@ class Reader {
     }
     // k is at a character boundary (never just after an escaping backslash).
     for (;;) {
-      const q = k < end ? buf.indexOf(QUOTE, k) : -1;
+      // bytes past `end` may be left over from an earlier window: a quote there does not count
+      let q = k < end ? buf.indexOf(QUOTE, k) : -1;
+      if (q >= end) q = -1;
       if (q === -1) this.fail(end, 'unterminated string (truncated file?)');
       let n = 0;
       for (let b = q - 1; b >= first && buf[b] === BACKSLASH; b--) n++;
@@ -153,14 +250,23 @@ class Reader {
       let depth = 0;
       while (i < end) {
         const c = buf[i];
-        if (c === QUOTE) {
+        if (c === NEWLINE) {
+          // an indented layout: the run of spaces after a line break in one tight loop
+          i++;
+          while (i < end && buf[i] === 0x20) i++;
+          continue;
+        }
+        const t = BYTE_CLASS[c]!;
+        if (t === 0) {
+          i++;
+          continue;
+        }
+        if (t === IS_QUOTE) {
           i = this.string(i);
           continue;
         }
-        if (c === LBRACE || c === LBRACKET) depth++;
-        else if (c === RBRACE || c === RBRACKET) {
-          if (--depth === 0) return i + 1;
-        }
+        if (t === IS_OPEN) depth++;
+        else if (--depth === 0) return i + 1;
         i++;
       }
       this.fail(end, `unexpected end of input: ${depth} unclosed bracket(s) (truncated file?)`);
@@ -172,73 +278,198 @@ class Reader {
       if (isWs(c) || c === COMMA || c === RBRACE || c === RBRACKET || c === COLON || c === LBRACE || c === LBRACKET || c === QUOTE) break;
       i++;
     }
+    if (i >= end && !this.eof) throw NEED_MORE;
     if (i === start) this.fail(i, `unexpected "${String.fromCharCode(c0)}"`);
     return i;
   }
 
   /** buf[i] is "["; returns the parsed array (each element through the item callback) and the index after "]". */
   array(i: number, head: Record<string, unknown>): [unknown[], number] {
-    const buf = this.buf;
-    const end = this.end;
     const map = this.opts.item;
+    const fields = this.opts.fields;
     const batch = Math.max(1, this.opts.batchBytes ?? BATCH_BYTES);
     const out: unknown[] = [];
-    const open = i;
-    i = this.ws(i + 1);
-    if (i >= end) this.fail(end, 'unexpected end of input in an array (truncated file?)');
-    if (buf[i] === RBRACKET) return [out, i + 1];
+    let open: number;
+    [open, i] = this.whole(i, (at) => {
+      const p = this.ws(at + 1);
+      if (p >= this.end) this.fail(this.end, 'unexpected end of input in an array (truncated file?)');
+      return [at, p];
+    });
+    if (this.buf[i] === RBRACKET) return [out, i + 1];
 
     // The closing line of the first element: "\n" + its indentation + "}".
     let close: Buffer | undefined;
-    const nl = buf.lastIndexOf(NEWLINE, i);
-    if (buf[i] === LBRACE && nl > open) {
+    const nl = this.buf.lastIndexOf(NEWLINE, i);
+    if (!fields && this.buf[i] === LBRACE && nl > open) {
       let indentOk = true;
-      for (let k = nl + 1; k < i; k++) if (buf[k] !== 0x20 && buf[k] !== 0x09) indentOk = false;
+      for (let k = nl + 1; k < i; k++) if (this.buf[k] !== 0x20 && this.buf[k] !== 0x09) indentOk = false;
       if (indentOk) {
         close = Buffer.allocUnsafe(i - nl + 1);
-        buf.copy(close, 0, nl, i);
+        this.buf.copy(close, 0, nl, i);
         close[close.length - 1] = RBRACE;
       }
     }
     /** Elements before this offset are read one by one (a guess there failed or found nothing). */
     let exactUntil = -1;
     let failures = 0;
+    /** i is at an element (true) or after one (false). */
+    let atElement = true;
 
     for (;;) {
-      const start = i;
-      let stop = -1;
-      if (close !== undefined && start >= exactUntil && buf[start] === LBRACE) {
-        // The last closing line within one batch ends the last whole element of the batch (if the guess is right).
-        const limit = Math.min(end, start + batch);
-        const rel = buf.subarray(start, limit).lastIndexOf(close);
-        if (rel === -1) {
-          exactUntil = limit; // an element longer than a batch, or not laid out this way
-        } else {
-          const e = start + rel + close.length;
-          const values = this.tryParseElements(start, e);
-          if (values !== undefined) {
-            for (let k = 0; k < values.length; k++) out.push(map ? map(values[k], head) : values[k]);
+      if (atElement && i > 0 && this.src && !this.eof && this.end - i < AHEAD_BYTES) {
+        const shift = this.refill(i);
+        i -= shift;
+        exactUntil -= shift;
+      }
+      try {
+        if (atElement) {
+          const buf = this.buf;
+          const end = this.end;
+          const start = this.ws(i);
+          if (start >= end) this.fail(end, 'unexpected end of input in an array (truncated file?)');
+          let stop = -1;
+          if (fields && buf[start] === LBRACE) {
+            const [kept, e] = this.walk(start, head, fields);
+            const value = kept ?? this.parse(start, e);
+            out.push(kept !== undefined || !map ? value : map(value, head));
             stop = e;
-          } else if (++failures >= MAX_FAILURES) {
-            close = undefined; // not laid out as guessed: the exact scanner from here on
-          } else {
-            exactUntil = e;
+          } else if (close !== undefined && start >= exactUntil && buf[start] === LBRACE) {
+            // The last closing line within one batch ends the last whole element of the batch (if the guess is right).
+            const limit = Math.min(end, start + batch);
+            const rel = buf.subarray(start, limit).lastIndexOf(close);
+            if (rel === -1) {
+              exactUntil = limit; // an element longer than a batch, or not laid out this way
+            } else {
+              const e = start + rel + close.length;
+              const values = this.tryParseElements(start, e);
+              if (values !== undefined) {
+                for (let k = 0; k < values.length; k++) out.push(map ? map(values[k], head) : values[k]);
+                stop = e;
+              } else if (++failures >= MAX_FAILURES) {
+                close = undefined; // not laid out as guessed: the exact scanner from here on
+              } else {
+                exactUntil = e;
+              }
+            }
           }
+          if (stop === -1) {
+            stop = this.skip(start);
+            const value = this.parse(start, stop);
+            out.push(map ? map(value, head) : value);
+          }
+          i = stop;
+          atElement = false;
         }
+        const j = this.ws(i);
+        if (j >= this.end) this.fail(this.end, 'unexpected end of input in an array (truncated file?)');
+        const c = this.buf[j];
+        if (c === RBRACKET) return [out, j + 1];
+        if (c !== COMMA) this.fail(j, `expected "," or "]" after array element ${out.length}`);
+        i = j + 1;
+        atElement = true;
+      } catch (e) {
+        if (e !== NEED_MORE) throw e;
+        const shift = this.refill(i);
+        i -= shift;
+        exactUntil -= shift;
       }
-      if (stop === -1) {
-        stop = this.skip(start);
-        const value = this.parse(start, stop);
-        out.push(map ? map(value, head) : value);
-      }
-      i = this.ws(stop);
-      if (i >= end) this.fail(end, 'unexpected end of input in an array (truncated file?)');
-      const c = buf[i];
-      if (c === RBRACKET) return [out, i + 1];
-      if (c !== COMMA) this.fail(i, `expected "," or "]" after array element ${out.length}`);
-      i = this.ws(i + 1);
-      if (i >= end) this.fail(end, 'unexpected end of input in an array (truncated file?)');
     }
+  }
+
+  /** The bytes of buf[a, b) equal `k`. */
+  private is(a: number, b: number, k: Buffer): boolean {
+    if (b - a !== k.length) return false;
+    const buf = this.buf;
+    for (let x = 0; x < k.length; x++) if (buf[a + x] !== k[x]) return false;
+    return true;
+  }
+
+  /** Which of `keys` the field name buf[q, e) (quotes included) is; -1 for none. */
+  private keyIndex(q: number, e: number, keys: Keys): number {
+    const buf = this.buf;
+    let escaped = false;
+    for (let x = q + 1; x < e - 1; x++) if (buf[x] === BACKSLASH || buf[x] < 0x20) { escaped = true; break; }
+    if (!escaped) {
+      for (let k = 0; k < keys.bytes.length; k++) if (this.is(q + 1, e - 1, keys.bytes[k]!)) return k;
+      return -1;
+    }
+    return keys.names.indexOf(this.parse(q, e) as string);
+  }
+
+  /** A value at buf[i] (not whitespace): parsed, and the index after it. Plain strings are cut out without JSON.parse. */
+  private value(i: number): [unknown, number] {
+    const buf = this.buf;
+    const e = this.skip(i);
+    if (buf[i] === QUOTE) {
+      let plain = true;
+      for (let x = i + 1; x < e - 1; x++) if (buf[x] === BACKSLASH || buf[x] < 0x20) { plain = false; break; }
+      if (plain) return [buf.toString('utf8', i + 1, e - 1), e];
+    }
+    return [this.parse(i, e), e];
+  }
+
+  /**
+   * Walks the fields of the mapping at buf[i] ("{"), calling `field` with each field's key index in `keys` (-1:
+   * not wanted) at its value; `field` returns the index after the value. Returns the index after "}".
+   */
+  private fieldsOf(i: number, keys: Keys, field: (k: number, at: number) => number): number {
+    const buf = this.buf;
+    const end = this.end;
+    i = this.ws(i + 1);
+    if (i >= end) this.fail(end, 'unexpected end of input in an object (truncated file?)');
+    if (buf[i] === RBRACE) return i + 1;
+    for (;;) {
+      if (buf[i] !== QUOTE) this.fail(i, 'expected a field name in double quotes');
+      const ke = this.string(i);
+      const k = this.keyIndex(i, ke, keys);
+      i = this.ws(ke);
+      if (i >= end) this.fail(end, 'unexpected end of input in an object (truncated file?)');
+      if (buf[i] !== COLON) this.fail(i, 'expected ":" after a field name');
+      i = this.ws(i + 1);
+      if (i >= end) this.fail(end, 'unexpected end of input: no value for a field (truncated file?)');
+      i = field(k, i);
+      i = this.ws(i);
+      if (i >= end) this.fail(end, 'unexpected end of input in an object (truncated file?)');
+      if (buf[i] === RBRACE) return i + 1;
+      if (buf[i] !== COMMA) this.fail(i, 'expected "," or "}" after a field\'s value');
+      i = this.ws(i + 1);
+    }
+  }
+
+  /**
+   * buf[i] is an element's "{": its kept fields (ElementFields), or undefined when `accept` refuses them (the
+   * caller parses it whole), and the index after its "}".
+   */
+  walk(i: number, head: Readonly<Record<string, unknown>>, f: ElementFields): [Record<string, unknown> | undefined, number] {
+    const top = this.top!;
+    const got: unknown[] = new Array(top.names.length);
+    const has: boolean[] = new Array(top.names.length).fill(false);
+    const stop = this.fieldsOf(i, top, (k, at) => {
+      if (k === -1) return this.skip(at);
+      const sub = this.sub[k]!;
+      has[k] = true;
+      if (sub.names.length === 0 || this.buf[at] !== LBRACE) {
+        const [v, e] = this.value(at);
+        got[k] = v;
+        return e;
+      }
+      const vals: unknown[] = new Array(sub.names.length);
+      const seen: boolean[] = new Array(sub.names.length).fill(false);
+      const e = this.fieldsOf(at, sub, (j, p) => {
+        if (j === -1) return this.skip(p);
+        const [v, e2] = this.value(p);
+        vals[j] = v;
+        seen[j] = true;
+        return e2;
+      });
+      const o: Record<string, unknown> = {};
+      for (let j = 0; j < sub.names.length; j++) if (seen[j]) o[sub.names[j]!] = vals[j];
+      got[k] = o;
+      return e;
+    });
+    const kept: Record<string, unknown> = {};
+    for (let k = 0; k < top.names.length; k++) if (has[k]) kept[top.names[k]!] = got[k];
+    return [f.accept(kept, head) ? kept : undefined, stop];
   }
 
   /**
@@ -255,58 +486,89 @@ class Reader {
   }
 
   document(): unknown {
-    const buf = this.buf;
-    const end = this.end;
     let i = 0;
-    if (end >= 3 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf) i = 3;
-    i = this.ws(i);
-    if (i >= end) this.fail(end, 'empty document');
+    if (this.end >= 3 && this.buf[0] === 0xef && this.buf[1] === 0xbb && this.buf[2] === 0xbf) i = 3;
+    i = this.whole(i, (at) => {
+      const p = this.ws(at);
+      if (p >= this.end) this.fail(this.end, 'empty document');
+      return [null, p];
+    })[1];
     let value: unknown;
-    const c = buf[i];
+    const c = this.buf[i];
     if (c === LBRACKET) {
       [value, i] = this.array(i, {});
     } else if (c === LBRACE) {
       [value, i] = this.object(i);
     } else {
-      const stop = this.skip(i);
-      value = this.parse(i, stop);
-      i = stop;
+      [value, i] = this.whole(i, (at) => { const stop = this.skip(at); return [this.parse(at, stop), stop]; });
     }
-    i = this.ws(i);
-    if (i < end) this.fail(i, 'unexpected data after the end of the document');
-    return value;
+    for (;;) {
+      i = this.ws(i);
+      if (i < this.end) this.fail(i, 'unexpected data after the end of the document');
+      if (this.eof) return value;
+      i -= this.refill(i);
+    }
+  }
+
+  /**
+   * `read(i)` (which reads something starting at buf[i] and returns it with the index after it) again from the
+   * same byte, with more bytes held, each time it reaches the end of those held before the source's end.
+   */
+  whole<T>(i: number, read: (i: number) => [T, number]): [T, number] {
+    for (;;) {
+      try {
+        return read(i);
+      } catch (e) {
+        if (e !== NEED_MORE) throw e;
+        i -= this.refill(i);
+      }
+    }
   }
 
   /** The top-level object: fields one by one, "items" streamed when it is an array. */
   object(i: number): [Record<string, unknown>, number] {
-    const buf = this.buf;
-    const end = this.end;
     const out: Record<string, unknown> = {};
-    i = this.ws(i + 1);
-    if (i >= end) this.fail(end, 'unexpected end of input in an object (truncated file?)');
-    if (buf[i] === RBRACE) return [out, i + 1];
+    i = this.whole(i, (at) => {
+      const p = this.ws(at + 1);
+      if (p >= this.end) this.fail(this.end, 'unexpected end of input in an object (truncated file?)');
+      return [null, p];
+    })[1];
+    if (this.buf[i] === RBRACE) return [out, i + 1];
     for (;;) {
-      if (buf[i] !== QUOTE) this.fail(i, 'expected a field name in double quotes');
-      const keyEnd = this.string(i);
-      const key = this.parse(i, keyEnd) as string;
-      i = this.ws(keyEnd);
-      if (buf[i] !== COLON) this.fail(i, `expected ":" after field name ${fieldName(key)}`);
-      i = this.ws(i + 1);
-      if (i >= end) this.fail(end, `unexpected end of input: no value for ${fieldName(key)} (truncated file?)`);
+      // the field's name and ":" (held whole), then its value: "items" streamed, any other held whole
+      const [key, at] = this.whole(i, (p) => {
+        const buf = this.buf;
+        if (buf[p] !== QUOTE) this.fail(p, 'expected a field name in double quotes');
+        const keyEnd = this.string(p);
+        const k = this.parse(p, keyEnd) as string;
+        p = this.ws(keyEnd);
+        if (p >= this.end) this.fail(this.end, `unexpected end of input after field name ${fieldName(k)} (truncated file?)`);
+        if (buf[p] !== COLON) this.fail(p, `expected ":" after field name ${fieldName(k)}`);
+        p = this.ws(p + 1);
+        if (p >= this.end) this.fail(this.end, `unexpected end of input: no value for ${fieldName(k)} (truncated file?)`);
+        return [k, p];
+      });
+      i = at;
       let value: unknown;
-      if (key === 'items' && buf[i] === LBRACKET) {
+      if (key === 'items' && this.buf[i] === LBRACKET) {
         [value, i] = this.array(i, out);
       } else {
-        const stop = this.skip(i);
-        value = this.parse(i, stop);
-        i = stop;
+        [value, i] = this.whole(i, (p) => { const stop = this.skip(p); return [this.parse(p, stop), stop]; });
       }
       Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true });
-      i = this.ws(i);
-      if (i >= end) this.fail(end, 'unexpected end of input in an object (truncated file?)');
-      if (buf[i] === RBRACE) return [out, i + 1];
-      if (buf[i] !== COMMA) this.fail(i, `expected "," or "}" after the value of ${fieldName(key)}`);
-      i = this.ws(i + 1);
+      const [c, next] = this.whole(i, (p) => {
+        p = this.ws(p);
+        if (p >= this.end) this.fail(this.end, 'unexpected end of input in an object (truncated file?)');
+        const ch = this.buf[p];
+        if (ch !== RBRACE && ch !== COMMA) this.fail(p, `expected "," or "}" after the value of ${fieldName(key)}`);
+        return [ch, p + 1];
+      });
+      if (c === RBRACE) return [out, next];
+      i = this.whole(next, (p) => {
+        p = this.ws(p);
+        if (p >= this.end) this.fail(this.end, 'unexpected end of input in an object (truncated file?)');
+        return [null, p];
+      })[1];
     }
   }
 }
@@ -314,4 +576,12 @@ class Reader {
 /** What JSON.parse would return for these bytes (UTF-8, optional BOM), read item by item; see the module comment. */
 export function parseJsonBytes(buf: Uint8Array, opts: JsonBytesOptions = {}): unknown {
   return new Reader(buf, opts).document();
+}
+
+/**
+ * The same as parseJsonBytes for bytes read from `src` a window at a time (WINDOW_BYTES, more for one larger
+ * element): only the window and what the callbacks keep are held, never the whole document.
+ */
+export function parseJsonStream(src: ByteSource, opts: JsonBytesOptions = {}, windowBytes = WINDOW_BYTES): unknown {
+  return new Reader(Buffer.allocUnsafe(Math.max(4, windowBytes)), opts, src).document();
 }

@@ -1,24 +1,27 @@
 /**
  * Executes the Pod CIDR part of a MigrationPlan (src/plan/pod-plan.ts) with the same runner, journal,
- * backups and locks as the Service part. Every step derives "done" from the cluster:
- *  - pools: the new pool exists and is enabled; the old ones are disabled, then gone;
+ * backups and locks as the Service part: the steps every pod path shares here, each path's own steps and gates
+ * through its module under src/engine/pod-paths/ (registry.ts). Every step derives "done" from the cluster:
+ *  - pools (calico path): the new pool exists and is enabled; the old ones are disabled, then gone;
  *  - restarts: no non-hostNetwork pod has an address in the old range;
- *  - nodes: a node's podCIDR is in NEW (or it is gone between its drain and its re-registration);
- *  - leftovers: no IPAMBlock / BlockAffinity / IPAMHandle in the old range.
+ *  - nodes (node path): a node's podCIDR is in NEW (or it is gone between its drain and its re-registration);
+ *  - leftovers (calico path): no IPAMBlock / BlockAffinity / IPAMHandle in the old range.
  * So a crash at any point is resumed by running again.
  */
 import { spawn } from 'node:child_process';
-import { buildSnapshot } from '../cluster/build.ts';
 import type { KubeObject } from '../cluster/types.ts';
-import { BLOCKAFFINITIES, INSTALLATIONS, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, KIND_OF, NODES } from '../kube/calico.ts';
+import { NODES } from '../kube/calico.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
+import { deleteObject, ENDPOINTSLICES, getObject, listAll, PODS, type ResourceType } from '../kube/resources.ts';
+import { DAEMONSETS, DEPLOYMENTS, PODDISRUPTIONBUDGETS, STATEFULSETS, WORKLOAD_TYPES } from '../kube/workloads.ts';
+import { contains, formatCidr, parseCidr, tryParseCidr, type Cidr } from '../net/index.ts';
 import {
-  CONFIGMAPS, createObject, deleteObject, ENDPOINTSLICES, forCreate, getObject, listAll, PODS, replaceObject, type ResourceType,
-} from '../kube/resources.ts';
-import { DAEMONSETS, DEPLOYMENTS, patchWithPrecondition, PODDISRUPTIONBUDGETS, STATEFULSETS, WORKLOAD_TYPES } from '../kube/workloads.ts';
-import { contains, formatCidr, overlaps, parseCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
-import { POD_GATE_CONDITIONS, POD_STEP_KINDS, type GateStep, type MigrationPlan, type PlanStep } from '../plan/plan.ts';
-import type { PodCIDRSpec, PoolData } from '../plan/pod-plan.ts';
+  GATE_CONDITION_INFO, STEP_KINDS, type GateConditionInfo, type GateStep, type MigrationPlan, type PlanStep, type SharedPodStepKind, type StepKindInfo,
+} from '../plan/plan.ts';
+import type { PodCIDRSpec } from '../plan/pod-plan.ts';
+import { active, cidrIn, errText, inAny, ipsOf, isDaemonSetPod, isMirrorPod, sameList, withKind } from './pod-paths/common.ts';
+import type { NodeSteps } from './pod-paths/node.ts';
+import { pathGateCheck, pathStepExecutor, POD_PATH_ENGINES, type PodPathHosts } from './pod-paths/registry.ts';
 import {
   describePdb, describeWorkload, fatalError, pdbsFor, resolveWorkloads, restartWorkload, restoreScale, runWaves, scaledReplicas,
   scaleUp, type RestartResult, type Workload,
@@ -44,50 +47,20 @@ export interface PodExecOptions {
   onWaves?: (r: { totalSeconds: number; sumSeconds: number; maxInFlight: number; workloads: number }) => void;
 }
 
-const MANAGED_LABEL = 'kube-renumber.io/managed';
+export class PodExecutor implements PodPathHosts {
+  /**
+   * The steps every pod path shares, one executor per kind (the other pod kinds belong to one path each:
+   * src/engine/pod-paths/).
+   */
+  static readonly sharedSteps: { readonly [K in SharedPodStepKind]: (x: PodExecutor, p: PlanStep) => Step } = {
+    'scale-critical': (x, p) => x.scaleStep(p),
+    'restart-pods': (x, p) => x.restartStep(p),
+    'restore-scale': (x, p) => x.restoreScaleStep(p),
+    'verify-pods': (x, p) => ({
+      id: p.id, title: p.description, kind: 'action', check: async () => false, apply: async () => {}, verify: (ctx) => x.verifyEndState(ctx.client, ctx),
+    }),
+  };
 
-function withKind(o: KubeObject, plural: string): KubeObject {
-  const k = KIND_OF[plural];
-  return k ? { ...o, ...k } : o;
-}
-
-function ipsOf(pod: KubeObject): string[] {
-  const list: string[] = (pod.status?.podIPs ?? []).map((x: any) => x?.ip).filter(Boolean);
-  if (list.length === 0 && pod.status?.podIP) list.push(pod.status.podIP);
-  return list;
-}
-
-function active(pod: KubeObject): boolean {
-  const phase = pod.status?.phase;
-  return !pod.spec?.hostNetwork && phase !== 'Succeeded' && phase !== 'Failed' && !pod.metadata?.deletionTimestamp;
-}
-
-function inAny(ranges: readonly Cidr[], ip: string): boolean {
-  try { const a = parseIP(ip); return ranges.some((r) => contains(r, a)); } catch { return false; }
-}
-
-function cidrIn(ranges: readonly Cidr[], cidr: string | undefined): boolean {
-  const c = cidr ? tryParseCidr(cidr) : undefined;
-  return !!c && ranges.some((r) => overlaps(r, c));
-}
-
-function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
-  return !!a && a.length === b.length && a.every((x, i) => formatCidr(parseCidr(x)) === formatCidr(parseCidr(b[i]!)));
-}
-
-function isDaemonSetPod(p: KubeObject): boolean {
-  return (p.metadata?.ownerReferences ?? []).some((r) => r.controller && r.kind === 'DaemonSet');
-}
-
-function isMirrorPod(p: KubeObject): boolean {
-  return !!p.metadata?.annotations?.['kubernetes.io/config.mirror'];
-}
-
-function errText(e: unknown): string {
-  return e instanceof Error ? e.message.split('\n')[0]! : String(e);
-}
-
-export class PodExecutor {
   readonly plan: MigrationPlan;
   readonly spec: PodCIDRSpec;
   readonly old: Cidr[];
@@ -110,8 +83,18 @@ export class PodExecutor {
     };
   }
 
+  /** The node path's steps and checks (src/engine/pod-paths/node.ts runs them). */
+  readonly node: NodeSteps = {
+    drainNodeStep: (p) => this.drainNodeStep(p),
+    reregisterStep: (p) => this.reregisterStep(p),
+    assignStep: (p) => this.assignStep(p),
+    registered: (client, name) => this.registered(client, name),
+    nodeItem: (p) => this.nodeItem(p),
+    podCIDRProblem: (cidrs) => this.podCIDRProblem(cidrs),
+  };
+
   /** A step's verification: wait until `cond` holds; the timeout's message when it does not. */
-  private async until(what: string, cond: () => Promise<boolean>): Promise<string | undefined> {
+  async until(what: string, cond: () => Promise<boolean>): Promise<string | undefined> {
     try {
       await poll(what, async () => ((await cond()) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
       return undefined;
@@ -122,8 +105,8 @@ export class PodExecutor {
 
   /** Does this executor handle the plan step? Its step kinds, and the gates whose condition it checks. */
   handles(p: PlanStep): boolean {
-    if (p.kind === 'gate') return (POD_GATE_CONDITIONS as readonly string[]).includes(p.gate.condition);
-    return POD_STEP_KINDS.includes(p.kind);
+    if (p.kind === 'gate') return (GATE_CONDITION_INFO[p.gate.condition] as GateConditionInfo | undefined)?.family === 'pod';
+    return (STEP_KINDS[p.kind] as StepKindInfo | undefined)?.family === 'pod';
   }
 
   step(p: PlanStep): Step {
@@ -131,26 +114,14 @@ export class PodExecutor {
   }
 
   private stepOf(p: PlanStep): Step {
-    const base = { id: p.id, title: p.description };
-    switch (p.kind) {
-      case 'gate':
-        return { ...base, kind: 'gate', instructions: p.gate.instructions, check: (ctx) => this.gateHolds(p, ctx) };
-      case 'create-ippool': return this.createPoolStep(p);
-      case 'disable-ippools': return this.disablePoolsStep(p);
-      case 'scale-critical': return this.scaleStep(p);
-      case 'restart-pods': return this.restartStep(p);
-      case 'restore-scale': return this.restoreScaleStep(p);
-      case 'delete-ippools': return this.deletePoolsStep(p);
-      case 'remove-ipam-leftovers': return this.leftoversStep(p);
-      case 'drain-node': return this.drainNodeStep(p);
-      case 'reregister-node': return this.reregisterStep(p);
-      case 'assign-podcidr': return this.assignStep(p);
-      case 'verify-pods':
-        return { ...base, kind: 'action', check: async () => false, apply: async () => {}, verify: (ctx) => this.verifyEndState(ctx.client, ctx) };
-      default:
-        throw new Error(`plan step ${p.id}: unknown kind ${String(p.kind)}`);
-    }
+    if (p.kind === 'gate') return { id: p.id, title: p.description, kind: 'gate', instructions: p.gate.instructions, check: (ctx) => this.gateHolds(p, ctx) };
+    const shared = (PodExecutor.sharedSteps as Partial<Record<string, (x: PodExecutor, p: PlanStep) => Step>>)[p.kind];
+    if (shared) return shared(this, p);
+    const own = pathStepExecutor(p.kind);
+    if (own) return own.run(this, p);
+    throw new Error(`plan step ${p.id}: unknown kind ${String(p.kind)}`);
   }
+
 
   // ---- pods ---------------------------------------------------------------------------------------
 
@@ -177,224 +148,8 @@ export class PodExecutor {
     }
   }
 
-  private warn(ctx: StepContext, msg: string): void {
+  warn(ctx: StepContext, msg: string): void {
     (ctx.warn ?? ctx.log)(msg);
-  }
-
-  // ---- Calico pools -------------------------------------------------------------------------------
-
-  private poolObject(p: PoolData): KubeObject {
-    const spec: Record<string, unknown> = {
-      cidr: p.cidr, blockSize: p.blockSize, disabled: false,
-      ipipMode: p.ipipMode ?? 'Never', vxlanMode: p.vxlanMode ?? 'Never', natOutgoing: p.natOutgoing ?? false,
-      nodeSelector: p.nodeSelector ?? 'all()',
-    };
-    if (p.allowedUses) spec.allowedUses = p.allowedUses;
-    return { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: p.name, labels: { [MANAGED_LABEL]: 'true' } }, spec };
-  }
-
-  private async installation(client: KubeClient): Promise<KubeObject | undefined> {
-    return getObject(client, INSTALLATIONS, 'default');
-  }
-
-  /** Replace Installation/default's ipPools with `edit(pools)` (resourceVersion precondition, retried on 409). */
-  private async editInstallationPools(ctx: StepContext, edit: (pools: any[]) => any[] | undefined): Promise<void> {
-    await retryOnConflict('Installation/default', async () => {
-      const inst = await withRetry(() => this.installation(ctx.client));
-      if (!inst) throw new Error('Installation/default (operator.tigera.io) not found, but the plan says the operator manages Calico');
-      const pools = [...(inst.spec?.calicoNetwork?.ipPools ?? [])];
-      const next = edit(pools);
-      if (!next) return;
-      const body = { ...inst, spec: { ...inst.spec, calicoNetwork: { ...inst.spec?.calicoNetwork, ipPools: next } } };
-      await withRetry(() => replaceObject(ctx.client, INSTALLATIONS, body, { dryRun: ctx.dryRun === 'server' }));
-    });
-  }
-
-  /** Installation/default, for the backup phase of the steps that edit its pools (absent: nothing to back up). */
-  private async installationBackup(client: KubeClient): Promise<KubeObject[]> {
-    if (!this.spec.calico?.operatorManaged) return [];
-    const inst = await withRetry(() => this.installation(client));
-    return inst ? [withKind(inst, 'installations')] : [];
-  }
-
-  private async poolsReady(client: KubeClient, pools: readonly PoolData[]): Promise<boolean> {
-    for (const p of pools) {
-      const cur = await getObject(client, IPPOOLS, p.name);
-      if (!cur || cur.spec?.disabled === true || !sameList([cur.spec?.cidr], [p.cidr])) return false;
-    }
-    return true;
-  }
-
-  private createPoolStep(p: PlanStep): Step {
-    const pools = this.spec.calico?.newPools ?? [];
-    const operator = !!this.spec.calico?.operatorManaged;
-    return {
-      id: p.id, title: p.description, kind: 'action',
-      check: (ctx) => this.poolsReady(ctx.client, pools),
-      // Installation/default when the operator manages the pools; a disabled pool of the new pool's name that apply enables
-      backup: async (ctx) => [...await this.installationBackup(ctx.client),
-        ...(await Promise.all(pools.map((np) => withRetry(() => getObject(ctx.client, IPPOOLS, np.name)))))
-          .filter((x): x is KubeObject => !!x && x.spec?.disabled === true).map((x) => withKind(x, 'ippools'))],
-      apply: async (ctx) => {
-        for (const np of pools) {
-          const cur = await getObject(ctx.client, IPPOOLS, np.name);
-          if (cur && !sameList([cur.spec?.cidr], [np.cidr])) throw new Error(`IPPool ${np.name} exists with CIDR ${cur.spec?.cidr}, not ${np.cidr}: not ours to change; give --pool-name`);
-          const clash = (await withRetry(() => listAll(ctx.client, IPPOOLS))).find((x) => x.metadata?.name !== np.name && cidrIn([parseCidr(np.cidr)], x.spec?.cidr));
-          if (clash) throw new Error(`IPPool ${clash.metadata?.name} (${clash.spec?.cidr}) overlaps ${np.cidr}: re-plan with another range`);
-          if (operator) {
-            await this.editInstallationPools(ctx, (list) => (list.some((x) => x.name === np.name || x.cidr === np.cidr) ? undefined : [...list, {
-              name: np.name, cidr: np.cidr, blockSize: np.blockSize,
-              encapsulation: np.vxlanMode && np.vxlanMode !== 'Never' ? (np.vxlanMode === 'CrossSubnet' ? 'VXLANCrossSubnet' : 'VXLAN')
-                : np.ipipMode && np.ipipMode !== 'Never' ? (np.ipipMode === 'CrossSubnet' ? 'IPIPCrossSubnet' : 'IPIP') : 'None',
-              natOutgoing: np.natOutgoing === false ? 'Disabled' : 'Enabled', nodeSelector: np.nodeSelector ?? 'all()',
-            }]));
-          } else if (!cur) {
-            await withRetry(() => createObject(ctx.client, IPPOOLS, this.poolObject(np), { dryRun: ctx.dryRun === 'server' }));
-          } else if (cur.spec?.disabled === true) {
-            backUpLate(ctx, [withKind(cur, 'ippools')], p.id);
-            // a 409 (our write whose answer was lost, or someone's edit) reads the pool again
-            await retryOnConflict(`IPPool ${np.name}`, async (n) => {
-              const now = n === 1 ? cur : await withRetry(() => getObject(ctx.client, IPPOOLS, np.name));
-              if (now?.spec?.disabled !== true) return;
-              await withRetry(() => patchWithPrecondition(ctx.client, IPPOOLS, now, { spec: { disabled: false } }, { dryRun: ctx.dryRun === 'server' }));
-            });
-          }
-        }
-      },
-      verify: (ctx) => this.until('the new IPPool(s) to exist and be enabled', () => this.poolsReady(ctx.client, pools)),
-      rollback: async (ctx) => {
-        const target = pools.map((x) => parseCidr(x.cidr));
-        const using = (await withRetry(() => listAll(ctx.client, PODS))).filter((x) => active(x) && ipsOf(x).some((a) => inAny(target, a)));
-        if (using.length > 0) throw new Error(`${using.length} pod(s) hold addresses in the new pool (e.g. ${using[0]!.metadata?.namespace}/${using[0]!.metadata?.name}): move them back first`);
-        if (operator) await this.editInstallationPools(ctx, (list) => (list.some((x) => pools.some((np) => np.name === x.name)) ? list.filter((x) => !pools.some((np) => np.name === x.name)) : undefined));
-        else for (const np of pools) await withRetry(() => deleteObject(ctx.client, IPPOOLS, np.name));
-      },
-    };
-  }
-
-  /** The old pools that still exist, ready to back up. */
-  private async oldPoolObjects(client: KubeClient): Promise<KubeObject[]> {
-    const found = await Promise.all((this.spec.calico?.oldPools ?? []).map((o) => getObject(client, IPPOOLS, o.name)));
-    return found.filter((x): x is KubeObject => !!x).map((x) => withKind(x, 'ippools'));
-  }
-
-  private async oldPoolsDisabled(client: KubeClient): Promise<boolean> {
-    for (const op of this.spec.calico?.oldPools ?? []) {
-      const cur = await getObject(client, IPPOOLS, op.name);
-      if (cur && cur.spec?.disabled !== true) return false;
-    }
-    return true;
-  }
-
-  private disablePoolsStep(p: PlanStep): Step {
-    const olds = this.spec.calico?.oldPools ?? [];
-    const operator = !!this.spec.calico?.operatorManaged;
-    return {
-      id: p.id, title: p.description, kind: 'action',
-      check: (ctx) => this.oldPoolsDisabled(ctx.client),
-      backup: async (ctx) => [...await this.oldPoolObjects(ctx.client), ...await this.installationBackup(ctx.client)],
-      apply: async (ctx) => {
-        if (operator) {
-          await this.editInstallationPools(ctx, (list) => {
-            const hit = list.filter((x) => olds.some((o) => o.name === x.name || o.cidr === x.cidr));
-            if (hit.every((x) => x.disableNewAllocations === true)) return undefined;
-            return list.map((x) => (hit.includes(x) ? { ...x, disableNewAllocations: true } : x));
-          });
-          return;
-        }
-        for (const o of olds) {
-          await retryOnConflict(`IPPool ${o.name}`, async () => {
-            const cur = await withRetry(() => getObject(ctx.client, IPPOOLS, o.name));
-            if (!cur || cur.spec?.disabled === true) return;
-            await withRetry(() => patchWithPrecondition(ctx.client, IPPOOLS, cur, { spec: { disabled: true } }, { dryRun: ctx.dryRun === 'server' }));
-          });
-        }
-      },
-      verify: (ctx) => this.until('the old IPPool(s) to be disabled', () => this.oldPoolsDisabled(ctx.client)),
-      rollback: async (ctx) => {
-        if (operator) {
-          await this.editInstallationPools(ctx, (list) => list.map((x) => (olds.some((o) => o.name === x.name) ? { ...x, disableNewAllocations: false } : x)));
-          return;
-        }
-        for (const o of olds) {
-          const was = ctx.backups.load({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: o.name })?.spec?.disabled === true;
-          await retryOnConflict(`IPPool ${o.name}`, async () => {
-            const cur = await withRetry(() => getObject(ctx.client, IPPOOLS, o.name));
-            if (cur && cur.spec?.disabled === true && !was) await withRetry(() => patchWithPrecondition(ctx.client, IPPOOLS, cur, { spec: { disabled: false } }));
-          });
-        }
-      },
-    };
-  }
-
-  private deletePoolsStep(p: PlanStep): Step {
-    const olds = this.spec.calico?.oldPools ?? [];
-    const operator = !!this.spec.calico?.operatorManaged;
-    const gone = async (client: KubeClient) => (await Promise.all(olds.map((o) => getObject(client, IPPOOLS, o.name)))).every((x) => !x);
-    return {
-      id: p.id, title: p.description, kind: 'action',
-      check: (ctx) => gone(ctx.client),
-      backup: (ctx) => this.oldPoolObjects(ctx.client),
-      apply: async (ctx) => {
-        const still = await this.podsInOld(ctx.client);
-        if (still.length > 0) {
-          throw new Error(`${still.length} pod(s) still have addresses in ${this.spec.from.join(', ')} (e.g. ${still.slice(0, 3).map((x) => `${x.metadata?.namespace}/${x.metadata?.name}`).join(', ')}): the old pool is not deleted`);
-        }
-        if (operator) {
-          await this.editInstallationPools(ctx, (list) => (list.some((x) => olds.some((o) => o.name === x.name || o.cidr === x.cidr))
-            ? list.filter((x) => !olds.some((o) => o.name === x.name || o.cidr === x.cidr)) : undefined));
-          return;
-        }
-        for (const o of olds) await withRetry(() => deleteObject(ctx.client, IPPOOLS, o.name, undefined, { dryRun: ctx.dryRun === 'server' }));
-      },
-      verify: (ctx) => this.until('the old IPPool(s) to be gone', () => gone(ctx.client)),
-      rollback: async (ctx) => {
-        for (const o of olds) {
-          const b = ctx.backups.load({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', name: o.name });
-          if (!b) throw new Error(`no backup of IPPool ${o.name}`);
-          if (!(await getObject(ctx.client, IPPOOLS, o.name))) await withRetry(() => createObject(ctx.client, IPPOOLS, forCreate(b)));
-        }
-      },
-    };
-  }
-
-  /** IPAM objects in the old range: blocks, affinities, and handles that point only at such blocks. */
-  async leftovers(client: KubeClient): Promise<{ blocks: KubeObject[]; affinities: KubeObject[]; handles: KubeObject[] }> {
-    const [blocks, affinities, handles] = await Promise.all([IPAMBLOCKS, BLOCKAFFINITIES, IPAMHANDLES].map((t) => withRetry(() => listAll(client, t))));
-    const oldBlocks = blocks!.filter((b) => cidrIn(this.old, b.spec?.cidr)).map((b) => withKind(b, 'ipamblocks'));
-    const oldAff = affinities!.filter((a) => cidrIn(this.old, a.spec?.cidr)).map((a) => withKind(a, 'blockaffinities'));
-    const oldHandles = handles!.filter((h) => {
-      const keys = Object.keys(h.spec?.block ?? {});
-      return keys.length > 0 && keys.every((k) => cidrIn(this.old, k));
-    }).map((h) => withKind(h, 'ipamhandles'));
-    return { blocks: oldBlocks, affinities: oldAff, handles: oldHandles };
-  }
-
-  private leftoversStep(p: PlanStep): Step {
-    const none = async (client: KubeClient) => { const l = await this.leftovers(client); return l.blocks.length + l.affinities.length + l.handles.length === 0; };
-    return {
-      id: p.id, title: p.description, kind: 'action',
-      check: (ctx) => none(ctx.client),
-      backup: async (ctx) => { const l = await this.leftovers(ctx.client); return [...l.blocks, ...l.affinities, ...l.handles]; },
-      apply: async (ctx) => {
-        const l = await this.leftovers(ctx.client);
-        // A block whose allocation belongs to a pod that still exists with that address is in use: stop.
-        const pods = await withRetry(() => listAll(ctx.client, PODS));
-        const live = new Set(pods.filter(active).flatMap((x) => ipsOf(x)).filter((a) => inAny(this.old, a)));
-        for (const b of l.blocks) {
-          const c = parseCidr(b.spec.cidr);
-          const used = [...live].filter((a) => contains(c, parseIP(a)));
-          if (used.length > 0) throw new Error(`IPAMBlock ${b.metadata?.name} still holds ${used.join(', ')} of running pods: restart them first`);
-        }
-        const dry = ctx.dryRun === 'server';
-        for (const b of l.blocks) await withRetry(() => deleteObject(ctx.client, IPAMBLOCKS, b.metadata!.name!, undefined, { dryRun: dry }));
-        for (const a of l.affinities) await withRetry(() => deleteObject(ctx.client, BLOCKAFFINITIES, a.metadata!.name!, undefined, { dryRun: dry }));
-        for (const h of l.handles) await withRetry(() => deleteObject(ctx.client, IPAMHANDLES, h.metadata!.name!, undefined, { dryRun: dry }));
-        ctx.log(`removed ${l.blocks.length} IPAMBlock(s), ${l.affinities.length} BlockAffinity(ies), ${l.handles.length} IPAMHandle(s) in ${this.spec.from.join(', ')}`);
-      },
-      verify: async (ctx) => ((await none(ctx.client)) ? undefined : 'IPAM objects are left in the old range'),
-      rollback: async () => { throw new Error('removed IPAM blocks are not put back: Calico creates blocks as pools need them (the backups hold them)'); },
-    };
   }
 
   // ---- scaling ------------------------------------------------------------------------------------
@@ -774,43 +529,16 @@ export class PodExecutor {
 
   // ---- gates --------------------------------------------------------------------------------------
 
-  /** kube-controller-manager flags and kube-proxy config as the cluster shows them (mirror pods, ConfigMap). */
-  private async controlPlaneView(client: KubeClient) {
-    const [pods, cms] = await Promise.all([
-      withRetry(() => listAll(client, PODS, { namespace: 'kube-system' })),
-      withRetry(() => listAll(client, CONFIGMAPS, { namespace: 'kube-system' })),
-    ]);
-    const snap = buildSnapshot({
-      source: { kind: 'live' },
-      objects: [...pods.map((x) => ({ ...x, apiVersion: 'v1', kind: 'Pod' })), ...cms.map((x) => ({ ...x, apiVersion: 'v1', kind: 'ConfigMap' }))],
-      configs: [], gaps: [],
-    });
-    return { kcm: snap.controllerManagers, kubeProxy: snap.kubeProxy };
-  }
+
 
   async gateHolds(p: GateStep, ctx: StepContext): Promise<boolean> {
     if (this.opts.acknowledgedGates.includes(p.id)) {
       ctx.log(`gate ${p.id}: acknowledged by --ack-gate`);
       return true;
     }
-    if (p.gate.condition === 'node-reregistered') return this.registered(ctx.client, this.nodeItem(p).name);
-    const v = await this.controlPlaneView(ctx.client);
-    const within = (cs: string[] | undefined) => !!cs && cs.length > 0 && cs.every((c) => cidrIn(this.target, c) && this.target.some((t) => contains(t, parseCidr(c))));
-    switch (p.gate.condition) {
-      case 'kcm-stop-allocating':
-        return v.kcm.length > 0 && v.kcm.every((k) => k.allocateNodeCIDRs === false);
-      case 'kcm-cluster-cidr':
-        return v.kcm.length > 0 && v.kcm.every((k) => k.allocateNodeCIDRs !== false && within(k.clusterCIDR));
-      case 'pod-cidr-config': {
-        if (v.kcm.length === 0 && !v.kubeProxy?.clusterCIDR) return false; // nothing visible: --ack-gate
-        const kcmOk = v.kcm.every((k) => k.allocateNodeCIDRs === false || within(k.clusterCIDR));
-        const kp = v.kubeProxy?.clusterCIDR?.split(',').map((s) => tryParseCidr(s.trim())).filter((c): c is Cidr => !!c);
-        const kpOk = !kp || kp.length === 0 || this.target.every((t) => kp.some((c) => contains(c, t)));
-        return kcmOk && kpOk;
-      }
-      default:
-        throw new Error(`gate ${p.id}: condition ${p.gate.condition} belongs to the Service CIDR migration`);
-    }
+    const check = pathGateCheck(p.gate.condition);
+    if (!check) throw new Error(`gate ${p.id}: condition ${p.gate.condition} belongs to the Service CIDR migration`);
+    return check.run(this, p, ctx);
   }
 
   // ---- end state ----------------------------------------------------------------------------------
@@ -819,21 +547,7 @@ export class PodExecutor {
     const problems: string[] = [];
     const left = await this.podsInOld(client);
     if (left.length > 0) problems.push(`${left.length} pod(s) still have addresses in ${this.spec.from.join(', ')} (${left.slice(0, 3).map((x) => `${x.metadata?.namespace}/${x.metadata?.name}`).join(', ')})`);
-    if (this.spec.ipam === 'calico') {
-      for (const o of this.spec.calico?.oldPools ?? []) if (await getObject(client, IPPOOLS, o.name)) problems.push(`IPPool ${o.name} still exists`);
-      if (!(await this.poolsReady(client, this.spec.calico?.newPools ?? []))) problems.push('the new IPPool is missing or disabled');
-      const l = await this.leftovers(client);
-      if (l.blocks.length + l.affinities.length + l.handles.length > 0) problems.push(`${l.blocks.length} IPAMBlock(s), ${l.affinities.length} BlockAffinity(ies) and ${l.handles.length} IPAMHandle(s) left in the old range`);
-    } else {
-      const nodes = await withRetry(() => listAll(client, NODES));
-      const bad = nodes.filter((n) => { const c: string[] = n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []); return c.length === 0 || !!this.podCIDRProblem(c); });
-      if (bad.length > 0) problems.push(`${bad.length} node(s) without a podCIDR in ${this.spec.to.length > 1 ? 'each of ' : ''}${this.spec.to.join(',')}: ${bad.slice(0, 5).map((n) => `${n.metadata?.name} ${(n.spec?.podCIDRs ?? []).join(',') || 'none'}`).join(', ')}`);
-      const cordoned = nodes.filter((n) => n.spec?.unschedulable === true);
-      if (cordoned.length > 0 && ctx) {
-        const ours = cordoned.filter((n) => ctx.backups.load({ apiVersion: 'v1', kind: 'Node', name: n.metadata!.name! })?.spec?.unschedulable !== true);
-        if (ours.length > 0) problems.push(`node(s) left cordoned: ${ours.map((n) => n.metadata?.name).join(', ')}`);
-      }
-    }
+    problems.push(...await POD_PATH_ENGINES[this.spec.ipam].endState(this, client, ctx));
     const notReady: string[] = [];
     for (const [t, kind] of [[DEPLOYMENTS, 'Deployment'], [STATEFULSETS, 'StatefulSet'], [DAEMONSETS, 'DaemonSet']] as Array<[ResourceType, string]>) {
       for (const o of await withRetry(() => listAll(client, t))) {

@@ -18,13 +18,16 @@ import {
   forCreate, ipAddresses, type ResourceType,
 } from '../kube/resources.ts';
 import { contains, formatIP, parseCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
-import { coverName, MANAGED_LABEL, type MigrationPlan, type GateStep, type PlanStep, type ServiceCIDRSpec, type StepItem } from '../plan/plan.ts';
+import {
+  coverName, MANAGED_LABEL, type MigrationPlan, type GateStep, type PlanStep, type ServiceActionKind, type ServiceCIDRSpec, type ServiceGateCondition, type StepItem,
+} from '../plan/plan.ts';
 import { refOf } from './backup.ts';
 import { UserError } from '../errors.ts';
 import { refKey } from './backup.ts';
 import { COVER_FOR_LABEL, coverCarries, coverService, coverStatus, ownedHelper, pickSpares, readyAddresses, RUN_LABEL } from './covers.ts';
 import { createdUids, readJournal, sinceLastRollback } from './journal.ts';
 import { withPlanSupersessions, type Step, type StepContext } from './runner.ts';
+import { SliceWatch } from './slice-watch.ts';
 import { mapLimit, poll, retryOnConflict, sleep, waitFor, withRetry } from './toolkit.ts';
 
 export interface ServiceExecOptions {
@@ -57,6 +60,11 @@ export interface ServiceExecOptions {
    * objects with it (and, for deletes by moveBack, a uid journaled as `created` by this run) are changed.
    */
   token?: string;
+  /**
+   * Follow the EndpointSlices the engine waits for with a watch (default true); false: LIST them again every
+   * 50–250 ms, as before the watch (the service-renumber benchmark compares the two).
+   */
+  watch?: boolean;
 }
 
 export const BRIDGE_FOR_LABEL = 'kube-renumber.io/bridge-for';
@@ -274,6 +282,7 @@ export class ServiceExecutor {
       covers: opts.covers ?? true,
       propagationDelayMs: opts.propagationDelayMs ?? 5_000,
       nodePortLeakWaitMs: opts.nodePortLeakWaitMs ?? 12 * 60_000,
+      watch: opts.watch ?? true,
       ...(opts.token ? { token: opts.token } : {}),
     };
     this.scVersion = this.svc.apiVersion.split('/')[1] ?? 'v1';
@@ -298,32 +307,36 @@ export class ServiceExecutor {
   }
 
   private stepOf(p: PlanStep): Step {
-    const base = { id: p.id, title: p.description };
-    switch (p.kind) {
-      case 'confirm':
-        return { ...base, kind: 'confirm', check: async () => false };
-      case 'gate':
-        return { ...base, kind: 'gate', instructions: p.gate.instructions, check: (ctx) => this.gateHolds(p, ctx) };
-      case 'create-servicecidrs':
-        return this.createServiceCIDRsStep(p);
-      case 'move-services':
-        return this.moveServicesStep(p);
-      case 'drain-servicecidrs':
-        return this.drainStep(p);
-      case 'sweep-services':
-        return this.sweepStep(p);
-      case 'move-kubernetes':
-        return this.moveKubernetesStep(p);
-      case 'remove-bridges':
-        return this.removeBridgesStep(p);
-      case 'finalize-servicecidrs':
-        return this.finalizeStep(p);
-      case 'verify':
-        return { ...base, kind: 'action', check: async () => false, apply: async () => {}, verify: (ctx) => this.verifyEndState(ctx.client, ctx.backups) };
-      default:
-        throw new Error(`plan step ${p.id}: unknown kind ${String(p.kind)}`);
-    }
+    if (p.kind === 'confirm') return { id: p.id, title: p.description, kind: 'confirm', check: async () => false };
+    if (p.kind === 'gate') return { id: p.id, title: p.description, kind: 'gate', instructions: p.gate.instructions, check: (ctx) => this.gateHolds(p, ctx) };
+    const make = (ServiceExecutor.actions as Partial<Record<string, (x: ServiceExecutor, p: PlanStep) => Step>>)[p.kind];
+    if (!make) throw new Error(`plan step ${p.id}: unknown kind ${String(p.kind)}`);
+    return make(this, p);
   }
+
+  /** One executor per Service step kind (STEP_KINDS in src/plan/steps.ts: a new kind is a compile error here until it has one). */
+  static readonly actions: { readonly [K in ServiceActionKind]: (x: ServiceExecutor, p: PlanStep) => Step } = {
+    'create-servicecidrs': (x, p) => x.createServiceCIDRsStep(p),
+    'move-services': (x, p) => x.moveServicesStep(p),
+    'drain-servicecidrs': (x, p) => x.drainStep(p),
+    'sweep-services': (x, p) => x.sweepStep(p),
+    'move-kubernetes': (x, p) => x.moveKubernetesStep(p),
+    'remove-bridges': (x, p) => x.removeBridgesStep(p),
+    'finalize-servicecidrs': (x, p) => x.finalizeStep(p),
+    verify: (x, p) => ({
+      id: p.id, title: p.description, kind: 'action', check: async () => false, apply: async () => {}, verify: (ctx) => x.verifyEndState(ctx.client, ctx.backups),
+    }),
+  };
+
+  /** One check per gate condition of the Service CIDR migration (GATE_CONDITION_INFO in src/plan/steps.ts). */
+  static readonly gates: { readonly [C in ServiceGateCondition]: (x: ServiceExecutor, p: GateStep, ctx: StepContext) => Promise<boolean> } = {
+    'apiservers-on-new-range': (x, p, ctx) => x.apiserversOnNewRange(ctx, p.id),
+    'workloads-restarted': (x, _p, ctx) => x.podsRestarted(ctx),
+    'kubelet-cluster-dns': (x, _p, ctx) => x.kubeletsOnNewDNS(ctx),
+    // the plan holds this gate only when the API was not served at plan time: `apply` re-plans once it is
+    'servicecidr-api': async () => false,
+  };
+
 
   // ---- ownership of helpers (bridges, covers) ------------------------------------------------------
 
@@ -799,14 +812,9 @@ export class ServiceExecutor {
       ctx.log(`gate ${p.id}: acknowledged by --ack-gate`);
       return true;
     }
-    switch (p.gate.condition) {
-      case 'apiservers-on-new-range': return this.apiserversOnNewRange(ctx, p.id);
-      case 'workloads-restarted': return this.podsRestarted(ctx);
-      case 'kubelet-cluster-dns': return this.kubeletsOnNewDNS(ctx);
-      // the plan holds this gate only when the API was not served at plan time: `apply` re-plans once it is
-      case 'servicecidr-api': return false;
-      default: throw new Error(`gate ${p.id}: condition ${p.gate.condition} belongs to the Pod CIDR migration`);
-    }
+    const check = (ServiceExecutor.gates as Partial<Record<string, (x: ServiceExecutor, p: GateStep, ctx: StepContext) => Promise<boolean>>>)[p.gate.condition];
+    if (!check) throw new Error(`gate ${p.id}: condition ${p.gate.condition} belongs to the Pod CIDR migration`);
+    return check(this, p, ctx);
   }
 
   /**
@@ -973,16 +981,36 @@ export class ServiceExecutor {
     if (covered.size === 0) return covered;
     const list = items.filter((it) => covered.has(itemKey(it)));
     const t1 = Date.now();
-    await poll('the cover Services to have their Services\' ready endpoints', async (note) => {
-      const slices = await this.slicesByService(ctx.client, list.flatMap((it) => [it, { namespace: it.namespace, name: coverName(it.name) }]));
+    await this.untilSlices(ctx, 'the cover Services to have their Services\' ready endpoints', list.flatMap((it) => [it, { namespace: it.namespace, name: coverName(it.name) }]), (slices, note) => {
       const ready = (ns: string, name: string) => readyAddresses(slices.get(`${ns}/${name}`) ?? []);
       const behind = list.filter((it) => { const have = ready(it.namespace, coverName(it.name)); return [...ready(it.namespace, it.name)].some((a) => !have.has(a)); });
       if (behind.length > 0) note(`${behind.length} cover(s) behind, e.g. ${itemKey(behind[0]!)}`);
-      return behind.length === 0 ? true : undefined;
-    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true });
+      return behind.length === 0;
+    });
     ctx.log(`${list.length} cover(s) up (written in ${t1 - t0} ms, endpoints after ${Date.now() - t1} ms more); waiting ${this.opts.propagationDelayMs} ms for kube-proxy and DNS`);
     await waitFor('kube-proxy and DNS caches to pick up the covers (--propagation-delay)', this.opts.propagationDelayMs);
     return covered;
+  }
+
+  /**
+   * Waits until `ready` holds for the EndpointSlices of these Services, read once and then followed by a watch
+   * (./slice-watch.ts; LISTs in a loop where no watch can be had). Returns the slices it last saw.
+   */
+  private async untilSlices(ctx: StepContext, what: string, services: ReadonlyArray<{ namespace: string; name: string }>,
+    ready: (slices: ReadonlyMap<string, KubeObject[]>, note: (detail: string) => void) => boolean): Promise<Map<string, KubeObject[]>> {
+    let view: SliceWatch | undefined;
+    let last = new Map<string, KubeObject[]>();
+    try {
+      await poll(what, async (note) => {
+        if (this.opts.watch) view ??= await SliceWatch.open(ctx.client, services);
+        last = view ? await view.current() : await this.slicesByService(ctx.client, services);
+        return ready(last, note) ? true : undefined;
+      }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true,
+        sleep: (ms: number) => (view ? view.next(ms) : sleep(ms)) });
+    } finally {
+      view?.close();
+    }
+    return last;
   }
 
   /**
@@ -993,17 +1021,15 @@ export class ServiceExecutor {
   private async lowerCovers(ctx: StepContext, items: readonly StepItem[], covers: ReadonlyMap<string, KubeObject>): Promise<void> {
     const list = items.filter((it) => covers.has(itemKey(it)));
     if (list.length === 0) return;
-    let slices = new Map<string, KubeObject[]>();
     const t0 = Date.now();
-    await poll('the moved Services and their bridges to have the covers\' ready endpoints', async (note) => {
-      slices = await this.slicesByService(ctx.client, list.flatMap((it) => [it, { namespace: it.namespace, name: coverName(it.name) },
-        ...(it.bridge ? [{ namespace: it.namespace, name: it.bridge }] : [])]));
-      const size = (ns: string, name: string) => readyAddresses(slices.get(`${ns}/${name}`) ?? []).size;
+    const slices = await this.untilSlices(ctx, 'the moved Services and their bridges to have the covers\' ready endpoints', list.flatMap((it) => [it, { namespace: it.namespace, name: coverName(it.name) },
+      ...(it.bridge ? [{ namespace: it.namespace, name: it.bridge }] : [])]), (sl, note) => {
+      const size = (ns: string, name: string) => readyAddresses(sl.get(`${ns}/${name}`) ?? []).size;
       const behind = list.filter((it) => size(it.namespace, coverName(it.name)) > 0
         && (size(it.namespace, it.name) === 0 || (it.bridge !== undefined && size(it.namespace, it.bridge) === 0)));
       if (behind.length > 0) note(`${behind.length} behind, e.g. ${itemKey(behind[0]!)}`);
-      return behind.length === 0 ? true : undefined;
-    }, { timeoutMs: this.opts.timeoutMs, intervalMs: 50, backoff: 1.5, maxIntervalMs: 250, tolerateTransient: true });
+      return behind.length === 0;
+    });
     ctx.log(`moved Services and bridges have their endpoints (after ${Date.now() - t0} ms); waiting ${this.opts.propagationDelayMs} ms before removing ${list.length} cover(s)`);
     await waitFor('kube-proxy and DNS caches to pick up the moved Services before the covers go (--propagation-delay)', this.opts.propagationDelayMs);
     await mapLimit(list, this.opts.concurrency, async (it) => {

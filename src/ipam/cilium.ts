@@ -7,7 +7,10 @@
  *  - cluster-pool, https://docs.cilium.io/en/stable/network/concepts/ipam/cluster-pool/ ("Expanding the cluster
  *    pool"): "Don't change any existing elements of the clusterPoolIPv4PodCIDRList list, as changes cause
  *    unexpected behavior. If the pool is exhausted, add a new element to the list instead." and "Changing
- *    clusterPoolIPv4MaskSize is also not possible."
+ *    clusterPoolIPv4MaskSize is also not possible."; the operator's allocator (Go module github.com/cilium/cilium
+ *    v1.20.2, operator/pkg/ipam/allocator/clusterpool/clusterpool.go:44-56, podcidr/podcidr.go:402-418, 848-853,
+ *    923-947) reads the list once, gives the first range with room, and keeps a node's CIDR until its CiliumNode
+ *    is deleted (docs/platforms.md, "Cilium", has the whole reading and the per-node sequence it would allow)
  *  - https://docs.cilium.io/en/stable/network/concepts/ipam/ : "Don't change the IPAM mode of an existing cluster.
  *    [...] The safest path to change IPAM mode is to install a fresh Kubernetes cluster with the new IPAM
  *    configuration." (migration between modes: https://github.com/cilium/cilium/issues/27164; a cluster-pool to
@@ -30,9 +33,12 @@ export const ciliumClusterPool: IpamOwner<'cilium-cluster-pool'> = {
   detect: (i) => (i.plugin === 'cilium' && (i.ipamMode === 'cluster-pool' || i.ipamMode === 'cluster-pool-v2beta') ? [...i.evidence, `cilium-config ipam ${i.ipamMode}`] : undefined),
   pod: {
     supported: false,
-    reason: 'the cilium-operator gives each node its pod CIDR once from clusterPoolIPv4PodCIDRList (cilium-config ipam: cluster-pool, the default when unset; kept in its CiliumNode), '
-      + `and Cilium does not support changing the CIDRs of an existing cluster ("Don't change any existing elements of the clusterPoolIPv4PodCIDRList list, as changes cause unexpected behavior", ${CLUSTER_POOL_DOC}); ${NOT_OURS}`,
-    instead: 'a new cluster with the new range, or (where your Cilium release documents it) migrating to multi-pool IPAM, whose pools then move node group by node group',
+    reason: 'the cilium-operator reads clusterPoolIPv4PodCIDRList (cilium-config cluster-pool-ipv4-cidr) only when it starts, hands new nodes the first range with room, '
+      + 'and keeps each node\'s pod CIDR while its CiliumNode exists (a cleared spec.ipam.podCIDRs is written back); a node moves only when its CiliumNode is deleted '
+      + 'and its agent restarted with the new CIDR listed first, two changes of the list Cilium advises against '
+      + `("Don't change any existing elements of the clusterPoolIPv4PodCIDRList list, as changes cause unexpected behavior", ${CLUSTER_POOL_DOC}); `
+      + `kube-renumber has no such path, and ${NOT_OURS}`,
+    instead: 'a new cluster with the new range, or migrating to multi-pool IPAM in place (documented from Cilium 1.20, enable-cluster-pool-to-multi-pool-migration keeps pod addresses), whose pools then move node group by node group',
   },
   sources: [IPAM_DOCS, CLUSTER_POOL_DOC, 'https://github.com/cilium/cilium/issues/27164', 'https://docs.cilium.io/en/latest/network/concepts/ipam/cluster-pool-to-multi-pool/'],
 };

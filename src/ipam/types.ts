@@ -27,12 +27,17 @@ export interface IpamInput {
   nodesWithPodCIDR: number;
 }
 
-/** The two ways kube-renumber moves pod addresses: new Calico IPPools, or new node podCIDRs. */
-export type PodPath = 'calico' | 'node';
+/**
+ * The ways kube-renumber moves pod addresses: new Calico IPPools, or new node podCIDRs. Each is one module per
+ * side (src/plan/pod-paths/, src/engine/pod-paths/) listed in that side's registry, a Record over these ids: a
+ * new id here makes the compiler name both registries.
+ */
+export const POD_PATH_IDS = ['calico', 'node'] as const;
+export type PodPathId = (typeof POD_PATH_IDS)[number];
 
 /** Whether a Pod CIDR move is possible and how, or why not and what the owner offers instead. */
 export type OwnerCapability =
-  | { readonly supported: true; readonly path: PodPath }
+  | { readonly supported: true; readonly path: PodPathId }
   | { readonly supported: false; readonly reason: string; readonly instead: string };
 
 export interface IpamOwner<K extends string = string> {

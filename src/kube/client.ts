@@ -5,13 +5,14 @@
  * src/kube/transport.ts (Node's http/https, any port, plain http, exec plugins with timeouts), and every
  * message is redacted (src/kube/redact.ts) before it leaves this layer.
  */
+import { StringDecoder } from 'node:string_decoder';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ErrorKind } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import { resolveKubeConfig } from './kubeconfig.ts';
 import { KubeApiError, UnreachableError } from './errors.ts';
 import { isRetryableRead, parseRetryAfter, withRetry } from './retry.ts';
-import { Transport } from './transport.ts';
+import { type StreamSink, Transport } from './transport.ts';
 
 export { KubeApiError, UnreachableError } from './errors.ts';
 export { resolveKubeConfig, type ResolvedKubeConfig } from './kubeconfig.ts';
@@ -58,7 +59,26 @@ export interface KubeClient {
    * objects already handed out.
    */
   list(path: string, opts?: { labelSelector?: string; fieldSelector?: string; pageSize?: number }): AsyncGenerator<KubeObject>;
+  /**
+   * A watch of a collection (`?watch=1`): one request whose answer streams events, each handed to `onEvent`
+   * as it arrives (ERROR events included: a 410 there means "list again"). Resolves when the server ends the
+   * stream (after `timeoutSeconds`) or when `signal` aborts it; a refusal (4xx/5xx) is a KubeApiError as for
+   * `request`, a broken connection an UnreachableError. Not retried.
+   */
+  watch?(path: string, opts: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void>;
 }
+
+export interface WatchOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Start after this resourceVersion (a LIST's), so no change between the LIST and the watch is missed. */
+  resourceVersion?: string;
+  /** The server ends the watch after this many seconds (default 60). */
+  timeoutSeconds?: number;
+  signal?: AbortSignal;
+}
+
+export interface WatchEvent { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR'; object: KubeObject }
 
 /**
  * Resolve the kubeconfig exactly as kubectl does: --kubeconfig names one file; else KUBECONFIG is a list of
@@ -101,7 +121,7 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
     return withRetry(() => once<T>(method, path, ro), { attempts: 5, retryable: isRetryableRead, deadline });
   }
 
-  async function once<T>(method: Method, path: string, ro: RequestOptions = {}): Promise<T> {
+  async function once<T>(method: Method, path: string, ro: RequestOptions & { stream?: StreamSink } = {}): Promise<T> {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(ro.query ?? {})) if (v !== undefined && v !== '') params.set(k, String(v));
     const qs = params.toString();
@@ -118,15 +138,16 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
       const kill = () => process.kill(process.pid, 'SIGKILL');
       if (inFlight[2]) setTimeout(kill, Number(inFlight[2])); else setImmediate(kill);
     }
-    let res = await transport.send(method, full, headers, body, timeoutMs, rk.context);
+    let res = await transport.send(method, full, headers, body, timeoutMs, rk.context, ro.stream);
     if (res.status === 401 && transport.refreshable) {
       // An exec plugin's token may have expired early: ask the plugin once more, like kubectl.
       transport.invalidate();
       count++;
-      res = await transport.send(method, full, headers, body, timeoutMs, rk.context);
+      res = await transport.send(method, full, headers, body, timeoutMs, rk.context, ro.stream);
     }
     const text = res.text;
     if (res.status >= 200 && res.status < 300) {
+      if (ro.stream) return undefined as T;
       if (killAfter > 0 && counted(method, path) && ++writes >= killAfter) process.kill(process.pid, 'SIGKILL');
       if (killAt && method === killAt[1] && path.includes(killAt[2]!) && (!killAt[4] || (body ?? '').includes(killAt[4]))
         && ++killAtCount >= Number(killAt[3])) process.kill(process.pid, 'SIGKILL');
@@ -195,12 +216,40 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
     }
   }
 
+  async function watch(path: string, wo: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void> {
+    // The apiserver writes one JSON event per line.
+    let pending = '';
+    const decoder = new StringDecoder('utf8');
+    let bad = false;
+    const take = (text: string) => {
+      pending += text;
+      for (let nl = pending.indexOf('\n'); nl !== -1; nl = pending.indexOf('\n')) {
+        const line = pending.slice(0, nl).trim();
+        pending = pending.slice(nl + 1);
+        if (line === '' || bad) continue;
+        let ev: WatchEvent;
+        try { ev = JSON.parse(line) as WatchEvent; } catch { bad = true; continue; }
+        onEvent(ev);
+      }
+    };
+    await once('GET', path, {
+      query: {
+        watch: 1, labelSelector: wo.labelSelector, fieldSelector: wo.fieldSelector, resourceVersion: wo.resourceVersion,
+        timeoutSeconds: wo.timeoutSeconds ?? 60, allowWatchBookmarks: true,
+      },
+      stream: { data: (d) => take(decoder.write(d)), ...(wo.signal ? { signal: wo.signal } : {}) },
+    });
+    if (!wo.signal?.aborted) take(`${decoder.end()}\n`);
+    if (bad) throw new UnreachableError(`the server ${server} (context "${rk.context}") answered the watch GET ${path} with something that is not JSON: is it a Kubernetes API server?`);
+  }
+
   return {
     server,
     context: rk.context,
     get requestCount() { return count; },
     request,
     list,
+    watch,
   };
 }
 

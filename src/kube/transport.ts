@@ -17,6 +17,9 @@ import { checkClientPair, clientNode, type ExecConfig, type ResolvedKubeConfig }
 import { UnreachableError } from './errors.ts';
 import { redact, redactUrl, registerSecret } from './redact.ts';
 
+/** Where a streamed answer's body goes (Transport.send). */
+export interface StreamSink { data: (chunk: Buffer) => void; signal?: AbortSignal }
+
 export interface SendResult { status: number; text: string; /** The Retry-After header, when the server sent one. */ retryAfter?: string }
 
 interface Credential { token?: string; cert?: string; key?: string; expires?: number }
@@ -267,8 +270,13 @@ export class Transport {
     return cred;
   }
 
-  /** One HTTP exchange; network failures become UnreachableError naming the phase. */
-  async send(method: string, path: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number, context: string): Promise<SendResult> {
+  /**
+   * One HTTP exchange; network failures become UnreachableError naming the phase. With `stream`, a 2xx answer's
+   * body is handed to `stream.data` chunk by chunk as it arrives instead of being collected (a watch): the
+   * timeout then covers only the wait for the answer's headers, and `stream.signal` ends the exchange early
+   * (it resolves as a complete answer with an empty text).
+   */
+  async send(method: string, path: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number, context: string, stream?: StreamSink): Promise<SendResult> {
     let creds: Awaited<ReturnType<Transport['credentials']>>;
     try {
       creds = await this.credentials(timeoutMs);
@@ -284,11 +292,11 @@ export class Transport {
     const proxy = this.rk.cluster.proxyUrl ? ` through the proxy ${redactUrl(this.rk.cluster.proxyUrl)}` : '';
     const where = `the API server ${this.rk.displayServer}${proxy} (context "${context}")`;
     try {
-      return await this.exchange(agent, method, prefix + path, all, body, timeoutMs);
+      return await this.exchange(agent, method, prefix + path, all, body, timeoutMs, stream);
     } catch (e) {
       // A kept-alive connection the server closed just as we reused it: once more on a new one (reads only).
       const stale = (e as { staleSocket?: boolean }).staleSocket && (method === 'GET' || method === 'HEAD');
-      const failure = stale ? await this.exchange(agent, method, prefix + path, all, body, timeoutMs).then(
+      const failure = stale ? await this.exchange(agent, method, prefix + path, all, body, timeoutMs, stream).then(
         (r) => ({ ok: r }), (e2: unknown) => ({ err: e2 })) : { err: e };
       if ('ok' in failure) return failure.ok;
       const f = failure.err as { progress?: Progress };
@@ -298,7 +306,7 @@ export class Transport {
   }
 
   /** One request on the agent; a failure is the raw error with `progress` (and `staleSocket`) attached. */
-  private exchange(agent: http.Agent, method: string, path: string, all: Record<string, string | string[]>, body: string | undefined, timeoutMs: number): Promise<SendResult> {
+  private exchange(agent: http.Agent, method: string, path: string, all: Record<string, string | string[]>, body: string | undefined, timeoutMs: number, stream?: StreamSink): Promise<SendResult> {
     const server = this.rk.server;
     const mod = this.isHttps ? https : http;
     const progress: Progress = { tcp: false, tls: false, response: false };
@@ -345,11 +353,29 @@ export class Transport {
         }
       });
       req.on('error', fail);
+      if (stream?.signal) {
+        const stop = () => {
+          if (settled) return;
+          settled = true;
+          if (timer) clearTimeout(timer);
+          req!.destroy();
+          resolve({ status: 200, text: '' });
+        };
+        if (stream.signal.aborted) { stop(); return; }
+        stream.signal.addEventListener('abort', stop, { once: true });
+      }
       req.on('response', (res) => {
         progress.response = true;
         progress.tls = true;
         const chunks: Buffer[] = [];
-        res.on('data', (d: Buffer) => chunks.push(d));
+        const ok = (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
+        if (stream && ok) {
+          // the answer has begun: from here on it lasts as long as the server keeps it open (its timeoutSeconds)
+          if (timer) clearTimeout(timer);
+          res.on('data', (d: Buffer) => { if (!settled) stream.data(d); });
+        } else {
+          res.on('data', (d: Buffer) => chunks.push(d));
+        }
         res.on('error', fail);
         res.on('aborted', () => fail(Object.assign(new Error('the connection closed before the answer was complete'), { code: 'ECONNRESET' })));
         res.on('end', () => {

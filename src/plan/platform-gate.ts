@@ -7,7 +7,7 @@ import { platformKindOf, type Snapshot } from '../cluster/types.ts';
 import { capabilityOf, platformOf } from '../platform/registry.ts';
 import type { Move } from '../platform/types.ts';
 import { ownerCapabilityOf } from '../ipam/registry.ts';
-import type { PodPath } from '../ipam/types.ts';
+import type { PodPathId } from '../ipam/types.ts';
 import { ipamOwnerFacts } from '../analyze/ipam-owner.ts';
 
 export { ipamOwnerFacts };
@@ -30,7 +30,7 @@ export function movesOf(plan: { spec: { serviceCIDR?: unknown; podCIDR?: unknown
 }
 
 /** The path the owner of the pod addresses allows (calico or node); undefined when refused or unknown. */
-export function podPathOf(snap: Snapshot): PodPath | undefined {
+export function podPathOf(snap: Snapshot): PodPathId | undefined {
   const owner = ipamOwnerFacts(snap);
   if (!owner) return undefined;
   const cap = ownerCapabilityOf(owner.kind);
@@ -41,7 +41,7 @@ export function podPathOf(snap: Snapshot): PodPath | undefined {
  * Why the owner of the pod addresses refuses a Pod CIDR move (one line), or undefined. `forced`: the --ipam the user
  * gave, which cannot change who hands out the addresses.
  */
-export function podOwnerRefusal(snap: Snapshot, forced?: PodPath): string | undefined {
+export function podOwnerRefusal(snap: Snapshot, forced?: PodPathId): string | undefined {
   const owner = ipamOwnerFacts(snap);
   if (!owner) return undefined;
   const cap = ownerCapabilityOf(owner.kind);

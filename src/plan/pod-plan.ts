@@ -1,23 +1,15 @@
 /**
- * The Pod CIDR part of a migration plan: pre-flight checks, the new Calico pool or the new node podCIDRs,
- * and the ordered steps with their gates. Pure: a function of (Snapshot, options). The same engine as the
- * Service plan executes it (src/engine/pod-steps.ts); docs/pod-migration.md explains the order.
+ * The Pod CIDR part of a migration plan: pre-flight checks, the pod path's section (new Calico pools, new node
+ * podCIDRs), and the ordered steps with their gates. Pure: a function of (Snapshot, options). The same engine as
+ * the Service plan executes it (src/engine/pod-steps.ts); docs/pod-migration.md explains the order.
  *
- * Two paths, chosen from the cluster's IPAM:
- *  calico: pods take addresses from Calico IPPools (calico-ipam): a new pool, the old one disabled, every
- *          workload restarted in waves, the old pool and its leftover blocks removed, then the distribution
- *          settings (kube-controller-manager stops allocating node podCIDRs in the same change that names
- *          NEW, so it keeps starting).
- *  node:   pods take addresses from their node's spec.podCIDR (flannel, kubenet, host-local, Cilium's
- *          kubernetes IPAM): podCIDR is immutable, so every node is drained, deleted and re-registered, and
- *          gets its podCIDR in NEW from this tool while kube-controller-manager does not allocate (it crashes
- *          at start while any node's podCIDR is outside --cluster-cidr; see docs/testbed.md).
+ * The path is chosen from the owner of the pod addresses (src/ipam/) or --ipam; each path is one module under
+ * src/plan/pod-paths/ (calico.ts: a new IPPool, the old one disabled, every workload restarted; node.ts: every
+ * node drained, re-registered and given a podCIDR in NEW), listed in src/plan/pod-paths/registry.ts.
  */
-import { clusterCIDRs } from '../analyze/capacity.ts';
-import type { AvoidRange } from '../analyze/catalog.ts';
-import type { CalicoPool, Family, Snapshot } from '../cluster/types.ts';
+import type { Family, Snapshot } from '../cluster/types.ts';
 import {
-  contains, familyName, formatCidr, NetError, overlaps, parseCidr, split, supernet, tryParseCidr, type Cidr,
+  contains, familyName, formatCidr, NetError, overlaps, parseCidr, supernet, tryParseCidr, type Cidr,
 } from '../net/index.ts';
 import { addressPlan } from '../analyze/addressing.ts';
 import { clusterCIDRTooWide } from '../analyze/references.ts';
@@ -25,42 +17,20 @@ import { KOPS_EDIT, KOPS_UNREAD_HEADER, type DistroPatch } from './distro-patche
 import type { PlanStep } from './steps.ts';
 import { distributionOf, distroConfigCheck, overlapHits, type PreflightCheck } from './preflight.ts';
 import { currentServiceRanges } from './service-mapping.ts';
-import { maskKey, type NodeMaskSizes, type PodCIDRSpec, type PodIpam, type PodPatchGate, type PoolData } from './pod-spec.ts';
+import { maskKey, type PodCIDRSpec, type PodIpam, type PodPatchGate } from './pod-spec.ts';
 import { podStepLists } from './pod-step-lists.ts';
 import { podOwnerRefusal, podPathOf } from './platform-gate.ts';
+import { famOf, KCM_DEFAULT_MASK, kcmMaskFlag, pass } from './pod-paths/common.ts';
+import { orList, POD_PATH_NAMES, POD_PATHS } from './pod-paths/registry.ts';
+import type { PodPath, PodPlanOptions } from './pod-paths/types.ts';
 
 export type { NodeMaskSizes, PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
+export type { PodPlanOptions } from './pod-paths/types.ts';
 export { maskKey } from './pod-spec.ts';
+export { POOL_PREFIX, slug } from './pod-paths/common.ts';
 
 /** Defaults: rollouts in flight at once; nodes re-registered one at a time. */
 export const DEFAULT_PARALLEL = 4;
-export const POOL_PREFIX = 'kube-renumber';
-
-export interface PodPlanOptions {
-  /** NEW pod range: one CIDR per family (array or comma-separated). */
-  target: string | readonly string[];
-  avoid?: readonly AvoidRange[];
-  /** Override the detected IPAM. */
-  ipam?: PodIpam;
-  /** Workload restarts in flight at once (default 4). */
-  parallel?: number;
-  /** Deployments (namespace/name) scaled up before the restarts, besides the cluster DNS. */
-  critical?: readonly string[];
-  /** Calico: block size of the new pool (default: the old pool's). */
-  blockSize?: number;
-  /** Calico: name of the new pool (default kube-renumber-<cidr>). */
-  poolName?: string;
-  /**
-   * Node path: the node podCIDR size, one per family of NEW in NEW's order (a single number: for a single-stack
-   * NEW). Default per family: kube-controller-manager's --node-cidr-mask-size-ipv4/-ipv6 (or
-   * --node-cidr-mask-size), else the size of the nodes' podCIDRs of that family, else 24 (IPv4) / 64 (IPv6).
-   */
-  nodeMaskSize?: number | readonly number[];
-  /** Node path: a command that re-registers a deleted node (env KUBE_RENUMBER_NODE); without it each node is a gate. */
-  nodeHook?: string;
-  /** Minimum free room in NEW: blocks or node podCIDRs for today's nodes times this (default 2). */
-  headroom?: number;
-}
 
 export interface PodStepItem {
   namespace: string;
@@ -86,10 +56,6 @@ export function covering(cs: readonly Cidr[]): Cidr {
   return c;
 }
 
-function famOf(c: string): Family {
-  return c.includes(':') ? 6 : 4;
-}
-
 /** NEW as a family → CIDR map; NetError names the first bad value. */
 export function parsePodTarget(target: string | readonly string[]): Map<Family, Cidr> {
   const parts = (typeof target === 'string' ? [target] : [...target]).flatMap((t) => t.split(',')).map((t) => t.trim()).filter(Boolean);
@@ -108,11 +74,6 @@ export function podIpamOf(snap: Snapshot): PodIpam | undefined {
   return podPathOf(snap);
 }
 
-/** The slug used in generated names: 172.16.0.0/13 → 172-16-0-0-13. */
-export function slug(cidr: string): string {
-  return cidr.toLowerCase().replace(/[:./]/g, '-').replace(/-+/g, '-').replace(/^-|-$/g, '');
-}
-
 /** The cluster DNS Deployment (namespace/name), from the DNS Service's selector and its pods' owners. */
 export function dnsDeployment(snap: Snapshot): string | undefined {
   const d = snap.dnsService;
@@ -126,51 +87,6 @@ export function dnsDeployment(snap: Snapshot): string | undefined {
   const rs = pod.owner.name;
   const name = hash && rs.endsWith(`-${hash}`) ? rs.slice(0, -hash.length - 1) : rs.replace(/-[a-z0-9]{5,10}$/, '');
   return `${d.namespace}/${name}`;
-}
-
-function poolData(p: CalicoPool): PoolData {
-  const out: PoolData = { name: p.name, cidr: p.cidr, blockSize: p.blockSize };
-  if (p.ipipMode !== undefined) out.ipipMode = p.ipipMode;
-  if (p.vxlanMode !== undefined) out.vxlanMode = p.vxlanMode;
-  if (p.natOutgoing !== undefined) out.natOutgoing = p.natOutgoing;
-  if (p.nodeSelector !== undefined) out.nodeSelector = p.nodeSelector;
-  if (p.allowedUses !== undefined) out.allowedUses = [...p.allowedUses];
-  return out;
-}
-
-function pass(id: string, message: string, target = false): PreflightCheck {
-  return { id, status: 'pass', message, fix: '', ...(target ? { target: true } : {}) };
-}
-
-/**
- * kube-controller-manager's node podCIDR size for a family as its flags (mirror pods) or kubeadm's extraArgs
- * set it, with the flag that does; undefined when neither is read.
- */
-function kcmMaskFlag(snap: Snapshot, f: Family): { flag: string; size: number } | undefined {
-  const perFamily = f === 4 ? 'node-cidr-mask-size-ipv4' : 'node-cidr-mask-size-ipv6';
-  for (const k of snap.controllerManagers) {
-    const m = f === 4 ? k.nodeCIDRMaskSizeIPv4 : k.nodeCIDRMaskSizeIPv6;
-    if (m !== undefined) return { flag: perFamily, size: m };
-    if (k.nodeCIDRMaskSize !== undefined) return { flag: 'node-cidr-mask-size', size: k.nodeCIDRMaskSize };
-  }
-  const args = snap.kubeadm?.controllerManagerExtraArgs ?? {};
-  for (const flag of [perFamily, 'node-cidr-mask-size']) {
-    const v = args[flag];
-    if (v && /^\d+$/.test(v)) return { flag, size: Number(v) };
-  }
-  return undefined;
-}
-
-/** kube-controller-manager's default node podCIDR size (--node-cidr-mask-size-ipv4 / -ipv6 unset). */
-const KCM_DEFAULT_MASK: Record<Family, number> = { 4: 24, 6: 64 };
-
-/** The node podCIDR size for a family: kube-controller-manager's flags, kubeadm, the nodes' podCIDRs, else kcm's default. */
-function nodeMaskOf(snap: Snapshot, f: Family): number {
-  const set = kcmMaskFlag(snap, f);
-  if (set) return set.size;
-  const fromNode = snap.nodes.flatMap((n) => n.podCIDRs).map((c) => tryParseCidr(c)).find((c) => c?.family === f);
-  if (fromNode) return fromNode.prefix;
-  return KCM_DEFAULT_MASK[f];
 }
 
 /**
@@ -208,7 +124,8 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
   const newText = [...target.values()].map(formatCidr);
   const ipam = podIpamChecked(snap, opts, checks);
   if (!ipam) return out;
-  const old = oldPodRanges(snap, ipam, target, newText, checks);
+  const path: PodPath = POD_PATHS[ipam];
+  const old = path.oldRanges({ snap, opts, target, newText }, checks);
   if (!old) return out;
   checks.push(podConflictCheck(snap, opts, target, newText));
 
@@ -219,18 +136,12 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
     restarts: { parallel: opts.parallel ?? DEFAULT_PARALLEL, critical: [...new Set([...(dns ? [dns] : []), ...(opts.critical ?? [])])] },
   };
   out.spec = spec;
-  if (ipam === 'calico') {
-    const calico = calicoSizing(snap, opts, target, old.oldPools, headroom);
-    spec.calico = calico.calico;
-    checks.push(...calico.checks);
-  } else {
-    const node = nodeSizing(snap, opts, target, headroom);
-    spec.node = node.node;
-    checks.push(...node.checks);
-  }
-  checks.push(...podEnvironmentChecks(snap, target, old.from, newText, ipam, dns));
+  const sized = old.size(headroom);
+  Object.assign(spec, sized.section);
+  checks.push(...sized.checks);
+  checks.push(...podEnvironmentChecks(snap, target, old.from, newText, path, dns));
 
-  const lists = podStepLists(spec, distributionOf(snap), podPatches(snap, spec));
+  const lists = podStepLists(path, spec, distributionOf(snap), podPatches(snap, spec));
   out.prepare.push(...lists.prepare);
   out.restart.push(...lists.restart);
   out.finish.push(...lists.finish);
@@ -271,41 +182,12 @@ function podIpamChecked(snap: Snapshot, opts: PodPlanOptions, checks: PreflightC
         : `cannot tell how pods get their addresses (CNI ${snap.cni.plugin}, IPAM ${snap.cni.ipam}${snap.cni.ipamMode ? ` ${snap.cni.ipamMode}` : ''})`,
       fix: cilium
         ? 'add `kubectl -n kube-system get configmap cilium-config -o yaml` to the input (live: allow reading ConfigMaps in kube-system); give --ipam node only if it says ipam: kubernetes'
-        : 'give --ipam calico (Calico IPPools) or --ipam node (node podCIDRs: flannel, kubenet, host-local, Cilium kubernetes IPAM)',
+        : `give ${orList(POD_PATH_NAMES.map((id) => `--ipam ${id} (${POD_PATHS[id].hint})`))}`,
     });
     return undefined;
   }
-  checks.push(pass('pod-ipam', ipam === 'calico'
-    ? `Calico IPAM (calico-ipam): pods take addresses from IPPools${opts.ipam && detected !== 'calico' ? ' (--ipam calico)' : ''}`
-    : `node IPAM: pods take addresses from their node's spec.podCIDR${opts.ipam && detected !== 'node' ? ' (--ipam node)' : ''}`));
+  checks.push(pass('pod-ipam', `${POD_PATHS[ipam].planned}${opts.ipam && detected !== ipam ? ` (--ipam ${ipam})` : ''}`));
   return ipam;
-}
-
-/**
- * What the migration leaves (OLD): the Calico pools of NEW's families outside NEW, or the cluster CIDRs and node
- * podCIDRs outside NEW. Undefined, with a failed check added to `checks`, when there is nothing to move.
- */
-function oldPodRanges(
-  snap: Snapshot, ipam: PodIpam, target: Map<Family, Cidr>, newText: string[], checks: PreflightCheck[],
-): { oldPools: CalicoPool[]; from: Cidr[] } | undefined {
-  const insideNew = (c: Cidr) => { const t = target.get(c.family); return !!t && contains(t, c); };
-  if (ipam === 'calico') {
-    const oldPools = snap.pools.filter((p) => target.has(famOf(p.cidr)) && !insideNew(parseCidr(p.cidr)));
-    if (oldPools.length === 0) {
-      checks.push({ id: 'pod-old-pools', status: 'fail', target: true, message: `no Calico IPPool of ${[...target.keys()].map(familyName).join('/')} outside ${newText.join(',')}: nothing to move`, fix: 'check `kube-renumber inspect`: the pools are read from crd.projectcalico.org/v1 ippools' });
-      return undefined;
-    }
-    return { oldPools, from: oldPools.map((p) => parseCidr(p.cidr)) };
-  }
-  const cc = clusterCIDRs(snap).map((c) => c.cidr).filter((c) => target.has(c.family) && !insideNew(c));
-  const nodeCidrs = snap.nodes.flatMap((n) => n.podCIDRs).map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c && target.has(c.family) && !insideNew(c));
-  const from = [...cc];
-  for (const n of nodeCidrs) if (!from.some((c) => contains(c, n))) from.push(n);
-  if (from.length === 0) {
-    checks.push({ id: 'pod-old-range', status: 'fail', target: true, message: 'no node podCIDR or cluster CIDR outside NEW: nothing to move', fix: 'check `kube-renumber inspect`' });
-    return undefined;
-  }
-  return { oldPools: [], from };
 }
 
 /** Check `pod-target-conflicts`: NEW overlaps nothing the cluster uses or must reach. */
@@ -316,151 +198,12 @@ function podConflictCheck(snap: Snapshot, opts: PodPlanOptions, target: Map<Fami
     : pass('pod-target-conflicts', `${newText.join(',')} overlaps no cluster range, well-known network or --avoid range and holds no live address (ClusterIP, pod IP, node address)`, true);
 }
 
-/** One family's new pool, modelled on its old pool: a problem, or the pool and whether NEW holds enough blocks and addresses. */
-type PoolSizing = { problem: string; pool?: undefined } | { pool: PoolData; line: string; fits: boolean };
-
-/** Sizes the new pool for NEW's family `f` (CIDR `t`) on the old pool `model` of that family. */
-function newPoolSizing(
-  snap: Snapshot, opts: PodPlanOptions, f: Family, t: Cidr, model: CalicoPool | undefined, headroom: number, single: boolean,
-): PoolSizing {
-  if (!model) return { problem: `${formatCidr(t)}: the cluster has no ${familyName(f)} Calico pool to move; give NEW only for the families it has` };
-  const nodes = snap.nodes.length;
-  const blockSize = opts.blockSize ?? model.blockSize;
-  const max = f === 4 ? 32 : 128;
-  const min = f === 4 ? 20 : 116;
-  if (blockSize < Math.max(min, t.prefix) || blockSize > max) {
-    return { problem: `block size /${blockSize} must be between /${Math.max(min, t.prefix)} and /${max} for ${formatCidr(t)}` };
-  }
-  const blocks = 1n << BigInt(blockSize - t.prefix);
-  const perBlock = 1n << BigInt(max - blockSize);
-  const pods = snap.pods.filter((p) => !p.hostNetwork && p.podIPs.some((a) => famOf(a) === f)).length;
-  const needBlocks = BigInt(Math.ceil(Math.max(nodes, 1) * headroom));
-  const needAddrs = BigInt(Math.ceil(Math.max(pods, 1) * headroom));
-  const line = `${formatCidr(t)}: ${blocks} blocks of /${blockSize} (${perBlock} addresses each) for ${nodes} node(s) and ${pods} pod(s) (x${headroom} headroom)`;
-  const pool: PoolData = { ...poolData(model), name: opts.poolName && single ? opts.poolName : `${POOL_PREFIX}-${slug(formatCidr(t))}`, cidr: formatCidr(t), blockSize };
-  return { pool, line, fits: !(blocks < needBlocks || blocks * perBlock < needAddrs) };
-}
-
-/** Calico path: the new pools, with checks `pod-target-size` and `pod-calico-install`. */
-function calicoSizing(
-  snap: Snapshot, opts: PodPlanOptions, target: Map<Family, Cidr>, oldPools: CalicoPool[], headroom: number,
-): { calico: NonNullable<PodCIDRSpec['calico']>; checks: PreflightCheck[] } {
-  const newPools: PoolData[] = [];
-  const sizeProblems: string[] = [];
-  const sizeFine: string[] = [];
-  for (const [f, t] of target) {
-    const sized = newPoolSizing(snap, opts, f, t, oldPools.find((p) => famOf(p.cidr) === f), headroom, target.size === 1);
-    if (!sized.pool) {
-      sizeProblems.push(sized.problem);
-      continue;
-    }
-    if (sized.fits) sizeFine.push(sized.line); else sizeProblems.push(sized.line);
-    newPools.push(sized.pool);
-  }
-  return {
-    calico: { operatorManaged: snap.cni.operatorManaged, oldPools: oldPools.map(poolData), newPools },
-    checks: [
-      sizeProblems.length > 0
-        ? { id: 'pod-target-size', status: 'fail', target: true, message: sizeProblems.join('; '), fix: 'choose a larger range or a smaller block size (--block-size), or lower --headroom' }
-        : pass('pod-target-size', sizeFine.join('; '), true),
-      snap.cni.operatorManaged
-        ? { id: 'pod-calico-install', status: 'warn', message: 'the Tigera operator manages Calico: it reverts direct IPPool edits, so pools are changed through Installation.spec.calicoNetwork.ipPools', fix: '' }
-        : pass('pod-calico-install', 'manifest install: IPPools are changed directly (crd.projectcalico.org/v1, every field written explicitly)'),
-    ],
-  };
-}
-
-/** Node path: why node podCIDRs of /`mask` in `t` do not work for `nodes` nodes, or undefined when they do. */
-function nodeMaskProblem(f: Family, t: Cidr, mask: number, nodes: number, headroom: number): string | undefined {
-  if (mask < t.prefix || mask > (f === 4 ? 32 : 128) || mask - t.prefix > 16) {
-    return `node podCIDR size /${mask} does not fit ${formatCidr(t)} (kube-controller-manager needs the node mask at most 16 bits longer than the cluster CIDR)`;
-  }
-  const have = 1n << BigInt(mask - t.prefix);
-  const need = BigInt(Math.ceil(Math.max(nodes, 1) * headroom));
-  if (have < need) return `${formatCidr(t)} holds ${have} node podCIDRs of /${mask}; ${nodes} node(s) x${headroom} headroom need ${need}`;
-  return undefined;
-}
-
-/** Node path: each node's new podCIDRs, deterministically: nodes in name order take the blocks of NEW in order. */
-function nodePodCIDRs(snap: Snapshot, target: Map<Family, Cidr>, masks: Map<Family, number>): NonNullable<PodCIDRSpec['node']>['nodes'] {
-  const blocks = new Map<Family, Cidr[]>();
-  for (const [f, t] of target) blocks.set(f, split(t, masks.get(f)!, snap.nodes.length));
-  return [...snap.nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map((n, i) => ({ name: n.name, from: [...n.podCIDRs], to: [...target.keys()].map((f) => formatCidr(blocks.get(f)![i]!)) }));
-}
-
-/** Node path: the node mask and the nodes' new podCIDRs, with check `pod-target-size` and the node-path checks. */
-function nodeSizing(
-  snap: Snapshot, opts: PodPlanOptions, target: Map<Family, Cidr>, headroom: number,
-): { node: NonNullable<PodCIDRSpec['node']>; checks: PreflightCheck[] } {
-  const nodes = snap.nodes.length;
-  const masks = new Map<Family, number>();
-  const problems: string[] = [];
-  const given = opts.nodeMaskSize === undefined ? undefined : typeof opts.nodeMaskSize === 'number' ? [opts.nodeMaskSize] : [...opts.nodeMaskSize];
-  if (given && given.length !== target.size) {
-    problems.push(`${given.length} node podCIDR size(s) (${given.map((m) => `/${m}`).join(',')}) for ${target.size} famil${target.size === 1 ? 'y' : 'ies'} of NEW (${[...target.values()].map(formatCidr).join(',')}): give one size per family, in the order of NEW (e.g. --node-mask-size ${[...target.keys()].map((f) => (f === 4 ? 24 : 64)).join(',')})`);
-  }
-  [...target].forEach(([f, t], i) => {
-    const mask = given?.[i] ?? nodeMaskOf(snap, f);
-    masks.set(f, mask);
-    const problem = nodeMaskProblem(f, t, mask, nodes, headroom);
-    if (problem) problems.push(problem);
-  });
-  const sizeCheck: PreflightCheck = problems.length > 0
-    ? { id: 'pod-target-size', status: 'fail', target: true, message: problems.join('; '), fix: 'choose a larger range or a longer --node-mask-size (one per family), or lower --headroom' }
-    : pass('pod-target-size', [...target].map(([f, t]) => `${formatCidr(t)}: ${1n << BigInt(masks.get(f)! - t.prefix)} node podCIDRs of /${masks.get(f)} for ${nodes} node(s)`).join('; '), true);
-  const maskSizes: NodeMaskSizes = {};
-  for (const [f, m] of masks) maskSizes[maskKey(f)] = m;
-  return {
-    node: {
-      maskSizes,
-      nodes: problems.length === 0 ? nodePodCIDRs(snap, target, masks) : [],
-      ...(opts.nodeHook ? { hook: opts.nodeHook } : {}),
-    },
-    checks: [sizeCheck, ...nodeFamiliesCheck(snap, target), ...nodePathChecks(snap, opts)],
-  };
-}
-
-/**
- * Node path: check `pod-node-families` (a refusal) when the nodes' podCIDRs or the cluster CIDRs have a family
- * NEW does not name. A re-registered node gets its podCIDRs once, every family at the same time, and
- * kube-controller-manager's --cluster-cidr afterwards names every family: moving one family of a dual-stack
- * node-IPAM cluster would leave the nodes without the other.
- */
-function nodeFamiliesCheck(snap: Snapshot, target: Map<Family, Cidr>): PreflightCheck[] {
-  const have = new Set<Family>([
-    ...clusterCIDRs(snap).map((c) => c.cidr.family),
-    ...snap.nodes.flatMap((n) => n.podCIDRs).map((c) => tryParseCidr(c)?.family).filter((f): f is Family => f !== undefined),
-  ]);
-  const missing = [...have].filter((f) => !target.has(f)).sort();
-  if (missing.length === 0) return [];
-  return [{
-    id: 'pod-node-families', status: 'fail', target: true,
-    message: `the nodes' podCIDRs are ${[...have].sort().map(familyName).join(' and ')}, NEW names no ${missing.map(familyName).join(' or ')} range: a node gets its podCIDRs once, one per family, when it registers again, so node IPAM moves every family at once`,
-    fix: `give --pod-cidr one range per family the nodes use, comma-separated (e.g. ${[...have].sort().map((f) => (f === 4 ? '10.245.0.0/16' : 'fd00:10:245::/56')).join(',')})`,
-  }];
-}
-
-/** Node path: checks `pod-kcm-flags`, `pod-node-hook` and `pod-autoscaler`. */
-function nodePathChecks(snap: Snapshot, opts: PodPlanOptions): PreflightCheck[] {
-  const nodes = snap.nodes.length;
-  return [
-    snap.controllerManagers.length > 0
-      ? pass('pod-kcm-flags', `kube-controller-manager flags are visible (${snap.controllerManagers.map((k) => k.pod).join(', ')}): the gates check them`)
-      : { id: 'pod-kcm-flags', status: 'warn', message: 'kube-controller-manager runs without a mirror pod: its flags cannot be read, so its two gates need --ack-gate', fix: '' },
-    opts.nodeHook
-      ? pass('pod-node-hook', `nodes re-register through the hook: ${opts.nodeHook}`)
-      : { id: 'pod-node-hook', status: 'warn', message: `no --node-hook: each of the ${nodes} node(s) stops at a gate after it is deleted, until its kubelet registers it again`, fix: 'give --node-hook CMD (run with KUBE_RENUMBER_NODE=<name>) to re-register nodes without stopping' },
-    { id: 'pod-autoscaler', status: 'warn', message: 'while kube-controller-manager does not allocate podCIDRs, nodes added by an autoscaler get none from it', fix: 'pause the cluster autoscaler for the migration; verify names any node left without a podCIDR in NEW' },
-  ];
-}
-
 /** Checks of what else depends on the pod range: kube-proxy's clusterCIDR, kOps nonMasqueradeCIDR, unread configuration, the DNS Deployment. */
 function podEnvironmentChecks(
-  snap: Snapshot, target: Map<Family, Cidr>, from: Cidr[], newText: string[], ipam: PodIpam, dns: string | undefined,
+  snap: Snapshot, target: Map<Family, Cidr>, from: Cidr[], newText: string[], path: PodPath, dns: string | undefined,
 ): PreflightCheck[] {
   const checks: PreflightCheck[] = [];
-  const kubeProxy = kubeProxyCheck(snap, target, from, newText, ipam);
+  const kubeProxy = kubeProxyCheck(snap, target, from, newText, path);
   if (kubeProxy) checks.push(kubeProxy);
   const nonMasquerade = kopsNonMasqueradeCheck(snap, target, newText);
   if (nonMasquerade) checks.push(nonMasquerade);
@@ -474,7 +217,7 @@ function podEnvironmentChecks(
 
 /** Check `pod-kube-proxy`: kube-proxy's clusterCIDR (when set) covers NEW, else traffic from NEW is masqueraded. */
 function kubeProxyCheck(
-  snap: Snapshot, target: Map<Family, Cidr>, from: Cidr[], newText: string[], ipam: PodIpam,
+  snap: Snapshot, target: Map<Family, Cidr>, from: Cidr[], newText: string[], path: PodPath,
 ): PreflightCheck | undefined {
   const kp = snap.kubeProxy?.clusterCIDR;
   if (!kp) return undefined;
@@ -490,7 +233,7 @@ function kubeProxyCheck(
     const why = clusterCIDRTooWide(c, snap);
     if (why) tooWide.push(`for ${[...o, t].map(formatCidr).join(' and ')} it would also hold ${why}`); else both.push(formatCidr(c));
   }
-  const gate = ipam === 'calico' ? 'pod-cidr-config' : 'kcm-cluster-cidr';
+  const gate = path.finalGate;
   const local = 'detectLocalMode to InterfaceNamePrefix (Calico: cali) or BridgeInterface (bridge CNIs such as flannel: cni0)';
   return uncovered.length > 0
     ? {
@@ -531,15 +274,18 @@ export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
   const out: DistroPatch[] = [];
   const distro = distributionOf(snap);
   const to = spec.to.join(',');
-  const finalGate: PodPatchGate = spec.ipam === 'calico' ? 'pod-cidr-config' : 'kcm-cluster-cidr';
+  const path = POD_PATHS[spec.ipam];
+  const finalGate: PodPatchGate = path.finalGate;
   const kcm = snap.controllerManagers[0];
   const oldCC = kcm?.clusterCIDR?.join(',') ?? snap.kubeadm?.podSubnet?.join(',') ?? snap.kops?.podCIDR ?? spec.from.join(',');
-  const allocAfter = spec.ipam === 'node';
+  // kube-controller-manager stops allocating at a first gate and allocates from NEW again at the final one, or
+  // allocation is turned off at the final gate (a path that does not use node podCIDRs)
+  const allocAfter = path.kcmAllocatesAfter;
   if (distro === 'kops') {
     out.push(...kopsPodPatches(snap, spec, finalGate, oldCC));
   } else if (distro === 'kubeadm') {
     const manifest = '/etc/kubernetes/manifests/kube-controller-manager.yaml (every control-plane node)';
-    if (spec.ipam === 'node') {
+    if (allocAfter) {
       out.push({ id: 'kubeadm-kcm-stop-allocating', distribution: 'kubeadm', gate: 'kcm-stop-allocating', target: manifest, description: 'stop allocating node podCIDRs (nothing else changes)', before: '    - --allocate-node-cidrs=true\n', after: '    - --allocate-node-cidrs=false\n' });
     }
     out.push({
@@ -556,7 +302,7 @@ export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
       after: `    - --allocate-node-cidrs=${allocAfter}\n    - --cluster-cidr=${to}\n${lines(masks.after)}`,
     });
   } else {
-    if (spec.ipam === 'node') out.push({ id: 'generic-kcm-stop-allocating', distribution: 'generic', gate: 'kcm-stop-allocating', target: 'kube-controller-manager flags', description: 'stop allocating node podCIDRs', before: '--allocate-node-cidrs=true', after: '--allocate-node-cidrs=false' });
+    if (allocAfter) out.push({ id: 'generic-kcm-stop-allocating', distribution: 'generic', gate: 'kcm-stop-allocating', target: 'kube-controller-manager flags', description: 'stop allocating node podCIDRs', before: '--allocate-node-cidrs=true', after: '--allocate-node-cidrs=false' });
     const masks = kcmMaskLines(snap, spec);
     const flags = masks.before.filter((x) => !x.startsWith('#'));
     out.push({
@@ -584,11 +330,11 @@ function kopsPodPatches(snap: Snapshot, spec: PodCIDRSpec, finalGate: PodPatchGa
   const out: DistroPatch[] = [];
   const k = snap.kops;
   const to = spec.to.join(',');
-  const allocAfter = spec.ipam === 'node';
+  const allocAfter = POD_PATHS[spec.ipam].kcmAllocatesAfter;
   const edit = KOPS_EDIT;
   const header = k ? '' : KOPS_UNREAD_HEADER;
   const newCidrs = spec.to.map((t) => parseCidr(t));
-  if (spec.ipam === 'node') {
+  if (allocAfter) {
     out.push({
       id: 'kops-stop-allocating', distribution: 'kops', gate: 'kcm-stop-allocating', target: edit, description: 'kube-controller-manager stops allocating node podCIDRs',
       before: `${header}spec:\n  kubeControllerManager:\n    allocateNodeCIDRs: ${k?.allocateNodeCIDRs ?? true}${k?.allocateNodeCIDRs === undefined ? '   # unset: kOps turns it on' : ''}\n`,

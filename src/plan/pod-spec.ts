@@ -2,8 +2,10 @@
  * The Pod CIDR part of a migration plan as data (spec.podCIDR): what pod-plan.ts writes, the pod step lists
  * are built from, and the engine executes. A leaf of src/plan/.
  */
+import type { PodPathId } from '../ipam/types.ts';
 
-export type PodIpam = 'calico' | 'node';
+/** The pod path of the plan (src/plan/pod-paths/): who hands out pod addresses decides it. */
+export type PodIpam = PodPathId;
 
 export interface PoolData {
   name: string;

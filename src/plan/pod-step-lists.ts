@@ -1,41 +1,36 @@
 /**
  * The steps of a Pod CIDR migration, in three lists (before the restarts, the restarts, the clean-up after
- * them), for the two IPAM paths: Calico (a new pool, the old one disabled, every workload restarted, the old
- * pool and its leftover blocks removed) and node IPAM (kube-controller-manager stops allocating, every node
- * drained, re-registered and given a podCIDR in NEW, then allocation resumes). buildPodSection (pod-plan.ts)
- * builds the spec they are written from.
+ * them): the pod path's own (src/plan/pod-paths/) with the steps every path shares around them (the critical
+ * Deployments scaled up and back, verify-pods last), and the node IPAM path's steps (kube-controller-manager
+ * stops allocating, every node drained, re-registered and given a podCIDR in NEW, then allocation resumes),
+ * which src/plan/pod-paths/node.ts plans. buildPodSection (pod-plan.ts) builds the spec they are written from.
  */
 import type { DistroPatch } from './distro-patches.ts';
 import type { PodCIDRSpec, PodPatchGate } from './pod-spec.ts';
-import type { distributionOf } from './preflight.ts';
+import type { Distribution, PodPath, PodStepInputs, PodStepLists } from './pod-paths/types.ts';
 import type { PlanStep } from './steps.ts';
 import { podConsentStep } from './pod-consent.ts';
 
-type Distribution = ReturnType<typeof distributionOf>;
+export type { PodStepInputs, PodStepLists } from './pod-paths/types.ts';
 
-/** The steps before the restarts (pools or allocation, scale-up), the restarts, and the clean-up after them. */
-export interface PodStepLists {
-  prepare: PlanStep[];
-  restart: PlanStep[];
-  finish: PlanStep[];
-}
-
-/** What the pod step lists are written from: the finished spec, the distribution and its patches. */
-interface PodStepInputs {
-  spec: PodCIDRSpec;
-  distro: Distribution;
-  patches: DistroPatch[];
-}
-
-/** The step lists of `spec`'s IPAM path, with the critical Deployments scaled around the restarts and verify-pods last. */
-export function podStepLists(spec: PodCIDRSpec, distro: Distribution, patches: DistroPatch[]): PodStepLists {
+/** The step lists of `spec`'s pod path, with the critical Deployments scaled around the restarts and verify-pods last. */
+export function podStepLists(path: Pick<PodPath, 'stepLists' | 'endState'>, spec: PodCIDRSpec, distro: Distribution, patches: DistroPatch[]): PodStepLists {
   const inp: PodStepInputs = { spec, distro, patches };
   const scale = criticalScaleSteps(spec.restarts.critical);
-  const path = spec.ipam === 'calico' ? calicoStepLists(inp) : nodeStepLists(inp);
+  const own = path.stepLists(inp);
   return {
-    prepare: [podConsentStep(spec), ...path.prepare, scale.up],
-    restart: path.restart,
-    finish: [scale.down, ...path.finish, verifyPodsStep(spec)],
+    prepare: [podConsentStep(spec), ...own.prepare, scale.up],
+    restart: own.restart,
+    finish: [scale.down, ...own.finish, verifyPodsStep(spec, path.endState(spec))],
+  };
+}
+
+/** Step `verify-pods`: the end state of the Pod CIDR migration (`endState`: what the path checks besides pods and workloads). */
+function verifyPodsStep(spec: PodCIDRSpec, endState: string): PlanStep {
+  return {
+    id: 'verify-pods', kind: 'verify-pods',
+    description: `check the end state: no non-hostNetwork pod has an address in ${spec.from.join(', ')}; every Deployment, StatefulSet and DaemonSet at its desired replicas${endState}`,
+    rollback: 'nothing to undo',
   };
 }
 
@@ -58,77 +53,13 @@ function criticalScaleSteps(critical: readonly string[]): { up: PlanStep; down: 
   };
 }
 
-/** Step `verify-pods`: the end state of the Pod CIDR migration. */
-function verifyPodsStep(spec: PodCIDRSpec): PlanStep {
-  const { from: fromText, to: newText } = spec;
-  return {
-    id: 'verify-pods', kind: 'verify-pods',
-    description: `check the end state: no non-hostNetwork pod has an address in ${fromText.join(', ')}; every Deployment, StatefulSet and DaemonSet at its desired replicas`
-      + (spec.ipam === 'calico' ? `; the old pool(s) and every IPAMBlock / BlockAffinity in ${fromText.join(', ')} gone; the new pool enabled` : `; every node's podCIDR in ${newText.join(',')}`),
-    rollback: 'nothing to undo',
-  };
-}
-
 /** The distribution patches a pod gate shows. */
-function patchesFor(inp: PodStepInputs, gate: PodPatchGate): DistroPatch[] {
+export function patchesFor(inp: PodStepInputs, gate: PodPatchGate): DistroPatch[] {
   return inp.patches.filter((p) => p.gate === gate);
 }
 
-/** Calico path: new pool and old pools disabled; every workload restarted; old pools and IPAM leftovers removed. */
-function calicoStepLists(inp: PodStepInputs): PodStepLists {
-  const { spec } = inp;
-  const cal = spec.calico!;
-  const via = cal.operatorManaged ? ' through Installation/default spec.calicoNetwork.ipPools (the operator creates it)' : '';
-  const prepare: PlanStep[] = [{
-    id: 'create-ippool', kind: 'create-ippool',
-    description: `create IPPool ${cal.newPools.map((p) => `${p.name} ${p.cidr} (blockSize ${p.blockSize}${p.ipipMode ? `, ipip ${p.ipipMode}` : ''}${p.vxlanMode ? `, vxlan ${p.vxlanMode}` : ''}, natOutgoing ${p.natOutgoing ?? false}, nodeSelector ${p.nodeSelector ?? 'all()'})`).join(', ')}${via}, copying the old pool's settings`,
-    items: cal.newPools.map((p) => ({ namespace: '', name: p.name, from: [], to: [p.cidr] })),
-    rollback: 'delete the new pool (only while no pod holds an address in it)',
-  }, {
-    id: 'disable-ippools', kind: 'disable-ippools',
-    description: `disable IPPool ${cal.oldPools.map((p) => `${p.name} ${p.cidr}`).join(', ')}${cal.operatorManaged ? ' (Installation ipPools disableNewAllocations)' : ' (spec.disabled: true)'}: running pods keep their addresses, new pods take them from the new pool`,
-    items: cal.oldPools.map((p) => ({ namespace: '', name: p.name, from: [p.cidr], to: [] })),
-    rollback: 'enable the old pool(s) again',
-  }];
-  const restart: PlanStep[] = [{
-    id: 'restart-pods', kind: 'restart-pods',
-    description: `restart every workload with a pod in ${spec.from.join(', ')}, ${spec.restarts.parallel} rollout(s) at a time, the critical ones first: Deployments, StatefulSets and DaemonSets by the restartedAt annotation (awaited, paused ones reported, never forced); `
-      + 'Job pods and bare pods by eviction through the Eviction API (PodDisruptionBudgets respected; bare pods created again from their backup); hostNetwork pods skipped',
-    rollback: 'nothing to undo: restarted pods keep running in NEW (re-enable the old pool first to move back)',
-  }];
-  return { prepare, restart, finish: calicoCleanupSteps(inp) };
-}
-
-/** Calico clean-up: old pools deleted, their leftover blocks removed, then the pod range in the distribution's configuration. */
-function calicoCleanupSteps(inp: PodStepInputs): PlanStep[] {
-  const { spec } = inp;
-  const cal = spec.calico!;
-  const newText = spec.to;
-  return [{
-    id: 'delete-ippools', kind: 'delete-ippools',
-    description: `delete IPPool ${cal.oldPools.map((p) => p.name).join(', ')}${cal.operatorManaged ? ' (removed from Installation ipPools)' : ''} once no pod holds an address in it`,
-    items: cal.oldPools.map((p) => ({ namespace: '', name: p.name, from: [p.cidr], to: [] })),
-    rollback: 'create the pool again from its backup',
-  }, {
-    id: 'remove-ipam-leftovers', kind: 'remove-ipam-leftovers',
-    description: `delete the BlockAffinity and IPAMBlock objects (and IPAMHandles left pointing only at them) in ${spec.from.join(', ')}: Calico leaves them after a pool is deleted, and they later overlap new pools (calico#10778); a block still holding an address of an existing pod stops the step`,
-    rollback: 'recreate them from the backups (only useful together with the old pool)',
-  }, {
-    id: 'pod-cidr-config', kind: 'gate',
-    description: `change the pod range in the distribution's configuration to ${newText.join(',')}, with kube-controller-manager --allocate-node-cidrs=false in the same change so it keeps starting (node podCIDRs stay in the old range; Calico does not use them)`,
-    gate: {
-      condition: 'pod-cidr-config',
-      reason: 'kube-controller-manager\'s --cluster-cidr, kube-proxy\'s clusterCIDR and the distribution\'s pod range live outside the API; with --allocate-node-cidrs=true and --cluster-cidr=NEW it would exit at start while nodes keep old podCIDRs',
-      instructions: podGateInstructions(inp.distro, 'pod-cidr-config'),
-      check: `every kube-controller-manager pod runs with --allocate-node-cidrs=false or --cluster-cidr inside ${newText.join(',')}, and the kube-proxy ConfigMap's clusterCIDR (when set) covers ${newText.join(',')}; --ack-gate pod-cidr-config where neither is visible`,
-      patches: patchesFor(inp, 'pod-cidr-config'),
-    },
-    rollback: 'put the old values back',
-  }];
-}
-
 /** Node-IPAM path: kube-controller-manager stops allocating; each node re-registered into NEW; allocation from NEW resumes. */
-function nodeStepLists(inp: PodStepInputs): PodStepLists {
+export function nodeStepLists(inp: PodStepInputs): PodStepLists {
   const node = inp.spec.node!;
   return {
     prepare: [kcmStopAllocatingGate(inp)],
@@ -205,7 +136,7 @@ function nodeMoveSteps(n: NodeMove, hook: string | undefined): PlanStep[] {
 }
 
 /** What a person (or pipeline) runs at a pod gate, per distribution. */
-function podGateInstructions(distro: Distribution, gate: PodPatchGate): string[] {
+export function podGateInstructions(distro: Distribution, gate: PodPatchGate): string[] {
   if (distro === 'kops') {
     return gate === 'kcm-stop-allocating'
       ? ['kops edit cluster (patch kops-stop-allocating)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', 'kube-renumber resume --ack-gate kcm-stop-allocating (when kube-controller-manager has no mirror pod)']

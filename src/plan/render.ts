@@ -4,25 +4,23 @@
  */
 import * as yaml from 'js-yaml';
 import { unifiedDiff } from './diff.ts';
-import { InputError } from '../cluster/files.ts';
-import { maskKey, type PodCIDRSpec } from './pod-spec.ts';
+import type { PodCIDRSpec } from './pod-spec.ts';
 import { renderReferences } from '../analyze/references.ts';
-import { contains, familyName, formatCidr, NetError, parseCidr, parseIP, type Cidr, type IP } from '../net/index.ts';
+import { formatCidr, type Cidr } from '../net/index.ts';
 import {
-  mappingCounts, markSupersessions, PLAN_API_VERSION, PLAN_KIND, GATE_CONDITIONS, POD_GATE_CONDITIONS, POD_STEP_KINDS, SERVICE_STEP_KINDS, STEP_KINDS, type MigrationPlan, type PlanStep,
+  GATE_CONDITION_INFO, GATE_CONDITIONS, mappingCounts, markSupersessions, PLAN_API_VERSION, PLAN_KIND, STEP_KIND_NAMES, STEP_KINDS,
+  type GateConditionInfo, type MigrationPlan, type PlanStep, type StepKindInfo,
 } from './plan.ts';
+import {
+  bool, cidrAt, cidrList, DNS_LABEL, DNS_SUBDOMAIN, fail, fam, inAny, int, ipAt, label, list, obj, oneOf, onlyKeys, PlanFormatError, show, STEP_ID, str, strList, subdomain,
+  type Obj,
+} from './plan-fields.ts';
+import { POD_PATH_NAMES, POD_PATHS } from './pod-paths/registry.ts';
 import type { ServiceMapping } from './service-mapping.ts';
 
-/** A plan file that cannot be used; the message names the field. Exit code 3 like any unreadable input. */
-export class PlanFormatError extends InputError {
-  /** The path of the bad field in the document (spec.serviceCIDR.target[0]), when one is to blame. */
-  readonly field?: string;
-  constructor(message: string, field?: string) {
-    super(message);
-    this.name = 'PlanFormatError';
-    this.field = field;
-  }
-}
+export { PlanFormatError } from './plan-fields.ts';
+export { maskSizesText } from './pod-paths/node.ts';
+
 
 /** Drops undefined values (so YAML has no nulls for absent fields). */
 function clean<T>(v: T): T {
@@ -38,116 +36,10 @@ export function planToJson(plan: MigrationPlan): string {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Validation: every field the engine reads is checked here, so a plan that passes cannot make it fail on a
-// malformed value. The first bad field is named by its path in the document (spec.serviceCIDR.target[0]).
+// Validation: every field the engine reads is checked here (the fields of a pod path's own section by that path,
+// src/plan/pod-paths/), so a plan that passes cannot make it fail on a malformed value. The first bad field is
+// named by its path in the document (spec.serviceCIDR.target[0]); the field readers are in plan-fields.ts.
 
-type Obj = Record<string, unknown>;
-
-function fail(path: string, why: string): never {
-  throw new PlanFormatError(`invalid plan: ${path}: ${why}`, path);
-}
-function show(v: unknown): string {
-  if (v === undefined) return 'missing';
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  if (v instanceof Date) return `a date (${JSON.stringify(v)})`;
-  if (typeof v === 'object') return 'a mapping';
-  const t = JSON.stringify(v) ?? String(v);
-  return t.length > 60 ? `${t.slice(0, 57)}...` : t;
-}
-function obj(v: unknown, path: string): Obj {
-  if (!v || typeof v !== 'object' || Array.isArray(v) || v instanceof Date) fail(path, v === undefined ? 'missing' : `must be a mapping (got ${show(v)})`);
-  return v as Obj;
-}
-function str(o: Obj, k: string, path: string, optional = false): string | undefined {
-  const v = o[k];
-  if (v === undefined && optional) return undefined;
-  if (typeof v !== 'string') fail(`${path}.${k}`, v === undefined ? 'missing' : `must be a string (got ${show(v)})`);
-  return v;
-}
-function strList(o: Obj, k: string, path: string, optional = false): string[] | undefined {
-  const v = o[k];
-  if (v === undefined && optional) return undefined;
-  if (!Array.isArray(v)) fail(`${path}.${k}`, v === undefined ? 'missing' : `must be a list (got ${show(v)})`);
-  v.forEach((x, i) => { if (typeof x !== 'string') fail(`${path}.${k}[${i}]`, `must be a string (got ${show(x)})`); });
-  return v as string[];
-}
-function bool(o: Obj, k: string, path: string, optional = false): boolean | undefined {
-  if (o[k] === undefined && optional) return undefined;
-  if (typeof o[k] !== 'boolean') fail(`${path}.${k}`, o[k] === undefined ? 'missing' : `must be true or false (got ${show(o[k])})`);
-  return o[k] as boolean;
-}
-function list(o: Obj, k: string, path: string, optional = false): unknown[] | undefined {
-  const v = o[k];
-  if (v === undefined && optional) return undefined;
-  if (!Array.isArray(v)) fail(`${path}.${k}`, v === undefined ? 'missing' : `must be a list (got ${show(v)})`);
-  return v;
-}
-function oneOf<T extends string>(o: Obj, k: string, path: string, allowed: readonly T[], optional = false): T | undefined {
-  const v = o[k];
-  if (v === undefined && optional) return undefined;
-  if (typeof v !== 'string' || !allowed.includes(v as T)) fail(`${path}.${k}`, `must be one of ${allowed.join(', ')}${v === undefined ? ' (missing)' : ` (got ${show(v)})`}`);
-  return v as T;
-}
-function int(o: Obj, k: string, path: string, min: number, max: number, optional = false): number | undefined {
-  const v = o[k];
-  if (v === undefined && optional) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) fail(`${path}.${k}`, `must be a whole number from ${min} to ${max} (got ${show(v)})`);
-  return v;
-}
-function onlyKeys(o: Obj, path: string, allowed: readonly string[]): void {
-  for (const k of Object.keys(o)) if (!allowed.includes(k)) fail(path === '' ? k : `${path}.${k}`, `unknown field (expected ${allowed.join(', ')})`);
-}
-
-/** DNS-1123 label (namespaces, Service names): lowercase alphanumerics and "-", at most 63. */
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-/** DNS-1123 subdomain (nodes, pools, ServiceCIDRs, Deployments): labels joined by ".", at most 253. */
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-function label(o: Obj, k: string, path: string, opts: { optional?: boolean; empty?: boolean } = {}): string | undefined {
-  const v = str(o, k, path, opts.optional);
-  if (v === undefined || (v === '' && opts.empty)) return v;
-  if (!DNS_LABEL.test(v)) fail(`${path}.${k}`, `${show(v)} is not a valid name (lowercase letters, digits and "-", at most 63)`);
-  return v;
-}
-function subdomain(o: Obj, k: string, path: string): string {
-  const v = str(o, k, path)!;
-  if (v.length > 253 || !DNS_SUBDOMAIN.test(v)) fail(`${path}.${k}`, `${show(v)} is not a valid name (lowercase letters, digits, "-" and ".", at most 253)`);
-  return v;
-}
-/** A step id: what the journal, --ack-gate and status name the step by. */
-const STEP_ID = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?$/;
-
-function cidrAt(v: string, path: string): Cidr {
-  try {
-    return parseCidr(v);
-  } catch (e) {
-    if (e instanceof NetError) fail(path, `${show(v)} is not a CIDR (${e.message.replace(/^invalid CIDR "[^"]*": /, '')})`);
-    throw e;
-  }
-}
-function ipAt(v: string, path: string): IP {
-  try {
-    return parseIP(v);
-  } catch (e) {
-    if (e instanceof NetError) fail(path, `${show(v)} is not an IP address (${e.message.replace(/^invalid IP address "[^"]*": /, '')})`);
-    throw e;
-  }
-}
-function cidrList(o: Obj, k: string, path: string, opts: { nonEmpty?: boolean; onePerFamily?: boolean } = {}): Cidr[] {
-  const raw = strList(o, k, path)!;
-  if (opts.nonEmpty && raw.length === 0) fail(`${path}.${k}`, 'must name at least one CIDR');
-  const out = raw.map((c, i) => cidrAt(c, `${path}.${k}[${i}]`));
-  if (opts.onePerFamily) {
-    out.forEach((c, i) => {
-      if (out.findIndex((x) => x.family === c.family) !== i) fail(`${path}.${k}[${i}]`, `${show(raw[i])}: at most one ${familyName(c.family)} CIDR`);
-    });
-  }
-  return out;
-}
-function inAny(ranges: readonly Cidr[], x: Cidr | IP): boolean {
-  return ranges.some((r) => r.family === x.family && contains(r, x));
-}
-const fam = (c: Cidr | IP) => familyName(c.family);
 
 interface Ranges {
   /** spec.serviceCIDR: ranges left, new flag, target, kept */
@@ -182,23 +74,19 @@ function checkMapping(v: unknown, path: string, r: Ranges): string {
   return `${ns}/${name}`;
 }
 
-function checkItem(v: unknown, ip: string, kind: string): void {
+/** An item of a step whose items name `items` (STEP_KINDS). */
+function checkItem(v: unknown, ip: string, items: StepKindInfo['items']): void {
   const o = obj(v, ip);
-  const namespaced = SERVICE_ITEM_KINDS.includes(kind) || kind === 'scale-critical' || kind === 'restore-scale';
+  const namespaced = items !== 'object';
   if (namespaced && o.namespace === '') fail(`${ip}.namespace`, 'must not be empty');
   label(o, 'namespace', ip, { empty: !namespaced });
-  if (namespaced && kind !== 'scale-critical' && kind !== 'restore-scale') label(o, 'name', ip);
+  if (items === 'service') label(o, 'name', ip);
   else subdomain(o, 'name', ip);
   for (const k of ['from', 'to'] as const) {
     strList(o, k, ip)!.forEach((x, i) => { if (x.includes('/')) cidrAt(x, `${ip}.${k}[${i}]`); else ipAt(x, `${ip}.${k}[${i}]`); });
   }
   label(o, 'bridge', ip, { optional: true });
 }
-
-/** Service step kinds whose items are Services (namespace/name, IPs). */
-const SERVICE_ITEM_KINDS: readonly string[] = ['move-services', 'move-kubernetes', 'remove-bridges', 'sweep-services'];
-/** Steps whose first item is the node they work on. */
-const NODE_STEP_KINDS: readonly string[] = ['drain-node', 'reregister-node', 'assign-podcidr'];
 
 /**
  * The gate condition of a plan written before gates named theirs: the gate ids of those plans named their
@@ -237,7 +125,8 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   const s = obj(v, path);
   const id = str(s, 'id', path)!;
   if (!STEP_ID.test(id)) fail(`${path}.id`, `${show(id)} is not a step id (letters, digits, "-", "_" and ".")`);
-  const kind = oneOf(s, 'kind', path, STEP_KINDS)!;
+  const kind = oneOf(s, 'kind', path, STEP_KIND_NAMES)!;
+  const info: StepKindInfo = STEP_KINDS[kind];
   str(s, 'description', path);
   str(s, 'rollback', path);
   const t = s.tier;
@@ -246,11 +135,13 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   const g = s.gate !== undefined ? obj(s.gate, `${path}.gate`) : undefined;
   if (kind === 'gate' && g!.condition === undefined) g!.condition = legacyGateCondition(id);
   const condition = kind === 'gate' ? oneOf(g!, 'condition', `${path}.gate`, GATE_CONDITIONS)! : undefined;
-  const podGate = condition !== undefined && (POD_GATE_CONDITIONS as readonly string[]).includes(condition);
-  if ((SERVICE_STEP_KINDS.includes(kind) || (kind === 'confirm' && !r.pod) || (kind === 'gate' && !podGate)) && !r.svc) {
+  const cond: GateConditionInfo | undefined = condition !== undefined ? GATE_CONDITION_INFO[condition] : undefined;
+  // the migration a step belongs to: its kind's, a gate's by its condition, a confirmation the Service CIDR's unless the plan moves the Pod CIDR
+  const family = kind === 'confirm' ? (r.pod ? 'pod' : 'service') : cond?.family ?? info.family;
+  if (family === 'service' && !r.svc) {
     fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a Service CIDR migration, but the plan has no spec.serviceCIDR`);
   }
-  if ((POD_STEP_KINDS.includes(kind) || podGate) && !r.pod) {
+  if (family === 'pod' && !r.pod) {
     fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a Pod CIDR migration, but the plan has no spec.podCIDR`);
   }
   if (g) {
@@ -264,7 +155,7 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
     });
   }
   const items = list(s, 'items', path, true) ?? [];
-  items.forEach((it, i) => checkItem(it, `${path}.items[${i}]`, kind));
+  items.forEach((it, i) => checkItem(it, `${path}.items[${i}]`, info.items));
   if (kind === 'assign-podcidr' && r.pod && items.length > 0) {
     // what the engine patches onto the node (spec.podCIDRs): one CIDR per family of spec.podCIDR.to, inside it
     const ip = `${path}.items[0]`;
@@ -272,7 +163,7 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
     got.forEach((c, j) => { if (!inAny(r.pod!.to, c)) fail(`${ip}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${r.pod!.to.map(formatCidr).join(', ')})`); });
     for (const t of r.pod.to) if (!got.some((c) => c.family === t.family)) fail(`${ip}.to`, `has no ${fam(t)} podCIDR (spec.podCIDR.to has ${formatCidr(t)})`);
   }
-  if ((kind === 'move-kubernetes' || NODE_STEP_KINDS.includes(kind) || condition === 'node-reregistered') && items.length === 0) {
+  if ((info.firstItem || cond?.firstItem) && items.length === 0) {
     fail(`${path}.items`, `a ${kind} step names what it works on in its first item; it has none`);
   }
   (list(s, 'serviceCIDRs', path, true) ?? []).forEach((sc, i) => {
@@ -283,65 +174,6 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
     oneOf(o, 'purpose', sp, ['target', 'keep', 'bridge', 'old'] as const);
   });
   return { id, kind };
-}
-
-function checkPool(v: unknown, pp: string, within: readonly Cidr[] | undefined): void {
-  const po = obj(v, pp);
-  subdomain(po, 'name', pp);
-  const c = cidrAt(str(po, 'cidr', pp)!, `${pp}.cidr`);
-  const bits = c.family === 4 ? 32 : 128;
-  int(po, 'blockSize', pp, c.prefix, bits);
-  if (within && !inAny(within, c)) fail(`${pp}.cidr`, `${formatCidr(c)} is not inside spec.podCIDR.to (${within.map(formatCidr).join(', ')})`);
-  for (const k of ['ipipMode', 'vxlanMode'] as const) oneOf(po, k, pp, ['Always', 'CrossSubnet', 'Never'] as const, true);
-  bool(po, 'natOutgoing', pp, true);
-  str(po, 'nodeSelector', pp, true);
-  strList(po, 'allowedUses', pp, true);
-}
-
-/**
- * spec.podCIDR.node: a podCIDR size per family of `to` (maskSizes; a plan written before dual-stack has one
- * maskSize, read as the size of to's one family), and each node's new podCIDRs: one per family of `to`, in
- * it, of that family's size, no two nodes sharing one.
- */
-function checkNodeSection(n: Obj, P: string, to: readonly Cidr[]): void {
-  onlyKeys(n, P, ['maskSizes', 'maskSize', 'hook', 'nodes']);
-  if (n.maskSize !== undefined) {
-    if (n.maskSizes !== undefined) fail(`${P}.maskSize`, 'set together with maskSizes: give maskSizes only');
-    if (to.length !== 1) fail(`${P}.maskSize`, `one size for ${to.length} families of spec.podCIDR.to (${to.map(formatCidr).join(', ')}): give maskSizes {ipv4, ipv6} (plan again)`);
-    const t = to[0]!;
-    const bits = t.family === 4 ? 32 : 128;
-    const m = int(n, 'maskSize', P, 1, bits)!;
-    if (m < t.prefix) fail(`${P}.maskSize`, `/${m} is larger than spec.podCIDR.to (${formatCidr(t)})`);
-    n.maskSizes = { [maskKey(t.family)]: m };
-    delete n.maskSize;
-  }
-  const ms = obj(n.maskSizes, `${P}.maskSizes`);
-  onlyKeys(ms, `${P}.maskSizes`, to.map((t) => maskKey(t.family)));
-  const sizes = new Map<number, number>();
-  for (const t of to) {
-    const k = maskKey(t.family);
-    if (ms[k] === undefined) fail(`${P}.maskSizes.${k}`, `missing (spec.podCIDR.to has the ${fam(t)} range ${formatCidr(t)})`);
-    const m = int(ms, k, `${P}.maskSizes`, 1, t.family === 4 ? 32 : 128)!;
-    if (m < t.prefix) fail(`${P}.maskSizes.${k}`, `/${m} is larger than spec.podCIDR.to's ${formatCidr(t)}`);
-    sizes.set(t.family, m);
-  }
-  str(n, 'hook', P, true);
-  const taken = new Map<string, string>();
-  list(n, 'nodes', P)!.forEach((x, i) => {
-    const np = `${P}.nodes[${i}]`;
-    const no = obj(x, np);
-    const name = subdomain(no, 'name', np);
-    cidrList(no, 'from', np);
-    const got = cidrList(no, 'to', np, { nonEmpty: true, onePerFamily: true });
-    got.forEach((c, j) => {
-      if (!inAny(to, c)) fail(`${np}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${to.map(formatCidr).join(', ')})`);
-      if (c.prefix !== sizes.get(c.family)) fail(`${np}.to[${j}]`, `${formatCidr(c)} is not a /${sizes.get(c.family)} (maskSizes.${maskKey(c.family)})`);
-      const other = taken.get(formatCidr(c));
-      if (other !== undefined) fail(`${np}.to[${j}]`, `${formatCidr(c)} is node ${other}'s too`);
-      taken.set(formatCidr(c), name);
-    });
-    for (const t of to) if (!got.some((c) => c.family === t.family)) fail(`${np}.to`, `has no ${fam(t)} podCIDR (spec.podCIDR.to has ${formatCidr(t)})`);
-  });
 }
 
 /** Validates a parsed plan document; returns it typed. PlanFormatError names the first bad field. */
@@ -416,7 +248,7 @@ export function validatePlan(doc: unknown): MigrationPlan {
     from.forEach((f, i) => {
       if (!to.some((t) => t.family === f.family)) fail(`${P}.from[${i}]`, `${formatCidr(f)} is ${fam(f)}, but to has no ${fam(f)} range`);
     });
-    const ipam = oneOf(pc, 'ipam', P, ['calico', 'node'] as const);
+    const ipam = oneOf(pc, 'ipam', P, POD_PATH_NAMES)!;
     const rs = obj(pc.restarts, `${P}.restarts`);
     int(rs, 'parallel', `${P}.restarts`, 1, 10_000);
     strList(rs, 'critical', `${P}.restarts`)!.forEach((c, i) => {
@@ -425,16 +257,7 @@ export function validatePlan(doc: unknown): MigrationPlan {
         fail(`${P}.restarts.critical[${i}]`, `${show(c)} is not namespace/name`);
       }
     });
-    if (ipam === 'calico') {
-      const c = obj(pc.calico, `${P}.calico`);
-      bool(c, 'operatorManaged', `${P}.calico`);
-      list(c, 'oldPools', `${P}.calico`)!.forEach((x, i) => checkPool(x, `${P}.calico.oldPools[${i}]`, undefined));
-      const np = list(c, 'newPools', `${P}.calico`)!;
-      if (np.length === 0) fail(`${P}.calico.newPools`, 'must name at least one pool');
-      np.forEach((x, i) => checkPool(x, `${P}.calico.newPools[${i}]`, to));
-    } else {
-      checkNodeSection(obj(pc.node, `${P}.node`), `${P}.node`, to);
-    }
+    POD_PATHS[ipam].validate(pc, P, to);
     r.pod = { from, to };
   }
   list(p, 'preflight', 'plan')!.forEach((c, i) => {
@@ -559,23 +382,15 @@ function stepMarkdown(s: PlanStep, n: number, path: string): string {
   return out;
 }
 
-/** The node podCIDR sizes of a node-path section, in the order of spec.podCIDR.to: "/24 (IPv4), /64 (IPv6)". */
-export function maskSizesText(pc: PodCIDRSpec): string {
-  const ms = pc.node?.maskSizes ?? {};
-  const fams = pc.to.map((t) => (t.includes(':') ? 6 : 4) as 4 | 6);
-  const parts = fams.map((f) => ms[maskKey(f)]).map((m, i) => (m === undefined ? undefined : `/${m}${fams.length > 1 ? ` (${familyName(fams[i]!)})` : ''}`));
-  return parts.filter(Boolean).join(', ') || 'no size';
-}
-
 /** Summary rows of a Pod CIDR section. */
 export function podSummaryRows(pc: PodCIDRSpec): Array<[string, string]> {
   const rows: Array<[string, string]> = [
     ['Pod range', `${pc.from.join(', ')} → ${pc.to.join(', ')}`],
-    ['Pod IPAM', pc.ipam === 'calico' ? `Calico IPAM${pc.calico?.operatorManaged ? ' (operator-managed: through Installation)' : ''}` : 'node podCIDRs (nodes drained and re-registered)'],
+    ['Pod IPAM', POD_PATHS[pc.ipam].summary(pc)],
     ['Restarts', `${pc.restarts.parallel} rollout(s) at a time; scaled up first: ${pc.restarts.critical.join(', ') || 'none'}`],
   ];
-  if (pc.calico) rows.push(['Pools', `${pc.calico.oldPools.map((p) => `${p.name} ${p.cidr}`).join(', ')} → ${pc.calico.newPools.map((p) => `${p.name} ${p.cidr} /${p.blockSize} blocks`).join(', ')}`]);
-  if (pc.node) rows.push(['Nodes', `${pc.node.nodes.length} node(s), ${maskSizesText(pc)} each; re-registration: ${pc.node.hook ? `hook \`${pc.node.hook}\`` : 'a gate per node'}`]);
+  // each path's rows for its own section (spec.podCIDR.<path>)
+  for (const id of POD_PATH_NAMES) rows.push(...POD_PATHS[id].summaryRows(pc));
   return rows;
 }
 
@@ -623,10 +438,7 @@ export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml'): str
   out += mdTable(['Check', 'Status', 'Finding', 'Fix'], plan.preflight.map((c) => [`\`${c.id}\``, STATUS[c.status] ?? c.status, c.message, c.fix || '-']));
   if (failed.length > 0) out += `\n**${failed.length} check(s) failed: fix them before apply.**\n`;
 
-  if (pc?.node && pc.node.nodes.length > 0) {
-    out += `\n## Node podCIDRs\n\n`;
-    out += mdTable(['Node', 'From', 'To'], pc.node.nodes.map((n) => [n.name, n.from.join(',') || '-', n.to.join(',')]));
-  }
+  if (pc) for (const id of POD_PATH_NAMES) out += POD_PATHS[id].markdown(pc, mdTable);
   if (sc) out += `\n## Service mapping\n\n${counts.move} moved, ${counts.keep} kept, ${counts.skip} skipped.\n\n`;
   if (dns) out += `- Cluster DNS: \`${dns.namespace}/${dns.name}\` ${ips(dns.from)} → ${ips(dns.to)} — ${dns.reason}\n`;
   if (kube) out += `- default/kubernetes: ${ips(kube.from)} → ${ips(kube.to)} — ${kube.reason}\n`;

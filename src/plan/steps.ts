@@ -6,46 +6,119 @@
  */
 import type { DistroPatch } from './distro-patches.ts';
 import type { Tier } from './service-mapping.ts';
+import type { PodPathId } from '../ipam/types.ts';
 
-export type StepKind =
-  | 'gate'
-  | 'confirm'
-  | 'create-servicecidrs'
-  | 'move-services'
-  | 'drain-servicecidrs'
-  | 'sweep-services'
-  | 'move-kubernetes'
-  | 'remove-bridges'
-  | 'finalize-servicecidrs'
-  | 'verify'
-  // Pod CIDR (pod-plan.ts)
-  | 'create-ippool'
-  | 'disable-ippools'
-  | 'scale-critical'
-  | 'restart-pods'
-  | 'restore-scale'
-  | 'delete-ippools'
-  | 'remove-ipam-leftovers'
-  | 'drain-node'
-  | 'reregister-node'
-  | 'assign-podcidr'
-  | 'verify-pods';
+/** Who runs a step kind: the runner itself (gates, confirmations), the Service executor, or the Pod executor. */
+export type StepFamily = 'control' | 'service' | 'pod';
 
-export const SERVICE_STEP_KINDS: readonly StepKind[] = [
-  'create-servicecidrs', 'move-services', 'drain-servicecidrs', 'sweep-services', 'move-kubernetes',
-  'remove-bridges', 'finalize-servicecidrs', 'verify',
-];
-export const POD_STEP_KINDS: readonly StepKind[] = [
-  'create-ippool', 'disable-ippools', 'scale-critical', 'restart-pods', 'restore-scale', 'delete-ippools', 'remove-ipam-leftovers',
-  'drain-node', 'reregister-node', 'assign-podcidr', 'verify-pods',
-];
-export const STEP_KINDS: readonly StepKind[] = ['gate', 'confirm', ...SERVICE_STEP_KINDS, ...POD_STEP_KINDS];
+/** What a step kind is: one entry of STEP_KINDS. */
+export interface StepKindInfo {
+  readonly family: StepFamily;
+  /**
+   * Pod kinds: the pod path whose steps these are (its executor lives in src/engine/pod-paths/<path>.ts); absent:
+   * a step any pod path uses (PodExecutor runs it).
+   */
+  readonly path?: PodPathId;
+  /**
+   * What the step's items name: `service` a Service (namespace and name required, the name a DNS label),
+   * `deployment` a Deployment (namespace/name), `object` anything else (cluster-scoped: the namespace may be empty).
+   */
+  readonly items: 'service' | 'deployment' | 'object';
+  /** The step names what it works on in its first item (a plan without one is refused). */
+  readonly firstItem?: boolean;
+}
+
+/**
+ * Every step kind, once: the union StepKind, the validator (src/plan/render.ts) and the executors' exhaustive
+ * tables (src/engine/service-steps.ts, src/engine/pod-steps.ts, src/engine/pod-paths/) all come from here, so a
+ * new kind is one line here and the compiler names the executor it needs.
+ */
+export const STEP_KINDS = {
+  gate: { family: 'control', items: 'object' },
+  confirm: { family: 'control', items: 'object' },
+  // Service CIDR (plan.ts)
+  'create-servicecidrs': { family: 'service', items: 'object' },
+  'move-services': { family: 'service', items: 'service' },
+  'drain-servicecidrs': { family: 'service', items: 'object' },
+  'sweep-services': { family: 'service', items: 'service' },
+  'move-kubernetes': { family: 'service', items: 'service', firstItem: true },
+  'remove-bridges': { family: 'service', items: 'service' },
+  'finalize-servicecidrs': { family: 'service', items: 'object' },
+  verify: { family: 'service', items: 'object' },
+  // Pod CIDR (pod-plan.ts, pod-paths/)
+  'create-ippool': { family: 'pod', path: 'calico', items: 'object' },
+  'disable-ippools': { family: 'pod', path: 'calico', items: 'object' },
+  'scale-critical': { family: 'pod', items: 'deployment' },
+  'restart-pods': { family: 'pod', items: 'object' },
+  'restore-scale': { family: 'pod', items: 'deployment' },
+  'delete-ippools': { family: 'pod', path: 'calico', items: 'object' },
+  'remove-ipam-leftovers': { family: 'pod', path: 'calico', items: 'object' },
+  'drain-node': { family: 'pod', path: 'node', items: 'object', firstItem: true },
+  'reregister-node': { family: 'pod', path: 'node', items: 'object', firstItem: true },
+  'assign-podcidr': { family: 'pod', path: 'node', items: 'object', firstItem: true },
+  'verify-pods': { family: 'pod', items: 'object' },
+} as const satisfies Record<string, StepKindInfo>;
+
+export type StepKind = keyof typeof STEP_KINDS;
+
+/** What a gate condition is: one entry of GATE_CONDITION_INFO. */
+export interface GateConditionInfo {
+  readonly family: Exclude<StepFamily, 'control'>;
+  /** Pod conditions: the pod path whose gates check it (src/engine/pod-paths/<path>.ts). */
+  readonly path?: PodPathId;
+  /** The gate names what it waits for in its first item. */
+  readonly firstItem?: boolean;
+}
+
+/** Every condition `resume` checks itself at a gate, and whose executor checks it. */
+export const GATE_CONDITION_INFO = {
+  'servicecidr-api': { family: 'service' },
+  'apiservers-on-new-range': { family: 'service' },
+  'kubelet-cluster-dns': { family: 'service' },
+  'workloads-restarted': { family: 'service' },
+  'kcm-stop-allocating': { family: 'pod', path: 'node' },
+  'pod-cidr-config': { family: 'pod', path: 'calico' },
+  'kcm-cluster-cidr': { family: 'pod', path: 'node' },
+  'node-reregistered': { family: 'pod', path: 'node', firstItem: true },
+} as const satisfies Record<string, GateConditionInfo>;
+
+export type GateCondition = keyof typeof GATE_CONDITION_INFO;
+
+/** The keys of `table` whose entry `pick` accepts, in the table's order. */
+function keysWhere<K extends string, V>(table: Record<K, V>, pick: (v: V) => boolean): K[] {
+  return (Object.keys(table) as K[]).filter((k) => pick(table[k]));
+}
+
+type Info<K extends StepKind> = (typeof STEP_KINDS)[K];
+type KindsWhere<F> = { [K in StepKind]: Info<K> extends F ? K : never }[StepKind];
+type ConditionsWhere<F> = { [C in GateCondition]: (typeof GATE_CONDITION_INFO)[C] extends F ? C : never }[GateCondition];
+
+/** The action kinds the Service executor runs. */
+export type ServiceActionKind = KindsWhere<{ family: 'service' }>;
+/** The pod kinds of one pod path (its engine module has one executor for each). */
+export type PathStepKind<P extends PodPathId> = KindsWhere<{ path: P }>;
+/** The pod kinds every pod path uses (PodExecutor runs them). */
+export type SharedPodStepKind = Exclude<KindsWhere<{ family: 'pod' }>, KindsWhere<{ path: PodPathId }>>;
+/** The gate conditions the Service executor checks. */
+export type ServiceGateCondition = ConditionsWhere<{ family: 'service' }>;
+/** The gate conditions one pod path checks. */
+export type PathGateCondition<P extends PodPathId> = ConditionsWhere<{ path: P }>;
+
+export const SERVICE_STEP_KINDS: readonly StepKind[] = keysWhere<StepKind, StepKindInfo>(STEP_KINDS, (i) => i.family === 'service');
+export const POD_STEP_KINDS: readonly StepKind[] = keysWhere<StepKind, StepKindInfo>(STEP_KINDS, (i) => i.family === 'pod');
+/** Every step kind, in the table's order. */
+export const STEP_KIND_NAMES: readonly StepKind[] = Object.keys(STEP_KINDS) as StepKind[];
 /** What `resume` checks itself at a gate of a Service CIDR migration (ServiceExecutor owns these). */
-export const SERVICE_GATE_CONDITIONS = ['servicecidr-api', 'apiservers-on-new-range', 'kubelet-cluster-dns', 'workloads-restarted'] as const;
-/** What `resume` checks itself at a gate of a Pod CIDR migration (PodExecutor owns these). */
-export const POD_GATE_CONDITIONS = ['kcm-stop-allocating', 'pod-cidr-config', 'kcm-cluster-cidr', 'node-reregistered'] as const;
-export type GateCondition = typeof SERVICE_GATE_CONDITIONS[number] | typeof POD_GATE_CONDITIONS[number];
-export const GATE_CONDITIONS: readonly GateCondition[] = [...SERVICE_GATE_CONDITIONS, ...POD_GATE_CONDITIONS];
+export const SERVICE_GATE_CONDITIONS: readonly GateCondition[] = keysWhere<GateCondition, GateConditionInfo>(GATE_CONDITION_INFO, (i) => i.family === 'service');
+/** What `resume` checks itself at a gate of a Pod CIDR migration (PodExecutor and the pod paths own these). */
+export const POD_GATE_CONDITIONS: readonly GateCondition[] = keysWhere<GateCondition, GateConditionInfo>(GATE_CONDITION_INFO, (i) => i.family === 'pod');
+export const GATE_CONDITIONS: readonly GateCondition[] = Object.keys(GATE_CONDITION_INFO) as GateCondition[];
+
+/** The pod path a step kind belongs to (undefined: not a pod kind, or one every pod path uses). */
+export function stepKindPath(kind: StepKind): PodPathId | undefined {
+  const info: StepKindInfo = STEP_KINDS[kind];
+  return info.path;
+}
 
 export interface StepItem {
   namespace: string;

@@ -147,3 +147,28 @@ export async function dnsServer(): Promise<{ address: string; close(): void }> {
   await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
   return { address: `127.0.0.1:${sock.address().port}`, close: () => sock.close() };
 }
+
+/** Where a pod finds its ServiceAccount's token, CA and namespace. */
+export const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** The built CLI in a pod-like mount namespace: `secrets` (a directory) appears as SA_DIR, /run is a fresh tmpfs. */
+export function inPod(args: string[], secrets: string | undefined, env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; err: string }> {
+  const script = [
+    'set -e',
+    'mount -t tmpfs kr-test /run',
+    '[ "$(readlink -f /var/run)" = /run ] || mount -t tmpfs kr-test /var/run',
+    ...(secrets ? [`mkdir -p ${SA_DIR}`, `cp "$KR_SECRETS"/* ${SA_DIR}/`] : []),
+    'exec "$KR_NODE" "$KR_CLI" "$@"',
+  ].join('\n');
+  return new Promise((resolve) => {
+    const p = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', ...args], {
+      env: { PATH: process.env.PATH, KR_NODE: process.execPath, KR_CLI: join(ROOT, 'bin/kube-renumber.js'), KR_SECRETS: secrets ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d) => { out += d; });
+    p.stderr.on('data', (d) => { err += d; });
+    p.on('close', (code) => resolve({ code, out, err }));
+  });
+}

@@ -4,38 +4,15 @@
 // read-only ServiceAccount of deploy/rbac.yaml.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { useTestbed } from '../testbed/harness.ts';
+import { inPod, SA_DIR } from './helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-/** The built CLI in a pod-like mount namespace: `secrets` (a directory) appears as SA_DIR, /run is a fresh tmpfs. */
-function inPod(args: string[], secrets: string | undefined, env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; err: string }> {
-  const script = [
-    'set -e',
-    'mount -t tmpfs kr-test /run',
-    '[ "$(readlink -f /var/run)" = /run ] || mount -t tmpfs kr-test /var/run',
-    ...(secrets ? [`mkdir -p ${SA_DIR}`, `cp "$KR_SECRETS"/* ${SA_DIR}/`] : []),
-    'exec "$KR_NODE" "$KR_CLI" "$@"',
-  ].join('\n');
-  return new Promise((resolve) => {
-    const p = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', ...args], {
-      env: { PATH: process.env.PATH, KR_NODE: process.execPath, KR_CLI: join(ROOT, 'bin/kube-renumber.js'), KR_SECRETS: secrets ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (d) => { out += d; });
-    p.stderr.on('data', (d) => { err += d; });
-    p.on('close', (code) => resolve({ code, out, err }));
-  });
-}
 
 describe('in-cluster config (ServiceAccount token and CA, no kubeconfig)', () => {
   const tb = useTestbed({ serviceCIDR: '10.96.0.0/16', nodes: 1, calicoCRDs: false, populate: { namespaces: 1, deployments: 1, replicas: 1, services: 2 } });

@@ -9,6 +9,8 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { SliceWatch } from '../../src/engine/slice-watch.ts';
+import { connect } from '../../src/kube/client.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { kubeconfigFile } from '../unit/kube-servers.ts';
@@ -109,5 +111,46 @@ describe('reaching the real apiserver', () => {
       assert.match(r.err, /^error: the API server https:\/\/127\.0\.0\.1:\d+ rejected our credentials \(401 Unauthorized\)/m);
       assert.ok(!r.err.includes(bad) && !r.out.includes(bad), r.err);
     }
+  });
+
+  test('a watch streams events from a LIST\'s resourceVersion; SliceWatch follows EndpointSlices with one watch', async () => {
+    const client = connect({ kubeconfig: tb.kubeconfigPath });
+    const ns = 'default';
+    const list = await client.request<{ metadata: { resourceVersion: string } }>('GET', `/api/v1/namespaces/${ns}/configmaps`, { query: { labelSelector: 'kr-watch-test=1' } });
+    const seen: string[] = [];
+    const ac = new AbortController();
+    const before = client.requestCount;
+    const watching = client.watch!(`/api/v1/namespaces/${ns}/configmaps`, { labelSelector: 'kr-watch-test=1', resourceVersion: list.metadata.resourceVersion, signal: ac.signal }, (ev) => {
+      seen.push(`${ev.type} ${ev.object.metadata?.name}`);
+      if (seen.length === 3) ac.abort();
+    });
+    // created after the LIST, before or after the watch opened: either way the watch shows them
+    for (const name of ['kr-watch-a', 'kr-watch-b']) {
+      await client.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: { metadata: { name, labels: { 'kr-watch-test': '1' } }, data: { k: 'v' } } });
+    }
+    await client.request('DELETE', `/api/v1/namespaces/${ns}/configmaps/kr-watch-a`);
+    await watching;
+    assert.deepEqual(seen, ['ADDED kr-watch-a', 'ADDED kr-watch-b', 'DELETED kr-watch-a']);
+    assert.equal(client.requestCount - before, 4, 'one watch request and the three writes');
+
+    // SliceWatch: a Service's slice made after the LIST wakes next() long before its timeout
+    const sw = await SliceWatch.open(client, [{ namespace: ns, name: 'kr-watch-svc' }]);
+    assert.equal((await sw.current()).size, 0);
+    const t0 = Date.now();
+    const woke = sw.next(20_000);
+    await client.request('POST', `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`, { body: {
+      metadata: { name: 'kr-watch-svc-1', labels: { 'kubernetes.io/service-name': 'kr-watch-svc' } }, addressType: 'IPv4',
+      endpoints: [{ addresses: ['10.244.0.9'], conditions: { ready: true } }], ports: [{ port: 80, protocol: 'TCP' }],
+    } });
+    for (let i = 0; i < 5 && !(await sw.current()).has(`${ns}/kr-watch-svc`); i++) await sw.next(20_000);
+    await woke;
+    const got = await sw.current();
+    sw.close();
+    assert.ok(Date.now() - t0 < 15_000, 'woken by the event, not by the timeout');
+    assert.deepEqual(got.get(`${ns}/kr-watch-svc`)?.map((s) => s.metadata?.name), ['kr-watch-svc-1']);
+    assert.equal(sw.mode, 'watch');
+    assert.equal(sw.watches, 1);
+    await client.request('DELETE', `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices/kr-watch-svc-1`);
+    await client.request('DELETE', `/api/v1/namespaces/${ns}/configmaps/kr-watch-b`);
   });
 });

@@ -2,6 +2,7 @@
 //
 //   npm run testbed -- build [--version V]
 //   npm run testbed -- build-dataplane [--version V]   kube-proxy, CoreDNS and dpnet (see dataplane-build.ts)
+//   npm run testbed -- build-cilium [--version V]      cilium-operator-generic (see cilium-build.ts; not run by npm test)
 //   npm run testbed -- chromium              Debian's chromium for the HTML test, installed when missing (chromium.ts)
 //   npm run testbed -- dataplane-cleanup     deletes network namespaces left by dead data planes (dataplane.ts)
 //   npm run testbed -- up [--service-cidr CIDR] [--pod-cidr CIDR] [--node-mask N] [--nodes N] [--version V]
@@ -29,6 +30,7 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_VERSION, ensureBuilt, readStamp } from './build.ts';
 import { Testbed } from './cluster.ts';
 import { ensureChromium } from './chromium.ts';
+import { CILIUM_VERSION, ensureCiliumOperatorBuilt, readCiliumStamp } from './cilium-build.ts';
 import { cleanupLeftovers } from './dataplane.ts';
 import { COREDNS_VERSION, ensureDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
 import { populate } from './fixture.ts';
@@ -132,6 +134,15 @@ async function cmdBuildDataplane(args: string[]) {
     `[dataplane] kube-proxy ${version}, CoreDNS ${COREDNS_VERSION}, dpnet in ${dir} (${Date.now() - t} ms` +
       `${stamp?.seconds ? `; last full build took ${stamp.seconds}s` : ''})\n`,
   );
+}
+
+async function cmdBuildCilium(args: string[]) {
+  const { values } = parseArgs({ args, options: { version: { type: 'string' } } });
+  const version = values.version ?? CILIUM_VERSION;
+  const t = Date.now();
+  const path = await ensureCiliumOperatorBuilt({ version });
+  const stamp = readCiliumStamp(version);
+  process.stderr.write(`[cilium] ${path} (${Date.now() - t} ms${stamp ? `; its build took ${stamp.seconds}s` : ''})\n`);
 }
 
 async function cmdUp(args: string[]) {
@@ -417,6 +428,9 @@ try {
     case 'build-dataplane':
       await cmdBuildDataplane(rest);
       break;
+    case 'build-cilium':
+      await cmdBuildCilium(rest);
+      break;
     case 'chromium':
       process.stdout.write(`${await ensureChromium()}\n`);
       break;
@@ -454,7 +468,7 @@ try {
       break;
     default:
       die(
-        'usage: testbed build [--version V] | build-dataplane [--version V] | chromium | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
+        'usage: testbed build [--version V] | build-dataplane [--version V] | build-cilium [--version V] | chromium | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
           '                                        [--pod-ipam kwok|calico] [--kcm-qps N]\n' +
           '       | populate [--services N] [--deployments N] [--namespaces N] [--replicas N]\n' +
           '       | populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]\n' +

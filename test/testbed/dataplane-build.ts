@@ -84,7 +84,7 @@ export function isDataplaneBuilt(version: string = DEFAULT_VERSION): boolean {
 
 
 
-async function duBytes(path: string): Promise<number> {
+export async function duBytes(path: string): Promise<number> {
   if (!existsSync(path)) return 0;
   return await new Promise<number>((resolve) => {
     const p = spawn('du', ['-sb', path], { stdio: ['ignore', 'pipe', 'ignore'] });

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { load, loadAll } from 'js-yaml';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { InputError, parseInventoryBytes, readInventoryFiles } from '../../src/cluster/files.ts';
-import { parseJsonBytes } from '../../src/cluster/json-list.ts';
+import { type ByteSource, type ElementFields, parseJsonBytes, parseJsonStream } from '../../src/cluster/json-list.ts';
 import type { KubeObject } from '../../src/cluster/types.ts';
 
 const EXAMPLES = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples');
@@ -100,6 +100,66 @@ test('property: rejects (InputError) exactly what JSON.parse rejects: cut, garba
       assert.deepStrictEqual(parseJsonBytes(badBytes, { batchBytes: batch }), want);
     }
   }), { numRuns: 1500 });
+});
+
+/** The bytes as a ByteSource handing out at most `step` bytes per read (lines counted for messages). */
+function source(b: Buffer, step: number): ByteSource {
+  let pos = 0;
+  return {
+    read: (buf, off, len) => { const n = Math.min(len, step, b.length - pos); b.copy(buf, off, pos, pos + n); pos += n; return n; },
+    lineAt: (offset) => b.subarray(0, offset).toString('latin1').split('\n').length,
+  };
+}
+
+test('property: read from a source a small window at a time, the same as from one buffer (values and errors)', () => {
+  const doc = fc.tuple(listDoc, layout, fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1, max: 50 }), fc.nat(), fc.constantFrom('none', 'cut', 'change'), fc.constantFrom(...'{}[]",:\\ 0x\n'.split('')));
+  fc.assert(fc.property(doc, ([d, lay, win, step, at, how, ch]) => {
+    const text = listText(d, lay);
+    const p = at % (text.length + 1);
+    const t = how === 'cut' ? text.slice(0, p) : how === 'change' ? `${text.slice(0, p)}${ch}${text.slice(p + 1)}` : text;
+    const b = bytes(t);
+    let want: unknown;
+    let wantErr: string | undefined;
+    try { want = parseJsonBytes(b); } catch (e) { wantErr = (e as Error).message; }
+    if (wantErr !== undefined) {
+      assert.throws(() => parseJsonStream(source(b, step), {}, win), (e: unknown) => e instanceof InputError && e.message === wantErr);
+    } else {
+      assert.deepStrictEqual(parseJsonStream(source(b, step), {}, win), want);
+    }
+  }), { numRuns: 1500 });
+});
+
+/** Pod-like elements: the kept fields and others, values of any kind (mappings or not). */
+const podKey = fc.oneof(fc.constantFrom('apiVersion', 'kind', 'metadata', 'spec', 'status', 'other'), key);
+const subKey = fc.oneof(fc.constantFrom('name', 'namespace', 'uid', 'labels', 'nodeName', 'phase', 'podIPs', 'x'), key);
+const podLike = fc.dictionary(podKey, fc.oneof({ weight: 3, arbitrary: fc.dictionary(subKey, jsonValue, { maxKeys: 5 }) }, { weight: 1, arbitrary: jsonValue }), { maxKeys: 6 });
+const FIELDS_KEPT = { whole: ['apiVersion', 'kind'], picked: { metadata: ['name', 'namespace', 'uid', 'labels'], spec: ['nodeName'], status: ['phase', 'podIPs'] } };
+
+/** What reading field by field must give: JSON.parse, then the kept fields in the order named (pick semantics). */
+function keptOf(v: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of FIELDS_KEPT.whole) if (Object.hasOwn(v, k)) out[k] = v[k];
+  for (const [k, sub] of Object.entries(FIELDS_KEPT.picked)) {
+    if (!Object.hasOwn(v, k)) continue;
+    const o = v[k];
+    if (o === null || typeof o !== 'object' || Array.isArray(o)) { out[k] = o; continue; }
+    const p: Record<string, unknown> = {};
+    for (const s of sub) if (Object.hasOwn(o, s)) p[s] = (o as Record<string, unknown>)[s];
+    out[k] = p;
+  }
+  return out;
+}
+
+test('property: elements read field by field keep what parse-then-pick keeps; refused ones are parsed whole', () => {
+  fc.assert(fc.property(fc.array(podLike, { maxLength: 6 }), layout, fc.integer({ min: 4, max: 64 }), fc.boolean(), (items, lay, win, acceptAll) => {
+    const text = listText({ before: { apiVersion: 'v1' }, items, after: { kind: 'List' } }, lay);
+    const accept = (kept: Readonly<Record<string, unknown>>) => acceptAll || kept.kind === 'Pod';
+    const fields: ElementFields = { ...FIELDS_KEPT, accept };
+    const whole = JSON.parse(text) as { items: Array<Record<string, unknown>> };
+    const want = { ...whole, items: whole.items.map((v) => (accept(keptOf(v)) ? keptOf(v) : v)) };
+    assert.deepStrictEqual(parseJsonBytes(bytes(text), { fields }), want);
+    assert.deepStrictEqual(parseJsonStream(source(bytes(text), 7), { fields }, win), want);
+  }), { numRuns: 800 });
 });
 
 // ---------------------------------------------------------------- the reader, by example

@@ -2,44 +2,37 @@
  * apply / resume / status / rollback / verify / restore: thin commands over the engine. They share one
  * session: the plan file, the state directory (journal, backups, local lock), the cluster Lease.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, rmdirSync, rmSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { KubeObject } from '../../cluster/types.ts';
-import { BackupStore } from '../../engine/backup.ts';
-import { checkStateDir, decodeText, readRegularFile, writeFileDurable } from '../../engine/files.ts';
-import { attemptStarted, completedSteps, Journal, JournalTail, readJournal, type JournalEntry } from '../../engine/journal.ts';
-import { hookEnvironment } from '../../engine/pod-steps.ts';
+import { attemptStarted, completedSteps, JournalTail, type JournalEntry } from '../../engine/journal.ts';
 import { readClusterUID } from '../../kube/discover.ts';
 import { ACCEPT_UNBOUND_FLAG, bindingRefusal, serverWithoutCredentials } from '../../plan/identity.ts';
 import { failedNow, recheckPreflight } from '../../plan/recheck.ts';
 import { readServingCertSANs } from './plan.ts';
-import { acquireLease, acquireLocalLock, guardedClient, holderIdentity, type LeaseLock } from '../../engine/lock.ts';
-import { rollbackSteps, runSteps, type DryRun, type StepContext, type StepSelection } from '../../engine/runner.ts';
-import { parseSelection } from '../../engine/selection.ts';
-import { PlanExecutor } from '../../engine/plan-executor.ts';
+import { rollbackSteps, runSteps, type DryRun } from '../../engine/runner.ts';
 import { podForRecreate } from '../../engine/restarts.ts';
-import { connect, KubeApiError, type KubeClient } from '../../kube/client.ts';
+import { connect, KubeApiError } from '../../kube/client.ts';
 import { BLOCKAFFINITIES, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, NODES } from '../../kube/calico.ts';
 import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
 import { withRetry } from '../../kube/retry.ts';
-import { mirroredClient, type ClusterState } from '../../engine/cluster-state.ts';
-import { checkAccess, clientFor } from './access-check.ts';
-import { attachClusterState, journalWithCopy, readOnlyStateDir, readStateCopy } from './state-copy.ts';
+import { checkAccess } from './access-check.ts';
 import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
 import { MANAGED_LABEL } from '../../plan/plan.ts';
-import { planFromYaml, type MigrationPlan } from '../../plan/index.ts';
-import { MAX_PLAN_BYTES, shellWord, withPlanPath } from '../../plan/render.ts';
-import { durationFlag, list, loadSnapshot, str } from '../common.ts';
+import type { MigrationPlan } from '../../plan/index.ts';
+import { shellWord, withPlanPath } from '../../plan/render.ts';
+import { durationFlag, loadSnapshot, str } from '../common.ts';
 import { platformKindOf } from '../../cluster/types.ts';
 import { movesOf, platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { platformOf } from '../../platform/registry.ts';
-import { ExitCode, InputError, UsageError, UserError } from '../errors.ts';
+import { ExitCode, UsageError, UserError } from '../errors.ts';
 import type { Command, Io, Values } from '../command.ts';
-import { colorFor, parseOutput, renderData, table, type OutputFormat } from '../output.ts';
+import { colorFor, renderData, table } from '../output.ts';
 import { ProgressView } from '../progress.ts';
+import { openSession, parseDryRun, prepare, withClusterJournal, type Prepared } from '../session.ts';
+import { applyFleet, fleetStatus, FLEET_RUN_FLAGS } from '../fleet.ts';
+
+export { defaultStateDir, planId } from '../session.ts';
 
 const SESSION_OPTIONS = {
   'state-dir': { type: 'string' },
@@ -70,231 +63,10 @@ const SESSION_HELP = `  --state-dir DIR          journal, backups and lock (defa
 
 /** The one positional of every command here. */
 const PLAN_POSITIONAL = { min: 1, max: 1, name: 'PLAN' } as const;
+/** apply, resume and status: one PLAN, or --fleet DIR instead. */
+const PLAN_OR_FLEET = { ...PLAN_POSITIONAL, insteadFlag: 'fleet' } as const;
+const fleetRun = (values: Values, io: Io) => applyFleet(values, io, (v, p, cio, stopBefore) => runPlan(v, p, cio, false, { stopBefore }));
 
-interface Session {
-  plan: MigrationPlan;
-  planId: string;
-  stateDir: string;
-  client: KubeClient;
-  executor: PlanExecutor;
-  ctx: StepContext;
-  /** The state directory as given (--state-dir or the default), even when a dry run works in a temporary one. */
-  realStateDir: string;
-  assertLocked(): void;
-  release(): Promise<void>;
-}
-
-interface ReadPlan { plan: MigrationPlan; text: string; path: string }
-
-/**
- * The flags of apply/resume/status/verify/rollback/restore, all checked before the plan is read, the state
- * directory looked at or the cluster contacted: a bad value is exit 2 and nothing else happened.
- */
-interface Flags {
-  output: OutputFormat;
-  dryRun: DryRun;
-  stateDir?: string;
-  clusterDomain?: string;
-  timeoutMs?: number;
-  rolloutTimeoutMs?: number;
-  propagationDelayMs?: number;
-  ackGates: string[];
-  only: string[];
-  skip: string[];
-  /** --events ndjson: the journal's entries on stdout as they are appended. */
-  events: boolean;
-}
-
-/** A DNS domain such as cluster.local: labels of lowercase letters, digits and "-", at most 253 in all. */
-const DOMAIN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
-
-function positiveDuration(values: Values, key: string): number | undefined {
-  const ms = durationFlag(values, key);
-  if (ms !== undefined && ms <= 0) throw new UsageError(`--${key} ${str(values, key)} must be more than 0`);
-  return ms;
-}
-
-function checkFlags(values: Values): Flags {
-  const output = parseOutput(str(values, 'output'));
-  const dryRun = parseDryRun(values);
-  const stateDir = str(values, 'state-dir');
-  if (stateDir !== undefined && (stateDir.trim() === '' || stateDir.includes('\0'))) throw new UsageError('--state-dir needs a directory path');
-  const clusterDomain = str(values, 'cluster-domain');
-  if (clusterDomain !== undefined && (clusterDomain.length > 253 || !DOMAIN.test(clusterDomain))) {
-    throw new UsageError(`--cluster-domain ${JSON.stringify(clusterDomain)} is not a DNS domain (e.g. cluster.local: lowercase letters, digits, "-" and ".")`);
-  }
-  const timeoutMs = positiveDuration(values, 'timeout');
-  const rolloutTimeoutMs = positiveDuration(values, 'rollout-timeout');
-  const propagationDelayMs = durationFlag(values, 'propagation-delay');
-  durationFlag(values, 'request-timeout');
-  const ackGates = list(values, 'ack-gate');
-  for (const g of ackGates) if (g.trim() === '') throw new UsageError('--ack-gate needs the id of a gate step of the plan');
-  const events = str(values, 'events');
-  if (events !== undefined && events !== 'ndjson') throw new UsageError(`--events ${events} is not a known event format (use ndjson)`);
-  if (events !== undefined && output !== 'table') throw new UsageError(`--events ndjson writes the events to stdout: it cannot go with -o ${output}`);
-  return {
-    output, dryRun, stateDir, clusterDomain, timeoutMs, rolloutTimeoutMs, propagationDelayMs, ackGates, only: list(values, 'only'), skip: list(values, 'skip'),
-    events: events !== undefined,
-  };
-}
-
-/** The plan named by the one positional: a regular, non-empty text file holding a valid plan (else exit 3). */
-function readPlan(positionals: string[]): ReadPlan {
-  if (positionals.length !== 1) throw new UsageError('give the plan file, e.g. kube-renumber apply plan.yaml (from kube-renumber plan -o yaml)');
-  const path = positionals[0]!;
-  if (path.trim() === '' || path.includes('\0')) throw new UsageError('give the plan file, e.g. kube-renumber apply plan.yaml (from kube-renumber plan -o yaml)');
-  const bytes = readRegularFile(path, 'plan', MAX_PLAN_BYTES);
-  const text = decodeText(bytes);
-  if (text === undefined) throw new InputError(`${path}: not text (binary data): not a plan written by kube-renumber plan -o yaml`);
-  if (text.trim() === '') throw new InputError(`${path}: the file is empty: not a plan written by kube-renumber plan -o yaml`);
-  return { plan: planFromYaml(text, path), text, path };
-}
-
-/** Every --ack-gate names a gate step of the plan. */
-function checkAcks(flags: Flags, read: ReadPlan): void {
-  const gates = read.plan.steps.filter((s) => s.kind === 'gate').map((s) => s.id);
-  for (const g of flags.ackGates) {
-    if (!gates.includes(g)) {
-      throw new UsageError(`--ack-gate ${JSON.stringify(g)} is not a gate of ${read.path} (${gates.length > 0 ? `its gates: ${gates.join(', ')}` : 'it has no gates'})`);
-    }
-  }
-}
-
-export function planId(text: string): string {
-  return createHash('sha256').update(text).digest('hex').slice(0, 12);
-}
-
-export function defaultStateDir(id: string, env: NodeJS.ProcessEnv): string {
-  const base = env.XDG_STATE_HOME || join(env.HOME ?? homedir(), '.local', 'state');
-  return join(base, 'kube-renumber', id);
-}
-
-interface Prepared { flags: Flags; read: ReadPlan; id: string; stateDir: string; entries: JournalEntry[]; select?: StepSelection }
-
-/**
- * Everything a command checks before it contacts the cluster, takes a lock or writes: the flags, the plan, the
- * state directory (a directory we can write 0600 files in, not on a pseudo file system), the journal (every
- * line an entry) and the backups (every file a backup record). Reads only.
- */
-function prepare(values: Values, positionals: string[], io: Io,
-  opts: { write: boolean; journal: boolean; backups: boolean }): Prepared {
-  const flags = checkFlags(values);
-  const read = readPlan(positionals);
-  checkAcks(flags, read);
-  const select = parseSelection(flags.only, flags.skip, read.plan.steps.map((s) => s.id));
-  const id = planId(read.text);
-  const stateDir = flags.stateDir ?? defaultStateDir(id, io.env);
-  checkStateDir(stateDir, { writable: opts.write });
-  // A torn last line is reported here by read-only commands; a run that writes reports it when it repairs it.
-  const entries = opts.journal ? readJournal(join(stateDir, 'journal.jsonl'), { warn: opts.write ? undefined : (m) => io.err(`warning: ${m}\n`) }) : [];
-  if (opts.journal) checkJournalBelongs(entries, join(stateDir, 'journal.jsonl'), id, read.plan);
-  if (opts.backups) new BackupStore(join(stateDir, 'backups'), id).check();
-  return { flags, read, id, stateDir, entries, ...(select ? { select } : {}) };
-}
-
-/**
- * A state directory holds the run of one plan: every journal entry carries this plan's id as its run, and every
- * step it names is a step of the plan. A line from another plan's run (a shared --state-dir, a copied or forged
- * journal) would make status, supersession and rollback act on steps this run never took: exit 3.
- */
-function checkJournalBelongs(entries: readonly JournalEntry[], path: string, id: string, plan: MigrationPlan): void {
-  const steps = new Set(plan.steps.map((s) => s.id));
-  entries.forEach((e, i) => {
-    if (e.run !== id) {
-      throw new InputError(`journal ${path}: entry ${i + 1} was written by the run of another plan (${JSON.stringify(e.run).slice(0, 80)}), not this plan's (${id}): `
-        + 'give this plan its own --state-dir');
-    }
-    if (e.step !== undefined && !steps.has(e.step)) {
-      throw new InputError(`journal ${path}: entry ${i + 1} names step ${JSON.stringify(e.step).slice(0, 80)}, which is not a step of this plan: the journal is not this plan's`);
-    }
-  });
-}
-
-async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: boolean; dryRun?: DryRun; cluster?: string; view?: ProgressView }): Promise<Session> {
-  const { flags, read: { plan, text }, id } = pre;
-  const dry = opts.dryRun !== undefined && opts.dryRun !== 'none';
-  const verbose = values.verbose === true;
-  const client = connect({
-    kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
-    requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env,
-  });
-  const warn = opts.view ? (m: string) => opts.view!.warn(m) : (m: string) => io.err(`warning: ${m}\n`);
-  // A dry run, and a command that only reads, work on a temporary copy of the state directory with the cluster's
-  // copy of the run's state merged in: they see what the run did and write nothing into the state directory.
-  const readOnly = dry || !opts.lock;
-  const stateDir = readOnly ? readOnlyStateDir(pre.stateDir, id, await readStateCopy(client, id, { required: false, warn })) : pre.stateDir;
-  const dropDry = () => { if (readOnly) rmSync(stateDir, { recursive: true, force: true }); };
-  let state: ClusterState | undefined;
-  const run = `${id}`;
-  const holder = holderIdentity(run);
-  let releaseLocal = () => {};
-  let lease: LeaseLock | undefined;
-  if (opts.lock) {
-    const fresh = !existsSync(stateDir);
-    releaseLocal = acquireLocalLock(join(stateDir, 'lock'), holder).release;
-    try {
-      if (opts.dryRun !== 'client') {
-        lease = await acquireLease(client, holder, {
-          forceUnlock: values['force-unlock'] === true,
-          onWait: (m) => io.err(`${m}\n`),
-        });
-      }
-      if (!existsSync(join(stateDir, 'plan.yaml'))) writeFileDurable(join(stateDir, 'plan.yaml'), text);
-      if (!readOnly) state = await attachClusterState(client, run, stateDir, { ...(opts.cluster ? { cluster: opts.cluster } : {}), check: () => lease?.assertHeld(), warn });
-    } catch (e) {
-      await lease?.release();
-      releaseLocal();
-      // a run that never got going leaves no empty state directory behind (rmdir removes only an empty one)
-      if (fresh) try { rmdirSync(stateDir); } catch { /* not empty, or already gone */ }
-      dropDry();
-      throw e;
-    }
-  }
-  const executor = new PlanExecutor(plan, {
-    clusterDomain: flags.clusterDomain,
-    acknowledgedGates: flags.ackGates,
-    timeoutMs: flags.timeoutMs,
-    rolloutTimeoutMs: flags.rolloutTimeoutMs,
-    propagationDelayMs: flags.propagationDelayMs,
-    covers: values['no-covers'] === true ? false : undefined,
-    token: id,
-    // the node hook gets PATH, HOME and the kubeconfig this run uses, nothing else of our environment
-    hookEnv: hookEnvironment(io.env, str(values, 'kubeconfig')),
-  });
-  const ctx: StepContext = {
-    // every request of the steps first checks the Lease: once it is lost, nothing more is sent; every write first
-    // waits until the cluster copy of the run's state holds what was journaled and backed up before it
-    client: guardedClient(state ? mirroredClient(client, state) : client, () => lease?.assertHeld()),
-    backups: new BackupStore(join(stateDir, 'backups'), run, opts.cluster),
-    journal: new Journal(join(stateDir, 'journal.jsonl'), run, warn),
-    dryRun: opts.dryRun ?? 'none',
-    log: (m) => { if (verbose || opts.dryRun === 'client') io.err(`${m}\n`); },
-    warn,
-    ...(opts.view ? { progress: (e) => opts.view!.event(e) } : {}),
-  };
-  if (flags.events) ctx.journal.onAppend = (e) => io.out(`${JSON.stringify(e)}\n`);
-  if (state) {
-    ctx.journal.mirror = (e) => state.enqueueJournal(e);
-    ctx.backups.mirror = (r) => state.enqueueBackup(r);
-  }
-  return {
-    plan, planId: id, stateDir, realStateDir: pre.stateDir, client, executor, ctx,
-    assertLocked: () => lease?.assertHeld(),
-    async release() {
-      // the last entries (run-end) reach the cluster copy too, while the Lease is still ours
-      try { await state?.flush(); } catch (e) { warn(`the last journal entries did not reach the run's copy in the cluster: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`); }
-      await lease?.release();
-      releaseLocal();
-      dropDry();
-    },
-  };
-}
-
-function parseDryRun(values: Values): DryRun {
-  const v = str(values, 'dry-run') ?? 'none';
-  if (v !== 'none' && v !== 'client' && v !== 'server') throw new UsageError(`--dry-run=${v} must be none, client or server`);
-  return v;
-}
 
 async function ask(io: Io, question: string): Promise<boolean> {
   if (!process.stdin.isTTY) return false;
@@ -401,17 +173,17 @@ function checkLivePlatform(snap: Awaited<ReturnType<typeof loadSnapshot>>, plan:
   }
 }
 
-/**
- * The journal the live checks go by: the state directory's, or the cluster copy's when that one is further on
- * (the state directory was lost, or the run went on from another machine).
- */
-async function withClusterJournal(values: Values, io: Io, pre: Prepared): Promise<void> {
-  const copy = await readStateCopy(clientFor(values, io), pre.id, { required: false, warn: (m) => io.err(`warning: ${m}\n`) });
-  pre.entries = journalWithCopy(pre.entries, copy);
-  checkJournalBelongs(pre.entries, `${join(pre.stateDir, 'journal.jsonl')} (with the cluster's copy)`, pre.id, pre.read.plan);
+/** Thrown before a step when the caller asked the run to stop there (a fleet run after another cluster failed). */
+class StopBefore extends Error {
+  readonly step: string;
+  constructor(step: string, why: string) { super(why); this.step = step; }
 }
 
-async function runPlan(values: Values, positionals: string[], io: Io, resume: boolean): Promise<number> {
+/** What a fleet run adds to one cluster's run: a reason to stop before the next step, checked at each step boundary. */
+export interface RunHooks { stopBefore?: () => string | undefined }
+
+/** apply/resume of one plan; exported for the fleet run, which runs it for each cluster with its own flags. */
+export async function runPlan(values: Values, positionals: string[], io: Io, resume: boolean, hooks: RunHooks = {}): Promise<number> {
   const dryRunFlag = parseDryRun(values);
   const pre = prepare(values, positionals, io, { write: dryRunFlag === 'none', journal: true, backups: true });
   const { dryRun, output } = pre.flags;
@@ -430,7 +202,14 @@ async function runPlan(values: Values, positionals: string[], io: Io, resume: bo
       ...(pre.select ? { select: pre.select } : {}),
       yes: values.yes === true,
       confirm: (q) => ask(io, q),
-      beforeStep: () => s.assertLocked(),
+      beforeStep: (id) => {
+        s.assertLocked();
+        const why = hooks.stopBefore?.();
+        if (why) throw new StopBefore(id, why);
+      },
+    }).catch((e: unknown) => {
+      if (e instanceof StopBefore) return { status: 'blocked' as const, step: e.step, before: e.step, message: e.message };
+      throw e;
     });
     view.stop();
     s.ctx.journal.append('run-end', { detail: result.status });
@@ -474,6 +253,7 @@ const RUN_OPTIONS = {
   only: { type: 'string', multiple: true },
   skip: { type: 'string', multiple: true },
   events: { type: 'string' },
+  ...FLEET_RUN_FLAGS,
 } as const;
 
 const RUN_HELP = `Flags:
@@ -487,43 +267,52 @@ const RUN_HELP = `Flags:
   --skip STEP[,STEP]       leave these steps out (journaled as excluded, never counted as done)
   --events ndjson          stream the journal's entries to stdout as they are appended (one JSON object a line;
                            the summary goes to stderr)
+  --fleet DIR              run every plan plan --fleet wrote into DIR instead of one PLAN (docs/fleet.md): the
+                           canary first, then waves; each cluster keeps its Lease and its state in DIR/state/NAME;
+                           a failure stops every cluster at its next step boundary; run it again to resume
+  --parallel-clusters N    with --fleet: clusters migrated at once after the canary (default 1)
 ${LOCK_HELP}
 ${SESSION_HELP}`;
 
 export const applyCommand: Command = {
   name: 'apply',
-  positionals: PLAN_POSITIONAL,
+  positionals: PLAN_OR_FLEET,
   summary: 'execute a plan step by step: check, back up, apply, verify, journal; stops at gates',
-  usage: 'kube-renumber apply PLAN.yaml [--yes] [--dry-run=none|client|server] [--only STEP] [--skip STEP]',
+  usage: 'kube-renumber apply PLAN.yaml [--yes] [--dry-run=none|client|server] [--only STEP] [--skip STEP] | apply --fleet DIR [--parallel-clusters N]',
   options: RUN_OPTIONS,
   help: `${RUN_HELP}\n\nExit codes: 0 done; 2 the plan is for another cluster, unbound without --accept-unbound-plan, or has a hook without --allow-hook; `
     + `6 a pre-flight check fails against the live cluster, or a step's verification failed; 7 stopped at a gate or confirmation (resume after it); 8 locked by another run.`,
-  run: ({ values, positionals, io }) => runPlan(values, positionals, io, false),
+  run: ({ values, positionals, io }) => (values.fleet !== undefined ? fleetRun(values, io) : runPlan(values, positionals, io, false)),
 };
 
 export const resumeCommand: Command = {
   name: 'resume',
-  positionals: PLAN_POSITIONAL,
+  positionals: PLAN_OR_FLEET,
   summary: 'continue a stopped or crashed run of a plan (each step re-checks the cluster first)',
-  usage: 'kube-renumber resume PLAN.yaml [--yes] [--ack-gate ID] [--only STEP] [--skip STEP]',
+  usage: 'kube-renumber resume PLAN.yaml [--yes] [--ack-gate ID] [--only STEP] [--skip STEP] | resume --fleet DIR',
   options: RUN_OPTIONS,
   help: RUN_HELP,
-  run: ({ values, positionals, io }) => runPlan(values, positionals, io, true),
+  run: ({ values, positionals, io }) => (values.fleet !== undefined ? fleetRun(values, io) : runPlan(values, positionals, io, true)),
 };
 
 export const statusCommand: Command = {
   name: 'status',
-  positionals: PLAN_POSITIONAL,
+  positionals: PLAN_OR_FLEET,
   summary: "show a plan's progress from its journal (--watch: follow a run until it ends)",
-  usage: 'kube-renumber status PLAN.yaml [-o table|json|yaml] [--watch]',
-  options: { 'state-dir': { type: 'string' }, watch: { type: 'boolean', short: 'w' } },
+  usage: 'kube-renumber status PLAN.yaml [-o table|json|yaml] [--watch] | status --fleet DIR',
+  options: { 'state-dir': { type: 'string' }, watch: { type: 'boolean', short: 'w' }, fleet: { type: 'string' } },
   help: `Flags:
   --state-dir DIR          the run's state directory (default ~/.local/state/kube-renumber/<plan id>); when it holds no
                            journal, the run's copy in the cluster is read (--kubeconfig, --context)
   -w, --watch              follow the run's journal (from another terminal, like kubectl get -w): print each entry
                            as it is appended, until the run ends; -o json prints one JSON object a line. Exit code
-                           as the run's: 0 completed, 6 a step failed, 7 stopped at a gate or confirmation`,
+                           as the run's: 0 completed, 6 a step failed, 7 stopped at a gate or confirmation
+  --fleet DIR              each cluster of a fleet run (plan --fleet's directory): its state, steps done, last step`,
   async run({ values, positionals, io }) {
+    if (values.fleet !== undefined) {
+      if (values.watch === true || values['state-dir'] !== undefined) throw new UsageError('status --fleet reads each cluster\'s state in DIR/state: it takes neither --watch nor --state-dir');
+      return fleetStatus(values, io);
+    }
     if (values.watch === true && str(values, 'output') === 'yaml') throw new UsageError('status --watch prints one entry a line: use -o json (one JSON object a line) or the table');
     const pre = prepare(values, positionals, io, { write: false, journal: values.watch !== true, backups: false });
     const { flags: { output }, read: { plan }, stateDir } = pre;

@@ -5,6 +5,7 @@ import { refusals } from '../../plan/preflight.ts';
 import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
 import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
+import { isPodPathId, orList, POD_PATH_NAMES, POD_PATHS } from '../../plan/pod-paths/registry.ts';
 import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
 import { parsePodTarget } from '../../plan/pod-plan.ts';
 import { certSanProblem, isDnsSubdomain, isQualifiedName, objectRefProblem, podTargetRefusals } from '../../plan/targets.ts';
@@ -16,12 +17,13 @@ import { parseOutput, section, table } from '../output.ts';
 import { VERSION } from '../version.ts';
 import { inspect } from '../../analyze/inspect.ts';
 import { renderPlanHtml } from '../../render/html.ts';
+import { planFleet } from '../fleet.ts';
 
 /** The largest --headroom: beyond it no range of either family would do, and the arithmetic stays finite. */
 const MAX_HEADROOM = 1000;
 
 /** Flags of the Pod CIDR move, and of the Service CIDR move: each needs its move's target. */
-const POD_FLAGS = ['ipam', 'parallel', 'critical', 'block-size', 'pool-name', 'node-mask-size', 'node-hook'] as const;
+const POD_FLAGS = ['ipam', 'parallel', 'critical', ...POD_PATH_NAMES.flatMap((id) => POD_PATHS[id].flags)] as const;
 const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san'] as const;
 
 /**
@@ -82,6 +84,8 @@ export const planCommand: Command = {
     'pool-name': { type: 'string' },
     'node-mask-size': { type: 'string' },
     'node-hook': { type: 'string' },
+    fleet: { type: 'string' },
+    'output-directory': { type: 'string' },
   },
   help: `Flags:
   --service-cidr NEW       the new Service CIDR; dual-stack: one per family, comma-separated
@@ -100,7 +104,7 @@ export const planCommand: Command = {
                            addresses, or DNS names with a dot (or localhost, kubernetes*); live input reads
                            them over TLS from the kubeconfig server
 Pod CIDR flags:
-  --ipam calico|node       how pods get addresses (default: detected): Calico IPPools, or node podCIDRs
+  ${`--ipam ${POD_PATH_NAMES.join('|')}`.padEnd(23)}  how pods get addresses (default: detected): ${POD_PATH_NAMES.map((id) => POD_PATHS[id].moves).join(', or ')}
   --parallel N             workload rollouts in flight at once (default ${DEFAULT_PARALLEL})
   --critical NS/NAME       a Deployment scaled up by one before the restarts, besides the cluster DNS (repeatable)
   --block-size N           Calico: block size of the new pool (default: the old pool's)
@@ -109,6 +113,11 @@ Pod CIDR flags:
                            (e.g. 24,64; default: kube-controller-manager's, else the nodes' podCIDRs' sizes)
   --node-hook CMD          node path: command that re-registers a deleted node (env KUBE_RENUMBER_NODE);
                            without it every node stops at a gate until its kubelet registers it again
+Fleet flags (docs/fleet.md):
+  --fleet FILE             give every cluster of the fleet file its own Service and Pod ranges (current ones kept
+                           where they overlap nothing) and write one plan per cluster that moves
+  --output-directory DIR   where --fleet writes the plans, fleet.yaml, summary.json and one HTML page per plan
+                           (a new or empty directory)
 
 Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --batch-size and
 --apiserver-cert-san need --service-cidr.
@@ -117,8 +126,12 @@ Output: -o yaml is the file apply reads; markdown is for a change request; html 
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
 2 the target is refused (bad CIDR or family, overlaps a known range, contains a live address, too small), no plan
 can be written (current service range unknown, nothing to move, IPAM unknown: give --ipam), or the move is refused
-on this platform or by the owner of the pod addresses (docs/platforms.md): one error line, no plan.`,
+on this platform or by the owner of the pod addresses (docs/platforms.md): one error line, no plan. With --fleet: 2
+also when the fleet's ranges cannot all be met (the line names the clusters and ranges) or a cluster's plan is
+refused; nothing is written; 3 the fleet file is not valid.`,
   async run({ values, io }) {
+    if (values.fleet !== undefined) return planFleet(values, io, { readCertSANs: readServingCertSANs });
+    if (values['output-directory'] !== undefined) throw new UsageError('--output-directory goes with --fleet FILE');
     const target = str(values, 'service-cidr');
     const podTarget = str(values, 'pod-cidr');
     if (!target && !podTarget) throw new UsageError('give --service-cidr NEW, --pod-cidr NEW, or both, e.g. --service-cidr 172.24.0.0/15');
@@ -130,10 +143,15 @@ on this platform or by the owner of the pod addresses (docs/platforms.md): one e
     };
     if (!podTarget) needs(POD_FLAGS, '--pod-cidr (it applies to the Pod CIDR move)');
     if (!target) needs(SERVICE_FLAGS, '--service-cidr (it applies to the Service CIDR move)');
-    const ipam = str(values, 'ipam');
-    if (ipam !== undefined && ipam !== 'calico' && ipam !== 'node') throw new UsageError(`--ipam ${ipam} must be calico or node`);
-    if (ipam === 'node') needs(['pool-name', 'block-size'], '--ipam calico (Calico IPPools); --ipam node moves node podCIDRs');
-    if (ipam === 'calico') needs(['node-mask-size', 'node-hook'], '--ipam node (node podCIDRs); --ipam calico moves Calico IPPools');
+    const ipamRaw = str(values, 'ipam');
+    if (ipamRaw !== undefined && !isPodPathId(ipamRaw)) throw new UsageError(`--ipam ${ipamRaw} must be ${orList(POD_PATH_NAMES)}`);
+    const ipam = ipamRaw;
+    // a path's own flags need that path
+    if (ipam) {
+      for (const other of POD_PATH_NAMES.filter((id) => id !== ipam)) {
+        needs(POD_PATHS[other].flags, `--ipam ${other} (${POD_PATHS[other].moves}); --ipam ${ipam} moves ${POD_PATHS[ipam].moves}`);
+      }
+    }
     const critical = list(values, 'critical').flatMap((k) => k.split(',')).map((k) => k.trim()).filter(Boolean);
     for (const k of critical) {
       const problem = objectRefProblem(k);
@@ -171,7 +189,7 @@ on this platform or by the owner of the pod addresses (docs/platforms.md): one e
     const headroom = numberFlag(values, 'headroom', 1, MAX_HEADROOM);
     const snap = await loadSnapshot(values, io);
     for (const move of [...(target ? ['service' as const] : []), ...(podTarget ? ['pod' as const] : [])]) {
-      const refused = platformRefusal(snap, move) ?? (move === 'pod' ? podOwnerRefusal(snap, ipam as 'calico' | 'node' | undefined) : undefined);
+      const refused = platformRefusal(snap, move) ?? (move === 'pod' ? podOwnerRefusal(snap, ipam) : undefined);
       if (refused) throw new UsageError(refused);
     }
     if (podTarget) {
@@ -188,7 +206,7 @@ on this platform or by the owner of the pod addresses (docs/platforms.md): one e
       ...(podTarget ? {
         pod: {
           target: podTarget, avoid, critical,
-          ...(ipam ? { ipam: ipam as 'calico' | 'node' } : {}),
+          ...(ipam ? { ipam } : {}),
           ...(parallel !== undefined ? { parallel } : {}),
           ...(blockSize !== undefined ? { blockSize } : {}),
           ...(nodeMaskSize !== undefined ? { nodeMaskSize } : {}),

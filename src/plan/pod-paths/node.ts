@@ -1,0 +1,200 @@
+/**
+ * The node IPAM pod path, plan side: pods take addresses from their node's spec.podCIDR (flannel, kubenet,
+ * host-local, Cilium's kubernetes IPAM). podCIDR is immutable, so every node is drained, deleted and
+ * re-registered, and gets its podCIDR in NEW from this tool while kube-controller-manager does not allocate (it
+ * crashes at start while any node's podCIDR is outside --cluster-cidr; see docs/testbed.md). The steps are
+ * written by nodeStepLists (src/plan/pod-step-lists.ts); the executors: src/engine/pod-paths/node.ts.
+ */
+import { clusterCIDRs } from '../../analyze/capacity.ts';
+import type { Family, Snapshot } from '../../cluster/types.ts';
+import { contains, familyName, formatCidr, split, tryParseCidr, type Cidr } from '../../net/index.ts';
+import { cidrList, fail, fam, inAny, int, list, obj, onlyKeys, str, subdomain, type Obj } from '../plan-fields.ts';
+import { maskKey, type NodeMaskSizes, type PodCIDRSpec } from '../pod-spec.ts';
+import { nodeStepLists } from '../pod-step-lists.ts';
+import type { PreflightCheck } from '../preflight.ts';
+import { KCM_DEFAULT_MASK, kcmMaskFlag, pass } from './common.ts';
+import type { PodPath, PodPlanOptions } from './types.ts';
+
+/** The node podCIDR size for a family: kube-controller-manager's flags, kubeadm, the nodes' podCIDRs, else kcm's default. */
+function nodeMaskOf(snap: Snapshot, f: Family): number {
+  const set = kcmMaskFlag(snap, f);
+  if (set) return set.size;
+  const fromNode = snap.nodes.flatMap((n) => n.podCIDRs).map((c) => tryParseCidr(c)).find((c) => c?.family === f);
+  if (fromNode) return fromNode.prefix;
+  return KCM_DEFAULT_MASK[f];
+}
+
+/** Node path: why node podCIDRs of /`mask` in `t` do not work for `nodes` nodes, or undefined when they do. */
+function nodeMaskProblem(f: Family, t: Cidr, mask: number, nodes: number, headroom: number): string | undefined {
+  if (mask < t.prefix || mask > (f === 4 ? 32 : 128) || mask - t.prefix > 16) {
+    return `node podCIDR size /${mask} does not fit ${formatCidr(t)} (kube-controller-manager needs the node mask at most 16 bits longer than the cluster CIDR)`;
+  }
+  const have = 1n << BigInt(mask - t.prefix);
+  const need = BigInt(Math.ceil(Math.max(nodes, 1) * headroom));
+  if (have < need) return `${formatCidr(t)} holds ${have} node podCIDRs of /${mask}; ${nodes} node(s) x${headroom} headroom need ${need}`;
+  return undefined;
+}
+
+/** Node path: each node's new podCIDRs, deterministically: nodes in name order take the blocks of NEW in order. */
+function nodePodCIDRs(snap: Snapshot, target: Map<Family, Cidr>, masks: Map<Family, number>): NonNullable<PodCIDRSpec['node']>['nodes'] {
+  const blocks = new Map<Family, Cidr[]>();
+  for (const [f, t] of target) blocks.set(f, split(t, masks.get(f)!, snap.nodes.length));
+  return [...snap.nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map((n, i) => ({ name: n.name, from: [...n.podCIDRs], to: [...target.keys()].map((f) => formatCidr(blocks.get(f)![i]!)) }));
+}
+
+/** Node path: the node mask and the nodes' new podCIDRs, with check `pod-target-size` and the node-path checks. */
+function nodeSizing(
+  snap: Snapshot, opts: PodPlanOptions, target: Map<Family, Cidr>, headroom: number,
+): { node: NonNullable<PodCIDRSpec['node']>; checks: PreflightCheck[] } {
+  const nodes = snap.nodes.length;
+  const masks = new Map<Family, number>();
+  const problems: string[] = [];
+  const given = opts.nodeMaskSize === undefined ? undefined : typeof opts.nodeMaskSize === 'number' ? [opts.nodeMaskSize] : [...opts.nodeMaskSize];
+  if (given && given.length !== target.size) {
+    problems.push(`${given.length} node podCIDR size(s) (${given.map((m) => `/${m}`).join(',')}) for ${target.size} famil${target.size === 1 ? 'y' : 'ies'} of NEW (${[...target.values()].map(formatCidr).join(',')}): give one size per family, in the order of NEW (e.g. --node-mask-size ${[...target.keys()].map((f) => (f === 4 ? 24 : 64)).join(',')})`);
+  }
+  [...target].forEach(([f, t], i) => {
+    const mask = given?.[i] ?? nodeMaskOf(snap, f);
+    masks.set(f, mask);
+    const problem = nodeMaskProblem(f, t, mask, nodes, headroom);
+    if (problem) problems.push(problem);
+  });
+  const sizeCheck: PreflightCheck = problems.length > 0
+    ? { id: 'pod-target-size', status: 'fail', target: true, message: problems.join('; '), fix: 'choose a larger range or a longer --node-mask-size (one per family), or lower --headroom' }
+    : pass('pod-target-size', [...target].map(([f, t]) => `${formatCidr(t)}: ${1n << BigInt(masks.get(f)! - t.prefix)} node podCIDRs of /${masks.get(f)} for ${nodes} node(s)`).join('; '), true);
+  const maskSizes: NodeMaskSizes = {};
+  for (const [f, m] of masks) maskSizes[maskKey(f)] = m;
+  return {
+    node: {
+      maskSizes,
+      nodes: problems.length === 0 ? nodePodCIDRs(snap, target, masks) : [],
+      ...(opts.nodeHook ? { hook: opts.nodeHook } : {}),
+    },
+    checks: [sizeCheck, ...nodeFamiliesCheck(snap, target), ...nodePathChecks(snap, opts)],
+  };
+}
+
+/**
+ * Node path: check `pod-node-families` (a refusal) when the nodes' podCIDRs or the cluster CIDRs have a family
+ * NEW does not name. A re-registered node gets its podCIDRs once, every family at the same time, and
+ * kube-controller-manager's --cluster-cidr afterwards names every family: moving one family of a dual-stack
+ * node-IPAM cluster would leave the nodes without the other.
+ */
+function nodeFamiliesCheck(snap: Snapshot, target: Map<Family, Cidr>): PreflightCheck[] {
+  const have = new Set<Family>([
+    ...clusterCIDRs(snap).map((c) => c.cidr.family),
+    ...snap.nodes.flatMap((n) => n.podCIDRs).map((c) => tryParseCidr(c)?.family).filter((f): f is Family => f !== undefined),
+  ]);
+  const missing = [...have].filter((f) => !target.has(f)).sort();
+  if (missing.length === 0) return [];
+  return [{
+    id: 'pod-node-families', status: 'fail', target: true,
+    message: `the nodes' podCIDRs are ${[...have].sort().map(familyName).join(' and ')}, NEW names no ${missing.map(familyName).join(' or ')} range: a node gets its podCIDRs once, one per family, when it registers again, so node IPAM moves every family at once`,
+    fix: `give --pod-cidr one range per family the nodes use, comma-separated (e.g. ${[...have].sort().map((f) => (f === 4 ? '10.245.0.0/16' : 'fd00:10:245::/56')).join(',')})`,
+  }];
+}
+
+/** Node path: checks `pod-kcm-flags`, `pod-node-hook` and `pod-autoscaler`. */
+function nodePathChecks(snap: Snapshot, opts: PodPlanOptions): PreflightCheck[] {
+  const nodes = snap.nodes.length;
+  return [
+    snap.controllerManagers.length > 0
+      ? pass('pod-kcm-flags', `kube-controller-manager flags are visible (${snap.controllerManagers.map((k) => k.pod).join(', ')}): the gates check them`)
+      : { id: 'pod-kcm-flags', status: 'warn', message: 'kube-controller-manager runs without a mirror pod: its flags cannot be read, so its two gates need --ack-gate', fix: '' },
+    opts.nodeHook
+      ? pass('pod-node-hook', `nodes re-register through the hook: ${opts.nodeHook}`)
+      : { id: 'pod-node-hook', status: 'warn', message: `no --node-hook: each of the ${nodes} node(s) stops at a gate after it is deleted, until its kubelet registers it again`, fix: 'give --node-hook CMD (run with KUBE_RENUMBER_NODE=<name>) to re-register nodes without stopping' },
+    { id: 'pod-autoscaler', status: 'warn', message: 'while kube-controller-manager does not allocate podCIDRs, nodes added by an autoscaler get none from it', fix: 'pause the cluster autoscaler for the migration; verify names any node left without a podCIDR in NEW' },
+  ];
+}
+
+/**
+ * spec.podCIDR.node: a podCIDR size per family of `to` (maskSizes; a plan written before dual-stack has one
+ * maskSize, read as the size of to's one family), and each node's new podCIDRs: one per family of `to`, in
+ * it, of that family's size, no two nodes sharing one.
+ */
+function checkNodeSection(n: Obj, P: string, to: readonly Cidr[]): void {
+  onlyKeys(n, P, ['maskSizes', 'maskSize', 'hook', 'nodes']);
+  if (n.maskSize !== undefined) {
+    if (n.maskSizes !== undefined) fail(`${P}.maskSize`, 'set together with maskSizes: give maskSizes only');
+    if (to.length !== 1) fail(`${P}.maskSize`, `one size for ${to.length} families of spec.podCIDR.to (${to.map(formatCidr).join(', ')}): give maskSizes {ipv4, ipv6} (plan again)`);
+    const t = to[0]!;
+    const bits = t.family === 4 ? 32 : 128;
+    const m = int(n, 'maskSize', P, 1, bits)!;
+    if (m < t.prefix) fail(`${P}.maskSize`, `/${m} is larger than spec.podCIDR.to (${formatCidr(t)})`);
+    n.maskSizes = { [maskKey(t.family)]: m };
+    delete n.maskSize;
+  }
+  const ms = obj(n.maskSizes, `${P}.maskSizes`);
+  onlyKeys(ms, `${P}.maskSizes`, to.map((t) => maskKey(t.family)));
+  const sizes = new Map<number, number>();
+  for (const t of to) {
+    const k = maskKey(t.family);
+    if (ms[k] === undefined) fail(`${P}.maskSizes.${k}`, `missing (spec.podCIDR.to has the ${fam(t)} range ${formatCidr(t)})`);
+    const m = int(ms, k, `${P}.maskSizes`, 1, t.family === 4 ? 32 : 128)!;
+    if (m < t.prefix) fail(`${P}.maskSizes.${k}`, `/${m} is larger than spec.podCIDR.to's ${formatCidr(t)}`);
+    sizes.set(t.family, m);
+  }
+  str(n, 'hook', P, true);
+  const taken = new Map<string, string>();
+  list(n, 'nodes', P)!.forEach((x, i) => {
+    const np = `${P}.nodes[${i}]`;
+    const no = obj(x, np);
+    const name = subdomain(no, 'name', np);
+    cidrList(no, 'from', np);
+    const got = cidrList(no, 'to', np, { nonEmpty: true, onePerFamily: true });
+    got.forEach((c, j) => {
+      if (!inAny(to, c)) fail(`${np}.to[${j}]`, `${formatCidr(c)} is not inside spec.podCIDR.to (${to.map(formatCidr).join(', ')})`);
+      if (c.prefix !== sizes.get(c.family)) fail(`${np}.to[${j}]`, `${formatCidr(c)} is not a /${sizes.get(c.family)} (maskSizes.${maskKey(c.family)})`);
+      const other = taken.get(formatCidr(c));
+      if (other !== undefined) fail(`${np}.to[${j}]`, `${formatCidr(c)} is node ${other}'s too`);
+      taken.set(formatCidr(c), name);
+    });
+    for (const t of to) if (!got.some((c) => c.family === t.family)) fail(`${np}.to`, `has no ${fam(t)} podCIDR (spec.podCIDR.to has ${formatCidr(t)})`);
+  });
+}
+
+/** The node podCIDR sizes of a node-path section, in the order of spec.podCIDR.to: "/24 (IPv4), /64 (IPv6)". */
+export function maskSizesText(pc: PodCIDRSpec): string {
+  const ms = pc.node?.maskSizes ?? {};
+  const fams = pc.to.map((t) => (t.includes(':') ? 6 : 4) as 4 | 6);
+  const parts = fams.map((f) => ms[maskKey(f)]).map((m, i) => (m === undefined ? undefined : `/${m}${fams.length > 1 ? ` (${familyName(fams[i]!)})` : ''}`));
+  return parts.filter(Boolean).join(', ') || 'no size';
+}
+
+export const nodePath: PodPath<'node'> = {
+  id: 'node',
+  moves: 'node podCIDRs',
+  hint: 'node podCIDRs: flannel, kubenet, host-local, Cilium kubernetes IPAM',
+  flags: ['node-mask-size', 'node-hook'],
+  planned: 'node IPAM: pods take addresses from their node\'s spec.podCIDR',
+  kcmAllocatesAfter: true,
+  finalGate: 'kcm-cluster-cidr',
+  oldRanges({ snap, opts, target }, checks) {
+    const insideNew = (c: Cidr) => { const t = target.get(c.family); return !!t && contains(t, c); };
+    const cc = clusterCIDRs(snap).map((c) => c.cidr).filter((c) => target.has(c.family) && !insideNew(c));
+    const nodeCidrs = snap.nodes.flatMap((n) => n.podCIDRs).map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c && target.has(c.family) && !insideNew(c));
+    const from = [...cc];
+    for (const n of nodeCidrs) if (!from.some((c) => contains(c, n))) from.push(n);
+    if (from.length === 0) {
+      checks.push({ id: 'pod-old-range', status: 'fail', target: true, message: 'no node podCIDR or cluster CIDR outside NEW: nothing to move', fix: 'check `kube-renumber inspect`' });
+      return undefined;
+    }
+    return {
+      from,
+      size: (headroom) => {
+        const sized = nodeSizing(snap, opts, target, headroom);
+        return { section: { node: sized.node }, checks: sized.checks };
+      },
+    };
+  },
+  stepLists: nodeStepLists,
+  endState: (spec) => `; every node's podCIDR in ${spec.to.join(',')}`,
+  validate: (pc, P, to) => checkNodeSection(obj(pc.node, `${P}.node`), `${P}.node`, to),
+  summary: () => 'node podCIDRs (nodes drained and re-registered)',
+  summaryRows: (pc) => (pc.node ? [['Nodes', `${pc.node.nodes.length} node(s), ${maskSizesText(pc)} each; re-registration: ${pc.node.hook ? `hook \`${pc.node.hook}\`` : 'a gate per node'}`]] : []),
+  markdown: (pc, table) => (pc.node && pc.node.nodes.length > 0
+    ? `\n## Node podCIDRs\n\n${table(['Node', 'From', 'To'], pc.node.nodes.map((n) => [n.name, n.from.join(',') || '-', n.to.join(',')]))}`
+    : ''),
+};

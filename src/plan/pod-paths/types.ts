@@ -1,0 +1,107 @@
+/**
+ * The seam of the Pod CIDR planner: one PodPath per way kube-renumber moves pod addresses (src/ipam/types.ts
+ * POD_PATH_IDS), each one module under src/plan/pod-paths/ listed once in registry.ts. A path says what it
+ * leaves (OLD), sizes NEW, writes its section of spec.podCIDR and its steps, validates that section when a plan
+ * is read back, and describes its end state; its executors are the same path's module under src/engine/pod-paths/.
+ */
+import type { AvoidRange } from '../../analyze/catalog.ts';
+import type { Family, Snapshot } from '../../cluster/types.ts';
+import type { PodPathId } from '../../ipam/types.ts';
+import type { Cidr } from '../../net/index.ts';
+import type { DistroPatch } from '../distro-patches.ts';
+import type { Obj } from '../plan-fields.ts';
+import type { PodCIDRSpec, PodIpam, PodPatchGate } from '../pod-spec.ts';
+import type { distributionOf, PreflightCheck } from '../preflight.ts';
+import type { PlanStep } from '../steps.ts';
+
+export type Distribution = ReturnType<typeof distributionOf>;
+
+export interface PodPlanOptions {
+  /** NEW pod range: one CIDR per family (array or comma-separated). */
+  target: string | readonly string[];
+  avoid?: readonly AvoidRange[];
+  /** Override the detected IPAM. */
+  ipam?: PodIpam;
+  /** Workload restarts in flight at once (default 4). */
+  parallel?: number;
+  /** Deployments (namespace/name) scaled up before the restarts, besides the cluster DNS. */
+  critical?: readonly string[];
+  /** Calico: block size of the new pool (default: the old pool's). */
+  blockSize?: number;
+  /** Calico: name of the new pool (default kube-renumber-<cidr>). */
+  poolName?: string;
+  /**
+   * Node path: the node podCIDR size, one per family of NEW in NEW's order (a single number: for a single-stack
+   * NEW). Default per family: kube-controller-manager's --node-cidr-mask-size-ipv4/-ipv6 (or
+   * --node-cidr-mask-size), else the size of the nodes' podCIDRs of that family, else 24 (IPv4) / 64 (IPv6).
+   */
+  nodeMaskSize?: number | readonly number[];
+  /** Node path: a command that re-registers a deleted node (env KUBE_RENUMBER_NODE); without it each node is a gate. */
+  nodeHook?: string;
+  /** Minimum free room in NEW: blocks or node podCIDRs for today's nodes times this (default 2). */
+  headroom?: number;
+}
+
+/** The steps before the restarts (pools or allocation, scale-up), the restarts, and the clean-up after them. */
+export interface PodStepLists {
+  prepare: PlanStep[];
+  restart: PlanStep[];
+  finish: PlanStep[];
+}
+
+/** What the pod step lists are written from: the finished spec, the distribution and its patches. */
+export interface PodStepInputs {
+  spec: PodCIDRSpec;
+  distro: Distribution;
+  patches: DistroPatch[];
+}
+
+/** What a path plans from: the snapshot, the options, and NEW (parsed, and as text). */
+export interface PodPathInput {
+  snap: Snapshot;
+  opts: PodPlanOptions;
+  target: Map<Family, Cidr>;
+  newText: string[];
+}
+
+/** The path's own section of spec.podCIDR (spec.podCIDR.<id>). */
+export type PodPathSection = Partial<Pick<PodCIDRSpec, PodPathId>>;
+
+/** What a path leaves (OLD), and how it then sizes NEW. */
+export interface PodPathOld {
+  from: Cidr[];
+  /** Sizes NEW: the path's section of spec.podCIDR and its checks (pod-target-size first). */
+  size(headroom: number): { section: PodPathSection; checks: PreflightCheck[] };
+}
+
+export interface PodPath<Id extends PodPathId = PodPathId> {
+  readonly id: Id;
+  /** What `--ipam ID` moves, e.g. "Calico IPPools". */
+  readonly moves: string;
+  /** Which clusters take this path, for the hint when none is detected (e.g. "node podCIDRs: flannel, ..."). */
+  readonly hint: string;
+  /** The plan flags only this path reads (without the leading --). */
+  readonly flags: readonly string[];
+  /** Check pod-ipam's message when this path is planned. */
+  readonly planned: string;
+  /**
+   * kube-controller-manager's allocation of node podCIDRs: true when it stops at a first gate and allocates from
+   * NEW again at the final gate; false when the final gate turns it off (the path does not use node podCIDRs).
+   */
+  readonly kcmAllocatesAfter: boolean;
+  /** The gate whose patches change the distribution's pod range. */
+  readonly finalGate: PodPatchGate;
+  /** OLD, or undefined with a failed check added to `checks` when there is nothing to move. */
+  oldRanges(inp: PodPathInput, checks: PreflightCheck[]): PodPathOld | undefined;
+  /** The path's steps: before the restarts, the restarts, the clean-up after them. */
+  stepLists(inp: PodStepInputs): PodStepLists;
+  /** What verify-pods checks besides the pods and workloads (appended to its description). */
+  endState(spec: PodCIDRSpec): string;
+  /** Validates the path's section of a plan read back (spec.podCIDR at `P`); PlanFormatError names the field. */
+  validate(pc: Obj, P: string, to: readonly Cidr[]): void;
+  /** The "Pod IPAM" summary row, and the path's own rows after "Restarts". */
+  summary(pc: PodCIDRSpec): string;
+  summaryRows(pc: PodCIDRSpec): Array<[string, string]>;
+  /** The path's own section of the Markdown plan (after the pre-flight checks), or ''. */
+  markdown(pc: PodCIDRSpec, table: (headers: string[], rows: string[][]) => string): string;
+}

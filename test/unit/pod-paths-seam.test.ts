@@ -1,0 +1,150 @@
+/**
+ * The seam for step kinds and pod paths: every table is derived from the registries (STEP_KINDS,
+ * GATE_CONDITION_INFO, POD_PATH_IDS), so a kind, condition or path added to one of them without its executor,
+ * planner module, --ipam value or documentation fails here (and, for the typed tables, in the compiler).
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { buildSnapshot } from '../../src/cluster/build.ts';
+import { readInventoryFiles } from '../../src/cluster/files.ts';
+import { PlanExecutor } from '../../src/engine/plan-executor.ts';
+import { POD_PATH_ENGINES } from '../../src/engine/pod-paths/registry.ts';
+import { PodExecutor } from '../../src/engine/pod-steps.ts';
+import { ServiceExecutor } from '../../src/engine/service-steps.ts';
+import { POD_PATH_IDS, type PodPathId } from '../../src/ipam/types.ts';
+import { buildMigrationPlan, type MigrationPlan } from '../../src/plan/plan.ts';
+import { POD_PATHS } from '../../src/plan/pod-paths/registry.ts';
+import { planFromYaml, planToYaml } from '../../src/plan/render.ts';
+import {
+  GATE_CONDITION_INFO, GATE_CONDITIONS, STEP_KIND_NAMES, STEP_KINDS, type GateCondition, type GateConditionInfo, type StepKind, type StepKindInfo,
+} from '../../src/plan/steps.ts';
+import { run } from './run-cli.ts';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const has = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k);
+
+/** Who runs a step kind: the Service executor, PodExecutor's shared steps, or a pod path's engine. */
+function executorsOf(kind: StepKind): string[] {
+  return [
+    ...(has(ServiceExecutor.actions, kind) ? ['service'] : []),
+    ...(has(PodExecutor.sharedSteps, kind) ? ['pod'] : []),
+    ...POD_PATH_IDS.filter((id) => has(POD_PATH_ENGINES[id].steps, kind)).map((id) => `path ${id}`),
+  ];
+}
+
+/** Who checks a gate condition: the Service executor or a pod path's engine. */
+function checkersOf(c: GateCondition): string[] {
+  return [
+    ...(has(ServiceExecutor.gates, c) ? ['service'] : []),
+    ...POD_PATH_IDS.filter((id) => has(POD_PATH_ENGINES[id].gates, c)).map((id) => `path ${id}`),
+  ];
+}
+
+/** The executor a kind's STEP_KINDS entry says it has. */
+function expectedExecutor(info: StepKindInfo): string[] {
+  if (info.family === 'control') return [];
+  if (info.family === 'service') return ['service'];
+  return info.path ? [`path ${info.path}`] : ['pod'];
+}
+
+async function examplePlan(example: string, pod: Record<string, unknown>): Promise<MigrationPlan> {
+  const snap = buildSnapshot(await readInventoryFiles([`${ROOT}examples/${example}`]));
+  return buildMigrationPlan(snap, { pod: { target: '', ...pod } as never });
+}
+
+/** Plans of each pod path, on examples where that path applies (node: with a hook and without, so every node kind and gate appears). */
+const PATH_PLANS: Record<PodPathId, Array<() => Promise<MigrationPlan>>> = {
+  calico: [() => examplePlan('kops-tailscale', { target: '10.32.0.0/13' })],
+  node: [
+    () => examplePlan('kubeadm-exhausted', { target: '10.244.0.0/14', ipam: 'node', nodeHook: 'true' }),
+    () => examplePlan('kubeadm-exhausted', { target: '10.244.0.0/14', ipam: 'node' }),
+  ],
+};
+
+describe('step kinds: one table, one executor each', () => {
+  it('every step kind has exactly the one executor its STEP_KINDS entry names', () => {
+    assert.ok(STEP_KIND_NAMES.length >= 20, 'the table lists the kinds');
+    for (const kind of STEP_KIND_NAMES) {
+      assert.deepEqual(executorsOf(kind), expectedExecutor(STEP_KINDS[kind]), kind);
+    }
+  });
+
+  it('the executors hold no kind the table does not list', () => {
+    const listed = new Set<string>(STEP_KIND_NAMES);
+    const tables = [ServiceExecutor.actions, PodExecutor.sharedSteps, ...POD_PATH_IDS.map((id) => POD_PATH_ENGINES[id].steps)];
+    for (const t of tables) for (const k of Object.keys(t)) assert.ok(listed.has(k), `${k} is in STEP_KINDS`);
+  });
+
+  it('every gate condition has exactly one check, the one GATE_CONDITION_INFO names', () => {
+    for (const c of GATE_CONDITIONS) {
+      const info: GateConditionInfo = GATE_CONDITION_INFO[c];
+      assert.deepEqual(checkersOf(c), [info.family === 'service' ? 'service' : `path ${info.path}`], c);
+    }
+    const tables = [ServiceExecutor.gates, ...POD_PATH_IDS.map((id) => POD_PATH_ENGINES[id].gates)];
+    for (const t of tables) for (const k of Object.keys(t)) assert.ok((GATE_CONDITIONS as readonly string[]).includes(k), `${k} is in GATE_CONDITION_INFO`);
+  });
+});
+
+describe('pod paths: one module per side, one registry line each', () => {
+  it('both registries hold exactly the POD_PATH_IDS, each under its own id', () => {
+    assert.deepEqual(Object.keys(POD_PATHS).sort(), [...POD_PATH_IDS].sort());
+    assert.deepEqual(Object.keys(POD_PATH_ENGINES).sort(), [...POD_PATH_IDS].sort());
+    for (const id of POD_PATH_IDS) {
+      assert.equal(POD_PATHS[id].id, id);
+      assert.equal(POD_PATH_ENGINES[id].id, id);
+    }
+    for (const id of Object.keys(PATH_PLANS)) assert.ok((POD_PATH_IDS as readonly string[]).includes(id));
+    assert.deepEqual(Object.keys(PATH_PLANS).sort(), [...POD_PATH_IDS].sort(), 'this test plans every path');
+  });
+
+  for (const id of POD_PATH_IDS) {
+    it(`${id}: its plans use its own kinds and gates and the shared ones, all of its own, and each runs through its executor`, async () => {
+      const used = new Set<string>();
+      const gates = new Set<string>();
+      for (const make of PATH_PLANS[id]) {
+        const plan = await make();
+        assert.equal(plan.spec.podCIDR?.ipam, id, plan.preflight.filter((c) => c.status === 'fail').map((c) => c.message).join('; '));
+        for (const s of plan.steps) {
+          used.add(s.kind);
+          const info: StepKindInfo = STEP_KINDS[s.kind];
+          assert.ok(info.path === undefined || info.path === id, `${s.id} (${s.kind}) belongs to path ${info.path}, the plan is ${id}`);
+          if (s.kind === 'gate') {
+            gates.add(s.gate.condition);
+            const c: GateConditionInfo = GATE_CONDITION_INFO[s.gate.condition];
+            assert.ok(c.path === undefined || c.path === id, `gate ${s.id} (${s.gate.condition}) belongs to path ${c.path}`);
+          }
+        }
+        // every step becomes an engine step, and the plan reads back as written
+        const steps = new PlanExecutor(plan, { token: 't' }).steps();
+        assert.deepEqual(steps.map((s) => s.id), plan.steps.map((s) => s.id));
+        assert.deepEqual(planFromYaml(planToYaml(plan)).spec.podCIDR, JSON.parse(JSON.stringify(plan.spec.podCIDR)));
+      }
+      for (const k of STEP_KIND_NAMES.filter((x) => (STEP_KINDS[x] as StepKindInfo).path === id)) assert.ok(used.has(k), `a ${id} plan has a ${k} step`);
+      for (const c of GATE_CONDITIONS.filter((x) => (GATE_CONDITION_INFO[x] as GateConditionInfo).path === id)) assert.ok(gates.has(c), `a ${id} plan has a ${c} gate`);
+    });
+  }
+
+  it('--ipam accepts every path id (and nothing else), and the help and docs name each', async () => {
+    const kubeadm = `${ROOT}examples/kubeadm-exhausted`;
+    const bad = await run(['plan', '--pod-cidr', '10.244.0.0/14', '--ipam', 'no-such-path', '-f', kubeadm]);
+    assert.equal(bad.code, 2);
+    for (const id of POD_PATH_IDS) assert.match(bad.err, new RegExp(`\\b${id}\\b`), `the error names ${id}`);
+    const help = await run(['plan', '--help']);
+    const docs = readFileSync(`${ROOT}docs/pod-migration.md`, 'utf8');
+    for (const id of POD_PATH_IDS) {
+      const r = await run(['plan', '--pod-cidr', '10.244.0.0/14', '--ipam', id, '-f', kubeadm]);
+      assert.doesNotMatch(r.err, /--ipam .* must be/, `--ipam ${id} is accepted`);
+      assert.match(help.out + help.err, new RegExp(`--ipam [a-z|]*\\b${id}\\b`), `plan --help names --ipam ${id}`);
+      assert.match(docs, new RegExp(`src/plan/pod-paths/${id}\\.ts`), `docs/pod-migration.md names the ${id} path's module`);
+      // a path's own flags are refused with another path
+      for (const other of POD_PATH_IDS.filter((o) => o !== id)) {
+        for (const flag of POD_PATHS[other].flags) {
+          const r2 = await run(['plan', '--pod-cidr', '10.244.0.0/14', '--ipam', id, `--${flag}`, flag === 'node-hook' ? 'true' : flag === 'pool-name' ? 'p' : '24', '-f', kubeadm]);
+          assert.equal(r2.code, 2, `--${flag} with --ipam ${id}`);
+          assert.match(r2.err, new RegExp(`--${flag} needs --ipam ${other}`));
+        }
+      }
+    }
+  });
+});
