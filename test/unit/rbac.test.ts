@@ -87,6 +87,11 @@ describe('shipped RBAC against what runs need', () => {
     assert.ok(!rules.some((h) => grants(h, other)));
   });
 
+  test('the EndpointSlice watch a Service batch waits with is granted (without it the run LISTs in a loop)', () => {
+    const watch = { verb: 'watch', group: 'discovery.k8s.io', resource: 'endpointslices', namespace: 'default', file: '', why: '' };
+    assert.ok(rules.some((h) => h.file === 'deploy/rbac-migrate.yaml' && grants(h, watch)));
+  });
+
   test('Secrets only in the state namespace', () => {
     for (const h of rules.filter((x) => x.rule.resources.includes('secrets'))) assert.equal(h.namespace, 'kube-renumber');
   });
