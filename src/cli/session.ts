@@ -1,7 +1,7 @@
 /**
- * The run session of one plan: its flags, the plan file, the state directory (journal, backups, local lock) and
- * the cluster Lease, assembled once for apply/resume/status/verify/rollback/restore and for each cluster of a
- * fleet run.
+ * The run session of one plan: its flags, the plan file, the state directory (journal, backups, local lock), the
+ * copy of the run's state kept in the cluster and the cluster Lease, assembled once for
+ * apply/resume/status/verify/rollback/restore and for each cluster of a fleet run.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, rmdirSync, rmSync } from 'node:fs';
