@@ -26,6 +26,10 @@ const SCENARIOS: Record<string, Scenario> = {
     summary: 'Service CIDR move (recreate, in-place) on the data-plane testbed with the prober: failed requests, longest gap',
     load: () => import('./zero-downtime.ts'),
   },
+  'state-size': {
+    summary: "the run's state kept in the cluster for N Services (default 20,000): JSON, gzip, Secrets, build and read times",
+    load: () => import('./state-size.ts'),
+  },
   'fleet-assign': {
     summary: 'fleet range assignment (plan --fleet) for 1,000 synthetic clusters: time per assignment',
     load: () => import('./fleet-assign.ts'),

@@ -224,8 +224,8 @@ const UNUSED_GLOBALS: Readonly<Record<string, Readonly<Record<string, string>>>>
   inspect: { namespace: WHOLE_CLUSTER },
   suggest: { namespace: WHOLE_CLUSTER },
   plan: { namespace: WHOLE_CLUSTER },
-  status: { ...PLAN_RUNS, kubeconfig: 'it reads only the journal', context: 'it reads only the journal', 'request-timeout': 'it reads only the journal' },
-  ...Object.fromEntries(['apply', 'resume', 'verify', 'rollback', 'restore'].map((c) => [c, PLAN_RUNS])),
+  // status reads the cluster's copy of the run's state when the state directory holds no journal
+  ...Object.fromEntries(['apply', 'resume', 'status', 'verify', 'rollback', 'restore'].map((c) => [c, PLAN_RUNS])),
   probe: { 'from-file': 'it measures a live cluster', avoid: 'it measures a live cluster', config: 'it measures a live cluster' },
   ...Object.fromEntries(['version', 'completion'].map((c) => [c, {
     kubeconfig: NOTHING_TO_READ, context: NOTHING_TO_READ, namespace: NOTHING_TO_READ, 'from-file': NOTHING_TO_READ,

@@ -1,13 +1,14 @@
 /**
- * The run session of one plan: its flags, the plan file, the state directory (journal, backups, local lock) and
- * the cluster Lease, assembled once for apply/resume/status/verify/rollback/restore and for each cluster of a
- * fleet run.
+ * The run session of one plan: its flags, the plan file, the state directory (journal, backups, local lock), the
+ * copy of the run's state kept in the cluster and the cluster Lease, assembled once for
+ * apply/resume/status/verify/rollback/restore and for each cluster of a fleet run.
  */
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, rmdirSync, rmSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { existsSync, rmdirSync, rmSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { BackupStore } from '../engine/backup.ts';
+import { mirroredClient, type ClusterState } from '../engine/cluster-state.ts';
 import { checkStateDir, decodeText, readRegularFile, writeFileDurable } from '../engine/files.ts';
 import { Journal, readJournal, type JournalEntry } from '../engine/journal.ts';
 import { hookEnvironment } from '../engine/pod-steps.ts';
@@ -18,6 +19,8 @@ import { PlanExecutor } from '../engine/plan-executor.ts';
 import { connect, type KubeClient } from '../kube/client.ts';
 import { planFromYaml, type MigrationPlan } from '../plan/index.ts';
 import { MAX_PLAN_BYTES } from '../plan/render.ts';
+import { clientFor } from './commands/access-check.ts';
+import { attachClusterState, journalWithCopy, readOnlyStateDir, readStateCopy } from './commands/state-copy.ts';
 import { durationFlag, list, str } from './common.ts';
 import { InputError, UsageError } from './errors.ts';
 import type { Io, Values } from './command.ts';
@@ -146,19 +149,6 @@ export function prepare(values: Values, positionals: string[], io: Io,
 }
 
 /**
- * A dry run works in a temporary directory (0700) holding copies of the journal and the backups, so it sees what
- * the real run did and writes nothing into the real state directory (no plan copy, journal line or lock file).
- */
-export function dryRunDir(stateDir: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'kube-renumber-dry-run-'));
-  for (const name of ['journal.jsonl', 'backups']) {
-    const from = join(stateDir, name);
-    if (existsSync(from)) cpSync(from, join(dir, name), { recursive: true });
-  }
-  return dir;
-}
-
-/**
  * A state directory holds the run of one plan: every journal entry carries this plan's id as its run, and every
  * step it names is a step of the plan. A line from another plan's run (a shared --state-dir, a copied or forged
  * journal) would make status, supersession and rollback act on steps this run never took: exit 3.
@@ -179,13 +169,18 @@ export function checkJournalBelongs(entries: readonly JournalEntry[], path: stri
 export async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: boolean; dryRun?: DryRun; cluster?: string; view?: ProgressView }): Promise<Session> {
   const { flags, read: { plan, text }, id } = pre;
   const dry = opts.dryRun !== undefined && opts.dryRun !== 'none';
-  const stateDir = dry ? dryRunDir(pre.stateDir) : pre.stateDir;
-  const dropDry = () => { if (dry) rmSync(stateDir, { recursive: true, force: true }); };
   const verbose = values.verbose === true;
   const client = connect({
     kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
     requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env,
   });
+  const warn = opts.view ? (m: string) => opts.view!.warn(m) : (m: string) => io.err(`warning: ${m}\n`);
+  // A dry run, and a command that only reads, work on a temporary copy of the state directory with the cluster's
+  // copy of the run's state merged in: they see what the run did and write nothing into the state directory.
+  const readOnly = dry || !opts.lock;
+  const stateDir = readOnly ? readOnlyStateDir(pre.stateDir, id, await readStateCopy(client, id, { required: false, warn })) : pre.stateDir;
+  const dropDry = () => { if (readOnly) rmSync(stateDir, { recursive: true, force: true }); };
+  let state: ClusterState | undefined;
   const run = `${id}`;
   const holder = holderIdentity(run);
   let releaseLocal = () => {};
@@ -201,6 +196,7 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: {
         });
       }
       if (!existsSync(join(stateDir, 'plan.yaml'))) writeFileDurable(join(stateDir, 'plan.yaml'), text);
+      if (!readOnly) state = await attachClusterState(client, run, stateDir, { ...(opts.cluster ? { cluster: opts.cluster } : {}), check: () => lease?.assertHeld(), warn });
     } catch (e) {
       await lease?.release();
       releaseLocal();
@@ -221,10 +217,10 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: {
     // the node hook gets PATH, HOME and the kubeconfig this run uses, nothing else of our environment
     hookEnv: hookEnvironment(io.env, str(values, 'kubeconfig')),
   });
-  const warn = opts.view ? (m: string) => opts.view!.warn(m) : (m: string) => io.err(`warning: ${m}\n`);
   const ctx: StepContext = {
-    // every request of the steps first checks the Lease: once it is lost, nothing more is sent
-    client: guardedClient(client, () => lease?.assertHeld()),
+    // every request of the steps first checks the Lease: once it is lost, nothing more is sent; every write first
+    // waits until the cluster copy of the run's state holds what was journaled and backed up before it
+    client: guardedClient(state ? mirroredClient(client, state) : client, () => lease?.assertHeld()),
     backups: new BackupStore(join(stateDir, 'backups'), run, opts.cluster),
     journal: new Journal(join(stateDir, 'journal.jsonl'), run, warn),
     dryRun: opts.dryRun ?? 'none',
@@ -233,15 +229,31 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: {
     ...(opts.view ? { progress: (e) => opts.view!.event(e) } : {}),
   };
   if (flags.events) ctx.journal.onAppend = (e) => io.out(`${JSON.stringify(e)}\n`);
+  if (state) {
+    ctx.journal.mirror = (e) => state.enqueueJournal(e);
+    ctx.backups.mirror = (r) => state.enqueueBackup(r);
+  }
   return {
     plan, planId: id, stateDir, realStateDir: pre.stateDir, client, executor, ctx,
     assertLocked: () => lease?.assertHeld(),
     async release() {
+      // the last entries (run-end) reach the cluster copy too, while the Lease is still ours
+      try { await state?.flush(); } catch (e) { warn(`the last journal entries did not reach the run's copy in the cluster: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`); }
       await lease?.release();
       releaseLocal();
       dropDry();
     },
   };
+}
+
+/**
+ * The journal the live checks go by: the state directory's, or the cluster copy's when that one is further on
+ * (the state directory was lost, or the run went on from another machine).
+ */
+export async function withClusterJournal(values: Values, io: Io, pre: Prepared): Promise<void> {
+  const copy = await readStateCopy(clientFor(values, io), pre.id, { required: false, warn: (m) => io.err(`warning: ${m}\n`) });
+  pre.entries = journalWithCopy(pre.entries, copy);
+  checkJournalBelongs(pre.entries, `${join(pre.stateDir, 'journal.jsonl')} (with the cluster's copy)`, pre.id, pre.read.plan);
 }
 
 export function parseDryRun(values: Values): DryRun {

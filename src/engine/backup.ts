@@ -71,6 +71,8 @@ export class BackupStore {
   readonly run: string;
   /** The live cluster's kube-system uid, recorded in every backup this store writes (when known). */
   readonly cluster?: string;
+  /** Told of every backup record this store writes, to copy it to the cluster (cluster-state.ts). */
+  mirror?: (record: BackupRecord) => void;
   /** The directory is created with the first backup; nothing is written before. */
   constructor(dir: string, run: string, cluster?: string) {
     this.dir = dir;
@@ -90,7 +92,7 @@ export class BackupStore {
   save(o: KubeObject): string {
     const path = this.pathFor(refOf(o));
     const record: BackupRecord = { takenAt: new Date().toISOString(), run: this.run, ...(this.cluster ? { cluster: this.cluster } : {}), object: o };
-    createFileDurable(path, `${JSON.stringify(record, null, 2)}\n`);
+    if (createFileDurable(path, `${JSON.stringify(record, null, 2)}\n`)) this.mirror?.(record);
     return path;
   }
 

@@ -24,6 +24,14 @@ function fsyncDir(dir: string): void {
   try { fsyncSync(fd); } finally { closeSync(fd); }
 }
 
+// For the crash tests only: KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC=N SIGKILLs the process between the Nth durable
+// file's write and its fsync (a backup or plan copy written, not yet synced or renamed into place).
+const killBeforeFsyncAt = Number(process.env.KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC ?? 0);
+let durableWrites = 0;
+function killBeforeFsync(): void {
+  if (killBeforeFsyncAt > 0 && ++durableWrites >= killBeforeFsyncAt) process.kill(process.pid, 'SIGKILL');
+}
+
 /** Write `data` to `path` atomically and durably, mode 0600. */
 export function writeFileDurable(path: string, data: string): void {
   const dir = dirname(path);
@@ -32,6 +40,7 @@ export function writeFileDurable(path: string, data: string): void {
   const fd = openSync(tmp, 'wx', 0o600);
   try {
     writeSync(fd, data);
+    killBeforeFsync();
     fsyncSync(fd);
   } finally {
     closeSync(fd);

@@ -51,6 +51,8 @@ export class Journal {
   private repaired = false;
   /** Told of every entry once it is durably appended (apply --events ndjson streams them). */
   onAppend?: (entry: JournalEntry) => void;
+  /** Told of every entry once it is durably appended, to copy it to the cluster (cluster-state.ts). */
+  mirror?: (entry: JournalEntry) => void;
   constructor(path: string, run: string, warn?: (message: string) => void) {
     this.path = path;
     this.run = run;
@@ -64,6 +66,7 @@ export class Journal {
     }
     const entry: JournalEntry = { ts: new Date().toISOString(), run: this.run, event, ...fields };
     appendLineDurable(this.path, JSON.stringify(entry));
+    this.mirror?.(entry);
     this.onAppend?.(entry);
     return entry;
   }

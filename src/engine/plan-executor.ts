@@ -29,7 +29,8 @@ export class PlanExecutor {
     const other = (p: MigrationPlan['steps'][number]) => (pod?.handles(p) ? pod.step(p) : undefined);
     if (this.service) return this.service.steps(other);
     return this.plan.steps.map((p) => {
-      const s = other(p);
+      // a Pod plan's confirmations (the Service executor builds those of a plan with both)
+      const s = other(p) ?? (p.kind === 'confirm' ? { id: p.id, title: p.description, kind: 'confirm' as const, check: async () => false } : undefined);
       if (!s) throw new Error(`plan step ${p.id} (${p.kind}) belongs to a Service CIDR migration, but the plan has no spec.serviceCIDR`);
       return s;
     });

@@ -27,7 +27,8 @@ import {
   scaleUp, type RestartResult, type Workload,
 } from './restarts.ts';
 import { backUpLate, withPlanSupersessions, type Step, type StepContext } from './runner.ts';
-import { evictRespectingPdb, mapLimit, poll, sleep, withRetry } from './toolkit.ts';
+import { nodeMetadataRestored, restoreNodeMetadata } from './node-metadata.ts';
+import { evictRespectingPdb, mapLimit, poll, retryOnConflict, sleep, withRetry } from './toolkit.ts';
 
 /** A node of a node step: its name, its podCIDRs today and in NEW. */
 type NodeItem = { name: string; from: string[]; to: string[] };
@@ -519,13 +520,13 @@ export class PodExecutor implements PodPathHosts {
     const hook = this.spec.node?.hook;
     return {
       id: p.id, title: p.description, kind: 'action',
-      check: async (ctx) => (await this.allNodes(items, async (it) => (await this.assigned(ctx.client, it)) === undefined)) && (await this.missingBarePods(ctx)).length === 0,
+      check: async (ctx) => (await this.allNodes(items, async (it) => (await this.assigned(ctx.client, it)) === undefined && (await nodeMetadataRestored(ctx, it.name)))) && (await this.missingBarePods(ctx)).length === 0,
       backup: (ctx) => this.drainBackup(ctx, items),
       apply: async (ctx) => {
         if (!hook) throw new Error('the plan has no node hook');
         if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
         await this.wave(ctx, p.id, items, async (it) => {
-          if (ctx.dryRun === 'none' && (await this.assigned(ctx.client, it)) === undefined) return;
+          if (ctx.dryRun === 'none' && (await this.assigned(ctx.client, it)) === undefined) { await restoreNodeMetadata(ctx, it.name); return; }
           if (!(await this.nodeDone(ctx.client, it.name))) await this.drainOne(ctx, it, p.id);
           if (ctx.dryRun !== 'none') { ctx.log(`would run: ${hook} (KUBE_RENUMBER_NODE=${it.name}) and give it podCIDR ${it.to.join(',')}`); return; }
           if (!(await this.registered(ctx.client, it.name))) await this.hookOne(ctx, it);
@@ -614,6 +615,7 @@ export class PodExecutor implements PodPathHosts {
       const x = await getObject(ctx.client, NODES, it.name);
       return (x?.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
     }, { timeoutMs: this.opts.timeoutMs });
+    await restoreNodeMetadata(ctx, it.name);
     // Pods that started on the node before it had its podCIDR got no address from it: their owners recreate them.
     // A pod bound then but given its address only later gets one from outside too: sweep until every pod on the
     // node has an address, each inside the podCIDR (or the wait ends: verify names what is left).
@@ -668,7 +670,7 @@ export class PodExecutor implements PodPathHosts {
     const items = this.nodeItems(p);
     return {
       id: p.id, title: p.description, kind: 'action',
-      check: async (ctx) => (await this.allNodes(items, async (it) => (await this.assigned(ctx.client, it)) === undefined)) && (await this.missingBarePods(ctx)).length === 0,
+      check: async (ctx) => (await this.allNodes(items, async (it) => (await this.assigned(ctx.client, it)) === undefined && (await nodeMetadataRestored(ctx, it.name)))) && (await this.missingBarePods(ctx)).length === 0,
       apply: async (ctx) => {
         if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
         await this.wave(ctx, p.id, items, (it) => this.assignOne(ctx, it), false);

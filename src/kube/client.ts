@@ -99,8 +99,20 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
   let count = 0;
   // Fault injection for the crash tests only: SIGKILL this process right after the Nth successful write
   // (Lease writes excluded), i.e. after the apiserver applied it and before anything else happened.
+  // The copy of the run's state kept in the cluster (namespace kube-renumber) is not counted either: each write of
+  // the run is preceded by one, and a kill after that one is asked for by KUBE_RENUMBER_TEST_KILL_AT.
   const killAfter = Number(env.KUBE_RENUMBER_TEST_KILL_AFTER_WRITES ?? 0);
   let writes = 0;
+  // KUBE_RENUMBER_TEST_KILL_AT=METHOD:PATH-PART:N[:BODY-PART]: SIGKILL right after the Nth successful request of
+  // that method whose path (and body) contain the parts, e.g. DELETE:/services/:1 or PATCH:/services/:1:ExternalName.
+  const killAt = /^([A-Z]+):([^:]+):(\d+)(?::(.+))?$/.exec(env.KUBE_RENUMBER_TEST_KILL_AT ?? '');
+  let killAtCount = 0;
+  // KUBE_RENUMBER_TEST_KILL_IN_FLIGHT=N[:MS]: SIGKILL MS ms (default: at once) after the Nth write is sent, before its
+  // answer is read: the apiserver may or may not have applied it.
+  const inFlight = /^(\d+)(?::(\d+))?$/.exec(env.KUBE_RENUMBER_TEST_KILL_IN_FLIGHT ?? '');
+  let inFlightCount = 0;
+  const counted = (method: Method, path: string) => method !== 'GET' && !path.includes('/leases') && !path.includes('/namespaces/kube-renumber/')
+    && !path.includes('/selfsubjectaccessreviews');
 
   async function request<T>(method: Method, path: string, ro: RequestOptions = {}): Promise<T> {
     if (method !== 'GET') return once<T>(method, path, ro);
@@ -122,6 +134,10 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
     }
     const timeoutMs = ro.timeoutMs ?? timeout;
     count++;
+    if (inFlight && counted(method, path) && ++inFlightCount === Number(inFlight[1])) {
+      const kill = () => process.kill(process.pid, 'SIGKILL');
+      if (inFlight[2]) setTimeout(kill, Number(inFlight[2])); else setImmediate(kill);
+    }
     let res = await transport.send(method, full, headers, body, timeoutMs, rk.context, ro.stream);
     if (res.status === 401 && transport.refreshable) {
       // An exec plugin's token may have expired early: ask the plugin once more, like kubectl.
@@ -132,7 +148,9 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
     const text = res.text;
     if (res.status >= 200 && res.status < 300) {
       if (ro.stream) return undefined as T;
-      if (killAfter > 0 && method !== 'GET' && !path.includes('/leases') && ++writes >= killAfter) process.kill(process.pid, 'SIGKILL');
+      if (killAfter > 0 && counted(method, path) && ++writes >= killAfter) process.kill(process.pid, 'SIGKILL');
+      if (killAt && method === killAt[1] && path.includes(killAt[2]!) && (!killAt[4] || (body ?? '').includes(killAt[4]))
+        && ++killAtCount >= Number(killAt[3])) process.kill(process.pid, 'SIGKILL');
       if (ro.responseType === 'text') return text as T;
       if (!text) return undefined as T;
       try {

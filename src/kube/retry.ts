@@ -73,7 +73,7 @@ export interface RetryOptions {
   maxDelayMs?: number;
   /** Cap on a server's Retry-After (default MAX_RETRY_AFTER_MS). */
   maxRetryAfterMs?: number;
-  /** No wait ends after this time (epoch ms, on `now`): the last error is thrown instead. */
+  /** No wait ends after this time (epoch ms, on `now`): the last error is thrown instead (default: DEFAULT_RETRY_BUDGET_MS from the first try). */
   deadline?: number;
   /** Called before each wait. */
   onRetry?: (err: unknown, attempt: number, delayMs: number) => void;
@@ -94,19 +94,27 @@ export function retryDelay(err: unknown, attempt: number, opts: RetryOptions = {
   return Math.min(max, base * 2 ** (attempt - 1)) * (0.8 + (opts.random ?? Math.random)() * 0.4);
 }
 
+/**
+ * How long one call's retries may take in all when the caller gives no deadline: five Retry-After waits of 60 s
+ * would hold a step for five minutes on one write; after this the last error is thrown (the step fails, resume
+ * goes on from there).
+ */
+export const DEFAULT_RETRY_BUDGET_MS = 120_000;
+
 /** `fn` again after transient errors, waiting as retryDelay says; anything else is thrown at once. */
 export async function withRetry<T>(fn: (attempt: number) => Promise<T>, opts: RetryOptions = {}): Promise<T> {
   const attempts = opts.attempts ?? 6;
   const retryable = opts.retryable ?? isTransient;
   const wait = opts.sleep ?? sleep;
   const now = opts.now ?? Date.now;
+  const deadline = opts.deadline ?? now() + DEFAULT_RETRY_BUDGET_MS;
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn(attempt);
     } catch (e) {
       if (!retryable(e) || retriesExhausted(e)) throw e;
       const delay = retryDelay(e, attempt, opts);
-      if (attempt >= attempts || (opts.deadline !== undefined && now() + delay > opts.deadline)) {
+      if (attempt >= attempts || now() + delay > deadline) {
         markExhausted(e);
         throw e;
       }

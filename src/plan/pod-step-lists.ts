@@ -11,6 +11,7 @@ import type { PodCIDRSpec, PodPatchGate } from './pod-spec.ts';
 import type { Distribution, PodPath, PodStepInputs, PodStepLists } from './pod-paths/types.ts';
 import type { PlanStep } from './steps.ts';
 import { planWaves, waveSize } from './node-waves.ts';
+import { podConsentStep } from './pod-consent.ts';
 
 export type { PodStepInputs, PodStepLists } from './pod-paths/types.ts';
 
@@ -20,7 +21,7 @@ export function podStepLists(path: Pick<PodPath, 'stepLists' | 'endState'>, spec
   const scale = criticalScaleSteps(spec.restarts.critical);
   const own = path.stepLists(inp);
   return {
-    prepare: [...own.prepare, scale.up],
+    prepare: [podConsentStep(spec), ...own.prepare, scale.up],
     restart: own.restart,
     finish: [scale.down, ...own.finish, verifyPodsStep(spec, path.endState(spec))],
   };

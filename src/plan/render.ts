@@ -136,8 +136,8 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   if (kind === 'gate' && g!.condition === undefined) g!.condition = legacyGateCondition(id);
   const condition = kind === 'gate' ? oneOf(g!, 'condition', `${path}.gate`, GATE_CONDITIONS)! : undefined;
   const cond: GateConditionInfo | undefined = condition !== undefined ? GATE_CONDITION_INFO[condition] : undefined;
-  // the migration a step belongs to: its kind's, a gate's by its condition, a confirmation the Service CIDR's
-  const family = kind === 'confirm' ? 'service' : cond?.family ?? info.family;
+  // the migration a step belongs to: its kind's, a gate's by its condition, a confirmation the Service CIDR's unless the plan moves the Pod CIDR
+  const family = kind === 'confirm' ? (r.pod ? 'pod' : 'service') : cond?.family ?? info.family;
   if (family === 'service' && !r.svc) {
     fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a Service CIDR migration, but the plan has no spec.serviceCIDR`);
   }

@@ -20,6 +20,24 @@ export function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: num
   });
 }
 
+/**
+ * The crash tests' kill points, one per run in turn: right after the run's first write was answered; with its first
+ * write in flight (sent, its answer never read); between the first durable file's write and its fsync (a backup);
+ * right after the first chunk of the run's state reached the cluster, before the write it protects.
+ */
+export const KILL_POINTS: ReadonlyArray<{ name: string; env: NodeJS.ProcessEnv }> = [
+  { name: 'after a write', env: { KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: '1' } },
+  { name: 'write in flight', env: { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '1' } },
+  { name: 'after a write', env: { KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: '1' } },
+  { name: 'before a backup\'s fsync', env: { KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC: '1' } },
+  { name: 'after a state chunk', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/namespaces/kube-renumber/secrets:1' } },
+];
+
+/** Kills by kill point, for the tests' figures: "after a write: 20, write in flight: 7, ...". */
+export function killFigures(kills: Map<string, number>): string {
+  return [...kills.entries()].map(([k, n]) => `${k}: ${n}`).join(', ');
+}
+
 interface Kubectl {
   kubectl(args: string[], opts?: { timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }>;
 }
@@ -55,6 +73,34 @@ export async function restartAllWorkloads(tb: Kubectl): Promise<void> {
     }
   }
   await Promise.all(waits);
+}
+
+/**
+ * What a person does at the gates of a Service CIDR migration, once each: restart the apiservers with the new
+ * range (restart-apiservers), restart every workload (restart-workloads). `stderr` is the stopped run's; a gate met
+ * a second time, or any other stop, fails the test.
+ */
+export class ServiceGates {
+  apiserverRestarted = false;
+  workloadsRestarted = false;
+  private readonly tb: Kubectl & { restartApiserver(o: { serviceCIDR: string }): Promise<unknown> };
+  private readonly serviceCIDR: string;
+  constructor(tb: Kubectl & { restartApiserver(o: { serviceCIDR: string }): Promise<unknown> }, serviceCIDR: string) {
+    this.tb = tb;
+    this.serviceCIDR = serviceCIDR;
+  }
+  async pass(stderr: string): Promise<void> {
+    if (/gate restart-apiservers/.test(stderr) && !this.apiserverRestarted) {
+      await this.tb.restartApiserver({ serviceCIDR: this.serviceCIDR });
+      this.apiserverRestarted = true;
+    } else if (/gate restart-workloads/.test(stderr) && !this.workloadsRestarted) {
+      await restartAllWorkloads(this.tb);
+      this.workloadsRestarted = true;
+    } else {
+      assert.fail(`stuck at a gate: ${stderr}`);
+    }
+  }
+  get both(): boolean { return this.apiserverRestarted && this.workloadsRestarted; }
 }
 
 /** A kubeconfig (0600) for `server` with a bearer token, e.g. a ServiceAccount's from `kubectl create token`. */

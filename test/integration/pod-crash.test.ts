@@ -1,6 +1,6 @@
 // Kill the real CLI process (SIGKILL) at every mutation point of a Pod CIDR migration in turn (Calico path):
-// each run is killed right after its first successful write, so every write of the migration is the last
-// thing some process did before dying. Resuming again and again must end in the same state as an
+// each run is killed at its first write (after its answer, or in flight), its first backup before the fsync, or
+// right after its first state chunk (helpers.ts KILL_POINTS, in turn). The pod count must be equal. Resuming again and again must end in the same state as an
 // uninterrupted run, with nothing lost: every workload back, the bare pod back, every pod in NEW.
 
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
-import { cli } from './helpers.ts';
+import { cli, KILL_POINTS, killFigures } from './helpers.ts';
 import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, inRange } from './pod-helpers.ts';
 
 const OLD = '10.244.0.0/16';
@@ -37,22 +37,25 @@ describe('Pod CIDR migration (Calico) killed at every write, resumed each time',
       '--force-unlock'];
     const history: string[] = [];
     let kills = 0;
+    const byPoint = new Map<string, number>();
     for (let i = 0; i < 300; i++) {
-      const r = await cli(args, { KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: '1' });
+      const point = KILL_POINTS[i % KILL_POINTS.length]!;
+      const r = await cli(args, point.env);
       const steps = r.err.split('\n').filter((l) => /^\[\d+\/\d+\]/.test(l));
       history.push(`${i}: ${r.signal ?? r.code} after ${steps.at(-1) ?? 'no step'} ${r.err.split('\n').filter((l) => /error|stopped/.test(l)).join(' | ').slice(0, 300)}`);
       writeFileSync(join(dir, 'history.txt'), history.join('\n'));
-      if (r.signal === 'SIGKILL') { kills++; continue; }
+      if (r.signal === 'SIGKILL') { kills++; byPoint.set(point.name, (byPoint.get(point.name) ?? 0) + 1); continue; }
       assert.equal(r.code, 0, `run ${i}: ${r.err}\n${history.slice(-10).join('\n')}`);
       break;
     }
-    process.stderr.write(`# pod crash: ${kills} kills, one after each write\n`);
+    process.stderr.write(`# pod crash: ${kills} kills (${killFigures(byPoint)})\n`);
+    assert.ok(KILL_POINTS.every((k) => byPoint.has(k.name)), `every kill point fired: ${killFigures(byPoint)}`);
     assert.ok(kills >= 15, `a kill after every write (${kills})`);
 
     const v = await run(['verify', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);
     assert.equal(v.code, 0, `${v.err}\n${history.slice(-15).join('\n')}`);
     const n = await assertAllPodsIn(tb, NEW, OLD);
-    assert.ok(n >= before.length - 1, `${n} pods, ${before.length} before`);
+    assert.equal(n, before.length, `${n} pods, ${before.length} before: none lost`);
     await assertWorkloadsReady(tb);
     assert.deepEqual({ deploy: await names('deployments'), sts: await names('statefulsets'), ds: await names('daemonsets'), jobs: await names('jobs') }, workloadsBefore, 'no workload lost');
     const bare = await getJSON(tb, ['get', 'pod', '-n', 'tb-wl-0', 'standalone']);

@@ -61,6 +61,10 @@ describe('Pod CIDR migration, dual-stack node IPAM: one podCIDR per family per n
     }
     before = (await activePods(tb)).length;
     assert.equal(before, summary.totalPods, 'every pod of the workloads runs');
+    // a label and a taint set through the API: gone when the node is deleted, put back after it registers again
+    const first = nodes[0].metadata.name;
+    assert.equal((await tb.kubectl(['label', 'node', first, 'kube-renumber-test/team=blue'])).code, 0);
+    assert.equal((await tb.kubectl(['taint', 'node', first, 'kube-renumber-test/dedicated=db:PreferNoSchedule'])).code, 0);
     t.diagnostic(`${NODES} nodes, ${before} pods (${pods.length} on the pod network, each with an IPv4 and an IPv6 address)`);
   });
 
@@ -101,6 +105,9 @@ describe('Pod CIDR migration, dual-stack node IPAM: one podCIDR per family per n
     assert.equal(up.running, true, 'kcm starts with the dual-stack --cluster-cidr=NEW once every node is in NEW');
     const done = await run(['resume', planPath, '--yes', '--allow-hook', '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr', ...common()]);
     assert.equal(done.code, 0, done.err);
+    const labelled = (await getJSON(tb, ['get', 'nodes'])).items.find((n: any) => n.metadata.name === nodes[0].metadata.name);
+    assert.equal(labelled.metadata.labels['kube-renumber-test/team'], 'blue', 'the label set through the API is back');
+    assert.deepEqual((labelled.spec.taints ?? []).filter((x: any) => x.key === 'kube-renumber-test/dedicated').map((x: any) => `${x.value}:${x.effect}`), ['db:PreferNoSchedule'], 'the taint is back');
     t.diagnostic(`${NODES} nodes moved in ${Math.round((Date.now() - t0) / 1000)} s`);
   });
 

@@ -1,6 +1,7 @@
 // Kill the real CLI process (SIGKILL) at every mutation point of a Service CIDR migration in turn: each run
-// is killed right after its first successful write to the apiserver, so every write of the migration is the
-// last thing some process did before dying. Resuming again and again must end in the same state as an
+// is killed at its first write to the apiserver (after its answer, or with it in flight), at its first backup
+// before the fsync, or right after its first state chunk (helpers.ts KILL_POINTS, in turn), so every write of the
+// migration is the last thing some process did before dying. Resuming again and again must end in the same state as an
 // uninterrupted run, with nothing lost.
 
 import assert from 'node:assert/strict';
@@ -10,7 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { cli, restartAllWorkloads, servicesByKey, specWithoutIPs } from './helpers.ts';
+import { cli, KILL_POINTS, killFigures, servicesByKey, ServiceGates, specWithoutIPs } from './helpers.ts';
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';
@@ -35,28 +36,22 @@ for (const strategy of (process.env.KR_CRASH_STRATEGY ? [process.env.KR_CRASH_ST
       '--force-unlock'];
       const history: string[] = [];
       let kills = 0;
-      let apiserverRestarted = false;
-      let workloadsRestarted = false;
+    const byPoint = new Map<string, number>();
+      const gates = new ServiceGates(tb, NEW);
       for (let i = 0; i < 400; i++) {
-        const r = await cli(args, { KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: '1' });
+        const point = KILL_POINTS[i % KILL_POINTS.length]!;
+      const r = await cli(args, point.env);
         const steps = r.err.split('\n').filter((l) => /^\[\d+\/\d+\]/.test(l));
         history.push(`${i}: ${r.signal ?? r.code} after ${steps.at(-1) ?? 'no step'} ${r.err.split('\n').filter((l) => /error|stopped/.test(l)).join(' | ').slice(0, 300)}`);
         writeFileSync(join(dir, 'history.txt'), history.join('\n'));
-        if (r.signal === 'SIGKILL') { kills++; continue; }
+        if (r.signal === 'SIGKILL') { kills++; byPoint.set(point.name, (byPoint.get(point.name) ?? 0) + 1); continue; }
         if (r.code === 0) break;
         assert.equal(r.code, 7, `run ${i}: ${r.err}`);
-        if (/gate restart-apiservers/.test(r.err) && !apiserverRestarted) {
-          await tb.restartApiserver({ serviceCIDR: NEW });
-          apiserverRestarted = true;
-        } else if (/gate restart-workloads/.test(r.err) && !workloadsRestarted) {
-          await restartAllWorkloads(tb);
-          workloadsRestarted = true;
-        } else {
-          assert.fail(`stuck at a gate: ${r.err}`);
-        }
+        await gates.pass(r.err);
       }
-      process.stderr.write(`# ${strategy}: ${kills} kills, one after each write\n`);
-      assert.ok(apiserverRestarted && workloadsRestarted);
+      process.stderr.write(`# ${strategy}: ${kills} kills (${killFigures(byPoint)})\n`);
+      assert.ok(KILL_POINTS.every((k) => byPoint.has(k.name)), `every kill point fired: ${killFigures(byPoint)}`);
+      assert.ok(gates.both);
       assert.ok(kills >= 20, `a kill after every write (${kills})`);
 
       const v = await run(['verify', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);

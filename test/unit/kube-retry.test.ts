@@ -17,7 +17,7 @@ import { ServiceExecutor } from '../../src/engine/service-steps.ts';
 import { retryOnConflict, withRetry } from '../../src/engine/toolkit.ts';
 import { connect, KubeApiError, type KubeClient, UnreachableError } from '../../src/kube/client.ts';
 import { createObject, deleteObject, getObject, SERVICES } from '../../src/kube/resources.ts';
-import { MAX_RETRY_AFTER_MS, parseRetryAfter, retriesExhausted, retryDelay } from '../../src/kube/retry.ts';
+import { DEFAULT_RETRY_BUDGET_MS, MAX_RETRY_AFTER_MS, parseRetryAfter, retriesExhausted, retryDelay } from '../../src/kube/retry.ts';
 import { patchWithPrecondition } from '../../src/kube/workloads.ts';
 import type { MigrationPlan } from '../../src/plan/plan.ts';
 import { kubeconfigFile } from './kube-servers.ts';
@@ -180,6 +180,18 @@ describe('Retry-After', () => {
     calls = 0;
     await assert.rejects(withRetry(async () => { calls++; throw err; }, { sleep: async () => {} }));
     assert.equal(calls, 1);
+  });
+
+  test('without a deadline, retries end after DEFAULT_RETRY_BUDGET_MS in all (not five Retry-After waits of 60 s)', async () => {
+    const waits: number[] = [];
+    let now = 0;
+    const err = new KubeApiError('PATCH', '/x', 429, 'TooManyRequests', 'm', 'unreachable', 60_000);
+    let calls = 0;
+    await assert.rejects(withRetry(async () => { calls++; throw err; }, { now: () => now, sleep: async (ms) => { waits.push(ms); now += ms; } }),
+      (e: unknown) => e === err && retriesExhausted(e));
+    assert.deepEqual(waits, [60_000, 60_000]);
+    assert.equal(calls, 3);
+    assert.ok(now <= DEFAULT_RETRY_BUDGET_MS);
   });
 
   test('a GET answered 429 with Retry-After: 1 is sent again after about a second', async () => {

@@ -116,8 +116,9 @@ describe('validatePlan', () => {
     refused(SERVICE, (d) => { stepOf(d, 'move-services').items[0].namespace = ''; }, /items\[0\]\.namespace: must not be empty/);
     refused(SERVICE, (d) => { d.steps.push({ id: 'drain-node-x', kind: 'drain-node', description: '', rollback: '', items: [{ namespace: '', name: 'x', from: [], to: [] }] }); },
       /drain-node belongs to a Pod CIDR migration, but the plan has no spec\.podCIDR/);
-    refused(CALICO, (d) => { d.steps.push({ id: 'confirm-x', kind: 'confirm', description: '', rollback: '', gate: { reason: '', instructions: [], check: '' } }); },
-      /confirm belongs to a Service CIDR migration/);
+    // a Pod plan has confirm steps of its own (confirm-pod-disruption); one without its gate text is refused
+    refused(CALICO, (d) => { d.steps.push({ id: 'confirm-x', kind: 'confirm', description: '', rollback: '' }); },
+      /steps\[\d+\]\.gate: missing \(a confirm step needs one\)/);
     refused(CALICO, (d) => { d.spec.strategy = 'in-place'; }, /spec\.strategy: set, but the plan has no spec\.serviceCIDR/);
     refused(CALICO, (d) => { d.spec.podCIDR.restarts.critical = ['a/b/c']; }, /critical\[0\]: "a\/b\/c" is not namespace\/name/);
     refused(NODE, (d) => { delete stepOf(d, 'drain-node').items; }, /a drain-node step names what it works on/);

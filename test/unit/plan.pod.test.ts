@@ -73,7 +73,7 @@ const ids = (p: { steps: Array<{ id: string }> }) => p.steps.map((s) => s.id);
 describe('pod plan: Calico path', () => {
   it('creates a pool copying the old one, disables, scales DNS, restarts, cleans up, gates, verifies — in that order', () => {
     const p = buildMigrationPlan(calicoSnap(), { pod: { target: '172.16.0.0/16' } });
-    assert.deepEqual(ids(p), ['create-ippool', 'disable-ippools', 'scale-critical', 'restart-pods', 'restore-scale', 'delete-ippools', 'remove-ipam-leftovers', 'pod-cidr-config', 'verify-pods']);
+    assert.deepEqual(ids(p), ['confirm-pod-disruption', 'create-ippool', 'disable-ippools', 'scale-critical', 'restart-pods', 'restore-scale', 'delete-ippools', 'remove-ipam-leftovers', 'pod-cidr-config', 'verify-pods']);
     const pc = p.spec.podCIDR!;
     assert.equal(pc.ipam, 'calico');
     assert.deepEqual(pc.from, ['10.244.0.0/16']);
@@ -100,7 +100,7 @@ describe('pod plan: Calico path', () => {
     const p = buildMigrationPlan(calicoSnap({ cni: { plugin: 'calico', ipam: 'calico-ipam', operatorManaged: true, evidence: [] } }), { pod: { target: '172.16.0.0/16' } });
     assert.equal(p.spec.podCIDR!.calico!.operatorManaged, true);
     assert.equal(p.preflight.find((c) => c.id === 'pod-calico-install')!.status, 'warn');
-    assert.match(p.steps[0]!.description, /Installation\/default/);
+    assert.match(p.steps.find((s) => s.id === 'create-ippool')!.description, /Installation\/default/);
   });
 
   it('refuses a target overlapping the node network, the service range or the old pool', () => {
@@ -200,7 +200,7 @@ describe('pod plan: node IPAM path', () => {
   it('stops kcm allocating, then drains, re-registers and assigns each node in name order, then kcm on NEW', () => {
     const p = buildMigrationPlan(nodeSnap(), { pod: { target: '172.16.0.0/16', nodeHook: 'reregister.sh' } });
     assert.deepEqual(ids(p), [
-      'kcm-stop-allocating', 'scale-critical',
+      'confirm-pod-disruption', 'kcm-stop-allocating', 'scale-critical',
       'drain-node-n1', 'reregister-node-n1', 'assign-podcidr-n1',
       'drain-node-n2', 'reregister-node-n2', 'assign-podcidr-n2',
       'drain-node-n3', 'reregister-node-n3', 'assign-podcidr-n3',
@@ -211,6 +211,12 @@ describe('pod plan: node IPAM path', () => {
       ['n1', '10.244.0.0/24', '172.16.0.0/24'], ['n2', '10.244.1.0/24', '172.16.1.0/24'], ['n3', '10.244.2.0/24', '172.16.2.0/24'],
     ]);
     assert.equal(p.steps.find((s) => s.id === 'reregister-node-n1')!.kind, 'reregister-node');
+    // consent first, as kubectl drain asks for --force and --delete-emptydir-data; the nodes and their labels named
+    const consent = p.steps[0]!;
+    assert.equal(consent.kind, 'confirm');
+    assert.match(consent.description, /emptyDir/);
+    assert.match(consent.description, /bare pods/);
+    assert.match(consent.description, /node\(s\) n1, n2, n3 are deleted and registered again: labels and taints set through the API are put back/);
   });
 
   it('waves: --max-unavailable groups the nodes, spread across zones; recorded in the plan; old plans load as waves of one', () => {

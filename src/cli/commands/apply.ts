@@ -16,6 +16,7 @@ import { connect, KubeApiError } from '../../kube/client.ts';
 import { BLOCKAFFINITIES, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, NODES } from '../../kube/calico.ts';
 import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
 import { withRetry } from '../../kube/retry.ts';
+import { checkAccess } from './access-check.ts';
 import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
 import { MANAGED_LABEL } from '../../plan/plan.ts';
 import type { MigrationPlan } from '../../plan/index.ts';
@@ -28,7 +29,7 @@ import { ExitCode, UsageError, UserError } from '../errors.ts';
 import type { Command, Io, Values } from '../command.ts';
 import { colorFor, renderData, table } from '../output.ts';
 import { ProgressView } from '../progress.ts';
-import { openSession, parseDryRun, prepare, type Prepared } from '../session.ts';
+import { openSession, parseDryRun, prepare, withClusterJournal, type Prepared } from '../session.ts';
 import { applyFleet, fleetStatus, FLEET_RUN_FLAGS } from '../fleet.ts';
 
 export { defaultStateDir, planId } from '../session.ts';
@@ -187,7 +188,9 @@ export async function runPlan(values: Values, positionals: string[], io: Io, res
   const pre = prepare(values, positionals, io, { write: dryRunFlag === 'none', journal: true, backups: true });
   const { dryRun, output } = pre.flags;
   checkHook(values, io, pre.read.plan, dryRun);
+  await withClusterJournal(values, io, pre);
   const live = await checkLive(values, io, pre, dryRun);
+  if (dryRun === 'none') await checkAccess(values, io, pre.read.plan);
   // stderr: a live status line on a terminal, else one line per event (verbose logs go between them)
   const view = new ProgressView((t) => io.err(t), { tty: io.stderrTTY === true && values.verbose !== true, color: colorFor(io, io.stderrTTY), columns: process.stderr.columns });
   const s = await openSession(values, io, pre, { lock: true, dryRun, view, ...(live.uid ? { cluster: live.uid } : {}) });
@@ -299,7 +302,8 @@ export const statusCommand: Command = {
   usage: 'kube-renumber status PLAN.yaml [-o table|json|yaml] [--watch] | status --fleet DIR',
   options: { 'state-dir': { type: 'string' }, watch: { type: 'boolean', short: 'w' }, fleet: { type: 'string' } },
   help: `Flags:
-  --state-dir DIR          the run's state directory (default ~/.local/state/kube-renumber/<plan id>)
+  --state-dir DIR          the run's state directory (default ~/.local/state/kube-renumber/<plan id>); when it holds no
+                           journal, the run's copy in the cluster is read (--kubeconfig, --context)
   -w, --watch              follow the run's journal (from another terminal, like kubectl get -w): print each entry
                            as it is appended, until the run ends; -o json prints one JSON object a line. Exit code
                            as the run's: 0 completed, 6 a step failed, 7 stopped at a gate or confirmation
@@ -310,8 +314,14 @@ export const statusCommand: Command = {
       return fleetStatus(values, io);
     }
     if (values.watch === true && str(values, 'output') === 'yaml') throw new UsageError('status --watch prints one entry a line: use -o json (one JSON object a line) or the table');
-    const { flags: { output }, read: { plan }, stateDir, entries } = prepare(values, positionals, io, { write: false, journal: values.watch !== true, backups: false });
+    const pre = prepare(values, positionals, io, { write: false, journal: values.watch !== true, backups: false });
+    const { flags: { output }, read: { plan }, stateDir } = pre;
     if (values.watch === true) return watchJournal(join(stateDir, 'journal.jsonl'), output === 'json', io);
+    // no journal here (another machine's run, a lost state directory): the cluster's copy of the run's state
+    if (pre.entries.length === 0) await withClusterJournal(values, io, pre).catch((e: unknown) => {
+      if (values.verbose === true) io.err(`could not read the run's state from the cluster: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}\n`);
+    });
+    const entries = pre.entries;
     const done = new Set(completedSteps(entries));
     const rows = plan.steps.map((st) => {
       const last = [...entries].reverse().find((e) => e.step === st.id);
@@ -369,7 +379,8 @@ export const verifyCommand: Command = {
     const pre = prepare(values, positionals, io, { write: false, journal: false, backups: true });
     const { output } = pre.flags;
     const s = await openSession(values, io, pre, { lock: false });
-    const problem = await s.executor.verifyEndState(s.client, s.ctx.backups);
+    // the temporary copy of the state (with the cluster's merged in) is removed at the end
+    const problem = await s.executor.verifyEndState(s.client, s.ctx.backups).finally(() => s.release());
     const checked = [s.plan.spec.serviceCIDR ? 'every Service is where the plan puts it, ServiceCIDR/kubernetes holds the new range, no bridge left' : '',
       s.plan.spec.podCIDR ? `no pod left in ${s.plan.spec.podCIDR.from.join(', ')}, workloads at their desired replicas` : ''].filter(Boolean);
     // -o json|yaml: the result on stdout whatever it is, for scripts; the error line on stderr as always
@@ -397,6 +408,7 @@ export const rollbackCommand: Command = {
     const { output } = pre.flags;
     const live = await readLiveIdentity(values, io);
     checkBinding(values, io, pre.read.plan, live);
+    await checkAccess(values, io, pre.read.plan);
     const s = await openSession(values, io, pre, { lock: true, ...(live.uid ? { cluster: live.uid } : {}) });
     try {
       const r = await rollbackSteps(s.executor.steps(), s.ctx);
@@ -443,6 +455,7 @@ export const restoreCommand: Command = {
     const { output } = pre.flags;
     const live = await readLiveIdentity(values, io);
     checkBinding(values, io, pre.read.plan, live);
+    await checkAccess(values, io, pre.read.plan);
     const s = await openSession(values, io, pre, { lock: true, ...(live.uid ? { cluster: live.uid } : {}) });
     try {
       const rows: { kind: string; namespace?: string; name: string; result: 'restored' | 'exists' | 'skipped' | 'failed'; detail?: string }[] = [];

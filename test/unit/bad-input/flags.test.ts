@@ -31,7 +31,8 @@ const add = (name: string, args: string[], message?: RegExp, extra: Partial<BadI
 
 /** Which commands take each global flag (verbose, help and -o: every one); the others refuse it with exit 2. */
 const CLUSTER_READERS = ['inspect', 'suggest', 'plan'];
-const LIVE = ['inspect', 'suggest', 'plan', 'apply', 'resume', 'verify', 'rollback', 'restore', 'probe'];
+// status reads the cluster's copy of the run's state when its state directory holds no journal
+const LIVE = ['inspect', 'suggest', 'plan', 'apply', 'resume', 'status', 'verify', 'rollback', 'restore', 'probe'];
 const TAKES: Record<string, string[]> = {
   kubeconfig: LIVE, context: LIVE, 'request-timeout': LIVE,
   namespace: ['probe'], 'from-file': CLUSTER_READERS, avoid: CLUSTER_READERS, config: CLUSTER_READERS,

@@ -74,7 +74,7 @@ export function defaultStateDirOf(text: string): string {
 /** Flags every case passes: the unreachable cluster and a state directory inside the case directory. */
 export const LIVE = ['--kubeconfig', '$D/kubeconfig', '--state-dir', '$D/state'];
 
-/** `status` reads only the journal and refuses --kubeconfig: its cases go without it. */
+/** `status` reads the journal (the cluster only when there is none): its cases go without --kubeconfig. */
 export function withoutKubeconfigForStatus(cases: { args: string[] }[]): void {
   for (const c of cases) {
     const i = c.args.indexOf('--kubeconfig');

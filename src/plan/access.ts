@@ -1,0 +1,95 @@
+/**
+ * What a run of a plan asks of the API server beyond the reads of inspect and plan (deploy/rbac.yaml): each verb
+ * on each resource, where, and why. apply / resume / rollback / restore check every one of them with a
+ * SelfSubjectAccessReview before the first write (a missing one is named, exit 5, nothing changed), and
+ * test/unit/rbac.test.ts checks the shipped roles (deploy/rbac*.yaml) against this list both ways: every need is
+ * granted, and no role grants a write that no plan needs. Pure.
+ */
+import type { ResourceAccess } from '../kube/access-review.ts';
+import type { MigrationPlan } from './plan.ts';
+
+export interface AccessNeed extends ResourceAccess {
+  /** The shipped file granting it. */
+  file: string;
+  why: string;
+}
+
+/** The namespace kube-renumber keeps runs' state in (engine/cluster-state.ts). */
+export const STATE_NAMESPACE = 'kube-renumber';
+export const LEASE_NAMESPACE = 'kube-system';
+export const LEASE_NAME = 'kube-renumber';
+
+const need = (verb: string, group: string, resource: string, file: string, why: string, more: Partial<AccessNeed> = {}): AccessNeed =>
+  ({ verb, group, resource, file, why, ...more });
+
+/** What every run needs: the Lease, the run's state in the cluster, the cluster's identity. */
+function runNeeds(): AccessNeed[] {
+  const m = 'deploy/rbac-migrate.yaml';
+  const lease = { namespace: LEASE_NAMESPACE };
+  const state = { namespace: STATE_NAMESPACE };
+  return [
+    need('create', 'coordination.k8s.io', 'leases', m, 'take the run\'s Lease', lease),
+    ...['get', 'update', 'delete'].map((v) => need(v, 'coordination.k8s.io', 'leases', m, 'hold and release the run\'s Lease', { ...lease, name: LEASE_NAME })),
+    need('list', '', 'secrets', m, 'read the run\'s state kept in the cluster', state),
+    need('get', '', 'secrets', m, 'check a state chunk whose create answer was lost', state),
+    need('create', '', 'secrets', m, 'keep the run\'s journal and backups in the cluster', state),
+    need('delete', '', 'secrets', m, 'drop state chunks a newer whole copy replaced', state),
+  ];
+}
+
+function serviceNeeds(plan: MigrationPlan): AccessNeed[] {
+  const m = 'deploy/rbac-migrate.yaml';
+  const inPlace = (plan.spec.strategy ?? 'in-place') === 'in-place';
+  return [
+    need('patch', '', 'services', m, 'move a Service in place (ExternalName and back), remove a bridge\'s selector'),
+    need('create', '', 'services', m, 'bridge and cover Services; recreate: the Service at its new IP'),
+    need('delete', '', 'services', m, 'bridges and covers when done; recreate: the Service at its old IP'),
+    ...(inPlace ? [need('patch', '', 'services', m, 'the load-balancer status of the run\'s own cover Services', { subresource: 'status' })] : []),
+    need('create', 'discovery.k8s.io', 'endpointslices', m, 'copies of a moved Service\'s endpoints for its bridge'),
+    need('delete', 'discovery.k8s.io', 'endpointslices', m, 'those copies when done'),
+    need('create', 'networking.k8s.io', 'servicecidrs', m, 'the new range (and temporary ones)'),
+    need('delete', 'networking.k8s.io', 'servicecidrs', m, 'temporary and old ranges'),
+    need('list', '', 'events', m, 'the apiserver\'s events about IP allocation'),
+  ];
+}
+
+function podNeeds(plan: MigrationPlan): AccessNeed[] {
+  const p = 'deploy/rbac-migrate-pods.yaml';
+  const pod = plan.spec.podCIDR!;
+  const out: AccessNeed[] = [
+    need('create', '', 'pods', p, 'evict pods (PodDisruptionBudgets respected)', { subresource: 'eviction' }),
+    need('delete', '', 'pods', p, 'pods left on a deleted node or started without their node\'s podCIDR'),
+    need('create', '', 'pods', p, 'bare pods created again from their backup'),
+    ...['deployments', 'statefulsets', 'daemonsets'].map((r) => need('patch', 'apps', r, p, 'rollout restart (and the replicas of critical Deployments)')),
+    need('patch', '', 'nodes', p, 'cordon and uncordon'),
+  ];
+  if (pod.ipam === 'node') {
+    out.push(need('delete', '', 'nodes', p, 'delete a drained node so it registers again with a podCIDR of the new range'));
+  }
+  if (pod.ipam === 'calico') {
+    out.push(
+      need('create', 'crd.projectcalico.org', 'ippools', p, 'the new IPPool'),
+      need('patch', 'crd.projectcalico.org', 'ippools', p, 'disable the old IPPool'),
+      need('delete', 'crd.projectcalico.org', 'ippools', p, 'delete the old IPPool'),
+      ...['ipamblocks', 'blockaffinities', 'ipamhandles'].map((r) => need('delete', 'crd.projectcalico.org', r, p, 'leftover IPAM objects of the old range')),
+    );
+    if (pod.calico?.operatorManaged) out.push(need('update', 'operator.tigera.io', 'installations', p, 'the Installation\'s ipPools'));
+  }
+  return out;
+}
+
+/** Everything a run of `plan` needs beyond the read roles, in a stable order without repeats. */
+export function accessNeeds(plan: MigrationPlan): AccessNeed[] {
+  const all = [...runNeeds(), ...(plan.spec.serviceCIDR ? serviceNeeds(plan) : []), ...(plan.spec.podCIDR ? podNeeds(plan) : [])];
+  const seen = new Set<string>();
+  return all.filter((n) => {
+    const k = needKey(n);
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+export function needKey(n: AccessNeed): string {
+  return `${n.verb} ${n.resource}${n.subresource ? `/${n.subresource}` : ''}${n.group ? `.${n.group}` : ''}${n.name ? `/${n.name}` : ''}${n.namespace ? ` -n ${n.namespace}` : ''}`;
+}

@@ -1,0 +1,98 @@
+// The shipped roles (deploy/rbac*.yaml) against what a run needs (src/plan/access.ts), both ways: every verb a
+// run of each kind of plan needs is granted to the ServiceAccount kube-renumber-migrate, and no migrate role
+// grants a write that no plan needs. That each path runs under these roles is shown by the integration tests
+// that run it as that ServiceAccount (service-migration, pod-helpers' migrateKubeconfig, state-in-cluster).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, test } from 'node:test';
+import * as yaml from 'js-yaml';
+import { accessNeeds, needKey, type AccessNeed } from '../../src/plan/access.ts';
+import type { MigrationPlan } from '../../src/plan/plan.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const FILES = ['deploy/rbac.yaml', 'deploy/rbac-migrate.yaml', 'deploy/rbac-migrate-pods.yaml'];
+const SA = { kind: 'ServiceAccount', name: 'kube-renumber-migrate', namespace: 'kube-system' };
+
+interface Rule { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }
+/** A rule the ServiceAccount holds, where (undefined: cluster-wide), and the file binding it. */
+interface Held { rule: Rule; namespace?: string; file: string }
+
+function held(): Held[] {
+  const docs = FILES.flatMap((f) => yaml.loadAll(readFileSync(join(ROOT, f), 'utf8')).filter(Boolean).map((d: any) => ({ ...d, file: f })));
+  const role = (kind: string, name: string, ns?: string) => docs.find((d: any) => d.kind === kind && d.metadata.name === name && (kind === 'ClusterRole' || d.metadata.namespace === ns));
+  const out: Held[] = [];
+  for (const b of docs.filter((d: any) => d.kind === 'ClusterRoleBinding' || d.kind === 'RoleBinding')) {
+    if (!b.subjects.some((s: any) => s.kind === SA.kind && s.name === SA.name && s.namespace === SA.namespace)) continue;
+    const r: any = role(b.roleRef.kind, b.roleRef.name, b.metadata.namespace);
+    assert.ok(r, `${b.file}: ${b.kind} ${b.metadata.name} binds ${b.roleRef.kind} ${b.roleRef.name}, which no file defines`);
+    for (const rule of r.rules) out.push({ rule, file: r.file, ...(b.kind === 'RoleBinding' ? { namespace: b.metadata.namespace } : {}) });
+  }
+  return out;
+}
+
+/** RBAC's own matching (no wildcards are shipped). */
+function grants(h: Held, n: AccessNeed): boolean {
+  const res = n.subresource ? `${n.resource}/${n.subresource}` : n.resource;
+  if (h.namespace !== undefined && h.namespace !== n.namespace) return false;
+  if (!h.rule.apiGroups.includes(n.group) || !h.rule.resources.includes(res) || !h.rule.verbs.includes(n.verb)) return false;
+  return !h.rule.resourceNames || (n.name !== undefined && h.rule.resourceNames.includes(n.name));
+}
+
+const plan = (spec: Record<string, unknown>) => ({ spec } as unknown as MigrationPlan);
+const PLANS: Record<string, MigrationPlan> = {
+  'service in place': plan({ serviceCIDR: { from: 'a', to: 'b' }, strategy: 'in-place' }),
+  'service recreate': plan({ serviceCIDR: { from: 'a', to: 'b' }, strategy: 'recreate' }),
+  'pod, Calico (operator)': plan({ podCIDR: { ipam: 'calico', calico: { operatorManaged: true } } }),
+  'pod, Calico (manifest)': plan({ podCIDR: { ipam: 'calico', calico: { operatorManaged: false } } }),
+  'pod, node IPAM': plan({ podCIDR: { ipam: 'node' } }),
+};
+
+describe('shipped RBAC against what runs need', () => {
+  const rules = held();
+  for (const [name, p] of Object.entries(PLANS)) {
+    test(`${name}: every verb the run needs is granted`, () => {
+      const missing = accessNeeds(p).filter((n) => !rules.some((h) => grants(h, n))).map(needKey);
+      assert.deepEqual(missing, []);
+    });
+  }
+
+  test('no migrate role grants a write no plan needs', () => {
+    const needs = Object.values(PLANS).flatMap(accessNeeds);
+    const excess: string[] = [];
+    for (const h of rules.filter((x) => x.file !== 'deploy/rbac.yaml')) {
+      for (const verb of h.rule.verbs.filter((v) => !['get', 'list', 'watch'].includes(v))) {
+        for (const res of h.rule.resources) {
+          for (const group of h.rule.apiGroups) {
+            const [resource, subresource] = res.split('/');
+            const used = needs.some((n) => n.verb === verb && n.group === group && n.resource === resource && n.subresource === subresource
+              && (h.namespace === undefined || n.namespace === h.namespace));
+            if (!used) excess.push(`${h.file}: ${verb} ${res}${group ? `.${group}` : ''}`);
+          }
+        }
+      }
+    }
+    assert.deepEqual(excess, []);
+  });
+
+  test('the Lease rules name the run\'s Lease: no rewrite of the other leader Leases of kube-system', () => {
+    const lease = rules.filter((h) => h.rule.resources.includes('leases'));
+    assert.ok(lease.length > 0);
+    for (const h of lease) {
+      assert.equal(h.namespace, 'kube-system');
+      if (h.rule.verbs.some((v) => v !== 'create')) assert.deepEqual(h.rule.resourceNames, ['kube-renumber']);
+    }
+    const other = { verb: 'update', group: 'coordination.k8s.io', resource: 'leases', namespace: 'kube-system', name: 'kube-controller-manager', file: '', why: '' };
+    assert.ok(!rules.some((h) => grants(h, other)));
+  });
+
+  test('the EndpointSlice watch a Service batch waits with is granted (without it the run LISTs in a loop)', () => {
+    const watch = { verb: 'watch', group: 'discovery.k8s.io', resource: 'endpointslices', namespace: 'default', file: '', why: '' };
+    assert.ok(rules.some((h) => h.file === 'deploy/rbac-migrate.yaml' && grants(h, watch)));
+  });
+
+  test('Secrets only in the state namespace', () => {
+    for (const h of rules.filter((x) => x.rule.resources.includes('secrets'))) assert.equal(h.namespace, 'kube-renumber');
+  });
+});
