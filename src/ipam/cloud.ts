@@ -37,3 +37,22 @@ export const azureCni: IpamOwner<'azure-cni'> = {
     'https://learn.microsoft.com/azure/aks/azure-cni-overlay',
   ],
 };
+
+export const gkeAliasRanges: IpamOwner<'gke-alias-ranges'> = {
+  kind: 'gke-alias-ranges',
+  title: 'GKE VPC-native alias IP ranges',
+  detect: (i) => {
+    const ds = ['kube-system/netd', 'kube-system/anetd'].filter((d) => i.daemonSets.has(d));
+    return ds.length > 0 ? [`DaemonSet ${ds.join(', ')} (GKE's pod networking: ${ds.includes('kube-system/anetd') ? 'Dataplane V2, ' : ''}addresses from each node's alias IP range)`] : undefined;
+  },
+  pod: {
+    supported: false,
+    reason: 'GKE gives each node an alias IP range from the subnet\'s Pod secondary range and pods take their addresses from it: the range belongs to the VPC subnet, and a secondary range in use cannot be replaced',
+    instead: 'add Pod IPv4 ranges with discontiguous multi-Pod CIDR (a new node pool with --pod-ipv4-range) and move the workloads onto it, or create a new cluster',
+  },
+  sources: [
+    'https://cloud.google.com/kubernetes-engine/docs/concepts/alias-ips',
+    'https://cloud.google.com/kubernetes-engine/docs/how-to/alias-ips',
+    'https://github.com/GoogleCloudPlatform/netd/blob/master/netd.yaml',
+  ],
+};

@@ -4,13 +4,14 @@
  */
 import { calicoManifest, calicoOperator } from './calico.ts';
 import { ciliumClusterPool, ciliumMultiPool, ciliumOther } from './cilium.ts';
-import { awsVpcCni, azureCni } from './cloud.ts';
+import { awsVpcCni, azureCni, gkeAliasRanges } from './cloud.ts';
 import { nodePodCIDR } from './node-podcidr.ts';
 import type { IpamInput, IpamOwner, IpamOwnerFacts, OwnerCapability } from './types.ts';
 
 export const IPAM_OWNERS = [
   awsVpcCni,
   azureCni,
+  gkeAliasRanges,
   ciliumClusterPool,
   ciliumMultiPool,
   ciliumOther,

@@ -70,6 +70,8 @@ describe('pod IPAM owners', () => {
     assert.equal(owner({ plugin: 'cilium', ipam: 'cilium', ipamMode: 'eni' }), 'cilium-other');
     assert.equal(owner({ daemonSets: new Set(['kube-system/aws-node']) }), 'aws-vpc-cni');
     assert.equal(owner({ daemonSets: new Set(['kube-system/azure-cns']) }), 'azure-cni');
+    assert.equal(owner({ plugin: 'cilium', ipam: 'cilium', daemonSets: new Set(['kube-system/anetd']) }), 'gke-alias-ranges');
+    assert.equal(owner({ daemonSets: new Set(['kube-system/netd']) }), 'gke-alias-ranges');
     assert.equal(owner({ pools: 2 }), 'calico');
     assert.equal(owner({}), 'node');
     assert.equal(owner({ nodesWithPodCIDR: 0 }), undefined);
