@@ -223,7 +223,7 @@ describe('pod plan: node IPAM path', () => {
     const zoned = Array.from({ length: 6 }, (_, i) => ({ ...node(`z${i}`, `10.244.${i}.0/24`, `192.168.1.${20 + i}`), labels: { 'topology.kubernetes.io/zone': i < 3 ? 'a' : 'b' } }));
     const p = buildMigrationPlan(nodeSnap({ nodes: zoned }), { pod: { target: '172.16.0.0/16', nodeHook: 'reregister.sh', maxUnavailable: '50%' } });
     assert.equal(p.spec.podCIDR!.node!.maxUnavailable, '50%');
-    assert.deepEqual(ids(p), ['kcm-stop-allocating', 'scale-critical', 'move-nodes-wave-1', 'move-nodes-wave-2', 'restore-scale', 'kcm-cluster-cidr', 'verify-pods']);
+    assert.deepEqual(ids(p), ['confirm-pod-disruption', 'kcm-stop-allocating', 'scale-critical', 'move-nodes-wave-1', 'move-nodes-wave-2', 'restore-scale', 'kcm-cluster-cidr', 'verify-pods']);
     for (const id of ['move-nodes-wave-1', 'move-nodes-wave-2']) {
       const st = p.steps.find((s) => s.id === id)!;
       assert.equal(st.kind, 'move-nodes');
@@ -237,9 +237,9 @@ describe('pod plan: node IPAM path', () => {
     assert.match(planToMarkdown(p), /max-unavailable 50%: 2 wave\(s\) of up to 3 nodes, each spread across 2 zones/);
     // without a hook: the wave's drains, one gate for the wave, the wave's podCIDRs
     const g = buildMigrationPlan(nodeSnap({ nodes: zoned }), { pod: { target: '172.16.0.0/16', maxUnavailable: 3 } });
-    assert.deepEqual(ids(g).slice(2, 5), ['drain-nodes-wave-1', 'reregister-nodes-wave-1', 'assign-podcidr-wave-1']);
-    assert.equal(g.steps[3]!.kind, 'gate');
-    assert.equal(g.steps[3]!.items!.length, 3);
+    assert.deepEqual(ids(g).slice(3, 6), ['drain-nodes-wave-1', 'reregister-nodes-wave-1', 'assign-podcidr-wave-1']);
+    assert.equal(g.steps[4]!.kind, 'gate');
+    assert.equal(g.steps[4]!.items!.length, 3);
     // the default is one node at a time, and says so
     const one = buildMigrationPlan(nodeSnap({ nodes: zoned }), { pod: { target: '172.16.0.0/16', nodeHook: 'x' } });
     assert.equal(one.spec.podCIDR!.node!.maxUnavailable, 1);

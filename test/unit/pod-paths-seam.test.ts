@@ -59,6 +59,8 @@ const PATH_PLANS: Record<PodPathId, Array<() => Promise<MigrationPlan>>> = {
   node: [
     () => examplePlan('kubeadm-exhausted', { target: '10.244.0.0/14', ipam: 'node', nodeHook: 'true' }),
     () => examplePlan('kubeadm-exhausted', { target: '10.244.0.0/14', ipam: 'node' }),
+    () => examplePlan('kubeadm-exhausted', { target: '10.244.0.0/14', ipam: 'node', nodeHook: 'true', maxUnavailable: '100%' }),
+    () => examplePlan('kubeadm-exhausted', { target: '10.244.0.0/14', ipam: 'node', maxUnavailable: '100%' }),
   ],
 };
 
