@@ -672,8 +672,10 @@ export class PodExecutor implements PodPathHosts {
       id: p.id, title: p.description, kind: 'action',
       check: async (ctx) => (await this.allNodes(items, async (it) => (await this.assigned(ctx.client, it)) === undefined && (await nodeMetadataRestored(ctx, it.name)))) && (await this.missingBarePods(ctx)).length === 0,
       apply: async (ctx) => {
-        if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
+        // Bare pods missing since a drain are created again once the wave's nodes have their podCIDRs: created
+        // before, one may land on a node that just registered and has no podCIDR yet, and wait there for an address.
         await this.wave(ctx, p.id, items, (it) => this.assignOne(ctx, it), false);
+        if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
       },
       verify: (ctx) => this.assignedAll(ctx, items),
     };
