@@ -48,6 +48,18 @@ export interface BuildStamp {
   sizes?: { binBytes: number; goModCacheBytes: number; goBuildCacheBytes: number; goBuildCacheBytesBeforeTrim?: number };
 }
 
+/** Bytes the build cache held before a build script trimmed it (the scripts leave the figure in `dir`); the file is
+ *  removed once read. */
+export async function takeTrimFigure(dir: string): Promise<number | undefined> {
+  const file = join(dir, 'gocache-bytes-before-trim');
+  if (!existsSync(file)) return undefined;
+  const bytes = Number((await readFile(file, 'utf8')).trim()) || undefined;
+  await rm(file, { force: true });
+  return bytes;
+}
+
+export const mib = (n: number): string => `${(n / 1048576).toFixed(0)} MiB`;
+
 export function cacheRoot(): string {
   const env = process.env.KUBE_RENUMBER_CACHE;
   return env && env.length > 0 ? env : join(homedir(), '.cache', 'kube-renumber');
@@ -228,12 +240,8 @@ export async function ensureBuilt(opts: { version?: string; log?: (s: string) =>
         goModCacheBytes: await duBytes(join(root, 'go', 'mod')),
         goBuildCacheBytes: await duBytes(join(root, 'go', 'build-cache')),
       };
-      const trimFile = join(versionDir(version), 'gocache-bytes-before-trim');
-      if (existsSync(trimFile)) {
-        stamp.sizes.goBuildCacheBytesBeforeTrim = Number((await readFile(trimFile, 'utf8')).trim()) || undefined;
-        await rm(trimFile, { force: true });
-      }
-      const mib = (n: number) => `${(n / 1048576).toFixed(0)} MiB`;
+      const trimmed = await takeTrimFigure(versionDir(version));
+      if (trimmed !== undefined) stamp.sizes.goBuildCacheBytesBeforeTrim = trimmed;
       log(
         `built in ${figures.seconds}s, peak RSS ${figures.maxRssKiB ?? '?'} KiB; bin ${mib(stamp.sizes.binBytes)}, ` +
           `module cache ${mib(stamp.sizes.goModCacheBytes)}, build cache ${mib(stamp.sizes.goBuildCacheBytes)}` +

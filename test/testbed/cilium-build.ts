@@ -11,11 +11,11 @@
 
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot, testbedRoot, withLock } from './build.ts';
+import { cacheRoot, mib, takeTrimFigure, testbedRoot, withLock } from './build.ts';
 import { duBytes } from './dataplane-build.ts';
 
 export const CILIUM_VERSION = 'v1.15.19';
@@ -117,12 +117,8 @@ export async function ensureCiliumOperatorBuilt(opts: { version?: string; log?: 
       };
       if (figures.maxRssKiB !== undefined) stamp.maxRssKiB = figures.maxRssKiB;
       if (figures.cpuSeconds !== undefined) stamp.cpuSeconds = figures.cpuSeconds;
-      const trimFile = join(versionDir(version), 'gocache-bytes-before-trim');
-      if (existsSync(trimFile)) {
-        stamp.sizes.goBuildCacheBytesBeforeTrim = Number((await readFile(trimFile, 'utf8')).trim()) || undefined;
-        await rm(trimFile, { force: true });
-      }
-      const mib = (n: number) => `${(n / 1048576).toFixed(0)} MiB`;
+      const trimmed = await takeTrimFigure(versionDir(version));
+      if (trimmed !== undefined) stamp.sizes.goBuildCacheBytesBeforeTrim = trimmed;
       log(
         `built in ${figures.seconds}s (load average ${stamp.loadavg.join(' → ')}), CPU ${figures.cpuSeconds ?? '?'} s, peak RSS ${figures.maxRssKiB ?? '?'} KiB; ` +
           `binary ${mib(stamp.sizes.binBytes)}, shared module cache ${mib(goModCacheBytesBefore)} → ${mib(stamp.sizes.goModCacheBytes)}` +

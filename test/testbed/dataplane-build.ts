@@ -11,10 +11,10 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot, DEFAULT_VERSION, testbedRoot, withLock } from './build.ts';
+import { cacheRoot, DEFAULT_VERSION, mib, takeTrimFigure, testbedRoot, withLock } from './build.ts';
 
 export const COREDNS_VERSION = 'v1.15.0';
 export const DATAPLANE_BINARIES = ['kube-proxy', 'coredns', 'dpnet'] as const;
@@ -192,12 +192,8 @@ export async function ensureDataplaneBuilt(opts: { version?: string; log?: (s: s
           binBytes: await duBytes(dataplaneBinDir(version)),
           goModCacheBytes: await duBytes(join(testbedRoot(), 'go', 'mod')),
         };
-        const trimFile = join(dataplaneVersionDir(version), 'gocache-bytes-before-trim');
-        if (existsSync(trimFile)) {
-          stamp.sizes.goBuildCacheBytesBeforeTrim = Number((await readFile(trimFile, 'utf8')).trim()) || undefined;
-          await rm(trimFile, { force: true });
-        }
-        const mib = (n: number) => `${(n / 1048576).toFixed(0)} MiB`;
+        const trimmed = await takeTrimFigure(dataplaneVersionDir(version));
+        if (trimmed !== undefined) stamp.sizes.goBuildCacheBytesBeforeTrim = trimmed;
         log(
           `built in ${figures.seconds}s, peak RSS ${figures.maxRssKiB ?? '?'} KiB; bin ${mib(stamp.sizes.binBytes)}, ` +
             `shared module cache ${mib(stamp.sizes.goModCacheBytes)}` +
