@@ -7,6 +7,8 @@
 #   K8S_VERSION    e.g. v1.35.4
 #   ETCD_VERSION   e.g. v3.6.16
 #   KWOK_VERSION   e.g. v0.7.0
+#   DP_ROOT        the data plane's cache root (optional): while its build of K8S_VERSION is still to run,
+#                  the Go build cache is kept for it
 # Output: $TB_ROOT/$K8S_VERSION/bin/{tbsup,etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kwok}
 #
 # Wrapper modules are generated under $TB_ROOT/$K8S_VERSION/src, never inside the checkout. The Go
@@ -144,8 +146,12 @@ want="${1:-all}"
 case "$want" in
   all)
     build_sup; build_etcd; build_kwok; build_k8s
-    # The build cache (~3.9 GB for v1.35.4) only speeds up a rebuild; the stamp prevents rebuilds.
-    if [ "${KUBE_RENUMBER_TESTBED_KEEP_GOCACHE:-0}" != 1 ]; then
+    # The build cache (~3.9 GB for v1.35.4) only speeds up a rebuild; the stamp prevents rebuilds. The data-plane
+    # build of the same version compiles kube-proxy from the same k8s.io packages with this cache, so it stays
+    # until that build has run too (the data-plane build removes it then).
+    if [ -n "${DP_ROOT:-}" ] && [ ! -f "$DP_ROOT/$K8S_VERSION/stamp.json" ]; then
+      log "build cache: $(du -sh "$GOCACHE" | cut -f1), kept for the data-plane build of $K8S_VERSION, which removes it"
+    elif [ "${KUBE_RENUMBER_TESTBED_KEEP_GOCACHE:-0}" != 1 ]; then
       log "build cache: $(du -sh "$GOCACHE" | cut -f1), removing it (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it)"
       du -sb "$GOCACHE" | cut -f1 > "$VDIR/gocache-bytes-before-trim"
       go clean -cache

@@ -189,6 +189,7 @@ async function runBuildScript(version: string, target: 'all' | 'sup', log: (s: s
       env: {
         ...process.env,
         TB_ROOT: testbedRoot(),
+        DP_ROOT: join(cacheRoot(), 'dataplane'),
         K8S_VERSION: version,
         ETCD_VERSION,
         KWOK_VERSION,

@@ -10,8 +10,10 @@
 #   COREDNS_VERSION  e.g. v1.15.0
 # Output: $DP_ROOT/$K8S_VERSION/bin/{kube-proxy,coredns,dpnet}
 #
-# The control plane's bin directory and stamp are never touched. Only the Go module cache
-# ($TB_ROOT/go/mod) is shared, so modules already downloaded for the control plane are not fetched again.
+# The control plane's bin directory and stamp are never touched. The Go module cache ($TB_ROOT/go/mod) and
+# build cache ($TB_ROOT/go/build-cache) are shared, so neither modules nor packages the control-plane build of
+# this version fetched and compiled are fetched or compiled again; the build cache is removed after this build
+# when the control plane of this version is built (else that build will use it and remove it).
 set -euo pipefail
 
 main() {
@@ -24,7 +26,9 @@ SRC="$VDIR/src"
 mkdir -p "$BIN" "$SRC"
 
 export GOMODCACHE="$TB_ROOT/go/mod"
-export GOCACHE="$DP_ROOT/go/build-cache"
+# The control plane's build cache: kube-proxy is compiled from the same k8s.io packages as kube-apiserver and
+# kube-controller-manager, which the control-plane build of this version leaves there for this build.
+export GOCACHE="$TB_ROOT/go/build-cache"
 export GOPATH="$DP_ROOT/go/path"
 export GOFLAGS="-mod=mod -buildvcs=false"
 export GOTOOLCHAIN=local
@@ -121,7 +125,9 @@ want="${1:-all}"
 case "$want" in
   all)
     build_dpnet; build_proxy; build_coredns
-    if [ "${KUBE_RENUMBER_TESTBED_KEEP_GOCACHE:-0}" != 1 ]; then
+    if [ ! -f "$TB_ROOT/$K8S_VERSION/stamp.json" ]; then
+      log "build cache: $(du -sh "$GOCACHE" | cut -f1), kept for the control-plane build of $K8S_VERSION, which removes it"
+    elif [ "${KUBE_RENUMBER_TESTBED_KEEP_GOCACHE:-0}" != 1 ]; then
       du -sb "$GOCACHE" | cut -f1 > "$VDIR/gocache-bytes-before-trim"
       log "build cache: $(du -sh "$GOCACHE" | cut -f1), removing it (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it)"
       go clean -cache

@@ -3,10 +3,11 @@
 //   ensureDataplaneBuilt({ version }) -> bin directory holding kube-proxy, coredns, dpnet.
 //
 // Binaries live in ${KUBE_RENUMBER_CACHE:-$HOME/.cache/kube-renumber}/dataplane/<version>/bin with their
-// own stamp (dataplane/<version>/stamp.json) and build cache (dataplane/go/build-cache, removed after a
-// full build), so building them never invalidates the control-plane cache (testbed/<version>). The Go
-// module cache of the control plane (testbed/go/mod) is shared. A lock file keeps concurrent builds
-// from running twice.
+// own stamp (dataplane/<version>/stamp.json), so building them never invalidates the control-plane cache
+// (testbed/<version>). The control plane's Go module cache (testbed/go/mod) and build cache
+// (testbed/go/build-cache) are shared: kube-proxy's k8s.io packages are compiled once per version, and the
+// build cache is removed by whichever of the two builds of a version runs last. A lock file keeps
+// concurrent builds from running twice.
 
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
