@@ -102,7 +102,27 @@ build_k8s() {
 }
 
 # ---------------------------------------------------------------------------- etcd
+# etcd and kwok do not depend on the Kubernetes version: each is built once per its own version into
+# $TB_ROOT/shared/<name>/<version>/ and linked (or copied) into every Kubernetes version's bin directory.
+from_shared() {
+  local name="$1" version="$2"
+  local shared="$TB_ROOT/shared/$name/$version/$name"
+  if [ -x "$shared" ]; then
+    log "$name $version: already built for another Kubernetes version, linked from $shared"
+    ln -f "$shared" "$BIN/$name" 2>/dev/null || cp -f "$shared" "$BIN/$name"
+    return 0
+  fi
+  return 1
+}
+
+to_shared() {
+  local name="$1" version="$2"
+  mkdir -p "$TB_ROOT/shared/$name/$version"
+  ln -f "$BIN/$name" "$TB_ROOT/shared/$name/$version/$name" 2>/dev/null || cp -f "$BIN/$name" "$TB_ROOT/shared/$name/$version/$name"
+}
+
 build_etcd() {
+  from_shared etcd "$ETCD_VERSION" && return 0
   local mod="$SRC/etcd"
   mkdir -p "$mod"
   cd "$mod"
@@ -115,10 +135,12 @@ EOF
   quiet_go_get etcd "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
   log "go build etcd"
   go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3
+  to_shared etcd "$ETCD_VERSION"
 }
 
 # ---------------------------------------------------------------------------- kwok
 build_kwok() {
+  from_shared kwok "$KWOK_VERSION" && return 0
   local mod="$SRC/kwok"
   mkdir -p "$mod"
   cd "$mod"
@@ -131,6 +153,7 @@ EOF
   quiet_go_get kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
   log "go build kwok"
   go build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" -o "$BIN/kwok" sigs.k8s.io/kwok/cmd/kwok
+  to_shared kwok "$KWOK_VERSION"
 }
 
 # ---------------------------------------------------------------------------- tbsup (our supervisor)
