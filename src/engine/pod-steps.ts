@@ -70,6 +70,9 @@ export class PodExecutor implements PodPathHosts {
   readonly target: Cidr[];
   readonly opts: Required<Omit<PodExecOptions, 'onWaves'>> & Pick<PodExecOptions, 'onWaves'>;
 
+  /** The run (the plan id), as PodPathHost names it. */
+  get run(): string { return this.opts.token; }
+
   constructor(plan: MigrationPlan, opts: PodExecOptions) {
     if (!plan.spec.podCIDR) throw new Error('the plan does not move the Pod CIDR');
     this.plan = plan;

@@ -193,11 +193,22 @@ export function squatters(view: ServiceView, items: readonly StepItem[], run?: s
   return out;
 }
 
-/** The error that stops a run at an object that has a helper's name but is not this run's (exit 6). */
-export function notOursError(what: readonly string[], run?: string): UserError {
+/**
+ * The error that stops a run at an object that has a helper's name but is not this run's (exit 6). `found` gives
+ * the objects as seen: one that carries kube-renumber's helper labels but no run label (a bridge or cover made by a
+ * version before run labels) is named with the command that labels it, if the operator knows it is this run's.
+ */
+export function notOursError(what: readonly string[], run?: string, found: (key: string) => KubeObject | undefined = () => undefined): UserError {
+  const unlabelled = run === undefined ? [] : what.filter((k) => {
+    const l = found(k)?.metadata?.labels ?? {};
+    return l[MANAGED_LABEL] === 'true' && (l[BRIDGE_FOR_LABEL] !== undefined || l[COVER_FOR_LABEL] !== undefined) && l[RUN_LABEL] === undefined;
+  });
+  const label = unlabelled.length === 0 ? '' : `; ${unlabelled.join(', ')} carr${unlabelled.length === 1 ? 'ies' : 'y'} the helper labels but no ${RUN_LABEL} label `
+    + '(made by a kube-renumber without run labels): only if this run made them, label them by hand and resume: '
+    + unlabelled.map((k) => { const [ns, name] = k.split('/'); return `kubectl -n ${ns} label service ${name} ${RUN_LABEL}=${run}`; }).join('; ');
   return new UserError(`Service ${what.slice(0, 3).join(', ')}${what.length > 3 ? ` and ${what.length - 3} more` : ''} has the name of a kube-renumber helper `
     + `but is not one of this run's (labels ${MANAGED_LABEL}=true, ${BRIDGE_FOR_LABEL} or ${COVER_FOR_LABEL}${run ? `, ${RUN_LABEL}=${run}` : ''}): `
-    + 'it was left untouched; rename or remove it, then resume', 'verify');
+    + `it was left untouched; rename or remove it, then resume${label}`, 'verify');
 }
 
 /** A move-services step is done when every Service is moved with its bridge and no cover of theirs is left. */
@@ -358,7 +369,7 @@ export class ServiceExecutor {
    * run's stops the step (nothing of it was changed).
    */
   private adopt(ctx: StepContext, o: KubeObject, forLabel: string, forName: string): KubeObject {
-    if (!ownedHelper(o, forLabel, forName, this.opts.token)) throw notOursError([`${o.metadata?.namespace}/${o.metadata?.name}`], this.opts.token);
+    if (!ownedHelper(o, forLabel, forName, this.opts.token)) throw notOursError([`${o.metadata?.namespace}/${o.metadata?.name}`], this.opts.token, () => o);
     if (ctx.dryRun !== 'none' || !o.metadata?.uid) return o;
     const key = ServiceExecutor.uidKey(o);
     const set = this.createdSet(ctx);
@@ -739,7 +750,7 @@ export class ServiceExecutor {
         evidence = new Map();
         // a Service named like one of our bridges or covers that is not this run's stops the step before any write
         const foreign = squatters(view, items, this.opts.token);
-        if (foreign.length > 0) throw notOursError(foreign, this.opts.token);
+        if (foreign.length > 0) throw notOursError(foreign, this.opts.token, (k) => view.get(k));
         const seen = (it: StepItem) => ({ svc: view.get(itemKey(it)), bridge: it.bridge ? view.get(`${it.namespace}/${it.bridge}`) : undefined });
         let moved = 0;
         const count = () => ctx.progress?.({ type: 'count', what: 'Services moved', done: moved, total: items.length });
@@ -794,7 +805,7 @@ export class ServiceExecutor {
       // only the bridge this run created: its labels, and its uid journaled as created (deleted with that uid as precondition)
       const b = await withRetry(() => getObject(ctx.client, SERVICES, it.bridge!, it.namespace));
       if (b) {
-        if (!ownedHelper(b, BRIDGE_FOR_LABEL, it.name, this.opts.token)) throw notOursError([`${it.namespace}/${it.bridge}`], this.opts.token);
+        if (!ownedHelper(b, BRIDGE_FOR_LABEL, it.name, this.opts.token)) throw notOursError([`${it.namespace}/${it.bridge}`], this.opts.token, () => b);
         if (!this.createdByThisRun(ctx, b)) {
           throw new UserError(`bridge ${it.namespace}/${it.bridge} (uid ${b.metadata?.uid}) is not journaled as created by this run: left as it is; delete it by hand if it is this migration's, then roll back again`, 'verify');
         }
@@ -1160,7 +1171,7 @@ export class ServiceExecutor {
           // one since 1.17), so it can be moved like any Service: the name and both IPs keep answering.
           const view = await this.observe(ctx.client, [it]);
           const foreign = squatters(view, [it], this.opts.token);
-          if (foreign.length > 0) throw notOursError(foreign, this.opts.token);
+          if (foreign.length > 0) throw notOursError(foreign, this.opts.token, (k) => view.get(k));
           const covers = new Map(coversIn(view, [it], this.opts.token).map((c) => [itemKey(it), c]));
           const covered = this.opts.covers && !itemDone(view, it) ? await this.raiseCovers(ctx, [it], view, covers) : new Set<string>();
           if (it.bridge) await this.copySlices(ctx, 'default', 'kubernetes', it.bridge);

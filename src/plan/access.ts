@@ -7,6 +7,9 @@
  */
 import type { ResourceAccess } from '../kube/access-review.ts';
 import type { MigrationPlan } from './plan.ts';
+import { RECREATE_ROLE } from './recreate-grants.ts';
+
+export { MIGRATE_SERVICE_ACCOUNT, RECREATE_ROLE, recreateGrantCommands, recreateRoleBindings } from './recreate-grants.ts';
 
 export interface AccessNeed extends ResourceAccess {
   /** The shipped file granting it. */
@@ -59,7 +62,7 @@ function podNeeds(plan: MigrationPlan): AccessNeed[] {
   const out: AccessNeed[] = [
     need('create', '', 'pods', p, 'evict pods (PodDisruptionBudgets respected)', { subresource: 'eviction' }),
     need('delete', '', 'pods', p, 'pods left on a deleted node or started without their node\'s podCIDR'),
-    need('create', '', 'pods', p, 'bare pods created again from their backup'),
+    ...recreateNeeds(pod.barePodNamespaces),
     ...['deployments', 'statefulsets', 'daemonsets'].map((r) => need('patch', 'apps', r, p, 'rollout restart (and the replicas of critical Deployments)')),
     need('patch', '', 'nodes', p, 'cordon and uncordon'),
   ];
@@ -76,6 +79,18 @@ function podNeeds(plan: MigrationPlan): AccessNeed[] {
     if (pod.calico?.operatorManaged) out.push(need('update', 'operator.tigera.io', 'installations', p, 'the Installation\'s ipPools'));
   }
   return out;
+}
+
+/**
+ * `create pods` for the bare pods created again from their backup: only in their namespaces (the plan lists them).
+ * A plan written before it lists none: cluster-wide, as those runs asked.
+ */
+const RECREATE_FILE = 'deploy/rbac-migrate-pods.yaml';
+
+function recreateNeeds(namespaces: string[] | undefined): AccessNeed[] {
+  const why = 'bare pods created again from their backup';
+  if (namespaces === undefined) return [need('create', '', 'pods', RECREATE_FILE, why)];
+  return namespaces.map((namespace) => need('create', '', 'pods', RECREATE_FILE, `${why} (${RECREATE_ROLE}, bound in this namespace)`, { namespace }));
 }
 
 /** Everything a run of `plan` needs beyond the read roles, in a stable order without repeats. */

@@ -6,6 +6,7 @@
  * again, and the labels and taints set on it through the API (not by its kubelet) are put back from its backup once
  * it has registered. `apply --yes` confirms it. Pure.
  */
+import { recreateGrantCommands } from './recreate-grants.ts';
 import type { PodCIDRSpec } from './pod-spec.ts';
 import type { PlanStep } from './steps.ts';
 
@@ -15,7 +16,7 @@ export function podConsentStep(spec: PodCIDRSpec): PlanStep {
   const nodes = spec.ipam === 'node' ? (spec.node?.nodes ?? []).map((n) => n.name) : [];
   const lost = [
     'every pod is created again in the new range: emptyDir volumes start empty (kubectl drain --delete-emptydir-data)',
-    'bare pods (no controller) are deleted and created again from their backup: same spec, new uid (kubectl drain --force)',
+    `bare pods (no controller) are deleted and created again from their backup: same spec, new uid (kubectl drain --force)${spec.barePodNamespaces ? (spec.barePodNamespaces.length > 0 ? `; they run in namespace(s) ${spec.barePodNamespaces.join(', ')}` : '; none runs now') : ''}`,
     ...(nodes.length > 0 ? [`node(s) ${nodes.join(', ')} are deleted and registered again: labels and taints set through the API are put back from each node's backup after it registers; other fields set through the API (annotations, spec.providerID set by hand) are not`] : []),
   ];
   return {
@@ -23,7 +24,13 @@ export function podConsentStep(spec: PodCIDRSpec): PlanStep {
     description: `confirm the disruptive Pod steps: ${lost.join('; ')}`,
     gate: {
       reason: 'what these steps delete does not come back as it was; like kubectl drain, they run only once confirmed',
-      instructions: ['check the plan\'s pod and node list (kube-renumber plan -o markdown)', 'kube-renumber resume --yes (apply --yes confirms it)'],
+      instructions: [
+        'check the plan\'s pod and node list (kube-renumber plan -o markdown)',
+        ...(spec.barePodNamespaces && spec.barePodNamespaces.length > 0
+          ? [`grant create pods where the bare pods are created again, and nowhere else: ${recreateGrantCommands(spec.barePodNamespaces).join('; ')}`]
+          : []),
+        'kube-renumber resume --yes (apply --yes confirms it)',
+      ],
       check: 'none: a person confirms',
     },
     rollback: 'nothing to undo',

@@ -107,6 +107,15 @@ function kcmMaskLines(snap: Snapshot, spec: PodCIDRSpec): { before: string[]; af
   return { before, after };
 }
 
+/**
+ * The namespaces of the pods the run deletes and creates again from their backup: pods on the pod network with
+ * no controller (mirror pods have their Node as controller), not finished. Sorted, without repeats.
+ */
+export function barePodNamespaces(snap: Snapshot): string[] {
+  const live = snap.pods.filter((p) => !p.hostNetwork && !p.owner && p.phase !== 'Succeeded' && p.phase !== 'Failed');
+  return [...new Set(live.map((p) => p.namespace))].sort();
+}
+
 /** Builds the Pod CIDR section. Never throws on cluster data. */
 export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSection {
   const out: PodPlanSection = { preflight: [], prepare: [], restart: [], finish: [] };
@@ -128,6 +137,7 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
   const spec: PodCIDRSpec = {
     from: old.from.map(formatCidr), to: newText, ipam,
     restarts: { parallel: opts.parallel ?? DEFAULT_PARALLEL, critical: [...new Set([...(dns ? [dns] : []), ...(opts.critical ?? [])])] },
+    barePodNamespaces: barePodNamespaces(snap),
   };
   out.spec = spec;
   const sized = old.size(headroom);

@@ -44,6 +44,13 @@ export interface PodCIDRSpec {
     nodes: Array<{ name: string; from: string[]; to: string[]; zone?: string }>;
   };
   restarts: { parallel: number; critical: string[] };
+  /**
+   * The namespaces of the bare pods (no controller) the run deletes and creates again from their backup, sorted.
+   * The run asks `create pods` only there (plan/access.ts), so the ServiceAccount needs no cluster-wide pods
+   * create: deploy/rbac-migrate-pods.yaml's ClusterRole kube-renumber-recreate-pods is bound in each of them.
+   * Absent (plans written before): the run asks `create pods` cluster-wide.
+   */
+  barePodNamespaces?: string[];
 }
 
 /** A node podCIDR size per family (only the families of spec.podCIDR.to). */

@@ -49,7 +49,22 @@ export function recheckPreflight(snap: Snapshot, plan: MigrationPlan, opts: Rech
       },
     } : {}),
   });
-  return rebuilt.preflight;
+  return [...rebuilt.preflight, ...barePodCheck(pc?.barePodNamespaces, rebuilt.spec.podCIDR?.barePodNamespaces)];
+}
+
+/**
+ * Bare pods now in a namespace the plan does not list: the run could not create them again there (it asks, and
+ * is granted, create pods only in the plan's namespaces), so apply stops before its first write.
+ */
+function barePodCheck(planned: readonly string[] | undefined, now: readonly string[] | undefined): PreflightCheck[] {
+  if (planned === undefined || now === undefined) return [];
+  const extra = now.filter((ns) => !planned.includes(ns));
+  if (extra.length === 0) return [];
+  return [{
+    id: 'pod-bare-namespaces', status: 'fail',
+    message: `bare pods (no controller) now run in namespace(s) ${extra.join(', ')}, which the plan does not list (spec.podCIDR.barePodNamespaces: ${planned.join(', ') || 'none'})`,
+    fix: 'plan again (kube-renumber plan), then bind kube-renumber-recreate-pods in the namespaces the new plan lists; or give those pods a controller',
+  }];
 }
 
 /** The checks that fail now: apply stops before its first write when there is any. */

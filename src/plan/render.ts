@@ -268,6 +268,9 @@ export function validatePlan(doc: unknown): MigrationPlan {
         fail(`${P}.restarts.critical[${i}]`, `${show(c)} is not namespace/name`);
       }
     });
+    (strList(pc, 'barePodNamespaces', P, true) ?? []).forEach((ns, i) => {
+      if (!DNS_LABEL.test(ns)) fail(`${P}.barePodNamespaces[${i}]`, `${show(ns)} is not a namespace name`);
+    });
     POD_PATHS[ipam].validate(pc, P, to);
     r.pod = { from, to };
   }

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, migrateKubeconfig, ROOT } from './pod-helpers.ts';
+import { assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, grantRecreate, migrateKubeconfig, ROOT } from './pod-helpers.ts';
 import { formatIP, ipFrom, overlaps, parseCidr } from '../../src/net/index.ts';
 
 const SVC = '10.96.0.0/16';
@@ -64,6 +64,7 @@ describe('fleet: three clusters built alike get ranges of their own and migrate 
     }
     for (const c of index.clusters) {
       assert.equal(c.plan, `${c.name}.yaml`);
+      await grantRecreate(tbs[NAMES.indexOf(c.name)]!, readFileSync(join(out, c.plan), 'utf8'));
       assert.equal(c.service.moved && c.pod.moved, true, `${c.name} moves both`);
       const v = await run(['verify', join(out, c.plan), '--kubeconfig', kcs[NAMES.indexOf(c.name)]!, '--state-dir', join(dir, 'unused', c.name)]);
       assert.equal(v.code, 6, 'not in the end state before the run');

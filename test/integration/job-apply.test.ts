@@ -12,7 +12,7 @@ import * as yaml from 'js-yaml';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { inPod } from './helpers.ts';
-import { assertAllPodsIn, assertWorkloadsReady, ROOT } from './pod-helpers.ts';
+import { assertAllPodsIn, assertWorkloadsReady, grantRecreate, ROOT } from './pod-helpers.ts';
 
 const OLD = '10.244.0.0/16';
 const NEW = '10.50.0.0/16';
@@ -48,6 +48,7 @@ describe('deploy/job-apply.yaml: apply in the cluster with the ServiceAccount\'s
     // the plan, as the ConfigMap holds it
     const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '-o', 'yaml']);
     assert.ok(p.code === 0 || p.code === 1, p.err);
+    await grantRecreate(tb, p.out);
     const item = pod.volumes.find((v: any) => v.configMap).configMap.items[0];
     const planMount = container.volumeMounts.find((m: any) => m.name === pod.volumes.find((v: any) => v.configMap).name).mountPath;
     writeFileSync(mapPath(join(planMount, item.path)), p.out);

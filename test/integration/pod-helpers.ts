@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { contains, parseCidr, parseIP } from '../../src/net/index.ts';
+import { recreateGrantCommands } from '../../src/plan/access.ts';
+import { planFromYaml } from '../../src/plan/render.ts';
 import { kubeconfigWithToken } from './helpers.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -49,6 +51,22 @@ export async function assertWorkloadsReady(tb: Kubectl): Promise<void> {
     if ((d.status?.numberAvailable ?? 0) < d.status?.desiredNumberScheduled) notReady.push(`ds ${d.metadata.namespace}/${d.metadata.name} ${d.status?.numberAvailable ?? 0}/${d.status?.desiredNumberScheduled}`);
   }
   assert.deepEqual(notReady, [], 'every workload at its desired replicas');
+}
+
+/**
+ * What an operator does for a Pod plan run as kube-renumber-migrate: bind kube-renumber-recreate-pods in each
+ * namespace the plan lists under spec.podCIDR.barePodNamespaces, with the commands the plan's confirm step prints.
+ * Returns the namespaces.
+ */
+export async function grantRecreate(tb: Kubectl, planText: string): Promise<string[]> {
+  const plan = planFromYaml(planText);
+  const namespaces = plan.spec.podCIDR?.barePodNamespaces ?? [];
+  for (const cmd of recreateGrantCommands(namespaces)) {
+    const args = cmd.split(' ').slice(1);
+    const r = await tb.kubectl(args);
+    assert.ok(r.code === 0 || /already exists/.test(r.stderr), `${cmd}: ${r.stderr}`);
+  }
+  return namespaces;
 }
 
 /** A kubeconfig for the ServiceAccount kube-renumber-migrate with the shipped roles for a Pod CIDR migration. */

@@ -12,7 +12,7 @@ import { useTestbed } from '../testbed/harness.ts';
 import { watchPDBs, type PDBWatcher } from '../testbed/pdb-watch.ts';
 import { populateWorkloads, type WorkloadSummary } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
-import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, migrateKubeconfig } from './pod-helpers.ts';
+import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, grantRecreate, migrateKubeconfig } from './pod-helpers.ts';
 
 const SVC = '10.96.0.0/16';
 
@@ -50,6 +50,12 @@ describe('Pod CIDR migration, Calico IPAM: 20 nodes, 500+ pods, PDBs, least priv
     assert.ok(r.code === 0 || r.code === 1, r.err);
     assert.doesNotMatch(r.err, /pod-target|pod-ipam/, 'no failed pod pre-flight');
     writeFileSync(planPath, r.out);
+    // create pods is granted only where the bare pod runs (the plan lists it): without that RoleBinding the run is
+    // refused before its first write, told the command to run
+    const refused = await run(['apply', planPath, '--yes', ...common()]);
+    assert.equal(refused.code, 5, refused.err);
+    assert.match(refused.err, /^error: not allowed: create pods -n tb-wl-0 .*kubectl -n tb-wl-0 create rolebinding kube-renumber-recreate-pods --clusterrole=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate \(nothing was changed\)$/m);
+    assert.deepEqual(await grantRecreate(tb, r.out), ['tb-wl-0']);
     assert.match(r.out, /ipam: calico/);
     assert.match(r.out, /kube-system\/coredns/);
   });

@@ -14,6 +14,7 @@ import { hookEnvironment, runHook } from '../../src/engine/pod-steps.ts';
 import { runSteps, type Step, type StepContext } from '../../src/engine/runner.ts';
 import { BRIDGE_FOR_LABEL, ServiceExecutor, squatters, type ServiceView } from '../../src/engine/service-steps.ts';
 import type { KubeClient, Method } from '../../src/kube/client.ts';
+import type { UserError } from '../../src/errors.ts';
 import { bindingRefusal, identityCheck, identityOf, serverWithoutCredentials } from '../../src/plan/identity.ts';
 import { buildMigrationPlan, MANAGED_LABEL, type MigrationPlan } from '../../src/plan/plan.ts';
 import { failedNow, recheckPreflight } from '../../src/plan/recheck.ts';
@@ -221,6 +222,14 @@ describe('ownership of bridges and covers', () => {
     const unlabelled = await moveBackWith({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'web-kr-old', namespace: 'shop', uid: 'u-1' } }, true);
     assert.match(unlabelled.err!.message, /Service shop\/web-kr-old has the name of a kube-renumber helper but is not one of this run's/);
     assert.ok(!unlabelled.seen.some((s) => s.startsWith('DELETE')), unlabelled.seen.join(', '));
+    assert.doesNotMatch(unlabelled.err!.message, /label them by hand/, 'an object without our labels is not offered a label');
+    // a bridge made before run labels (our helper labels, no run label): the message names the command that labels it
+    const old = mine('web-kr-old', BRIDGE_FOR_LABEL);
+    delete old.metadata!.labels![RUN_LABEL];
+    const noRun = await moveBackWith(old, true);
+    assert.equal((noRun.err as UserError).kind, 'verify');
+    assert.match(noRun.err!.message, new RegExp(`shop/web-kr-old carries the helper labels but no kube-renumber\\.io/run label .*label them by hand and resume: kubectl -n shop label service web-kr-old kube-renumber\\.io/run=${RUN}$`));
+    assert.ok(!noRun.seen.some((s) => s.startsWith('DELETE')));
     const notJournaled = await moveBackWith(mine('web-kr-old', BRIDGE_FOR_LABEL), false);
     assert.match(notJournaled.err!.message, /bridge shop\/web-kr-old \(uid uid-web-kr-old-a1b2c3d4e5f6\) is not journaled as created by this run/);
     assert.ok(!notJournaled.seen.some((s) => s.startsWith('DELETE')));

@@ -10,6 +10,7 @@ import { buildMigrationPlan, type MigrationPlan } from '../../src/plan/plan.ts';
 import { buildPodSection, covering, dnsDeployment, podIpamOf, podPatches } from '../../src/plan/pod-plan.ts';
 import { podOwnerRefusal } from '../../src/plan/platform-gate.ts';
 import { refusals } from '../../src/plan/preflight.ts';
+import { failedNow, recheckPreflight } from '../../src/plan/recheck.ts';
 import { run } from './run-cli.ts';
 import { planFromYaml, planToMarkdown, planToYaml } from '../../src/plan/render.ts';
 
@@ -217,6 +218,27 @@ describe('pod plan: node IPAM path', () => {
     assert.match(consent.description, /emptyDir/);
     assert.match(consent.description, /bare pods/);
     assert.match(consent.description, /node\(s\) n1, n2, n3 are deleted and registered again: labels and taints set through the API are put back/);
+  });
+
+  it('lists the bare pods\' namespaces (the only ones where the run creates pods) and names the RoleBindings; apply re-checks them live', () => {
+    const bare = [
+      pod('team-b', 'solo', '10.244.1.50'), pod('team-a', 'solo', '10.244.1.51'), pod('team-a', 'solo-2', '10.244.1.52'),
+      pod('team-c', 'done', '10.244.1.53', { phase: 'Succeeded' }), pod('team-d', 'host', '192.168.1.11', { hostNetwork: true }),
+      pod('team-e', 'web-1', '10.244.1.54', { owner: { kind: 'ReplicaSet', name: 'web-5d8' } }),
+    ];
+    const p = buildMigrationPlan(nodeSnap({ pods: bare }), { pod: { target: '172.16.0.0/16', nodeHook: 'reregister.sh' } });
+    assert.deepEqual(p.spec.podCIDR!.barePodNamespaces, ['team-a', 'team-b']);
+    const consent = p.steps[0]!;
+    assert.match(consent.description, /they run in namespace\(s\) team-a, team-b/);
+    assert.ok(consent.gate!.instructions.some((i) => i.includes('kubectl -n team-a create rolebinding kube-renumber-recreate-pods --clusterrole=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate')));
+    // written and read back
+    assert.deepEqual(planFromYaml(planToYaml(p)).spec.podCIDR!.barePodNamespaces, ['team-a', 'team-b']);
+    assert.throws(() => planFromYaml(planToYaml(p).replace('- team-a', '- Team_A')), /barePodNamespaces\[0\]: "Team_A" is not a namespace name/);
+    // at apply, a bare pod now in a namespace the plan does not list stops the run before its first write
+    assert.deepEqual(failedNow(recheckPreflight(nodeSnap({ pods: bare }), p)), []);
+    const later = failedNow(recheckPreflight(nodeSnap({ pods: [...bare, pod('team-f', 'new', '10.244.2.9')] }), p));
+    assert.deepEqual(later.map((c) => c.id), ['pod-bare-namespaces']);
+    assert.match(later[0]!.message, /team-f, which the plan does not list/);
   });
 
   it('waves: --max-unavailable groups the nodes, spread across zones; recorded in the plan; old plans load as waves of one', () => {

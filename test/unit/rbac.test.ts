@@ -2,13 +2,15 @@
 // run of each kind of plan needs is granted to the ServiceAccount kube-renumber-migrate, and no migrate role
 // grants a write that no plan needs. That each path runs under these roles is shown by the integration tests
 // that run it as that ServiceAccount (service-migration, pod-helpers' migrateKubeconfig, state-in-cluster).
+// `create pods` is never cluster-wide: a plan lists its bare pods' namespaces, and the operator binds the
+// ClusterRole kube-renumber-recreate-pods there with the RoleBindings recreateRoleBindings gives.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import * as yaml from 'js-yaml';
-import { accessNeeds, needKey, type AccessNeed } from '../../src/plan/access.ts';
+import { accessNeeds, needKey, recreateGrantCommands, recreateRoleBindings, type AccessNeed } from '../../src/plan/access.ts';
 import type { MigrationPlan } from '../../src/plan/plan.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -19,8 +21,12 @@ interface Rule { apiGroups: string[]; resources: string[]; verbs: string[]; reso
 /** A rule the ServiceAccount holds, where (undefined: cluster-wide), and the file binding it. */
 interface Held { rule: Rule; namespace?: string; file: string }
 
-function held(): Held[] {
-  const docs = FILES.flatMap((f) => yaml.loadAll(readFileSync(join(ROOT, f), 'utf8')).filter(Boolean).map((d: any) => ({ ...d, file: f })));
+/** The rules the shipped files give the ServiceAccount, plus those of the per-namespace RoleBindings `extra`. */
+function held(extra: Array<Record<string, unknown>> = []): Held[] {
+  const docs = [
+    ...FILES.flatMap((f) => yaml.loadAll(readFileSync(join(ROOT, f), 'utf8')).filter(Boolean).map((d: any) => ({ ...d, file: f }))),
+    ...extra.map((d) => ({ ...d, file: 'recreateRoleBindings' })),
+  ];
   const role = (kind: string, name: string, ns?: string) => docs.find((d: any) => d.kind === kind && d.metadata.name === name && (kind === 'ClusterRole' || d.metadata.namespace === ns));
   const out: Held[] = [];
   for (const b of docs.filter((d: any) => d.kind === 'ClusterRoleBinding' || d.kind === 'RoleBinding')) {
@@ -44,19 +50,51 @@ const plan = (spec: Record<string, unknown>) => ({ spec } as unknown as Migratio
 const PLANS: Record<string, MigrationPlan> = {
   'service in place': plan({ serviceCIDR: { from: 'a', to: 'b' }, strategy: 'in-place' }),
   'service recreate': plan({ serviceCIDR: { from: 'a', to: 'b' }, strategy: 'recreate' }),
-  'pod, Calico (operator)': plan({ podCIDR: { ipam: 'calico', calico: { operatorManaged: true } } }),
-  'pod, Calico (manifest)': plan({ podCIDR: { ipam: 'calico', calico: { operatorManaged: false } } }),
-  'pod, node IPAM': plan({ podCIDR: { ipam: 'node' } }),
+  'pod, Calico (operator)': plan({ podCIDR: { ipam: 'calico', calico: { operatorManaged: true }, barePodNamespaces: ['tb-wl-0', 'team-a'] } }),
+  'pod, Calico (manifest)': plan({ podCIDR: { ipam: 'calico', calico: { operatorManaged: false }, barePodNamespaces: [] } }),
+  'pod, node IPAM': plan({ podCIDR: { ipam: 'node', barePodNamespaces: ['default'] } }),
 };
+const bareOf = (p: MigrationPlan) => p.spec.podCIDR?.barePodNamespaces ?? [];
+/** The RoleBindings the operator adds for every plan above. */
+const BINDINGS = recreateRoleBindings([...new Set(Object.values(PLANS).flatMap(bareOf))]);
 
 describe('shipped RBAC against what runs need', () => {
-  const rules = held();
+  const rules = held(BINDINGS);
   for (const [name, p] of Object.entries(PLANS)) {
-    test(`${name}: every verb the run needs is granted`, () => {
-      const missing = accessNeeds(p).filter((n) => !rules.some((h) => grants(h, n))).map(needKey);
+    test(`${name}: every verb the run needs is granted (with the plan's own RoleBindings of create pods)`, () => {
+      const own = held(recreateRoleBindings(bareOf(p)));
+      const missing = accessNeeds(p).filter((n) => !own.some((h) => grants(h, n))).map(needKey);
       assert.deepEqual(missing, []);
     });
   }
+
+  test('create pods: asked only in the plan\'s bare pods\' namespaces, granted nowhere cluster-wide', () => {
+    const p = PLANS['pod, Calico (operator)']!;
+    const creates = accessNeeds(p).filter((n) => n.verb === 'create' && n.resource === 'pods' && !n.subresource);
+    assert.deepEqual(creates.map((n) => n.namespace), ['tb-wl-0', 'team-a']);
+    assert.deepEqual(accessNeeds(PLANS['pod, Calico (manifest)']!).filter((n) => n.verb === 'create' && n.resource === 'pods' && !n.subresource), []);
+    const shipped = held();
+    const anywhere = (ns: string) => ({ verb: 'create', group: '', resource: 'pods', namespace: ns, file: '', why: '' });
+    assert.ok(!shipped.some((h) => grants(h, anywhere('team-a'))), 'the shipped files alone grant no create pods');
+    const own = held(recreateRoleBindings(['team-a']));
+    assert.ok(own.some((h) => grants(h, anywhere('team-a'))));
+    assert.ok(!own.some((h) => grants(h, anywhere('team-b'))), 'a binding in team-a grants nothing in team-b');
+    assert.ok(!own.some((h) => grants(h, anywhere('kube-system'))));
+    // a plan written before the list: cluster-wide create pods, which the shipped roles no longer grant
+    const old = accessNeeds(plan({ podCIDR: { ipam: 'node' } })).filter((n) => n.verb === 'create' && n.resource === 'pods' && !n.subresource);
+    assert.deepEqual(old.map((n) => n.namespace), [undefined]);
+    assert.ok(!own.some((h) => grants(h, old[0]!)));
+  });
+
+  test('the commands printed for the operator make the same RoleBindings', () => {
+    const [cmd] = recreateGrantCommands(['team-a']);
+    const [rb] = recreateRoleBindings(['team-a']) as any[];
+    assert.equal(cmd, `kubectl -n team-a create rolebinding ${rb.metadata.name} --clusterrole=${rb.roleRef.name} --serviceaccount=${SA.namespace}:${SA.name}`);
+    const docs = yaml.loadAll(readFileSync(join(ROOT, 'deploy/rbac-migrate-pods.yaml'), 'utf8')) as any[];
+    const role = docs.find((d) => d?.kind === 'ClusterRole' && d.metadata.name === rb.roleRef.name);
+    assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['pods'], verbs: ['create'] }]);
+    assert.ok(!docs.some((d) => d?.kind === 'ClusterRoleBinding' && d.roleRef.name === rb.roleRef.name), 'never bound cluster-wide');
+  });
 
   test('no migrate role grants a write no plan needs', () => {
     const needs = Object.values(PLANS).flatMap(accessNeeds);

@@ -5,7 +5,7 @@
  */
 import { deniedAccess } from '../../kube/access-review.ts';
 import { connect, type KubeClient } from '../../kube/client.ts';
-import { accessNeeds, needKey } from '../../plan/access.ts';
+import { accessNeeds, needKey, recreateGrantCommands, type AccessNeed } from '../../plan/access.ts';
 import type { MigrationPlan } from '../../plan/index.ts';
 import { durationFlag, str } from '../common.ts';
 import type { Io, Values } from '../command.ts';
@@ -28,6 +28,17 @@ export async function checkAccess(values: Values, io: Io, plan: MigrationPlan): 
   }
   if (values.verbose === true) io.err(`permissions: ${needs.length} verb(s) checked with SelfSubjectAccessReview, ${denied.length} missing\n`);
   if (denied.length === 0) return;
-  const files = [...new Set(denied.map((d) => d.file))].join(', ');
-  throw new UserError(`not allowed: ${denied.map((d) => `${needKey(d)} (${d.why})`).join('; ')}; grant the permissions in ${files} (nothing was changed)`, 'forbidden');
+  // create pods is granted per namespace (the plan's bare pods): the commands that grant exactly the missing ones
+  const podCreate = (d: AccessNeed) => d.verb === 'create' && d.resource === 'pods' && !d.subresource;
+  const recreate = denied.filter((d) => podCreate(d) && d.namespace !== undefined);
+  // a plan written before spec.podCIDR.barePodNamespaces asks create pods cluster-wide, which deploy/ no longer grants
+  const legacy = denied.filter((d) => podCreate(d) && d.namespace === undefined);
+  const rest = denied.filter((d) => !podCreate(d));
+  const files = [...new Set(rest.map((d) => d.file))].join(', ');
+  const how = [
+    ...(rest.length > 0 ? [`grant the permissions in ${files}`] : []),
+    ...(legacy.length > 0 ? ['the plan does not list its bare pods\' namespaces (spec.podCIDR.barePodNamespaces, written by newer versions): plan again, then bind kube-renumber-recreate-pods where it says'] : []),
+    ...(recreate.length > 0 ? [`bind ClusterRole kube-renumber-recreate-pods (deploy/rbac-migrate-pods.yaml) where the bare pods run: ${recreateGrantCommands(recreate.map((d) => d.namespace!)).join('; ')}`] : []),
+  ];
+  throw new UserError(`not allowed: ${denied.map((d) => `${needKey(d)} (${d.why})`).join('; ')}; ${how.join('; ')} (nothing was changed)`, 'forbidden');
 }

@@ -474,6 +474,12 @@ export const restoreCommand: Command = {
         try {
           await withRetry(() => createObject(s.client, t, o.kind === 'Pod' ? podForRecreate(o) : forCreate(o)));
         } catch (e) {
+          // a create of ours whose answer was lost (a reset, a kill in flight) made it, or someone did: the retry is
+          // refused (AlreadyExists, or 422 for its ClusterIP or nodePort already allocated) and the object is there
+          if (e instanceof KubeApiError && (e.status === 409 || e.status === 422) && await withRetry(() => getObject(s.client, t, o.metadata!.name!, o.metadata?.namespace))) {
+            rows.push({ ...row, result: 'exists', detail: 'created meanwhile (a create whose answer was lost, or by someone else): left as it is' });
+            continue;
+          }
           // the apiserver refuses this object now (e.g. its IP is outside every range): say so, go on with the others
           if (!(e instanceof KubeApiError) || e.status < 400 || e.status >= 500 || e.status === 401 || e.status === 403) throw e;
           rows.push({ ...row, result: 'failed', detail: e.message.split('\n')[0]! });

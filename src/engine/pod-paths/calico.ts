@@ -13,18 +13,20 @@ import { contains, parseCidr, parseIP, tryParseCidr, type Cidr } from '../../net
 import type { PoolData } from '../../plan/pod-spec.ts';
 import type { PlanStep } from '../../plan/steps.ts';
 import { backUpLate, type Step, type StepContext } from '../runner.ts';
+import { RUN_LABEL } from '../covers.ts';
 import { retryOnConflict, withRetry } from '../toolkit.ts';
 import { active, cidrIn, cidrsWithin, controlPlaneView, inAny, ipsOf, MANAGED_LABEL, sameList, withKind } from './common.ts';
 import type { PodPathEngine, PodPathHost } from './types.ts';
 
-function poolObject(p: PoolData): KubeObject {
+/** A new pool as the run creates it: labelled kube-renumber.io/managed and with the run, so rollback deletes only it. */
+export function poolObject(p: PoolData, run: string): KubeObject {
   const spec: Record<string, unknown> = {
     cidr: p.cidr, blockSize: p.blockSize, disabled: false,
     ipipMode: p.ipipMode ?? 'Never', vxlanMode: p.vxlanMode ?? 'Never', natOutgoing: p.natOutgoing ?? false,
     nodeSelector: p.nodeSelector ?? 'all()',
   };
   if (p.allowedUses) spec.allowedUses = p.allowedUses;
-  return { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: p.name, labels: { [MANAGED_LABEL]: 'true' } }, spec };
+  return { apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: { name: p.name, labels: { [MANAGED_LABEL]: 'true', [RUN_LABEL]: run } }, spec };
 }
 
 async function installation(client: KubeClient): Promise<KubeObject | undefined> {
@@ -83,7 +85,7 @@ function createPoolStep(pe: PodPathHost, p: PlanStep): Step {
             natOutgoing: np.natOutgoing === false ? 'Disabled' : 'Enabled', nodeSelector: np.nodeSelector ?? 'all()',
           }]));
         } else if (!cur) {
-          await withRetry(() => createObject(ctx.client, IPPOOLS, poolObject(np), { dryRun: ctx.dryRun === 'server' }));
+          await withRetry(() => createObject(ctx.client, IPPOOLS, poolObject(np, pe.run), { dryRun: ctx.dryRun === 'server' }));
         } else if (cur.spec?.disabled === true) {
           backUpLate(ctx, [withKind(cur, 'ippools')], p.id);
           // a 409 (our write whose answer was lost, or someone's edit) reads the pool again
@@ -101,9 +103,29 @@ function createPoolStep(pe: PodPathHost, p: PlanStep): Step {
       const using = (await withRetry(() => listAll(ctx.client, PODS))).filter((x) => active(x) && ipsOf(x).some((a) => inAny(target, a)));
       if (using.length > 0) throw new Error(`${using.length} pod(s) hold addresses in the new pool (e.g. ${using[0]!.metadata?.namespace}/${using[0]!.metadata?.name}): move them back first`);
       if (operator) await editInstallationPools(ctx, (list) => (list.some((x) => pools.some((np) => np.name === x.name)) ? list.filter((x) => !pools.some((np) => np.name === x.name)) : undefined));
-      else for (const np of pools) await withRetry(() => deleteObject(ctx.client, IPPOOLS, np.name));
+      else for (const np of pools) await undoPool(ctx, np.name, pe.run);
     },
   };
+}
+
+/**
+ * Undo the new pool: delete it (uid precondition) only when it carries this run's labels; a pool of that name that
+ * existed disabled before (its backup) is disabled again; any other is not ours, and the rollback stops at it.
+ */
+export async function undoPool(ctx: StepContext, name: string, run: string): Promise<void> {
+  const cur = await withRetry(() => getObject(ctx.client, IPPOOLS, name));
+  if (!cur) return;
+  const l = cur.metadata?.labels ?? {};
+  if (l[MANAGED_LABEL] === 'true' && l[RUN_LABEL] === run) {
+    await withRetry(() => deleteObject(ctx.client, IPPOOLS, name, undefined, { uid: cur.metadata?.uid }));
+    return;
+  }
+  const before = ctx.backups.load({ apiVersion: cur.apiVersion ?? 'crd.projectcalico.org/v1', kind: 'IPPool', name });
+  if (before?.spec?.disabled === true) {
+    if (cur.spec?.disabled !== true) await withRetry(() => patchWithPrecondition(ctx.client, IPPOOLS, cur, { spec: { disabled: true } }));
+    return;
+  }
+  throw new Error(`IPPool ${name} is not this run's (labels ${MANAGED_LABEL}=true, ${RUN_LABEL}=${run}): left as it is; delete it by hand if this migration made it, then roll back again`);
 }
 
 /** The old pools that still exist, ready to back up. */

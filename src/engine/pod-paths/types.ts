@@ -17,6 +17,8 @@ import type { Step, StepContext } from '../runner.ts';
 /** What every path's executors use of the Pod CIDR executor (PodExecutor implements it). */
 export interface PodPathHost {
   readonly spec: PodCIDRSpec;
+  /** The run (the plan id): objects the path creates carry it as label kube-renumber.io/run, and only those are undone. */
+  readonly run: string;
   /** spec.podCIDR.from and .to, parsed. */
   readonly old: Cidr[];
   readonly target: Cidr[];

@@ -1,0 +1,96 @@
+// Kill the real CLI process (SIGKILL) on the node IPAM path's steps, one kill point per run, each in a distinct
+// phase of a node's move: right after its cordon, right after a pod's eviction, right after the Node's delete (before
+// the hook re-registers it), right after its podCIDR in NEW was set, right after a bare pod was created again, and
+// with a write in flight. Each killed run is resumed by the next; the last runs to completion. Nothing may be lost:
+// as many pods after as before, every workload back, the bare pod back, every node in NEW and uncordoned. Every run
+// goes as the ServiceAccount of the shipped roles, with create pods bound only where the plan's bare pod runs (a run
+// without that RoleBinding is refused before its first write, told the command that adds it).
+//
+// It prints one JSON line `{"nodeKills":…}` with the figures (docs/reliability.md quotes one run).
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { useTestbed } from '../testbed/harness.ts';
+import { populateWorkloads } from '../testbed/workloads.ts';
+import { run } from '../unit/run-cli.ts';
+import { cli } from './helpers.ts';
+import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, grantRecreate, inRange, migrateKubeconfig, ROOT } from './pod-helpers.ts';
+
+const OLD = '10.244.0.0/16';
+const NEW = '10.60.0.0/16';
+
+/** The kill points, in the order a node's move meets them. */
+const NODE_KILLS: ReadonlyArray<{ name: string; env: NodeJS.ProcessEnv }> = [
+  { name: 'after a cordon', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/nodes/:1:unschedulable' } },
+  { name: 'after an eviction', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/eviction:1' } },
+  { name: 'after a Node delete', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/nodes/:1' } },
+  { name: 'after a podCIDR was set', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/nodes/:1:podCIDRs' } },
+  { name: 'after a bare pod was created again', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/pods:1:"kind":"Pod"' } },
+  { name: 'write in flight', env: { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '1' } },
+];
+
+describe('Pod CIDR migration, node IPAM, killed on the node steps and resumed', () => {
+  const tb = useTestbed({ serviceCIDR: '10.96.0.0/16', podCIDR: OLD, nodes: 3, podIPAM: 'kwok', calicoCRDs: false, populate: { namespaces: 1, deployments: 1, replicas: 1, services: 2 } });
+  const dir = mkdtempSync(join(tmpdir(), 'kr-pod-crash-node-'));
+  const planPath = join(dir, 'plan.yaml');
+  const stateDir = join(dir, 'state');
+
+  test('ends in the planned state with nothing lost', { timeout: 20 * 60_000 }, async () => {
+    await populateWorkloads(tb, { namespaces: 1, deploymentsPerNs: 2, replicas: 2, statefulSets: 1, statefulSetReplicas: 2, job: false });
+    const before = await activePodNetworkPods(tb);
+    const bareBefore = await getJSON(tb, ['get', 'pod', '-n', 'tb-wl-0', 'standalone']);
+    const hook = `${process.execPath} ${join(ROOT, 'test/testbed/reregister-node.ts')} --kubeconfig ${tb.kubeconfigPath}`;
+    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--ipam', 'node', '--node-hook', hook, '-o', 'yaml']);
+    assert.ok(p.code === 0 || p.code === 1, p.err);
+    writeFileSync(planPath, p.out);
+    const kc = await migrateKubeconfig(tb);
+    const common = ['--yes', '--allow-hook', '--kubeconfig', kc, '--state-dir', stateDir, '--timeout', '120s',
+      // each killed run is known to be gone: take its Lease at once instead of waiting out its 60 s
+      '--force-unlock'];
+    const refused = await run(['apply', planPath, ...common]);
+    assert.equal(refused.code, 5, refused.err);
+    assert.match(refused.err, /^error: not allowed: create pods -n tb-wl-0 .*kubectl -n tb-wl-0 create rolebinding kube-renumber-recreate-pods --clusterrole=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate \(nothing was changed\)$/m);
+    assert.deepEqual(await grantRecreate(tb, p.out), ['tb-wl-0']);
+    const a = await run(['apply', planPath, ...common]);
+    assert.equal(a.code, 7, a.err);
+    assert.match(a.err, /stopped at gate kcm-stop-allocating/);
+    assert.equal((await tb.restartControllerManager({ allocateNodeCIDRs: false })).running, true);
+
+    const args = ['resume', planPath, '--ack-gate', 'kcm-stop-allocating', ...common];
+    const history: string[] = [];
+    const fired: string[] = [];
+    for (const k of NODE_KILLS) {
+      const r = await cli(args, k.env);
+      const steps = r.err.split('\n').filter((l) => /^\[\d+\/\d+\]/.test(l));
+      history.push(`${k.name}: ${r.signal ?? r.code} after ${steps.at(-1) ?? 'no step'}`);
+      writeFileSync(join(dir, 'history.txt'), history.join('\n'));
+      assert.equal(r.signal, 'SIGKILL', `${k.name}: the kill point fired (exit ${r.code}: ${r.err.slice(-600)})\n${history.join('\n')}`);
+      fired.push(k.name);
+    }
+    const r = await run(args);
+    assert.equal(r.code, 7, `${r.err}\n${history.join('\n')}`);
+    assert.match(r.err, /stopped at gate kcm-cluster-cidr/);
+    assert.equal((await tb.restartControllerManager({ clusterCIDR: NEW, allocateNodeCIDRs: true })).running, true);
+    const done = await run([...args, '--ack-gate', 'kcm-cluster-cidr']);
+    assert.equal(done.code, 0, done.err);
+
+    const v = await run(['verify', planPath, '--kubeconfig', kc, '--state-dir', stateDir]);
+    assert.equal(v.code, 0, `${v.err}\n${history.join('\n')}`);
+    const n = await assertAllPodsIn(tb, NEW, OLD);
+    assert.equal(n, before.length, `${n} pods, ${before.length} before: none lost`);
+    await assertWorkloadsReady(tb);
+    const bare = await getJSON(tb, ['get', 'pod', '-n', 'tb-wl-0', 'standalone']);
+    assert.notEqual(bare.metadata.uid, bareBefore.metadata.uid, 'the bare pod was created again');
+    assert.ok(inRange(NEW, bare.status.podIP), 'the bare pod is back, in NEW');
+    const nodes = (await getJSON(tb, ['get', 'nodes'])).items;
+    assert.equal(nodes.length, 3);
+    for (const node of nodes) {
+      assert.ok(inRange(NEW, node.spec.podCIDR.split('/')[0]), `${node.metadata.name} ${node.spec.podCIDR}`);
+      assert.ok(!node.spec.unschedulable, `${node.metadata.name} uncordoned`);
+    }
+    console.log(JSON.stringify({ nodeKills: { points: fired, kills: fired.length, nodes: nodes.length, podsBefore: before.length, podsAfter: n, lost: before.length - n } }));
+  });
+});

@@ -1,0 +1,165 @@
+// Undoing a Service CIDR migration survives what the migration itself survives. The real CLI process is killed
+// (SIGKILL) while `rollback` and `restore` run, at points of distinct phases: right after an in-place Service became
+// ExternalName on its way back, with a write in flight, right after a bridge Service was deleted, right after a
+// state chunk reached the cluster, right after the new ServiceCIDR was deleted; and, for restore, with the create of a
+// deleted Service in flight and right after it. Each is run again to completion. Then rollback and restore run
+// through the fault-injecting proxy (test/testbed/faults.ts). Nothing may be lost: every Service back with its
+// uid (in place), type, ClusterIPs and nodePorts as the backup holds them, no bridge left.
+//
+// It prints one JSON line `{"rollbackKills":…}` with the figures (docs/reliability.md quotes one run).
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { FaultProxy, type FaultStats } from '../testbed/faults.ts';
+import { useTestbed } from '../testbed/harness.ts';
+import { run } from '../unit/run-cli.ts';
+import { cli, kubeconfigWithToken, servicesByKey, specWithoutIPs } from './helpers.ts';
+
+const OLD = '10.96.0.0/16';
+const NEW = '10.100.0.0/16';
+const RATE = Number(process.env.KUBE_RENUMBER_FAULT_RATE ?? 0.15);
+const SEED = Number(process.env.KUBE_RENUMBER_FAULT_SEED ?? 20261126);
+
+/** Kill points of a rollback, each in its own run of `rollback`, in this order. */
+const ROLLBACK_KILLS: ReadonlyArray<{ name: string; env: NodeJS.ProcessEnv }> = [
+  { name: 'rollback: after a Service became ExternalName', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/services/:1:ExternalName' } },
+  { name: 'rollback: write in flight', env: { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '2' } },
+  { name: 'rollback: after a bridge was deleted', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/services/:1' } },
+  { name: 'rollback: after a state chunk', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/namespaces/kube-renumber/secrets:1' } },
+  { name: 'rollback: after the new ServiceCIDR was deleted', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/servicecidrs/:1' } },
+];
+/** Kill points of a restore. */
+const RESTORE_KILLS: ReadonlyArray<{ name: string; env: NodeJS.ProcessEnv }> = [
+  { name: 'restore: create in flight', env: { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '1' } },
+  { name: 'restore: after a create', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/services:1' } },
+];
+
+const isBridge = (s: any) => s.metadata.labels?.['kube-renumber.io/managed'] === 'true' || s.metadata.labels?.['kube-renumber.io/bridge-for'];
+
+describe('rollback and restore killed mid-way, and through the fault proxy: nothing lost', () => {
+  const tb = useTestbed({ serviceCIDR: OLD, podCIDR: '10.244.0.0/20', nodes: 1, populate: { namespaces: 2, deployments: 1, replicas: 1, services: 4 } });
+  const dir = mkdtempSync(join(tmpdir(), 'kr-rollback-crash-'));
+  const figures: Record<string, unknown> = {};
+  let proxy: FaultProxy | undefined;
+  let faultKc = '';
+
+  const common = (state: string, kc = tb.kubeconfigPath) => ['--kubeconfig', kc, '--state-dir', state, '--timeout', '90s', '--propagation-delay', '0s', '--force-unlock'];
+  const services = async () => [...(await servicesByKey(tb)).values()].filter((s: any) => !isBridge(s));
+
+  async function plan(strategy: string): Promise<string> {
+    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', NEW, '--strategy', strategy,
+      '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '-o', 'yaml']);
+    assert.equal(p.code, 0, p.err);
+    const path = join(dir, `plan-${strategy}.yaml`);
+    writeFileSync(path, p.out);
+    return path;
+  }
+
+  /** Every Service of `before` is there as it was: type, ClusterIPs, nodePorts, the rest of its spec (and uid). */
+  async function assertAsBefore(before: any[], opts: { uid: boolean }): Promise<void> {
+    const now = await servicesByKey(tb);
+    const lost: string[] = [];
+    for (const s of before) {
+      const key = `${s.metadata.namespace}/${s.metadata.name}`;
+      const a = now.get(key);
+      if (!a) { lost.push(key); continue; }
+      if (opts.uid) assert.equal(a.metadata.uid, s.metadata.uid, `${key} kept its uid`);
+      assert.equal(a.spec.type, s.spec.type, `${key} type`);
+      assert.deepEqual(a.spec.clusterIPs, s.spec.clusterIPs, `${key} at its old ClusterIPs`);
+      assert.deepEqual((a.spec.ports ?? []).map((x: any) => x.nodePort), (s.spec.ports ?? []).map((x: any) => x.nodePort), `${key} nodePorts`);
+      assert.deepEqual(specWithoutIPs(a), specWithoutIPs(s), `${key} spec`);
+    }
+    assert.deepEqual(lost, [], 'no Service lost');
+    assert.deepEqual([...now.values()].filter(isBridge).map((s: any) => s.metadata.name), [], 'no bridge or cover left');
+  }
+
+  after(async () => { await proxy?.stop(); });
+
+  test('a NodePort Service; the fault proxy', async () => {
+    const r = await tb.kubectl(['create', 'service', 'nodeport', 'np', '-n', 'default', '--tcp=80:8080', '--node-port=30080']);
+    assert.equal(r.code, 0, r.stderr);
+    const pki = join(tb.stateDir, 'pki', 'apiserver');
+    proxy = await FaultProxy.start({ target: tb.server, cert: readFileSync(join(pki, 'apiserver.crt')), key: readFileSync(join(pki, 'apiserver.key')), rate: RATE, seed: SEED });
+    faultKc = kubeconfigWithToken(proxy.url, tb.token);
+  });
+
+  test('in place: rollback killed at five points, then run to completion: every Service back, uid kept', { timeout: 15 * 60_000 }, async () => {
+    const before = await services();
+    const planPath = await plan('in-place');
+    const state = join(dir, 'inplace');
+    const a = await run(['apply', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', ...common(state)]);
+    assert.equal(a.code, 7, a.err);
+    assert.match(a.err, /stopped at gate restart-apiservers/);
+    const moved = (await services()).filter((s: any) => s.spec.clusterIP?.startsWith('10.100.'));
+    assert.ok(moved.length >= 4, `Services moved before the gate: ${moved.length}`);
+
+    const kills: string[] = [];
+    for (const k of ROLLBACK_KILLS) {
+      const r = await cli(['rollback', planPath, ...common(state)], k.env);
+      assert.equal(r.signal, 'SIGKILL', `${k.name}: the kill point fired (exit ${r.code}: ${r.err.slice(-500)})`);
+      kills.push(k.name);
+    }
+    const r = await run(['rollback', planPath, ...common(state)]);
+    assert.equal(r.code, 0, r.err);
+    await assertAsBefore(before, { uid: true });
+    figures.inPlace = { services: before.length, moved: moved.length, kills: kills.length, lost: 0 };
+  });
+
+  test('in place through the fault proxy: apply again, then rollback: every Service back, uid kept', { timeout: 15 * 60_000 }, async () => {
+    const before = await services();
+    const planPath = join(dir, 'plan-in-place.yaml');
+    const state = join(dir, 'inplace');
+    const a = await run(['apply', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', ...common(state)]);
+    assert.equal(a.code, 7, a.err);
+    assert.ok((await services()).filter((s: any) => s.spec.clusterIP?.startsWith('10.100.')).length >= 4, 'moved again after the rollback');
+    const start = proxy!.stats();
+    const r = await run(['rollback', planPath, ...common(state, faultKc)]);
+    assert.equal(r.code, 0, r.err);
+    await assertAsBefore(before, { uid: true });
+    figures.inPlaceFaults = delta(start, proxy!.stats());
+  });
+
+  test('recreate: apply killed after Service deletes; restore killed twice, run again; rollback through the fault proxy', { timeout: 15 * 60_000 }, async () => {
+    const before = await services();
+    const planPath = await plan('recreate');
+    const state = join(dir, 'recreate');
+    const k = await cli(['apply', planPath, '--yes', ...common(state)], { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/services/:2' });
+    assert.equal(k.signal, 'SIGKILL', k.err);
+    const now = await services();
+    const missing = before.filter((s: any) => !now.some((n: any) => n.metadata.name === s.metadata.name && n.metadata.namespace === s.metadata.namespace));
+    assert.ok(missing.length >= 1, 'a Service deleted when the run died');
+
+    let fired = 0;
+    for (const kp of RESTORE_KILLS) {
+      const r = await cli(['restore', planPath, ...common(state), '-o', 'json'], kp.env);
+      // the in-flight create may have been applied, leaving nothing for the second kill point to interrupt
+      if (r.signal === 'SIGKILL') fired++;
+      else assert.equal(r.code, 0, `${kp.name}: ${r.err}`);
+    }
+    assert.ok(fired >= 1, 'a restore was killed');
+    const start = proxy!.stats();
+    const rs = await run(['restore', planPath, ...common(state, faultKc), '-o', 'json']);
+    assert.equal(rs.code, 0, `${rs.err}\n${rs.out}`);
+    const rows = JSON.parse(rs.out).objects;
+    assert.ok(!rows.some((x: any) => x.result === 'failed'), rs.out);
+    const rb = await run(['rollback', planPath, ...common(state, faultKc)]);
+    assert.ok(rb.code === 0 || rb.code === 1, `rollback: ${rb.code} ${rb.err}`);
+    // recreate: what rollback could not put back at its old IP, restore does
+    const rs2 = await run(['restore', planPath, ...common(state, faultKc), '-o', 'json']);
+    assert.equal(rs2.code, 0, `${rs2.err}\n${rs2.out}`);
+    await assertAsBefore(before, { uid: false });
+    figures.recreate = { services: before.length, missingAfterKill: missing.length, restoreKills: fired, lost: 0, faults: delta(start, proxy!.stats()) };
+    console.log(JSON.stringify({ rollbackKills: { points: [...ROLLBACK_KILLS, ...RESTORE_KILLS].map((x) => x.name), ...figures } }));
+  });
+});
+
+/** The proxy's figures between two readings. */
+function delta(a: FaultStats, b: FaultStats): Record<string, unknown> {
+  const requests = b.requests - a.requests;
+  const faulted = b.faulted - a.faulted;
+  const byKind = Object.fromEntries(Object.entries(b.byKind).map(([k, n]) => [k, n - a.byKind[k as keyof typeof a.byKind]]));
+  return { requests, faulted, rate: requests > 0 ? Number((faulted / requests).toFixed(3)) : 0, byKind };
+}
