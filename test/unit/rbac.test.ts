@@ -47,6 +47,7 @@ const PLANS: Record<string, MigrationPlan> = {
   'pod, Calico (operator)': plan({ podCIDR: { ipam: 'calico', calico: { operatorManaged: true } } }),
   'pod, Calico (manifest)': plan({ podCIDR: { ipam: 'calico', calico: { operatorManaged: false } } }),
   'pod, node IPAM': plan({ podCIDR: { ipam: 'node' } }),
+  'pod, Cilium multi-pool': plan({ podCIDR: { ipam: 'cilium-multi-pool' } }),
 };
 
 describe('shipped RBAC against what runs need', () => {
