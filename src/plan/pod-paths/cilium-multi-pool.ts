@@ -148,7 +148,6 @@ function stepLists(inp: PodStepInputs): PodStepLists {
   }, {
     id: 'cilium-config-move', kind: 'cilium-config-move',
     description: `change ConfigMap kube-system/cilium-config so new pods take addresses from ${np.name} and both ranges are routed natively (${kv(cm.config.move)}), ${agents}; running pods keep their addresses`,
-    items: cm.config.move.map((c) => ({ namespace: 'kube-system', name: c.key, from: c.from !== undefined ? [c.from] : [], to: c.to !== undefined ? [c.to] : [] })),
     rollback: 'put the keys back from the backup and restart the agents again',
   }];
   const restart: PlanStep[] = [{
@@ -167,7 +166,6 @@ function stepLists(inp: PodStepInputs): PodStepLists {
     finish.push({
       id: 'cilium-config-final', kind: 'cilium-config-final',
       description: `change ConfigMap kube-system/cilium-config now that nothing uses ${oldC.join(', ')} (${kv(cm.config.final)}), ${agents}`,
-      items: cm.config.final.map((c) => ({ namespace: 'kube-system', name: c.key, from: c.from !== undefined ? [c.from] : [], to: c.to !== undefined ? [c.to] : [] })),
       rollback: 'put the keys back from the backup and restart the agents again',
     });
   }
