@@ -189,6 +189,7 @@ function readCiliumPool(o: KubeObject, b: Builder): CiliumPoolInfo | undefined {
     const cidrs = (Array.isArray(spec.cidrs) ? spec.cidrs : []).map((c: unknown) => b.cidr(c, `CiliumPodIPPool/${name} spec.${f}.cidrs`)).filter((c: string | undefined): c is string => !!c);
     const maskSize = typeof spec.maskSize === 'number' ? spec.maskSize : Number(spec.maskSize);
     if (cidrs.length > 0 && Number.isInteger(maskSize)) out[f] = { cidrs, maskSize };
+    for (const c of cidrs) b.addNormalizedRange(c, 'pool', `CiliumPodIPPool/${name}`, `Cilium pod pool ${name}`);
   }
   return out;
 }

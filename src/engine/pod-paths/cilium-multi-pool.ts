@@ -7,6 +7,7 @@
  */
 import type { KubeObject } from '../../cluster/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
+import { KubeApiError } from '../../kube/errors.ts';
 import { CONFIGMAPS, createObject, deleteObject, forCreate, getObject, listAll, PODS, type ResourceType } from '../../kube/resources.ts';
 import { DAEMONSETS, patchWithPrecondition } from '../../kube/workloads.ts';
 import { contains, parseCidr, tryParseCidr, type Cidr } from '../../net/index.ts';
@@ -74,6 +75,29 @@ async function annotatedChoosers(client: KubeClient): Promise<string[]> {
   ];
 }
 
+/**
+ * CiliumNodeConfigs that set the default pool or the pre-allocation for some nodes (Documentation/network/concepts/
+ * ipam/multi-pool.rst "Per-Node Default Pool": they override cilium-config on the nodes they select), as
+ * "namespace/name". cilium.io/v2alpha1 in Cilium 1.15, v2 later; a version not served has none.
+ */
+async function nodeConfigOverrides(client: KubeClient): Promise<string[]> {
+  const out: string[] = [];
+  for (const version of ['v2', 'v2alpha1']) {
+    let items: KubeObject[];
+    try {
+      items = await withRetry(() => listAll(client, { group: 'cilium.io', version, plural: 'ciliumnodeconfigs', namespaced: true }));
+    } catch (e) {
+      if (e instanceof KubeApiError && e.status === 404) continue;
+      throw e;
+    }
+    for (const o of items) {
+      const d = o.spec?.defaults ?? {};
+      if (d['ipam-default-ip-pool'] !== undefined || d['ipam-multi-pool-pre-allocation'] !== undefined) out.push(`${o.metadata?.namespace}/${o.metadata?.name}`);
+    }
+  }
+  return [...new Set(out)];
+}
+
 /** Pods holding an address of the pool's CIDRs, and CiliumNodes listing the pool (requested or allocated). */
 async function poolUsers(client: KubeClient, p: CiliumPoolData): Promise<string[]> {
   const ranges = poolCidrs(p).map((c) => parseCidr(c));
@@ -100,6 +124,10 @@ function createPoolStep(pe: CiliumHost, p: PlanStep): Step {
       const choosers = await annotatedChoosers(ctx.client);
       if (choosers.length > 0) {
         throw new Error(`${choosers.length} object(s) choose their CiliumPodIPPool by annotation (${POOL_ANNOTATIONS.join(', ')}), e.g. ${choosers.slice(0, 3).join(', ')}: kube-renumber moves only the default pool; nothing was changed`);
+      }
+      const overrides = await nodeConfigOverrides(ctx.client);
+      if (overrides.length > 0) {
+        throw new Error(`CiliumNodeConfig ${overrides.join(', ')} set${overrides.length === 1 ? 's' : ''} ipam-default-ip-pool or ipam-multi-pool-pre-allocation for some nodes, over cilium-config: kube-renumber changes only cilium-config; nothing was changed`);
       }
       const cur = await withRetry(() => getObject(ctx.client, T, s.newPool.name));
       if (cur) {

@@ -142,7 +142,7 @@ function stepLists(inp: PodStepInputs): PodStepLists {
   const agents = 'then restart the Cilium agents (DaemonSet kube-system/cilium, rolled out and awaited; they read cilium-config only at start)';
   const prepare: PlanStep[] = [{
     id: 'create-ciliumpodippool', kind: 'create-ciliumpodippool',
-    description: `create CiliumPodIPPool ${np.name} ${poolCidrs(np).join(',')} (${cm.apiVersion}; per-node mask ${[np.ipv4 && `/${np.ipv4.maskSize}`, np.ipv6 && `/${np.ipv6.maskSize}`].filter(Boolean).join(', ')}, as pool ${cm.oldPool.name}); stops before any change when a pod or namespace chooses a pool by annotation (ipam.cilium.io/ip-pool, ip-pool-ipv4, ip-pool-ipv6)`,
+    description: `create CiliumPodIPPool ${np.name} ${poolCidrs(np).join(',')} (${cm.apiVersion}; per-node mask ${[np.ipv4 && `/${np.ipv4.maskSize}`, np.ipv6 && `/${np.ipv6.maskSize}`].filter(Boolean).join(', ')}, as pool ${cm.oldPool.name}); stops before any change when a pod or namespace chooses a pool by annotation (ipam.cilium.io/ip-pool, ipv4-pool, ipv6-pool) or a CiliumNodeConfig sets ipam-default-ip-pool for some nodes`,
     items: [{ namespace: '', name: np.name, from: [], to: poolCidrs(np) }],
     rollback: 'delete the new pool (only while no pod holds an address in it and no CiliumNode lists it)',
   }, {
@@ -286,7 +286,7 @@ export const ciliumMultiPoolPath: PodPath<'cilium-multi-pool'> = {
   summary: () => 'Cilium multi-pool IPAM (a new CiliumPodIPPool, the default pool switched)',
   summaryRows: (pc) => {
     const c = pc['cilium-multi-pool'];
-    return c ? [['Pools', `${c.oldPool.name} ${poolCidrs(c.oldPool).join(',')} → ${c.newPool.name} ${poolCidrs(c.newPool).join(',')}`], ['cilium-config', [...c.config.move, ...c.config.final].map((x) => x.key).join(', ')]] : [];
+    return c ? [['Pools', `${c.oldPool.name} ${poolCidrs(c.oldPool).join(',')} → ${c.newPool.name} ${poolCidrs(c.newPool).join(',')}`], ['cilium-config', [...new Set([...c.config.move, ...c.config.final].map((x) => x.key))].join(', ')]] : [];
   },
   markdown: () => '',
 };
