@@ -26,7 +26,7 @@ import type { IpamOwner } from './types.ts';
 const IPAM_DOCS = 'https://docs.cilium.io/en/stable/network/concepts/ipam/';
 const CLUSTER_POOL_DOC = `${IPAM_DOCS}cluster-pool/`;
 const MULTI_POOL_DOC = `${IPAM_DOCS}multi-pool/`;
-const NOT_OURS = 'neither --ipam node (node podCIDRs) nor --ipam calico (Calico pools) owns these addresses, so forcing one would change what Cilium does not read';
+const NOT_OURS = 'neither --ipam node (node podCIDRs), --ipam calico (Calico pools) nor --ipam cilium-multi-pool (CiliumPodIPPools, multi-pool mode only) owns these addresses, so forcing one would change what Cilium does not read';
 
 export const ciliumClusterPool: IpamOwner<'cilium-cluster-pool'> = {
   kind: 'cilium-cluster-pool',
