@@ -109,6 +109,17 @@ if (!operator) {
       assert.deepEqual([...at].sort((a, b) => a - b), at, 'steps in order');
     });
 
+    test('apply stops before any change while a namespace chooses its pool by annotation', { timeout: 120_000 }, async () => {
+      const cfg0 = (await tb.client.get('/api/v1/namespaces/kube-system/configmaps/cilium-config')).data;
+      await tb.client.mergePatch(`/api/v1/namespaces/${NS}`, { metadata: { annotations: { 'ipam.cilium.io/ip-pool': 'default' } } });
+      const r = await run(['apply', planPath, '--yes', '--kubeconfig', kc, '--state-dir', `${stateDir}-refused`, '--timeout', '120s']);
+      assert.notEqual(r.code, 0);
+      assert.match(r.err, /choose their CiliumPodIPPool by annotation .*namespace shop.*nothing was changed/);
+      assert.deepEqual((await tb.client.list(POOLS)).items.map((p: any) => p.metadata.name), ['default'], 'no pool created');
+      assert.deepEqual((await tb.client.get('/api/v1/namespaces/kube-system/configmaps/cilium-config')).data, cfg0, 'cilium-config unchanged');
+      await tb.client.mergePatch(`/api/v1/namespaces/${NS}`, { metadata: { annotations: { 'ipam.cilium.io/ip-pool': null } } });
+    });
+
     test('apply: every workload restarted into the new pool, no PDB violated, stops at the config gate', { timeout: 600_000 }, async (t) => {
       watcher = watchPDBs(tb);
       await watcher.ready;
@@ -146,6 +157,20 @@ if (!operator) {
       assert.match(cfg['auto-create-cilium-pod-ip-pools'], new RegExp(`^${pools[0].metadata.name}=ipv4-cidrs:${NEW.replace(/[./]/g, '\\$&')};ipv4-mask-size:24$`));
       assert.deepEqual(agents!.errors, [], 'the agents met no error');
       assert.ok(op!.running(), 'the operator is still running');
+    });
+
+    test('rollback: cilium-config and the old pool come back from the backups; the new pool, still used, is kept with the reason', { timeout: 300_000 }, async (t) => {
+      const r = await run(['rollback', planPath, ...common()]);
+      t.diagnostic(`rollback exit ${r.code}: ${r.err.split('\n').filter((l) => /error|undone|fail/i.test(l)).slice(0, 6).join(' | ')}`);
+      assert.notEqual(r.code, 0, 'the new pool cannot be deleted while pods use it');
+      assert.match(r.err + r.out, /use pool kube-renumber-10-20-0-0-16 .*move them back first/);
+      const old = await tb.client.getOrUndefined(`${POOLS}/default`);
+      assert.deepEqual(old?.spec?.ipv4, { cidrs: [OLD], maskSize: 24 }, 'the old pool is back');
+      const cfg = (await tb.client.get('/api/v1/namespaces/kube-system/configmaps/cilium-config')).data ?? {};
+      assert.equal(cfg['ipv4-native-routing-cidr'], OLD);
+      assert.equal(cfg['ipam-default-ip-pool'], undefined, 'the key set by the move is removed again');
+      assert.equal(cfg['auto-create-cilium-pod-ip-pools'], `default=ipv4-cidrs:${OLD};ipv4-mask-size:24`);
+      assert.ok(await tb.client.getOrUndefined(`${POOLS}/kube-renumber-10-20-0-0-16`), 'the new pool, still used, stays');
     });
   });
 }
