@@ -696,6 +696,129 @@ function kubeadmExhausted(): void {
   ]));
 }
 
+// ================================================================ cilium-cluster-pool, cilium-multi-pool
+
+/**
+ * A kubeadm cluster (v1.30.14, no --pod-network-cidr: kube-controller-manager allocates no node podCIDRs) with
+ * Cilium 1.15.19 installed by its Helm chart in native routing: pods take their addresses from Cilium's own IPAM,
+ * cluster-pool (CiliumNode spec.ipam.podCIDRs) or multi-pool (a CiliumPodIPPool `default`, CiliumNode
+ * spec.ipam.pools). The chart's cilium-config keys are those of install/kubernetes/cilium/templates/
+ * cilium-configmap.yaml in the v1.15.19 module; the SOURCES.md of each example names where each fact comes from.
+ */
+function ciliumKubeadm(ex: string, mode: 'cluster-pool' | 'multi-pool'): void {
+  const version = 'v1.30.14';
+  const cilium = 'v1.15.19';
+  const POD = '10.42.0.0/16';
+  const nodes = [
+    { name: 'cp-1', ip: '198.51.100.10', cp: true },
+    { name: 'worker-1', ip: '198.51.100.11', cp: false },
+    { name: 'worker-2', ip: '198.51.100.12', cp: false },
+    { name: 'worker-3', ip: '198.51.100.13', cp: false },
+  ].map((n, i) => ({ ...n, cidr: `10.42.${i}.0/24`, router: `10.42.${i}.${90 + i}` }));
+  const labels = (n: (typeof nodes)[number]): Obj => ({
+    'kubernetes.io/arch': 'amd64', 'kubernetes.io/hostname': n.name, 'kubernetes.io/os': 'linux',
+    ...(n.cp ? { 'node-role.kubernetes.io/control-plane': '' } : {}),
+  });
+  write(ex, 'nodes.yaml', list(nodes.map((n) => node({
+    name: n.name, ip: n.ip, kubelet: version, created: '2025-02-10T09:00:00Z', labels: labels(n),
+    annotations: { 'kubeadm.alpha.kubernetes.io/cri-socket': 'unix:///var/run/containerd/containerd.sock', 'node.alpha.kubernetes.io/ttl': '0', 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' },
+  }))));
+  // The agent's CiliumNode: its addresses (CiliumInternalIP: the router address, from the node's pod CIDR) and IPAM.
+  write(ex, 'ciliumnodes.yaml', list(nodes.map((n) => ({
+    apiVersion: 'cilium.io/v2', kind: 'CiliumNode',
+    metadata: meta(n.name, undefined, { labels: labels(n), ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: n.name, uid: uid(`undefined/${n.name}`) }] }),
+    spec: {
+      addresses: [{ ip: n.ip, type: 'InternalIP' }, { ip: n.router, type: 'CiliumInternalIP' }],
+      ipam: mode === 'cluster-pool'
+        ? { podCIDRs: [n.cidr] }
+        : { pools: { allocated: [{ cidrs: [n.cidr], pool: 'default' }], requested: [{ needed: { 'ipv4-addrs': 16 }, pool: 'default' }] } },
+    },
+    status: { ipam: { 'operator-status': {} } },
+  }))));
+  if (mode === 'multi-pool') {
+    write(ex, 'ciliumpodippools.yaml', list([{ apiVersion: 'cilium.io/v2alpha1', kind: 'CiliumPodIPPool', metadata: meta('default', undefined), spec: { ipv4: { cidrs: [POD], maskSize: 24 } } }]));
+  }
+  const pods: Obj[] = [];
+  const mirror = { 'kubernetes.io/config.mirror': '0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f', 'kubernetes.io/config.source': 'file' };
+  const cp = nodes[0]!;
+  pods.push(pod({
+    ns: 'kube-system', name: `kube-apiserver-${cp.name}`, node: cp.name, ip: cp.ip, hostNetwork: true, priorityClassName: 'system-node-critical',
+    labels: { component: 'kube-apiserver', tier: 'control-plane' }, annotations: { ...mirror, 'kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint': `${cp.ip}:6443` }, owner: { kind: 'Node', name: cp.name },
+    containers: [{ command: ['kube-apiserver', `--advertise-address=${cp.ip}`, '--allow-privileged=true', '--authorization-mode=Node,RBAC', '--client-ca-file=/etc/kubernetes/pki/ca.crt', '--enable-admission-plugins=NodeRestriction', '--enable-bootstrap-token-auth=true', '--etcd-servers=https://127.0.0.1:2379', '--secure-port=6443', '--service-account-issuer=https://kubernetes.default.svc.cluster.local', '--service-account-key-file=/etc/kubernetes/pki/sa.pub', '--service-account-signing-key-file=/etc/kubernetes/pki/sa.key', '--service-cluster-ip-range=10.96.0.0/12', '--tls-cert-file=/etc/kubernetes/pki/apiserver.crt', '--tls-private-key-file=/etc/kubernetes/pki/apiserver.key'], image: `registry.k8s.io/kube-apiserver:${version}`, name: 'kube-apiserver' }],
+  }));
+  pods.push(pod({
+    ns: 'kube-system', name: `kube-controller-manager-${cp.name}`, node: cp.name, ip: cp.ip, hostNetwork: true, priorityClassName: 'system-node-critical',
+    labels: { component: 'kube-controller-manager', tier: 'control-plane' }, annotations: mirror, owner: { kind: 'Node', name: cp.name },
+    // kubeadm init without --pod-network-cidr: no --allocate-node-cidrs, no --cluster-cidr
+    containers: [{ command: ['kube-controller-manager', '--authentication-kubeconfig=/etc/kubernetes/controller-manager.conf', '--authorization-kubeconfig=/etc/kubernetes/controller-manager.conf', '--bind-address=127.0.0.1', '--client-ca-file=/etc/kubernetes/pki/ca.crt', '--cluster-name=kubernetes', '--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt', '--cluster-signing-key-file=/etc/kubernetes/pki/ca.key', '--controllers=*,bootstrapsigner,tokencleaner', '--kubeconfig=/etc/kubernetes/controller-manager.conf', '--leader-elect=true', '--requestheader-client-ca-file=/etc/kubernetes/pki/front-proxy-ca.crt', '--root-ca-file=/etc/kubernetes/pki/ca.crt', '--service-account-private-key-file=/etc/kubernetes/pki/sa.key', '--use-service-account-credentials=true'], image: `registry.k8s.io/kube-controller-manager:${version}`, name: 'kube-controller-manager' }],
+  }));
+  for (const n of nodes) {
+    pods.push(pod({
+      ns: 'kube-system', name: `kube-proxy-${suffix(`${ex}/kube-proxy/${n.name}`, 5)}`, node: n.name, ip: n.ip, hostNetwork: true, priorityClassName: 'system-node-critical',
+      labels: { 'k8s-app': 'kube-proxy', 'controller-revision-hash': '6c9b8d7f5', 'pod-template-generation': '1' }, owner: { kind: 'DaemonSet', name: 'kube-proxy' },
+      containers: [{ command: ['/usr/local/bin/kube-proxy', '--config=/var/lib/kube-proxy/config.conf', '--hostname-override=$(NODE_NAME)'], image: `registry.k8s.io/kube-proxy:${version}`, name: 'kube-proxy' }],
+    }));
+    pods.push(pod({
+      ns: 'kube-system', name: `cilium-${suffix(`${ex}/cilium/${n.name}`, 5)}`, node: n.name, ip: n.ip, hostNetwork: true, priorityClassName: 'system-node-critical',
+      labels: { 'k8s-app': 'cilium', 'app.kubernetes.io/name': 'cilium-agent', 'app.kubernetes.io/part-of': 'cilium', 'controller-revision-hash': '7f8d9c6b4', 'pod-template-generation': '1' }, owner: { kind: 'DaemonSet', name: 'cilium' },
+      containers: [{ args: ['--config-dir=/tmp/cilium/config-map'], command: ['cilium-agent'], image: `quay.io/cilium/cilium:${cilium}`, name: 'cilium-agent' }],
+    }));
+  }
+  pods.push(pod({
+    ns: 'kube-system', name: `cilium-operator-6d5b8c7f9d-${suffix(`${ex}/cilium-operator`, 5)}`, node: cp.name, ip: cp.ip, hostNetwork: true, priorityClassName: 'system-cluster-critical',
+    labels: { 'io.cilium/app': 'operator', name: 'cilium-operator', 'app.kubernetes.io/name': 'cilium-operator', 'app.kubernetes.io/part-of': 'cilium', 'pod-template-hash': '6d5b8c7f9d' }, owner: { kind: 'ReplicaSet', name: 'cilium-operator-6d5b8c7f9d' },
+    containers: [{ args: ['--config-dir=/tmp/cilium/config-map', '--debug=$(CILIUM_DEBUG)'], command: ['cilium-operator-generic'], image: `quay.io/cilium/operator-generic:${cilium}`, name: 'cilium-operator' }],
+  }));
+  // Pod-network pods: each from its node's pod CIDR, after the router address.
+  const next = new Map(nodes.map((n) => [n.name, 10]));
+  const on = (n: (typeof nodes)[number], ns: string, name: string, podLabels: Obj, owner: { kind: string; name: string }, image: string): void => {
+    const k = next.get(n.name)!;
+    next.set(n.name, k + 7);
+    pods.push(pod({ ns, name, node: n.name, ip: ipv4(v4(n.cidr.split('/')[0]!) + k), labels: podLabels, owner, containers: [{ image, name: owner.name.replace(/-[a-z0-9]+$/, '') }] }));
+  };
+  on(nodes[1]!, 'kube-system', `coredns-7db6d8ff4d-${suffix(`${ex}/coredns/0`, 5)}`, { 'k8s-app': 'kube-dns', 'pod-template-hash': '7db6d8ff4d' }, { kind: 'ReplicaSet', name: 'coredns-7db6d8ff4d' }, 'registry.k8s.io/coredns/coredns:v1.11.3');
+  on(nodes[2]!, 'kube-system', `coredns-7db6d8ff4d-${suffix(`${ex}/coredns/1`, 5)}`, { 'k8s-app': 'kube-dns', 'pod-template-hash': '7db6d8ff4d' }, { kind: 'ReplicaSet', name: 'coredns-7db6d8ff4d' }, 'registry.k8s.io/coredns/coredns:v1.11.3');
+  nodes.slice(1).forEach((n, i) => {
+    on(n, 'shop', `web-5c8f7d9b6c-${suffix(`${ex}/web/${i}`, 5)}`, { app: 'web', 'pod-template-hash': '5c8f7d9b6c' }, { kind: 'ReplicaSet', name: 'web-5c8f7d9b6c' }, 'ghcr.io/example/shop-web:2.3.1');
+    on(n, 'shop', `api-6f9d8c7b5a-${suffix(`${ex}/api/${i}`, 5)}`, { app: 'api', 'pod-template-hash': '6f9d8c7b5a' }, { kind: 'ReplicaSet', name: 'api-6f9d8c7b5a' }, 'ghcr.io/example/shop-api:2.3.1');
+  });
+  on(nodes[1]!, 'shop', 'db-0', { app: 'db', 'statefulset.kubernetes.io/pod-name': 'db-0' }, { kind: 'StatefulSet', name: 'db' }, 'docker.io/library/postgres:16.4');
+  write(ex, 'pods.yaml', list(pods));
+
+  write(ex, 'services.yaml', list([
+    svc({ ns: 'default', name: 'kubernetes', clusterIP: '10.96.0.1', labels: { component: 'apiserver', provider: 'kubernetes' }, ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }] }),
+    svc({ ns: 'kube-system', name: 'kube-dns', clusterIP: '10.96.0.10', labels: { 'k8s-app': 'kube-dns', 'kubernetes.io/cluster-service': 'true', 'kubernetes.io/name': 'CoreDNS' }, selector: { 'k8s-app': 'kube-dns' }, ports: dnsPorts }),
+    svc({ ns: 'kube-system', name: 'hubble-peer', clusterIP: '10.103.41.17', labels: { 'k8s-app': 'cilium' }, selector: { 'k8s-app': 'cilium' }, ports: [{ name: 'peer-service', port: 443, protocol: 'TCP', targetPort: 4244 }] }),
+    svc({ ns: 'shop', name: 'web', clusterIP: '10.104.12.80', selector: { app: 'web' }, ports: [{ name: 'http', port: 80, protocol: 'TCP', targetPort: 8080 }] }),
+    svc({ ns: 'shop', name: 'api', clusterIP: '10.109.200.3', selector: { app: 'api' }, ports: [{ name: 'http', port: 8080, protocol: 'TCP', targetPort: 8080 }] }),
+    svc({ ns: 'shop', name: 'db', clusterIP: 'None', selector: { app: 'db' }, ports: [{ name: 'pg', port: 5432, protocol: 'TCP', targetPort: 5432 }] }),
+  ]));
+
+  const ciliumConfig: Obj = {
+    'agent-not-ready-taint-key': 'node.cilium.io/agent-not-ready', 'auto-direct-node-routes': 'true', 'cluster-id': '0', 'cluster-name': 'default',
+    'enable-ipv4': 'true', 'enable-ipv4-masquerade': 'true', 'enable-ipv6': 'false', 'enable-ipv6-masquerade': 'true', 'enable-bpf-masquerade': 'false',
+    'identity-allocation-mode': 'crd', 'ipv4-native-routing-cidr': POD, 'kube-proxy-replacement': 'false', 'routing-mode': 'native', 'tunnel-protocol': 'vxlan',
+    ipam: mode,
+    ...(mode === 'cluster-pool'
+      ? { 'cluster-pool-ipv4-cidr': POD, 'cluster-pool-ipv4-mask-size': '24' }
+      : { 'auto-create-cilium-pod-ip-pools': `default=ipv4-cidrs:${POD};ipv4-mask-size:24` }),
+  };
+  const clusterConfiguration = [
+    'apiServer: {}', 'apiVersion: kubeadm.k8s.io/v1beta3', 'certificatesDir: /etc/kubernetes/pki', 'clusterName: kubernetes', 'controllerManager: {}', 'dns: {}',
+    'etcd:', '  local:', '    dataDir: /var/lib/etcd', 'imageRepository: registry.k8s.io', 'kind: ClusterConfiguration', `kubernetesVersion: ${version}`,
+    'networking:', '  dnsDomain: cluster.local', '  serviceSubnet: 10.96.0.0/12', 'scheduler: {}', '',
+  ].join('\n');
+  const kubeProxy = ['apiVersion: kubeproxy.config.k8s.io/v1alpha1', 'bindAddress: 0.0.0.0', 'clientConnection:', '  kubeconfig: /var/lib/kube-proxy/kubeconfig.conf', 'clusterCIDR: ""', 'kind: KubeProxyConfiguration', 'mode: ""', ''].join('\n');
+  write(ex, 'configmaps.yaml', list([
+    configMap('kube-system', 'cilium-config', ciliumConfig, { labels: { 'app.kubernetes.io/managed-by': 'Helm' }, annotations: { 'meta.helm.sh/release-name': 'cilium', 'meta.helm.sh/release-namespace': 'kube-system' } }),
+    configMap('kube-system', 'kubeadm-config', { ClusterConfiguration: clusterConfiguration }),
+    configMap('kube-system', 'kubelet-config', { kubelet: ['apiVersion: kubelet.config.k8s.io/v1beta1', 'cgroupDriver: systemd', 'clusterDNS:', '- 10.96.0.10', 'clusterDomain: cluster.local', 'kind: KubeletConfiguration', ''].join('\n') }),
+    configMap('kube-system', 'kube-proxy', { 'config.conf': kubeProxy }, { labels: { app: 'kube-proxy' } }),
+  ]));
+}
+
 kopsTailscale();
 kopsLegacyPool();
 kubeadmExhausted();
+ciliumKubeadm('cilium-cluster-pool', 'cluster-pool');
+ciliumKubeadm('cilium-multi-pool', 'multi-pool');

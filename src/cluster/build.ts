@@ -8,7 +8,7 @@
  * a node address, an annotation) becomes a warning and is left out.
  */
 import { type Cidr, contains, formatCidr, formatIP, parseCidr, parseIP } from '../net/index.ts';
-import type { KopsNetworking, KubeadmNetworking, NodeInfo, RawInventory, Snapshot } from './types.ts';
+import type { KopsNetworking, KubeadmNetworking, KubeObject, NodeInfo, RawInventory, Snapshot } from './types.ts';
 import { Builder } from './builder.ts';
 import { inferServerVersion } from './version.ts';
 import { validateInventory } from './validate.ts';
@@ -47,6 +47,16 @@ interface Findings {
   kops: KopsNetworking | undefined;
   kubeadm: KubeadmNetworking | undefined;
   platform: PlatformFacts;
+  /** ConfigMap cilium-config, when in the input. */
+  ciliumConfig?: KubeObject;
+}
+
+/** Snapshot.cilium: the cilium-config data (string values) and the CiliumPodIPPools; nothing when neither was read. */
+function ciliumFacts(config: KubeObject | undefined, c: Collected): Pick<Snapshot, 'cilium'> {
+  if (!config && c.ciliumPools.size === 0) return {};
+  const data: Record<string, string> = {};
+  for (const [k, v] of Object.entries(config?.data ?? {})) if (typeof v === 'string') data[k] = v;
+  return { cilium: { config: data, ...(c.ciliumPools.size > 0 ? { pools: [...c.ciliumPools.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) } : {}) } };
 }
 
 /**
@@ -88,7 +98,7 @@ export function buildSnapshot(raw: RawInventory, opts: BuildOptions = {}): Snaps
     pools: c.pools.size, nodesWithPodCIDR: c.nodes.filter((n) => n.podCIDRs.length > 0).length, ...(cni.ipamMode !== undefined ? { ipamMode: cni.ipamMode } : {}),
   });
   if (owner) cni.owner = owner;
-  return assembleSnapshot(inv, b, c, { distribution, cni, clusterDNS, dnsService, serviceRangeInference, kubeProxy, kops, kubeadm, platform: platform.facts });
+  return assembleSnapshot(inv, b, c, { distribution, cni, clusterDNS, dnsService, serviceRangeInference, kubeProxy, kops, kubeadm, platform: platform.facts, ...(cniSignals.ciliumConfig ? { ciliumConfig: cniSignals.ciliumConfig } : {}) });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -120,6 +130,7 @@ function assembleSnapshot(inv: RawInventory, b: Builder, c: Collected, f: Findin
     pools: [...c.pools.values()],
     blocks: [...c.blocks.values()],
     blockAffinities: [...c.affinities.values()],
+    ...ciliumFacts(f.ciliumConfig, c),
     referenceSources: c.references.sources(),
     warnings: [],
   };

@@ -7,6 +7,7 @@ import type {
   BlockAffinityInfo,
   CalicoBlock,
   CalicoPool,
+  CiliumPoolInfo,
   ControllerManagerFlags,
   KubeObject,
   NodeInfo,
@@ -36,6 +37,8 @@ export interface Collected {
   nodes: NodeInfo[];
   serviceCIDRs: Map<string, ServiceCIDRInfo>;
   pools: Map<string, CalicoPool>;
+  /** CiliumPodIPPools by name. */
+  ciliumPools: Map<string, CiliumPoolInfo>;
   blocks: Map<string, CalicoBlock>;
   affinities: Map<string, BlockAffinityInfo>;
   apiservers: ApiserverFlags[];
@@ -76,6 +79,7 @@ export function collectObjects(objects: KubeObject[], configs: KubeObject[], b: 
     nodes: [],
     serviceCIDRs: new Map(),
     pools: new Map(),
+    ciliumPools: new Map(),
     blocks: new Map(),
     affinities: new Map(),
     apiservers: [],
@@ -139,6 +143,11 @@ function collectObject(p: Pass, o: KubeObject): void {
     case 'IPPool':
       collectPool(o, b, c.pools);
       break;
+    case 'CiliumPodIPPool': {
+      const cp = readCiliumPool(o, b);
+      if (cp) c.ciliumPools.set(cp.name, cp);
+      break;
+    }
     case 'IPAMBlock': {
       const block = readIPAMBlock(o, b);
       if (block) c.blocks.set(block.cidr, block);
@@ -166,6 +175,23 @@ function collectObject(p: Pass, o: KubeObject): void {
       }
     }
   }
+}
+
+/** A CiliumPodIPPool (cilium.io): name, CIDRs and mask size per family; undefined when it is not one. */
+function readCiliumPool(o: KubeObject, b: Builder): CiliumPoolInfo | undefined {
+  const av = String(o.apiVersion ?? '');
+  const name = o.metadata?.name;
+  if (!av.startsWith('cilium.io/') || typeof name !== 'string') return undefined;
+  const out: CiliumPoolInfo = { name, apiVersion: av };
+  for (const f of ['ipv4', 'ipv6'] as const) {
+    const spec = o.spec?.[f];
+    if (!spec || typeof spec !== 'object') continue;
+    const cidrs = (Array.isArray(spec.cidrs) ? spec.cidrs : []).map((c: unknown) => b.cidr(c, `CiliumPodIPPool/${name} spec.${f}.cidrs`)).filter((c: string | undefined): c is string => !!c);
+    const maskSize = typeof spec.maskSize === 'number' ? spec.maskSize : Number(spec.maskSize);
+    if (cidrs.length > 0 && Number.isInteger(maskSize)) out[f] = { cidrs, maskSize };
+    for (const c of cidrs) b.addNormalizedRange(c, 'pool', `CiliumPodIPPool/${name}`, `Cilium pod pool ${name}`);
+  }
+  return out;
 }
 
 /** What a node shows the platforms: its labels, annotations, providerID and kubelet version. */

@@ -111,6 +111,23 @@ export interface NodeInfo {
   kubeletVersion?: string;
 }
 
+/** A CiliumPodIPPool (multi-pool IPAM): its CIDRs and per-node mask size per family. */
+export interface CiliumPoolInfo {
+  name: string;
+  /** The apiVersion it was read with, e.g. cilium.io/v2alpha1. */
+  apiVersion: string;
+  ipv4?: { cidrs: string[]; maskSize: number };
+  ipv6?: { cidrs: string[]; maskSize: number };
+}
+
+/** What Cilium's own objects say, when it is the CNI: its cilium-config settings and its pools. */
+export interface CiliumFacts {
+  /** ConfigMap kube-system/cilium-config's data (string values only). */
+  config: Record<string, string>;
+  /** CiliumPodIPPools read (multi-pool IPAM); absent when none were in the input. */
+  pools?: CiliumPoolInfo[];
+}
+
 export interface CalicoPool {
   name: string;
   cidr: string;
@@ -254,6 +271,8 @@ export interface Snapshot {
   pods: PodInfo[];
   pools: CalicoPool[];
   blocks: CalicoBlock[];
+  /** Cilium's configuration and pools, when a cilium-config or CiliumPodIPPool was in the input. */
+  cilium?: CiliumFacts;
   blockAffinities: BlockAffinityInfo[];
   /**
    * Fields naming addresses (NetworkPolicies, Calico policies and network sets, Ingress allow-list annotations,

@@ -18,14 +18,15 @@
  *    https://docs.cilium.io/en/latest/network/concepts/ipam/cluster-pool-to-multi-pool/, from cilium/cilium#46104)
  *  - multi-pool, https://docs.cilium.io/en/stable/network/concepts/ipam/multi-pool/ ("Updating existing
  *    CiliumPodIPPools"): "Once you configure the CiliumPodIPPools, you cannot update the existing pool. For example,
- *    you can't change the default pool to a different CIDR [...]", followed by a node-group-by-node-group procedure.
+ *    you can't change the default pool to a different CIDR [...]": the multi-pool path (cilium-multi-pool) therefore
+ *    leaves the old pool as it is, creates a new one and makes it the agents' default pool (ipam-default-ip-pool).
  */
 import type { IpamOwner } from './types.ts';
 
 const IPAM_DOCS = 'https://docs.cilium.io/en/stable/network/concepts/ipam/';
 const CLUSTER_POOL_DOC = `${IPAM_DOCS}cluster-pool/`;
 const MULTI_POOL_DOC = `${IPAM_DOCS}multi-pool/`;
-const NOT_OURS = 'neither --ipam node (node podCIDRs) nor --ipam calico (Calico pools) owns these addresses, so forcing one would change what Cilium does not read';
+const NOT_OURS = 'neither --ipam node (node podCIDRs), --ipam calico (Calico pools) nor --ipam cilium-multi-pool (CiliumPodIPPools, multi-pool mode only) owns these addresses, so forcing one would change what Cilium does not read';
 
 export const ciliumClusterPool: IpamOwner<'cilium-cluster-pool'> = {
   kind: 'cilium-cluster-pool',
@@ -38,7 +39,7 @@ export const ciliumClusterPool: IpamOwner<'cilium-cluster-pool'> = {
       + 'and its agent restarted with the new CIDR listed first, two changes of the list Cilium advises against '
       + `("Don't change any existing elements of the clusterPoolIPv4PodCIDRList list, as changes cause unexpected behavior", ${CLUSTER_POOL_DOC}); `
       + `kube-renumber has no such path, and ${NOT_OURS}`,
-    instead: 'a new cluster with the new range, or migrating to multi-pool IPAM in place (documented from Cilium 1.20, enable-cluster-pool-to-multi-pool-migration keeps pod addresses), whose pools then move node group by node group',
+    instead: 'a new cluster with the new range, or migrating to multi-pool IPAM in place (documented from Cilium 1.20, enable-cluster-pool-to-multi-pool-migration keeps pod addresses), after which kube-renumber moves the pods through its multi-pool path (--ipam cilium-multi-pool)',
   },
   sources: [IPAM_DOCS, CLUSTER_POOL_DOC, 'https://github.com/cilium/cilium/issues/27164', 'https://docs.cilium.io/en/latest/network/concepts/ipam/cluster-pool-to-multi-pool/'],
 };
@@ -47,11 +48,9 @@ export const ciliumMultiPool: IpamOwner<'cilium-multi-pool'> = {
   kind: 'cilium-multi-pool',
   title: 'Cilium multi-pool IPAM',
   detect: (i) => (i.plugin === 'cilium' && i.ipamMode === 'multi-pool' ? [...i.evidence, `cilium-config ipam ${i.ipamMode}`] : undefined),
-  pod: {
-    supported: false,
-    reason: `pods take addresses from CiliumPodIPPools, which cannot be edited in place (${MULTI_POOL_DOC}: the CIDR moves node group by node group); kube-renumber has no multi-pool path yet, and ${NOT_OURS}`,
-    instead: 'add a CiliumPodIPPool in the new range and move node groups to it as Cilium\'s multi-pool documentation describes',
-  },
+  // a new CiliumPodIPPool in NEW made the default pool, workloads restarted, the old pool deleted once no node
+  // lists it (src/plan/pod-paths/cilium-multi-pool.ts; docs/platforms.md, "Cilium")
+  pod: { supported: true, path: 'cilium-multi-pool' },
   sources: [IPAM_DOCS, MULTI_POOL_DOC],
 };
 

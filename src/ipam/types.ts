@@ -28,11 +28,11 @@ export interface IpamInput {
 }
 
 /**
- * The ways kube-renumber moves pod addresses: new Calico IPPools, or new node podCIDRs. Each is one module per
+ * The ways kube-renumber moves pod addresses: new Calico IPPools, new node podCIDRs, or a new CiliumPodIPPool. Each is one module per
  * side (src/plan/pod-paths/, src/engine/pod-paths/) listed in that side's registry, a Record over these ids: a
  * new id here makes the compiler name both registries.
  */
-export const POD_PATH_IDS = ['calico', 'node'] as const;
+export const POD_PATH_IDS = ['calico', 'node', 'cilium-multi-pool'] as const;
 export type PodPathId = (typeof POD_PATH_IDS)[number];
 
 /** Whether a Pod CIDR move is possible and how, or why not and what the owner offers instead. */

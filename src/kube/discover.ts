@@ -112,6 +112,12 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
       if (calico.has(r)) sources.push({ path: `/apis/crd.projectcalico.org/v1/${r}`, what: `${r}.crd.projectcalico.org`, required: false, slim: slimReferenceObject });
     }
   }
+  // Cilium multi-pool IPAM: its CiliumPodIPPools (cilium.io/v2alpha1 in Cilium 1.14-1.17; the newest version served)
+  for (const v of ['v2', 'v2alpha1'].filter((x) => groups.get('cilium.io')?.includes(x))) {
+    if (!(await servedResources(client, `cilium.io/${v}`)).has('ciliumpodippools')) continue;
+    sources.push({ path: `/apis/cilium.io/${v}/ciliumpodippools`, what: 'ciliumpodippools.cilium.io', required: false });
+    break;
+  }
   if (groups.get('operator.tigera.io')?.includes('v1')) {
     sources.push({ path: '/apis/operator.tigera.io/v1/installations', what: 'installations.operator.tigera.io', required: false });
   }

@@ -78,6 +78,16 @@ function podNeeds(plan: MigrationPlan): AccessNeed[] {
     );
     if (pod.calico?.operatorManaged) out.push(need('update', 'operator.tigera.io', 'installations', p, 'the Installation\'s ipPools'));
   }
+  if (pod.ipam === 'cilium-multi-pool') {
+    out.push(
+      need('create', 'cilium.io', 'ciliumpodippools', p, 'the new CiliumPodIPPool'),
+      need('delete', 'cilium.io', 'ciliumpodippools', p, 'delete the old CiliumPodIPPool'),
+      need('patch', '', 'configmaps', p, 'cilium-config: the default pool and the native-routing CIDR', { namespace: 'kube-system', name: 'cilium-config' }),
+      need('list', 'cilium.io', 'ciliumnodes', p, 'no node lists the old pool before it is deleted'),
+      need('list', 'cilium.io', 'ciliumnodeconfigs', p, 'no CiliumNodeConfig sets the default pool for some nodes'),
+      need('list', '', 'namespaces', p, 'no namespace chooses its pool by annotation'),
+    );
+  }
   return out;
 }
 

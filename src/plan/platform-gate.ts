@@ -29,7 +29,7 @@ export function movesOf(plan: { spec: { serviceCIDR?: unknown; podCIDR?: unknown
   return [...(plan.spec.serviceCIDR ? ['service' as const] : []), ...(plan.spec.podCIDR ? ['pod' as const] : [])];
 }
 
-/** The path the owner of the pod addresses allows (calico or node); undefined when refused or unknown. */
+/** The path the owner of the pod addresses allows (calico, node or cilium-multi-pool); undefined when refused or unknown. */
 export function podPathOf(snap: Snapshot): PodPathId | undefined {
   const owner = ipamOwnerFacts(snap);
   if (!owner) return undefined;
@@ -45,6 +45,11 @@ export function podOwnerRefusal(snap: Snapshot, forced?: PodPathId): string | un
   const owner = ipamOwnerFacts(snap);
   if (!owner) return undefined;
   const cap = ownerCapabilityOf(owner.kind);
+  // Cilium multi-pool reads neither node podCIDRs nor Calico pools, and its path changes nothing else: they do not mix
+  if (cap.supported && forced && forced !== cap.path && (cap.path === 'cilium-multi-pool' || forced === 'cilium-multi-pool')) {
+    return `moving the Pod CIDR with --ipam ${forced} is refused: ${owner.title} hands out pod addresses here, and only the ${cap.path} path moves them`
+      + ` (--ipam ${forced} would change what ${cap.path === 'cilium-multi-pool' ? 'Cilium does not read' : 'this IPAM does not read'}; give --ipam ${cap.path} or no --ipam) (recognised by ${owner.evidence[0]})`;
+  }
   if (cap.supported) return undefined;
   return `moving the Pod CIDR is refused: ${owner.title} hands out pod addresses here: ${cap.reason}; instead: ${cap.instead}`
     + `${forced ? ` (--ipam ${forced} cannot change who hands out the addresses)` : ''} (recognised by ${owner.evidence[0]})`;

@@ -18,6 +18,20 @@ export interface PoolData {
   allowedUses?: string[];
 }
 
+/** A CiliumPodIPPool's addresses: its CIDRs and per-node mask size, per family. */
+export interface CiliumPoolData {
+  name: string;
+  ipv4?: { cidrs: string[]; maskSize: number };
+  ipv6?: { cidrs: string[]; maskSize: number };
+}
+
+/** One key of ConfigMap kube-system/cilium-config: its value before and after (absent: the key is not set). */
+export interface CiliumConfigChange {
+  key: string;
+  from?: string;
+  to?: string;
+}
+
 export interface PodCIDRSpec {
   /** The pod ranges the migration leaves (pools or cluster CIDRs of NEW's families). */
   from: string[];
@@ -42,6 +56,18 @@ export interface PodCIDRSpec {
      * its zone (label topology.kubernetes.io/zone) when it has one: the waves spread across zones.
      */
     nodes: Array<{ name: string; from: string[]; to: string[]; zone?: string }>;
+  };
+  /**
+   * Cilium multi-pool IPAM: the default pool left (`oldPool`, the one pods without a pool annotation use), the
+   * pool created in NEW, and the cilium-config keys changed before the restarts (`move`: the default pool, the
+   * native-routing CIDR widened) and after the old pool is gone (`final`).
+   */
+  'cilium-multi-pool'?: {
+    /** The CiliumPodIPPool apiVersion the cluster serves, e.g. cilium.io/v2alpha1. */
+    apiVersion: string;
+    oldPool: CiliumPoolData;
+    newPool: CiliumPoolData;
+    config: { move: CiliumConfigChange[]; final: CiliumConfigChange[] };
   };
   restarts: { parallel: number; critical: string[] };
   /**

@@ -57,6 +57,10 @@ export const STEP_KINDS = {
   'reregister-node': { family: 'pod', path: 'node', items: 'object', firstItem: true },
   'assign-podcidr': { family: 'pod', path: 'node', items: 'object', firstItem: true },
   'move-nodes': { family: 'pod', path: 'node', items: 'object', firstItem: true },
+  'create-ciliumpodippool': { family: 'pod', path: 'cilium-multi-pool', items: 'object', firstItem: true },
+  'cilium-config-move': { family: 'pod', path: 'cilium-multi-pool', items: 'object' },
+  'delete-ciliumpodippool': { family: 'pod', path: 'cilium-multi-pool', items: 'object', firstItem: true },
+  'cilium-config-final': { family: 'pod', path: 'cilium-multi-pool', items: 'object' },
   'verify-pods': { family: 'pod', items: 'object' },
 } as const satisfies Record<string, StepKindInfo>;
 
@@ -81,6 +85,7 @@ export const GATE_CONDITION_INFO = {
   'pod-cidr-config': { family: 'pod', path: 'calico' },
   'kcm-cluster-cidr': { family: 'pod', path: 'node' },
   'node-reregistered': { family: 'pod', path: 'node', firstItem: true },
+  'cilium-pod-cidr-config': { family: 'pod', path: 'cilium-multi-pool' },
 } as const satisfies Record<string, GateConditionInfo>;
 
 export type GateCondition = keyof typeof GATE_CONDITION_INFO;

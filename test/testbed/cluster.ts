@@ -360,7 +360,7 @@ export class Testbed {
       kubeletLogs: opts.kubeletLogs ?? false,
       zones: opts.zones ?? 0,
     };
-    if (options.podIPAM !== 'kwok' && options.podIPAM !== 'calico' && options.podIPAM !== 'node') throw new Error(`podIPAM must be 'kwok', 'calico' or 'node', got ${String(options.podIPAM)}`);
+    if (!['kwok', 'calico', 'node', 'cilium'].includes(options.podIPAM)) throw new Error(`podIPAM must be 'kwok', 'calico', 'node' or 'cilium', got ${String(options.podIPAM)}`);
     if (options.podIPAM === 'calico' && !options.calicoCRDs) throw new Error("podIPAM 'calico' needs the Calico CRDs (calicoCRDs: true)");
     const verbose = process.env.KUBE_RENUMBER_TESTBED_VERBOSE === '1';
     const log = opts.log ?? (verbose ? (m: string) => process.stderr.write(`[testbed] ${m}\n`) : () => {});

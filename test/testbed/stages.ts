@@ -13,7 +13,9 @@
 //     and copies it into status.podIP/podIPs;
 //   - pod-ready-host-network (spec.hostNetwork true) keeps kwok's node IP, as fast does.
 
-export type PodIPAM = 'kwok' | 'calico' | 'node';
+// In 'cilium' mode the stages are those of 'node' mode (status.podIP written by someone else), and nothing is started
+// for it: the test plays the Cilium agents (cilium-agents.ts) against the real cilium-operator.
+export type PodIPAM = 'kwok' | 'calico' | 'node' | 'cilium';
 
 /** Annotation the IPAM stand-in writes with the bare pod IP; kwok copies it into status.podIP. */
 export const POD_IP_ANNOTATION = 'testbed.kube-renumber.io/pod-ip';
@@ -216,7 +218,7 @@ export function kwokPodStages(mode: PodIPAM, opts: { testRunsContainers?: boolea
   const ready =
     mode === 'kwok'
       ? [readyStage('pod-ready', '', KWOK_POD_IP)]
-      : mode === 'node'
+      : mode === 'node' || mode === 'cilium'
       ? [
           readyStage(
             'pod-ready',

@@ -114,6 +114,11 @@ describe('pre-flight checks run again against the live snapshot', () => {
       for (const opts of [{ service: { target: '172.24.0.0/16', headroom: 1.5 } }, { pod: { target: '10.128.0.0/14' } },
         { pod: { target: '10.128.0.0/14', ipam: 'node' as const, nodeHook: 'true', parallel: 3 } }, { service: { target: '172.24.0.0/16', keep: ['default/nope'] }, pod: { target: '10.128.0.0/14' } }]) {
         const p = buildMigrationPlan(snap, opts);
+        // a Pod move the owner of the addresses refuses (Cilium cluster-pool) is no plan: nothing to check again
+        if (opts.pod && !p.spec.podCIDR) {
+          assert.ok(p.preflight.some((c) => c.id === 'pod-ipam' && c.status === 'fail'), `${ex}: a pod plan without its section is a refusal`);
+          continue;
+        }
         assert.deepEqual(recheckPreflight(snap, p).map((c) => `${c.id}:${c.status}`), p.preflight.map((c) => `${c.id}:${c.status}`), `${ex} ${JSON.stringify(opts)}`);
         compared++;
       }

@@ -434,8 +434,11 @@ describe('pod plan: IPAM detection and combined plans', () => {
     }
   });
 
-  it('Cilium multi-pool and other Cilium modes are refused; Cilium kubernetes IPAM plans through the node path', () => {
-    assert.match(podOwnerRefusal(calicoSnap(cilium('multi-pool')))!, /multi-pool.*no multi-pool path yet/);
+  it('Cilium multi-pool takes its own path; other Cilium modes are refused; Cilium kubernetes IPAM plans through the node path', () => {
+    assert.equal(podOwnerRefusal(calicoSnap(cilium('multi-pool'))), undefined);
+    const mp = buildMigrationPlan(calicoSnap(cilium('multi-pool')), { pod: { target: '172.16.0.0/16' } });
+    assert.match(mp.preflight.find((x) => x.id === 'pod-ipam')!.message, /Cilium multi-pool IPAM/);
+    assert.match(mp.preflight.find((x) => x.id === 'pod-old-pools')!.message, /no CiliumPodIPPool in the input/);
     assert.match(podOwnerRefusal(calicoSnap(cilium('eni')))!, /Cilium IPAM .*no path for it.*cilium-config ipam eni/);
     assert.equal(podOwnerRefusal(calicoSnap(cilium('kubernetes'))), undefined);
     assert.equal(podOwnerRefusal(calicoSnap()), undefined);

@@ -117,8 +117,8 @@ describe('plan --pod-cidr refuses what the owner of the pod addresses refuses', 
     for (const ipam of ['node', 'calico']) assert.match(await refused(dir, ['--ipam', ipam]), new RegExp(`--ipam ${ipam} cannot change who hands out the addresses`));
   });
 
-  test('Cilium multi-pool and the Amazon VPC CNI are refused with their reasons', async () => {
-    assert.match(await refused(dumpDir([ciliumConfig('multi-pool'), ciliumAgent('n0')])), /Cilium multi-pool IPAM hands out pod addresses here: .*CiliumPodIPPool/);
+  test('Cilium multi-pool without its pools in the input, and the Amazon VPC CNI, are refused with their reasons', async () => {
+    assert.match(await refused(dumpDir([ciliumConfig('multi-pool'), ciliumAgent('n0')])), /refused: no CiliumPodIPPool in the input: the multi-pool path moves the default pool/);
     assert.match(await refused(dumpDir([awsNode])), /Amazon VPC CNI hands out pod addresses here: .*private address of the VPC.*instead: .*ENIConfig.*\(recognised by DaemonSet kube-system\/aws-node/);
   });
 

@@ -56,6 +56,7 @@ async function examplePlan(example: string, pod: Record<string, unknown>): Promi
 /** Plans of each pod path, on examples where that path applies (node: with a hook and without, so every node kind and gate appears). */
 const PATH_PLANS: Record<PodPathId, Array<() => Promise<MigrationPlan>>> = {
   calico: [() => examplePlan('kops-tailscale', { target: '10.32.0.0/13' })],
+  'cilium-multi-pool': [() => examplePlan('cilium-multi-pool', { target: '10.60.0.0/16' })],
   node: [
     () => examplePlan('kubeadm-exhausted', { target: '10.244.0.0/14', ipam: 'node', nodeHook: 'true' }),
     () => examplePlan('kubeadm-exhausted', { target: '10.244.0.0/14', ipam: 'node' }),

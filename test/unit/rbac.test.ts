@@ -53,6 +53,7 @@ const PLANS: Record<string, MigrationPlan> = {
   'pod, Calico (operator)': plan({ podCIDR: { ipam: 'calico', calico: { operatorManaged: true }, barePodNamespaces: ['tb-wl-0', 'team-a'] } }),
   'pod, Calico (manifest)': plan({ podCIDR: { ipam: 'calico', calico: { operatorManaged: false }, barePodNamespaces: [] } }),
   'pod, node IPAM': plan({ podCIDR: { ipam: 'node', barePodNamespaces: ['default'] } }),
+  'pod, Cilium multi-pool': plan({ podCIDR: { ipam: 'cilium-multi-pool', barePodNamespaces: ['default'] } }),
 };
 const bareOf = (p: MigrationPlan) => p.spec.podCIDR?.barePodNamespaces ?? [];
 /** The RoleBindings the operator adds for every plan above. */

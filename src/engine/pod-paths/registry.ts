@@ -7,12 +7,14 @@
 import type { PodPathId } from '../../ipam/types.ts';
 import { GATE_CONDITION_INFO, STEP_KINDS, type GateCondition, type GateConditionInfo, type StepKind, type StepKindInfo } from '../../plan/steps.ts';
 import { calicoEngine } from './calico.ts';
+import { ciliumMultiPoolEngine } from './cilium-multi-pool.ts';
 import { nodeEngine } from './node.ts';
 import type { PathGateCheck, PathStepExecutor, PodPathEngine } from './types.ts';
 
 export const POD_PATH_ENGINES = {
   calico: calicoEngine,
   node: nodeEngine,
+  'cilium-multi-pool': ciliumMultiPoolEngine,
 } as const satisfies { readonly [I in PodPathId]: PodPathEngine<I, any> };
 
 type Engines = typeof POD_PATH_ENGINES;

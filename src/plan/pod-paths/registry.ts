@@ -5,12 +5,14 @@
  */
 import { POD_PATH_IDS, type PodPathId } from '../../ipam/types.ts';
 import { calicoPath } from './calico.ts';
+import { ciliumMultiPoolPath } from './cilium-multi-pool.ts';
 import { nodePath } from './node.ts';
 import type { PodPath } from './types.ts';
 
 export const POD_PATHS: { readonly [I in PodPathId]: PodPath<I> } = {
   calico: calicoPath,
   node: nodePath,
+  'cilium-multi-pool': ciliumMultiPoolPath,
 };
 
 /** The ids `--ipam` accepts, in the registry's order. */

@@ -219,10 +219,12 @@ add('--pod-cidr: Cilium cluster-pool with --ipam calico', ['plan', '--pod-cidr',
   /refused: Cilium cluster-pool IPAM/, CILIUM_POOL);
 add('--pod-cidr: Cilium cluster-pool, reason before the overlap', ['plan', '--pod-cidr', '192.168.0.0/16', '-f', '$D/cluster.yaml'],
   /refused: Cilium cluster-pool IPAM/, CILIUM_POOL);
-add('--pod-cidr: Cilium multi-pool', ['plan', '--pod-cidr', '172.16.0.0/16', '-f', '$D/cluster.yaml'],
-  /refused: Cilium multi-pool IPAM .*no multi-pool path yet/, { files: { 'cluster.yaml': ciliumDump('ipam: multi-pool') } });
+add('--pod-cidr: Cilium multi-pool without its CiliumPodIPPools', ['plan', '--pod-cidr', '172.16.0.0/16', '-f', '$D/cluster.yaml'],
+  /refused: no CiliumPodIPPool in the input/, { files: { 'cluster.yaml': ciliumDump('ipam: multi-pool') } });
 add('--pod-cidr: Cilium multi-pool with --ipam node', ['plan', '--pod-cidr', '172.16.0.0/16', '--ipam', 'node', '-f', '$D/cluster.yaml'],
-  /refused: Cilium multi-pool IPAM/, { files: { 'cluster.yaml': ciliumDump('ipam: multi-pool') } });
+  /--ipam node is refused: Cilium multi-pool IPAM hands out pod addresses here, and only the cilium-multi-pool path moves them/, { files: { 'cluster.yaml': ciliumDump('ipam: multi-pool') } });
+add('--pod-cidr: --ipam cilium-multi-pool on Calico', ['plan', '--pod-cidr', '10.0.0.0/11', '--ipam', 'cilium-multi-pool', '-f', KOPS],
+  /--ipam cilium-multi-pool is refused: Calico IPAM.* only the calico path moves them/);
 add('--pod-cidr: overlaps the new --service-cidr', ['plan', '--pod-cidr', '10.0.0.0/14', '--service-cidr', '10.1.0.0/16', '-f', KUBEADM], /10\.0\.0\.0\/14 overlaps the new Service CIDR 10\.1\.0\.0\/16/);
 add('--pod-cidr: equal to the new --service-cidr', ['plan', '--pod-cidr', '10.40.0.0/16', '--service-cidr', '10.40.0.0/16', '-f', KUBEADM], /overlaps the new Service CIDR/);
 add('--pod-cidr: an --avoid range', ['plan', '--pod-cidr', '10.0.0.0/14', '--avoid', '10.2.0.0/16=vpn', '-f', KUBEADM], /overlaps 10\.2\.0\.0\/16 \(avoided range/);
@@ -335,7 +337,7 @@ const PLAN_CASES: Array<[string, string[], RegExp]> = [
   ['plan without a target', ['plan', '-f', KOPS], /give --service-cidr NEW, --pod-cidr NEW, or both/],
   ['plan --strategy unknown', ['plan', '--service-cidr', '10.200.0.0/16', '--strategy', 'yolo', '-f', KOPS], /--strategy yolo must be in-place or recreate/],
   ['plan --tier-order unknown', ['plan', '--service-cidr', '10.200.0.0/16', '--tier-order', 'sideways', '-f', KOPS], /--tier-order sideways/],
-  ['plan --ipam unknown', ['plan', '--pod-cidr', '10.0.0.0/11', '--ipam', 'cilium', '-f', KOPS], /--ipam cilium must be calico or node/],
+  ['plan --ipam unknown', ['plan', '--pod-cidr', '10.0.0.0/11', '--ipam', 'cilium', '-f', KOPS], /--ipam cilium must be calico, node or cilium-multi-pool/],
   ['plan --block-size without --pod-cidr', ['plan', '--service-cidr', '10.200.0.0/16', '--block-size', '26', '-f', KOPS], /--block-size needs --pod-cidr/],
   ['plan --pool-name without --pod-cidr', ['plan', '--service-cidr', '10.200.0.0/16', '--pool-name', 'new-pool', '-f', KOPS], /--pool-name needs --pod-cidr/],
   ['plan --keep without --service-cidr', ['plan', '--pod-cidr', '10.0.0.0/11', '--keep', 'default/web', '-f', KOPS], /--keep needs --service-cidr/],
