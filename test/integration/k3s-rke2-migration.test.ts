@@ -26,7 +26,7 @@ const SERVER_ARGS = ['--cluster-cidr', POD_OLD, '--service-cidr', SVC_OLD, '--cl
 /** What each platform's servers and agents write on their Node objects (sources: docs/platforms.md, the fixtures' SOURCES.md). */
 const PLATFORMS = [
   {
-    id: 'k3s', title: 'k3s',
+    id: 'k3s', title: 'k3s', kubelet: 'v1.34.2+k3s1',
     labels: { 'node.kubernetes.io/instance-type': 'k3s' },
     annotations: (server: boolean) => ({
       'k3s.io/node-args': JSON.stringify(server ? ['server', ...SERVER_ARGS] : ['agent', '--node-label', 'pool=general']),
@@ -36,7 +36,7 @@ const PLATFORMS = [
     }),
   },
   {
-    id: 'rke2', title: 'RKE2',
+    id: 'rke2', title: 'RKE2', kubelet: 'v1.34.2+rke2r1',
     labels: { 'node.kubernetes.io/instance-type': 'rke2' },
     annotations: (server: boolean) => ({
       'rke2.io/node-args': JSON.stringify(server ? ['server', ...SERVER_ARGS] : ['agent', '--node-label', 'pool=general']),
@@ -74,6 +74,9 @@ for (const pf of PLATFORMS) {
         const lab = Object.entries({ ...pf.labels, ...(server ? { 'node-role.kubernetes.io/control-plane': 'true' } : {}) }).map(([k, v]) => `${k}=${v}`);
         assert.equal((await tb.kubectl(['annotate', 'node', name, '--overwrite', ...ann])).code, 0);
         assert.equal((await tb.kubectl(['label', 'node', name, '--overwrite', ...lab])).code, 0);
+        // the kubelet version suffix the distribution's build carries (kwok keeps nodeInfo once the node is initialized)
+        const st = await tb.kubectl(['patch', 'node', name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { nodeInfo: { kubeletVersion: pf.kubelet } } })]);
+        assert.equal(st.code, 0, st.stderr);
       }
       // the hook registers nodes from this template: as the k3s-agent / rke2-agent would, with the agent's annotations
       const t = JSON.parse(readFileSync(tb.nodeTemplatePath, 'utf8'));
@@ -84,6 +87,7 @@ for (const pf of PLATFORMS) {
       assert.ok(inspect.code === 0 || inspect.code === 1, inspect.err);
       const snap = JSON.parse(inspect.out);
       assert.equal(snap.platform.kind, pf.id);
+      assert.ok(snap.platform.evidence.some((e: string) => e.includes(`: ${pf.kubelet})`)), snap.platform.evidence.join('\n'));
       const read = (list: any[]) => list.filter((r: any) => r.sources.some((x: string) => x.startsWith(`${pf.id}.io/node-args`))).map((r: any) => r.cidr);
       assert.deepEqual([read(snap.serviceCIDRs), read(snap.podCIDRs)], [[SVC_OLD], [POD_OLD]], 'the ranges read from the server\'s node-args');
       podCount = (await activePodNetworkPods(tb)).length;
