@@ -92,13 +92,13 @@ function nodeMaskFor(snap: Snapshot, family: 4 | 6): [number, string] {
   return family === 4 ? [24, 'kube-controller-manager default'] : [64, 'kube-controller-manager default'];
 }
 
-/** The cluster CIDRs node IPAM allocates from, and where they came from. */
 /** The cluster-cidr a k3s-family platform read from its servers' node-args (or its default), one per family. */
 function platformClusterCIDR(snap: Snapshot): string[] | undefined {
   const read = snap.ranges.filter((r) => r.role === 'pod' && /(\.io\/node-args| default) --cluster-cidr\b/.test(r.source)).map((r) => r.cidr);
   return read.length > 0 ? [...new Set(read)] : undefined;
 }
 
+/** The cluster CIDRs node IPAM allocates from, and where they came from. */
 export function clusterCIDRs(snap: Snapshot): Array<{ cidr: Cidr; source: string }> {
   const kcm = snap.controllerManagers.find((c) => c.clusterCIDR && c.clusterCIDR.length > 0);
   const candidates: Array<[string[] | undefined, string]> = [
