@@ -92,6 +92,12 @@ function nodeMaskFor(snap: Snapshot, family: 4 | 6): [number, string] {
   return family === 4 ? [24, 'kube-controller-manager default'] : [64, 'kube-controller-manager default'];
 }
 
+/** The cluster-cidr a k3s-family platform read from its servers' node-args (or its default), one per family. */
+function platformClusterCIDR(snap: Snapshot): string[] | undefined {
+  const read = snap.ranges.filter((r) => r.role === 'pod' && /(\.io\/node-args| default) --cluster-cidr\b/.test(r.source)).map((r) => r.cidr);
+  return read.length > 0 ? [...new Set(read)] : undefined;
+}
+
 /** The cluster CIDRs node IPAM allocates from, and where they came from. */
 export function clusterCIDRs(snap: Snapshot): Array<{ cidr: Cidr; source: string }> {
   const kcm = snap.controllerManagers.find((c) => c.clusterCIDR && c.clusterCIDR.length > 0);
@@ -99,6 +105,8 @@ export function clusterCIDRs(snap: Snapshot): Array<{ cidr: Cidr; source: string
     [kcm?.clusterCIDR, 'kube-controller-manager --cluster-cidr'],
     [snap.kubeadm?.podSubnet, 'kubeadm podSubnet'],
     [snap.kops?.podCIDR ? [snap.kops.podCIDR] : undefined, 'kOps podCIDR'],
+    // k3s and RKE2 servers' cluster-cidr (their node-args, else their documented default; src/platform/k3s.ts)
+    [platformClusterCIDR(snap), 'the servers\' cluster-cidr'],
     [snap.kubeProxy?.clusterCIDR ? snap.kubeProxy.clusterCIDR.split(',') : undefined, 'kube-proxy clusterCIDR'],
   ];
   for (const [list, source] of candidates) {

@@ -38,19 +38,27 @@ export function podPathOf(snap: Snapshot): PodPathId | undefined {
 }
 
 /**
- * Why the owner of the pod addresses refuses a Pod CIDR move (one line), or undefined. `forced`: the --ipam the user
+ * Why the owner of the pod addresses refuses a Pod CIDR move (one line), or the platform refuses it for that owner
+ * (Platform.ownerCapability), or undefined. `forced`: the --ipam the user
  * gave, which cannot change who hands out the addresses.
  */
 export function podOwnerRefusal(snap: Snapshot, forced?: PodPathId): string | undefined {
   const owner = ipamOwnerFacts(snap);
   if (!owner) return undefined;
   const cap = ownerCapabilityOf(owner.kind);
+  const forcedText = forced ? ` (--ipam ${forced} cannot change who hands out the addresses)` : '';
+  if (!cap.supported) {
+    return `moving the Pod CIDR is refused: ${owner.title} hands out pod addresses here: ${cap.reason}; instead: ${cap.instead}`
+      + `${forcedText} (recognised by ${owner.evidence[0]})`;
+  }
   // Cilium multi-pool reads neither node podCIDRs nor Calico pools, and its path changes nothing else: they do not mix
-  if (cap.supported && forced && forced !== cap.path && (cap.path === 'cilium-multi-pool' || forced === 'cilium-multi-pool')) {
+  if (forced && forced !== cap.path && (cap.path === 'cilium-multi-pool' || forced === 'cilium-multi-pool')) {
     return `moving the Pod CIDR with --ipam ${forced} is refused: ${owner.title} hands out pod addresses here, and only the ${cap.path} path moves them`
       + ` (--ipam ${forced} would change what ${cap.path === 'cilium-multi-pool' ? 'Cilium does not read' : 'this IPAM does not read'}; give --ipam ${cap.path} or no --ipam) (recognised by ${owner.evidence[0]})`;
   }
-  if (cap.supported) return undefined;
-  return `moving the Pod CIDR is refused: ${owner.title} hands out pod addresses here: ${cap.reason}; instead: ${cap.instead}`
-    + `${forced ? ` (--ipam ${forced} cannot change who hands out the addresses)` : ''} (recognised by ${owner.evidence[0]})`;
+  const kind = platformKindOf(snap);
+  const said = platformOf(kind)?.ownerCapability?.(owner.kind);
+  if (!said || said.supported) return undefined;
+  const title = snap.platform?.title ?? platformOf(kind)?.title ?? kind;
+  return `moving the Pod CIDR is refused on ${title} with ${owner.title}: ${said.reason}; instead: ${said.instead}${forcedText} (recognised by ${owner.evidence[0]})`;
 }

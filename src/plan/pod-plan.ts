@@ -286,7 +286,7 @@ export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
   // allocation is turned off at the final gate (a path that does not use node podCIDRs)
   const allocAfter = path.kcmAllocatesAfter;
   out.push(...distro.podPatches({ snap, spec, finalGate, allocAfter, oldCC, to, masks: kcmMaskLines(snap, spec) }));
-  if (snap.kubeProxy?.clusterCIDR !== undefined || distro.kubeProxyPatch.always) {
+  if (distro.kubeProxyPatch && (snap.kubeProxy?.clusterCIDR !== undefined || distro.kubeProxyPatch.always)) {
     out.push({
       id: 'kube-proxy-cluster-cidr', distribution: distro.kubeProxyPatch.distribution, gate: finalGate, target: 'ConfigMap kube-system/kube-proxy (config.conf), then restart the kube-proxy DaemonSet',
       description: 'kube-proxy tells pod traffic from outside traffic by this range (masquerade): the pod range(s), nothing wider', before: `clusterCIDR: ${snap.kubeProxy?.clusterCIDR ?? oldCC}\n`, after: `clusterCIDR: ${kubeProxyAfter(snap.kubeProxy?.clusterCIDR ?? oldCC, spec.to)}\n`,

@@ -63,10 +63,11 @@ export function patchesFor(inp: PodStepInputs, gate: PodPatchGate): DistroPatch[
 /** Node-IPAM path: kube-controller-manager stops allocating; each node re-registered into NEW; allocation from NEW resumes. */
 export function nodeStepLists(inp: PodStepInputs): PodStepLists {
   const node = inp.spec.node!;
+  const rereg = DISTRIBUTIONS[inp.distro].reregister;
   return {
     prepare: [kcmStopAllocatingGate(inp)],
     restart: planWaves(node.nodes, waveSize(node.maxUnavailable, node.nodes.length))
-      .flatMap((wave, i) => (wave.length === 1 ? nodeMoveSteps(wave[0]!, node.hook) : nodeWaveSteps(wave, i + 1, node.hook))),
+      .flatMap((wave, i) => (wave.length === 1 ? nodeMoveSteps(wave[0]!, node.hook, rereg) : nodeWaveSteps(wave, i + 1, node.hook, rereg))),
     finish: [kcmClusterCidrGate(inp)],
   };
 }
@@ -107,7 +108,7 @@ function kcmClusterCidrGate(inp: PodStepInputs): PlanStep {
 type NodeMove = NonNullable<PodCIDRSpec['node']>['nodes'][number];
 
 /** One node's move: drained and deleted, re-registered (by the hook, else at a gate), given its podCIDR in NEW. */
-function nodeMoveSteps(n: NodeMove, hook: string | undefined): PlanStep[] {
+function nodeMoveSteps(n: NodeMove, hook: string | undefined, rereg: string): PlanStep[] {
   const item = () => ({ namespace: '', name: n.name, from: n.from, to: n.to });
   return [{
     id: `drain-node-${n.name}`, kind: 'drain-node',
@@ -126,7 +127,7 @@ function nodeMoveSteps(n: NodeMove, hook: string | undefined): PlanStep[] {
     gate: {
       condition: 'node-reregistered',
       reason: 'only the kubelet (or the machine\'s provisioning) registers a node',
-      instructions: [`on ${n.name}: systemctl restart kubelet (it registers the Node again)`, 'kube-renumber resume'],
+      instructions: [`on ${n.name}: ${rereg}`, 'kube-renumber resume'],
       check: `Node ${n.name} exists again`,
     },
     rollback: 'nothing to undo',
@@ -149,7 +150,7 @@ function waveText(wave: readonly NodeMove[]): string {
  * others to finish; one not yet deleted is uncordoned). Without one: the wave's drains, a gate until every node of
  * the wave is registered again, then their podCIDRs.
  */
-function nodeWaveSteps(wave: readonly NodeMove[], k: number, hook: string | undefined): PlanStep[] {
+function nodeWaveSteps(wave: readonly NodeMove[], k: number, hook: string | undefined, rereg: string): PlanStep[] {
   const items = () => wave.map((n) => ({ namespace: '', name: n.name, from: n.from, to: n.to }));
   const names = wave.map((n) => n.name).join(', ');
   const drainText = 'cordon (once a node in NEW is Ready: every node still in the old range), evict its pods through the Eviction API (PodDisruptionBudgets respected: an eviction a budget refuses waits, so the wave never disrupts more than the budgets allow; DaemonSet and mirror pods stay), delete the Node object and the pods left on it';
@@ -173,7 +174,7 @@ function nodeWaveSteps(wave: readonly NodeMove[], k: number, hook: string | unde
     gate: {
       condition: 'node-reregistered',
       reason: 'only the kubelet (or the machine\'s provisioning) registers a node',
-      instructions: [`on each of ${names}: systemctl restart kubelet (it registers the Node again)`, 'kube-renumber resume'],
+      instructions: [`on each of ${names}: ${rereg}`, 'kube-renumber resume'],
       check: `Nodes ${names} exist again`,
     },
     rollback: 'nothing to undo',

@@ -1,7 +1,8 @@
 /**
  * k3s: one binary runs kube-apiserver, kube-controller-manager and (by default) flannel inside the k3s process,
  * configured by the k3s server's flags or /etc/rancher/k3s/config.yaml; there are no static pods or kubeadm
- * ConfigMaps to patch, which is why kube-renumber refuses both moves here until it has a k3s path (issue 17).
+ * ConfigMaps to patch: the plans' patches go to config.yaml and their gates restart the k3s servers and agents
+ * (src/plan/distributions/k3s.ts).
  *
  * Recognised by what k3s writes on its Node objects (each sign cited in docs/platforms.md):
  *  - the annotations k3s.io/node-args, k3s.io/node-config-hash, k3s.io/node-env (pkg/nodeconfig/nodeconfig.go);
@@ -12,7 +13,7 @@
  * (https://docs.k3s.io/cli/server), labelled as defaults; the embedded flannel's Network is the cluster CIDR
  * (pkg/agent/flannel/setup.go) unless --flannel-backend=none.
  */
-import type { Platform, PlatformInput, PlatformNode, PlatformRange } from './types.ts';
+import { SUPPORTED, type Platform, type PlatformInput, type PlatformNode, type PlatformRange } from './types.ts';
 import { isV6, rangesFromArgs, serverArgs, someNames, type ServerArgs } from './k3s-node-args.ts';
 
 export const K3S_NODE_ARGS = 'k3s.io/node-args';
@@ -104,6 +105,11 @@ const SOURCES = [
   'https://github.com/k3s-io/k3s/issues/3933',
   'https://github.com/k3s-io/k3s/blob/master/pkg/agent/flannel/setup.go',
   'https://github.com/k3s-io/k3s/blob/master/manifests/coredns.yaml',
+  'https://docs.k3s.io/installation/configuration',
+  'https://github.com/k3s-io/k3s/blob/master/pkg/util/args.go',
+  'https://github.com/k3s-io/k3s/blob/master/pkg/cluster/bootstrap.go',
+  'https://github.com/k3s-io/k3s/blob/master/pkg/daemons/control/deps/deps.go',
+  'https://github.com/flannel-io/flannel/blob/master/pkg/subnet/kube/kube.go',
   'https://github.com/k3s-io/k3s/issues/3967',
   'https://github.com/k3s-io/k3s/issues/2603',
   'https://github.com/k3s-io/k3s/issues/6136',
@@ -123,24 +129,8 @@ export const k3s: Platform<'k3s'> = {
   ranges,
   // The kube-dns Service k3s deploys from manifests/coredns.yaml (clusterIP: the --cluster-dns address).
   dnsServices: [{ namespace: 'kube-system', name: 'kube-dns', selector: { 'k8s-app': 'kube-dns' } }],
-  capabilities: {
-    service: {
-      supported: false,
-      reason: 'k3s runs kube-apiserver and kube-controller-manager inside the k3s server process, configured by its --service-cidr '
-        + '(no static pod or ConfigMap kube-renumber can patch), and after a changed --service-cidr existing Services keep their old '
-        + 'ClusterIPs (k3s-io/k3s#3967, k3s-io/k3s#6136; "Changing CIDRs on an existing cluster is not well supported", rancher/rke2#2326); '
-        + 'kube-renumber has no k3s path yet (issue 17)',
-      instead: 'k3s documents no procedure to change --service-cidr or --cluster-dns on an existing cluster ("decide on what CIDRs you will use before '
-        + 'starting the cluster the first time", rancher/rke2#2326): create a new k3s cluster with the new ranges and move the workloads to it',
-    },
-    pod: {
-      supported: false,
-      reason: 'k3s\'s embedded kube-controller-manager refuses to start when a node\'s podCIDR lies outside a changed --cluster-cidr '
-        + '("cidr ... is out the range of cluster cidr", k3s-io/k3s#3967, k3s-io/k3s#2603), and running pods keep their old addresses '
-        + '(k3s-io/k3s#6136); kube-renumber has no k3s path yet (issue 17)',
-      instead: 'k3s documents no procedure to change --cluster-cidr on an existing cluster ("there is no logic to automatically re-allocate them if the '
-        + 'ranges change", rancher/rke2#2326): create a new k3s cluster with the new --cluster-cidr and move the workloads to it',
-    },
-  },
+  // Both moves go through /etc/rancher/k3s/config.yaml on every server and server restarts in the order that keeps
+  // the embedded kube-controller-manager starting (src/plan/distributions/k3s.ts, k3s-family.ts).
+  capabilities: { service: SUPPORTED, pod: SUPPORTED },
   sources: SOURCES,
 };

@@ -3,7 +3,8 @@
  * kube-controller-manager and kube-scheduler as static pods it writes itself from its flags or
  * /etc/rancher/rke2/config.yaml, and deploys the CNI (Canal by default, Calico or Cilium) and CoreDNS as Helm
  * charts (HelmChart objects, helm.cattle.io/v1) whose values it rewrites on every start. Editing those
- * manifests by hand does not last, and kube-renumber has no RKE2 path yet (issue 17): both moves are refused.
+ * manifests by hand does not last: the plans' patches go to config.yaml (src/plan/distributions/rke2.ts). A Pod
+ * CIDR move is refused with Calico, whose pool the rke2-calico chart owns.
  *
  * Recognised by what RKE2 writes on its Node objects (k3s's code with program name "rke2"): the annotations
  * rke2.io/node-args, rke2.io/node-config-hash, rke2.io/node-env, the label node.kubernetes.io/instance-type=rke2
@@ -12,7 +13,7 @@
  * Ranges: the servers' rke2.io/node-args, the global.clusterCIDR / global.serviceCIDR values RKE2 injects into
  * its HelmCharts (pkg/bootstrap/bootstrap.go setChartValues), else RKE2's documented defaults, labelled as such.
  */
-import { objectsOf, type Platform, type PlatformInput, type PlatformRange } from './types.ts';
+import { objectsOf, SUPPORTED, type Platform, type PlatformInput, type PlatformRange } from './types.ts';
 import { rangesFromArgs, serverArgs, someNames } from './k3s-node-args.ts';
 import { clusterDnsEvidence, programNodeSigns } from './k3s.ts';
 
@@ -85,23 +86,19 @@ export const rke2: Platform<'rke2'> = {
   // The rke2-coredns chart's Service (rancher/rke2#2428: kube-system/rke2-coredns-rke2-coredns, 10.43.0.10,
   // selector app.kubernetes.io/instance=rke2-coredns,app.kubernetes.io/name=rke2-coredns,k8s-app=kube-dns).
   dnsServices: [{ namespace: 'kube-system', name: 'rke2-coredns-rke2-coredns', selector: { 'k8s-app': 'kube-dns' } }],
-  capabilities: {
-    service: {
+  // Both moves go through /etc/rancher/rke2/config.yaml on every server, which the rke2 server renders its static
+  // pods and its charts' injected values from at every start (src/plan/distributions/rke2.ts, k3s-family.ts).
+  capabilities: { service: SUPPORTED, pod: SUPPORTED },
+  ownerCapability(owner) {
+    if (owner !== 'calico' && owner !== 'calico-operator') return undefined;
+    return {
       supported: false,
-      reason: 'RKE2 writes the kube-apiserver and kube-controller-manager static pods and its charts\' values from its own --service-cidr on every start '
-        + '(hand edits do not last), and "changing CIDRs on an existing cluster is not well supported ... there is no logic to automatically '
-        + 're-allocate them if the ranges change" (rancher/rke2#2326); kube-renumber has no RKE2 path yet (issue 17)',
-      instead: 'RKE2 documents no procedure to change service-cidr or cluster-dns on an existing cluster ("decide on what CIDRs you will use before '
-        + 'starting the cluster the first time", rancher/rke2#2326): create a new RKE2 cluster with the new ranges and move the workloads to it',
-    },
-    pod: {
-      supported: false,
-      reason: 'RKE2\'s kube-controller-manager (run by the rke2 server with its --cluster-cidr) refuses to start when a node\'s podCIDR lies outside '
-        + 'a changed cluster-cidr (kubernetes/kubernetes#50305; the same failure on k3s, whose code RKE2 runs: k3s-io/k3s#3967), and after the change "the whole cluster is broken '
-        + 'as the pods with the old range were not recreated" (rancher/rke2#2326); kube-renumber has no RKE2 path yet (issue 17)',
-      instead: 'RKE2 documents no procedure to change cluster-cidr on an existing cluster ("decide on what CIDRs you will use before starting the cluster '
-        + 'the first time", rancher/rke2#2326): create a new RKE2 cluster with the new cluster-cidr and move the workloads to it',
-    },
+      reason: 'RKE2 deploys Calico from its rke2-calico HelmChart, whose Installation and IP pool it renders from the chart values and cluster-cidr '
+        + 'and rewrites at every rke2 server start (pkg/bootstrap/bootstrap.go setChartValues), so a pool kube-renumber adds or disables '
+        + 'through the Installation is put back by the next chart upgrade; kube-renumber has no path that edits the chart\'s values',
+      instead: 'change the IP pool in a HelmChartConfig kube-system/rke2-calico (installation.calicoNetwork.ipPools) together with cluster-cidr in '
+        + '/etc/rancher/rke2/config.yaml, following Calico\'s pool migration (https://docs.tigera.io/calico/latest/networking/ipam/migrate-pools)',
+    };
   },
   sources: [
     'https://docs.rke2.io/reference/server_config',
@@ -111,6 +108,9 @@ export const rke2: Platform<'rke2'> = {
     'https://github.com/rancher/rke2/issues/2428',
     'https://github.com/rancher/rke2/issues/2635',
     'https://github.com/rancher/rke2/issues/2326',
+    'https://docs.rke2.io/install/configuration',
+    'https://github.com/k3s-io/k3s/blob/master/pkg/cluster/bootstrap.go',
+    'https://github.com/flannel-io/flannel/blob/master/pkg/subnet/kube/kube.go',
     'https://github.com/k3s-io/k3s/blob/master/pkg/nodeconfig/nodeconfig.go',
     'https://github.com/k3s-io/k3s/issues/3967',
     'https://github.com/kubernetes/kubernetes/issues/50305',

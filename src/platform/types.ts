@@ -113,6 +113,11 @@ export interface Platform<K extends string = string> {
   readonly dnsServices?: readonly DnsServiceCandidate[];
   /** What may be moved here. */
   readonly capabilities: Readonly<Record<Move, Capability>>;
+  /**
+   * What the platform says of a Pod CIDR move by the owner of the pod addresses (an IPAM owner kind of src/ipam/, e.g.
+   * "calico-operator"), where the platform manages that owner's configuration itself; undefined: the owner decides.
+   */
+  ownerCapability?(owner: string): Capability | undefined;
   /** Where the facts above come from (URLs), cited in docs/platforms.md. */
   readonly sources: readonly string[];
 }

@@ -1,7 +1,8 @@
 // A would-be plan, written on the plain testbed, applied to the same cluster once it shows the signs of a managed
 // control plane (Amazon EKS, GKE, AKS: the node labels each provider sets on every node it runs): apply re-reads
 // the live cluster, refuses with exit 2 and one error line naming the platform, and writes nothing: no Lease, no
-// ServiceCIDR, no Service, IPPool or Node change, no state directory.
+// ServiceCIDR, no Service, IPPool or Node change, no state directory. Labelled as RKE2, only the Pod CIDR move is refused
+// there (Calico's pool belongs to RKE2's rke2-calico chart).
 
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -94,4 +95,28 @@ describe('a would-be plan applied on a cluster that shows EKS, GKE or AKS signs 
       }
     });
   }
+
+  // k3s and RKE2 plan both moves now (test/integration/k3s-rke2-migration.test.ts); RKE2 still refuses a Pod CIDR move
+  // when Calico hands out the addresses, because its rke2-calico chart owns the pool (src/platform/rke2.ts).
+  test('labelled as RKE2 with Calico IPAM: apply of the pod plan exits 2 naming RKE2 and Calico, and nothing is written', { timeout: 120_000 }, async () => {
+    const labels = { 'node.kubernetes.io/instance-type': 'rke2' };
+    const r = await tb.kubectl(['label', 'nodes', '--all', '--overwrite', ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)]);
+    assert.equal(r.code, 0, r.stderr);
+    try {
+      const before = await state();
+      const stateDir = join(dir, 'state-rke2-pod');
+      const a = await run(['apply', plans.pod, '--yes', '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '60s']);
+      assert.equal(a.code, 2, a.err);
+      assert.equal(a.out, '');
+      const lines = a.err.split('\n').filter((l) => l !== '');
+      assert.equal(lines.length, 1, a.err);
+      assert.match(lines[0]!, /^error: moving the Pod CIDR is refused on RKE2 with Calico IPAM: RKE2 deploys Calico from its rke2-calico HelmChart/);
+      assert.match(lines[0]!, /; instead: change the IP pool in a HelmChartConfig/);
+      assert.equal(existsSync(stateDir), false, `${stateDir} was created`);
+      assert.deepEqual(await state(), before);
+    } finally {
+      const u = await tb.kubectl(['label', 'nodes', '--all', ...Object.keys(labels).map((k) => `${k}-`)]);
+      assert.equal(u.code, 0, u.stderr);
+    }
+  });
 });

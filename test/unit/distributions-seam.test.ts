@@ -32,7 +32,10 @@ const services = [svc('default', 'kubernetes', '10.96.0.1'), svc('kube-system', 
 
 /** A snapshot of distribution `d`, with (`read`) or without the configuration source the distribution reads. */
 function snapshotOf(d: Distribution, read: boolean): Snapshot {
-  const base = kubeadmSnapshot(services, { distribution: { kind: d, evidence: [`test: ${d}`] }, kubeadm: undefined });
+  // RKE2 is told by its platform (its installer leaves no kubeadm, kOps or k3s signs)
+  const base = d === 'rke2'
+    ? kubeadmSnapshot(services, { distribution: { kind: 'generic', evidence: ['test: rke2'] }, platform: { kind: 'rke2', title: 'RKE2', evidence: ['test: rke2'], reserved: [] }, kubeadm: undefined })
+    : kubeadmSnapshot(services, { distribution: { kind: d, evidence: [`test: ${d}`] }, kubeadm: undefined });
   if (d === 'kubeadm' && read) return { ...base, kubeadm: { serviceSubnet: ['10.96.0.0/16'], podSubnet: ['10.32.0.0/16'], kubeletClusterDNS: ['10.96.0.10'] } };
   if (d === 'kops' && read) {
     return { ...base, kops: { layout: 'networking', podCIDR: '100.96.0.0/11', serviceClusterIPRange: '10.96.0.0/16', nonMasqueradeCIDR: '100.64.0.0/10', kubeDNSServerIP: '10.96.0.10', kubeletClusterDNS: '10.96.0.10' } };
@@ -100,7 +103,7 @@ describe('distributions seam', () => {
             const patches = planner.servicePatches(snap, ctx);
             assert.ok(patches.some((p) => p.gate === 'restart-apiservers'), `${d} ${name}: no restart-apiservers patch`);
             assert.equal(patches.some((p) => p.gate === 'enable-servicecidr-api'), !!ctx.enableApi, `${d} ${name}: enable-servicecidr-api patch only when the API is enabled`);
-            assert.equal(patches.some((p) => p.gate === 'kubelet-cluster-dns') || d === 'kops' || d === 'k3s', !!ctx.newDNS || d === 'kops' || d === 'k3s', `${d} ${name}: kubelet-cluster-dns patch only when the DNS IP moves`);
+            assert.equal(patches.some((p) => p.gate === 'kubelet-cluster-dns') || d === 'kops' || d === 'k3s' || d === 'rke2', !!ctx.newDNS || d === 'kops' || d === 'k3s' || d === 'rke2', `${d} ${name}: kubelet-cluster-dns patch only when the DNS IP moves`);
             for (const p of patches) checkPatch(d, `${label} ${name}`, p, gateInstructions(snap, p.gate as ServiceGate, ctx));
           }
         });

@@ -86,5 +86,6 @@ export const generic: DistributionPlanner = {
   podGateInstructions: (gate) => (gate === 'kcm-stop-allocating'
     ? ['restart every kube-controller-manager with --allocate-node-cidrs=false (patch generic-kcm-stop-allocating)', `kube-renumber resume --ack-gate ${gate}`]
     : ['restart every kube-controller-manager with the flags of patch generic-kcm-pod-cidr', 'set kube-proxy clusterCIDR (patch kube-proxy-cluster-cidr) and restart kube-proxy', `kube-renumber resume --ack-gate ${gate}`]),
+  reregister: 'systemctl restart kubelet (it registers the Node again)',
   configCheck: () => undefined,
 };

@@ -1,49 +1,27 @@
 /**
- * k3s: /etc/rancher/k3s/config.yaml on every server renders the apiserver flag, the kubelets' clusterDNS and the
- * CoreDNS Service; the ServiceCIDR API and the pod patches are set as plain flags (generic).
+ * k3s: /etc/rancher/k3s/config.yaml on every server renders the apiserver flag, the kubelets' clusterDNS, the
+ * CoreDNS Service's address, kube-controller-manager's flags and the embedded flannel's Network; the commands
+ * restart the k3s server and agent units (k3s-family.ts has what k3s and RKE2 share, with the sources).
  */
-import { dump } from './common.ts';
-import { generic, GENERIC_ENABLE_API, genericPatches, genericPodPatches } from './generic.ts';
-import type { DistributionPlanner, DistroPatch, PatchContext } from './types.ts';
-import type { Snapshot } from '../../cluster/types.ts';
+import * as family from './k3s-family.ts';
+import type { DistributionPlanner } from './types.ts';
 
-function k3sPatches(_snap: Snapshot, ctx: PatchContext): DistroPatch[] {
-  const before: Record<string, string> = { 'service-cidr': ctx.oldFlag.join(',') };
-  const after: Record<string, string> = { 'service-cidr': ctx.newFlag.join(',') };
-  if (ctx.newDNS) {
-    before['cluster-dns'] = ctx.oldDNS!;
-    after['cluster-dns'] = ctx.newDNS;
-  }
-  if (ctx.newKubernetesIP) after['tls-san'] = `${[ctx.oldKubernetesIP, ctx.newKubernetesIP].filter(Boolean).join(',')}  # add to existing entries`;
-  return [{
-    id: 'k3s-server-config', distribution: 'k3s', gate: 'restart-apiservers',
-    target: '/etc/rancher/k3s/config.yaml on every k3s server',
-    description: 'k3s renders the apiserver flag, the kubelets\' clusterDNS and the CoreDNS Service from these',
-    before: dump(before), after: dump(after),
-  }];
-}
+const K3S: family.Program = {
+  id: 'k3s', title: 'k3s', config: '/etc/rancher/k3s/config.yaml', server: 'k3s', agent: 'k3s-agent',
+  podStopExtra: [], podFinalExtra: [], kcmMirrorPod: false,
+};
 
 export const k3s: DistributionPlanner = {
   id: 'k3s',
   matches: (snap) => snap.distribution.kind === 'k3s',
-  servicePatches: (snap, ctx) => [...(ctx.enableApi ? genericPatches(snap, ctx).filter((p) => p.gate === 'enable-servicecidr-api') : []), ...k3sPatches(snap, ctx)],
-  serviceGateInstructions(_snap, gate) {
-    switch (gate) {
-      case 'enable-servicecidr-api':
-        return [...GENERIC_ENABLE_API];
-      case 'restart-apiservers':
-        return ['edit /etc/rancher/k3s/config.yaml on every server (patch k3s-server-config)', 'systemctl restart k3s on each server in turn', 'kube-renumber resume'];
-      case 'kubelet-cluster-dns':
-        return ['k3s agents take clusterDNS from the server (already changed): restart k3s-agent on every agent', 'kube-renumber resume'];
-      default:
-        return gate satisfies never;
-    }
-  },
+  servicePatches: (snap, ctx) => family.servicePatches(K3S, snap, ctx),
+  serviceGateInstructions: (snap, gate, ctx) => family.serviceGateInstructions(K3S, snap, gate, ctx),
   restartWorkloadsNote: [],
-  restartApiserversReason: 'the flag lives outside the API',
-  certFix: (_snap, both) => `add --tls-san=${both} to every k3s server (config.yaml tls-san) and restart k3s; k3s regenerates the serving certificate`,
-  podPatches: genericPodPatches,
-  kubeProxyPatch: { always: false, distribution: 'generic' },
-  podGateInstructions: generic.podGateInstructions,
+  restartApiserversReason: 'k3s runs kube-apiserver inside the k3s server process, from its service-cidr',
+  certFix: (_snap, both) => `add ${both} to tls-san in /etc/rancher/k3s/config.yaml on every k3s server and restart k3s; k3s reissues the serving certificate at start when a tls-san is missing from it`,
+  podPatches: (inp) => family.podPatches(K3S, inp),
+  kubeProxyPatch: undefined,
+  podGateInstructions: (gate) => family.podGateInstructions(K3S, gate),
+  reregister: family.reregister(K3S),
   configCheck: () => undefined,
 };

@@ -258,6 +258,7 @@ export const kops: DistributionPlanner = {
   podGateInstructions: (gate) => (gate === 'kcm-stop-allocating'
     ? ['kops edit cluster (patch kops-stop-allocating)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', 'kube-renumber resume --ack-gate kcm-stop-allocating (when kube-controller-manager has no mirror pod)']
     : ['kops edit cluster (patch kops-pod-cidr)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', `kube-renumber resume --ack-gate ${gate} (when kube-controller-manager has no mirror pod)`]),
+  reregister: 'systemctl restart kubelet (it registers the Node again)',
   configCheck(snap) {
     if (snap.kops) return undefined;
     const why = snap.distribution.evidence.slice(0, 2).join('; ');

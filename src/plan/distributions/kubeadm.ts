@@ -142,6 +142,7 @@ export const kubeadm: DistributionPlanner = {
       'kube-renumber resume',
     ];
   },
+  reregister: 'systemctl restart kubelet (it registers the Node again)',
   configCheck(snap: Snapshot) {
     if (snap.kubeadm) return undefined;
     const why = snap.distribution.evidence.slice(0, 2).join('; ');

@@ -7,10 +7,12 @@ import { generic } from './generic.ts';
 import { k3s } from './k3s.ts';
 import { kops } from './kops.ts';
 import { kubeadm } from './kubeadm.ts';
+import { rke2 } from './rke2.ts';
 import { DISTRIBUTION_IDS, type Distribution, type DistributionPlanner } from './types.ts';
 
 export const DISTRIBUTIONS: Record<Distribution, DistributionPlanner> = {
   kops,
+  rke2,
   kubeadm,
   k3s,
   generic,

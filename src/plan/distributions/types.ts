@@ -1,7 +1,7 @@
 /**
  * The seam of the per-distribution planning facts: one DistributionPlanner per self-managed distribution whose
- * configuration the plan edits (kOps Cluster spec, kubeadm ConfigMaps and static pod manifests, k3s config, or
- * plain flags), each one module under src/plan/distributions/ listed once in registry.ts. A planner gives the
+ * configuration the plan edits (kOps Cluster spec, kubeadm ConfigMaps and static pod manifests, k3s or RKE2
+ * config.yaml, or plain flags), each one module under src/plan/distributions/ listed once in registry.ts. A planner gives the
  * configuration patches of a Service and a Pod CIDR move, the commands a person runs at each gate, the
  * certificate fix, and the pre-flight check that its configuration source was read.
  */
@@ -10,7 +10,7 @@ import type { PreflightCheck } from '../check.ts';
 import type { PodCIDRSpec, PodPatchGate } from '../pod-spec.ts';
 
 /** Every distribution, in the order they are tried (the first whose matches() holds is the cluster's; generic last). */
-export const DISTRIBUTION_IDS = ['kops', 'kubeadm', 'k3s', 'generic'] as const;
+export const DISTRIBUTION_IDS = ['kops', 'rke2', 'kubeadm', 'k3s', 'generic'] as const;
 export type Distribution = (typeof DISTRIBUTION_IDS)[number];
 
 export type PatchGate = 'enable-servicecidr-api' | 'restart-apiservers' | 'kubelet-cluster-dns' | 'kcm-stop-allocating' | 'kcm-cluster-cidr' | 'pod-cidr-config';
@@ -77,10 +77,15 @@ export interface DistributionPlanner {
   certFix(snap: Snapshot, both: string): string;
   /** The distribution's own patches of a Pod CIDR move (kube-controller-manager and its configuration). */
   podPatches(inp: PodPatchInputs): DistroPatch[];
-  /** The kube-proxy clusterCIDR patch: written even when kube-proxy's clusterCIDR was not read, and its owner. */
-  kubeProxyPatch: { always: boolean; distribution: Distribution };
+  /**
+   * The kube-proxy clusterCIDR patch: written even when kube-proxy's clusterCIDR was not read, and its owner;
+   * undefined where the distribution renders kube-proxy's flags from its own configuration (its pod patches say so).
+   */
+  kubeProxyPatch: { always: boolean; distribution: Distribution } | undefined;
   /** The commands run at a pod gate. */
   podGateInstructions(gate: PodPatchGate): string[];
+  /** How a person makes a node whose Node object was deleted register again (the node path's gate). */
+  reregister: string;
   /** A warning when the distribution is known but its configuration source was not in the input. */
   configCheck(snap: Snapshot): PreflightCheck | undefined;
 }
