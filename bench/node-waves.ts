@@ -60,6 +60,8 @@ interface RunFigures {
   /** CPU seconds during the node moves, per component (kube-apiserver, etcd, ...; "cli": this process and its hooks), and per node moved. */
   cpuSeconds?: Record<string, number>;
   cpuSecondsPerNode?: Record<string, number>;
+  /** Pods the podCIDR sweep removed from nodes of the waves (bound there before the node had its podCIDR). */
+  sweptPods?: number;
   pdbViolations: number;
   podsLost: number;
   loadAvg1m: number;
@@ -191,7 +193,7 @@ async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max:
   const size = waveSize(parseMaxUnavailable(max), nodes);
   const phase = nodePhaseSeconds(join(stateDir, 'journal.jsonl'));
   const reports = readJournal(join(stateDir, 'journal.jsonl')).filter((e) => e.event === 'report' && e.detail?.includes('"node"'))
-    .map((e) => JSON.parse(e.detail!).node as { seconds: number; status: string; phases?: Record<string, number> }).filter((x) => x.status === 'done');
+    .map((e) => JSON.parse(e.detail!).node as { seconds: number; status: string; phases?: Record<string, number>; counts?: Record<string, number> }).filter((x) => x.status === 'done');
   const perNode = reports.map((x) => x.seconds).sort((x, y) => x - y);
   const phaseNames = [...new Set(reports.flatMap((x) => Object.keys(x.phases ?? {})))];
   const median = (v: number[]) => { const w = [...v].sort((x, y) => x - y); return w.length ? w[Math.floor(w.length / 2)]! : 0; };
@@ -200,11 +202,11 @@ async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max:
   const fig: RunFigures = {
     maxUnavailable: max, waveSize: size, waves: Math.ceil(nodes / size), seconds: round(phase, 1), resumeSeconds: round(seconds, 1),
     ...(perNode.length > 0 ? { nodeMedianSeconds: round(perNode[Math.floor(perNode.length / 2)]!, 1), nodeMaxSeconds: round(perNode.at(-1)!, 1) } : {}),
-    ...(phaseNames.length > 0 ? { phaseMedianSeconds } : {}),
+    ...(phaseNames.length > 0 ? { phaseMedianSeconds, sweptPods: reports.reduce((a, x) => a + (x.counts?.swept ?? 0), 0) } : {}),
     cpuSeconds: cpu, cpuSecondsPerNode: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round(v / nodes, 3)])),
     pdbViolations: pdb.violations.length, podsLost: lost, loadAvg1m: round(load, 2),
   };
-  log(`  CPU s during the moves: ${JSON.stringify(cpu)}${phaseNames.length > 0 ? `; median s per phase inside a wave: ${JSON.stringify(phaseMedianSeconds)}` : ''}`);
+  log(`  CPU s during the moves: ${JSON.stringify(cpu)}${phaseNames.length > 0 ? `; median s per phase inside a wave: ${JSON.stringify(phaseMedianSeconds)}, ${reports.reduce((a, x) => a + (x.counts?.swept ?? 0), 0)} pod(s) swept` : ''}`);
   log(`  ${round(phase, 1)} s of node moves (resume ${round(seconds, 1)} s) (${fig.waves} wave(s) of up to ${size}), ${pdb.violations.length} PDB violation(s), ${lost} pod(s) lost, load ${fig.loadAvg1m}`);
   return fig;
 }
@@ -229,7 +231,7 @@ export async function run(args: string[]): Promise<number> {
   }
   try { maxes.forEach((m) => parseMaxUnavailable(m)); } catch (e) { process.stderr.write(`error: --${(e as Error).message}\n`); return 2; }
   if (maxes.length > TARGETS.length) { process.stderr.write(`error: at most ${TARGETS.length} --max-unavailable values\n`); return 2; }
-  const results: Array<{ nodes: number; pods: number; cycleSeconds?: number; runs: Array<RunFigures & { ratio?: number }> }> = [];
+  const results: Array<{ nodes: number; pods: number; cycleSeconds?: number; runs: Array<RunFigures & { ratio?: number; cpuFloorRatio?: number }> }> = [];
   for (const nodes of counts) {
     const dir = await mkdtemp(join(tmpdir(), 'kr-bench-nodes-'));
     log(`starting a ${nodes}-node testbed in ${zones} zone(s)`);
@@ -240,7 +242,7 @@ export async function run(args: string[]): Promise<number> {
         timeoutMs: 600_000,
       });
       log(`${summary.totalPods} pods in ${summary.workloads.length} workloads (${summary.pdbs.length} PDBs, maxUnavailable ${pdbMax}), up in ${round(summary.elapsedMs / 1000)} s`);
-      const runs: Array<RunFigures & { ratio?: number }> = [];
+      const runs: Array<RunFigures & { ratio?: number; cpuFloorRatio?: number }> = [];
       let from = OLD;
       for (const [i, max] of maxes.entries()) {
         runs.push(await moveOnce(tb, dir, from, TARGETS[i]!, max, nodes, i));
@@ -249,6 +251,11 @@ export async function run(args: string[]): Promise<number> {
       const single = runs.find((r) => r.waveSize === 1);
       const cycle = single ? single.seconds / nodes : undefined;
       for (const r of runs) if (cycle && r.waveSize > 1) r.ratio = round(r.seconds / (r.waves * cycle), 2);
+      // The floor the machine's cores set: a wave does waveSize nodes' work (CPU seconds per node of the
+      // one-at-a-time run, every component and the hooks together) on `cores` cores, and takes no less than one
+      // node's cycle. cpuFloorRatio = max(1, waveSize × CPU per node ÷ (cores × cycle)): the best ratio this machine allows.
+      const cpuPerNode = single?.cpuSeconds ? Object.values(single.cpuSeconds).reduce((a, b) => a + b, 0) / nodes : undefined;
+      for (const r of runs) if (cycle && cpuPerNode && r.waveSize > 1) r.cpuFloorRatio = round(Math.max(1, (r.waveSize * cpuPerNode) / (availableParallelism() * cycle)), 2);
       results.push({ nodes, pods: summary.totalPods, ...(cycle ? { cycleSeconds: round(cycle, 2) } : {}), runs });
     } finally {
       await tb.stop();
@@ -268,7 +275,7 @@ export async function run(args: string[]): Promise<number> {
   process.stdout.write(`${JSON.stringify({
     scenario: 'node-waves', zones, deployments, pdbMaxUnavailable: pdbMax, kcmQPS,
     nodes: last.nodes, maxUnavailable: tenth?.maxUnavailable, ratio: tenth?.ratio,
-    totalSeconds: tenth?.seconds, cycleSeconds: last.cycleSeconds,
+    totalSeconds: tenth?.seconds, cycleSeconds: last.cycleSeconds, cpuFloorRatio: tenth?.cpuFloorRatio,
     podsLost: results.reduce((a, r) => a + r.runs.reduce((b, x) => b + x.podsLost, 0), 0),
     pdbViolations: results.reduce((a, r) => a + r.runs.reduce((b, x) => b + x.pdbViolations, 0), 0),
     results, cores: availableParallelism(), loadAvg1m: round(loadavg()[0]!, 2),

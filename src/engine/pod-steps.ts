@@ -33,8 +33,11 @@ import { evictRespectingPdb, mapLimit, poll, retryOnConflict, sleep, withRetry }
 /** A node of a node step: its name, its podCIDRs today and in NEW. */
 type NodeItem = { name: string; from: string[]; to: string[] };
 
-/** Ends a phase of one node's move: the time since the previous mark counts for `phase` (the wave's node report). */
-type Mark = (phase: string) => void;
+/**
+ * Ends a phase of one node's move: the time since the previous mark counts for `phase` (the wave's node report);
+ * `count` adds to a tally of the same report (pods the podCIDR sweep removed).
+ */
+type Mark = ((phase: string) => void) & { count?: (what: string, n: number) => void };
 const noMark: Mark = () => {};
 
 /**
@@ -407,6 +410,11 @@ export class PodExecutor implements PodPathHosts {
     };
     await mapLimit(owned, 8, (x) => this.evictWaiting(ctx, x, rollout(x)));
     for (const x of bare) {
+      // A copy this run created from the backup (an earlier move's, or a crashed run's) moves off this node too:
+      // evicted here, then created again from the backup. (restartWorkload leaves a pod whose uid is not the
+      // backup's where it is; on a node being deleted it would go with the node's leftovers.)
+      const b = ctx.backups.load({ apiVersion: 'v1', kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name! });
+      if (b && b.metadata?.uid !== x.metadata?.uid) await this.evictWaiting(ctx, x);
       const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] },
         { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
       this.report(ctx, [r]);
@@ -508,22 +516,25 @@ export class PodExecutor implements PodPathHosts {
     dir: NodeDirection = this.forward): Promise<void> {
     if (items.length === 1) { await move(items[0]!, noMark); return; }
     if (cordonFirst && ctx.dryRun !== 'client') {
-      for (const it of items) {
-        const n = await getObject(ctx.client, NODES, it.name);
+      // the wave's nodes cordoned together (16 at a time), before any of them is drained
+      await mapLimit(items, 16, async (it) => {
+        const n = await withRetry(() => getObject(ctx.client, NODES, it.name));
         if (n && dir.leaving(n)) { backUpLate(ctx, [withKind(n, 'nodes')], step); await this.cordon(ctx, withKind(n, 'nodes')); }
-      }
+      });
     }
     const t0 = Date.now();
     const outcomes = await Promise.all(items.map(async (it) => {
       // seconds per phase of this node's move (drain, hook, podCIDR, ...), for the report: where a wave's time goes
       const phases: Record<string, number> = {};
       let last = t0;
+      const counts: Record<string, number> = {};
       const mark: Mark = (phase) => { const t = Date.now(); phases[phase] = (phases[phase] ?? 0) + (t - last) / 1000; last = t; };
+      mark.count = (what, n) => { counts[what] = (counts[what] ?? 0) + n; };
       try {
         await move(it, mark);
-        return { it, error: undefined as string | undefined, seconds: (Date.now() - t0) / 1000, phases };
+        return { it, error: undefined as string | undefined, seconds: (Date.now() - t0) / 1000, phases, counts };
       } catch (e) {
-        return { it, error: errText(e), seconds: (Date.now() - t0) / 1000, phases };
+        return { it, error: errText(e), seconds: (Date.now() - t0) / 1000, phases, counts };
       }
     }));
     const failed = outcomes.filter((o) => o.error !== undefined);
@@ -539,7 +550,7 @@ export class PodExecutor implements PodPathHosts {
       }
       for (const o of outcomes) {
         const phases = Object.fromEntries(Object.entries(o.phases).map(([k, v]) => [k, Math.round(v * 100) / 100]));
-        ctx.journal.append('report', { step, detail: JSON.stringify({ node: { name: o.it.name, status: o.error === undefined ? 'done' : 'failed', seconds: Math.round(o.seconds * 10) / 10, ...(Object.keys(phases).length > 0 ? { phases } : {}), ...(o.error ? { error: o.error, uncordoned: uncordoned.includes(o.it.name) } : {}) } }) });
+        ctx.journal.append('report', { step, detail: JSON.stringify({ node: { name: o.it.name, status: o.error === undefined ? 'done' : 'failed', seconds: Math.round(o.seconds * 10) / 10, ...(Object.keys(phases).length > 0 ? { phases } : {}), ...(Object.keys(o.counts).length > 0 ? { counts: o.counts } : {}), ...(o.error ? { error: o.error, uncordoned: uncordoned.includes(o.it.name) } : {}) } }) });
       }
     }
     if (failed.length > 0) {
@@ -589,6 +600,9 @@ export class PodExecutor implements PodPathHosts {
           if (!(await this.registered(ctx.client, it.name))) await this.hookOne(ctx, it, this.forward, mark);
           await this.assignOne(ctx, it, this.forward, mark);
         }, true);
+        // a bare pod deleted with a node's leftovers (or by a crash between its delete and its create) is created
+        // again now that the wave's nodes have their podCIDRs: the last wave has no next step to do it
+        if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
       },
       verify: (ctx) => this.assignedAll(ctx, items),
       rollback: (ctx) => this.rollBackNodes(ctx, p.id, items),
@@ -646,7 +660,17 @@ export class PodExecutor implements PodPathHosts {
   private async hookOne(ctx: StepContext, it: NodeItem, dir: NodeDirection = this.forward, mark: Mark = noMark): Promise<void> {
     const hook = this.spec.node?.hook;
     if (!hook) throw new Error('the plan has no node hook');
-    await runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log, this.opts.hookEnv);
+    // A hook returns once the node is Ready, as a kubelet's start does; the node takes pods from the moment it
+    // registers, and a pod bound to it before its podCIDR gets no address from it (the sweep removes it later,
+    // and its owner creates it again). So the podCIDR is given as soon as the node registers, while the hook runs.
+    let ended = false;
+    const early = ctx.dryRun === 'none' ? this.assignOnRegister(ctx, it, dir, () => ended) : Promise.resolve();
+    try {
+      await runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log, this.opts.hookEnv);
+    } finally {
+      ended = true;
+    }
+    await early;
     mark('hook');
     const why = await this.until(`node ${it.name} to register again`, () => this.registered(ctx.client, it.name, dir));
     mark('register');
@@ -727,6 +751,7 @@ export class PodExecutor implements PodPathHosts {
     for (;;) {
       const pods = (await this.podsOnNode(ctx.client, it.name)).filter((x) => active(x));
       const stray = pods.filter((x) => ipsOf(x).length > 0 && !ipsOf(x).every((a) => inAny(mine, a)));
+      mark.count?.('swept', stray.length);
       for (const x of stray) {
         if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) {
           const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] }, { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
@@ -766,6 +791,19 @@ export class PodExecutor implements PodPathHosts {
       }, { timeoutMs: this.opts.timeoutMs });
       return undefined;
     } catch { return last ?? 'node(s) not in NEW'; }
+  }
+
+  /** Until `ended()`: once the node is registered again without a podCIDR, give it its podCIDR (failures are left to assignOne). */
+  private async assignOnRegister(ctx: StepContext, it: NodeItem, dir: NodeDirection, ended: () => boolean): Promise<void> {
+    const dest = dir.dest(it);
+    while (!ended()) {
+      const n = await getObject(ctx.client, NODES, it.name).catch(() => undefined);
+      if (n && !dir.leaving(n) && !n.metadata?.deletionTimestamp) {
+        if (nodeCIDRs(n).length === 0) await this.patchNode(ctx, it.name, { podCIDR: dest[0], podCIDRs: dest }).catch(() => undefined);
+        return;
+      }
+      await sleep(200);
+    }
   }
 
   private assignStep(p: PlanStep): Step {

@@ -1,6 +1,6 @@
 // Node waves killed and rolled back, on the node IPAM path against the real control plane: 6 kwok nodes in 2
 // zones, waves of 2 (--max-unavailable 2). The move is killed (SIGKILL) mid-wave at named points of a node's move
-// — after a Node's delete, a cordon, an eviction, a podCIDR patch, a bare pod created again — and
+// — after a Node's delete, an eviction, a podCIDR patch, a bare pod created again — and
 // resumed each time: every node ends with a podCIDR in NEW, no pod is lost, no finished wave's node ever holds a
 // pod outside its podCIDR, verify passes. Then the move is rolled back in waves, killed once on the way back and
 // run again: every node is back in the old range with as many pods as before, and a third rollback has nothing
@@ -28,12 +28,11 @@ const NEW = '10.61.0.0/16';
 const WAVE_KILL_POINTS: ReadonlyArray<{ name: string; env: NodeJS.ProcessEnv }> = [
   { name: 'after a Node delete', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/api/v1/nodes/:1' } },
   { name: 'after a podCIDR patch', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/api/v1/nodes/:1:podCIDR' } },
+  { name: 'after an eviction', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/eviction:1' } },
   { name: 'after a podCIDR patch', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/api/v1/nodes/:2:podCIDR' } },
-  { name: 'after a cordon', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/api/v1/nodes/:1:"unschedulable":true' } },
-  { name: 'after an eviction', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/eviction:2' } },
   { name: 'after a Node delete', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/api/v1/nodes/:1' } },
+  { name: 'after an eviction', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/eviction:1' } },
   { name: 'after a podCIDR patch', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/api/v1/nodes/:1:podCIDR' } },
-  { name: 'after a cordon', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/api/v1/nodes/:1:"unschedulable":true' } },
   { name: 'after a Node delete', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/api/v1/nodes/:1' } },
   { name: 'after a bare pod created again', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/namespaces/tb-wl-0/pods:1:"kind":"Pod"' } },
 ];
@@ -94,8 +93,8 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
     writeFileSync(join(dir, 'history.txt'), history.join('\n'));
     process.stderr.write(`# node waves crash: ${[...byPoint.values()].reduce((a, b) => a + b, 0)} kills, ${midWave} mid-wave, ${afterAFinishedWave} after a finished wave (${killFigures(byPoint)})\n`);
     assert.equal(last?.code, 0, `${last?.err}\n${history.join('\n')}`);
-    assert.ok(midWave >= 6, `killed mid-wave at least 6 times\n${history.join('\n')}`);
-    assert.ok(afterAFinishedWave >= 3, `killed at least 3 times once a wave had finished\n${history.join('\n')}`);
+    assert.ok(midWave >= 5, `killed mid-wave at least 5 times\n${history.join('\n')}`);
+    assert.ok(afterAFinishedWave >= 2, `killed at least twice once a wave had finished\n${history.join('\n')}`);
     const nodes = (await getJSON(tb, ['get', 'nodes'])).items;
     assert.equal(nodes.length, 6);
     for (const n of nodes) assert.ok(inRange(NEW, n.spec.podCIDR.split('/')[0]), `${n.metadata.name} ${n.spec.podCIDR}`);
@@ -125,6 +124,10 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
     assert.ok(nodes.every((n: any) => !n.spec.unschedulable), 'no node left cordoned');
     const pods = (await getJSON(tb, ['get', 'pods', '-A'])).items;
     assert.deepEqual(nodes.flatMap((n: any) => strays(n, pods)), [], 'no pod outside its node\'s podCIDR');
+    // the last wave's replacements may still be starting: as many pods as before within a minute
+    let now = 0;
+    for (let i = 0; i < 60 && (now = (await activePodNetworkPods(tb)).length) !== before; i++) await new Promise((res) => setTimeout(res, 1000));
+    assert.equal(now, before, 'as many pods as before');
     assert.equal(await assertAllPodsIn(tb, OLD, NEW), before, 'as many pods as before, all in the old range');
     await assertWorkloadsReady(tb);
     await getJSON(tb, ['get', 'pod', '-n', 'tb-wl-0', 'standalone']);
