@@ -73,6 +73,8 @@ export interface PodExecOptions {
    * HOME of this process only.
    */
   hookEnv?: Readonly<Record<string, string>>;
+  /** May the node hook run (--allow-hook)? apply and resume check it before; a rollback's node steps here (default false). */
+  hookAllowed?: boolean;
   /** Called with a summary of each restart wave (benchmarks read it). */
   onWaves?: (r: { totalSeconds: number; sumSeconds: number; maxInFlight: number; workloads: number }) => void;
 }
@@ -121,6 +123,7 @@ export class PodExecutor implements PodPathHosts {
       token: opts.token,
       onWaves: opts.onWaves,
       hookEnv: opts.hookEnv ?? hookEnvironment(process.env),
+      hookAllowed: opts.hookAllowed ?? false,
     };
   }
 
@@ -627,6 +630,11 @@ export class PodExecutor implements PodPathHosts {
       return;
     }
     if (ctx.dryRun !== 'none') { for (const it of items) ctx.log(`would move node ${it.name} back to podCIDR ${it.from.join(',')}`); return; }
+    if (!this.opts.hookAllowed) {
+      const left = await notBack();
+      if (left.length === 0) return;
+      throw new Error(`moving node(s) ${left.join(', ')} back runs the plan's node hook through /bin/sh: ${JSON.stringify(hook)}; review it, then roll back with --allow-hook`);
+    }
     await this.uncordonMovedBack(ctx);
     await this.wave(ctx, step, items, async (it, mark) => {
       if ((await this.assigned(ctx.client, it, this.back)) === undefined) { await restoreNodeMetadata(ctx, it.name); return; }
@@ -748,8 +756,12 @@ export class PodExecutor implements PodPathHosts {
     const final = (await getObject(ctx.client, NODES, it.name))!;
     const mine = (final.spec?.podCIDRs ?? []).map((c: string) => parseCidr(c));
     const deadline = Date.now() + this.opts.timeoutMs;
+    // Only the pods the first list shows (read after the podCIDR was set: every pod bound before it) can get an
+    // address from outside it; a pod bound later gets one from the podCIDR. So only those are waited for.
+    let boundBefore: Set<string | undefined> | undefined;
     for (;;) {
       const pods = (await this.podsOnNode(ctx.client, it.name)).filter((x) => active(x));
+      boundBefore ??= new Set(pods.map((x) => x.metadata?.uid));
       const stray = pods.filter((x) => ipsOf(x).length > 0 && !ipsOf(x).every((a) => inAny(mine, a)));
       mark.count?.('swept', stray.length);
       for (const x of stray) {
@@ -760,7 +772,7 @@ export class PodExecutor implements PodPathHosts {
         }
         await this.removePod(ctx, x);
       }
-      const waiting = pods.some((x) => ipsOf(x).length === 0);
+      const waiting = pods.some((x) => ipsOf(x).length === 0 && boundBefore!.has(x.metadata?.uid));
       if ((stray.length === 0 && !waiting) || Date.now() > deadline) { mark('sweep'); return; }
       await sleep(500);
     }

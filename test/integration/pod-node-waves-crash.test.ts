@@ -109,12 +109,17 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
   });
 
   test('rolled back in waves, killed mid-wave and run again: every node back in the old range, as many pods as before, every workload back', { timeout: 1_200_000 }, async () => {
+    // without --allow-hook the node steps are not undone (their hook would run), and nothing moves
+    const refused = await run(['rollback', planPath, '-o', 'json', ...common()]);
+    assert.equal(refused.code, 1, refused.err);
+    for (const w of waveItems) assert.match(JSON.stringify(JSON.parse(refused.out).notUndone.find((x: any) => x.step === w.id) ?? {}), /--allow-hook/, `${w.id}: ${refused.out}`);
+    assert.ok((await getJSON(tb, ['get', 'nodes'])).items.every((n: any) => inRange(NEW, n.spec.podCIDR.split('/')[0])), 'no node moved');
     // killed on the way back, once the first node of the first wave rolled back has its old podCIDR again
-    const k = await cli(['rollback', planPath, '-o', 'json', ...common()], { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/api/v1/nodes/:1:podCIDR' });
+    const k = await cli(['rollback', planPath, '--allow-hook', '-o', 'json', ...common()], { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/api/v1/nodes/:1:podCIDR' });
     assert.equal(k.signal, 'SIGKILL', k.err);
     const half = (await getJSON(tb, ['get', 'nodes'])).items.filter((n: any) => n.spec.podCIDR && inRange(OLD, n.spec.podCIDR.split('/')[0]));
     assert.ok(half.length >= 1 && half.length < 6, `killed mid-rollback: ${half.length} node(s) back`);
-    const r = await run(['rollback', planPath, '-o', 'json', ...common(), '--force-unlock']);
+    const r = await run(['rollback', planPath, '--allow-hook', '-o', 'json', ...common(), '--force-unlock']);
     assert.equal(r.code, 0, `${r.out}\n${r.err}`);
     const out = JSON.parse(r.out || '{}');
     for (const w of waveItems) assert.ok((out.undone ?? []).includes(w.id), `${w.id} undone: ${r.out}\n${r.err}`);
@@ -132,7 +137,7 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
     await assertWorkloadsReady(tb);
     await getJSON(tb, ['get', 'pod', '-n', 'tb-wl-0', 'standalone']);
     // the journal says each wave was rolled back; a second rollback has nothing left to undo of them
-    const again = await run(['rollback', planPath, '-o', 'json', ...common()]);
+    const again = await run(['rollback', planPath, '--allow-hook', '-o', 'json', ...common()]);
     const out2 = JSON.parse(again.out || '{}');
     for (const w of waveItems) assert.ok(!(out2.undone ?? []).includes(w.id) && !(out2.notUndone ?? []).some((x: any) => x.step === w.id), `${w.id} not rolled back twice: ${again.out}`);
   });
