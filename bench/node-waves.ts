@@ -60,6 +60,8 @@ interface RunFigures {
   /** CPU seconds during the node moves, per component (kube-apiserver, etcd, ...; "cli": this process and its hooks), and per node moved. */
   cpuSeconds?: Record<string, number>;
   cpuSecondsPerNode?: Record<string, number>;
+  /** The same less what the component burns idle over as long (kwok's node heartbeats, leases, controllers). */
+  cpuSecondsPerNodeNet?: Record<string, number>;
   /** Pods the podCIDR sweep removed from nodes of the waves (bound there before the node had its podCIDR). */
   sweptPods?: number;
   pdbViolations: number;
@@ -162,7 +164,15 @@ function nodePhaseSeconds(journal: string): number {
   return (Date.parse(end.ts) - Date.parse(start.ts)) / 1000;
 }
 
-async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max: string, nodes: number, i: number): Promise<RunFigures> {
+/** CPU seconds per second of each component with nothing moving, over `ms`. */
+async function idleCpu(tb: Testbed, ms: number): Promise<Record<string, number>> {
+  const a = cpuNow(tb);
+  await new Promise((r) => setTimeout(r, ms));
+  const b = cpuNow(tb);
+  return Object.fromEntries(Object.keys(b).map((k) => [k, (b[k]! - (a[k] ?? 0)) / (ms / 1000)]));
+}
+
+async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max: string, nodes: number, i: number, idle: Record<string, number>): Promise<RunFigures> {
   const planPath = join(dir, `plan-${i}.yaml`);
   const stateDir = join(dir, `state-${i}`);
   const hook = await writeHook(tb, dir);
@@ -204,6 +214,7 @@ async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max:
     ...(perNode.length > 0 ? { nodeMedianSeconds: round(perNode[Math.floor(perNode.length / 2)]!, 1), nodeMaxSeconds: round(perNode.at(-1)!, 1) } : {}),
     ...(phaseNames.length > 0 ? { phaseMedianSeconds, sweptPods: reports.reduce((a, x) => a + (x.counts?.swept ?? 0), 0) } : {}),
     cpuSeconds: cpu, cpuSecondsPerNode: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round(v / nodes, 3)])),
+    cpuSecondsPerNodeNet: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round(Math.max(0, v - (idle[k] ?? 0) * seconds) / nodes, 3)])),
     pdbViolations: pdb.violations.length, podsLost: lost, loadAvg1m: round(load, 2),
   };
   log(`  CPU s during the moves: ${JSON.stringify(cpu)}${phaseNames.length > 0 ? `; median s per phase inside a wave: ${JSON.stringify(phaseMedianSeconds)}, ${reports.reduce((a, x) => a + (x.counts?.swept ?? 0), 0)} pod(s) swept` : ''}`);
@@ -244,17 +255,19 @@ export async function run(args: string[]): Promise<number> {
       log(`${summary.totalPods} pods in ${summary.workloads.length} workloads (${summary.pdbs.length} PDBs, maxUnavailable ${pdbMax}), up in ${round(summary.elapsedMs / 1000)} s`);
       const runs: Array<RunFigures & { ratio?: number; cpuFloorRatio?: number }> = [];
       let from = OLD;
+      const idle = await idleCpu(tb, 20_000);
+      log(`idle CPU s per s: ${JSON.stringify(Object.fromEntries(Object.entries(idle).map(([k, v]) => [k, round(v, 3)])))}`);
       for (const [i, max] of maxes.entries()) {
-        runs.push(await moveOnce(tb, dir, from, TARGETS[i]!, max, nodes, i));
+        runs.push(await moveOnce(tb, dir, from, TARGETS[i]!, max, nodes, i, idle));
         from = TARGETS[i]!;
       }
       const single = runs.find((r) => r.waveSize === 1);
       const cycle = single ? single.seconds / nodes : undefined;
       for (const r of runs) if (cycle && r.waveSize > 1) r.ratio = round(r.seconds / (r.waves * cycle), 2);
-      // The floor the machine's cores set: a wave does waveSize nodes' work (CPU seconds per node of the
+      // The floor the machine's cores set: a wave does waveSize nodes' work (CPU seconds per node, less what the components burn idle, of the
       // one-at-a-time run, every component and the hooks together) on `cores` cores, and takes no less than one
       // node's cycle. cpuFloorRatio = max(1, waveSize × CPU per node ÷ (cores × cycle)): the best ratio this machine allows.
-      const cpuPerNode = single?.cpuSeconds ? Object.values(single.cpuSeconds).reduce((a, b) => a + b, 0) / nodes : undefined;
+      const cpuPerNode = single?.cpuSecondsPerNodeNet ? Object.values(single.cpuSecondsPerNodeNet).reduce((a, b) => a + b, 0) : undefined;
       for (const r of runs) if (cycle && cpuPerNode && r.waveSize > 1) r.cpuFloorRatio = round(Math.max(1, (r.waveSize * cpuPerNode) / (availableParallelism() * cycle)), 2);
       results.push({ nodes, pods: summary.totalPods, ...(cycle ? { cycleSeconds: round(cycle, 2) } : {}), runs });
     } finally {
