@@ -371,6 +371,9 @@ export class PodExecutor implements PodPathHosts {
     const result = await evictRespectingPdb(ctx.client, pod, {
       dryRun: ctx.dryRun === 'server',
       deadline: Date.now() + this.opts.rolloutTimeoutMs,
+      // A wave's evictions use its budgets whole: a refused one is allowed again as soon as a replacement is Ready
+      // (about a second on the testbed), so it is tried again at most 1 s apart, not 5 s (a wave waits for its slowest node).
+      maxDelayMs: 1000,
       budgets: async () => pdbsFor(pod, await withRetry(() => listAll(ctx.client, PODDISRUPTIONBUDGETS, { namespace: ns }))),
       describeBudget: describePdb,
       current: () => withRetry(() => getObject(ctx.client, PODS, name, ns)),
