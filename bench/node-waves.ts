@@ -17,6 +17,7 @@
 //   fast as single nodes. podsLost: Deployment replicas not available at the end plus bare pods gone.
 // Human-readable table on stdout, then one JSON line (last stdout line). Progress on stderr.
 
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -54,6 +55,15 @@ interface RunFigures {
   /** The median and slowest node of the run, from the wave steps' journal reports (waves of more than one node). */
   nodeMedianSeconds?: number;
   nodeMaxSeconds?: number;
+  /** Median seconds of each phase of a node's move inside its wave (journal reports): where a wave's time goes. */
+  phaseMedianSeconds?: Record<string, number>;
+  /** CPU seconds during the node moves, per component (kube-apiserver, etcd, ...; "cli": this process and its hooks), and per node moved. */
+  cpuSeconds?: Record<string, number>;
+  cpuSecondsPerNode?: Record<string, number>;
+  /** The same less what the component burns idle over as long (kwok's node heartbeats, leases, controllers). */
+  cpuSecondsPerNodeNet?: Record<string, number>;
+  /** Pods the podCIDR sweep removed from nodes of the waves (bound there before the node had its podCIDR). */
+  sweptPods?: number;
   pdbViolations: number;
   podsLost: number;
   loadAvg1m: number;
@@ -101,6 +111,47 @@ ${kubectl} create -f ${nodesDir}/"$KUBE_RENUMBER_NODE".json >/dev/null
   return `/bin/sh ${path}`;
 }
 
+const TICKS = 100;
+
+/** utime + stime (+ those of reaped children) of a process, in seconds; 0 when it is gone. */
+function procCpu(pid: number, children: boolean): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const x = f.slice(f.lastIndexOf(')') + 2).split(' ').map(Number);
+    // fields 14-17 of proc(5) are x[11..14] here (field 3, state, is x[0])
+    return (x[11]! + x[12]! + (children ? x[13]! + x[14]! : 0)) / TICKS;
+  } catch { return 0; }
+}
+
+/** Every process's parent, from /proc. */
+function parents(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const f = readFileSync(`/proc/${d}/stat`, 'utf8');
+      out.set(Number(d), Number(f.slice(f.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+/**
+ * CPU seconds so far of each testbed component (the supervisor's descendants: the component itself) and of this
+ * process with its reaped children (the CLI runs in-process; its node hooks are its children).
+ */
+function cpuNow(tb: Testbed): Record<string, number> {
+  const pp = parents();
+  const out: Record<string, number> = {};
+  for (const p of tb.processes()) {
+    if (!p.pid) continue;
+    const kids = [...pp.entries()].filter(([, parent]) => parent === p.pid).map(([pid]) => pid);
+    out[p.name] = (out[p.name] ?? 0) + kids.reduce((a, pid) => a + procCpu(pid, true), 0);
+  }
+  out.cli = procCpu(process.pid, true);
+  return out;
+}
+
 /** Node steps of a plan (per node, or per wave). */
 const NODE_STEP = /^(drain-node-|reregister-node-|assign-podcidr-|move-nodes-wave-|drain-nodes-wave-|reregister-nodes-wave-|assign-podcidr-wave-)/;
 
@@ -113,7 +164,15 @@ function nodePhaseSeconds(journal: string): number {
   return (Date.parse(end.ts) - Date.parse(start.ts)) / 1000;
 }
 
-async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max: string, nodes: number, i: number): Promise<RunFigures> {
+/** CPU seconds per second of each component with nothing moving, over `ms`. */
+async function idleCpu(tb: Testbed, ms: number): Promise<Record<string, number>> {
+  const a = cpuNow(tb);
+  await new Promise((r) => setTimeout(r, ms));
+  const b = cpuNow(tb);
+  return Object.fromEntries(Object.keys(b).map((k) => [k, (b[k]! - (a[k] ?? 0)) / (ms / 1000)]));
+}
+
+async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max: string, nodes: number, i: number, idle: Record<string, number>): Promise<RunFigures> {
   const planPath = join(dir, `plan-${i}.yaml`);
   const stateDir = join(dir, `state-${i}`);
   const hook = await writeHook(tb, dir);
@@ -128,8 +187,11 @@ async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max:
   await watcher.ready;
   log(`${nodes} nodes, --max-unavailable ${max}: moving ${from} → ${to}`);
   const t0 = performance.now();
+  const cpu0 = cpuNow(tb);
   const r = await cli(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating']);
   const seconds = (performance.now() - t0) / 1000;
+  const cpu1 = cpuNow(tb);
+  const cpu = Object.fromEntries(Object.keys(cpu1).map((k) => [k, round(cpu1[k]! - (cpu0[k] ?? 0), 1)]));
   const load = loadavg()[0]!;
   if (r.code !== 7 || !/stopped at gate kcm-cluster-cidr/.test(r.err)) throw new Error(`resume exited ${r.code}, expected gate kcm-cluster-cidr: ${r.err.slice(-2000)}`);
   const pdb = await watcher.stop();
@@ -140,14 +202,22 @@ async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max:
   if (done.code !== 0) throw new Error(`final resume exited ${done.code}: ${done.err.slice(-2000)}`);
   const size = waveSize(parseMaxUnavailable(max), nodes);
   const phase = nodePhaseSeconds(join(stateDir, 'journal.jsonl'));
-  const perNode = readJournal(join(stateDir, 'journal.jsonl')).filter((e) => e.event === 'report' && e.detail?.includes('"node"'))
-    .map((e) => JSON.parse(e.detail!).node as { seconds: number; status: string }).filter((x) => x.status === 'done').map((x) => x.seconds).sort((x, y) => x - y);
+  const reports = readJournal(join(stateDir, 'journal.jsonl')).filter((e) => e.event === 'report' && e.detail?.includes('"node"'))
+    .map((e) => JSON.parse(e.detail!).node as { seconds: number; status: string; phases?: Record<string, number>; counts?: Record<string, number> }).filter((x) => x.status === 'done');
+  const perNode = reports.map((x) => x.seconds).sort((x, y) => x - y);
+  const phaseNames = [...new Set(reports.flatMap((x) => Object.keys(x.phases ?? {})))];
+  const median = (v: number[]) => { const w = [...v].sort((x, y) => x - y); return w.length ? w[Math.floor(w.length / 2)]! : 0; };
+  const phaseMedianSeconds = Object.fromEntries(phaseNames.map((k) => [k, round(median(reports.map((x) => x.phases?.[k] ?? 0)), 2)]));
   const lost = await settle(tb);
   const fig: RunFigures = {
     maxUnavailable: max, waveSize: size, waves: Math.ceil(nodes / size), seconds: round(phase, 1), resumeSeconds: round(seconds, 1),
     ...(perNode.length > 0 ? { nodeMedianSeconds: round(perNode[Math.floor(perNode.length / 2)]!, 1), nodeMaxSeconds: round(perNode.at(-1)!, 1) } : {}),
+    ...(phaseNames.length > 0 ? { phaseMedianSeconds, sweptPods: reports.reduce((a, x) => a + (x.counts?.swept ?? 0), 0) } : {}),
+    cpuSeconds: cpu, cpuSecondsPerNode: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round(v / nodes, 3)])),
+    cpuSecondsPerNodeNet: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, round(Math.max(0, v - (idle[k] ?? 0) * seconds) / nodes, 3)])),
     pdbViolations: pdb.violations.length, podsLost: lost, loadAvg1m: round(load, 2),
   };
+  log(`  CPU s during the moves: ${JSON.stringify(cpu)}${phaseNames.length > 0 ? `; median s per phase inside a wave: ${JSON.stringify(phaseMedianSeconds)}, ${reports.reduce((a, x) => a + (x.counts?.swept ?? 0), 0)} pod(s) swept` : ''}`);
   log(`  ${round(phase, 1)} s of node moves (resume ${round(seconds, 1)} s) (${fig.waves} wave(s) of up to ${size}), ${pdb.violations.length} PDB violation(s), ${lost} pod(s) lost, load ${fig.loadAvg1m}`);
   return fig;
 }
@@ -172,7 +242,7 @@ export async function run(args: string[]): Promise<number> {
   }
   try { maxes.forEach((m) => parseMaxUnavailable(m)); } catch (e) { process.stderr.write(`error: --${(e as Error).message}\n`); return 2; }
   if (maxes.length > TARGETS.length) { process.stderr.write(`error: at most ${TARGETS.length} --max-unavailable values\n`); return 2; }
-  const results: Array<{ nodes: number; pods: number; cycleSeconds?: number; runs: Array<RunFigures & { ratio?: number }> }> = [];
+  const results: Array<{ nodes: number; pods: number; cycleSeconds?: number; runs: Array<RunFigures & { ratio?: number; cpuFloorRatio?: number }> }> = [];
   for (const nodes of counts) {
     const dir = await mkdtemp(join(tmpdir(), 'kr-bench-nodes-'));
     log(`starting a ${nodes}-node testbed in ${zones} zone(s)`);
@@ -183,15 +253,22 @@ export async function run(args: string[]): Promise<number> {
         timeoutMs: 600_000,
       });
       log(`${summary.totalPods} pods in ${summary.workloads.length} workloads (${summary.pdbs.length} PDBs, maxUnavailable ${pdbMax}), up in ${round(summary.elapsedMs / 1000)} s`);
-      const runs: Array<RunFigures & { ratio?: number }> = [];
+      const runs: Array<RunFigures & { ratio?: number; cpuFloorRatio?: number }> = [];
       let from = OLD;
+      const idle = await idleCpu(tb, 20_000);
+      log(`idle CPU s per s: ${JSON.stringify(Object.fromEntries(Object.entries(idle).map(([k, v]) => [k, round(v, 3)])))}`);
       for (const [i, max] of maxes.entries()) {
-        runs.push(await moveOnce(tb, dir, from, TARGETS[i]!, max, nodes, i));
+        runs.push(await moveOnce(tb, dir, from, TARGETS[i]!, max, nodes, i, idle));
         from = TARGETS[i]!;
       }
       const single = runs.find((r) => r.waveSize === 1);
       const cycle = single ? single.seconds / nodes : undefined;
       for (const r of runs) if (cycle && r.waveSize > 1) r.ratio = round(r.seconds / (r.waves * cycle), 2);
+      // The floor the machine's cores set: a wave does waveSize nodes' work (CPU seconds per node, less what the components burn idle, of the
+      // one-at-a-time run, every component and the hooks together) on `cores` cores, and takes no less than one
+      // node's cycle. cpuFloorRatio = max(1, waveSize × CPU per node ÷ (cores × cycle)): the best ratio this machine allows.
+      const cpuPerNode = single?.cpuSecondsPerNodeNet ? Object.values(single.cpuSecondsPerNodeNet).reduce((a, b) => a + b, 0) : undefined;
+      for (const r of runs) if (cycle && cpuPerNode && r.waveSize > 1) r.cpuFloorRatio = round(Math.max(1, (r.waveSize * cpuPerNode) / (availableParallelism() * cycle)), 2);
       results.push({ nodes, pods: summary.totalPods, ...(cycle ? { cycleSeconds: round(cycle, 2) } : {}), runs });
     } finally {
       await tb.stop();
@@ -211,7 +288,7 @@ export async function run(args: string[]): Promise<number> {
   process.stdout.write(`${JSON.stringify({
     scenario: 'node-waves', zones, deployments, pdbMaxUnavailable: pdbMax, kcmQPS,
     nodes: last.nodes, maxUnavailable: tenth?.maxUnavailable, ratio: tenth?.ratio,
-    totalSeconds: tenth?.seconds, cycleSeconds: last.cycleSeconds,
+    totalSeconds: tenth?.seconds, cycleSeconds: last.cycleSeconds, cpuFloorRatio: tenth?.cpuFloorRatio,
     podsLost: results.reduce((a, r) => a + r.runs.reduce((b, x) => b + x.podsLost, 0), 0),
     pdbViolations: results.reduce((a, r) => a + r.runs.reduce((b, x) => b + x.pdbViolations, 0), 0),
     results, cores: availableParallelism(), loadAvg1m: round(loadavg()[0]!, 2),

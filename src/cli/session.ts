@@ -216,6 +216,8 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: {
     token: id,
     // the node hook gets PATH, HOME and the kubeconfig this run uses, nothing else of our environment
     hookEnv: hookEnvironment(io.env, str(values, 'kubeconfig')),
+    // apply and resume refuse a plan with a hook without --allow-hook before this; rollback's node steps refuse it here
+    hookAllowed: values['allow-hook'] === true,
   });
   const ctx: StepContext = {
     // every request of the steps first checks the Lease: once it is lost, nothing more is sent; every write first

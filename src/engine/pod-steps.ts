@@ -33,6 +33,33 @@ import { evictRespectingPdb, mapLimit, poll, retryOnConflict, sleep, withRetry }
 /** A node of a node step: its name, its podCIDRs today and in NEW. */
 type NodeItem = { name: string; from: string[]; to: string[] };
 
+/**
+ * Ends a phase of one node's move: the time since the previous mark counts for `phase` (the wave's node report);
+ * `count` adds to a tally of the same report (pods the podCIDR sweep removed).
+ */
+type Mark = ((phase: string) => void) & { count?: (what: string, n: number) => void };
+const noMark: Mark = () => {};
+
+/**
+ * Which way nodes move: forward (the migration: from the old range to NEW, podCIDRs `to`) or back (rollback:
+ * from NEW to the old range, podCIDRs `from`, the ones each node had). Drain, re-registration and podCIDR are the
+ * same moves either way.
+ */
+interface NodeDirection {
+  /** The ranges the nodes leave: a pod with an address in them must go. */
+  readonly leaves: readonly Cidr[];
+  /** Must this node still move (it has a podCIDR in the ranges it leaves)? */
+  leaving(n: KubeObject | undefined): boolean;
+  /** The podCIDRs the node gets. */
+  dest(it: NodeItem): string[];
+  /** Why podCIDRs are not right where the node goes; undefined when they are. */
+  problem(cidrs: readonly string[]): string | undefined;
+  /** The ranges the nodes leave, in words. */
+  leavesText: string;
+  /** What the podCIDRs of a node that registered in the range it leaves say about kube-controller-manager. */
+  allocating: string;
+}
+
 export interface PodExecOptions {
   acknowledgedGates?: readonly string[];
   /** How long to wait for the cluster to show an effect (default 60 s). */
@@ -46,6 +73,8 @@ export interface PodExecOptions {
    * HOME of this process only.
    */
   hookEnv?: Readonly<Record<string, string>>;
+  /** May the node hook run (--allow-hook)? apply and resume check it before; a rollback's node steps here (default false). */
+  hookAllowed?: boolean;
   /** Called with a summary of each restart wave (benchmarks read it). */
   onWaves?: (r: { totalSeconds: number; sumSeconds: number; maxInFlight: number; workloads: number }) => void;
 }
@@ -61,6 +90,8 @@ export class PodExecutor implements PodPathHosts {
     'restore-scale': (x, p) => x.restoreScaleStep(p),
     'verify-pods': (x, p) => ({
       id: p.id, title: p.description, kind: 'action', check: async () => false, apply: async () => {}, verify: (ctx) => x.verifyEndState(ctx.client, ctx),
+      // it only reads: nothing to undo
+      rollback: async () => {},
     }),
   };
 
@@ -79,6 +110,15 @@ export class PodExecutor implements PodPathHosts {
     this.spec = plan.spec.podCIDR;
     this.old = this.spec.from.map((c) => parseCidr(c));
     this.target = this.spec.to.map((c) => parseCidr(c));
+    this.forward = {
+      leaves: this.old, leaving: (n) => this.nodeOld(n), dest: (it) => it.to, problem: (c) => this.podCIDRProblem(c),
+      leavesText: 'the old range', allocating: 'kube-controller-manager still allocates from it (gate kcm-stop-allocating)',
+    };
+    this.back = {
+      leaves: this.target, leaving: (n) => nodeCIDRs(n).some((c) => cidrIn(this.target, c)), dest: (it) => it.from,
+      problem: (c) => cidrsProblem(c, this.old, this.spec.from),
+      leavesText: `NEW (${this.spec.to.join(',')})`, allocating: 'kube-controller-manager allocates from NEW: restart it with --allocate-node-cidrs=false, then roll back again',
+    };
     this.opts = {
       acknowledgedGates: opts.acknowledgedGates ?? [],
       timeoutMs: opts.timeoutMs ?? 60_000,
@@ -86,8 +126,14 @@ export class PodExecutor implements PodPathHosts {
       token: opts.token,
       onWaves: opts.onWaves,
       hookEnv: opts.hookEnv ?? hookEnvironment(process.env),
+      hookAllowed: opts.hookAllowed ?? false,
     };
   }
+
+  /** The migration's way: old range to NEW. */
+  private readonly forward: NodeDirection;
+  /** The rollback's way: NEW back to the old range, each node to the podCIDRs it had. */
+  private readonly back: NodeDirection;
 
   /** The node path's steps and checks (src/engine/pod-paths/node.ts runs them). */
   readonly node: NodeSteps = {
@@ -208,6 +254,8 @@ export class PodExecutor implements PodPathHosts {
           await restoreScale(ctx, r);
         }
       },
+      // the replicas are the backup's again: nothing to undo (scale-critical's rollback puts them back too)
+      rollback: async () => {},
       // Settled before the run goes on: the removed replicas are gone and no EndpointSlice still sends traffic
       // to them. A later gate restarts kube-controller-manager; a slice it had not updated before it stopped
       // would keep a deleted CoreDNS pod in kube-dns until it is back (measured on the data-plane testbed:
@@ -326,6 +374,9 @@ export class PodExecutor implements PodPathHosts {
     const result = await evictRespectingPdb(ctx.client, pod, {
       dryRun: ctx.dryRun === 'server',
       deadline: Date.now() + this.opts.rolloutTimeoutMs,
+      // A wave's evictions use its budgets whole: a refused one is allowed again as soon as a replacement is Ready
+      // (about a second on the testbed), so it is tried again at most 1 s apart, not 5 s (a wave waits for its slowest node).
+      maxDelayMs: 1000,
       budgets: async () => pdbsFor(pod, await withRetry(() => listAll(ctx.client, PODDISRUPTIONBUDGETS, { namespace: ns }))),
       describeBudget: describePdb,
       current: () => withRetry(() => getObject(ctx.client, PODS, name, ns)),
@@ -368,6 +419,11 @@ export class PodExecutor implements PodPathHosts {
     };
     await mapLimit(owned, 8, (x) => this.evictWaiting(ctx, x, rollout(x)));
     for (const x of bare) {
+      // A copy this run created from the backup (an earlier move's, or a crashed run's) moves off this node too:
+      // evicted here, then created again from the backup. (restartWorkload leaves a pod whose uid is not the
+      // backup's where it is; on a node being deleted it would go with the node's leftovers.)
+      const b = ctx.backups.load({ apiVersion: 'v1', kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name! });
+      if (b && b.metadata?.uid !== x.metadata?.uid) await this.evictWaiting(ctx, x);
       const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] },
         { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
       this.report(ctx, [r]);
@@ -397,47 +453,54 @@ export class PodExecutor implements PodPathHosts {
     await this.patchNode(ctx, n.metadata!.name!, { unschedulable: true });
   }
 
-  private async nodeDone(client: KubeClient, name: string): Promise<boolean> {
+  private async nodeDone(client: KubeClient, name: string, dir: NodeDirection = this.forward): Promise<boolean> {
     const n = await getObject(client, NODES, name);
-    if (n && this.nodeOld(n)) return false;
-    const left = (await this.podsOnNode(client, name)).filter((x) => active(x) && ipsOf(x).some((a) => inAny(this.old, a)) && !isMirrorPod(x));
+    if (n && dir.leaving(n)) return false;
+    const left = (await this.podsOnNode(client, name)).filter((x) => active(x) && ipsOf(x).some((a) => inAny(dir.leaves, a)) && !isMirrorPod(x));
     return left.length === 0;
   }
 
-  /** Cordon `n` (a node in the old range), then, once a node in NEW can take pods, every node in the old range. */
-  private async cordonForDrain(ctx: StepContext, n: KubeObject, step: string): Promise<void> {
+  /**
+   * Cordon `n` (a node still to move), then, once a node that moved can take pods, every node still to move (the
+   * old range's, or NEW's on the way back).
+   */
+  private async cordonForDrain(ctx: StepContext, n: KubeObject, step: string, dir: NodeDirection = this.forward): Promise<void> {
     backUpLate(ctx, [withKind(n, 'nodes')], step);
     const nodes = await withRetry(() => listAll(ctx.client, NODES));
     const ready = (x: KubeObject) => (x.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
-    const anyNew = nodes.some((x) => !this.nodeOld(x) && (x.spec?.podCIDRs ?? []).length > 0 && ready(x) && x.spec?.unschedulable !== true);
-    // Once a node in NEW can take pods, cordon every old node so evicted pods land only in NEW.
-    for (const x of anyNew ? nodes.filter((y) => this.nodeOld(y)) : [n]) await this.cordon(ctx, withKind(x, 'nodes'));
+    const anyNew = nodes.some((x) => !dir.leaving(x) && (x.spec?.podCIDRs ?? []).length > 0 && ready(x) && x.spec?.unschedulable !== true);
+    // Once a node that moved can take pods, cordon every node still to move so evicted pods land only where they go.
+    for (const x of anyNew ? nodes.filter((y) => dir.leaving(y)) : [n]) await this.cordon(ctx, withKind(x, 'nodes'));
   }
 
   /** One node's drain: cordoned, its pods evicted (budgets respected), the Node deleted, what is left on it deleted. */
-  private async drainOne(ctx: StepContext, it: NodeItem, step: string): Promise<void> {
+  private async drainOne(ctx: StepContext, it: NodeItem, step: string, dir: NodeDirection = this.forward, mark: Mark = noMark): Promise<void> {
     const n = await getObject(ctx.client, NODES, it.name);
-    if (n && this.nodeOld(n)) {
-      await this.cordonForDrain(ctx, n, step);
+    if (n && dir.leaving(n)) {
+      await this.cordonForDrain(ctx, n, step, dir);
+      mark('cordon');
       if (ctx.dryRun === 'client') return;
       await this.drainPods(ctx, it.name);
+      mark('evict');
       if (ctx.dryRun === 'server') return;
       const cur = await getObject(ctx.client, NODES, it.name);
-      if (cur && this.nodeOld(cur)) await withRetry(() => deleteObject(ctx.client, NODES, it.name, undefined, { uid: cur.metadata?.uid }));
+      if (cur && dir.leaving(cur)) await withRetry(() => deleteObject(ctx.client, NODES, it.name, undefined, { uid: cur.metadata?.uid }));
       await poll(`Node ${it.name} to be deleted`, async () => {
         const x = await getObject(ctx.client, NODES, it.name);
-        return !x || !this.nodeOld(x) ? true : undefined;
+        return !x || !dir.leaving(x) ? true : undefined;
       }, { timeoutMs: this.opts.timeoutMs });
+      mark('delete');
     }
     if (ctx.dryRun !== 'none') return;
     // What is left on the deleted node (DaemonSet pods, stragglers): delete it, as the pod garbage collector would.
-    const left = (await this.podsOnNode(ctx.client, it.name)).filter((x) => ipsOf(x).some((a) => inAny(this.old, a)) || !ipsOf(x).length);
+    const left = (await this.podsOnNode(ctx.client, it.name)).filter((x) => ipsOf(x).some((a) => inAny(dir.leaves, a)) || !ipsOf(x).length);
     const node = await getObject(ctx.client, NODES, it.name);
     for (const x of left) {
-      if (node && !this.nodeOld(node) && !ipsOf(x).some((a) => inAny(this.old, a))) continue;
+      if (node && !dir.leaving(node) && !ipsOf(x).some((a) => inAny(dir.leaves, a))) continue;
       if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) backUpLate(ctx, [withKind(x, 'pods')], step);
       await this.removePod(ctx, x);
     }
+    mark('leftovers');
   }
 
   /** Every node in the old range and the step's nodes, to back up before a drain. */
@@ -458,21 +521,29 @@ export class PodExecutor implements PodPathHosts {
    * cordoned before any is drained, so a pod evicted from one never lands on another. Each node's outcome is
    * journaled (event report).
    */
-  private async wave(ctx: StepContext, step: string, items: readonly NodeItem[], move: (it: NodeItem) => Promise<void>, cordonFirst: boolean): Promise<void> {
-    if (items.length === 1) { await move(items[0]!); return; }
+  private async wave(ctx: StepContext, step: string, items: readonly NodeItem[], move: (it: NodeItem, mark: Mark) => Promise<void>, cordonFirst: boolean,
+    dir: NodeDirection = this.forward): Promise<void> {
+    if (items.length === 1) { await move(items[0]!, noMark); return; }
     if (cordonFirst && ctx.dryRun !== 'client') {
-      for (const it of items) {
-        const n = await getObject(ctx.client, NODES, it.name);
-        if (n && this.nodeOld(n)) { backUpLate(ctx, [withKind(n, 'nodes')], step); await this.cordon(ctx, withKind(n, 'nodes')); }
-      }
+      // the wave's nodes cordoned together (16 at a time), before any of them is drained
+      await mapLimit(items, 16, async (it) => {
+        const n = await withRetry(() => getObject(ctx.client, NODES, it.name));
+        if (n && dir.leaving(n)) { backUpLate(ctx, [withKind(n, 'nodes')], step); await this.cordon(ctx, withKind(n, 'nodes')); }
+      });
     }
     const t0 = Date.now();
     const outcomes = await Promise.all(items.map(async (it) => {
+      // seconds per phase of this node's move (drain, hook, podCIDR, ...), for the report: where a wave's time goes
+      const phases: Record<string, number> = {};
+      let last = t0;
+      const counts: Record<string, number> = {};
+      const mark: Mark = (phase) => { const t = Date.now(); phases[phase] = (phases[phase] ?? 0) + (t - last) / 1000; last = t; };
+      mark.count = (what, n) => { counts[what] = (counts[what] ?? 0) + n; };
       try {
-        await move(it);
-        return { it, error: undefined as string | undefined, seconds: (Date.now() - t0) / 1000 };
+        await move(it, mark);
+        return { it, error: undefined as string | undefined, seconds: (Date.now() - t0) / 1000, phases, counts };
       } catch (e) {
-        return { it, error: errText(e), seconds: (Date.now() - t0) / 1000 };
+        return { it, error: errText(e), seconds: (Date.now() - t0) / 1000, phases, counts };
       }
     }));
     const failed = outcomes.filter((o) => o.error !== undefined);
@@ -481,13 +552,14 @@ export class PodExecutor implements PodPathHosts {
       for (const o of failed) {
         const n = await withRetry(() => getObject(ctx.client, NODES, o.it.name));
         const before = ctx.backups.load({ apiVersion: 'v1', kind: 'Node', name: o.it.name });
-        if (n && this.nodeOld(n) && n.spec?.unschedulable === true && before?.spec?.unschedulable !== true) {
+        if (n && dir.leaving(n) && n.spec?.unschedulable === true && before?.spec?.unschedulable !== true) {
           await this.patchNode(ctx, o.it.name, { unschedulable: false });
           uncordoned.push(o.it.name);
         }
       }
       for (const o of outcomes) {
-        ctx.journal.append('report', { step, detail: JSON.stringify({ node: { name: o.it.name, status: o.error === undefined ? 'done' : 'failed', seconds: Math.round(o.seconds * 10) / 10, ...(o.error ? { error: o.error, uncordoned: uncordoned.includes(o.it.name) } : {}) } }) });
+        const phases = Object.fromEntries(Object.entries(o.phases).map(([k, v]) => [k, Math.round(v * 100) / 100]));
+        ctx.journal.append('report', { step, detail: JSON.stringify({ node: { name: o.it.name, status: o.error === undefined ? 'done' : 'failed', seconds: Math.round(o.seconds * 10) / 10, ...(Object.keys(phases).length > 0 ? { phases } : {}), ...(Object.keys(o.counts).length > 0 ? { counts: o.counts } : {}), ...(o.error ? { error: o.error, uncordoned: uncordoned.includes(o.it.name) } : {}) } }) });
       }
     }
     if (failed.length > 0) {
@@ -509,7 +581,8 @@ export class PodExecutor implements PodPathHosts {
         await this.wave(ctx, p.id, items, (it) => this.drainOne(ctx, it, p.id), true);
       },
       verify: (ctx) => this.until(`node(s) ${names} drained and deleted`, () => this.allNodes(items, (it) => this.nodeDone(ctx.client, it.name))),
-      rollback: async () => { throw new Error(`node(s) ${names} were deleted: they re-register and take podCIDRs in NEW; their old podCIDRs cannot be given back`); },
+      rollback: (ctx) => this.rollBackNodes(ctx, p.id, items),
+      rollbackPartial: true,
     };
   }
 
@@ -528,30 +601,93 @@ export class PodExecutor implements PodPathHosts {
       apply: async (ctx) => {
         if (!hook) throw new Error('the plan has no node hook');
         if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
-        await this.wave(ctx, p.id, items, async (it) => {
+        await this.wave(ctx, p.id, items, async (it, mark) => {
           if (ctx.dryRun === 'none' && (await this.assigned(ctx.client, it)) === undefined) { await restoreNodeMetadata(ctx, it.name); return; }
-          if (!(await this.nodeDone(ctx.client, it.name))) await this.drainOne(ctx, it, p.id);
+          mark('check');
+          if (!(await this.nodeDone(ctx.client, it.name))) await this.drainOne(ctx, it, p.id, this.forward, mark);
           if (ctx.dryRun !== 'none') { ctx.log(`would run: ${hook} (KUBE_RENUMBER_NODE=${it.name}) and give it podCIDR ${it.to.join(',')}`); return; }
-          if (!(await this.registered(ctx.client, it.name))) await this.hookOne(ctx, it);
-          await this.assignOne(ctx, it);
+          if (!(await this.registered(ctx.client, it.name))) await this.hookOne(ctx, it, this.forward, mark);
+          await this.assignOne(ctx, it, this.forward, mark);
         }, true);
+        // a bare pod deleted with a node's leftovers (or by a crash between its delete and its create) is created
+        // again now that the wave's nodes have their podCIDRs: the last wave has no next step to do it
+        if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
       },
       verify: (ctx) => this.assignedAll(ctx, items),
-      rollback: async () => { throw new Error(`node(s) ${items.map((x) => x.name).join(', ')} were deleted and re-registered in NEW; their old podCIDRs cannot be given back`); },
+      rollback: (ctx) => this.rollBackNodes(ctx, p.id, items),
+      rollbackPartial: true,
     };
   }
 
-  private async registered(client: KubeClient, name: string): Promise<boolean> {
+  /**
+   * Rollback of a node step: every node of `items` with a podCIDR in NEW moves back the way it came, as a wave
+   * (drained, deleted, re-registered by the node hook, given the podCIDRs it had: the plan's `from`), each part
+   * read from the cluster first, so a rollback killed mid-wave is finished by running it again. Nodes in the old
+   * range the run cordoned are uncordoned first: evicted pods go back to them. Without a hook, nodes that are back
+   * (re-registered by hand, podCIDRs in the old range) are enough; others are named. kube-controller-manager must
+   * not allocate podCIDRs meanwhile (a node registering would get one from its --cluster-cidr).
+   */
+  private async rollBackNodes(ctx: StepContext, step: string, items: readonly NodeItem[]): Promise<void> {
+    const hook = this.spec.node?.hook;
+    const notBack = async () => (await mapLimit(items, 16, async (it) => ((await this.assigned(ctx.client, it, this.back)) === undefined ? undefined : it.name))).filter((x) => x !== undefined);
+    if (!hook) {
+      const left = await notBack();
+      if (left.length > 0) throw new Error(`node(s) ${left.join(', ')} are not back in ${this.spec.from.join(',')}: without a node hook, delete each, re-register it (restart its kubelet) and patch spec.podCIDRs to the plan's "from" while kube-controller-manager does not allocate, then roll back again`);
+      return;
+    }
+    if (ctx.dryRun !== 'none') { for (const it of items) ctx.log(`would move node ${it.name} back to podCIDR ${it.from.join(',')}`); return; }
+    if (!this.opts.hookAllowed) {
+      const left = await notBack();
+      if (left.length === 0) return;
+      throw new Error(`moving node(s) ${left.join(', ')} back runs the plan's node hook through /bin/sh: ${JSON.stringify(hook)}; review it, then roll back with --allow-hook`);
+    }
+    await this.uncordonMovedBack(ctx);
+    await this.wave(ctx, step, items, async (it, mark) => {
+      if ((await this.assigned(ctx.client, it, this.back)) === undefined) { await restoreNodeMetadata(ctx, it.name); return; }
+      mark('check');
+      if (!(await this.nodeDone(ctx.client, it.name, this.back))) await this.drainOne(ctx, it, step, this.back, mark);
+      if (!(await this.registered(ctx.client, it.name, this.back))) await this.hookOne(ctx, it, this.back, mark);
+      await this.assignOne(ctx, it, this.back, mark);
+    }, true, this.back);
+    await this.recreateMissing(ctx);
+    const why = await this.assignedAll(ctx, items, this.back);
+    if (why) throw new Error(why);
+    await this.uncordonMovedBack(ctx);
+  }
+
+  /** Uncordon every Ready node in the old range that this run cordoned (its backup is schedulable). */
+  private async uncordonMovedBack(ctx: StepContext): Promise<void> {
+    const ready = (x: KubeObject) => (x.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
+    for (const n of await withRetry(() => listAll(ctx.client, NODES))) {
+      if (n.spec?.unschedulable !== true || !ready(n) || this.back.leaving(n) || nodeCIDRs(n).length === 0) continue;
+      const before = ctx.backups.load({ apiVersion: 'v1', kind: 'Node', name: n.metadata!.name! });
+      if (before && before.spec?.unschedulable !== true) await this.patchNode(ctx, n.metadata!.name!, { unschedulable: false });
+    }
+  }
+
+  private async registered(client: KubeClient, name: string, dir: NodeDirection = this.forward): Promise<boolean> {
     const n = await getObject(client, NODES, name);
-    return !!n && !this.nodeOld(n);
+    return !!n && !dir.leaving(n);
   }
 
   /** Run the node hook for one node and wait until it is registered again. */
-  private async hookOne(ctx: StepContext, it: NodeItem): Promise<void> {
+  private async hookOne(ctx: StepContext, it: NodeItem, dir: NodeDirection = this.forward, mark: Mark = noMark): Promise<void> {
     const hook = this.spec.node?.hook;
     if (!hook) throw new Error('the plan has no node hook');
-    await runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log, this.opts.hookEnv);
-    const why = await this.until(`node ${it.name} to register again`, () => this.registered(ctx.client, it.name));
+    // A hook returns once the node is Ready, as a kubelet's start does; the node takes pods from the moment it
+    // registers, and a pod bound to it before its podCIDR gets no address from it (the sweep removes it later,
+    // and its owner creates it again). So the podCIDR is given as soon as the node registers, while the hook runs.
+    let ended = false;
+    const early = ctx.dryRun === 'none' ? this.assignOnRegister(ctx, it, dir, () => ended) : Promise.resolve();
+    try {
+      await runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log, this.opts.hookEnv);
+    } finally {
+      ended = true;
+    }
+    await early;
+    mark('hook');
+    const why = await this.until(`node ${it.name} to register again`, () => this.registered(ctx.client, it.name, dir));
+    mark('register');
     if (why) throw new Error(why);
   }
 
@@ -567,15 +703,17 @@ export class PodExecutor implements PodPathHosts {
         await this.wave(ctx, p.id, items, async (it) => { if (!(await this.registered(ctx.client, it.name))) await this.hookOne(ctx, it); }, false);
       },
       verify: (ctx) => this.until(`node(s) ${items.map((x) => x.name).join(', ')} to register again`, () => this.allNodes(items, (it) => this.registered(ctx.client, it.name))),
+      rollback: (ctx) => this.rollBackNodes(ctx, p.id, items),
+      rollbackPartial: true,
     };
   }
 
-  private async assigned(client: KubeClient, it: { name: string; to: string[] }): Promise<string | undefined> {
+  private async assigned(client: KubeClient, it: NodeItem, dir: NodeDirection = this.forward): Promise<string | undefined> {
     const n = await getObject(client, NODES, it.name);
     if (!n) return `node ${it.name} is not registered`;
     const cidrs: string[] = n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []);
     if (cidrs.length === 0) return `node ${it.name} has no podCIDR`;
-    const off = this.podCIDRProblem(cidrs);
+    const off = dir.problem(cidrs);
     if (off) return `node ${it.name} ${off}`;
     if (!(n.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True')) return `node ${it.name} is not Ready`;
     const mine = cidrs.map((c) => parseCidr(c));
@@ -589,28 +727,25 @@ export class PodExecutor implements PodPathHosts {
    * for every family of NEW (a dual-stack NEW needs a dual-stack node). Undefined when they are.
    */
   podCIDRProblem(cidrs: readonly string[]): string | undefined {
-    const parsed = cidrs.map((c) => tryParseCidr(c));
-    const outside = cidrs.filter((c, i) => { const x = parsed[i]; return !x || !this.target.some((t) => t.family === x.family && contains(t, x)); });
-    if (outside.length > 0) return `has podCIDR ${cidrs.join(',')}: ${outside.join(',')} outside ${this.spec.to.join(',')}`;
-    const missing = this.target.filter((t) => !parsed.some((x) => x?.family === t.family));
-    if (missing.length > 0) return `has podCIDR ${cidrs.join(',')}: none in ${missing.map((t) => formatCidr(t)).join(',')}`;
-    return undefined;
+    return cidrsProblem(cidrs, this.target, this.spec.to);
   }
 
   /** One node's podCIDR in NEW (unless it got one elsewhere), uncordoned, Ready, its pods that predate the podCIDR recreated. */
-  private async assignOne(ctx: StepContext, it: NodeItem): Promise<void> {
+  private async assignOne(ctx: StepContext, it: NodeItem, dir: NodeDirection = this.forward, mark: Mark = noMark): Promise<void> {
     const n = await poll(`node ${it.name} to be registered`, async () => (await getObject(ctx.client, NODES, it.name)) ?? undefined, { timeoutMs: this.opts.timeoutMs });
     const cidrs: string[] = n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []);
+    const dest = dir.dest(it);
     if (cidrs.length === 0) {
-      await this.patchNode(ctx, it.name, { podCIDR: it.to[0], podCIDRs: it.to });
-    } else if (cidrs.some((c) => cidrIn(this.old, c))) {
-      throw new Error(`node ${it.name} registered with podCIDR ${cidrs.join(',')} in the old range: kube-controller-manager still allocates from it (gate kcm-stop-allocating)`);
-    } else if (this.podCIDRProblem(cidrs)) {
+      await this.patchNode(ctx, it.name, { podCIDR: dest[0], podCIDRs: dest });
+    } else if (cidrs.some((c) => cidrIn(dir.leaves, c))) {
+      throw new Error(`node ${it.name} registered with podCIDR ${cidrs.join(',')} in ${dir.leavesText}: ${dir.allocating}`);
+    } else if (dir.problem(cidrs)) {
       // spec.podCIDRs is set once: a node that registered with fewer families than NEW cannot be given the rest
-      throw new Error(`node ${it.name} registered with podCIDR ${cidrs.join(',')}, not one in each of ${this.spec.to.join(',')} (planned ${it.to.join(',')}): podCIDRs cannot be changed once set; delete the node and re-register it while nothing else assigns podCIDRs`);
-    } else if (!sameList(cidrs, it.to)) {
-      this.warn(ctx, `node ${it.name} got podCIDR ${cidrs.join(',')} from elsewhere, not the planned ${it.to.join(',')}: kept`);
+      throw new Error(`node ${it.name} registered with podCIDR ${cidrs.join(',')}, not the planned ${dest.join(',')}: ${dir.problem(cidrs)}; podCIDRs cannot be changed once set; delete the node and re-register it while nothing else assigns podCIDRs`);
+    } else if (!sameList(cidrs, dest)) {
+      this.warn(ctx, `node ${it.name} got podCIDR ${cidrs.join(',')} from elsewhere, not the planned ${dest.join(',')}: kept`);
     }
+    mark('podcidr');
     if (ctx.dryRun !== 'none') return;
     const ready = await getObject(ctx.client, NODES, it.name);
     if (ready?.spec?.unschedulable === true) await this.patchNode(ctx, it.name, { unschedulable: false });
@@ -618,16 +753,23 @@ export class PodExecutor implements PodPathHosts {
       const x = await getObject(ctx.client, NODES, it.name);
       return (x?.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
     }, { timeoutMs: this.opts.timeoutMs });
+    mark('ready');
     await restoreNodeMetadata(ctx, it.name);
+    mark('metadata');
     // Pods that started on the node before it had its podCIDR got no address from it: their owners recreate them.
     // A pod bound then but given its address only later gets one from outside too: sweep until every pod on the
     // node has an address, each inside the podCIDR (or the wait ends: verify names what is left).
     const final = (await getObject(ctx.client, NODES, it.name))!;
     const mine = (final.spec?.podCIDRs ?? []).map((c: string) => parseCidr(c));
     const deadline = Date.now() + this.opts.timeoutMs;
+    // Only the pods the first list shows (read after the podCIDR was set: every pod bound before it) can get an
+    // address from outside it; a pod bound later gets one from the podCIDR. So only those are waited for.
+    let boundBefore: Set<string | undefined> | undefined;
     for (;;) {
       const pods = (await this.podsOnNode(ctx.client, it.name)).filter((x) => active(x));
+      boundBefore ??= new Set(pods.map((x) => x.metadata?.uid));
       const stray = pods.filter((x) => ipsOf(x).length > 0 && !ipsOf(x).every((a) => inAny(mine, a)));
+      mark.count?.('swept', stray.length);
       for (const x of stray) {
         if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) {
           const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] }, { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
@@ -636,8 +778,8 @@ export class PodExecutor implements PodPathHosts {
         }
         await this.removePod(ctx, x);
       }
-      const waiting = pods.some((x) => ipsOf(x).length === 0);
-      if ((stray.length === 0 && !waiting) || Date.now() > deadline) return;
+      const waiting = pods.some((x) => ipsOf(x).length === 0 && boundBefore!.has(x.metadata?.uid));
+      if ((stray.length === 0 && !waiting) || Date.now() > deadline) { mark('sweep'); return; }
       await sleep(500);
     }
   }
@@ -658,15 +800,28 @@ export class PodExecutor implements PodPathHosts {
   }
 
   /** Wait until every one of `items` is in NEW and Ready; else the first node's problem. */
-  private async assignedAll(ctx: StepContext, items: readonly NodeItem[]): Promise<string | undefined> {
+  private async assignedAll(ctx: StepContext, items: readonly NodeItem[], dir: NodeDirection = this.forward): Promise<string | undefined> {
     let last: string | undefined;
     try {
-      await poll(`node(s) ${items.map((x) => x.name).join(', ')} in NEW and Ready`, async () => {
-        last = (await mapLimit(items, 16, (it) => this.assigned(ctx.client, it))).find((x) => x !== undefined);
+      await poll(`node(s) ${items.map((x) => x.name).join(', ')} in ${dir === this.forward ? 'NEW' : 'the old range'} and Ready`, async () => {
+        last = (await mapLimit(items, 16, (it) => this.assigned(ctx.client, it, dir))).find((x) => x !== undefined);
         return last === undefined ? true : undefined;
       }, { timeoutMs: this.opts.timeoutMs });
       return undefined;
     } catch { return last ?? 'node(s) not in NEW'; }
+  }
+
+  /** Until `ended()`: once the node is registered again without a podCIDR, give it its podCIDR (failures are left to assignOne). */
+  private async assignOnRegister(ctx: StepContext, it: NodeItem, dir: NodeDirection, ended: () => boolean): Promise<void> {
+    const dest = dir.dest(it);
+    while (!ended()) {
+      const n = await getObject(ctx.client, NODES, it.name).catch(() => undefined);
+      if (n && !dir.leaving(n) && !n.metadata?.deletionTimestamp) {
+        if (nodeCIDRs(n).length === 0) await this.patchNode(ctx, it.name, { podCIDR: dest[0], podCIDRs: dest }).catch(() => undefined);
+        return;
+      }
+      await sleep(200);
+    }
   }
 
   private assignStep(p: PlanStep): Step {
@@ -681,6 +836,8 @@ export class PodExecutor implements PodPathHosts {
         if (ctx.dryRun === 'none') await this.recreateMissing(ctx);
       },
       verify: (ctx) => this.assignedAll(ctx, items),
+      rollback: (ctx) => this.rollBackNodes(ctx, p.id, items),
+      rollbackPartial: true,
     };
   }
 
@@ -729,6 +886,24 @@ export class PodExecutor implements PodPathHosts {
     }
     return problems.length > 0 ? problems.join('; ') : undefined;
   }
+}
+
+/** A node's podCIDRs (spec.podCIDRs, else spec.podCIDR; none for no node). */
+function nodeCIDRs(n: KubeObject | undefined): string[] {
+  return n?.spec?.podCIDRs ?? (n?.spec?.podCIDR ? [n.spec.podCIDR] : []);
+}
+
+/**
+ * Why `cidrs` are not right inside `ranges` (`text`: the ranges as written): each must lie inside the range of its
+ * family, and there must be one for every family of `ranges`. Undefined when they are.
+ */
+function cidrsProblem(cidrs: readonly string[], ranges: readonly Cidr[], text: readonly string[]): string | undefined {
+  const parsed = cidrs.map((c) => tryParseCidr(c));
+  const outside = cidrs.filter((c, i) => { const x = parsed[i]; return !x || !ranges.some((t) => t.family === x.family && contains(t, x)); });
+  if (outside.length > 0) return `has podCIDR ${cidrs.join(',')}: ${outside.join(',')} outside ${text.join(',')}`;
+  const missing = ranges.filter((t) => !parsed.some((x) => x?.family === t.family));
+  if (missing.length > 0) return `has podCIDR ${cidrs.join(',')}: none in ${missing.map((t) => formatCidr(t)).join(',')}`;
+  return undefined;
 }
 
 /**

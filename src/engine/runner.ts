@@ -59,6 +59,11 @@ export interface Step {
   verify?(ctx: StepContext): Promise<string | undefined>;
   /** Undo the step where the API allows; throw with the reason where it does not. */
   rollback?(ctx: StepContext): Promise<void>;
+  /**
+   * The rollback also undoes a part of the step (it reads from the cluster what the step changed, each part on its
+   * own: a wave of nodes of which some moved): a step that started but did not finish is rolled back too, first.
+   */
+  rollbackPartial?: boolean;
   /** For gates: what must be done before resume. */
   instructions?: string[];
   /**
@@ -243,7 +248,16 @@ export interface RollbackResult {
 /** Undo completed steps in reverse order of completion, where each step can. */
 export async function rollbackSteps(steps: Step[], ctx: StepContext): Promise<RollbackResult> {
   const byId = new Map(steps.map((s) => [s.id, s]));
-  const done = completedSteps(ctx.journal.entries()).reverse();
+  const entries = ctx.journal.entries();
+  const completed = completedSteps(entries);
+  // steps that started and neither finished nor were rolled back since, whose rollback undoes a part
+  const partial: string[] = [];
+  for (const e of entries) {
+    if (!e.step || !byId.get(e.step)?.rollbackPartial) continue;
+    if (e.event === 'step-start' && !partial.includes(e.step)) partial.push(e.step);
+    else if ((e.event === 'rolled-back' || e.event === 'step-done' || e.event === 'step-skip') && partial.includes(e.step)) partial.splice(partial.indexOf(e.step), 1);
+  }
+  const done = [...completed, ...partial.filter((id) => !completed.includes(id))].reverse();
   const result: RollbackResult = { undone: [], notUndone: [] };
   ctx.journal.append('rollback-start', { detail: `${done.length} completed step(s)` });
   for (const id of done) {

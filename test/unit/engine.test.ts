@@ -191,6 +191,31 @@ describe('runner', () => {
     assert.deepEqual(r.notUndone.map((x) => x.step), ['b']);
     assert.deepEqual(completedSteps(c.journal.entries()), ['b']);
   });
+
+  it('rolls back a step that started and did not finish, first, only when its rollback undoes a part', async () => {
+    const w = world();
+    const c = ctxIn(tmp());
+    const order: string[] = [];
+    const steps = [
+      w.step('a', { rollback: async () => { order.push('a'); } }),
+      { ...w.step('b', { rollback: async () => { order.push('b'); } }), rollbackPartial: true },
+      w.step('c', { rollback: async () => { order.push('c'); } }),
+    ];
+    // killed inside b: a done, b started
+    await assert.rejects(runSteps(steps, c, { afterEvent: (e, s) => { if (e === 'backup' && s === 'b') throw new Error('crash'); } }), /crash/);
+    const r = await rollbackSteps(steps, c);
+    assert.deepEqual(order, ['b', 'a']);
+    assert.deepEqual(r.undone, ['b', 'a']);
+    // rolled back: neither is taken again by a second rollback
+    order.length = 0;
+    assert.deepEqual((await rollbackSteps(steps, c)).undone, []);
+    // without rollbackPartial a started step is left alone (its rollback could undo what it never did)
+    const c2 = ctxIn(tmp());
+    const plain = steps.map((s) => ({ ...s, rollbackPartial: false }));
+    await assert.rejects(runSteps(plain, c2, { afterEvent: (e, s) => { if (e === 'backup' && s === 'b') throw new Error('crash'); } }), /crash/);
+    order.length = 0;
+    assert.deepEqual((await rollbackSteps(plain, c2)).undone, ['a']);
+  });
 });
 
 describe('runner: superseded steps', () => {

@@ -400,9 +400,9 @@ export const rollbackCommand: Command = {
   name: 'rollback',
   positionals: PLAN_POSITIONAL,
   summary: 'undo completed steps in reverse where the API allows, and say what cannot be undone',
-  usage: 'kube-renumber rollback PLAN.yaml [-o table|json|yaml]',
-  options: LOCK_OPTIONS,
-  help: `Flags:\n${LOCK_HELP}\n${SESSION_HELP}`,
+  usage: 'kube-renumber rollback PLAN.yaml [--allow-hook] [-o table|json|yaml]',
+  options: { ...LOCK_OPTIONS, 'allow-hook': { type: 'boolean' } },
+  help: `Flags:\n${LOCK_HELP}\n  --allow-hook             run the plan's node hook to move nodes back to their old podCIDRs (node IPAM path)\n${SESSION_HELP}`,
   async run({ values, positionals, io }) {
     const pre = prepare(values, positionals, io, { write: true, journal: true, backups: true });
     const { output } = pre.flags;
