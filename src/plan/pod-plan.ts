@@ -15,6 +15,7 @@ import { clusterCIDRTooWide } from '../analyze/references.ts';
 import type { DistroPatch } from './distro-patches.ts';
 import { covering } from './distributions/common.ts';
 import { distributionOf, distributionPlanner } from './distributions/registry.ts';
+import type { PodPatchInputs } from './distributions/types.ts';
 import type { PlanStep } from './steps.ts';
 import { distroConfigCheck, overlapHits, type PreflightCheck } from './preflight.ts';
 import { maskKey, type PodCIDRSpec, type PodIpam, type PodPatchGate } from './pod-spec.ts';
@@ -144,6 +145,7 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
   Object.assign(spec, sized.section);
   checks.push(...sized.checks);
   checks.push(...podEnvironmentChecks(snap, target, old.from, newText, path, dns));
+  checks.push(...distroPodChecks(snap, spec));
 
   const lists = podStepLists(path, spec, distributionOf(snap), podPatches(snap, spec));
   out.prepare.push(...lists.prepare);
@@ -273,19 +275,28 @@ function kopsNonMasqueradeCheck(snap: Snapshot, target: Map<Family, Cidr>, newTe
     : pass('pod-kops-nonmasquerade', `kOps nonMasqueradeCIDR ${snap.kops.nonMasqueradeCIDR} contains ${newText.join(',')}`);
 }
 
-/** Distribution changes of a Pod CIDR migration, as before/after text. */
-export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
-  const out: DistroPatch[] = [];
-  const distro = distributionPlanner(snap);
-  const to = spec.to.join(',');
+/** What a distribution's pod patches and pod checks are computed from. */
+function podPatchInputs(snap: Snapshot, spec: PodCIDRSpec): PodPatchInputs {
   const path = POD_PATHS[spec.ipam];
-  const finalGate: PodPatchGate = path.finalGate;
   const kcm = snap.controllerManagers[0];
   const oldCC = kcm?.clusterCIDR?.join(',') ?? snap.kubeadm?.podSubnet?.join(',') ?? snap.kops?.podCIDR ?? spec.from.join(',');
   // kube-controller-manager stops allocating at a first gate and allocates from NEW again at the final one, or
   // allocation is turned off at the final gate (a path that does not use node podCIDRs)
-  const allocAfter = path.kcmAllocatesAfter;
-  out.push(...distro.podPatches({ snap, spec, finalGate, allocAfter, oldCC, to, masks: kcmMaskLines(snap, spec) }));
+  return { snap, spec, finalGate: path.finalGate, allocAfter: path.kcmAllocatesAfter, oldCC, to: spec.to.join(','), masks: kcmMaskLines(snap, spec) };
+}
+
+/** The distribution's own pre-flight checks of the values its pod patches give. */
+export function distroPodChecks(snap: Snapshot, spec: PodCIDRSpec): PreflightCheck[] {
+  return distributionPlanner(snap).podChecks?.(podPatchInputs(snap, spec)) ?? [];
+}
+
+/** Distribution changes of a Pod CIDR migration, as before/after text. */
+export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
+  const out: DistroPatch[] = [];
+  const distro = distributionPlanner(snap);
+  const inp = podPatchInputs(snap, spec);
+  const { finalGate, oldCC } = inp;
+  out.push(...distro.podPatches(inp));
   if (distro.kubeProxyPatch && (snap.kubeProxy?.clusterCIDR !== undefined || distro.kubeProxyPatch.always)) {
     out.push({
       id: 'kube-proxy-cluster-cidr', distribution: distro.kubeProxyPatch.distribution, gate: finalGate, target: 'ConfigMap kube-system/kube-proxy (config.conf), then restart the kube-proxy DaemonSet',

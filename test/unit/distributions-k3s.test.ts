@@ -4,12 +4,16 @@
  * allocation off (the Calico path); the restart order and the re-registration command each gives.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { spawnSync } from 'node:child_process';
+import { before, describe, it } from 'node:test';
 import * as yaml from 'js-yaml';
 import { bridgeClusterCIDR } from '../../src/plan/distributions/k3s-family.ts';
 import { DISTRIBUTIONS } from '../../src/plan/distributions/registry.ts';
 import type { PodCIDRSpec } from '../../src/plan/pod-spec.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
+import { buildSnapshot } from '../../src/cluster/build.ts';
+import { readInventoryFiles } from '../../src/cluster/files.ts';
+import type { Snapshot } from '../../src/cluster/types.ts';
 
 const snap = kubeadmSnapshot([svc('default', 'kubernetes', '10.43.0.1'), svc('kube-system', 'kube-dns', '10.43.0.10')], { distribution: { kind: 'k3s', evidence: ['test'] }, kubeadm: undefined });
 
@@ -56,5 +60,45 @@ describe('k3s-family distributions', () => {
     }
     assert.ok(DISTRIBUTIONS.rke2.podGateInstructions('kcm-cluster-cidr').some((l) => l.includes('rollout restart daemonset rke2-canal')));
     assert.equal(DISTRIBUTIONS.kubeadm.reregister, 'systemctl restart kubelet (it registers the Node again)');
+  });
+});
+
+describe('k3s-family pod checks: the cluster-cidr held while nodes of both ranges exist', () => {
+  let example: Snapshot;
+  before(async () => { example = buildSnapshot(await readInventoryFiles(['examples/k3s'])); });
+  const check = (to: string, allocAfter = true, from = '10.42.0.0/16') => DISTRIBUTIONS.k3s.podChecks!({
+    snap: example, spec: { ipam: 'node', from: [from], to: [to] } as unknown as PodCIDRSpec,
+    finalGate: 'kcm-cluster-cidr', allocAfter, oldCC: from, to, masks: { before: [], after: [] },
+  });
+
+  it('refuses NEW so far from the old range that the range holding both covers the node network or is wider than /8', () => {
+    const [c] = check('172.16.0.0/16');
+    assert.equal(c?.status, 'fail');
+    assert.equal(c?.target, true);
+    assert.match(c!.message, /0\.0\.0\.0\/0 is wider than \/8/);
+    assert.match(c!.message, /holds the node network 198\.51\.100\.0\/24/);
+  });
+
+  it('names what else the wider range holds (here the Service range) as a warning', () => {
+    const [c] = check('10.60.0.0/16');
+    assert.equal(c?.status, 'warn');
+    assert.match(c!.message, /10\.32\.0\.0\/11 holds 10\.43\.0\.0\/16 \(service\)/);
+  });
+
+  it('passes a NEW next to the old range whose common range holds nothing else, and says nothing when allocation stays off', () => {
+    // on k3s's defaults every range holding 10.42.0.0/16 and another /16 holds the Service range 10.43.0.0/16 too
+    assert.equal(check('10.41.0.0/16')[0]?.status, 'warn');
+    const [c] = check('10.51.0.0/16', true, '10.50.0.0/16');
+    assert.equal(c?.status, 'pass', c?.message);
+    assert.deepEqual(check('10.60.0.0/16', false), []);
+  });
+});
+
+describe('k3s-family pod checks in plan', () => {
+  it('plan refuses a k3s pod move whose wider cluster-cidr would hold the node network (exit 2, one error line)', () => {
+    const r = spawnSync(process.execPath, ['bin/kube-renumber.js', 'plan', '-f', 'examples/k3s', '--pod-cidr', '172.16.0.0/16'], { encoding: 'utf8' });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /^error: --pod-cidr 172\.16\.0\.0\/16 refused: .*pod-k3s-bridge-range|^error: --pod-cidr 172\.16\.0\.0\/16 refused: the cluster-cidr while nodes of both ranges exist/);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
   });
 });

@@ -17,7 +17,10 @@
  * kube-controller-manager not allocating (it exits at start while a node's podCIDR is outside --cluster-cidr and
  * allocation is on: k3s-io/k3s#3967); NEW, with allocation back on, once every node is in NEW.
  */
-import { formatCidr, tryParseCidr, type Cidr } from '../../net/index.ts';
+import { addressPlan } from '../../analyze/addressing.ts';
+import { CATALOG } from '../../analyze/catalog.ts';
+import { formatCidr, overlaps, parseCidr, tryParseCidr, type Cidr } from '../../net/index.ts';
+import type { PreflightCheck } from '../check.ts';
 import type { Snapshot } from '../../cluster/types.ts';
 import { covering, dump, mergeFeatureGates, mergeRuntimeConfig } from './common.ts';
 import type { Distribution, DistroPatch, PatchContext, PodPatchInputs, ServiceGate } from './types.ts';
@@ -124,6 +127,40 @@ export function bridgeClusterCIDR(from: readonly string[], to: readonly string[]
   const parse = (xs: readonly string[]) => xs.map((x) => tryParseCidr(x)).filter((c): c is Cidr => !!c);
   const olds = parse(from);
   return parse(to).map((t) => formatCidr(covering([t, ...olds.filter((o) => o.family === t.family)])));
+}
+
+/**
+ * The wider cluster-cidr the servers run with while nodes of both ranges exist is flannel's Network then: traffic
+ * from pods to any address inside it is not masqueraded, and an address of it that is a node's would be taken for
+ * pod network. So it must hold no node address (refused: choose NEW nearer the old range), be no wider than /8
+ * (IPv6 /16), and what else it holds (known ranges beside clusters, the cluster's other ranges) is named.
+ */
+export function podChecks(p: Program, inp: PodPatchInputs): PreflightCheck[] {
+  if (!inp.allocAfter) return [];
+  const id = `pod-${p.id}-bridge-range`;
+  const bridge = bridgeClusterCIDR([...inp.oldCC.split(','), ...inp.spec.from], inp.spec.to).map((c) => parseCidr(c));
+  const groups = addressPlan(inp.snap);
+  const own = [...inp.oldCC.split(','), ...inp.spec.from, ...inp.spec.to].map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c);
+  const fails: string[] = [];
+  const warns: string[] = [];
+  for (const c of bridge) {
+    const text = formatCidr(c);
+    if (c.prefix < (c.family === 4 ? 8 : 16)) fails.push(`${text} is wider than /${c.family === 4 ? 8 : 16}`);
+    const nodes = groups.filter((g) => g.role === 'node' && overlaps(g.parsed, c)).map((g) => g.cidr);
+    if (nodes.length > 0) fails.push(`${text} holds the node network ${nodes.join(', ')}`);
+    const others = groups.filter((g) => g.role !== 'node' && g.role !== 'pod' && g.role !== 'pool' && overlaps(g.parsed, c)
+      && !own.some((o) => formatCidr(o) === formatCidr(g.parsed))).map((g) => `${g.cidr} (${g.role})`);
+    const known = CATALOG.filter((k) => k.severity !== 'info' && overlaps(parseCidr(k.cidr), c)).map((k) => `${k.cidr} (${k.name})`);
+    if (others.length + known.length > 0) warns.push(`${text} holds ${[...others, ...known].join(', ')}`);
+  }
+  const what = `the cluster-cidr while nodes of both ranges exist (patch ${p.id}-kcm-stop-allocating; flannel's Network then)`;
+  if (fails.length > 0) {
+    return [{ id, status: 'fail', target: true, message: `${what}: ${fails.join('; ')}`, fix: 'choose NEW nearer the old pod range, so that the smallest range holding both is narrow and clear of the node network' }];
+  }
+  if (warns.length > 0) {
+    return [{ id, status: 'warn', message: `${what}: ${warns.join('; ')}: traffic from pods to these addresses is not masqueraded until the last pod gate`, fix: 'choose NEW nearer the old pod range, or accept it for the length of the move' }];
+  }
+  return [{ id, status: 'pass', message: `${what}: ${bridge.map(formatCidr).join(',')} holds no node address and no other known range`, fix: '' }];
 }
 
 export function podPatches(p: Program, inp: PodPatchInputs): DistroPatch[] {

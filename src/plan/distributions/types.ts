@@ -88,4 +88,6 @@ export interface DistributionPlanner {
   reregister: string;
   /** A warning when the distribution is known but its configuration source was not in the input. */
   configCheck(snap: Snapshot): PreflightCheck | undefined;
+  /** Pre-flight checks of the pod patches' own values (e.g. a range the distribution is given while the move runs). */
+  podChecks?(inp: PodPatchInputs): PreflightCheck[];
 }
