@@ -15,6 +15,11 @@
  * strings (escapes included) and bracket depth, and jumps through long strings with a native search for the
  * next quote.
  *
+ * A range holding a backslash is not given to JSON.parse as a whole: V8 can give an escaped object key the name
+ * of a like key parsed earlier (ESCAPED_KEYS). Its nested values without a backslash still are; the rest is
+ * read here, so such elements (kubectl's managedFields keys, `k:{\"type\":...}`, are escaped) cost about three
+ * times as much as a native parse.
+ *
  * Errors are InputErrors naming the byte offset and line; callers prefix the file name.
  */
 import { InputError } from '../errors.ts';
@@ -93,6 +98,16 @@ export interface JsonBytesOptions {
 export const WINDOW_BYTES = 16 * 1024 * 1024;
 /** Before an element, the window is refilled when fewer bytes than this are left in it. */
 const AHEAD_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Why a range holding a backslash is not given to JSON.parse (and thrown inside Reader.exact for invalid JSON).
+ * V8's JSON.parse (Node 24, V8 13.6; also 14.6) resolves an escaped object key through a property transition
+ * an earlier parse left when the raw key text starts alike: once the
+ * text {"h":[],"\\":0} is parsed, {"h":1,"\"":2} gives key `\` instead of `"` (nodejs/node#63785, V8 issue
+ * 521080746; Node 24.21 here). The reader's own results were wrong that way when an element was parsed so. Ranges
+ * without a backslash hold no escaped key and keep the native parse.
+ */
+const ESCAPED_KEYS: unique symbol = Symbol('escaped keys');
 
 /** Thrown inside the reader when it reaches the end of the bytes held while the source has more. */
 const NEED_MORE: unique symbol = Symbol('need more bytes');
@@ -195,8 +210,18 @@ class Reader {
     return i;
   }
 
-  /** JSON.parse of buf[start, end). */
+  /** buf[start, end) holds a backslash (a native search bounded to the range). */
+  private hasEscape(start: number, end: number): boolean {
+    return end > start && this.buf.subarray(start, end).indexOf(BACKSLASH) !== -1;
+  }
+
+  /** JSON.parse of buf[start, end) (read by exactValue when it holds an escape: see ESCAPED_KEYS). */
   parse(start: number, end: number): unknown {
+    if (this.hasEscape(start, end)) {
+      const got = this.exact(start, end, false);
+      if (got !== undefined) return got[0];
+      // not valid JSON: JSON.parse below names the error
+    }
     let text: string;
     try {
       text = this.buf.toString('utf8', start, end);
@@ -473,11 +498,121 @@ class Reader {
   }
 
   /**
+   * buf[start, end) read without JSON.parse building the objects that hold a backslash (ESCAPED_KEYS): one
+   * value, or with `elements` the elements of an array written without its brackets. undefined when it is not
+   * valid JSON (or nested deeper than this reads). Nested values without a backslash, strings and scalars still
+   * go to JSON.parse; keys become own properties, the last of equal keys wins in the first one's place, as with
+   * JSON.parse.
+   */
+  exact(start: number, end: number, elements: boolean): [unknown] | undefined {
+    const buf = this.buf;
+    let i = start;
+    const ws = () => { while (i < end && isWs(buf[i]!)) i++; };
+    const bad = (): never => { throw ESCAPED_KEYS; };
+    const str = (): string => {
+      const s = i;
+      if (buf[i] !== QUOTE) bad();
+      let k = i + 1;
+      let plain = true;
+      for (;;) {
+        if (k >= end) bad();
+        const c = buf[k]!;
+        if (c === QUOTE) break;
+        if (c === BACKSLASH) { plain = false; k += 2; } else { if (c < 0x20) bad(); k++; }
+      }
+      i = k + 1;
+      return plain ? buf.toString('utf8', s + 1, k) : JSON.parse(buf.toString('utf8', s, i)) as string;
+    };
+    const value = (depth: number): unknown => {
+      if (depth > 1000) bad();
+      ws();
+      if (i >= end) bad();
+      const c = buf[i];
+      if (c === QUOTE) return str();
+      if (c === LBRACKET || c === LBRACE) {
+        // a nested value without a backslash goes to JSON.parse whole
+        const e = this.skip(i);
+        if (e > end) bad();
+        if (!this.hasEscape(i, e)) {
+          const v = JSON.parse(buf.toString('utf8', i, e)) as unknown;
+          i = e;
+          return v;
+        }
+      }
+      if (c === LBRACKET) {
+        const out: unknown[] = [];
+        i++;
+        ws();
+        if (buf[i] === RBRACKET && i < end) { i++; return out; }
+        for (;;) {
+          out.push(value(depth + 1));
+          ws();
+          if (i >= end) bad();
+          if (buf[i] === RBRACKET) { i++; return out; }
+          if (buf[i] !== COMMA) bad();
+          i++;
+        }
+      }
+      if (c === LBRACE) {
+        const out: Record<string, unknown> = {};
+        i++;
+        ws();
+        if (buf[i] === RBRACE && i < end) { i++; return out; }
+        for (;;) {
+          ws();
+          const key = str();
+          ws();
+          if (i >= end || buf[i] !== COLON) bad();
+          i++;
+          Object.defineProperty(out, key, { value: value(depth + 1), writable: true, enumerable: true, configurable: true });
+          ws();
+          if (i >= end) bad();
+          if (buf[i] === RBRACE) { i++; return out; }
+          if (buf[i] !== COMMA) bad();
+          i++;
+        }
+      }
+      const s = i;
+      while (i < end) {
+        const b = buf[i]!;
+        if (isWs(b) || b === COMMA || b === RBRACE || b === RBRACKET || b === COLON || b === LBRACE || b === LBRACKET || b === QUOTE) break;
+        i++;
+      }
+      if (i === s) bad();
+      return JSON.parse(buf.toString('latin1', s, i));
+    };
+    try {
+      let v: unknown;
+      if (elements) {
+        const out: unknown[] = [];
+        for (;;) {
+          out.push(value(0));
+          ws();
+          if (i >= end) break;
+          if (buf[i] !== COMMA) bad();
+          i++;
+        }
+        v = out;
+      } else {
+        v = value(0);
+        ws();
+        if (i < end) bad();
+      }
+      return [v];
+    } catch (e) {
+      // not valid JSON (or, from a wrong guess at an element's end, running past the range or the bytes held)
+      if (e === ESCAPED_KEYS || e === NEED_MORE || e instanceof SyntaxError || e instanceof InputError || e instanceof RangeError) return undefined;
+      throw e;
+    }
+  }
+
+  /**
    * buf[start, end) as the elements of an array: JSON.parse("[" + text + "]"). undefined when that is not
    * valid JSON. A range starting at an element and ending at the "}" closing some element parses exactly
    * when it holds whole elements separated by commas, so success proves the guessed boundary.
    */
   tryParseElements(start: number, end: number): unknown[] | undefined {
+    if (this.hasEscape(start, end)) return this.exact(start, end, true)?.[0] as unknown[] | undefined;
     try {
       return JSON.parse(`[${this.buf.toString('utf8', start, end)}]`) as unknown[];
     } catch {
