@@ -89,20 +89,21 @@ describe('fleet: three clusters built alike get ranges of their own and migrate 
     st = await run(['status', '--fleet', out, '-o', 'json']);
     assert.deepEqual(JSON.parse(st.out).clusters.map((c: any) => c.state), ['completed', 'waiting at gate', 'waiting at gate']);
     await Promise.all([1, 2].map((i) => tbs[i]!.restartApiserver({ serviceCIDR: index.clusters[i].service.to })));
-    // ap-1 loses its read rights: its run is refused (its identity cannot be read to check the plan's binding:
-    // exit 2), and us-1 stops before its next step
-    const crb = await tbs[2]!.kubectl(['delete', 'clusterrolebinding', 'kube-renumber-migrate-read']);
+    // ap-1 loses its read rights: its run is refused before its first write (a read it needs is forbidden:
+    // exit 5), and us-1 stops before its next step
+    // (both ClusterRoles bound to the account read namespaces: the Pod one for the Cilium multi-pool path)
+    const crb = await tbs[2]!.kubectl(['delete', 'clusterrolebinding', 'kube-renumber-migrate-read', 'kube-renumber-migrate-pods']);
     assert.equal(crb.code, 0, crb.stderr);
     r = await run(['resume', ...common]);
-    assert.equal(r.code, 2, r.err);
-    assert.match(r.err, /\[ap-1\] error: .*cannot be read/);
-    assert.match(r.err, /\[us-1\] stopped before [\w-]+: cluster ap-1 of the fleet failed \(exit 2\)/);
+    assert.equal(r.code, 5, r.err);
+    assert.match(r.err, /\[ap-1\] error: not allowed to \w+ \w+ \(403 Forbidden\)/);
+    assert.match(r.err, /\[us-1\] stopped before [\w-]+: cluster ap-1 of the fleet failed \(exit 5\)/);
     st = await run(['status', '--fleet', out, '-o', 'json']);
     const us1 = JSON.parse(st.out).clusters[1];
     assert.equal(us1.state, 'stopped', st.out);
     assert.ok(us1.done < us1.steps, `us-1 stopped part way: ${us1.done}/${us1.steps}`);
     // put the rights back; the fleet run resumes both from their journals
-    const back = await tbs[2]!.kubectl(['apply', '-f', join(ROOT, 'deploy/rbac-migrate.yaml')]);
+    const back = await tbs[2]!.kubectl(['apply', '-f', join(ROOT, 'deploy/rbac-migrate.yaml'), '-f', join(ROOT, 'deploy/rbac-migrate-pods.yaml')]);
     assert.equal(back.code, 0, back.stderr);
     r = await run(['resume', ...common]);
     assert.equal(r.code, 0, r.err);
