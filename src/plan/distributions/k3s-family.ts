@@ -23,7 +23,7 @@ import { formatCidr, overlaps, parseCidr, tryParseCidr, type Cidr } from '../../
 import type { PreflightCheck } from '../check.ts';
 import type { Snapshot } from '../../cluster/types.ts';
 import { covering, dump, mergeFeatureGates, mergeRuntimeConfig } from './common.ts';
-import type { Distribution, DistroPatch, PatchContext, PodPatchInputs, ServiceGate } from './types.ts';
+import type { Distribution, DistributionPlanner, DistroPatch, PatchContext, PodPatchInputs, ServiceGate } from './types.ts';
 import type { PodPatchGate } from '../pod-spec.ts';
 
 /** How one k3s-family distribution is named on disk and in systemd. */
@@ -217,4 +217,23 @@ export function podGateInstructions(p: Program, gate: PodPatchGate): string[] {
 /** How a node registers again after its Node object was deleted. */
 export function reregister(p: Program): string {
   return `systemctl restart ${p.agent} (${p.server} on a server): the kubelet inside it registers the Node again`;
+}
+
+/** What a k3s-family distribution says of itself; the rest of its planner is this file's, for its Program. */
+export type ProgramOwn = Pick<DistributionPlanner, 'id' | 'matches' | 'restartApiserversReason' | 'certFix'>;
+
+/** The planner of a k3s-family distribution: its own members, and this file's functions for program `p`. */
+export function programPlanner(p: Program, own: ProgramOwn): DistributionPlanner {
+  return {
+    ...own,
+    servicePatches: (snap, ctx) => servicePatches(p, snap, ctx),
+    serviceGateInstructions: (snap, gate, ctx) => serviceGateInstructions(p, snap, gate, ctx),
+    restartWorkloadsNote: [],
+    podPatches: (inp) => podPatches(p, inp),
+    podChecks: (inp) => podChecks(p, inp),
+    kubeProxyPatch: undefined,
+    podGateInstructions: (gate) => podGateInstructions(p, gate),
+    reregister: reregister(p),
+    configCheck: () => undefined,
+  };
 }

@@ -11,18 +11,9 @@ const K3S: family.Program = {
   podStopExtra: [], podFinalExtra: [], kcmMirrorPod: false,
 };
 
-export const k3s: DistributionPlanner = {
+export const k3s: DistributionPlanner = family.programPlanner(K3S, {
   id: 'k3s',
   matches: (snap) => snap.distribution.kind === 'k3s',
-  servicePatches: (snap, ctx) => family.servicePatches(K3S, snap, ctx),
-  serviceGateInstructions: (snap, gate, ctx) => family.serviceGateInstructions(K3S, snap, gate, ctx),
-  restartWorkloadsNote: [],
   restartApiserversReason: 'k3s runs kube-apiserver inside the k3s server process, from its service-cidr',
   certFix: (_snap, both) => `add ${both} to tls-san in /etc/rancher/k3s/config.yaml on every k3s server and restart k3s; k3s reissues the serving certificate at start when a tls-san is missing from it`,
-  podPatches: (inp) => family.podPatches(K3S, inp),
-  podChecks: (inp) => family.podChecks(K3S, inp),
-  kubeProxyPatch: undefined,
-  podGateInstructions: (gate) => family.podGateInstructions(K3S, gate),
-  reregister: family.reregister(K3S),
-  configCheck: () => undefined,
-};
+});

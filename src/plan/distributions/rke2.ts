@@ -21,18 +21,9 @@ const RKE2: family.Program = {
   kcmMirrorPod: true,
 };
 
-export const rke2: DistributionPlanner = {
+export const rke2: DistributionPlanner = family.programPlanner(RKE2, {
   id: 'rke2',
   matches: (snap) => platformKindOf(snap) === 'rke2',
-  servicePatches: (snap, ctx) => family.servicePatches(RKE2, snap, ctx),
-  serviceGateInstructions: (snap, gate, ctx) => family.serviceGateInstructions(RKE2, snap, gate, ctx),
-  restartWorkloadsNote: [],
   restartApiserversReason: 'the rke2 server writes the kube-apiserver static pod from its service-cidr at every start',
   certFix: (_snap, both) => `add ${both} to tls-san in /etc/rancher/rke2/config.yaml on every RKE2 server and restart rke2-server; it reissues the serving certificate at start when a tls-san is missing from it`,
-  podPatches: (inp) => family.podPatches(RKE2, inp),
-  podChecks: (inp) => family.podChecks(RKE2, inp),
-  kubeProxyPatch: undefined,
-  podGateInstructions: (gate) => family.podGateInstructions(RKE2, gate),
-  reregister: family.reregister(RKE2),
-  configCheck: () => undefined,
-};
+});
