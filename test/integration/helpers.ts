@@ -5,6 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { run } from '../unit/run-cli.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -25,7 +26,10 @@ export function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: num
  * write in flight (sent, its answer never read); between the first durable file's write and its fsync (a backup);
  * right after the first chunk of the run's state reached the cluster, before the write it protects.
  */
-export const KILL_POINTS: ReadonlyArray<{ name: string; env: NodeJS.ProcessEnv }> = [
+/** A named kill point: the environment that makes the CLI kill itself there. */
+export interface KillPoint { name: string; env: NodeJS.ProcessEnv }
+
+export const KILL_POINTS: readonly KillPoint[] = [
   { name: 'after a write', env: { KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: '1' } },
   { name: 'write in flight', env: { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '1' } },
   { name: 'after a write', env: { KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: '1' } },
@@ -171,4 +175,17 @@ export function inPod(args: string[], secrets: string | undefined, env: NodeJS.P
     p.stderr.on('data', (d) => { err += d; });
     p.on('close', (code) => resolve({ code, out, err }));
   });
+}
+
+/**
+ * `plan --service-cidr target --strategy strategy` of the cluster behind `kubeconfig` (the testbed's serving
+ * certificate names 10.96.0.1 and 10.100.0.1), written to dir/plan-<strategy>.yaml; returns the path.
+ */
+export async function writeServicePlan(kubeconfig: string, dir: string, target: string, strategy: string): Promise<string> {
+  const p = await run(['plan', '--kubeconfig', kubeconfig, '--service-cidr', target, '--strategy', strategy,
+    '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '-o', 'yaml']);
+  assert.equal(p.code, 0, p.err);
+  const path = join(dir, `plan-${strategy}.yaml`);
+  writeFileSync(path, p.out);
+  return path;
 }

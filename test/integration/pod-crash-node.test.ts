@@ -16,14 +16,14 @@ import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
-import { cli } from './helpers.ts';
+import { cli, type KillPoint } from './helpers.ts';
 import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, grantRecreate, inRange, migrateKubeconfig, ROOT } from './pod-helpers.ts';
 
 const OLD = '10.244.0.0/16';
 const NEW = '10.60.0.0/16';
 
 /** The kill points, in the order a node's move meets them. */
-const NODE_KILLS: ReadonlyArray<{ name: string; env: NodeJS.ProcessEnv }> = [
+const NODE_KILLS: readonly KillPoint[] = [
   { name: 'after a cordon', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/nodes/:1:unschedulable' } },
   { name: 'after an eviction', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/eviction:1' } },
   { name: 'after a Node delete', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/nodes/:1' } },

@@ -15,7 +15,7 @@ import { completedSteps, readJournal } from '../../src/engine/journal.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
-import { cli, killFigures } from './helpers.ts';
+import { cli, killFigures, type KillPoint } from './helpers.ts';
 import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, ROOT } from './pod-helpers.ts';
 
 const OLD = '10.244.0.0/16';
@@ -25,7 +25,7 @@ const NEW = '10.61.0.0/16';
  * Named points inside a wave's node moves, in the order a run meets them; each run is killed at the next one. A
  * point the run never reaches lets it finish (the last one: the bare pod may have moved already).
  */
-const WAVE_KILL_POINTS: ReadonlyArray<{ name: string; env: NodeJS.ProcessEnv }> = [
+const WAVE_KILL_POINTS: readonly KillPoint[] = [
   { name: 'after a Node delete', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/api/v1/nodes/:1' } },
   { name: 'after a podCIDR patch', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/api/v1/nodes/:1:podCIDR' } },
   { name: 'after an eviction', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/eviction:1' } },

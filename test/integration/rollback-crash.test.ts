@@ -9,14 +9,14 @@
 // It prints one JSON line `{"rollbackKills":…}` with the figures (docs/reliability.md quotes one run).
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { FaultProxy, type FaultStats } from '../testbed/faults.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { cli, kubeconfigWithToken, servicesByKey, specWithoutIPs } from './helpers.ts';
+import { cli, type KillPoint, kubeconfigWithToken, servicesByKey, specWithoutIPs, writeServicePlan } from './helpers.ts';
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';
@@ -24,7 +24,7 @@ const RATE = Number(process.env.KUBE_RENUMBER_FAULT_RATE ?? 0.15);
 const SEED = Number(process.env.KUBE_RENUMBER_FAULT_SEED ?? 20261126);
 
 /** Kill points of a rollback, each in its own run of `rollback`, in this order. */
-const ROLLBACK_KILLS: ReadonlyArray<{ name: string; env: NodeJS.ProcessEnv }> = [
+const ROLLBACK_KILLS: readonly KillPoint[] = [
   { name: 'rollback: after a Service became ExternalName', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/services/:1:ExternalName' } },
   { name: 'rollback: write in flight', env: { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '2' } },
   { name: 'rollback: after a bridge was deleted', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/services/:1' } },
@@ -32,7 +32,7 @@ const ROLLBACK_KILLS: ReadonlyArray<{ name: string; env: NodeJS.ProcessEnv }> = 
   { name: 'rollback: after the new ServiceCIDR was deleted', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/servicecidrs/:1' } },
 ];
 /** Kill points of a restore. */
-const RESTORE_KILLS: ReadonlyArray<{ name: string; env: NodeJS.ProcessEnv }> = [
+const RESTORE_KILLS: readonly KillPoint[] = [
   { name: 'restore: create in flight', env: { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '1' } },
   { name: 'restore: after a create', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/services:1' } },
 ];
@@ -49,14 +49,7 @@ describe('rollback and restore killed mid-way, and through the fault proxy: noth
   const common = (state: string, kc = tb.kubeconfigPath) => ['--kubeconfig', kc, '--state-dir', state, '--timeout', '90s', '--propagation-delay', '0s', '--force-unlock'];
   const services = async () => [...(await servicesByKey(tb)).values()].filter((s: any) => !isBridge(s));
 
-  async function plan(strategy: string): Promise<string> {
-    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', NEW, '--strategy', strategy,
-      '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '-o', 'yaml']);
-    assert.equal(p.code, 0, p.err);
-    const path = join(dir, `plan-${strategy}.yaml`);
-    writeFileSync(path, p.out);
-    return path;
-  }
+  const plan = (strategy: string) => writeServicePlan(tb.kubeconfigPath, dir, NEW, strategy);
 
   /** Every Service of `before` is there as it was: type, ClusterIPs, nodePorts, the rest of its spec (and uid). */
   async function assertAsBefore(before: any[], opts: { uid: boolean }): Promise<void> {

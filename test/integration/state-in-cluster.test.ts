@@ -5,13 +5,13 @@
 // before its first write, the missing verbs named.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { cli, kubeconfigWithToken, servicesByKey, ServiceGates, specWithoutIPs } from './helpers.ts';
+import { cli, kubeconfigWithToken, servicesByKey, ServiceGates, specWithoutIPs, writeServicePlan } from './helpers.ts';
 import { migrateKubeconfig } from './pod-helpers.ts';
 
 const OLD = '10.96.0.0/16';
@@ -23,14 +23,7 @@ describe('state directory deleted mid-run: resume, rollback and restore from an 
   let kc = '';
   const common = (state: string) => ['--kubeconfig', kc, '--state-dir', state, '--timeout', '90s', '--propagation-delay', '0s', '--force-unlock'];
 
-  async function plan(strategy: string): Promise<string> {
-    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', NEW, '--strategy', strategy,
-      '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '-o', 'yaml']);
-    assert.equal(p.code, 0, p.err);
-    const path = join(dir, `plan-${strategy}.yaml`);
-    writeFileSync(path, p.out);
-    return path;
-  }
+  const plan = (strategy: string) => writeServicePlan(tb.kubeconfigPath, dir, NEW, strategy);
 
   const services = async () => [...(await servicesByKey(tb)).values()].filter((s: any) => !s.metadata.labels?.['kube-renumber.io/managed']);
 
