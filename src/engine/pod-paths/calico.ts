@@ -9,13 +9,13 @@ import { BLOCKAFFINITIES, INSTALLATIONS, IPAMBLOCKS, IPAMHANDLES, IPPOOLS } from
 import type { KubeClient } from '../../kube/client.ts';
 import { createObject, deleteObject, forCreate, getObject, listAll, PODS, replaceObject } from '../../kube/resources.ts';
 import { patchWithPrecondition } from '../../kube/workloads.ts';
-import { contains, parseCidr, parseIP, tryParseCidr, type Cidr } from '../../net/index.ts';
+import { contains, parseCidr, parseIP } from '../../net/index.ts';
 import type { PoolData } from '../../plan/pod-spec.ts';
 import type { PlanStep } from '../../plan/steps.ts';
 import { backUpLate, type Step, type StepContext } from '../runner.ts';
 import { RUN_LABEL } from '../covers.ts';
 import { retryOnConflict, withRetry } from '../toolkit.ts';
-import { active, cidrIn, cidrsWithin, controlPlaneView, inAny, ipsOf, MANAGED_LABEL, sameList, withKind } from './common.ts';
+import { active, cidrIn, inAny, ipsOf, MANAGED_LABEL, podRangeConfigDone, sameList, withKind } from './common.ts';
 import type { PodPathEngine, PodPathHost } from './types.ts';
 
 /** A new pool as the run creates it: labelled kube-renumber.io/managed and with the run, so rollback deletes only it. */
@@ -262,14 +262,7 @@ export const calicoEngine: PodPathEngine<'calico'> = {
     'remove-ipam-leftovers': leftoversStep,
   },
   gates: {
-    'pod-cidr-config': async (pe, _p, ctx) => {
-      const v = await controlPlaneView(ctx.client);
-      if (v.kcm.length === 0 && !v.kubeProxy?.clusterCIDR) return false; // nothing visible: --ack-gate
-      const kcmOk = v.kcm.every((k) => k.allocateNodeCIDRs === false || cidrsWithin(pe.target, k.clusterCIDR));
-      const kp = v.kubeProxy?.clusterCIDR?.split(',').map((s) => tryParseCidr(s.trim())).filter((c): c is Cidr => !!c);
-      const kpOk = !kp || kp.length === 0 || pe.target.every((t) => kp.some((c) => contains(c, t)));
-      return kcmOk && kpOk;
-    },
+    'pod-cidr-config': (pe, _p, ctx) => podRangeConfigDone(ctx.client, pe.target),
   },
   async endState(pe, client) {
     const problems: string[] = [];

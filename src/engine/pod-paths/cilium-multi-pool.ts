@@ -10,13 +10,13 @@ import type { KubeClient } from '../../kube/client.ts';
 import { KubeApiError } from '../../kube/errors.ts';
 import { CONFIGMAPS, createObject, deleteObject, forCreate, getObject, listAll, PODS, type ResourceType } from '../../kube/resources.ts';
 import { DAEMONSETS, patchWithPrecondition } from '../../kube/workloads.ts';
-import { contains, parseCidr, tryParseCidr, type Cidr } from '../../net/index.ts';
+import { contains, parseCidr, tryParseCidr } from '../../net/index.ts';
 import type { CiliumConfigChange, CiliumPoolData } from '../../plan/pod-spec.ts';
 import type { PlanStep } from '../../plan/steps.ts';
 import { RESTART_ANNOTATION, restartWorkload } from '../restarts.ts';
 import { backUpLate, type Step, type StepContext } from '../runner.ts';
 import { retryOnConflict, withRetry } from '../toolkit.ts';
-import { active, cidrsWithin, controlPlaneView, inAny, ipsOf, MANAGED_LABEL, sameList } from './common.ts';
+import { active, inAny, ipsOf, MANAGED_LABEL, podRangeConfigDone, sameList } from './common.ts';
 import type { PodPathEngine, PodPathHost } from './types.ts';
 
 /** What the path uses of PodExecutor besides the shared host: its run token and rollout timeout (agent restarts). */
@@ -235,14 +235,7 @@ export const ciliumMultiPoolEngine: PodPathEngine<'cilium-multi-pool', CiliumHos
     'cilium-config-final': (pe, p) => configStep(pe, p, 'final'),
   },
   gates: {
-    'cilium-pod-cidr-config': async (pe, _p, ctx) => {
-      const v = await controlPlaneView(ctx.client);
-      if (v.kcm.length === 0 && !v.kubeProxy?.clusterCIDR) return false; // nothing visible: --ack-gate
-      const kcmOk = v.kcm.every((k) => k.allocateNodeCIDRs === false || cidrsWithin(pe.target, k.clusterCIDR));
-      const kp = v.kubeProxy?.clusterCIDR?.split(',').map((x) => tryParseCidr(x.trim())).filter((c): c is Cidr => !!c);
-      const kpOk = !kp || kp.length === 0 || pe.target.every((t) => kp.some((c) => contains(c, t)));
-      return kcmOk && kpOk;
-    },
+    'cilium-pod-cidr-config': (pe, _p, ctx) => podRangeConfigDone(ctx.client, pe.target),
   },
   async endState(pe, client) {
     const s = section(pe);

@@ -72,3 +72,17 @@ export async function controlPlaneView(client: KubeClient) {
   });
   return { kcm: snap.controllerManagers, kubeProxy: snap.kubeProxy };
 }
+
+/**
+ * The final pod gate of a path kube-controller-manager does not allocate for (Calico, Cilium multi-pool): every
+ * kube-controller-manager either allocates nothing or has --cluster-cidr within NEW, and kube-proxy's clusterCIDR
+ * (when set) covers NEW. False when the cluster shows neither (the gate is then acknowledged by hand).
+ */
+export async function podRangeConfigDone(client: KubeClient, target: readonly Cidr[]): Promise<boolean> {
+  const v = await controlPlaneView(client);
+  if (v.kcm.length === 0 && !v.kubeProxy?.clusterCIDR) return false; // nothing visible: --ack-gate
+  const kcmOk = v.kcm.every((k) => k.allocateNodeCIDRs === false || cidrsWithin(target, k.clusterCIDR));
+  const kp = v.kubeProxy?.clusterCIDR?.split(',').map((s) => tryParseCidr(s.trim())).filter((c): c is Cidr => !!c);
+  const kpOk = !kp || kp.length === 0 || target.every((t) => kp.some((c) => contains(c, t)));
+  return kcmOk && kpOk;
+}
