@@ -790,6 +790,8 @@ export class ServiceExecutor {
       rollback: async (ctx) => {
         for (const it of items) await this.moveBack(ctx, it);
       },
+      // a batch killed half-way leaves some Services moved: rollback undoes those too (moveBack reads each one)
+      rollbackPartial: true,
     };
   }
 
@@ -800,7 +802,12 @@ export class ServiceExecutor {
   /** Undo one move: delete the bridge (freeing the old IP), then the same move towards the old IPs. */
   async moveBack(ctx: StepContext, it: StepItem): Promise<void> {
     const orig = ctx.backups.load(svcRef(it.namespace, it.name));
-    if (!orig) throw new Error(`no backup of Service ${it.namespace}/${it.name}`);
+    if (!orig) {
+      // a batch that stopped before its backup held this Service never wrote it: nothing to undo when it is as planned
+      const cur = await withRetry(() => getObject(ctx.client, SERVICES, it.name, it.namespace));
+      if (cur && cur.spec?.type !== 'ExternalName' && sameIPs(ipsOf(cur), it.from)) return;
+      throw new Error(`no backup of Service ${it.namespace}/${it.name}`);
+    }
     if (it.bridge) {
       // only the bridge this run created: its labels, and its uid journaled as created (deleted with that uid as precondition)
       const b = await withRetry(() => getObject(ctx.client, SERVICES, it.bridge!, it.namespace));
