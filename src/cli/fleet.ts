@@ -11,14 +11,14 @@ import { addressPlan } from '../analyze/addressing.ts';
 import { CATALOG, type AvoidRange } from '../analyze/catalog.ts';
 import { inspect } from '../analyze/inspect.ts';
 import { suggest } from '../analyze/suggest.ts';
-import { completedSteps, readJournal, type JournalEntry } from '../engine/journal.ts';
+import { readJournal, type JournalEntry } from '../engine/journal.ts';
 import { decodeText, readRegularFile } from '../engine/files.ts';
 import { NetError } from '../net/index.ts';
 import { assignFleetRanges, FleetConflictError, type FleetAssignment, type FleetClusterNeeds, type FleetShared } from '../plan/fleet.ts';
 import { buildMigrationPlan, DEFAULT_HEADROOM, type MigrationPlan } from '../plan/plan.ts';
 import { refusals } from '../plan/preflight.ts';
 import { platformRefusal, podOwnerRefusal } from '../plan/platform-gate.ts';
-import { planFromYaml, planToYaml } from '../plan/render.ts';
+import { planFromYaml, planToYaml, shellWord } from '../plan/render.ts';
 import { certSanProblem, isDnsLabel, podTargetRefusals } from '../plan/targets.ts';
 import { renderPlanHtml } from '../render/html.ts';
 import type { Io, Values } from './command.ts';
@@ -27,6 +27,7 @@ import { parseAvoid } from './config.ts';
 import { EXIT_CODE_OF_KIND, ExitCode, InputError, UsageError, UserError } from './errors.ts';
 import { redact } from '../kube/redact.ts';
 import { parseOutput, renderData, table } from './output.ts';
+import { runStatus, type RunState, type RunStatus } from './run-state.ts';
 import { VERSION } from './version.ts';
 
 export const FLEET_API_VERSION = 'kube-renumber.io/v1';
@@ -346,31 +347,21 @@ export function fleetStateDir(dir: string, name: string): string {
   return join(dir, 'state', name);
 }
 
-export type ClusterRunState = 'keeps its ranges' | 'not started' | 'running or stopped' | 'waiting at gate' | 'failed' | 'stopped' | 'completed';
+export type ClusterRunState = 'keeps its ranges' | RunState;
 
-export interface ClusterStatus { name: string; state: ClusterRunState; done: number; steps: number; step?: string; detail?: string; since?: string }
+export interface ClusterStatus extends Omit<RunStatus, 'state'> { name: string; state: ClusterRunState }
 
-/** One cluster's state from its journal: steps done, the last step reached and how its last run ended. */
+/**
+ * One cluster's state from its journal: steps done, the last step reached and how its last run ended; for a run
+ * without its end, from the lock file of its state directory (running here, or interrupted).
+ */
 export function clusterStatus(dir: string, c: FleetIndexEntry): ClusterStatus {
   if (!c.plan) return { name: c.name, state: 'keeps its ranges', done: 0, steps: 0 };
   const plan = planFromYaml(decodeText(readRegularFile(join(dir, c.plan), 'plan', MAX_FLEET_BYTES)) ?? '', join(dir, c.plan));
-  const journal = join(fleetStateDir(dir, c.name), 'journal.jsonl');
+  const stateDir = fleetStateDir(dir, c.name);
+  const journal = join(stateDir, 'journal.jsonl');
   const entries: JournalEntry[] = existsSync(journal) ? readJournal(journal) : [];
-  const done = new Set(completedSteps(entries));
-  const steps = plan.steps.length;
-  const base = { name: c.name, done: plan.steps.filter((s) => done.has(s.id)).length, steps };
-  if (entries.length === 0) return { ...base, state: 'not started' };
-  const last = entries[entries.length - 1]!;
-  const lastStep = [...entries].reverse().find((e) => e.step !== undefined);
-  const at = { ...(lastStep?.step ? { step: lastStep.step } : {}), since: last.ts };
-  if (base.done === steps) return { ...base, ...at, state: 'completed' };
-  if (last.event === 'run-end') {
-    const failed = [...entries].reverse().find((e) => e.event === 'step-failed');
-    if (last.detail === 'failed') return { ...base, ...at, state: 'failed', ...(failed?.detail ? { detail: failed.detail } : {}) };
-    if (last.detail === 'gate') return { ...base, ...at, state: 'waiting at gate' };
-    return { ...base, ...at, state: 'stopped', ...(last.detail ? { detail: last.detail } : {}) };
-  }
-  return { ...base, ...at, state: 'running or stopped' };
+  return { name: c.name, ...runStatus(plan, entries, { stateDir, resume: `kube-renumber resume --fleet ${shellWord(dir)}` }) };
 }
 
 /** status --fleet DIR. */

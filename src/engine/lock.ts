@@ -334,6 +334,37 @@ function takeOverStale(path: string): void {
   }
 }
 
+/**
+ * What a state directory's lock file says:
+ *  - `absent`: no lock file (no run holds the directory, or one ended without its lock file: a clean end removes it).
+ *  - `held`: it names a live process of this machine.
+ *  - `stale`: it names a process of this machine that is gone, or is torn (no pid): the next run takes it over.
+ *  - `elsewhere`: it was written on another machine (its holder names another host; a shared directory): whether
+ *    that process lives cannot be seen from here.
+ */
+export type LocalLockState =
+  | { state: 'absent' }
+  | { state: 'held' | 'stale' | 'elsewhere'; pid?: number; holder?: string; since?: string; host?: string };
+
+/**
+ * The state of the lock file at `path`, for status: read only, the file is neither taken nor removed. Throws
+ * InputError when something that is not a regular lock file sits there, as taking the lock would.
+ */
+export function localLockState(path: string): LocalLockState {
+  checkLockPath(path);
+  if (statOrUndefined(path, 'lock file') === undefined) return { state: 'absent' };
+  const cur: { pid?: unknown; holder?: unknown; since?: unknown } = readLock(path);
+  const pid = typeof cur.pid === 'number' && Number.isInteger(cur.pid) && cur.pid > 0 ? cur.pid : undefined;
+  const holder = typeof cur.holder === 'string' ? cur.holder : undefined;
+  const since = typeof cur.since === 'string' ? cur.since : undefined;
+  if (pid === undefined && statOrUndefined(path, 'lock file') === undefined) return { state: 'absent' }; // removed as we read it
+  const about = { ...(pid !== undefined ? { pid } : {}), ...(holder !== undefined ? { holder } : {}), ...(since !== undefined ? { since } : {}) };
+  // holderIdentity: user@host/run/pid-random; a holder of another form is taken to be of this machine
+  const host = holder?.match(/^[^@/]*@([^/]+)\//)?.[1];
+  if (host !== undefined && host !== hostname()) return { state: 'elsewhere', ...about, host };
+  return { state: pid !== undefined && pidAlive(pid) ? 'held' : 'stale', ...about };
+}
+
 function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

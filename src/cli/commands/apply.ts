@@ -31,6 +31,7 @@ import { colorFor, renderData, table } from '../output.ts';
 import { ProgressView } from '../progress.ts';
 import { openSession, parseDryRun, prepare, withClusterJournal, type Prepared } from '../session.ts';
 import { applyFleet, fleetStatus, FLEET_RUN_FLAGS } from '../fleet.ts';
+import { runStatus } from '../run-state.ts';
 
 export { defaultStateDir, planId } from '../session.ts';
 
@@ -318,10 +319,13 @@ export const statusCommand: Command = {
     const { flags: { output }, read: { plan }, stateDir } = pre;
     if (values.watch === true) return watchJournal(join(stateDir, 'journal.jsonl'), output === 'json', io);
     // no journal here (another machine's run, a lost state directory): the cluster's copy of the run's state
-    if (pre.entries.length === 0) await withClusterJournal(values, io, pre).catch((e: unknown) => {
+    const journalHere = pre.entries.length > 0;
+    if (!journalHere) await withClusterJournal(values, io, pre).catch((e: unknown) => {
       if (values.verbose === true) io.err(`could not read the run's state from the cluster: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}\n`);
     });
     const entries = pre.entries;
+    const resume = `kube-renumber resume ${shellWord(pre.read.path)}${pre.flags.stateDir !== undefined ? ` --state-dir ${shellWord(pre.flags.stateDir)}` : ''}`;
+    const run = runStatus(plan, entries, { stateDir, resume, journalHere });
     const done = new Set(completedSteps(entries));
     const rows = plan.steps.map((st) => {
       const last = [...entries].reverse().find((e) => e.step === st.id);
@@ -330,9 +334,11 @@ export const statusCommand: Command = {
       return { id: st.id, kind: st.kind, state, at: last?.ts, detail: last?.event === 'step-failed' ? last.detail : undefined };
     });
     if (output === 'json' || output === 'yaml') {
-      io.out(renderData({ stateDir, steps: rows }, output));
+      io.out(renderData({ stateDir, run, steps: rows }, output));
     } else {
       io.out(table(['step', 'kind', 'state', 'since', 'detail'], rows.map((r) => [r.id, r.kind, r.state, r.at ?? '', r.detail ?? ''])));
+      io.out(`run: ${run.state}, ${run.done}/${run.steps} steps done${run.step ? `, last step ${run.step}` : ''}${run.since ? ` at ${run.since}` : ''}`
+        + `${run.detail && run.state !== 'failed' ? `: ${run.detail}` : ''}\n`);
     }
     return ExitCode.ok;
   },
