@@ -361,7 +361,10 @@ export function clusterStatus(dir: string, c: FleetIndexEntry): ClusterStatus {
   const stateDir = fleetStateDir(dir, c.name);
   const journal = join(stateDir, 'journal.jsonl');
   const entries: JournalEntry[] = existsSync(journal) ? readJournal(journal) : [];
-  return { name: c.name, ...runStatus(plan, entries, { stateDir, resume: `kube-renumber resume --fleet ${shellWord(dir)}` }) };
+  return { name: c.name, ...runStatus(plan, entries, {
+    stateDir, resume: `kube-renumber resume --fleet ${shellWord(dir)}`,
+    rollback: `kube-renumber rollback ${shellWord(join(dir, c.plan))} --state-dir ${shellWord(stateDir)}`,
+  }) };
 }
 
 /** status --fleet DIR. */

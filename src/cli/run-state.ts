@@ -9,7 +9,7 @@ import { completedSteps, type JournalEntry } from '../engine/journal.ts';
 import { LEASE_NAME, LEASE_NAMESPACE, localLockState } from '../engine/lock.ts';
 import type { MigrationPlan } from '../plan/index.ts';
 
-export type RunState = 'not started' | 'running' | 'interrupted' | 'on another machine' | 'waiting at gate' | 'failed' | 'stopped' | 'completed';
+export type RunState = 'not started' | 'running' | 'interrupted' | 'on another machine' | 'waiting at gate' | 'failed' | 'stopped' | 'completed' | 'rolled back';
 
 export interface RunStatus {
   state: RunState;
@@ -31,7 +31,7 @@ const LEASE = `the Lease ${LEASE_NAMESPACE}/${LEASE_NAME} in the cluster`;
  * `entries` is the run's journal; `journalHere` false when it is the cluster's copy (none in the state directory:
  * the run was on another machine). `resume` is the command that resumes this run.
  */
-export function runStatus(plan: MigrationPlan, entries: readonly JournalEntry[], opts: { stateDir: string; resume: string; journalHere?: boolean }): RunStatus {
+export function runStatus(plan: MigrationPlan, entries: readonly JournalEntry[], opts: { stateDir: string; resume: string; rollback: string; journalHere?: boolean }): RunStatus {
   const done = new Set(completedSteps([...entries]));
   const steps = plan.steps.length;
   const base = { done: plan.steps.filter((s) => done.has(s.id)).length, steps };
@@ -40,6 +40,17 @@ export function runStatus(plan: MigrationPlan, entries: readonly JournalEntry[],
   const lastStep = [...entries].reverse().find((e) => e.step !== undefined);
   const at = { ...(lastStep?.step ? { step: lastStep.step } : {}), since: last.ts };
   if (base.done === steps) return { ...base, ...at, state: 'completed' };
+  // the last thing run was a rollback: ended (rollback-end), or not
+  const rollbackStart = entries.findLastIndex((e) => e.event === 'rollback-start');
+  const rollingBack = rollbackStart > entries.findLastIndex((e) => e.event === 'run-start');
+  const rollbackEnd = entries.findLastIndex((e) => e.event === 'rollback-end');
+  if (rollingBack && rollbackEnd > rollbackStart) {
+    const end = entries[rollbackEnd]!;
+    const failed = entries.slice(rollbackStart).filter((e) => e.event === 'rollback-failed');
+    return { ...base, ...at, state: 'rolled back',
+      detail: `${end.detail ?? 'ended'}${failed.length > 0 ? `: ${failed.map((e) => `${e.step ?? 'a step'} (${e.detail ?? 'not undone'})`).join('; ')}; run the rollback again once they can be undone: ${opts.rollback}` : ''}` };
+  }
+  const again = rollingBack ? `run the rollback again: ${opts.rollback}` : `resume it: ${opts.resume}`;
   if (last.event === 'run-end') {
     const failed = [...entries].reverse().find((e) => e.event === 'step-failed');
     if (last.detail === 'failed') return { ...base, ...at, state: 'failed', ...(failed?.detail ? { detail: failed.detail } : {}) };
@@ -56,21 +67,21 @@ export function runStatus(plan: MigrationPlan, entries: readonly JournalEntry[],
   const since = holder?.since !== undefined ? ` since ${holder.since}` : '';
   switch (lock.state) {
     case 'held':
-      return { ...base, ...at, state: 'running', ...withLock, detail: `${pid} of this machine holds its lock${since}` };
+      return { ...base, ...at, state: 'running', ...withLock, detail: `${rollingBack ? 'rolling back: ' : ''}${pid} of this machine holds its lock${since}` };
     case 'elsewhere':
       return { ...base, ...at, state: 'on another machine', ...withLock,
         detail: `its lock names ${pid} of host ${lock.host}${since}: whether that run goes on cannot be seen from this machine; ${LEASE} shows the run that holds it; `
-          + `if none does, resume it: ${opts.resume}` };
+          + `if none does, ${again}` };
     case 'stale':
     case 'absent':
       if (opts.journalHere === false) {
         return { ...base, ...at, state: 'on another machine', ...withLock,
           detail: `the journal is the cluster's copy (none in ${opts.stateDir}): whether that run goes on cannot be seen from this machine; ${LEASE} shows the run that holds it; `
-            + `if none does, resume it: ${opts.resume}` };
+            + `if none does, ${again}` };
       }
       return { ...base, ...at, state: 'interrupted', ...withLock,
-        detail: `the journal has no run-end and no process of this machine holds its lock${holder?.pid !== undefined ? ` (pid ${holder.pid}${since} is gone)` : ''}: `
-          + `resume it: ${opts.resume} (if a run goes on from another machine, it holds ${LEASE} and resume stops with exit 8)` };
+        detail: `the journal has no ${rollingBack ? 'rollback-end' : 'run-end'} and no process of this machine holds its lock${holder?.pid !== undefined ? ` (pid ${holder.pid}${since} is gone)` : ''}: `
+          + `${rollingBack ? `run the rollback again: ${opts.rollback}` : `resume it: ${opts.resume}`} (if a run goes on from another machine, it holds ${LEASE} and ${rollingBack ? 'rollback' : 'resume'} stops with exit 8)` };
     default: {
       const never: never = lock;
       throw new Error(`unknown lock state ${JSON.stringify(never)}`);

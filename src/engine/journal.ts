@@ -15,7 +15,7 @@ import { appendLineDurable, decodeText, readRegularFile, statOrUndefined } from 
 export type JournalEvent =
   | 'run-start' | 'run-end'
   | 'step-start' | 'step-skip' | 'step-excluded' | 'backup' | 'applied' | 'verified' | 'step-done' | 'step-failed'
-  | 'gate' | 'confirm' | 'rollback-start' | 'rolled-back' | 'rollback-failed'
+  | 'gate' | 'confirm' | 'rollback-start' | 'rolled-back' | 'rollback-failed' | 'rollback-end'
   /** Objects this run created (bridges, covers), as "<refKey>@<uid>": what moveBack and clean-ups may delete. */
   | 'created'
   /** Figures of a step (e.g. restart waves: JSON with totalSeconds, sumSeconds, maxInFlight, workloads). */
@@ -23,7 +23,7 @@ export type JournalEvent =
 
 export const JOURNAL_EVENTS: readonly JournalEvent[] = [
   'run-start', 'run-end', 'step-start', 'step-skip', 'step-excluded', 'backup', 'applied', 'verified', 'step-done', 'step-failed',
-  'gate', 'confirm', 'rollback-start', 'rolled-back', 'rollback-failed', 'report', 'created',
+  'gate', 'confirm', 'rollback-start', 'rolled-back', 'rollback-failed', 'rollback-end', 'report', 'created',
 ];
 
 /** The largest journal read (a run journals a few lines per object; this is far beyond any real cluster). */

@@ -277,5 +277,7 @@ export async function rollbackSteps(steps: Step[], ctx: StepContext): Promise<Ro
       result.notUndone.push({ step: id, reason });
     }
   }
+  // the rollback ran to its end (a killed one has none: status tells it apart)
+  ctx.journal.append('rollback-end', { detail: `${result.undone.length} undone, ${result.notUndone.length} not undone` });
   return result;
 }

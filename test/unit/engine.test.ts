@@ -190,6 +190,9 @@ describe('runner', () => {
     assert.deepEqual(r.undone, ['c', 'a']);
     assert.deepEqual(r.notUndone.map((x) => x.step), ['b']);
     assert.deepEqual(completedSteps(c.journal.entries()), ['b']);
+    // the rollback's end is journaled (status tells an ended rollback from a killed one by it)
+    const last = c.journal.entries().at(-1)!;
+    assert.deepEqual([last.event, last.detail], ['rollback-end', '2 undone, 1 not undone']);
   });
 
   it('rolls back a step that started and did not finish, first, only when its rollback undoes a part', async () => {

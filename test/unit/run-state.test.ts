@@ -149,6 +149,42 @@ describe('status PLAN: a run without its run-end', () => {
   });
 });
 
+describe('status PLAN after a rollback', () => {
+  it('rolled back once the rollback ended (with what it could not undo); without its end, interrupted with the rollback command, not resume', async () => {
+    const d = tmp();
+    writeFileSync(join(d, 'plan.yaml'), SERVICE_PLAN);
+    const state = join(d, 'state');
+    const status = async () => {
+      const r = await run(['status', join(d, 'plan.yaml'), '--state-dir', state, '-o', 'json']);
+      assert.equal(r.code, 0, r.err);
+      return JSON.parse(r.out).run;
+    };
+    const stopped: Array<[string, string?, string?]> = [...OPEN, ['gate', STEPS[1]], ['run-end', undefined, 'gate']];
+    // killed while rolling back: no rollback-end, no lock holder
+    journal(state, [...stopped, ['rollback-start', undefined, '1 completed step(s)']]);
+    let run1 = await status();
+    assert.equal(run1.state, 'interrupted');
+    assert.match(run1.detail, /the journal has no rollback-end .*: run the rollback again: kube-renumber rollback \S+\/plan\.yaml --state-dir \S+\/state \(if a run goes on from another machine, it holds the Lease \S+ in the cluster and rollback stops with exit 8\)$/);
+    assert.doesNotMatch(run1.detail, /resume/);
+    // ended, everything undone
+    journal(state, [...stopped, ['rollback-start', undefined, '1 completed step(s)'], ['rolled-back', STEPS[0]], ['rollback-end', undefined, '1 undone, 0 not undone']]);
+    run1 = await status();
+    assert.equal(run1.state, 'rolled back');
+    assert.equal(run1.detail, '1 undone, 0 not undone');
+    assert.equal(run1.done, 0);
+    // ended with a step it could not undo: named, with the command to run again
+    journal(state, [...stopped, ['rollback-start'], ['rollback-failed', STEPS[0], 'the bridge is not ours'], ['rollback-end', undefined, '0 undone, 1 not undone']]);
+    run1 = await status();
+    assert.equal(run1.state, 'rolled back');
+    assert.match(run1.detail, new RegExp(`^0 undone, 1 not undone: ${STEPS[0]} \\(the bridge is not ours\\); run the rollback again once they can be undone: kube-renumber rollback `));
+    // a run started again after the rollback is that run's state, not the rollback's
+    journal(state, [...stopped, ['rollback-start'], ['rollback-end', undefined, '1 undone, 0 not undone'], ['run-start', undefined, 'apply'], ['step-start', STEPS[0]]]);
+    run1 = await status();
+    assert.equal(run1.state, 'interrupted');
+    assert.match(run1.detail, /resume it: kube-renumber resume /);
+  });
+});
+
 describe('localLockState', () => {
   it('absent, stale (a pid that is gone, or a torn file), another host\'s; something else there is an input error', () => {
     const d = tmp();

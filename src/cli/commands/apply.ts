@@ -325,7 +325,8 @@ export const statusCommand: Command = {
     });
     const entries = pre.entries;
     const resume = `kube-renumber resume ${shellWord(pre.read.path)}${pre.flags.stateDir !== undefined ? ` --state-dir ${shellWord(pre.flags.stateDir)}` : ''}`;
-    const run = runStatus(plan, entries, { stateDir, resume, journalHere });
+    const rollback = `kube-renumber rollback ${shellWord(pre.read.path)}${pre.flags.stateDir !== undefined ? ` --state-dir ${shellWord(pre.flags.stateDir)}` : ''}`;
+    const run = runStatus(plan, entries, { stateDir, resume, rollback, journalHere });
     const done = new Set(completedSteps(entries));
     const rows = plan.steps.map((st) => {
       const last = [...entries].reverse().find((e) => e.step === st.id);
