@@ -167,6 +167,19 @@ function keysOf(names: readonly string[]): Keys {
   return { names, bytes: names.map((n) => Buffer.from(n, 'utf8')) };
 }
 
+/** Where array() is in its elements (Reader.elements). */
+interface ArrayState {
+  i: number;
+  readonly out: unknown[];
+  readonly head: Record<string, unknown>;
+  /** The closing line of the first element, while guessed element ends are tried. */
+  close: Buffer | undefined;
+  exactUntil: number;
+  failures: number;
+  atElement: boolean;
+  refilled: boolean;
+}
+
 class Reader {
   /** The bytes held: buf[0, end) is the document's [base, base + end). */
   buf: Buffer;
@@ -429,9 +442,7 @@ class Reader {
 
   /** buf[i] is "["; returns the parsed array (each element through the item callback) and the index after "]". */
   *array(i: number, head: Record<string, unknown>): Refills<[unknown[], number]> {
-    const map = this.opts.item;
     const fields = this.opts.fields;
-    const batch = Math.max(1, this.opts.batchBytes ?? BATCH_BYTES);
     const out: unknown[] = [];
     let open: number;
     [open, i] = yield* this.whole(i, (at) => {
@@ -453,18 +464,43 @@ class Reader {
         close[close.length - 1] = RBRACE;
       }
     }
+    const st: ArrayState = { i, out, head, close, exactUntil: -1, failures: 0, atElement: true, refilled: false };
+    while (!this.elements(st)) {
+      const shift: number = yield st.i;
+      st.i -= shift;
+      st.exactUntil -= shift;
+      st.refilled = true;
+    }
+    return [out, st.i];
+  }
+
+  /**
+   * array()'s loop over the elements from st.i on, in a plain method (the engine optimizes its loop in place,
+   * which it does not in a generator): true at the array's "]" (st.i after it), false when the window must be
+   * refilled, keeping the bytes from st.i, before it goes on.
+   */
+  private elements(st: ArrayState): boolean {
+    const map = this.opts.item;
+    const fields = this.opts.fields;
+    const batch = Math.max(1, this.opts.batchBytes ?? BATCH_BYTES);
+    const out = st.out;
+    const head = st.head;
+    let i = st.i;
+    let close = st.close;
     /** Elements before this offset are read one by one (a guess there failed or found nothing). */
-    let exactUntil = -1;
-    let failures = 0;
+    let exactUntil = st.exactUntil;
+    let failures = st.failures;
     /** i is at an element (true) or after one (false). */
-    let atElement = true;
+    let atElement = st.atElement;
+    /** The window was refilled just before: no refill before the element. */
+    let refilled = st.refilled;
 
     for (;;) {
-      if (atElement && i > 0 && this.streamed && !this.eof && this.end - i < this.aheadBytes) {
-        const shift: number = yield i;
-        i -= shift;
-        exactUntil -= shift;
+      if (!refilled && atElement && i > 0 && this.streamed && !this.eof && this.end - i < this.aheadBytes) {
+        st.i = i; st.close = close; st.exactUntil = exactUntil; st.failures = failures; st.atElement = atElement;
+        return false;
       }
+      refilled = false;
       try {
         if (atElement) {
           const buf = this.buf;
@@ -507,15 +543,14 @@ class Reader {
         const j = this.ws(i);
         if (j >= this.end) this.fail(this.end, 'unexpected end of input in an array (truncated file?)');
         const c = this.buf[j];
-        if (c === RBRACKET) return [out, j + 1];
+        if (c === RBRACKET) { st.i = j + 1; return true; }
         if (c !== COMMA) this.fail(j, `expected "," or "]" after array element ${out.length}`);
         i = j + 1;
         atElement = true;
       } catch (e) {
         if (e !== NEED_MORE) throw e;
-        const shift: number = yield i;
-        i -= shift;
-        exactUntil -= shift;
+        st.i = i; st.close = close; st.exactUntil = exactUntil; st.failures = failures; st.atElement = atElement;
+        return false;
       }
     }
   }
