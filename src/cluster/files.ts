@@ -10,7 +10,8 @@
  * JoinConfiguration, InstanceGroup, ...) are ignored; everything else goes to `objects`.
  *
  * Size: up to `streamAbove` bytes (default 64 MiB) a file is read whole and becomes one string parsed at once.
- * Above, a JSON file (a List, any object, an array) is read a window at a time (./json-list.ts) and parsed
+ * Above, a JSON file (a List, any object, an array) is read a window at a time, the next one read ahead on
+ * libuv's thread pool while one is parsed (./json-list.ts), and parsed
  * item by item, so a `kubectl get pods -A -o json` of several GB reads in less CPU time than JSON.parse of its
  * text (docs/benchmarks.md, large-list) and without ever holding the whole text: Pods outside kube-system are read field by field and
  * keep only the fields the snapshot reads (name, namespace, uid, labels, ownerReferences, nodeName,
@@ -22,13 +23,13 @@
  * Every problem is an InputError with a one-line message naming the file and what to do.
  */
 import { constants as bufferConstants } from 'node:buffer';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, read, readSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadAll } from 'js-yaml';
 import { InputError } from '../errors.ts';
 import { setObjectOrigin } from './validate.ts';
-import { type ByteSource, type ElementFields, parseJsonBytes, parseJsonStream } from './json-list.ts';
+import { type AsyncByteSource, type ElementFields, parseJsonBytes, parseJsonStreamAhead, WINDOW_BYTES } from './json-list.ts';
 import type { KubeObject, RawInventory } from './types.ts';
 import { inferServerVersion } from './version.ts';
 
@@ -49,6 +50,8 @@ export interface ReadInventoryOptions {
   streamAbove?: number;
   /** The longest text parsed as one string (default: the runtime's limit; tests make it small). */
   stringLimit?: number;
+  /** Bytes of a file parsed item by item held per window (default WINDOW_BYTES; tests make it small). */
+  windowBytes?: number;
 }
 
 function ioReason(e: unknown): string {
@@ -289,10 +292,12 @@ function lineInFile(fd: number, offset: number): number {
 }
 
 /**
- * A regular file of more than `streamAbove` bytes whose first byte is "{" or "[", read a window at a time and
- * parsed item by item into `objects` / `configs`; false (nothing read) for any other file.
+ * A regular file of more than `streamAbove` bytes whose first byte is "{" or "[", read a window at a time (the
+ * next window read ahead while one is parsed: json-list.ts parseJsonStreamAhead) and parsed item by item into
+ * `objects` / `configs`; false (nothing read) for any other file. A file whose size or modification time
+ * changed while it was read is refused: its items would not be one state of the cluster.
  */
-function readStreamed(path: string, objects: KubeObject[], configs: KubeObject[], opts: ReadInventoryOptions): boolean {
+async function readStreamed(path: string, objects: KubeObject[], configs: KubeObject[], opts: ReadInventoryOptions): Promise<boolean> {
   const limit = Math.min(opts.stringLimit ?? MAX_STRING, MAX_STRING);
   const streamAbove = Math.min(opts.streamAbove ?? STREAM_ABOVE, limit);
   const fd = openSync(path, 'r');
@@ -302,17 +307,22 @@ function readStreamed(path: string, objects: KubeObject[], configs: KubeObject[]
     const head = Buffer.allocUnsafe(Math.min(st.size, 64 * 1024));
     const first = firstByte(head.subarray(0, readSync(fd, head, 0, head.length, 0)));
     if (first !== 0x7b && first !== 0x5b) return false;
-    let pos = 0;
-    const src: ByteSource = {
-      read: (buf, off, len) => { const n = readSync(fd, buf, off, Math.min(len, READ_CHUNK), pos); pos += n; return n; },
+    const src: AsyncByteSource = {
+      readAt: (buf, off, len, pos) => new Promise((resolve, reject) => {
+        read(fd, buf, off, Math.min(len, READ_CHUNK), pos, (err, n) => (err ? reject(err) : resolve(n)));
+      }),
       lineAt: (offset) => lineInFile(fd, offset),
     };
     let v: unknown;
     try {
-      v = parseJsonStream(src, { item: slimItem, fields: POD_FIELDS });
+      v = await parseJsonStreamAhead(src, { item: slimItem, fields: POD_FIELDS }, opts.windowBytes ?? WINDOW_BYTES);
     } catch (e) {
       if (e instanceof InputError) throw new InputError(`${path}: ${e.message}; ${HINT}`);
       throw e;
+    }
+    const now = fstatSync(fd);
+    if (now.size !== st.size || now.mtimeMs !== st.mtimeMs) {
+      throw new InputError(`${path}: the file changed while it was read (${now.size !== st.size ? `its size went from ${st.size} to ${now.size} bytes` : 'modified'}); read it again once it is complete`);
     }
     addDocuments(Array.isArray(v) ? v : [v], path, objects, configs);
     return true;
@@ -375,7 +385,7 @@ export async function readInventoryFiles(paths: string[], opts: ReadInventoryOpt
   for (const f of files) {
     let buf: Buffer;
     try {
-      if (f !== '-' && readStreamed(f, objects, configs, opts)) continue;
+      if (f !== '-' && await readStreamed(f, objects, configs, opts)) continue;
       buf = f === '-' ? await readStdin() : await readBytes(f);
     } catch (e) {
       if (e instanceof InputError) throw e;

@@ -20,6 +20,11 @@
  * read here, so such elements (kubectl's managedFields keys, `k:{\"type\":...}`, are escaped) cost about three
  * times as much as a native parse.
  *
+ * Streamed (parseJsonStream, parseJsonStreamAhead), the bytes are held a window at a time. The reader itself
+ * is synchronous; where it needs more bytes (before an element when little of the window is left, or in the
+ * middle of a value) its generators yield, and the caller refills the window: at once from a ByteSource, or,
+ * reading ahead, with the bytes an AsyncByteSource read into a second buffer while the window was parsed.
+ *
  * Errors are InputErrors naming the byte offset and line; callers prefix the file name.
  */
 import { InputError } from '../errors.ts';
@@ -81,6 +86,17 @@ export interface ByteSource {
   lineAt?(offset: number): number;
 }
 
+/**
+ * Where a document read ahead comes from (parseJsonStreamAhead): reads at a position, settled off the main
+ * thread (a file's reads run on libuv's thread pool), never two at a time.
+ */
+export interface AsyncByteSource {
+  /** Reads up to `length` bytes of the document from byte `position` into buf at `offset`; 0 at the end. */
+  readAt(buf: Buffer, offset: number, length: number, position: number): Promise<number>;
+  /** As ByteSource.lineAt. */
+  lineAt?(offset: number): number;
+}
+
 export interface JsonBytesOptions {
   /**
    * Called with each element of the top-level object's "items" array (or of a top-level array) right after
@@ -98,6 +114,13 @@ export interface JsonBytesOptions {
 export const WINDOW_BYTES = 16 * 1024 * 1024;
 /** Before an element, the window is refilled when fewer bytes than this are left in it. */
 const AHEAD_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The reader's refills: document(), object(), array() and whole() yield the index from which the bytes held
+ * are still needed and are resumed with by how much indices moved down, once the window is refilled. A caller
+ * refills synchronously (parseJsonStream) or awaits a read ahead (parseJsonStreamAhead).
+ */
+type Refills<T> = Generator<number, T, number>;
 
 /**
  * Why a range holding a backslash is not given to JSON.parse (and thrown inside Reader.exact for invalid JSON).
@@ -144,6 +167,19 @@ function keysOf(names: readonly string[]): Keys {
   return { names, bytes: names.map((n) => Buffer.from(n, 'utf8')) };
 }
 
+/** Where array() is in its elements (Reader.elements). */
+interface ArrayState {
+  i: number;
+  readonly out: unknown[];
+  readonly head: Record<string, unknown>;
+  /** The closing line of the first element, while guessed element ends are tried. */
+  close: Buffer | undefined;
+  exactUntil: number;
+  failures: number;
+  atElement: boolean;
+  refilled: boolean;
+}
+
 class Reader {
   /** The bytes held: buf[0, end) is the document's [base, base + end). */
   buf: Buffer;
@@ -151,32 +187,61 @@ class Reader {
   base = 0;
   /** No more bytes than those held. */
   eof: boolean;
-  readonly src: ByteSource | undefined;
+  /** Bytes come from a source, a window at a time. */
+  readonly streamed: boolean;
+  private readonly src: ByteSource | undefined;
+  private readonly lineAt: ((offset: number) => number) | undefined;
   readonly opts: JsonBytesOptions;
+  /** Before an element, the window is refilled when fewer bytes than this are left in it. */
+  readonly aheadBytes: number;
   private readonly top: Keys | undefined;
   private readonly sub: Keys[] = [];
+  /** Read ahead: the source, and the read in flight (none once the source's end is reached) into `spare` at `room`, of the bytes from base + end on. */
+  private readonly asrc: AsyncByteSource | undefined;
+  private ahead: Promise<number> | undefined;
+  private spare: Buffer | undefined;
+  /** Bytes kept free before those read ahead: the tail of the window goes there (at most aheadBytes at an element). */
+  private readonly room: number = 0;
 
-  constructor(buf: Uint8Array, opts: JsonBytesOptions, src?: ByteSource) {
+  constructor(buf: Uint8Array, opts: JsonBytesOptions, src?: ByteSource | { async: AsyncByteSource; spare: Buffer }) {
     this.buf = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.streamed = src !== undefined;
     this.end = src ? 0 : this.buf.length;
     this.eof = !src;
-    this.src = src;
     this.opts = opts;
+    this.aheadBytes = AHEAD_BYTES;
     const f = opts.fields;
     if (f) {
       const picked = Object.keys(f.picked);
       this.top = keysOf([...f.whole, ...picked]);
       for (const k of this.top.names) this.sub.push(keysOf(Object.hasOwn(f.picked, k) ? f.picked[k]! : []));
     }
-    if (src) this.refill(0);
+    if (src !== undefined && 'async' in src) {
+      this.asrc = src.async;
+      this.spare = src.spare;
+      this.room = Math.min(AHEAD_BYTES, Math.floor(Math.min(this.buf.length, src.spare.length) / 4));
+      this.aheadBytes = this.room;
+      this.lineAt = src.async.lineAt;
+    } else if (src !== undefined) {
+      this.src = src;
+      this.lineAt = src.lineAt;
+      this.refill(0);
+    }
   }
 
   fail(at: number, what: string): never {
     if (at >= this.end && !this.eof) throw NEED_MORE;
     const pos = Math.min(at, this.end);
     const abs = this.base + pos;
-    const line = this.src ? this.src.lineAt?.(abs) : lineOf(this.buf, pos);
+    const line = this.streamed ? this.lineAt?.(abs) : lineOf(this.buf, pos);
     throw new InputError(`not valid JSON at byte ${abs}${line !== undefined ? ` (line ${line})` : ''}: ${oneLine(what)}`);
+  }
+
+  /** A buffer twice as large as the window (at least WINDOW_BYTES) holding its bytes: one value is larger than the window. */
+  private grow(): void {
+    const grown = Buffer.allocUnsafe(Math.max(WINDOW_BYTES, this.buf.length * 2));
+    this.buf.copy(grown, 0, 0, this.end);
+    this.buf = grown;
   }
 
   /**
@@ -190,17 +255,84 @@ class Reader {
       this.end -= keep;
       this.base += keep;
     }
-    if (this.end === this.buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(WINDOW_BYTES, this.buf.length * 2));
-      this.buf.copy(grown, 0, 0, this.end);
-      this.buf = grown;
-    }
+    if (this.end === this.buf.length) this.grow();
     while (this.end < this.buf.length) {
       const n = src.read(this.buf, this.end, this.buf.length - this.end);
       if (n <= 0) { this.eof = true; break; }
       this.end += n;
     }
     return keep;
+  }
+
+  /** Read ahead: the first window (waited for), then the next bytes read ahead. */
+  async start(): Promise<void> {
+    await this.fill();
+    this.readAhead();
+  }
+
+  /** Reads (waiting) from base + end until the window is full or the source ends. */
+  private async fill(): Promise<void> {
+    const src = this.asrc!;
+    while (this.end < this.buf.length) {
+      const n = await src.readAt(this.buf, this.end, this.buf.length - this.end, this.base + this.end);
+      if (n <= 0) { this.eof = true; break; }
+      this.end += n;
+    }
+  }
+
+  /** Starts reading the bytes after the window into `spare` (after its room), unless the source has ended. */
+  private readAhead(): void {
+    if (this.eof) return;
+    const spare = this.spare!;
+    const read = this.asrc!.readAt(spare, this.room, spare.length - this.room, this.base + this.end);
+    read.catch(() => undefined); // a failed read is reported where it is awaited
+    this.ahead = read;
+  }
+
+  /**
+   * refill() with the bytes read ahead: the window's tail from `keep` (at most `room` bytes: the usual case,
+   * at an element) is copied in front of them and the two buffers swap; a longer tail (one value longer than
+   * what is left) stays, the window grows as in refill() when it is full, and the bytes read ahead are appended
+   * (read to full). Then the next read ahead starts. Returns by how much indices moved down (negative when up).
+   */
+  async refillAhead(keep: number): Promise<number> {
+    const n = await this.ahead!;
+    this.ahead = undefined;
+    if (n <= 0) {
+      this.eof = true;
+      return 0;
+    }
+    const spare = this.spare!;
+    const tail = this.end - keep;
+    let shift: number;
+    if (tail <= this.room) {
+      const at = this.room - tail;
+      this.buf.copy(spare, at, keep, this.end);
+      this.spare = this.buf;
+      this.buf = spare;
+      shift = keep - at;
+      this.end = this.room + n;
+    } else {
+      this.buf.copyWithin(0, keep, this.end);
+      this.end = tail;
+      shift = keep;
+      if (this.end === this.buf.length) this.grow();
+      const m = Math.min(n, this.buf.length - this.end);
+      spare.copy(this.buf, this.end, this.room, this.room + m);
+      this.end += m;
+    }
+    this.base += shift;
+    // in the second case the bytes read ahead that did not fit are read again
+    if (this.end < this.buf.length && tail > this.room) await this.fill();
+    this.readAhead();
+    return shift;
+  }
+
+  /** Waits for the read in flight, if any (before the source is closed). */
+  async settle(): Promise<void> {
+    const read = this.ahead;
+    this.ahead = undefined;
+    if (read !== undefined) await read.catch(() => 0);
   }
 
   ws(i: number): number {
@@ -309,13 +441,11 @@ class Reader {
   }
 
   /** buf[i] is "["; returns the parsed array (each element through the item callback) and the index after "]". */
-  array(i: number, head: Record<string, unknown>): [unknown[], number] {
-    const map = this.opts.item;
+  *array(i: number, head: Record<string, unknown>): Refills<[unknown[], number]> {
     const fields = this.opts.fields;
-    const batch = Math.max(1, this.opts.batchBytes ?? BATCH_BYTES);
     const out: unknown[] = [];
     let open: number;
-    [open, i] = this.whole(i, (at) => {
+    [open, i] = yield* this.whole(i, (at) => {
       const p = this.ws(at + 1);
       if (p >= this.end) this.fail(this.end, 'unexpected end of input in an array (truncated file?)');
       return [at, p];
@@ -334,18 +464,43 @@ class Reader {
         close[close.length - 1] = RBRACE;
       }
     }
+    const st: ArrayState = { i, out, head, close, exactUntil: -1, failures: 0, atElement: true, refilled: false };
+    while (!this.elements(st)) {
+      const shift: number = yield st.i;
+      st.i -= shift;
+      st.exactUntil -= shift;
+      st.refilled = true;
+    }
+    return [out, st.i];
+  }
+
+  /**
+   * array()'s loop over the elements from st.i on, in a plain method (the engine optimizes its loop in place,
+   * which it does not in a generator): true at the array's "]" (st.i after it), false when the window must be
+   * refilled, keeping the bytes from st.i, before it goes on.
+   */
+  private elements(st: ArrayState): boolean {
+    const map = this.opts.item;
+    const fields = this.opts.fields;
+    const batch = Math.max(1, this.opts.batchBytes ?? BATCH_BYTES);
+    const out = st.out;
+    const head = st.head;
+    let i = st.i;
+    let close = st.close;
     /** Elements before this offset are read one by one (a guess there failed or found nothing). */
-    let exactUntil = -1;
-    let failures = 0;
+    let exactUntil = st.exactUntil;
+    let failures = st.failures;
     /** i is at an element (true) or after one (false). */
-    let atElement = true;
+    let atElement = st.atElement;
+    /** The window was refilled just before: no refill before the element. */
+    let refilled = st.refilled;
 
     for (;;) {
-      if (atElement && i > 0 && this.src && !this.eof && this.end - i < AHEAD_BYTES) {
-        const shift = this.refill(i);
-        i -= shift;
-        exactUntil -= shift;
+      if (!refilled && atElement && i > 0 && this.streamed && !this.eof && this.end - i < this.aheadBytes) {
+        st.i = i; st.close = close; st.exactUntil = exactUntil; st.failures = failures; st.atElement = atElement;
+        return false;
       }
+      refilled = false;
       try {
         if (atElement) {
           const buf = this.buf;
@@ -388,15 +543,14 @@ class Reader {
         const j = this.ws(i);
         if (j >= this.end) this.fail(this.end, 'unexpected end of input in an array (truncated file?)');
         const c = this.buf[j];
-        if (c === RBRACKET) return [out, j + 1];
+        if (c === RBRACKET) { st.i = j + 1; return true; }
         if (c !== COMMA) this.fail(j, `expected "," or "]" after array element ${out.length}`);
         i = j + 1;
         atElement = true;
       } catch (e) {
         if (e !== NEED_MORE) throw e;
-        const shift = this.refill(i);
-        i -= shift;
-        exactUntil -= shift;
+        st.i = i; st.close = close; st.exactUntil = exactUntil; st.failures = failures; st.atElement = atElement;
+        return false;
       }
     }
   }
@@ -620,28 +774,28 @@ class Reader {
     }
   }
 
-  document(): unknown {
+  *document(): Refills<unknown> {
     let i = 0;
     if (this.end >= 3 && this.buf[0] === 0xef && this.buf[1] === 0xbb && this.buf[2] === 0xbf) i = 3;
-    i = this.whole(i, (at) => {
+    i = (yield* this.whole(i, (at) => {
       const p = this.ws(at);
       if (p >= this.end) this.fail(this.end, 'empty document');
       return [null, p];
-    })[1];
+    }))[1];
     let value: unknown;
     const c = this.buf[i];
     if (c === LBRACKET) {
-      [value, i] = this.array(i, {});
+      [value, i] = yield* this.array(i, {});
     } else if (c === LBRACE) {
-      [value, i] = this.object(i);
+      [value, i] = yield* this.object(i);
     } else {
-      [value, i] = this.whole(i, (at) => { const stop = this.skip(at); return [this.parse(at, stop), stop]; });
+      [value, i] = yield* this.whole(i, (at) => { const stop = this.skip(at); return [this.parse(at, stop), stop]; });
     }
     for (;;) {
       i = this.ws(i);
       if (i < this.end) this.fail(i, 'unexpected data after the end of the document');
       if (this.eof) return value;
-      i -= this.refill(i);
+      i -= yield i;
     }
   }
 
@@ -649,29 +803,29 @@ class Reader {
    * `read(i)` (which reads something starting at buf[i] and returns it with the index after it) again from the
    * same byte, with more bytes held, each time it reaches the end of those held before the source's end.
    */
-  whole<T>(i: number, read: (i: number) => [T, number]): [T, number] {
+  *whole<T>(i: number, read: (i: number) => [T, number]): Refills<[T, number]> {
     for (;;) {
       try {
         return read(i);
       } catch (e) {
         if (e !== NEED_MORE) throw e;
-        i -= this.refill(i);
+        i -= yield i;
       }
     }
   }
 
   /** The top-level object: fields one by one, "items" streamed when it is an array. */
-  object(i: number): [Record<string, unknown>, number] {
+  *object(i: number): Refills<[Record<string, unknown>, number]> {
     const out: Record<string, unknown> = {};
-    i = this.whole(i, (at) => {
+    i = (yield* this.whole(i, (at) => {
       const p = this.ws(at + 1);
       if (p >= this.end) this.fail(this.end, 'unexpected end of input in an object (truncated file?)');
       return [null, p];
-    })[1];
+    }))[1];
     if (this.buf[i] === RBRACE) return [out, i + 1];
     for (;;) {
       // the field's name and ":" (held whole), then its value: "items" streamed, any other held whole
-      const [key, at] = this.whole(i, (p) => {
+      const [key, at] = yield* this.whole(i, (p) => {
         const buf = this.buf;
         if (buf[p] !== QUOTE) this.fail(p, 'expected a field name in double quotes');
         const keyEnd = this.string(p);
@@ -686,12 +840,12 @@ class Reader {
       i = at;
       let value: unknown;
       if (key === 'items' && this.buf[i] === LBRACKET) {
-        [value, i] = this.array(i, out);
+        [value, i] = yield* this.array(i, out);
       } else {
-        [value, i] = this.whole(i, (p) => { const stop = this.skip(p); return [this.parse(p, stop), stop]; });
+        [value, i] = yield* this.whole(i, (p) => { const stop = this.skip(p); return [this.parse(p, stop), stop]; });
       }
       Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true });
-      const [c, next] = this.whole(i, (p) => {
+      const [c, next] = yield* this.whole(i, (p) => {
         p = this.ws(p);
         if (p >= this.end) this.fail(this.end, 'unexpected end of input in an object (truncated file?)');
         const ch = this.buf[p];
@@ -699,18 +853,26 @@ class Reader {
         return [ch, p + 1];
       });
       if (c === RBRACE) return [out, next];
-      i = this.whole(next, (p) => {
+      i = (yield* this.whole(next, (p) => {
         p = this.ws(p);
         if (p >= this.end) this.fail(this.end, 'unexpected end of input in an object (truncated file?)');
         return [null, p];
-      })[1];
+      }))[1];
     }
   }
 }
 
+/** Runs the reader's refills synchronously (none for bytes held whole). */
+function runSync<T>(r: Reader, g: Refills<T>): T {
+  let step = g.next();
+  while (!step.done) step = g.next(r.refill(step.value));
+  return step.value;
+}
+
 /** What JSON.parse would return for these bytes (UTF-8, optional BOM), read item by item; see the module comment. */
 export function parseJsonBytes(buf: Uint8Array, opts: JsonBytesOptions = {}): unknown {
-  return new Reader(buf, opts).document();
+  const r = new Reader(buf, opts);
+  return runSync(r, r.document());
 }
 
 /**
@@ -718,5 +880,25 @@ export function parseJsonBytes(buf: Uint8Array, opts: JsonBytesOptions = {}): un
  * element): only the window and what the callbacks keep are held, never the whole document.
  */
 export function parseJsonStream(src: ByteSource, opts: JsonBytesOptions = {}, windowBytes = WINDOW_BYTES): unknown {
-  return new Reader(Buffer.allocUnsafe(Math.max(4, windowBytes)), opts, src).document();
+  const r = new Reader(Buffer.allocUnsafe(Math.max(4, windowBytes)), opts, src);
+  return runSync(r, r.document());
+}
+
+/**
+ * parseJsonStream reading ahead: while a window is parsed, the next bytes are read into a second buffer of the
+ * same size (off the main thread: the reads are not on the parse's path), so twice the window is held. Same
+ * values and errors. A read in flight is waited for before this returns or throws.
+ */
+export async function parseJsonStreamAhead(src: AsyncByteSource, opts: JsonBytesOptions = {}, windowBytes = WINDOW_BYTES): Promise<unknown> {
+  const size = Math.max(4, windowBytes);
+  const r = new Reader(Buffer.allocUnsafe(size), opts, { async: src, spare: Buffer.allocUnsafe(size) });
+  try {
+    await r.start();
+    const g = r.document();
+    let step = g.next();
+    while (!step.done) step = g.next(await r.refillAhead(step.value));
+    return step.value;
+  } finally {
+    await r.settle();
+  }
 }

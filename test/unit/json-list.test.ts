@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdtempSync, openSync, read, readdirSync, readFileSync, rmSync, truncateSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { load, loadAll } from 'js-yaml';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { InputError, parseInventoryBytes, readInventoryFiles } from '../../src/cluster/files.ts';
-import { type ByteSource, type ElementFields, parseJsonBytes, parseJsonStream } from '../../src/cluster/json-list.ts';
+import { type AsyncByteSource, type ByteSource, type ElementFields, parseJsonBytes, parseJsonStream, parseJsonStreamAhead } from '../../src/cluster/json-list.ts';
 import type { KubeObject } from '../../src/cluster/types.ts';
 
 const EXAMPLES = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples');
@@ -298,6 +298,182 @@ const POD = (ns: string, name: string, extra: Record<string, unknown> = {}) => (
   spec: { nodeName: 'n1', hostNetwork: false, containers: [{ name: 'c', image: 'i' }], volumes: [] },
   status: { phase: 'Running', podIP: '10.0.0.1', podIPs: [{ ip: '10.0.0.1' }], conditions: [] },
   ...extra,
+});
+
+/**
+ * The bytes as an AsyncByteSource handing out at most `step` bytes per read, settled now or a few event-loop
+ * turns later (`delays`, cycled); fails the test when a read starts while another is in flight.
+ */
+function asyncSource(b: Buffer, step: number, delays: number[]): AsyncByteSource & { inFlight: () => number; reads: () => number } {
+  let flying = 0;
+  let count = 0;
+  return {
+    readAt: async (buf, off, len, pos) => {
+      assert.equal(flying, 0, 'a read started while another was in flight');
+      flying++;
+      const d = delays[count++ % delays.length]!;
+      for (let k = 0; k < d; k++) await new Promise((r) => setImmediate(r));
+      const n = Math.max(0, Math.min(len, step, b.length - pos));
+      b.copy(buf, off, pos, pos + n);
+      flying--;
+      return n;
+    },
+    lineAt: (offset) => b.subarray(0, offset).toString('latin1').split('\n').length,
+    inFlight: () => flying,
+    reads: () => count,
+  };
+}
+
+test('property: read ahead from a source a small window at a time, the same as from one buffer (values and errors)', async () => {
+  const doc = fc.tuple(listDoc, layout, fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1, max: 50 }), fc.nat(), fc.constantFrom('none', 'cut', 'change'), fc.constantFrom(...'{}[]",:\\ 0x\n'.split('')), fc.array(fc.nat({ max: 2 }), { minLength: 1, maxLength: 4 }));
+  await fc.assert(fc.asyncProperty(doc, async ([d, lay, win, step, at, how, ch, delays]) => {
+    const text = listText(d, lay);
+    const p = at % (text.length + 1);
+    const t = how === 'cut' ? text.slice(0, p) : how === 'change' ? `${text.slice(0, p)}${ch}${text.slice(p + 1)}` : text;
+    const b = bytes(t);
+    let want: unknown;
+    let wantErr: string | undefined;
+    try { want = parseJsonBytes(b); } catch (e) { wantErr = (e as Error).message; }
+    const src = asyncSource(b, step, delays);
+    if (wantErr !== undefined) {
+      await assert.rejects(parseJsonStreamAhead(src, {}, win), (e: unknown) => e instanceof InputError && e.message === wantErr);
+    } else {
+      assert.deepStrictEqual(await parseJsonStreamAhead(src, {}, win), want);
+    }
+    assert.equal(src.inFlight(), 0, 'a read still in flight after the result');
+  }), { numRuns: 1000 });
+});
+
+test('read ahead, field by field: the same as one buffer, for Pods and for elements longer than the window', async () => {
+  const fields: ElementFields = { whole: ['apiVersion', 'kind'], picked: { metadata: ['name', 'namespace'], status: ['podIP'] }, accept: (kept) => kept.kind === 'Pod' };
+  const items = Array.from({ length: 60 }, (_, i) => (i % 9 === 4
+    ? { kind: 'ConfigMap', metadata: { name: `big-${i}` }, data: { blob: `${'x\\"}]'.repeat(3000 + i)}` } } // longer than the window and its room
+    : POD(i % 5 === 0 ? 'kube-system' : 'default', `p${i}`, { kind: i % 7 === 0 ? 'Other' : 'Pod' })));
+  for (const lay of [4, 0, ['\n', ' ', '']]) {
+    const b = bytes(listText({ before: { apiVersion: 'v1' }, items, after: { kind: 'List' } }, lay));
+    const want = parseJsonBytes(b, { fields });
+    for (const win of [4, 100, 4096, 20_000]) {
+      for (const step of [37, 1 << 20]) {
+        const src = asyncSource(b, step, [0, 1]);
+        assert.deepStrictEqual(await parseJsonStreamAhead(src, { fields }, win), want, `window ${win}, step ${step}`);
+        assert.ok(src.reads() > 1);
+      }
+    }
+  }
+});
+
+test('read ahead from a file cut while it is read: the error for the bytes there were, not a result', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kr-json-list-'));
+  try {
+    const f = join(dir, 'pods.json');
+    const text = JSON.stringify({ apiVersion: 'v1', items: Array.from({ length: 400 }, (_, i) => POD('default', `p${i}`)), kind: 'List', metadata: {} }, null, 4);
+    const whole = bytes(text);
+    for (const cutAtRead of [2, 5, 20]) {
+      writeFileSync(f, whole);
+      const fd = openSync(f, 'r+');
+      try {
+        let reads = 0;
+        let endSeen = -1;
+        const src: AsyncByteSource = {
+          readAt: (buf, off, len, pos) => {
+            if (++reads === cutAtRead) ftruncateSync(fd, Math.floor(whole.length / 3));
+            return new Promise((resolve, reject) => read(fd, buf, off, len, pos, (err, n) => {
+              if (n === 0 && endSeen === -1) endSeen = pos;
+              return err ? reject(err) : resolve(n);
+            }));
+          },
+        };
+        let err: unknown;
+        await parseJsonStreamAhead(src, {}, 8192).then(() => { err = 'no error'; }, (e: unknown) => { err = e; });
+        assert.ok(endSeen > 0 && endSeen < whole.length, `the cut was seen (${endSeen})`);
+        let want: unknown;
+        try { parseJsonBytes(whole.subarray(0, endSeen)); } catch (e) { want = (e as Error).message; }
+        assert.ok(err instanceof InputError, String(err));
+        assert.equal(err.message.replace(/ \(line \d+\)/, ''), String(want).replace(/ \(line \d+\)/, ''));
+        assert.match(err.message, /truncated file\?/);
+      } finally {
+        closeSync(fd);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** A kubectl-style List of `n` Pods (every 5th in kube-system, every 11th with an escaped key in managedFields) as bytes. */
+function podListBytes(n: number): Buffer {
+  const items = Array.from({ length: n }, (_, i) => {
+    const p = POD(i % 5 === 0 ? 'kube-system' : `ns${i % 3}`, `pod-${i}`, { status: { phase: 'Running', podIP: `10.1.${i >> 8}.${i & 255}`, podIPs: [{ ip: `10.1.${i >> 8}.${i & 255}` }] } });
+    if (i % 11 === 0) (p.metadata.managedFields[0] as Record<string, unknown>)['k:{"type":"Ready"}'] = { '.': {} };
+    return p;
+  });
+  return bytes(JSON.stringify({ apiVersion: 'v1', items, kind: 'List', metadata: { resourceVersion: '' } }, null, 4));
+}
+
+/** What the streamed path keeps of `o` (as parsed by JSON.parse): Pods outside kube-system slimmed to what the snapshot reads. */
+function slimRef(o: Record<string, any>): Record<string, any> {
+  if (o.kind !== 'Pod' || o.metadata.namespace === 'kube-system') return o;
+  const pick = (v: Record<string, unknown>, ks: string[]) => Object.fromEntries(ks.filter((k) => Object.hasOwn(v, k)).map((k) => [k, v[k]]));
+  return {
+    apiVersion: o.apiVersion, kind: o.kind,
+    metadata: pick(o.metadata, ['name', 'namespace', 'uid', 'labels', 'ownerReferences']),
+    spec: pick(o.spec, ['nodeName', 'hostNetwork']),
+    status: pick(o.status, ['phase', 'podIP', 'podIPs']),
+  };
+}
+
+test('files above the threshold are read ahead a window at a time: the same objects as JSON.parse of the text, any window', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kr-json-list-'));
+  try {
+    const f = join(dir, 'pods.json');
+    const b = podListBytes(500);
+    writeFileSync(f, b);
+    const want = (JSON.parse(b.toString('utf8')) as { items: Array<Record<string, unknown>> }).items.map(slimRef);
+    const whole = await readInventoryFiles([f]);
+    for (const windowBytes of [4, 333, 4096, 65_536, 1 << 24]) {
+      const inv = await readInventoryFiles([f], { streamAbove: 1024, windowBytes });
+      assert.deepStrictEqual(inv.objects, want, `window ${windowBytes}`);
+      assert.deepStrictEqual(buildSnapshot(inv).pods, buildSnapshot(whole).pods);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** Calls `f` after `turns` turns of the event loop. */
+function afterTurns(turns: number, f: () => void): void {
+  let n = 0;
+  const tick = (): void => { if (++n >= turns) f(); else setImmediate(tick); };
+  setImmediate(tick);
+}
+
+test('a file changed or cut while it is read ahead is refused (InputError), not read as a mix', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kr-json-list-'));
+  try {
+    const f = join(dir, 'pods.json');
+    const b = podListBytes(1500);
+    const at = b.lastIndexOf('10.1.');
+    const past = new Date(Date.now() - 3600_000);
+    for (const how of ['changed', 'cut'] as const) {
+      writeFileSync(f, b);
+      utimesSync(f, past, past); // a change now gets another modification time, whatever the clock's grain
+      // 4 KiB windows: hundreds of reads, each awaited on a turn of the event loop; the change comes after 50
+      const reading = readInventoryFiles([f], { streamAbove: 1024, windowBytes: 4096 });
+      let done = false;
+      afterTurns(50, () => {
+        assert.equal(done, false, 'the file was read before it changed');
+        if (how === 'cut') truncateSync(f, Math.floor(b.length / 2));
+        else { const fd = openSync(f, 'r+'); writeSync(fd, '99.9.', at); closeSync(fd); }
+      });
+      await assert.rejects(reading.finally(() => { done = true; }), (e: unknown) => e instanceof InputError && e.message.startsWith(`${f}: `)
+        && (how === 'cut' ? /truncated file\?/.test(e.message) : /the file changed while it was read \(modified\)/.test(e.message)), how);
+    }
+    // unchanged, the same file reads
+    writeFileSync(f, b);
+    assert.equal((await readInventoryFiles([f], { streamAbove: 1024, windowBytes: 4096 })).objects.length, 1500);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('streamed Lists: Pods outside kube-system keep what the snapshot reads; kube-system pods and other kinds stay whole', () => {
