@@ -12,6 +12,7 @@
 import type { CiliumPoolInfo, Family, Snapshot } from '../../cluster/types.ts';
 import { clusterCIDRTooWide } from '../../analyze/references.ts';
 import { contains, familyName, formatCidr, overlaps, parseCidr, tryParseCidr, type Cidr } from '../../net/index.ts';
+import { need, POD_RBAC_FILE } from '../access-need.ts';
 import { covering } from '../distributions/common.ts';
 import { cidrAt, fail, inAny, int, list, obj, str, subdomain, type Obj } from '../plan-fields.ts';
 import type { CiliumConfigChange, CiliumPoolData, PodCIDRSpec } from '../pod-spec.ts';
@@ -283,6 +284,14 @@ export const ciliumMultiPoolPath: PodPath<'cilium-multi-pool'> = {
     checkPool(c.newPool, `${p}.newPool`, to);
     checkChanges(c.config, `${p}.config`);
   },
+  access: () => [
+    need('create', 'cilium.io', 'ciliumpodippools', POD_RBAC_FILE, 'the new CiliumPodIPPool'),
+    need('delete', 'cilium.io', 'ciliumpodippools', POD_RBAC_FILE, 'delete the old CiliumPodIPPool'),
+    need('patch', '', 'configmaps', POD_RBAC_FILE, 'cilium-config: the default pool and the native-routing CIDR', { namespace: 'kube-system', name: 'cilium-config' }),
+    need('list', 'cilium.io', 'ciliumnodes', POD_RBAC_FILE, 'no node lists the old pool before it is deleted'),
+    need('list', 'cilium.io', 'ciliumnodeconfigs', POD_RBAC_FILE, 'no CiliumNodeConfig sets the default pool for some nodes'),
+    need('list', '', 'namespaces', POD_RBAC_FILE, 'no namespace chooses its pool by annotation'),
+  ],
   summary: () => 'Cilium multi-pool IPAM (a new CiliumPodIPPool, the default pool switched)',
   summaryRows: (pc) => {
     const c = pc['cilium-multi-pool'];

@@ -8,6 +8,7 @@
 import { clusterCIDRs } from '../../analyze/capacity.ts';
 import type { Family, Snapshot } from '../../cluster/types.ts';
 import { contains, familyName, formatCidr, split, tryParseCidr, type Cidr } from '../../net/index.ts';
+import { need, POD_RBAC_FILE } from '../access-need.ts';
 import { cidrList, fail, fam, inAny, int, list, obj, onlyKeys, str, subdomain, type Obj } from '../plan-fields.ts';
 import { maskKey, type NodeMaskSizes, type PodCIDRSpec } from '../pod-spec.ts';
 import { nodeStepLists } from '../pod-step-lists.ts';
@@ -213,6 +214,7 @@ export const nodePath: PodPath<'node'> = {
   stepLists: nodeStepLists,
   endState: (spec) => `; every node's podCIDR in ${spec.to.join(',')}`,
   validate: (pc, P, to) => checkNodeSection(obj(pc.node, `${P}.node`), `${P}.node`, to),
+  access: () => [need('delete', '', 'nodes', POD_RBAC_FILE, 'delete a drained node so it registers again with a podCIDR of the new range')],
   summary: () => 'node podCIDRs (nodes drained and re-registered)',
   summaryRows: (pc) => (pc.node ? nodeSummaryRows(pc, pc.node) : []),
   markdown: (pc, table) => (pc.node && pc.node.nodes.length > 0

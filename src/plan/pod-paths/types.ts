@@ -5,6 +5,7 @@
  * is read back, and describes its end state; its executors are the same path's module under src/engine/pod-paths/.
  */
 import type { AvoidRange } from '../../analyze/catalog.ts';
+import type { AccessNeed } from '../access-need.ts';
 import type { Family, Snapshot } from '../../cluster/types.ts';
 import type { PodPathId } from '../../ipam/types.ts';
 import type { Cidr } from '../../net/index.ts';
@@ -102,6 +103,11 @@ export interface PodPath<Id extends PodPathId = PodPathId> {
   endState(spec: PodCIDRSpec): string;
   /** Validates the path's section of a plan read back (spec.podCIDR at `P`); PlanFormatError names the field. */
   validate(pc: Obj, P: string, to: readonly Cidr[]): void;
+  /**
+   * What a run of this path asks of the API server besides what every pod move needs (plan/access.ts): its own
+   * verbs on its own resources (need(), POD_RBAC_FILE). test/unit/rbac.test.ts checks deploy/ grants them.
+   */
+  access(pc: PodCIDRSpec): AccessNeed[];
   /** The "Pod IPAM" summary row, and the path's own rows after "Restarts". */
   summary(pc: PodCIDRSpec): string;
   summaryRows(pc: PodCIDRSpec): Array<[string, string]>;
