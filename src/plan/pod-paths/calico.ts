@@ -150,6 +150,7 @@ export const calicoPath: PodPath<'calico'> = {
   moves: 'Calico IPPools',
   hint: 'Calico IPPools',
   flags: ['pool-name', 'block-size'],
+  mixes: true,
   planned: 'Calico IPAM (calico-ipam): pods take addresses from IPPools',
   kcmAllocatesAfter: false,
   finalGate: 'pod-cidr-config',

@@ -218,6 +218,8 @@ export const ciliumMultiPoolPath: PodPath<'cilium-multi-pool'> = {
   moves: 'Cilium CiliumPodIPPools',
   hint: 'Cilium multi-pool CiliumPodIPPools',
   flags: [],
+  mixes: false,
+  reader: 'Cilium',
   planned: 'Cilium multi-pool IPAM: pods take addresses from CiliumPodIPPools (the default pool unless annotated)',
   kcmAllocatesAfter: false,
   finalGate: 'pod-cidr-config',

@@ -190,6 +190,7 @@ export const nodePath: PodPath<'node'> = {
   moves: 'node podCIDRs',
   hint: 'node podCIDRs: flannel, kubenet, host-local, Cilium kubernetes IPAM',
   flags: ['node-mask-size', 'node-hook', 'max-unavailable'],
+  mixes: true,
   planned: 'node IPAM: pods take addresses from their node\'s spec.podCIDR',
   kcmAllocatesAfter: true,
   finalGate: 'kcm-cluster-cidr',

@@ -86,6 +86,15 @@ export interface PodPath<Id extends PodPathId = PodPathId> {
   readonly hint: string;
   /** The plan flags only this path reads (without the leading --). */
   readonly flags: readonly string[];
+  /**
+   * Whether --ipam may choose between this path and another: true where one IPAM may read what the other changes
+   * (Calico pools and node podCIDRs); false where this path's IPAM reads only its own objects (Cilium multi-pool
+   * reads neither node podCIDRs nor Calico pools): then --ipam cannot force another path where this one's owner hands
+   * out the addresses, nor this path where another's does (plan/platform-gate.ts).
+   */
+  readonly mixes: boolean;
+  /** Who would not read what another path changes where this path's owner hands out the addresses ("Cilium"; default "this IPAM"). */
+  readonly reader?: string;
   /** Check pod-ipam's message when this path is planned. */
   readonly planned: string;
   /**
