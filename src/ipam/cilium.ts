@@ -50,7 +50,11 @@ export const ciliumMultiPool: IpamOwner<'cilium-multi-pool'> = {
   detect: (i) => (i.plugin === 'cilium' && i.ipamMode === 'multi-pool' ? [...i.evidence, `cilium-config ipam ${i.ipamMode}`] : undefined),
   // a new CiliumPodIPPool in NEW made the default pool, workloads restarted, the old pool deleted once no node
   // lists it (src/plan/pod-paths/cilium-multi-pool.ts; docs/platforms.md, "Cilium")
-  pod: { supported: true, path: 'cilium-multi-pool' },
+  pod: {
+    supported: true,
+    path: 'cilium-multi-pool',
+    describe: () => 'pods get IPs from Cilium multi-pool IPAM (CiliumPodIPPools): the pod range moves by a new pool made the default and the workloads restarted',
+  },
   sources: [IPAM_DOCS, MULTI_POOL_DOC],
 };
 

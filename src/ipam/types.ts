@@ -35,9 +35,15 @@ export interface IpamInput {
 export const POD_PATH_IDS = ['calico', 'node', 'cilium-multi-pool'] as const;
 export type PodPathId = (typeof POD_PATH_IDS)[number];
 
-/** Whether a Pod CIDR move is possible and how, or why not and what the owner offers instead. */
+/** What an owner's description of a supported move reads: the CNI detection's result (a snapshot's `cni`). */
+export type IpamCni = Pick<IpamInput, 'plugin' | 'ipam' | 'ipamMode' | 'operatorManaged'>;
+
+/**
+ * Whether a Pod CIDR move is possible and how (the path, and inspect's pod-ipam fact: where pods get their IPs and
+ * how the range moves), or why not and what the owner offers instead.
+ */
 export type OwnerCapability =
-  | { readonly supported: true; readonly path: PodPathId }
+  | { readonly supported: true; readonly path: PodPathId; describe(cni: IpamCni): string }
   | { readonly supported: false; readonly reason: string; readonly instead: string };
 
 export interface IpamOwner<K extends string = string> {
