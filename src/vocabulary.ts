@@ -25,6 +25,24 @@ export interface KubeObject {
   [k: string]: unknown;
 }
 
+/**
+ * An API resource a module wants listed live (when the server serves it) and kept for it: platforms' and IPAM
+ * owners' `reads`. Several versions of one resource may be declared, newest first: the newest served is listed.
+ */
+export interface ApiResource {
+  group: string;
+  version: string;
+  /** The resource's plural, as in the URL. */
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+/** "group/Kind" ("" group for core): the key of the kept objects of declared kinds. */
+export function objectKey(group: string, kind: string): string {
+  return `${group}/${kind}`;
+}
+
 /** What a range is used for. */
 export type RangeRole =
   | 'service'        // a range Services take ClusterIPs from
