@@ -213,6 +213,12 @@ export const nodePath: PodPath<'node'> = {
     };
   },
   stepLists: nodeStepLists,
+  recordedOptions: (pc) => (pc.node ? {
+    // one size per family, in the order of NEW, as --node-mask-size takes them
+    nodeMaskSize: pc.to.map((c) => pc.node!.maskSizes[c.includes(':') ? 'ipv6' : 'ipv4']).filter((m): m is number => m !== undefined),
+    ...(pc.node.hook ? { nodeHook: pc.node.hook } : {}),
+    ...(pc.node.maxUnavailable !== undefined ? { maxUnavailable: pc.node.maxUnavailable } : {}),
+  } : {}),
   endState: (spec) => `; every node's podCIDR in ${spec.to.join(',')}`,
   validate: (pc, P, to) => checkNodeSection(obj(pc.node, `${P}.node`), `${P}.node`, to),
   access: () => [need('delete', '', 'nodes', POD_RBAC_FILE, 'delete a drained node so it registers again with a podCIDR of the new range')],

@@ -108,6 +108,11 @@ export interface PodPath<Id extends PodPathId = PodPathId> {
   oldRanges(inp: PodPathInput, checks: PreflightCheck[]): PodPathOld | undefined;
   /** The path's steps: before the restarts, the restarts, the clean-up after them. */
   stepLists(inp: PodStepInputs): PodStepLists;
+  /**
+   * The plan options of this path that its section of a written plan records (e.g. Calico's block size and pool
+   * name), so apply's re-check (plan/recheck.ts) plans again from the same options; {} when there are none.
+   */
+  recordedOptions(pc: PodCIDRSpec): Partial<PodPlanOptions>;
   /** What verify-pods checks besides the pods and workloads (appended to its description). */
   endState(spec: PodCIDRSpec): string;
   /** Validates the path's section of a plan read back (spec.podCIDR at `P`); PlanFormatError names the field. */
