@@ -171,6 +171,7 @@ export const calicoPath: PodPath<'calico'> = {
   },
   stepLists: calicoStepLists,
   recordedOptions: (pc) => (pc.calico?.newPools[0] ? { blockSize: pc.calico.newPools[0].blockSize, poolName: pc.calico.newPools[0].name } : {}),
+  consent: () => [],
   endState: (spec) => `; the old pool(s) and every IPAMBlock / BlockAffinity in ${spec.from.join(', ')} gone; the new pool enabled`,
   validate(pc, P, to) {
     const c = obj(pc.calico, `${P}.calico`);

@@ -277,6 +277,7 @@ export const ciliumMultiPoolPath: PodPath<'cilium-multi-pool'> = {
   },
   stepLists,
   recordedOptions: () => ({}),
+  consent: () => [],
   endState: (spec) => `; CiliumPodIPPool ${spec['cilium-multi-pool']?.oldPool.name ?? ''} gone and no CiliumNode listing it; ${spec['cilium-multi-pool']?.newPool.name ?? ''} present; cilium-config as planned`,
   validate(pc, P, to) {
     const c = obj(pc['cilium-multi-pool'], `${P}.cilium-multi-pool`);

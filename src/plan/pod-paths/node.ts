@@ -219,6 +219,10 @@ export const nodePath: PodPath<'node'> = {
     ...(pc.node.hook ? { nodeHook: pc.node.hook } : {}),
     ...(pc.node.maxUnavailable !== undefined ? { maxUnavailable: pc.node.maxUnavailable } : {}),
   } : {}),
+  consent: (spec) => {
+    const nodes = (spec.node?.nodes ?? []).map((n) => n.name);
+    return nodes.length > 0 ? [`node(s) ${nodes.join(', ')} are deleted and registered again: labels and taints set through the API are put back from each node's backup after it registers; other fields set through the API (annotations, spec.providerID set by hand) are not`] : [];
+  },
   endState: (spec) => `; every node's podCIDR in ${spec.to.join(',')}`,
   validate: (pc, P, to) => checkNodeSection(obj(pc.node, `${P}.node`), `${P}.node`, to),
   access: () => [need('delete', '', 'nodes', POD_RBAC_FILE, 'delete a drained node so it registers again with a podCIDR of the new range')],

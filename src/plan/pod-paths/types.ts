@@ -113,6 +113,11 @@ export interface PodPath<Id extends PodPathId = PodPathId> {
    * name), so apply's re-check (plan/recheck.ts) plans again from the same options; {} when there are none.
    */
   recordedOptions(pc: PodCIDRSpec): Partial<PodPlanOptions>;
+  /**
+   * What this path's own steps delete that does not come back as it was (e.g. the nodes deleted and registered
+   * again), listed in the confirm step confirm-pod-disruption after what every path deletes; [] when nothing.
+   */
+  consent(spec: PodCIDRSpec): string[];
   /** What verify-pods checks besides the pods and workloads (appended to its description). */
   endState(spec: PodCIDRSpec): string;
   /** Validates the path's section of a plan read back (spec.podCIDR at `P`); PlanFormatError names the field. */
