@@ -111,8 +111,6 @@ export interface NodeInfo {
   kubeletVersion?: string;
 }
 
-export type { CiliumFacts, CiliumPoolInfo } from '../ipam/cilium-facts.ts';
-
 export interface CalicoPool {
   name: string;
   cidr: string;

@@ -30,7 +30,7 @@ export function movesOf(plan: { spec: { serviceCIDR?: unknown; podCIDR?: unknown
   return [...(plan.spec.serviceCIDR ? ['service' as const] : []), ...(plan.spec.podCIDR ? ['pod' as const] : [])];
 }
 
-/** The path the owner of the pod addresses allows (calico, node or cilium-multi-pool); undefined when refused or unknown. */
+/** The pod path the owner of the pod addresses allows (one of POD_PATH_IDS); undefined when refused or unknown. */
 export function podPathOf(snap: Snapshot): PodPathId | undefined {
   const owner = ipamOwnerFacts(snap);
   if (!owner) return undefined;

@@ -9,7 +9,8 @@
  * drops the CIDRs of a deleted pool from the nodes, in use or not: docs/platforms.md, "Cilium"); the
  * native-routing CIDR narrowed to NEW last. Its executors: src/engine/pod-paths/cilium-multi-pool.ts.
  */
-import type { CiliumPoolInfo, Family, Snapshot } from '../../cluster/types.ts';
+import type { Family, Snapshot } from '../../cluster/types.ts';
+import type { CiliumPoolInfo } from '../../ipam/cilium-facts.ts';
 import { clusterCIDRTooWide } from '../../analyze/references.ts';
 import { contains, familyName, formatCidr, overlaps, parseCidr, tryParseCidr, type Cidr } from '../../net/index.ts';
 import { need, POD_RBAC_FILE } from '../access-need.ts';
