@@ -1,6 +1,7 @@
 /**
- * Types every layer shares (cluster model, adapters, the Kubernetes port): the shape of a raw object and the
- * roles an address range plays. Imports nothing.
+ * Types every layer shares (cluster model, adapters, the Kubernetes port): the shape of a raw object, the API
+ * resources a platform or IPAM owner reads (and the key their objects are kept by), and the roles an address range
+ * plays. Imports nothing.
  */
 
 /** A raw Kubernetes object as the API (or a dump) returns it. */
