@@ -1,6 +1,7 @@
 /**
- * Types every layer shares (cluster model, adapters, the Kubernetes port): the shape of a raw object and the
- * roles an address range plays. Imports nothing.
+ * Types every layer shares (cluster model, adapters, the Kubernetes port): the shape of a raw object, the API
+ * resources a platform or IPAM owner reads (and the key their objects are kept by), and the roles an address range
+ * plays. Imports nothing.
  */
 
 /** A raw Kubernetes object as the API (or a dump) returns it. */
@@ -23,6 +24,24 @@ export interface KubeObject {
   status?: any;
   data?: Record<string, string>;
   [k: string]: unknown;
+}
+
+/**
+ * An API resource a module wants listed live (when the server serves it) and kept for it: platforms' and IPAM
+ * owners' `reads`. Several versions of one resource may be declared, newest first: the newest served is listed.
+ */
+export interface ApiResource {
+  group: string;
+  version: string;
+  /** The resource's plural, as in the URL. */
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+/** "group/Kind" ("" group for core): the key of the kept objects of declared kinds. */
+export function objectKey(group: string, kind: string): string {
+  return `${group}/${kind}`;
 }
 
 /** What a range is used for. */

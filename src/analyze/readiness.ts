@@ -102,11 +102,7 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
   facts.push({ id: 'pod-ipam', ok: cap === undefined ? null : cap.supported,
     summary: !owner || !cap ? 'pod IPAM owner unknown'
       : !cap.supported ? `pods get IPs from ${owner.title}: it owns them, so plan --pod-cidr refuses to move them (docs/platforms.md)`
-        : cap.path === 'calico'
-          ? `pods get IPs from Calico IPAM${snap.cni.operatorManaged ? ' (operator-managed: pools change through Installation.spec.calicoNetwork.ipPools)' : ''}: the pod range moves by pool migration, node podCIDRs are not used`
-          : cap.path === 'cilium-multi-pool'
-            ? 'pods get IPs from Cilium multi-pool IPAM (CiliumPodIPPools): the pod range moves by a new pool made the default and the workloads restarted'
-          : `pods get IPs from each node's podCIDR (${snap.cni.plugin === 'cilium' ? 'Cilium kubernetes IPAM' : snap.cni.ipamMode ?? snap.cni.ipam}): the pod range moves by re-registering nodes` });
+        : cap.describe(snap.cni) });
 
   // The distribution's own configuration, when the distribution is known but its configuration was not read.
   const kind = snap.distribution.kind;

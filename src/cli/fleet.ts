@@ -7,6 +7,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'no
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import * as yaml from 'js-yaml';
 import type { Snapshot } from '../cluster/types.ts';
+import type { PodPathId } from '../ipam/types.ts';
 import { addressPlan } from '../analyze/addressing.ts';
 import { CATALOG, type AvoidRange } from '../analyze/catalog.ts';
 import { inspect } from '../analyze/inspect.ts';
@@ -16,6 +17,7 @@ import { decodeText, readRegularFile } from '../engine/files.ts';
 import { NetError } from '../net/index.ts';
 import { assignFleetRanges, FleetConflictError, type FleetAssignment, type FleetClusterNeeds, type FleetShared } from '../plan/fleet.ts';
 import { buildMigrationPlan, DEFAULT_HEADROOM, type MigrationPlan } from '../plan/plan.ts';
+import { isPodPathId, orList, POD_PATH_NAMES } from '../plan/pod-paths/registry.ts';
 import { refusals } from '../plan/preflight.ts';
 import { platformRefusal, podOwnerRefusal } from '../plan/platform-gate.ts';
 import { planFromYaml, planToYaml, shellWord } from '../plan/render.ts';
@@ -43,7 +45,7 @@ export interface FleetCluster {
   kubeconfig?: string;
   /** Dumps to read instead of a live cluster (kubectl get -o yaml, kOps or kubeadm config): files or directories. */
   fromFile?: string[];
-  ipam?: 'calico' | 'node';
+  ipam?: PodPathId;
   nodeHook?: string;
   /**
    * The apiserver serving certificate's SANs, asserted by the operator (as plan --apiserver-cert-san): when the
@@ -128,7 +130,7 @@ export function readFleetFile(path: string): FleetFile {
     if (ff && (ff.length === 0 || ff.some((x) => typeof x !== 'string' || x.trim() === ''))) fail(path, `${where}.fromFile`, 'must be a path or a list of paths');
     if (ff && (context || kubeconfig)) fail(path, where, 'give fromFile (dumps) or context/kubeconfig (a live cluster), not both');
     const ipam = strField(path, o, 'ipam', where);
-    if (ipam !== undefined && ipam !== 'calico' && ipam !== 'node') fail(path, `${where}.ipam`, `${ipam} must be calico or node`);
+    if (ipam !== undefined && !isPodPathId(ipam)) fail(path, `${where}.ipam`, `${ipam} must be ${orList(POD_PATH_NAMES)}`);
     const nodeHook = strField(path, o, 'nodeHook', where);
     const sans = o.apiserverCertSANs;
     if (sans !== undefined && (!Array.isArray(sans) || sans.length === 0 || sans.some((x) => typeof x !== 'string' || certSanProblem(x) !== undefined))) {
@@ -137,7 +139,7 @@ export function readFleetFile(path: string): FleetFile {
     return {
       ...(sans ? { apiserverCertSANs: sans as string[] } : {}),
       name, ...(context ? { context } : {}), ...(kubeconfig ? { kubeconfig: rel(kubeconfig) } : {}),
-      ...(ff ? { fromFile: (ff as string[]).map(rel) } : {}), ...(ipam ? { ipam: ipam as 'calico' | 'node' } : {}), ...(nodeHook ? { nodeHook } : {}),
+      ...(ff ? { fromFile: (ff as string[]).map(rel) } : {}), ...(ipam ? { ipam } : {}), ...(nodeHook ? { nodeHook } : {}),
     };
   });
   const avoid = (Array.isArray(doc.avoid) ? doc.avoid : doc.avoid === undefined ? [] : fail(path, 'avoid', 'must be a list')).map((a: unknown, i: number) => {

@@ -20,10 +20,11 @@ import { applyKops, readClusterDNS, readDistroConfigs, resolveKubeadm } from './
 import { readKubeProxy } from './kube-proxy.ts';
 import { addPassDistroSigns, noteCalicoConfigClusterType } from './distro-signals.ts';
 import { detectDistribution, newDistroSignals } from '../distro/detect.ts';
-import type { CniResult } from '../cni/detect.ts';
+import type { CniResult, CniSignals } from '../cni/detect.ts';
 import { detectPlatform, platformDnsServices } from '../platform/registry.ts';
 import type { PlatformFacts } from '../platform/types.ts';
-import { detectIpamOwner } from '../ipam/registry.ts';
+import { detectIpamOwner, ipamObjectFacts } from '../ipam/registry.ts';
+import type { IpamSnapshotFacts } from '../ipam/types.ts';
 import { DNS_SERVICE_CANDIDATES, findDnsService, type DnsServiceCandidate } from './dns-service.ts';
 import { inferServiceRanges } from './service-range.ts';
 
@@ -47,16 +48,15 @@ interface Findings {
   kops: KopsNetworking | undefined;
   kubeadm: KubeadmNetworking | undefined;
   platform: PlatformFacts;
-  /** ConfigMap cilium-config, when in the input. */
-  ciliumConfig?: KubeObject;
+  /** The IPAM owners' snapshot fields (src/ipam/, IpamOwner.facts). */
+  ipam: IpamSnapshotFacts;
 }
 
-/** Snapshot.cilium: the cilium-config data (string values) and the CiliumPodIPPools; nothing when neither was read. */
-function ciliumFacts(config: KubeObject | undefined, c: Collected): Pick<Snapshot, 'cilium'> {
-  if (!config && c.ciliumPools.size === 0) return {};
-  const data: Record<string, string> = {};
-  for (const [k, v] of Object.entries(config?.data ?? {})) if (typeof v === 'string') data[k] = v;
-  return { cilium: { config: data, ...(c.ciliumPools.size > 0 ? { pools: [...c.ciliumPools.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) } : {}) } };
+/** The CNI's own ConfigMaps the CNI detection read, by name, for the IPAM owners' facts(). */
+function cniConfigMaps(s: CniSignals): Map<string, KubeObject> {
+  const out = new Map<string, KubeObject>();
+  for (const o of [s.calicoConfig, s.ciliumConfig, s.flannelConfig]) if (o?.metadata?.name) out.set(o.metadata.name, o);
+  return out;
 }
 
 /**
@@ -69,6 +69,9 @@ export function buildSnapshot(raw: RawInventory, opts: BuildOptions = {}): Snaps
   const distro = newDistroSignals();
   const cniSignals = newCniSignals();
   const c = collectObjects(inv.objects, inv.configs, b, distro, cniSignals);
+  // the IPAM owners' facts from the objects they read; their pool ranges before Calico's, as read in the pass before
+  const ipam = ipamObjectFacts({ objects: c.platform.objects, cniConfigMaps: cniConfigMaps(cniSignals), cidr: (raw, what) => b.cidr(raw, what) });
+  for (const r of ipam.ranges) b.addNormalizedRange(r.cidr, 'pool', r.source, r.label);
 
   const files = readDistroConfigs(c.configs, b, distro);
   const kubeadm = resolveKubeadm(c.configMaps.get('kube-system/kubeadm-config'), files.kubeadm, b, distro);
@@ -98,7 +101,7 @@ export function buildSnapshot(raw: RawInventory, opts: BuildOptions = {}): Snaps
     pools: c.pools.size, nodesWithPodCIDR: c.nodes.filter((n) => n.podCIDRs.length > 0).length, ...(cni.ipamMode !== undefined ? { ipamMode: cni.ipamMode } : {}),
   });
   if (owner) cni.owner = owner;
-  return assembleSnapshot(inv, b, c, { distribution, cni, clusterDNS, dnsService, serviceRangeInference, kubeProxy, kops, kubeadm, platform: platform.facts, ...(cniSignals.ciliumConfig ? { ciliumConfig: cniSignals.ciliumConfig } : {}) });
+  return assembleSnapshot(inv, b, c, { distribution, cni, clusterDNS, dnsService, serviceRangeInference, kubeProxy, kops, kubeadm, platform: platform.facts, ipam: ipam.snapshot });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -130,7 +133,7 @@ function assembleSnapshot(inv: RawInventory, b: Builder, c: Collected, f: Findin
     pools: [...c.pools.values()],
     blocks: [...c.blocks.values()],
     blockAffinities: [...c.affinities.values()],
-    ...ciliumFacts(f.ciliumConfig, c),
+    ...f.ipam,
     referenceSources: c.references.sources(),
     warnings: [],
   };

@@ -7,7 +7,6 @@ import type {
   BlockAffinityInfo,
   CalicoBlock,
   CalicoPool,
-  CiliumPoolInfo,
   ControllerManagerFlags,
   KubeObject,
   NodeInfo,
@@ -29,6 +28,7 @@ import { newPassDistroSigns, noteClusterInformation, noteNodeSigns, noteSystemPo
 import { isDistroConfig } from './distro-configs.ts';
 import { objectKey, type PlatformNode } from '../platform/types.ts';
 import { platformResources } from '../platform/registry.ts';
+import { ipamResources } from '../ipam/registry.ts';
 
 /** What the pass over the objects collects. */
 export interface Collected {
@@ -37,8 +37,6 @@ export interface Collected {
   nodes: NodeInfo[];
   serviceCIDRs: Map<string, ServiceCIDRInfo>;
   pools: Map<string, CalicoPool>;
-  /** CiliumPodIPPools by name. */
-  ciliumPools: Map<string, CiliumPoolInfo>;
   blocks: Map<string, CalicoBlock>;
   affinities: Map<string, BlockAffinityInfo>;
   apiservers: ApiserverFlags[];
@@ -52,12 +50,15 @@ export interface Collected {
   /** The first kube-proxy pod that sets --cluster-cidr or --proxy-mode. */
   kubeProxyFromPod?: KubeProxyFromPod;
   signs: PassDistroSigns;
-  /** What the platforms' detection looks at (src/platform/): nodes, declared kinds, DaemonSets, namespaces. */
+  /**
+   * What the platforms' detection looks at (src/platform/): nodes, declared kinds, DaemonSets, namespaces. `objects`
+   * holds the kinds the IPAM owners read too (src/ipam/), for their facts().
+   */
   platform: { nodes: PlatformNode[]; objects: Map<string, KubeObject[]>; daemonSets: Set<string>; namespaces: Set<string> };
 }
 
-/** "group/Kind" of the kinds some platform reads (src/platform/registry.ts). */
-const PLATFORM_KINDS: ReadonlySet<string> = new Set(platformResources().map((r) => objectKey(r.group, r.kind)));
+/** "group/Kind" of the kinds some platform or IPAM owner reads (src/platform/registry.ts, src/ipam/registry.ts). */
+const KEPT_KINDS: ReadonlySet<string> = new Set([...platformResources(), ...ipamResources()].map((r) => objectKey(r.group, r.kind)));
 
 function groupOfApiVersion(apiVersion: unknown): string {
   return typeof apiVersion === 'string' && apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
@@ -79,7 +80,6 @@ export function collectObjects(objects: KubeObject[], configs: KubeObject[], b: 
     nodes: [],
     serviceCIDRs: new Map(),
     pools: new Map(),
-    ciliumPools: new Map(),
     blocks: new Map(),
     affinities: new Map(),
     apiservers: [],
@@ -143,11 +143,6 @@ function collectObject(p: Pass, o: KubeObject): void {
     case 'IPPool':
       collectPool(o, b, c.pools);
       break;
-    case 'CiliumPodIPPool': {
-      const cp = readCiliumPool(o, b);
-      if (cp) c.ciliumPools.set(cp.name, cp);
-      break;
-    }
     case 'IPAMBlock': {
       const block = readIPAMBlock(o, b);
       if (block) c.blocks.set(block.cidr, block);
@@ -165,33 +160,16 @@ function collectObject(p: Pass, o: KubeObject): void {
       noteClusterInformation(p.distro, o);
       break;
     default: {
-      // Distribution configs passed among the objects are treated as configs; kinds a platform reads are kept.
+      // Distribution configs passed among the objects are treated as configs; kinds a platform or IPAM owner reads are kept.
       if (isDistroConfig(o)) c.configs.push(o);
       const key = objectKey(groupOfApiVersion(o.apiVersion), String(o.kind ?? ''));
-      if (PLATFORM_KINDS.has(key)) {
+      if (KEPT_KINDS.has(key)) {
         const list = c.platform.objects.get(key);
         if (list) list.push(o);
         else c.platform.objects.set(key, [o]);
       }
     }
   }
-}
-
-/** A CiliumPodIPPool (cilium.io): name, CIDRs and mask size per family; undefined when it is not one. */
-function readCiliumPool(o: KubeObject, b: Builder): CiliumPoolInfo | undefined {
-  const av = String(o.apiVersion ?? '');
-  const name = o.metadata?.name;
-  if (!av.startsWith('cilium.io/') || typeof name !== 'string') return undefined;
-  const out: CiliumPoolInfo = { name, apiVersion: av };
-  for (const f of ['ipv4', 'ipv6'] as const) {
-    const spec = o.spec?.[f];
-    if (!spec || typeof spec !== 'object') continue;
-    const cidrs = (Array.isArray(spec.cidrs) ? spec.cidrs : []).map((c: unknown) => b.cidr(c, `CiliumPodIPPool/${name} spec.${f}.cidrs`)).filter((c: string | undefined): c is string => !!c);
-    const maskSize = typeof spec.maskSize === 'number' ? spec.maskSize : Number(spec.maskSize);
-    if (cidrs.length > 0 && Number.isInteger(maskSize)) out[f] = { cidrs, maskSize };
-    for (const c of cidrs) b.addNormalizedRange(c, 'pool', `CiliumPodIPPool/${name}`, `Cilium pod pool ${name}`);
-  }
-  return out;
 }
 
 /** What a node shows the platforms: its labels, annotations, providerID and kubelet version. */

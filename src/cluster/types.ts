@@ -10,7 +10,7 @@ import type { KopsNetworking } from '../distro/kops.ts';
 import type { KubeadmNetworking } from '../distro/kubeadm.ts';
 import type { KubeObject, RangeRole } from '../vocabulary.ts';
 import type { PlatformFacts } from '../platform/types.ts';
-import type { IpamOwnerFacts } from '../ipam/types.ts';
+import type { IpamOwnerFacts, IpamSnapshotFacts } from '../ipam/types.ts';
 
 export type { CniKind, DistributionKind, IpamKind, KopsNetworking, KubeadmNetworking, KubeObject, PlatformFacts, RangeRole };
 
@@ -111,23 +111,6 @@ export interface NodeInfo {
   kubeletVersion?: string;
 }
 
-/** A CiliumPodIPPool (multi-pool IPAM): its CIDRs and per-node mask size per family. */
-export interface CiliumPoolInfo {
-  name: string;
-  /** The apiVersion it was read with, e.g. cilium.io/v2alpha1. */
-  apiVersion: string;
-  ipv4?: { cidrs: string[]; maskSize: number };
-  ipv6?: { cidrs: string[]; maskSize: number };
-}
-
-/** What Cilium's own objects say, when it is the CNI: its cilium-config settings and its pools. */
-export interface CiliumFacts {
-  /** ConfigMap kube-system/cilium-config's data (string values only). */
-  config: Record<string, string>;
-  /** CiliumPodIPPools read (multi-pool IPAM); absent when none were in the input. */
-  pools?: CiliumPoolInfo[];
-}
-
 export interface CalicoPool {
   name: string;
   cidr: string;
@@ -217,8 +200,8 @@ export interface ServiceRangeInference {
   evidence: string;
 }
 
-/** The snapshot: a pure function of a RawInventory. */
-export interface Snapshot {
+/** The snapshot: a pure function of a RawInventory. The IPAM owners' own fields (IpamSnapshotFacts: `cilium`) come from their facts(). */
+export interface Snapshot extends IpamSnapshotFacts {
   source: RawInventory['source'];
   kubernetesVersion?: string;
   /** 'v1' | 'v1beta1' | 'v1alpha1' when served (the newest), null when checked and not served, undefined when unknown. */
@@ -271,8 +254,6 @@ export interface Snapshot {
   pods: PodInfo[];
   pools: CalicoPool[];
   blocks: CalicoBlock[];
-  /** Cilium's configuration and pools, when a cilium-config or CiliumPodIPPool was in the input. */
-  cilium?: CiliumFacts;
   blockAffinities: BlockAffinityInfo[];
   /**
    * Fields naming addresses (NetworkPolicies, Calico policies and network sets, Ingress allow-list annotations,

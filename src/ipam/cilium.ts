@@ -21,12 +21,49 @@
  *    you can't change the default pool to a different CIDR [...]": the multi-pool path (cilium-multi-pool) therefore
  *    leaves the old pool as it is, creates a new one and makes it the agents' default pool (ipam-default-ip-pool).
  */
-import type { IpamOwner } from './types.ts';
+import { objectKey, type KubeObject } from '../vocabulary.ts';
+import type { CiliumPoolInfo } from './cilium-facts.ts';
+import type { IpamObjectFacts, IpamObjectsInput, IpamOwner, IpamRange } from './types.ts';
 
 const IPAM_DOCS = 'https://docs.cilium.io/en/stable/network/concepts/ipam/';
 const CLUSTER_POOL_DOC = `${IPAM_DOCS}cluster-pool/`;
 const MULTI_POOL_DOC = `${IPAM_DOCS}multi-pool/`;
 const NOT_OURS = 'neither --ipam node (node podCIDRs), --ipam calico (Calico pools) nor --ipam cilium-multi-pool (CiliumPodIPPools, multi-pool mode only) owns these addresses, so forcing one would change what Cilium does not read';
+
+/** The versions of CiliumPodIPPool, newest first (v2alpha1 in Cilium 1.14-1.17, v2 from 1.18): the newest served is listed. */
+const CILIUM_POD_IP_POOL_VERSIONS = ['v2', 'v2alpha1'] as const;
+
+/** A CiliumPodIPPool: name, CIDRs and mask size per family, and the ranges it names; undefined when it has no name. */
+function readPool(o: KubeObject, input: IpamObjectsInput, ranges: IpamRange[]): CiliumPoolInfo | undefined {
+  const name = o.metadata?.name;
+  if (typeof name !== 'string') return undefined;
+  const out: CiliumPoolInfo = { name, apiVersion: String(o.apiVersion ?? '') };
+  for (const f of ['ipv4', 'ipv6'] as const) {
+    const spec = o.spec?.[f];
+    if (!spec || typeof spec !== 'object') continue;
+    const cidrs = (Array.isArray(spec.cidrs) ? spec.cidrs : []).map((c: unknown) => input.cidr(c, `CiliumPodIPPool/${name} spec.${f}.cidrs`)).filter((c: string | undefined): c is string => !!c);
+    const maskSize = typeof spec.maskSize === 'number' ? spec.maskSize : Number(spec.maskSize);
+    if (cidrs.length > 0 && Number.isInteger(maskSize)) out[f] = { cidrs, maskSize };
+    for (const c of cidrs) ranges.push({ cidr: c, source: `CiliumPodIPPool/${name}`, label: `Cilium pod pool ${name}` });
+  }
+  return out;
+}
+
+/** Snapshot.cilium: the cilium-config data (string values) and the CiliumPodIPPools (by name, sorted); nothing when neither was read. */
+function ciliumFacts(input: IpamObjectsInput): IpamObjectFacts | undefined {
+  const ranges: IpamRange[] = [];
+  const pools = new Map<string, CiliumPoolInfo>();
+  for (const o of input.objects.get(objectKey('cilium.io', 'CiliumPodIPPool')) ?? []) {
+    const p = readPool(o, input, ranges);
+    if (p) pools.set(p.name, p);
+  }
+  const config = input.cniConfigMaps.get('cilium-config');
+  if (!config && pools.size === 0) return undefined;
+  const data: Record<string, string> = {};
+  for (const [k, v] of Object.entries(config?.data ?? {})) if (typeof v === 'string') data[k] = v;
+  const sorted = [...pools.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { snapshot: { cilium: { config: data, ...(pools.size > 0 ? { pools: sorted } : {}) } }, ranges };
+}
 
 export const ciliumClusterPool: IpamOwner<'cilium-cluster-pool'> = {
   kind: 'cilium-cluster-pool',
@@ -50,7 +87,13 @@ export const ciliumMultiPool: IpamOwner<'cilium-multi-pool'> = {
   detect: (i) => (i.plugin === 'cilium' && i.ipamMode === 'multi-pool' ? [...i.evidence, `cilium-config ipam ${i.ipamMode}`] : undefined),
   // a new CiliumPodIPPool in NEW made the default pool, workloads restarted, the old pool deleted once no node
   // lists it (src/plan/pod-paths/cilium-multi-pool.ts; docs/platforms.md, "Cilium")
-  pod: { supported: true, path: 'cilium-multi-pool' },
+  pod: {
+    supported: true,
+    path: 'cilium-multi-pool',
+    describe: () => 'pods get IPs from Cilium multi-pool IPAM (CiliumPodIPPools): the pod range moves by a new pool made the default and the workloads restarted',
+  },
+  reads: CILIUM_POD_IP_POOL_VERSIONS.map((version) => ({ group: 'cilium.io', version, plural: 'ciliumpodippools', kind: 'CiliumPodIPPool', namespaced: false })),
+  facts: ciliumFacts,
   sources: [IPAM_DOCS, MULTI_POOL_DOC],
 };
 

@@ -15,7 +15,11 @@ export const nodePodCIDR: IpamOwner<'node'> = {
     if (i.plugin === 'unknown' && i.pools === 0 && i.nodesWithPodCIDR > 0) return [`no CNI recognised; ${i.nodesWithPodCIDR} node(s) have a spec.podCIDR`];
     return undefined;
   },
-  pod: { supported: true, path: 'node' },
+  pod: {
+    supported: true,
+    path: 'node',
+    describe: (cni) => `pods get IPs from each node's podCIDR (${cni.plugin === 'cilium' ? 'Cilium kubernetes IPAM' : cni.ipamMode ?? cni.ipam}): the pod range moves by re-registering nodes`,
+  },
   sources: [
     'https://kubernetes.io/docs/reference/command-line-tools-reference/kube-controller-manager/',
     'https://docs.cilium.io/en/stable/network/concepts/ipam/kubernetes/',

@@ -6,6 +6,8 @@
 import type { KubeObject, RawInventory } from '../cluster/types.ts';
 import { KubeApiError, type KubeClient } from './client.ts';
 import { platformResources } from '../platform/registry.ts';
+import { ipamResources } from '../ipam/registry.ts';
+import type { ApiResource } from '../vocabulary.ts';
 
 /** ServiceCIDR API versions, newest first. */
 export const SERVICE_CIDR_VERSIONS = ['v1', 'v1beta1', 'v1alpha1'] as const;
@@ -80,6 +82,28 @@ async function servesResource(client: KubeClient, groupVersion: string, resource
   return (await servedResources(client, groupVersion)).has(resource);
 }
 
+/**
+ * The lists of declared resources (platforms' and IPAM owners' `reads`) the server serves: of several versions of
+ * one resource (group and plural), declared newest first, the first served. `served` caches each group version's
+ * resources.
+ */
+async function declaredSources(
+  client: KubeClient, groups: Map<string, string[]>, served: Map<string, Promise<Set<string>>>, resources: readonly ApiResource[], slim?: (o: KubeObject) => KubeObject,
+): Promise<Source[]> {
+  const out: Source[] = [];
+  const listed = new Set<string>();
+  for (const r of resources) {
+    const what = `${r.plural}.${r.group}`;
+    if (r.group === '' || listed.has(what) || !groups.get(r.group)?.includes(r.version)) continue;
+    const gv = `${r.group}/${r.version}`;
+    if (!served.has(gv)) served.set(gv, servedResources(client, gv));
+    if (!(await served.get(gv)!).has(r.plural)) continue;
+    listed.add(what);
+    out.push({ path: `/apis/${gv}/${r.plural}`, what, required: false, ...(slim ? { slim } : {}) });
+  }
+  return out;
+}
+
 export async function readLiveInventory(client: KubeClient, opts: { onProgress?: (msg: string) => void } = {}): Promise<RawInventory> {
   const progress = opts.onProgress ?? (() => {});
   const version: any = await client.request('GET', '/version');
@@ -112,23 +136,14 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
       if (calico.has(r)) sources.push({ path: `/apis/crd.projectcalico.org/v1/${r}`, what: `${r}.crd.projectcalico.org`, required: false, slim: slimReferenceObject });
     }
   }
-  // Cilium multi-pool IPAM: its CiliumPodIPPools (cilium.io/v2alpha1 in Cilium 1.14-1.17; the newest version served)
-  for (const v of ['v2', 'v2alpha1'].filter((x) => groups.get('cilium.io')?.includes(x))) {
-    if (!(await servedResources(client, `cilium.io/${v}`)).has('ciliumpodippools')) continue;
-    sources.push({ path: `/apis/cilium.io/${v}/ciliumpodippools`, what: 'ciliumpodippools.cilium.io', required: false });
-    break;
-  }
+  // What the IPAM owners read (src/ipam/), when served: Cilium's CiliumPodIPPools, ...
+  const servedGV = new Map<string, Promise<Set<string>>>();
+  sources.push(...await declaredSources(client, groups, servedGV, ipamResources()));
   if (groups.get('operator.tigera.io')?.includes('v1')) {
     sources.push({ path: '/apis/operator.tigera.io/v1/installations', what: 'installations.operator.tigera.io', required: false });
   }
   // What the platforms' detection reads (src/platform/), when served: OpenShift's Network config, EKS ENIConfigs, ...
-  const platformGVs = new Map<string, Promise<Set<string>>>();
-  for (const r of platformResources()) {
-    if (r.group === '' || !groups.get(r.group)?.includes(r.version)) continue;
-    const gv = `${r.group}/${r.version}`;
-    if (!platformGVs.has(gv)) platformGVs.set(gv, servedResources(client, gv));
-    if ((await platformGVs.get(gv)!).has(r.plural)) sources.push({ path: `/apis/${gv}/${r.plural}`, what: `${r.plural}.${r.group}`, required: false, slim: slimReferenceObject });
-  }
+  sources.push(...await declaredSources(client, groups, servedGV, platformResources(), slimReferenceObject));
 
   const gaps: string[] = [];
   // The cluster's identity: the uid of namespace kube-system (created once with the cluster, never recreated),

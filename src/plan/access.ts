@@ -5,25 +5,18 @@
  * test/unit/rbac.test.ts checks the shipped roles (deploy/rbac*.yaml) against this list both ways: every need is
  * granted, and no role grants a write that no plan needs. Pure.
  */
-import type { ResourceAccess } from '../kube/access-review.ts';
+import { need, POD_RBAC_FILE, type AccessNeed } from './access-need.ts';
 import type { MigrationPlan } from './plan.ts';
+import { POD_PATHS } from './pod-paths/registry.ts';
 import { RECREATE_ROLE } from './recreate-grants.ts';
 
+export type { AccessNeed } from './access-need.ts';
 export { MIGRATE_SERVICE_ACCOUNT, RECREATE_ROLE, recreateGrantCommands, recreateRoleBindings } from './recreate-grants.ts';
-
-export interface AccessNeed extends ResourceAccess {
-  /** The shipped file granting it. */
-  file: string;
-  why: string;
-}
 
 /** The namespace kube-renumber keeps runs' state in (engine/cluster-state.ts). */
 export const STATE_NAMESPACE = 'kube-renumber';
 export const LEASE_NAMESPACE = 'kube-system';
 export const LEASE_NAME = 'kube-renumber';
-
-const need = (verb: string, group: string, resource: string, file: string, why: string, more: Partial<AccessNeed> = {}): AccessNeed =>
-  ({ verb, group, resource, file, why, ...more });
 
 /** What every run needs: the Lease, the run's state in the cluster, the cluster's identity. */
 function runNeeds(): AccessNeed[] {
@@ -57,45 +50,23 @@ function serviceNeeds(plan: MigrationPlan): AccessNeed[] {
 }
 
 function podNeeds(plan: MigrationPlan): AccessNeed[] {
-  const p = 'deploy/rbac-migrate-pods.yaml';
+  const p = POD_RBAC_FILE;
   const pod = plan.spec.podCIDR!;
-  const out: AccessNeed[] = [
+  return [
     need('create', '', 'pods', p, 'evict pods (PodDisruptionBudgets respected)', { subresource: 'eviction' }),
     need('delete', '', 'pods', p, 'pods left on a deleted node or started without their node\'s podCIDR'),
     ...recreateNeeds(pod.barePodNamespaces),
     ...['deployments', 'statefulsets', 'daemonsets'].map((r) => need('patch', 'apps', r, p, 'rollout restart (and the replicas of critical Deployments)')),
     need('patch', '', 'nodes', p, 'cordon and uncordon'),
+    ...POD_PATHS[pod.ipam].access(pod),
   ];
-  if (pod.ipam === 'node') {
-    out.push(need('delete', '', 'nodes', p, 'delete a drained node so it registers again with a podCIDR of the new range'));
-  }
-  if (pod.ipam === 'calico') {
-    out.push(
-      need('create', 'crd.projectcalico.org', 'ippools', p, 'the new IPPool'),
-      need('patch', 'crd.projectcalico.org', 'ippools', p, 'disable the old IPPool'),
-      need('delete', 'crd.projectcalico.org', 'ippools', p, 'delete the old IPPool'),
-      ...['ipamblocks', 'blockaffinities', 'ipamhandles'].map((r) => need('delete', 'crd.projectcalico.org', r, p, 'leftover IPAM objects of the old range')),
-    );
-    if (pod.calico?.operatorManaged) out.push(need('update', 'operator.tigera.io', 'installations', p, 'the Installation\'s ipPools'));
-  }
-  if (pod.ipam === 'cilium-multi-pool') {
-    out.push(
-      need('create', 'cilium.io', 'ciliumpodippools', p, 'the new CiliumPodIPPool'),
-      need('delete', 'cilium.io', 'ciliumpodippools', p, 'delete the old CiliumPodIPPool'),
-      need('patch', '', 'configmaps', p, 'cilium-config: the default pool and the native-routing CIDR', { namespace: 'kube-system', name: 'cilium-config' }),
-      need('list', 'cilium.io', 'ciliumnodes', p, 'no node lists the old pool before it is deleted'),
-      need('list', 'cilium.io', 'ciliumnodeconfigs', p, 'no CiliumNodeConfig sets the default pool for some nodes'),
-      need('list', '', 'namespaces', p, 'no namespace chooses its pool by annotation'),
-    );
-  }
-  return out;
 }
 
 /**
  * `create pods` for the bare pods created again from their backup: only in their namespaces (the plan lists them).
  * A plan written before it lists none: cluster-wide, as those runs asked.
  */
-const RECREATE_FILE = 'deploy/rbac-migrate-pods.yaml';
+const RECREATE_FILE = POD_RBAC_FILE;
 
 function recreateNeeds(namespaces: string[] | undefined): AccessNeed[] {
   const why = 'bare pods created again from their backup';

@@ -9,6 +9,7 @@ import type { Move } from '../platform/types.ts';
 import { ownerCapabilityOf } from '../ipam/registry.ts';
 import type { PodPathId } from '../ipam/types.ts';
 import { ipamOwnerFacts } from '../analyze/ipam-owner.ts';
+import { POD_PATHS } from './pod-paths/registry.ts';
 
 export { ipamOwnerFacts };
 
@@ -29,7 +30,7 @@ export function movesOf(plan: { spec: { serviceCIDR?: unknown; podCIDR?: unknown
   return [...(plan.spec.serviceCIDR ? ['service' as const] : []), ...(plan.spec.podCIDR ? ['pod' as const] : [])];
 }
 
-/** The path the owner of the pod addresses allows (calico, node or cilium-multi-pool); undefined when refused or unknown. */
+/** The pod path the owner of the pod addresses allows (one of POD_PATH_IDS); undefined when refused or unknown. */
 export function podPathOf(snap: Snapshot): PodPathId | undefined {
   const owner = ipamOwnerFacts(snap);
   if (!owner) return undefined;
@@ -51,10 +52,10 @@ export function podOwnerRefusal(snap: Snapshot, forced?: PodPathId): string | un
     return `moving the Pod CIDR is refused: ${owner.title} hands out pod addresses here: ${cap.reason}; instead: ${cap.instead}`
       + `${forcedText} (recognised by ${owner.evidence[0]})`;
   }
-  // Cilium multi-pool reads neither node podCIDRs nor Calico pools, and its path changes nothing else: they do not mix
-  if (forced && forced !== cap.path && (cap.path === 'cilium-multi-pool' || forced === 'cilium-multi-pool')) {
+  // a path whose IPAM reads only its own objects (PodPath.mixes false) is neither forced elsewhere nor forced onto another's owner
+  if (forced && forced !== cap.path && (!POD_PATHS[cap.path].mixes || !POD_PATHS[forced].mixes)) {
     return `moving the Pod CIDR with --ipam ${forced} is refused: ${owner.title} hands out pod addresses here, and only the ${cap.path} path moves them`
-      + ` (--ipam ${forced} would change what ${cap.path === 'cilium-multi-pool' ? 'Cilium does not read' : 'this IPAM does not read'}; give --ipam ${cap.path} or no --ipam) (recognised by ${owner.evidence[0]})`;
+      + ` (--ipam ${forced} would change what ${POD_PATHS[cap.path].reader ?? 'this IPAM'} does not read; give --ipam ${cap.path} or no --ipam) (recognised by ${owner.evidence[0]})`;
   }
   const kind = platformKindOf(snap);
   const said = platformOf(kind)?.ownerCapability?.(owner.kind);

@@ -2,9 +2,9 @@
  * The confirmation a Pod CIDR migration asks before its first write, as `kubectl drain` refuses without --force
  * and --delete-emptydir-data: what cannot come back as it was. Every pod is created again (evicted, or restarted by
  * its owner), so emptyDir volumes start empty; bare pods (no controller) are deleted and created again from their
- * backup (same spec, new uid, their emptyDir lost); on the node IPAM path every node is deleted and registered
- * again, and the labels and taints set on it through the API (not by its kubelet) are put back from its backup once
- * it has registered. `apply --yes` confirms it. Pure.
+ * backup (same spec, new uid, their emptyDir lost); and what the path's own steps delete (PodPath.consent: on the
+ * node IPAM path every node is deleted and registered again, and the labels and taints set on it through the API, not
+ * by its kubelet, are put back from its backup once it has registered). `apply --yes` confirms it. Pure.
  */
 import { recreateGrantCommands } from './recreate-grants.ts';
 import type { PodCIDRSpec } from './pod-spec.ts';
@@ -12,12 +12,12 @@ import type { PlanStep } from './steps.ts';
 
 export const POD_CONSENT_STEP = 'confirm-pod-disruption';
 
-export function podConsentStep(spec: PodCIDRSpec): PlanStep {
-  const nodes = spec.ipam === 'node' ? (spec.node?.nodes ?? []).map((n) => n.name) : [];
+/** The confirm step; `pathLost`: what the pod path's own steps delete (PodPath.consent), after what every path deletes. */
+export function podConsentStep(spec: PodCIDRSpec, pathLost: readonly string[]): PlanStep {
   const lost = [
     'every pod is created again in the new range: emptyDir volumes start empty (kubectl drain --delete-emptydir-data)',
     `bare pods (no controller) are deleted and created again from their backup: same spec, new uid (kubectl drain --force)${spec.barePodNamespaces ? (spec.barePodNamespaces.length > 0 ? `; they run in namespace(s) ${spec.barePodNamespaces.join(', ')}` : '; none runs now') : ''}`,
-    ...(nodes.length > 0 ? [`node(s) ${nodes.join(', ')} are deleted and registered again: labels and taints set through the API are put back from each node's backup after it registers; other fields set through the API (annotations, spec.providerID set by hand) are not`] : []),
+    ...pathLost,
   ];
   return {
     id: POD_CONSENT_STEP, kind: 'confirm',

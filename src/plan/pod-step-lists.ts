@@ -16,12 +16,12 @@ import { podConsentStep } from './pod-consent.ts';
 export type { PodStepInputs, PodStepLists } from './pod-paths/types.ts';
 
 /** The step lists of `spec`'s pod path, with the critical Deployments scaled around the restarts and verify-pods last. */
-export function podStepLists(path: Pick<PodPath, 'stepLists' | 'endState'>, spec: PodCIDRSpec, distro: Distribution, patches: DistroPatch[]): PodStepLists {
+export function podStepLists(path: Pick<PodPath, 'stepLists' | 'endState' | 'consent'>, spec: PodCIDRSpec, distro: Distribution, patches: DistroPatch[]): PodStepLists {
   const inp: PodStepInputs = { spec, distro, patches };
   const scale = criticalScaleSteps(spec.restarts.critical);
   const own = path.stepLists(inp);
   return {
-    prepare: [podConsentStep(spec), ...own.prepare, scale.up],
+    prepare: [podConsentStep(spec, path.consent(spec)), ...own.prepare, scale.up],
     restart: own.restart,
     finish: [scale.down, ...own.finish, verifyPodsStep(spec, path.endState(spec))],
   };

@@ -6,6 +6,7 @@
  */
 import type { Snapshot } from '../cluster/types.ts';
 import { buildMigrationPlan, type MigrationPlan } from './plan.ts';
+import { POD_PATHS } from './pod-paths/registry.ts';
 import type { PreflightCheck } from './preflight.ts';
 
 export interface RecheckOptions {
@@ -37,13 +38,8 @@ export function recheckPreflight(snap: Snapshot, plan: MigrationPlan, opts: Rech
         ipam: pc.ipam,
         parallel: pc.restarts.parallel,
         critical: pc.restarts.critical,
-        ...(pc.calico?.newPools[0] ? { blockSize: pc.calico.newPools[0].blockSize, poolName: pc.calico.newPools[0].name } : {}),
-        ...(pc.node ? {
-          // one size per family, in the order of NEW, as --node-mask-size takes them
-          nodeMaskSize: pc.to.map((c) => pc.node!.maskSizes[c.includes(':') ? 'ipv6' : 'ipv4']).filter((m): m is number => m !== undefined),
-          ...(pc.node.hook ? { nodeHook: pc.node.hook } : {}),
-          ...(pc.node.maxUnavailable !== undefined ? { maxUnavailable: pc.node.maxUnavailable } : {}),
-        } : {}),
+        // the path's own options, as its section recorded them
+        ...POD_PATHS[pc.ipam].recordedOptions(pc),
         // a Pod-only plan records no headroom: the least one (NEW holds today's nodes) judges only what changed
         headroom: o?.headroom ?? 1,
       },

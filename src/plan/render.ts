@@ -9,7 +9,7 @@ import { renderReferences } from '../analyze/references.ts';
 import { formatCidr, type Cidr } from '../net/index.ts';
 import {
   GATE_CONDITION_INFO, GATE_CONDITIONS, mappingCounts, markSupersessions, PLAN_API_VERSION, PLAN_KIND, STEP_KIND_NAMES, STEP_KINDS,
-  stepKindPath, type GateConditionInfo, type MigrationPlan, type PlanStep, type StepKindInfo,
+  type GateConditionInfo, type MigrationPlan, type PlanStep, type StepKindInfo,
 } from './plan.ts';
 import {
   bool, cidrAt, cidrList, DNS_LABEL, DNS_SUBDOMAIN, fail, fam, inAny, int, ipAt, label, list, obj, oneOf, onlyKeys, PlanFormatError, show, STEP_ID, str, strList, subdomain,
@@ -156,7 +156,7 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   }
   const items = list(s, 'items', path, true) ?? [];
   items.forEach((it, i) => checkItem(it, `${path}.items[${i}]`, info.items));
-  if ((kind === 'assign-podcidr' || kind === 'move-nodes') && r.pod) {
+  if (info.nodePodCIDRs && r.pod) {
     // what the engine patches onto each node (spec.podCIDRs): one CIDR per family of spec.podCIDR.to, inside it
     items.forEach((item, i) => {
       const ip = `${path}.items[${i}]`;
@@ -165,7 +165,7 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
       for (const t of r.pod!.to) if (!got.some((c) => c.family === t.family)) fail(`${ip}.to`, `has no ${fam(t)} podCIDR (spec.podCIDR.to has ${formatCidr(t)})`);
     });
   }
-  if (stepKindPath(kind) === 'node' || condition === 'node-reregistered') {
+  if (info.nodesOnce || cond?.nodesOnce) {
     // a wave names each of its nodes once
     const seen = new Set<string>();
     items.forEach((item, i) => {

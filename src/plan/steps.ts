@@ -26,6 +26,10 @@ export interface StepKindInfo {
   readonly items: 'service' | 'deployment' | 'object';
   /** The step names what it works on in its first item (a plan without one is refused). */
   readonly firstItem?: boolean;
+  /** The items name nodes, each at most once (a wave of node moves). */
+  readonly nodesOnce?: boolean;
+  /** Each item's `to` is the podCIDRs patched onto a node: one per family of spec.podCIDR.to, inside it. */
+  readonly nodePodCIDRs?: boolean;
 }
 
 /**
@@ -53,10 +57,10 @@ export const STEP_KINDS = {
   'restore-scale': { family: 'pod', items: 'deployment' },
   'delete-ippools': { family: 'pod', path: 'calico', items: 'object' },
   'remove-ipam-leftovers': { family: 'pod', path: 'calico', items: 'object' },
-  'drain-node': { family: 'pod', path: 'node', items: 'object', firstItem: true },
-  'reregister-node': { family: 'pod', path: 'node', items: 'object', firstItem: true },
-  'assign-podcidr': { family: 'pod', path: 'node', items: 'object', firstItem: true },
-  'move-nodes': { family: 'pod', path: 'node', items: 'object', firstItem: true },
+  'drain-node': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true },
+  'reregister-node': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true },
+  'assign-podcidr': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true, nodePodCIDRs: true },
+  'move-nodes': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true, nodePodCIDRs: true },
   'create-ciliumpodippool': { family: 'pod', path: 'cilium-multi-pool', items: 'object', firstItem: true },
   'cilium-config-move': { family: 'pod', path: 'cilium-multi-pool', items: 'object' },
   'delete-ciliumpodippool': { family: 'pod', path: 'cilium-multi-pool', items: 'object', firstItem: true },
@@ -73,6 +77,8 @@ export interface GateConditionInfo {
   readonly path?: PodPathId;
   /** The gate names what it waits for in its first item. */
   readonly firstItem?: boolean;
+  /** The items name nodes, each at most once. */
+  readonly nodesOnce?: boolean;
 }
 
 /** Every condition `resume` checks itself at a gate, and whose executor checks it. */
@@ -84,7 +90,7 @@ export const GATE_CONDITION_INFO = {
   'kcm-stop-allocating': { family: 'pod', path: 'node' },
   'pod-cidr-config': { family: 'pod', path: 'calico' },
   'kcm-cluster-cidr': { family: 'pod', path: 'node' },
-  'node-reregistered': { family: 'pod', path: 'node', firstItem: true },
+  'node-reregistered': { family: 'pod', path: 'node', firstItem: true, nodesOnce: true },
   'cilium-pod-cidr-config': { family: 'pod', path: 'cilium-multi-pool' },
 } as const satisfies Record<string, GateConditionInfo>;
 

@@ -8,7 +8,7 @@
  * Pure data and pure functions of a PlatformInput; imports only the shared vocabulary, so the cluster model can
  * call it while building a snapshot.
  */
-import type { KubeObject, RangeRole } from '../vocabulary.ts';
+import { objectKey, type ApiResource, type KubeObject, type RangeRole } from '../vocabulary.ts';
 
 /** What a node shows a platform: labels, annotations, providerID, kubelet version, addresses. */
 export interface PlatformNode {
@@ -22,14 +22,7 @@ export interface PlatformNode {
 }
 
 /** An API resource a platform wants listed live (when the server serves it) and kept for detection. */
-export interface PlatformResource {
-  group: string;
-  version: string;
-  /** The resource's plural, as in the URL. */
-  plural: string;
-  kind: string;
-  namespaced: boolean;
-}
+export type PlatformResource = ApiResource;
 
 /** Everything a platform's detection and readers may look at, gathered in the snapshot builder's one pass. */
 export interface PlatformInput {
@@ -48,10 +41,7 @@ export interface PlatformInput {
   distribution: { kind: string; evidence: readonly string[] };
 }
 
-/** "group/Kind" ("" group for core): the key of PlatformInput.objects. */
-export function objectKey(group: string, kind: string): string {
-  return `${group}/${kind}`;
-}
+export { objectKey };
 
 /** The objects of one declared kind. */
 export function objectsOf(input: PlatformInput, group: string, kind: string): readonly KubeObject[] {

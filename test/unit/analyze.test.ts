@@ -200,6 +200,25 @@ describe('readiness: Cilium IPAM', () => {
   });
 });
 
+describe('readiness: the pod-ipam fact of each path', () => {
+  const fact = (snap: Snapshot) => inspect(snap).readiness.find((f) => f.id === 'pod-ipam')!;
+  it('Calico (by manifest and by the Tigera operator), node podCIDRs, Cilium multi-pool: where pods get IPs and how the range moves', async () => {
+    const cases: Array<[Snapshot, string]> = [
+      [await load('kubeadm-exhausted'), 'pods get IPs from Calico IPAM: the pod range moves by pool migration, node podCIDRs are not used'],
+      [snapshotOf([{ apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default' },
+        spec: { cni: { type: 'Calico', ipam: { type: 'Calico' } }, calicoNetwork: { ipPools: [{ cidr: '192.168.0.0/16', blockSize: 26 }] } } }]),
+      'pods get IPs from Calico IPAM (operator-managed: pools change through Installation.spec.calicoNetwork.ipPools): the pod range moves by pool migration, node podCIDRs are not used'],
+      [await load('k3s'), 'pods get IPs from each node\'s podCIDR (host-local (flannel, node podCIDR)): the pod range moves by re-registering nodes'],
+      [await load('cilium-multi-pool'), 'pods get IPs from Cilium multi-pool IPAM (CiliumPodIPPools): the pod range moves by a new pool made the default and the workloads restarted'],
+    ];
+    for (const [snap, summary] of cases) {
+      const f = fact(snap);
+      assert.equal(f.ok, true, summary);
+      assert.equal(f.summary, summary);
+    }
+  });
+});
+
 describe('suggest', () => {
   it('agrees with the free-block search and never overlaps what it must avoid (property)', async () => {
     const base = await load('kops-tailscale');

@@ -92,6 +92,7 @@ describe('plan --fleet', () => {
       [{ ...FLEET, avoid: ['banana'] }, /avoid\[0\]/],
       [{ ...FLEET, headroom: 0 }, /headroom: must be a number from 1 to 1000/],
       [{ ...FLEET, canary: 'nope' }, /canary: nope is not one of the clusters/],
+      [{ ...FLEET, clusters: [{ name: 'a', fromFile: ex('kops-tailscale'), ipam: 'weave' }] }, /clusters\[0\]\.ipam: weave must be calico, node or cilium-multi-pool$/m],
     ];
     for (const [doc, msg] of cases) {
       const r = await run(['plan', '--fleet', fleetFile(doc), '--output-directory', out]);
@@ -110,6 +111,18 @@ describe('plan --fleet', () => {
     const notFleet = await run(['apply', '--fleet', out]);
     assert.equal(notFleet.code, ExitCode.input);
     assert.match(notFleet.err, /no fleet\.yaml: not a directory written by kube-renumber plan --fleet/);
+  });
+
+  it('every pod path is accepted as a cluster\'s ipam: a Cilium multi-pool cluster is planned on its path', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'kr-fleet-out-')), 'plans');
+    const doc = { ...FLEET, avoid: ['10.42.0.0/16=its pods today'], clusters: [{ name: 'cmp', fromFile: ex('cilium-multi-pool'), ipam: 'cilium-multi-pool' }], canary: undefined };
+    const r = await run(['plan', '--fleet', fleetFile(doc), '--output-directory', out, '-o', 'json']);
+    assert.equal(r.code, 0, r.err);
+    const [c] = (JSON.parse(r.out) as FleetIndex).clusters;
+    assert.equal(c!.pod.moved, true);
+    const plan = planFromYaml(readFileSync(join(out, c!.plan!), 'utf8'), c!.plan!);
+    assert.equal(plan.spec.podCIDR!.ipam, 'cilium-multi-pool');
+    assert.deepEqual(plan.spec.podCIDR!.to, [c!.pod.to]);
   });
 });
 

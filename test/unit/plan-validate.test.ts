@@ -72,6 +72,9 @@ describe('validatePlan', () => {
     // what assign-podcidr patches onto the node: one per family, inside NEW
     refused(NODE, (d) => { dual(d); const it = stepOf(d, 'assign-podcidr').items[0]; it.to = [it.to[0]]; }, /steps\[\d+\]\.items\[0\]\.to: has no IPv6 podCIDR \(spec\.podCIDR\.to has fd00:10:245::\/56\)/);
     refused(NODE, (d) => { stepOf(d, 'assign-podcidr').items[0].to = ['10.200.0.0/24']; }, /steps\[\d+\]\.items\[0\]\.to\[0\]: 10\.200\.0\.0\/24 is not inside spec\.podCIDR\.to/);
+    // a step or gate of node moves names each node once (STEP_KINDS / GATE_CONDITION_INFO nodesOnce)
+    refused(NODE, (d) => { const st = stepOf(d, 'drain-node'); st.items.push(st.items[0]); }, /steps\[\d+\]\.items\[1\]\.name: node ".*" is named twice in this step/);
+    refused(NODE, (d) => { const g = d.steps.find((s: any) => s.gate?.condition === 'node-reregistered'); g.items.push(g.items[0]); }, /steps\[\d+\]\.items\[1\]\.name: node ".*" is named twice in this step/);
   });
 
   it('checks every CIDR and address, and that they lie in their ranges and families', () => {

@@ -97,6 +97,21 @@ describe('pod plan: Calico path', () => {
     assert.ok(gate.gate!.patches!.some((x) => x.id === 'kube-proxy-cluster-cidr' && x.after.includes('172.16.0.0/16')));
   });
 
+  it('apply\'s re-check plans again with the options the path\'s section recorded: same cluster, same checks', () => {
+    const plans = [
+      buildMigrationPlan(calicoSnap(), { pod: { target: '172.16.0.0/16', blockSize: 28, poolName: 'new-pool' } }),
+      buildMigrationPlan(nodeSnap(), { pod: { target: '172.16.0.0/16', nodeHook: 'reregister.sh', maxUnavailable: 2, nodeMaskSize: 25 } }),
+    ];
+    // (a Pod-only plan records no headroom: the re-check judges with the least one, x1)
+    const shown = (cs: Array<{ id: string; status: string; message: string }>) => cs.map((c) => `${c.id} ${c.status} ${c.message.replace(/ \(x\d+ headroom\)/, '')}`);
+    for (const p of plans) {
+      const ipam = p.spec.podCIDR!.ipam;
+      assert.deepEqual(shown(recheckPreflight(ipam === 'calico' ? calicoSnap() : nodeSnap(), p)), shown(p.preflight), ipam);
+    }
+    assert.ok(plans[0]!.preflight.some((c) => c.message.includes('/28')), 'the block size shows in a check');
+    assert.ok(plans[1]!.preflight.some((c) => c.id === 'pod-node-hook' && c.status === 'pass'), 'the hook shows in a check');
+  });
+
   it('operator-managed installs go through Installation (pre-flight says so)', () => {
     const p = buildMigrationPlan(calicoSnap({ cni: { plugin: 'calico', ipam: 'calico-ipam', operatorManaged: true, evidence: [] } }), { pod: { target: '172.16.0.0/16' } });
     assert.equal(p.spec.podCIDR!.calico!.operatorManaged, true);

@@ -11,7 +11,7 @@ import { dump } from 'js-yaml';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import { PLATFORMS, capabilityOf, detectPlatform } from '../../src/platform/registry.ts';
-import { IPAM_OWNERS, detectIpamOwner } from '../../src/ipam/registry.ts';
+import { IPAM_OWNERS, detectIpamOwner, ipamResources } from '../../src/ipam/registry.ts';
 import { platformRefusal, podOwnerRefusal } from '../../src/plan/platform-gate.ts';
 import { podTargetRefusals } from '../../src/plan/targets.ts';
 import type { Platform } from '../../src/platform/types.ts';
@@ -56,6 +56,18 @@ describe('pod IPAM owners', () => {
     const kinds = IPAM_OWNERS.map((o) => o.kind);
     assert.equal(new Set(kinds).size, kinds.length);
     for (const o of IPAM_OWNERS) assert.ok(o.sources.length > 0, o.kind);
+  });
+
+  test('what the owners read: several versions of one resource newest first, and their objects become the owner\'s facts, version by version', () => {
+    const reads = ipamResources().map((r) => `${r.group}/${r.version} ${r.plural} ${r.kind}`);
+    assert.deepEqual(reads, ['cilium.io/v2 ciliumpodippools CiliumPodIPPool', 'cilium.io/v2alpha1 ciliumpodippools CiliumPodIPPool']);
+    for (const version of ['v2', 'v2alpha1']) {
+      const pool = { apiVersion: `cilium.io/${version}`, kind: 'CiliumPodIPPool', metadata: { name: 'default' }, spec: { ipv4: { cidrs: ['10.42.0.0/16'], maskSize: 24 } } };
+      const other = { apiVersion: 'example.com/v1', kind: 'CiliumPodIPPool', metadata: { name: 'lookalike' }, spec: { ipv4: { cidrs: ['10.9.0.0/16'], maskSize: 24 } } };
+      const snap = buildSnapshot({ source: { kind: 'file', files: ['test'] }, objects: [pool, other], configs: [], gaps: [] });
+      assert.deepEqual(snap.cilium, { config: {}, pools: [{ name: 'default', apiVersion: `cilium.io/${version}`, ipv4: { cidrs: ['10.42.0.0/16'], maskSize: 24 } }] }, version);
+      assert.deepEqual(snap.ranges.filter((r) => r.role === 'pool').map((r) => `${r.cidr} ${r.source}`), ['10.42.0.0/16 CiliumPodIPPool/default'], version);
+    }
   });
 
   test('each CNI setting maps to its owner', () => {

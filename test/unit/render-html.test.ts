@@ -250,6 +250,26 @@ describe('plan -o html', () => {
   });
 });
 
+describe('plan -o html: the pod IPAM row', () => {
+  // The row is the planned path's own summary (the Markdown plan's "Pod IPAM"), whichever path it is.
+  const cases: Array<[string, string, string]> = [
+    ['kubeadm-exhausted', 'calico', 'Calico IPAM'],
+    ['k3s', 'node', 'node podCIDRs (nodes drained and re-registered)'],
+    ['cilium-multi-pool', 'cilium-multi-pool', 'Cilium multi-pool IPAM (a new CiliumPodIPPool, the default pool switched)'],
+  ];
+  for (const [example, ipam, row] of cases) {
+    it(`${example}: ${ipam}`, async () => {
+      const argv = ['plan', '-f', `examples/${example}`, '--pod-cidr', '10.60.0.0/16'];
+      const plan = JSON.parse(await ok([...argv, '-o', 'json'])) as MigrationPlan;
+      assert.equal(plan.spec.podCIDR!.ipam, ipam);
+      const doc = parseHtml(await ok([...argv, '-o', 'html']));
+      const rows = all(doc, (e) => e.tag === 'tr' && e.children.some((c) => typeof c !== 'string' && c.tag === 'th' && text(c) === 'pod IPAM'));
+      assert.equal(rows.length, 1);
+      assert.equal(text(rows[0]!).replace(/^pod IPAM/, ''), row);
+    });
+  }
+});
+
 describe('address map layout', () => {
   const r = (cidr: string, role: MapRange['role']): MapRange => ({ cidr: parseCidr(cidr), role, name: cidr, label: cidr, detail: '', conflicts: [] });
 

@@ -6,6 +6,7 @@
  */
 import type { CalicoPool, Family, Snapshot } from '../../cluster/types.ts';
 import { contains, familyName, formatCidr, parseCidr, type Cidr } from '../../net/index.ts';
+import { need, POD_RBAC_FILE } from '../access-need.ts';
 import { bool, cidrAt, fail, inAny, int, list, obj, oneOf, str, strList, subdomain } from '../plan-fields.ts';
 import type { PodCIDRSpec, PoolData } from '../pod-spec.ts';
 import { patchesFor, podGateInstructions } from '../pod-step-lists.ts';
@@ -149,6 +150,7 @@ export const calicoPath: PodPath<'calico'> = {
   moves: 'Calico IPPools',
   hint: 'Calico IPPools',
   flags: ['pool-name', 'block-size'],
+  mixes: true,
   planned: 'Calico IPAM (calico-ipam): pods take addresses from IPPools',
   kcmAllocatesAfter: false,
   finalGate: 'pod-cidr-config',
@@ -168,6 +170,8 @@ export const calicoPath: PodPath<'calico'> = {
     };
   },
   stepLists: calicoStepLists,
+  recordedOptions: (pc) => (pc.calico?.newPools[0] ? { blockSize: pc.calico.newPools[0].blockSize, poolName: pc.calico.newPools[0].name } : {}),
+  consent: () => [],
   endState: (spec) => `; the old pool(s) and every IPAMBlock / BlockAffinity in ${spec.from.join(', ')} gone; the new pool enabled`,
   validate(pc, P, to) {
     const c = obj(pc.calico, `${P}.calico`);
@@ -177,6 +181,13 @@ export const calicoPath: PodPath<'calico'> = {
     if (np.length === 0) fail(`${P}.calico.newPools`, 'must name at least one pool');
     np.forEach((x, i) => checkPool(x, `${P}.calico.newPools[${i}]`, to));
   },
+  access: (pc) => [
+    need('create', 'crd.projectcalico.org', 'ippools', POD_RBAC_FILE, 'the new IPPool'),
+    need('patch', 'crd.projectcalico.org', 'ippools', POD_RBAC_FILE, 'disable the old IPPool'),
+    need('delete', 'crd.projectcalico.org', 'ippools', POD_RBAC_FILE, 'delete the old IPPool'),
+    ...['ipamblocks', 'blockaffinities', 'ipamhandles'].map((r) => need('delete', 'crd.projectcalico.org', r, POD_RBAC_FILE, 'leftover IPAM objects of the old range')),
+    ...(pc.calico?.operatorManaged ? [need('update', 'operator.tigera.io', 'installations', POD_RBAC_FILE, 'the Installation\'s ipPools')] : []),
+  ],
   summary: (pc) => `Calico IPAM${pc.calico?.operatorManaged ? ' (operator-managed: through Installation)' : ''}`,
   summaryRows: (pc) => (pc.calico ? [['Pools', `${pc.calico.oldPools.map((p) => `${p.name} ${p.cidr}`).join(', ')} → ${pc.calico.newPools.map((p) => `${p.name} ${p.cidr} /${p.blockSize} blocks`).join(', ')}`]] : []),
   markdown: () => '',

@@ -9,9 +9,11 @@
  * drops the CIDRs of a deleted pool from the nodes, in use or not: docs/platforms.md, "Cilium"); the
  * native-routing CIDR narrowed to NEW last. Its executors: src/engine/pod-paths/cilium-multi-pool.ts.
  */
-import type { CiliumPoolInfo, Family, Snapshot } from '../../cluster/types.ts';
+import type { Family, Snapshot } from '../../cluster/types.ts';
+import type { CiliumPoolInfo } from '../../ipam/cilium-facts.ts';
 import { clusterCIDRTooWide } from '../../analyze/references.ts';
 import { contains, familyName, formatCidr, overlaps, parseCidr, tryParseCidr, type Cidr } from '../../net/index.ts';
+import { need, POD_RBAC_FILE } from '../access-need.ts';
 import { covering } from '../distributions/common.ts';
 import { cidrAt, fail, inAny, int, list, obj, str, subdomain, type Obj } from '../plan-fields.ts';
 import type { CiliumConfigChange, CiliumPoolData, PodCIDRSpec } from '../pod-spec.ts';
@@ -217,6 +219,8 @@ export const ciliumMultiPoolPath: PodPath<'cilium-multi-pool'> = {
   moves: 'Cilium CiliumPodIPPools',
   hint: 'Cilium multi-pool CiliumPodIPPools',
   flags: [],
+  mixes: false,
+  reader: 'Cilium',
   planned: 'Cilium multi-pool IPAM: pods take addresses from CiliumPodIPPools (the default pool unless annotated)',
   kcmAllocatesAfter: false,
   finalGate: 'pod-cidr-config',
@@ -273,6 +277,8 @@ export const ciliumMultiPoolPath: PodPath<'cilium-multi-pool'> = {
     };
   },
   stepLists,
+  recordedOptions: () => ({}),
+  consent: () => [],
   endState: (spec) => `; CiliumPodIPPool ${spec['cilium-multi-pool']?.oldPool.name ?? ''} gone and no CiliumNode listing it; ${spec['cilium-multi-pool']?.newPool.name ?? ''} present; cilium-config as planned`,
   validate(pc, P, to) {
     const c = obj(pc['cilium-multi-pool'], `${P}.cilium-multi-pool`);
@@ -283,6 +289,14 @@ export const ciliumMultiPoolPath: PodPath<'cilium-multi-pool'> = {
     checkPool(c.newPool, `${p}.newPool`, to);
     checkChanges(c.config, `${p}.config`);
   },
+  access: () => [
+    need('create', 'cilium.io', 'ciliumpodippools', POD_RBAC_FILE, 'the new CiliumPodIPPool'),
+    need('delete', 'cilium.io', 'ciliumpodippools', POD_RBAC_FILE, 'delete the old CiliumPodIPPool'),
+    need('patch', '', 'configmaps', POD_RBAC_FILE, 'cilium-config: the default pool and the native-routing CIDR', { namespace: 'kube-system', name: 'cilium-config' }),
+    need('list', 'cilium.io', 'ciliumnodes', POD_RBAC_FILE, 'no node lists the old pool before it is deleted'),
+    need('list', 'cilium.io', 'ciliumnodeconfigs', POD_RBAC_FILE, 'no CiliumNodeConfig sets the default pool for some nodes'),
+    need('list', '', 'namespaces', POD_RBAC_FILE, 'no namespace chooses its pool by annotation'),
+  ],
   summary: () => 'Cilium multi-pool IPAM (a new CiliumPodIPPool, the default pool switched)',
   summaryRows: (pc) => {
     const c = pc['cilium-multi-pool'];

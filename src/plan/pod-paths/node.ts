@@ -8,6 +8,7 @@
 import { clusterCIDRs } from '../../analyze/capacity.ts';
 import type { Family, Snapshot } from '../../cluster/types.ts';
 import { contains, familyName, formatCidr, split, tryParseCidr, type Cidr } from '../../net/index.ts';
+import { need, POD_RBAC_FILE } from '../access-need.ts';
 import { cidrList, fail, fam, inAny, int, list, obj, onlyKeys, str, subdomain, type Obj } from '../plan-fields.ts';
 import { maskKey, type NodeMaskSizes, type PodCIDRSpec } from '../pod-spec.ts';
 import { nodeStepLists } from '../pod-step-lists.ts';
@@ -189,6 +190,7 @@ export const nodePath: PodPath<'node'> = {
   moves: 'node podCIDRs',
   hint: 'node podCIDRs: flannel, kubenet, host-local, Cilium kubernetes IPAM',
   flags: ['node-mask-size', 'node-hook', 'max-unavailable'],
+  mixes: true,
   planned: 'node IPAM: pods take addresses from their node\'s spec.podCIDR',
   kcmAllocatesAfter: true,
   finalGate: 'kcm-cluster-cidr',
@@ -211,8 +213,19 @@ export const nodePath: PodPath<'node'> = {
     };
   },
   stepLists: nodeStepLists,
+  recordedOptions: (pc) => (pc.node ? {
+    // one size per family, in the order of NEW, as --node-mask-size takes them
+    nodeMaskSize: pc.to.map((c) => pc.node!.maskSizes[c.includes(':') ? 'ipv6' : 'ipv4']).filter((m): m is number => m !== undefined),
+    ...(pc.node.hook ? { nodeHook: pc.node.hook } : {}),
+    ...(pc.node.maxUnavailable !== undefined ? { maxUnavailable: pc.node.maxUnavailable } : {}),
+  } : {}),
+  consent: (spec) => {
+    const nodes = (spec.node?.nodes ?? []).map((n) => n.name);
+    return nodes.length > 0 ? [`node(s) ${nodes.join(', ')} are deleted and registered again: labels and taints set through the API are put back from each node's backup after it registers; other fields set through the API (annotations, spec.providerID set by hand) are not`] : [];
+  },
   endState: (spec) => `; every node's podCIDR in ${spec.to.join(',')}`,
   validate: (pc, P, to) => checkNodeSection(obj(pc.node, `${P}.node`), `${P}.node`, to),
+  access: () => [need('delete', '', 'nodes', POD_RBAC_FILE, 'delete a drained node so it registers again with a podCIDR of the new range')],
   summary: () => 'node podCIDRs (nodes drained and re-registered)',
   summaryRows: (pc) => (pc.node ? nodeSummaryRows(pc, pc.node) : []),
   markdown: (pc, table) => (pc.node && pc.node.nodes.length > 0

@@ -5,6 +5,7 @@
  * is read back, and describes its end state; its executors are the same path's module under src/engine/pod-paths/.
  */
 import type { AvoidRange } from '../../analyze/catalog.ts';
+import type { AccessNeed } from '../access-need.ts';
 import type { Family, Snapshot } from '../../cluster/types.ts';
 import type { PodPathId } from '../../ipam/types.ts';
 import type { Cidr } from '../../net/index.ts';
@@ -85,6 +86,15 @@ export interface PodPath<Id extends PodPathId = PodPathId> {
   readonly hint: string;
   /** The plan flags only this path reads (without the leading --). */
   readonly flags: readonly string[];
+  /**
+   * Whether --ipam may choose between this path and another: true where one IPAM may read what the other changes
+   * (Calico pools and node podCIDRs); false where this path's IPAM reads only its own objects (Cilium multi-pool
+   * reads neither node podCIDRs nor Calico pools): then --ipam cannot force another path where this one's owner hands
+   * out the addresses, nor this path where another's does (plan/platform-gate.ts).
+   */
+  readonly mixes: boolean;
+  /** Who would not read what another path changes where this path's owner hands out the addresses ("Cilium"; default "this IPAM"). */
+  readonly reader?: string;
   /** Check pod-ipam's message when this path is planned. */
   readonly planned: string;
   /**
@@ -98,10 +108,25 @@ export interface PodPath<Id extends PodPathId = PodPathId> {
   oldRanges(inp: PodPathInput, checks: PreflightCheck[]): PodPathOld | undefined;
   /** The path's steps: before the restarts, the restarts, the clean-up after them. */
   stepLists(inp: PodStepInputs): PodStepLists;
+  /**
+   * The plan options of this path that its section of a written plan records (e.g. Calico's block size and pool
+   * name), so apply's re-check (plan/recheck.ts) plans again from the same options; {} when there are none.
+   */
+  recordedOptions(pc: PodCIDRSpec): Partial<PodPlanOptions>;
+  /**
+   * What this path's own steps delete that does not come back as it was (e.g. the nodes deleted and registered
+   * again), listed in the confirm step confirm-pod-disruption after what every path deletes; [] when nothing.
+   */
+  consent(spec: PodCIDRSpec): string[];
   /** What verify-pods checks besides the pods and workloads (appended to its description). */
   endState(spec: PodCIDRSpec): string;
   /** Validates the path's section of a plan read back (spec.podCIDR at `P`); PlanFormatError names the field. */
   validate(pc: Obj, P: string, to: readonly Cidr[]): void;
+  /**
+   * What a run of this path asks of the API server besides what every pod move needs (plan/access.ts): its own
+   * verbs on its own resources (need(), POD_RBAC_FILE). test/unit/rbac.test.ts checks deploy/ grants them.
+   */
+  access(pc: PodCIDRSpec): AccessNeed[];
   /** The "Pod IPAM" summary row, and the path's own rows after "Restarts". */
   summary(pc: PodCIDRSpec): string;
   summaryRows(pc: PodCIDRSpec): Array<[string, string]>;
