@@ -23,7 +23,7 @@
  * Every problem is an InputError with a one-line message naming the file and what to do.
  */
 import { constants as bufferConstants } from 'node:buffer';
-import { closeSync, fstatSync, openSync, read, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, read, readSync, statSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadAll } from 'js-yaml';
@@ -300,6 +300,10 @@ function lineInFile(fd: number, offset: number): number {
 async function readStreamed(path: string, objects: KubeObject[], configs: KubeObject[], opts: ReadInventoryOptions): Promise<boolean> {
   const limit = Math.min(opts.stringLimit ?? MAX_STRING, MAX_STRING);
   const streamAbove = Math.min(opts.streamAbove ?? STREAM_ABOVE, limit);
+  // look before opening: opening a named pipe and closing it again would lose what its writer sent (or leave the
+  // writer dead and the next open waiting for a writer forever); a pipe is read whole by the caller instead
+  const ahead = statSync(path);
+  if (!ahead.isFile() || ahead.size <= streamAbove) return false;
   const fd = openSync(path, 'r');
   try {
     const st = fstatSync(fd);

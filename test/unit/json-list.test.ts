@@ -531,16 +531,18 @@ test('a pipe (size 0, not seekable, as `-f <(kubectl get ...)` gives) is read to
   const dir = mkdtempSync(join(tmpdir(), 'kr-json-list-'));
   const writers: ChildProcess[] = [];
   try {
-    const fifo = join(dir, 'pods.json');
+    // one pipe per read: a writer of the previous read that has not closed its end yet must not feed the next one
+    const fifos = [join(dir, 'pods-0.json'), join(dir, 'pods-1.json')];
     try {
-      execFileSync('mkfifo', [fifo]);
+      for (const f of fifos) execFileSync('mkfifo', [f]);
     } catch {
       t.skip('mkfifo is not available');
       return;
     }
     const src = join(dir, 'src.json');
     writeFileSync(src, JSON.stringify({ apiVersion: 'v1', items: Array.from({ length: 300 }, (_, i) => POD('default', `p${i}`)), kind: 'List', metadata: {} }, null, 4));
-    for (const streamAbove of [0, undefined]) {
+    for (const [i, streamAbove] of [0, undefined].entries()) {
+      const fifo = fifos[i]!;
       // the writer is a child process, killed at the end whatever happens to the reader
       writers.push(spawn('sh', ['-c', 'cat "$1" > "$2"', 'sh', src, fifo], { stdio: 'ignore' }));
       const inv = await readInventoryFiles([fifo], { streamAbove });
