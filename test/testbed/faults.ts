@@ -41,6 +41,11 @@ export interface FaultProxyOptions {
   retryAfterSeconds?: number;
   /** How long a slow answer is held back: uniformly in [min, max] ms (default 200..1500). */
   slowMs?: [number, number];
+  /**
+   * Besides the seeded share: the `nth` request to a Lease (from 1) gets this fault when the draw left it alone, so
+   * that a run is sure to meet a faulted lock request however few it makes.
+   */
+  leaseFault?: { nth: number; kind: FaultKind };
 }
 
 export interface FaultStats {
@@ -160,8 +165,9 @@ export class FaultProxy {
         return;
       }
       const st = proxy!.#stats;
-      const kind = decide(random, rate, weights);
       const lease = url.pathname.includes('/leases');
+      const drawn = decide(random, rate, weights);
+      const kind = drawn ?? (lease && opts.leaseFault && st.leases.requests + 1 === opts.leaseFault.nth ? opts.leaseFault.kind : undefined);
       st.requests++;
       const m = (st.byMethod[method] ??= { requests: 0, faults: {} });
       m.requests++;
