@@ -147,16 +147,18 @@ function source(b: Buffer, step: number): ByteSource {
   };
 }
 
+/** A list's text as it is, cut at `at`, or with one character changed there; and what parseJsonBytes makes of it. */
+function referenceCase(text: string, at: number, how: 'none' | 'cut' | 'change', ch: string): { b: ReturnType<typeof bytes>; want: unknown; wantErr?: string } {
+  const p = at % (text.length + 1);
+  const t = how === 'cut' ? text.slice(0, p) : how === 'change' ? `${text.slice(0, p)}${ch}${text.slice(p + 1)}` : text;
+  const b = bytes(t);
+  try { return { b, want: parseJsonBytes(b) }; } catch (e) { return { b, want: undefined, wantErr: (e as Error).message }; }
+}
+
 test('property: read from a source a small window at a time, the same as from one buffer (values and errors)', () => {
   const doc = fc.tuple(listDoc, layout, fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1, max: 50 }), fc.nat(), fc.constantFrom('none', 'cut', 'change'), fc.constantFrom(...'{}[]",:\\ 0x\n'.split('')));
   fc.assert(fc.property(doc, ([d, lay, win, step, at, how, ch]) => {
-    const text = listText(d, lay);
-    const p = at % (text.length + 1);
-    const t = how === 'cut' ? text.slice(0, p) : how === 'change' ? `${text.slice(0, p)}${ch}${text.slice(p + 1)}` : text;
-    const b = bytes(t);
-    let want: unknown;
-    let wantErr: string | undefined;
-    try { want = parseJsonBytes(b); } catch (e) { wantErr = (e as Error).message; }
+    const { b, want, wantErr } = referenceCase(listText(d, lay), at, how, ch);
     if (wantErr !== undefined) {
       assert.throws(() => parseJsonStream(source(b, step), {}, win), (e: unknown) => e instanceof InputError && e.message === wantErr);
     } else {
@@ -327,13 +329,7 @@ function asyncSource(b: Buffer, step: number, delays: number[]): AsyncByteSource
 test('property: read ahead from a source a small window at a time, the same as from one buffer (values and errors)', async () => {
   const doc = fc.tuple(listDoc, layout, fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1, max: 50 }), fc.nat(), fc.constantFrom('none', 'cut', 'change'), fc.constantFrom(...'{}[]",:\\ 0x\n'.split('')), fc.array(fc.nat({ max: 2 }), { minLength: 1, maxLength: 4 }));
   await fc.assert(fc.asyncProperty(doc, async ([d, lay, win, step, at, how, ch, delays]) => {
-    const text = listText(d, lay);
-    const p = at % (text.length + 1);
-    const t = how === 'cut' ? text.slice(0, p) : how === 'change' ? `${text.slice(0, p)}${ch}${text.slice(p + 1)}` : text;
-    const b = bytes(t);
-    let want: unknown;
-    let wantErr: string | undefined;
-    try { want = parseJsonBytes(b); } catch (e) { wantErr = (e as Error).message; }
+    const { b, want, wantErr } = referenceCase(listText(d, lay), at, how, ch);
     const src = asyncSource(b, step, delays);
     if (wantErr !== undefined) {
       await assert.rejects(parseJsonStreamAhead(src, {}, win), (e: unknown) => e instanceof InputError && e.message === wantErr);
