@@ -4,6 +4,9 @@
 // table to stdout and, as the last stdout line, one JSON object with its figures; progress goes to stderr.
 // See docs/benchmarks.md.
 
+// Every pod path, installed before a scenario plans or runs (as the CLI does).
+import '../src/pod-paths/registry.ts';
+
 interface Scenario {
   summary: string;
   load(): Promise<{ run(args: string[]): Promise<number> }>;

@@ -1,3 +1,4 @@
+import '../pod-paths/registry.ts';
 import { existsSync } from 'node:fs';
 import { arch, platform } from 'node:os';
 import { parseArgs } from 'node:util';

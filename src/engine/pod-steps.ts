@@ -21,7 +21,7 @@ import {
 import type { PodCIDRSpec } from '../plan/pod-plan.ts';
 import { active, cidrIn, errText, inAny, ipsOf, isDaemonSetPod, isMirrorPod, sameList, withKind } from './pod-paths/common.ts';
 import type { NodeSteps } from './pod-paths/node.ts';
-import { pathGateCheck, pathStepExecutor, POD_PATH_ENGINES, type PodPathHosts } from './pod-paths/registry.ts';
+import { pathGateCheck, pathStepExecutor, podPathEngine, type PodPathHosts } from './pod-paths/registry.ts';
 import {
   describePdb, describeWorkload, fatalError, pdbsFor, resolveWorkloads, restartWorkload, restoreScale, runWaves, scaledReplicas,
   scaleUp, type RestartResult, type Workload,
@@ -861,7 +861,7 @@ export class PodExecutor implements PodPathHosts {
     const problems: string[] = [];
     const left = await this.podsInOld(client);
     if (left.length > 0) problems.push(`${left.length} pod(s) still have addresses in ${this.spec.from.join(', ')} (${left.slice(0, 3).map((x) => `${x.metadata?.namespace}/${x.metadata?.name}`).join(', ')})`);
-    problems.push(...await POD_PATH_ENGINES[this.spec.ipam].endState(this, client, ctx));
+    problems.push(...await podPathEngine(this.spec.ipam).endState(this, client, ctx));
     const notReady: string[] = [];
     for (const [t, kind] of [[DEPLOYMENTS, 'Deployment'], [STATEFULSETS, 'StatefulSet'], [DAEMONSETS, 'DaemonSet']] as Array<[ResourceType, string]>) {
       for (const o of await withRetry(() => listAll(client, t))) {

@@ -86,7 +86,7 @@ export const ciliumMultiPool: IpamOwner<'cilium-multi-pool'> = {
   title: 'Cilium multi-pool IPAM',
   detect: (i) => (i.plugin === 'cilium' && i.ipamMode === 'multi-pool' ? [...i.evidence, `cilium-config ipam ${i.ipamMode}`] : undefined),
   // a new CiliumPodIPPool in NEW made the default pool, workloads restarted, the old pool deleted once no node
-  // lists it (src/plan/pod-paths/cilium-multi-pool.ts; docs/platforms.md, "Cilium")
+  // lists it (src/pod-paths/cilium-multi-pool/plan.ts; docs/platforms.md, "Cilium")
   pod: {
     supported: true,
     path: 'cilium-multi-pool',

@@ -34,12 +34,15 @@ export interface IpamInput {
 }
 
 /**
- * The ways kube-renumber moves pod addresses: new Calico IPPools, new node podCIDRs, or a new CiliumPodIPPool. Each is one module per
- * side (src/plan/pod-paths/, src/engine/pod-paths/) listed in that side's registry, a Record over these ids: a
- * new id here makes the compiler name both registries.
+ * The ways kube-renumber moves pod addresses, by id: new node podCIDRs (`node`) and the paths in folders of their
+ * own under src/pod-paths/ (`calico`: new Calico IPPools; `cilium-multi-pool`: a new CiliumPodIPPool). Each path is one module object listed once in src/pod-paths/registry.ts, a Record
+ * over these ids; a path in a folder of its own adds its id here by declaration merging (`declare module`), so the
+ * registry's Record makes the compiler ask for its module. The ids at run time: src/plan/pod-paths/registry.ts.
  */
-export const POD_PATH_IDS = ['calico', 'node', 'cilium-multi-pool'] as const;
-export type PodPathId = (typeof POD_PATH_IDS)[number];
+export interface PodPathIds {
+  node: true;
+}
+export type PodPathId = keyof PodPathIds & string;
 
 /** What an owner's description of a supported move reads: the CNI detection's result (a snapshot's `cni`). */
 export type IpamCni = Pick<IpamInput, 'plugin' | 'ipam' | 'ipamMode' | 'operatorManaged'>;

@@ -7,7 +7,7 @@
  */
 import { need, POD_RBAC_FILE, type AccessNeed } from './access-need.ts';
 import type { MigrationPlan } from './plan.ts';
-import { POD_PATHS } from './pod-paths/registry.ts';
+import { podPath } from './pod-paths/registry.ts';
 import { RECREATE_ROLE } from './recreate-grants.ts';
 
 export type { AccessNeed } from './access-need.ts';
@@ -29,7 +29,7 @@ function runNeeds(): AccessNeed[] {
     need('list', '', 'secrets', m, 'read the run\'s state kept in the cluster', state),
     need('get', '', 'secrets', m, 'check a state chunk whose create answer was lost', state),
     need('create', '', 'secrets', m, 'keep the run\'s journal and backups in the cluster', state),
-    need('delete', '', 'secrets', m, 'drop state chunks a newer whole copy replaced', state),
+    need('deletecollection', '', 'secrets', m, 'drop the state chunks a newer whole copy replaced (one request)', state),
   ];
 }
 
@@ -58,7 +58,7 @@ function podNeeds(plan: MigrationPlan): AccessNeed[] {
     ...recreateNeeds(pod.barePodNamespaces),
     ...['deployments', 'statefulsets', 'daemonsets'].map((r) => need('patch', 'apps', r, p, 'rollout restart (and the replicas of critical Deployments)')),
     need('patch', '', 'nodes', p, 'cordon and uncordon'),
-    ...POD_PATHS[pod.ipam].access(pod),
+    ...podPath(pod.ipam).access(pod),
   ];
 }
 

@@ -9,7 +9,7 @@ import type { Move } from '../platform/types.ts';
 import { ownerCapabilityOf } from '../ipam/registry.ts';
 import type { PodPathId } from '../ipam/types.ts';
 import { ipamOwnerFacts } from '../analyze/ipam-owner.ts';
-import { POD_PATHS } from './pod-paths/registry.ts';
+import { podPath } from './pod-paths/registry.ts';
 
 export { ipamOwnerFacts };
 
@@ -53,9 +53,9 @@ export function podOwnerRefusal(snap: Snapshot, forced?: PodPathId): string | un
       + `${forcedText} (recognised by ${owner.evidence[0]})`;
   }
   // a path whose IPAM reads only its own objects (PodPath.mixes false) is neither forced elsewhere nor forced onto another's owner
-  if (forced && forced !== cap.path && (!POD_PATHS[cap.path].mixes || !POD_PATHS[forced].mixes)) {
+  if (forced && forced !== cap.path && (!podPath(cap.path).mixes || !podPath(forced).mixes)) {
     return `moving the Pod CIDR with --ipam ${forced} is refused: ${owner.title} hands out pod addresses here, and only the ${cap.path} path moves them`
-      + ` (--ipam ${forced} would change what ${POD_PATHS[cap.path].reader ?? 'this IPAM'} does not read; give --ipam ${cap.path} or no --ipam) (recognised by ${owner.evidence[0]})`;
+      + ` (--ipam ${forced} would change what ${podPath(cap.path).reader ?? 'this IPAM'} does not read; give --ipam ${cap.path} or no --ipam) (recognised by ${owner.evidence[0]})`;
   }
   const kind = platformKindOf(snap);
   const said = platformOf(kind)?.ownerCapability?.(owner.kind);

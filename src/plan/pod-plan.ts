@@ -22,10 +22,10 @@ import { maskKey, type PodCIDRSpec, type PodIpam, type PodPatchGate } from './po
 import { podStepLists } from './pod-step-lists.ts';
 import { podOwnerRefusal, podPathOf } from './platform-gate.ts';
 import { famOf, KCM_DEFAULT_MASK, kcmMaskFlag, pass } from './pod-paths/common.ts';
-import { orList, POD_PATH_NAMES, POD_PATHS } from './pod-paths/registry.ts';
+import { orList, POD_PATH_NAMES, podPath } from './pod-paths/registry.ts';
 import type { PodPath, PodPlanOptions } from './pod-paths/types.ts';
 
-export type { NodeMaskSizes, PodCIDRSpec, PodIpam, PodPatchGate, PoolData } from './pod-spec.ts';
+export type { NodeMaskSizes, PodCIDRSpec, PodIpam, PodPatchGate } from './pod-spec.ts';
 export type { PodPlanOptions } from './pod-paths/types.ts';
 export { maskKey } from './pod-spec.ts';
 export { covering } from './distributions/common.ts';
@@ -128,7 +128,7 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
   const newText = [...target.values()].map(formatCidr);
   const ipam = podIpamChecked(snap, opts, checks);
   if (!ipam) return out;
-  const path: PodPath = POD_PATHS[ipam];
+  const path: PodPath = podPath(ipam);
   const old = path.oldRanges({ snap, opts, target, newText }, checks);
   if (!old) return out;
   checks.push(podConflictCheck(snap, opts, target, newText));
@@ -188,11 +188,11 @@ function podIpamChecked(snap: Snapshot, opts: PodPlanOptions, checks: PreflightC
         : `cannot tell how pods get their addresses (CNI ${snap.cni.plugin}, IPAM ${snap.cni.ipam}${snap.cni.ipamMode ? ` ${snap.cni.ipamMode}` : ''})`,
       fix: cilium
         ? 'add `kubectl -n kube-system get configmap cilium-config -o yaml` to the input (live: allow reading ConfigMaps in kube-system); give --ipam node only if it says ipam: kubernetes'
-        : `give ${orList(POD_PATH_NAMES.map((id) => `--ipam ${id} (${POD_PATHS[id].hint})`))}`,
+        : `give ${orList(POD_PATH_NAMES.map((id) => `--ipam ${id} (${podPath(id).hint})`))}`,
     });
     return undefined;
   }
-  checks.push(pass('pod-ipam', `${POD_PATHS[ipam].planned}${opts.ipam && detected !== ipam ? ` (--ipam ${ipam})` : ''}`));
+  checks.push(pass('pod-ipam', `${podPath(ipam).planned}${opts.ipam && detected !== ipam ? ` (--ipam ${ipam})` : ''}`));
   return ipam;
 }
 
@@ -277,7 +277,7 @@ function kopsNonMasqueradeCheck(snap: Snapshot, target: Map<Family, Cidr>, newTe
 
 /** What a distribution's pod patches and pod checks are computed from. */
 function podPatchInputs(snap: Snapshot, spec: PodCIDRSpec): PodPatchInputs {
-  const path = POD_PATHS[spec.ipam];
+  const path = podPath(spec.ipam);
   const kcm = snap.controllerManagers[0];
   const oldCC = kcm?.clusterCIDR?.join(',') ?? snap.kubeadm?.podSubnet?.join(',') ?? snap.kops?.podCIDR ?? spec.from.join(',');
   // kube-controller-manager stops allocating at a first gate and allocates from NEW again at the final one, or

@@ -7,38 +7,16 @@ import type { PodPathId } from '../ipam/types.ts';
 /** The pod path of the plan (src/plan/pod-paths/): who hands out pod addresses decides it. */
 export type PodIpam = PodPathId;
 
-export interface PoolData {
-  name: string;
-  cidr: string;
-  blockSize: number;
-  ipipMode?: string;
-  vxlanMode?: string;
-  natOutgoing?: boolean;
-  nodeSelector?: string;
-  allowedUses?: string[];
-}
-
-/** A CiliumPodIPPool's addresses: its CIDRs and per-node mask size, per family. */
-export interface CiliumPoolData {
-  name: string;
-  ipv4?: { cidrs: string[]; maskSize: number };
-  ipv6?: { cidrs: string[]; maskSize: number };
-}
-
-/** One key of ConfigMap kube-system/cilium-config: its value before and after (absent: the key is not set). */
-export interface CiliumConfigChange {
-  key: string;
-  from?: string;
-  to?: string;
-}
-
+/**
+ * spec.podCIDR. Each pod path has its section under its id (node below; a path in a folder of its own,
+ * src/pod-paths/<id>/, adds its section here by declaration merging).
+ */
 export interface PodCIDRSpec {
   /** The pod ranges the migration leaves (pools or cluster CIDRs of NEW's families). */
   from: string[];
   /** NEW. */
   to: string[];
   ipam: PodIpam;
-  calico?: { operatorManaged: boolean; oldPools: PoolData[]; newPools: PoolData[] };
   node?: {
     /**
      * The node podCIDR size per family of `to` (kube-controller-manager's --node-cidr-mask-size-ipv4/-ipv6).
@@ -56,18 +34,6 @@ export interface PodCIDRSpec {
      * its zone (label topology.kubernetes.io/zone) when it has one: the waves spread across zones.
      */
     nodes: Array<{ name: string; from: string[]; to: string[]; zone?: string }>;
-  };
-  /**
-   * Cilium multi-pool IPAM: the default pool left (`oldPool`, the one pods without a pool annotation use), the
-   * pool created in NEW, and the cilium-config keys changed before the restarts (`move`: the default pool, the
-   * native-routing CIDR widened) and after the old pool is gone (`final`).
-   */
-  'cilium-multi-pool'?: {
-    /** The CiliumPodIPPool apiVersion the cluster serves, e.g. cilium.io/v2alpha1. */
-    apiVersion: string;
-    oldPool: CiliumPoolData;
-    newPool: CiliumPoolData;
-    config: { move: CiliumConfigChange[]; final: CiliumConfigChange[] };
   };
   restarts: { parallel: number; critical: string[] };
   /**

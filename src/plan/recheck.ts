@@ -6,7 +6,7 @@
  */
 import type { Snapshot } from '../cluster/types.ts';
 import { buildMigrationPlan, type MigrationPlan } from './plan.ts';
-import { POD_PATHS } from './pod-paths/registry.ts';
+import { podPath } from './pod-paths/registry.ts';
 import type { PreflightCheck } from './preflight.ts';
 
 export interface RecheckOptions {
@@ -39,7 +39,7 @@ export function recheckPreflight(snap: Snapshot, plan: MigrationPlan, opts: Rech
         parallel: pc.restarts.parallel,
         critical: pc.restarts.critical,
         // the path's own options, as its section recorded them
-        ...POD_PATHS[pc.ipam].recordedOptions(pc),
+        ...podPath(pc.ipam).recordedOptions(pc),
         // a Pod-only plan records no headroom: the least one (NEW holds today's nodes) judges only what changed
         headroom: o?.headroom ?? 1,
       },

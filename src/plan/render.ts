@@ -15,7 +15,7 @@ import {
   bool, cidrAt, cidrList, DNS_LABEL, DNS_SUBDOMAIN, fail, fam, inAny, int, ipAt, label, list, obj, oneOf, onlyKeys, PlanFormatError, show, STEP_ID, str, strList, subdomain,
   type Obj,
 } from './plan-fields.ts';
-import { POD_PATH_NAMES, POD_PATHS } from './pod-paths/registry.ts';
+import { POD_PATH_NAMES, podPath } from './pod-paths/registry.ts';
 import type { ServiceMapping } from './service-mapping.ts';
 
 export { PlanFormatError } from './plan-fields.ts';
@@ -271,7 +271,7 @@ export function validatePlan(doc: unknown): MigrationPlan {
     (strList(pc, 'barePodNamespaces', P, true) ?? []).forEach((ns, i) => {
       if (!DNS_LABEL.test(ns)) fail(`${P}.barePodNamespaces[${i}]`, `${show(ns)} is not a namespace name`);
     });
-    POD_PATHS[ipam].validate(pc, P, to);
+    podPath(ipam).validate(pc, P, to);
     r.pod = { from, to };
   }
   list(p, 'preflight', 'plan')!.forEach((c, i) => {
@@ -400,11 +400,11 @@ function stepMarkdown(s: PlanStep, n: number, path: string): string {
 export function podSummaryRows(pc: PodCIDRSpec): Array<[string, string]> {
   const rows: Array<[string, string]> = [
     ['Pod range', `${pc.from.join(', ')} → ${pc.to.join(', ')}`],
-    ['Pod IPAM', POD_PATHS[pc.ipam].summary(pc)],
+    ['Pod IPAM', podPath(pc.ipam).summary(pc)],
     ['Restarts', `${pc.restarts.parallel} rollout(s) at a time; scaled up first: ${pc.restarts.critical.join(', ') || 'none'}`],
   ];
   // each path's rows for its own section (spec.podCIDR.<path>)
-  for (const id of POD_PATH_NAMES) rows.push(...POD_PATHS[id].summaryRows(pc));
+  for (const id of POD_PATH_NAMES) rows.push(...podPath(id).summaryRows(pc));
   return rows;
 }
 
@@ -452,7 +452,7 @@ export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml'): str
   out += mdTable(['Check', 'Status', 'Finding', 'Fix'], plan.preflight.map((c) => [`\`${c.id}\``, STATUS[c.status] ?? c.status, c.message, c.fix || '-']));
   if (failed.length > 0) out += `\n**${failed.length} check(s) failed: fix them before apply.**\n`;
 
-  if (pc) for (const id of POD_PATH_NAMES) out += POD_PATHS[id].markdown(pc, mdTable);
+  if (pc) for (const id of POD_PATH_NAMES) out += podPath(id).markdown(pc, mdTable);
   if (sc) out += `\n## Service mapping\n\n${counts.move} moved, ${counts.keep} kept, ${counts.skip} skipped.\n\n`;
   if (dns) out += `- Cluster DNS: \`${dns.namespace}/${dns.name}\` ${ips(dns.from)} → ${ips(dns.to)} — ${dns.reason}\n`;
   if (kube) out += `- default/kubernetes: ${ips(kube.from)} → ${ips(kube.to)} — ${kube.reason}\n`;

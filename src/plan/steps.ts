@@ -35,9 +35,11 @@ export interface StepKindInfo {
 /**
  * Every step kind, once: the union StepKind, the validator (src/plan/render.ts) and the executors' exhaustive
  * tables (src/engine/service-steps.ts, src/engine/pod-steps.ts, src/engine/pod-paths/) all come from here, so a
- * new kind is one line here and the compiler names the executor it needs.
+ * new kind is one line here and the compiler names the executor it needs. A pod path in a folder of its own
+ * (src/pod-paths/<id>/) declares its kinds there: their types merge into PathStepKinds, their entries into
+ * STEP_KINDS when src/pod-paths/registry.ts installs the path.
  */
-export const STEP_KINDS = {
+const CORE_STEP_KINDS = {
   gate: { family: 'control', items: 'object' },
   confirm: { family: 'control', items: 'object' },
   // Service CIDR (plan.ts)
@@ -50,25 +52,22 @@ export const STEP_KINDS = {
   'finalize-servicecidrs': { family: 'service', items: 'object' },
   verify: { family: 'service', items: 'object' },
   // Pod CIDR (pod-plan.ts, pod-paths/)
-  'create-ippool': { family: 'pod', path: 'calico', items: 'object' },
-  'disable-ippools': { family: 'pod', path: 'calico', items: 'object' },
   'scale-critical': { family: 'pod', items: 'deployment' },
   'restart-pods': { family: 'pod', items: 'object' },
   'restore-scale': { family: 'pod', items: 'deployment' },
-  'delete-ippools': { family: 'pod', path: 'calico', items: 'object' },
-  'remove-ipam-leftovers': { family: 'pod', path: 'calico', items: 'object' },
   'drain-node': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true },
   'reregister-node': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true },
   'assign-podcidr': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true, nodePodCIDRs: true },
   'move-nodes': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true, nodePodCIDRs: true },
-  'create-ciliumpodippool': { family: 'pod', path: 'cilium-multi-pool', items: 'object', firstItem: true },
-  'cilium-config-move': { family: 'pod', path: 'cilium-multi-pool', items: 'object' },
-  'delete-ciliumpodippool': { family: 'pod', path: 'cilium-multi-pool', items: 'object', firstItem: true },
-  'cilium-config-final': { family: 'pod', path: 'cilium-multi-pool', items: 'object' },
   'verify-pods': { family: 'pod', items: 'object' },
 } as const satisfies Record<string, StepKindInfo>;
 
-export type StepKind = keyof typeof STEP_KINDS;
+/** The step kinds of the pod paths in folders of their own (src/pod-paths/<id>/), merged in by `declare module`. */
+export interface PathStepKinds {}
+type StepKindTable = typeof CORE_STEP_KINDS & PathStepKinds;
+export type StepKind = keyof StepKindTable & string;
+/** Every step kind: the core's, and those of the paths installed (installPathKinds). */
+export const STEP_KINDS: { readonly [K in StepKind]: StepKindTable[K] } = {} as StepKindTable;
 
 /** What a gate condition is: one entry of GATE_CONDITION_INFO. */
 export interface GateConditionInfo {
@@ -81,29 +80,26 @@ export interface GateConditionInfo {
   readonly nodesOnce?: boolean;
 }
 
-/** Every condition `resume` checks itself at a gate, and whose executor checks it. */
-export const GATE_CONDITION_INFO = {
+/** Every condition `resume` checks itself at a gate, and whose executor checks it (paths in folders: as STEP_KINDS). */
+const CORE_GATE_CONDITIONS = {
   'servicecidr-api': { family: 'service' },
   'apiservers-on-new-range': { family: 'service' },
   'kubelet-cluster-dns': { family: 'service' },
   'workloads-restarted': { family: 'service' },
   'kcm-stop-allocating': { family: 'pod', path: 'node' },
-  'pod-cidr-config': { family: 'pod', path: 'calico' },
   'kcm-cluster-cidr': { family: 'pod', path: 'node' },
   'node-reregistered': { family: 'pod', path: 'node', firstItem: true, nodesOnce: true },
-  'cilium-pod-cidr-config': { family: 'pod', path: 'cilium-multi-pool' },
 } as const satisfies Record<string, GateConditionInfo>;
 
-export type GateCondition = keyof typeof GATE_CONDITION_INFO;
+/** The gate conditions of the pod paths in folders of their own, merged in by `declare module`. */
+export interface PathGateConditions {}
+type GateConditionTable = typeof CORE_GATE_CONDITIONS & PathGateConditions;
+export type GateCondition = keyof GateConditionTable & string;
+export const GATE_CONDITION_INFO: { readonly [C in GateCondition]: GateConditionTable[C] } = {} as GateConditionTable;
 
-/** The keys of `table` whose entry `pick` accepts, in the table's order. */
-function keysWhere<K extends string, V>(table: Record<K, V>, pick: (v: V) => boolean): K[] {
-  return (Object.keys(table) as K[]).filter((k) => pick(table[k]));
-}
-
-type Info<K extends StepKind> = (typeof STEP_KINDS)[K];
+type Info<K extends StepKind> = StepKindTable[K];
 type KindsWhere<F> = { [K in StepKind]: Info<K> extends F ? K : never }[StepKind];
-type ConditionsWhere<F> = { [C in GateCondition]: (typeof GATE_CONDITION_INFO)[C] extends F ? C : never }[GateCondition];
+type ConditionsWhere<F> = { [C in GateCondition]: GateConditionTable[C] extends F ? C : never }[GateCondition];
 
 /** The action kinds the Service executor runs. */
 export type ServiceActionKind = KindsWhere<{ family: 'service' }>;
@@ -116,15 +112,43 @@ export type ServiceGateCondition = ConditionsWhere<{ family: 'service' }>;
 /** The gate conditions one pod path checks. */
 export type PathGateCondition<P extends PodPathId> = ConditionsWhere<{ path: P }>;
 
-export const SERVICE_STEP_KINDS: readonly StepKind[] = keysWhere<StepKind, StepKindInfo>(STEP_KINDS, (i) => i.family === 'service');
-export const POD_STEP_KINDS: readonly StepKind[] = keysWhere<StepKind, StepKindInfo>(STEP_KINDS, (i) => i.family === 'pod');
+// The lists below are filled in the tables' order and grow when a path's kinds are installed.
+export const SERVICE_STEP_KINDS: readonly StepKind[] = [];
+export const POD_STEP_KINDS: readonly StepKind[] = [];
 /** Every step kind, in the table's order. */
-export const STEP_KIND_NAMES: readonly StepKind[] = Object.keys(STEP_KINDS) as StepKind[];
+export const STEP_KIND_NAMES: readonly StepKind[] = [];
 /** What `resume` checks itself at a gate of a Service CIDR migration (ServiceExecutor owns these). */
-export const SERVICE_GATE_CONDITIONS: readonly GateCondition[] = keysWhere<GateCondition, GateConditionInfo>(GATE_CONDITION_INFO, (i) => i.family === 'service');
+export const SERVICE_GATE_CONDITIONS: readonly GateCondition[] = [];
 /** What `resume` checks itself at a gate of a Pod CIDR migration (PodExecutor and the pod paths own these). */
-export const POD_GATE_CONDITIONS: readonly GateCondition[] = keysWhere<GateCondition, GateConditionInfo>(GATE_CONDITION_INFO, (i) => i.family === 'pod');
-export const GATE_CONDITIONS: readonly GateCondition[] = Object.keys(GATE_CONDITION_INFO) as GateCondition[];
+export const POD_GATE_CONDITIONS: readonly GateCondition[] = [];
+export const GATE_CONDITIONS: readonly GateCondition[] = [];
+
+function addKinds(kinds: Readonly<Record<string, StepKindInfo>>, conditions: Readonly<Record<string, GateConditionInfo>>): void {
+  for (const [k, info] of Object.entries(kinds)) {
+    (STEP_KINDS as Record<string, StepKindInfo>)[k] = info;
+    (STEP_KIND_NAMES as string[]).push(k);
+    if (info.family === 'service') (SERVICE_STEP_KINDS as string[]).push(k);
+    if (info.family === 'pod') (POD_STEP_KINDS as string[]).push(k);
+  }
+  for (const [c, info] of Object.entries(conditions)) {
+    (GATE_CONDITION_INFO as Record<string, GateConditionInfo>)[c] = info;
+    (GATE_CONDITIONS as string[]).push(c);
+    ((info.family === 'service' ? SERVICE_GATE_CONDITIONS : POD_GATE_CONDITIONS) as string[]).push(c);
+  }
+}
+addKinds(CORE_STEP_KINDS, CORE_GATE_CONDITIONS);
+
+/**
+ * Adds a pod path's own step kinds and gate conditions (src/pod-paths/registry.ts, once per path): each must
+ * name that path; a kind already known is refused.
+ */
+export function installPathKinds(path: PodPathId, kinds: Readonly<Record<string, StepKindInfo>>, conditions: Readonly<Record<string, GateConditionInfo>>): void {
+  for (const [k, info] of [...Object.entries(kinds), ...Object.entries(conditions)]) {
+    if (info.path !== path) throw new Error(`${k}: a kind of pod path ${path} must name it as its path`);
+    if (Object.hasOwn(STEP_KINDS, k) || Object.hasOwn(GATE_CONDITION_INFO, k)) throw new Error(`${k} is already a step kind or gate condition`);
+  }
+  addKinds(kinds, conditions);
+}
 
 /** The pod path a step kind belongs to (undefined: not a pod kind, or one every pod path uses). */
 export function stepKindPath(kind: StepKind): PodPathId | undefined {

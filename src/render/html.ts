@@ -15,7 +15,7 @@ import type { Conflict, ConflictSide } from '../analyze/conflicts.ts';
 import type { InspectReport } from '../analyze/inspect.ts';
 import { familyName, formatCidr, overlaps, parseCidr, tryParseCidr, type Cidr, type Family } from '../net/index.ts';
 import { mappingCounts, type MigrationPlan } from '../plan/plan.ts';
-import { POD_PATHS } from '../plan/pod-paths/registry.ts';
+import { podPath } from '../plan/pod-paths/registry.ts';
 import type { PlanStep } from '../plan/steps.ts';
 import { CLUSTER_ROLES, esc, familyMap, ROLE_TITLE, type MapRange, type MapRole } from './address-map.ts';
 
@@ -551,7 +551,7 @@ export function renderPlanHtml(plan: MigrationPlan, report: InspectReport, opts:
     ] as Array<[string, string]> : []),
     ...(pc ? [
       ['pod range', `${pc.from.join(', ')} → ${pc.to.join(', ')}`],
-      ['pod IPAM', POD_PATHS[pc.ipam].summary(pc)],
+      ['pod IPAM', podPath(pc.ipam).summary(pc)],
     ] as Array<[string, string]> : []),
     ['pre-flight', `${failed} failed, ${plan.preflight.filter((c) => c.status === 'warn').length} warning(s), ${plan.preflight.filter((c) => c.status === 'pass').length} passed`],
   ];

@@ -10,7 +10,7 @@ import type { KubeObject } from '../../src/cluster/types.ts';
 import { BackupStore } from '../../src/engine/backup.ts';
 import { RUN_LABEL } from '../../src/engine/covers.ts';
 import { Journal } from '../../src/engine/journal.ts';
-import { poolObject, undoPool } from '../../src/engine/pod-paths/calico.ts';
+import { poolObject, undoPool } from '../../src/pod-paths/calico/engine.ts';
 import type { StepContext } from '../../src/engine/runner.ts';
 import type { KubeClient, Method } from '../../src/kube/client.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';

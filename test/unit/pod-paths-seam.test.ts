@@ -1,35 +1,38 @@
 /**
  * The seam for step kinds and pod paths: every table is derived from the registries (STEP_KINDS,
- * GATE_CONDITION_INFO, POD_PATH_IDS), so a kind, condition or path added to one of them without its executor,
- * planner module, --ipam value or documentation fails here (and, for the typed tables, in the compiler).
+ * GATE_CONDITION_INFO, src/pod-paths/registry.ts), so a kind, condition or path added to one of them without its
+ * executor, planner, --ipam value or documentation fails here (and, for the typed tables, in the compiler).
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import { PlanExecutor } from '../../src/engine/plan-executor.ts';
-import { POD_PATH_ENGINES } from '../../src/engine/pod-paths/registry.ts';
+import { podPathEngine } from '../../src/engine/pod-paths/registry.ts';
 import { PodExecutor } from '../../src/engine/pod-steps.ts';
 import { ServiceExecutor } from '../../src/engine/service-steps.ts';
-import { POD_PATH_IDS, type PodPathId } from '../../src/ipam/types.ts';
+import type { PodPathId } from '../../src/ipam/types.ts';
 import { buildMigrationPlan, type MigrationPlan } from '../../src/plan/plan.ts';
-import { POD_PATHS } from '../../src/plan/pod-paths/registry.ts';
+import { POD_PATH_NAMES, podPath } from '../../src/plan/pod-paths/registry.ts';
 import { planFromYaml, planToYaml } from '../../src/plan/render.ts';
 import {
-  GATE_CONDITION_INFO, GATE_CONDITIONS, STEP_KIND_NAMES, STEP_KINDS, type GateCondition, type GateConditionInfo, type StepKind, type StepKindInfo,
+  GATE_CONDITION_INFO, GATE_CONDITIONS, installPathKinds, STEP_KIND_NAMES, STEP_KINDS, type GateCondition, type GateConditionInfo, type StepKind, type StepKindInfo,
 } from '../../src/plan/steps.ts';
+import { POD_PATH_MODULES } from '../../src/pod-paths/registry.ts';
 import { run } from './run-cli.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const has = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k);
+/** Every path the registry lists, in its order. */
+const POD_PATH_IDS = Object.keys(POD_PATH_MODULES) as PodPathId[];
 
 /** Who runs a step kind: the Service executor, PodExecutor's shared steps, or a pod path's engine. */
 function executorsOf(kind: StepKind): string[] {
   return [
     ...(has(ServiceExecutor.actions, kind) ? ['service'] : []),
     ...(has(PodExecutor.sharedSteps, kind) ? ['pod'] : []),
-    ...POD_PATH_IDS.filter((id) => has(POD_PATH_ENGINES[id].steps, kind)).map((id) => `path ${id}`),
+    ...POD_PATH_IDS.filter((id) => has(podPathEngine(id).steps, kind)).map((id) => `path ${id}`),
   ];
 }
 
@@ -37,7 +40,7 @@ function executorsOf(kind: StepKind): string[] {
 function checkersOf(c: GateCondition): string[] {
   return [
     ...(has(ServiceExecutor.gates, c) ? ['service'] : []),
-    ...POD_PATH_IDS.filter((id) => has(POD_PATH_ENGINES[id].gates, c)).map((id) => `path ${id}`),
+    ...POD_PATH_IDS.filter((id) => has(podPathEngine(id).gates, c)).map((id) => `path ${id}`),
   ];
 }
 
@@ -75,7 +78,7 @@ describe('step kinds: one table, one executor each', () => {
 
   it('the executors hold no kind the table does not list', () => {
     const listed = new Set<string>(STEP_KIND_NAMES);
-    const tables = [ServiceExecutor.actions, PodExecutor.sharedSteps, ...POD_PATH_IDS.map((id) => POD_PATH_ENGINES[id].steps)];
+    const tables = [ServiceExecutor.actions, PodExecutor.sharedSteps, ...POD_PATH_IDS.map((id) => podPathEngine(id).steps)];
     for (const t of tables) for (const k of Object.keys(t)) assert.ok(listed.has(k), `${k} is in STEP_KINDS`);
   });
 
@@ -84,21 +87,49 @@ describe('step kinds: one table, one executor each', () => {
       const info: GateConditionInfo = GATE_CONDITION_INFO[c];
       assert.deepEqual(checkersOf(c), [info.family === 'service' ? 'service' : `path ${info.path}`], c);
     }
-    const tables = [ServiceExecutor.gates, ...POD_PATH_IDS.map((id) => POD_PATH_ENGINES[id].gates)];
+    const tables = [ServiceExecutor.gates, ...POD_PATH_IDS.map((id) => podPathEngine(id).gates)];
     for (const t of tables) for (const k of Object.keys(t)) assert.ok((GATE_CONDITIONS as readonly string[]).includes(k), `${k} is in GATE_CONDITION_INFO`);
   });
 });
 
-describe('pod paths: one module per side, one registry line each', () => {
-  it('both registries hold exactly the POD_PATH_IDS, each under its own id', () => {
-    assert.deepEqual(Object.keys(POD_PATHS).sort(), [...POD_PATH_IDS].sort());
-    assert.deepEqual(Object.keys(POD_PATH_ENGINES).sort(), [...POD_PATH_IDS].sort());
+describe('pod paths: one module each, one registry line', () => {
+  it('the registry installs every path, each under its own id, into both layers', () => {
+    assert.ok(POD_PATH_IDS.length >= 3);
+    assert.deepEqual([...POD_PATH_NAMES], POD_PATH_IDS, '--ipam accepts the installed paths in the registry\'s order');
     for (const id of POD_PATH_IDS) {
-      assert.equal(POD_PATHS[id].id, id);
-      assert.equal(POD_PATH_ENGINES[id].id, id);
+      assert.equal(podPath(id).id, id);
+      assert.equal(podPathEngine(id).id, id);
+      assert.equal(POD_PATH_MODULES[id].plan, podPath(id));
     }
-    for (const id of Object.keys(PATH_PLANS)) assert.ok((POD_PATH_IDS as readonly string[]).includes(id));
     assert.deepEqual(Object.keys(PATH_PLANS).sort(), [...POD_PATH_IDS].sort(), 'this test plans every path');
+  });
+
+  it('a path\'s own kinds must name it, and no kind is installed twice', () => {
+    const before = [...STEP_KIND_NAMES];
+    assert.throws(() => installPathKinds('calico', { 'x-kind': { family: 'pod', path: 'node', items: 'object' } }, {}), /must name it/);
+    assert.throws(() => installPathKinds('cilium-multi-pool', { 'create-ciliumpodippool': { family: 'pod', path: 'cilium-multi-pool', items: 'object' } }, {}), /already/);
+    assert.throws(() => installPathKinds('node', {}, { 'kcm-cluster-cidr': { family: 'pod', path: 'node' } }), /already/);
+    assert.deepEqual([...STEP_KIND_NAMES], before, 'a refused install adds nothing');
+  });
+
+  it('a path in a folder of its own is that folder and one registry line: nothing else in src/ names its kinds or imports it', () => {
+    const files = (readdirSync(`${ROOT}src`, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => `src/${f}`);
+    const folders = POD_PATH_IDS.filter((id) => files.some((f) => f.startsWith(`src/pod-paths/${id}/`)));
+    assert.deepEqual(folders, ['calico', 'cilium-multi-pool'], 'the paths in folders of their own');
+    for (const id of folders) {
+      const folder = `src/pod-paths/${id}/`;
+      const m = POD_PATH_MODULES[id];
+      // pod-cidr-config is also the name of the distributions' patch gate (src/plan/distributions/types.ts), which every path's plan may name
+      const own = [...Object.keys(m.stepKinds ?? {}), ...Object.keys(m.gateConditions ?? {}).filter((c) => c !== 'pod-cidr-config')];
+      assert.ok(own.length >= 4, `${id} declares its kinds`);
+      const imports = new RegExp(`(?:from|import)\\s*\\(?['"][^'"]*/pod-paths/${id}/`);
+      for (const f of files) {
+        if (f.startsWith(folder)) continue;
+        const text = readFileSync(`${ROOT}${f}`, 'utf8');
+        for (const k of own) assert.ok(!text.includes(`'${k}'`), `${f} names ${k}, a kind of the ${id} path (it belongs in ${folder})`);
+        if (f !== 'src/pod-paths/registry.ts') assert.doesNotMatch(text, imports, `${f} imports from ${folder}`);
+      }
+    }
   });
 
   for (const id of POD_PATH_IDS) {
@@ -139,10 +170,10 @@ describe('pod paths: one module per side, one registry line each', () => {
       const r = await run(['plan', '--pod-cidr', '10.244.0.0/14', '--ipam', id, '-f', kubeadm]);
       assert.doesNotMatch(r.err, /--ipam .* must be/, `--ipam ${id} is accepted`);
       assert.match(help.out + help.err, new RegExp(`--ipam [a-z|]*\\b${id}\\b`), `plan --help names --ipam ${id}`);
-      assert.match(docs, new RegExp(`src/plan/pod-paths/${id}\\.ts`), `docs/pod-migration.md names the ${id} path's module`);
+      assert.match(docs, new RegExp(`src/(plan/pod-paths/${id}\\.ts|pod-paths/${id}/)`), `docs/pod-migration.md names the ${id} path's module`);
       // a path's own flags are refused with another path
       for (const other of POD_PATH_IDS.filter((o) => o !== id)) {
-        for (const flag of POD_PATHS[other].flags) {
+        for (const flag of podPath(other).flags) {
           const r2 = await run(['plan', '--pod-cidr', '10.244.0.0/14', '--ipam', id, `--${flag}`, flag === 'node-hook' ? 'true' : flag === 'pool-name' ? 'p' : '24', '-f', kubeadm]);
           assert.equal(r2.code, 2, `--${flag} with --ipam ${id}`);
           assert.match(r2.err, new RegExp(`--${flag} needs --ipam ${other}`));

@@ -6,7 +6,7 @@ import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
 import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
 import { DEFAULT_MAX_UNAVAILABLE, parseMaxUnavailable } from '../../plan/node-waves.ts';
-import { isPodPathId, orList, POD_PATH_NAMES, POD_PATHS } from '../../plan/pod-paths/registry.ts';
+import { isPodPathId, orList, POD_PATH_NAMES, podPath } from '../../plan/pod-paths/registry.ts';
 import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
 import { parsePodTarget } from '../../plan/pod-plan.ts';
 import { certSanProblem, isDnsSubdomain, isQualifiedName, objectRefProblem, podTargetRefusals } from '../../plan/targets.ts';
@@ -24,7 +24,7 @@ import { planFleet } from '../fleet.ts';
 const MAX_HEADROOM = 1000;
 
 /** Flags of the Pod CIDR move, and of the Service CIDR move: each needs its move's target. */
-const POD_FLAGS = ['ipam', 'parallel', 'critical', ...POD_PATH_NAMES.flatMap((id) => POD_PATHS[id].flags)] as const;
+const POD_FLAGS = ['ipam', 'parallel', 'critical', ...POD_PATH_NAMES.flatMap((id) => podPath(id).flags)] as const;
 const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san'] as const;
 
 /**
@@ -106,7 +106,7 @@ export const planCommand: Command = {
                            addresses, or DNS names with a dot (or localhost, kubernetes*); live input reads
                            them over TLS from the kubeconfig server
 Pod CIDR flags:
-  ${`--ipam ${POD_PATH_NAMES.join('|')}`.padEnd(23)}  how pods get addresses (default: detected): ${POD_PATH_NAMES.map((id) => POD_PATHS[id].moves).join(', or ')}
+  ${`--ipam ${POD_PATH_NAMES.join('|')}`.padEnd(23)}  how pods get addresses (default: detected): ${POD_PATH_NAMES.map((id) => podPath(id).moves).join(', or ')}
   --parallel N             workload rollouts in flight at once (default ${DEFAULT_PARALLEL})
   --critical NS/NAME       a Deployment scaled up by one before the restarts, besides the cluster DNS (repeatable)
   --block-size N           Calico: block size of the new pool (default: the old pool's)
@@ -154,7 +154,7 @@ refused; nothing is written; 3 the fleet file is not valid.`,
     // a path's own flags need that path
     if (ipam) {
       for (const other of POD_PATH_NAMES.filter((id) => id !== ipam)) {
-        needs(POD_PATHS[other].flags, `--ipam ${other} (${POD_PATHS[other].moves}); --ipam ${ipam} moves ${POD_PATHS[ipam].moves}`);
+        needs(podPath(other).flags, `--ipam ${other} (${podPath(other).moves}); --ipam ${ipam} moves ${podPath(ipam).moves}`);
       }
     }
     const critical = list(values, 'critical').flatMap((k) => k.split(',')).map((k) => k.trim()).filter(Boolean);

@@ -11,22 +11,9 @@ import type { PlanStep } from '../../plan/steps.ts';
 import type { Step } from '../runner.ts';
 import { withRetry } from '../toolkit.ts';
 import { cidrsWithin, controlPlaneView } from './common.ts';
-import type { PodPathEngine, PodPathHost } from './types.ts';
+import type { NodeSteps, PodPathEngine, PodPathHost } from './types.ts';
 
-/** The node path's steps and checks, as PodExecutor builds them. */
-export interface NodeSteps {
-  drainNodeStep(p: PlanStep): Step;
-  reregisterStep(p: PlanStep): Step;
-  assignStep(p: PlanStep): Step;
-  /** A wave of nodes moved at once, each through drain, the node hook and its podCIDR (kind move-nodes). */
-  moveNodesStep(p: PlanStep): Step;
-  /** Whether the node is registered again (exists, podCIDR not in the old range). */
-  registered(client: KubeClient, name: string): Promise<boolean>;
-  /** Whether every node a step names (one, or a wave's) is registered again. */
-  allRegistered(client: KubeClient, p: PlanStep): Promise<boolean>;
-  /** Why a node's podCIDRs are not in NEW; undefined when they are. */
-  podCIDRProblem(cidrs: readonly string[]): string | undefined;
-}
+export type { NodeSteps } from './types.ts';
 
 /** What the node path's executors use of PodExecutor. */
 export interface NodePathHost extends PodPathHost {

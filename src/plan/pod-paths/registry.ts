@@ -1,31 +1,32 @@
 /**
- * Every pod path, once: a Record over POD_PATH_IDS (src/ipam/types.ts), so a new id makes the compiler ask for
- * its module here (and in src/engine/pod-paths/registry.ts). A new path is one module under src/plan/pod-paths/
- * and one line here.
+ * The pod paths' planners at run time: src/pod-paths/registry.ts lists every path once (a Record over PodPathId,
+ * so a new id makes the compiler ask for its module there) and installs each path's planner here before anything
+ * plans. The plan layer reaches the planners only through here.
  */
-import { POD_PATH_IDS, type PodPathId } from '../../ipam/types.ts';
-import { calicoPath } from './calico.ts';
-import { ciliumMultiPoolPath } from './cilium-multi-pool.ts';
-import { nodePath } from './node.ts';
+import type { PodPathId } from '../../ipam/types.ts';
 import type { PodPath } from './types.ts';
 
-export const POD_PATHS: { readonly [I in PodPathId]: PodPath<I> } = {
-  calico: calicoPath,
-  node: nodePath,
-  'cilium-multi-pool': ciliumMultiPoolPath,
-};
+const PLANNERS = new Map<PodPathId, PodPath>();
+/** The ids `--ipam` accepts, in the registry's order (filled by installPodPathPlanner). */
+export const POD_PATH_NAMES: readonly PodPathId[] = [];
 
-/** The ids `--ipam` accepts, in the registry's order. */
-export const POD_PATH_NAMES: readonly PodPathId[] = POD_PATH_IDS;
+/** Adds a path's planner (src/pod-paths/registry.ts, once per path). */
+export function installPodPathPlanner(p: PodPath): void {
+  if (PLANNERS.has(p.id)) throw new Error(`pod path ${p.id} is installed twice`);
+  PLANNERS.set(p.id, p);
+  (POD_PATH_NAMES as PodPathId[]).push(p.id);
+}
 
 /** The path of this id (a plan's spec.podCIDR.ipam). */
-export function podPath(id: PodPathId): PodPath {
-  return POD_PATHS[id];
+export function podPath<I extends PodPathId>(id: I): PodPath<I> {
+  const p = PLANNERS.get(id);
+  if (!p) throw new Error(PLANNERS.size === 0 ? 'no pod path is installed: import src/pod-paths/registry.ts first' : `pod path ${id} is not installed`);
+  return p as PodPath<I>;
 }
 
 /** Whether `s` names a pod path. */
 export function isPodPathId(s: string): s is PodPathId {
-  return (POD_PATH_IDS as readonly string[]).includes(s);
+  return PLANNERS.has(s as PodPathId);
 }
 
 /** "a, b or c". */

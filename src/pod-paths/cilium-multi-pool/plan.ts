@@ -7,21 +7,22 @@
  * default pool (and widens the native-routing CIDR to hold both ranges) before any pod restarts; every workload
  * restarted; the old pool deleted only once no pod holds one of its addresses and no CiliumNode lists it (v1.15
  * drops the CIDRs of a deleted pool from the nodes, in use or not: docs/platforms.md, "Cilium"); the
- * native-routing CIDR narrowed to NEW last. Its executors: src/engine/pod-paths/cilium-multi-pool.ts.
+ * native-routing CIDR narrowed to NEW last. Its executors: engine.ts; its types and kinds: kinds.ts.
  */
 import type { Family, Snapshot } from '../../cluster/types.ts';
 import type { CiliumPoolInfo } from '../../ipam/cilium-facts.ts';
 import { clusterCIDRTooWide } from '../../analyze/references.ts';
 import { contains, familyName, formatCidr, overlaps, parseCidr, tryParseCidr, type Cidr } from '../../net/index.ts';
-import { need, POD_RBAC_FILE } from '../access-need.ts';
-import { covering } from '../distributions/common.ts';
-import { cidrAt, fail, inAny, int, list, obj, str, subdomain, type Obj } from '../plan-fields.ts';
-import type { CiliumConfigChange, CiliumPoolData, PodCIDRSpec } from '../pod-spec.ts';
-import { patchesFor, podGateInstructions } from '../pod-step-lists.ts';
-import type { PreflightCheck } from '../preflight.ts';
-import type { PlanStep } from '../steps.ts';
-import { pass, POOL_PREFIX, slug } from './common.ts';
-import type { PodPath, PodStepInputs, PodStepLists } from './types.ts';
+import { need, POD_RBAC_FILE } from '../../plan/access-need.ts';
+import { covering } from '../../plan/distributions/common.ts';
+import { cidrAt, fail, inAny, int, list, obj, str, subdomain, type Obj } from '../../plan/plan-fields.ts';
+import type { PodCIDRSpec } from '../../plan/pod-spec.ts';
+import type { CiliumConfigChange, CiliumPoolData } from './kinds.ts';
+import { patchesFor, podGateInstructions } from '../../plan/pod-step-lists.ts';
+import type { PreflightCheck } from '../../plan/preflight.ts';
+import type { PlanStep } from '../../plan/steps.ts';
+import { pass, POOL_PREFIX, slug } from '../../plan/pod-paths/common.ts';
+import type { PodPath, PodStepInputs, PodStepLists } from '../../plan/pod-paths/types.ts';
 
 /** The agents' default pool when cilium-config does not set ipam-default-ip-pool (pkg/defaults/defaults.go:397-398). */
 export const CILIUM_DEFAULT_POOL = 'default';

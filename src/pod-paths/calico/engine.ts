@@ -1,5 +1,5 @@
 /**
- * The Calico pod path, engine side (plan side: src/plan/pod-paths/calico.ts): the new IPPool created (or
+ * The Calico pod path, engine side (plan side: plan.ts): the new IPPool created (or
  * added to Installation/default when the Tigera operator manages the pools), the old ones disabled and later
  * deleted, their leftover IPAMBlocks, BlockAffinities and IPAMHandles removed; gate pod-cidr-config; and the
  * pools' part of the end state. Each step derives "done" from the cluster, so a crash is resumed by running again.
@@ -10,13 +10,13 @@ import type { KubeClient } from '../../kube/client.ts';
 import { createObject, deleteObject, forCreate, getObject, listAll, PODS, replaceObject } from '../../kube/resources.ts';
 import { patchWithPrecondition } from '../../kube/workloads.ts';
 import { contains, parseCidr, parseIP } from '../../net/index.ts';
-import type { PoolData } from '../../plan/pod-spec.ts';
+import type { PoolData } from './kinds.ts';
 import type { PlanStep } from '../../plan/steps.ts';
-import { backUpLate, type Step, type StepContext } from '../runner.ts';
-import { RUN_LABEL } from '../covers.ts';
-import { retryOnConflict, withRetry } from '../toolkit.ts';
-import { active, cidrIn, inAny, ipsOf, MANAGED_LABEL, podRangeConfigDone, sameList, withKind } from './common.ts';
-import type { PodPathEngine, PodPathHost } from './types.ts';
+import { backUpLate, type Step, type StepContext } from '../../engine/runner.ts';
+import { RUN_LABEL } from '../../engine/covers.ts';
+import { retryOnConflict, withRetry } from '../../engine/toolkit.ts';
+import { active, cidrIn, inAny, ipsOf, MANAGED_LABEL, podRangeConfigDone, sameList, withKind } from '../../engine/pod-paths/common.ts';
+import type { PodPathEngine, PodPathHost } from '../../engine/pod-paths/types.ts';
 
 /** A new pool as the run creates it: labelled kube-renumber.io/managed and with the run, so rollback deletes only it. */
 export function poolObject(p: PoolData, run: string): KubeObject {

@@ -2,18 +2,19 @@
  * The Calico pod path, plan side: pods take addresses from Calico IPPools (calico-ipam). A new pool modelled
  * on the old one, the old pool disabled, every workload restarted in waves, the old pool and its leftover
  * blocks removed, then the distribution settings (kube-controller-manager stops allocating node podCIDRs in the
- * same change that names NEW, so it keeps starting). Its executors: src/engine/pod-paths/calico.ts.
+ * same change that names NEW, so it keeps starting). Its executors: engine.ts; its types and kinds: kinds.ts.
  */
 import type { CalicoPool, Family, Snapshot } from '../../cluster/types.ts';
 import { contains, familyName, formatCidr, parseCidr, type Cidr } from '../../net/index.ts';
-import { need, POD_RBAC_FILE } from '../access-need.ts';
-import { bool, cidrAt, fail, inAny, int, list, obj, oneOf, str, strList, subdomain } from '../plan-fields.ts';
-import type { PodCIDRSpec, PoolData } from '../pod-spec.ts';
-import { patchesFor, podGateInstructions } from '../pod-step-lists.ts';
-import type { PreflightCheck } from '../preflight.ts';
-import type { PlanStep } from '../steps.ts';
-import { famOf, pass, POOL_PREFIX, slug } from './common.ts';
-import type { PodPath, PodPlanOptions, PodStepInputs, PodStepLists } from './types.ts';
+import { need, POD_RBAC_FILE } from '../../plan/access-need.ts';
+import { bool, cidrAt, fail, inAny, int, list, obj, oneOf, str, strList, subdomain } from '../../plan/plan-fields.ts';
+import type { PodCIDRSpec } from '../../plan/pod-spec.ts';
+import type { PoolData } from './kinds.ts';
+import { patchesFor, podGateInstructions } from '../../plan/pod-step-lists.ts';
+import type { PreflightCheck } from '../../plan/preflight.ts';
+import type { PlanStep } from '../../plan/steps.ts';
+import { famOf, pass, POOL_PREFIX, slug } from '../../plan/pod-paths/common.ts';
+import type { PodPath, PodPlanOptions, PodStepInputs, PodStepLists } from '../../plan/pod-paths/types.ts';
 
 function poolData(p: CalicoPool): PoolData {
   const out: PoolData = { name: p.name, cidr: p.cidr, blockSize: p.blockSize };

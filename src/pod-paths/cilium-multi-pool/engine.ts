@@ -1,5 +1,5 @@
 /**
- * The Cilium multi-pool pod path, engine side (plan side: src/plan/pod-paths/cilium-multi-pool.ts): the new
+ * The Cilium multi-pool pod path, engine side (plan side: plan.ts): the new
  * CiliumPodIPPool created; cilium-config changed (the default pool, the native-routing CIDR) and the agents
  * restarted to read it; the old pool deleted once no pod holds one of its addresses and no CiliumNode lists it; the
  * native-routing CIDR narrowed; gate cilium-pod-cidr-config; and the path's part of the end state. Each step derives
@@ -11,13 +11,13 @@ import { KubeApiError } from '../../kube/errors.ts';
 import { CONFIGMAPS, createObject, deleteObject, forCreate, getObject, listAll, PODS, type ResourceType } from '../../kube/resources.ts';
 import { DAEMONSETS, patchWithPrecondition } from '../../kube/workloads.ts';
 import { contains, parseCidr, tryParseCidr } from '../../net/index.ts';
-import type { CiliumConfigChange, CiliumPoolData } from '../../plan/pod-spec.ts';
+import type { CiliumConfigChange, CiliumPoolData } from './kinds.ts';
 import type { PlanStep } from '../../plan/steps.ts';
-import { RESTART_ANNOTATION, restartWorkload } from '../restarts.ts';
-import { backUpLate, type Step, type StepContext } from '../runner.ts';
-import { retryOnConflict, withRetry } from '../toolkit.ts';
-import { active, inAny, ipsOf, MANAGED_LABEL, podRangeConfigDone, sameList } from './common.ts';
-import type { PodPathEngine, PodPathHost } from './types.ts';
+import { RESTART_ANNOTATION, restartWorkload } from '../../engine/restarts.ts';
+import { backUpLate, type Step, type StepContext } from '../../engine/runner.ts';
+import { retryOnConflict, withRetry } from '../../engine/toolkit.ts';
+import { active, inAny, ipsOf, MANAGED_LABEL, podRangeConfigDone, sameList } from '../../engine/pod-paths/common.ts';
+import type { PodPathEngine, PodPathHost } from '../../engine/pod-paths/types.ts';
 
 /** What the path uses of PodExecutor besides the shared host: its run token and rollout timeout (agent restarts). */
 export interface CiliumHost extends PodPathHost {

@@ -1,0 +1,18 @@
+/**
+ * What one pod path is, whole: its planner (src/plan/pod-paths/types.ts PodPath), its executors
+ * (src/engine/pod-paths/types.ts PodPathEngine, given PodExecutor as PodPathHosts), and the step kinds and gate
+ * conditions it declares itself (a path in a folder of its own; calico's and node's are in STEP_KINDS).
+ */
+import type { PodPathHosts, PodPathEngine } from '../engine/pod-paths/types.ts';
+import type { PodPathId } from '../ipam/types.ts';
+import type { PodPath } from '../plan/pod-paths/types.ts';
+import type { GateConditionInfo, StepKindInfo } from '../plan/steps.ts';
+
+export interface PodPathModule<I extends PodPathId = PodPathId> {
+  readonly plan: PodPath<I>;
+  readonly engine: PodPathEngine<I, PodPathHosts>;
+  /** Its own step kinds (each naming this path), merged into STEP_KINDS at install. */
+  readonly stepKinds?: Readonly<Record<string, StepKindInfo & { readonly path: I }>>;
+  /** Its own gate conditions, merged into GATE_CONDITION_INFO at install. */
+  readonly gateConditions?: Readonly<Record<string, GateConditionInfo & { readonly path: I }>>;
+}

@@ -1,0 +1,31 @@
+/**
+ * Every pod path kube-renumber knows, once: a Record over PodPathId (src/ipam/types.ts), so a new id makes the
+ * compiler ask for its module here. A new path is one folder under src/pod-paths/ (its kinds, planner and
+ * executors; its id, spec section and kinds merged into the plan's types by `declare module`) and one line here.
+ *
+ * Importing this module installs every path into the layers below (the planners, the executors, the step kinds
+ * and gate conditions): the CLI, the benchmarks and the tests import it before anything plans or runs.
+ */
+import { nodeEngine } from '../engine/pod-paths/node.ts';
+import { installPodPathEngine } from '../engine/pod-paths/registry.ts';
+import type { PodPathId } from '../ipam/types.ts';
+import { nodePath } from '../plan/pod-paths/node.ts';
+import { installPodPathPlanner } from '../plan/pod-paths/registry.ts';
+import { installPathKinds } from '../plan/steps.ts';
+import { calico } from './calico/index.ts';
+import { ciliumMultiPool } from './cilium-multi-pool/index.ts';
+import type { PodPathModule } from './module.ts';
+
+export type { PodPathModule } from './module.ts';
+
+export const POD_PATH_MODULES: { readonly [I in PodPathId]: PodPathModule<I> } = {
+  calico,
+  node: { plan: nodePath, engine: nodeEngine },
+  'cilium-multi-pool': ciliumMultiPool,
+};
+
+for (const m of Object.values(POD_PATH_MODULES) as PodPathModule[]) {
+  installPathKinds(m.plan.id, m.stepKinds ?? {}, m.gateConditions ?? {});
+  installPodPathPlanner(m.plan);
+  installPodPathEngine(m.engine);
+}
