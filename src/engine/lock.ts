@@ -3,7 +3,7 @@
  * which stops two operators on two machines, and a lock file in the local state directory, which stops two
  * processes sharing one journal. Both record who holds them; neither holds a credential.
  */
-import { closeSync, linkSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, linkSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
 import { InputError, UserError } from '../errors.ts';
@@ -237,7 +237,7 @@ export function guardedClient(client: KubeClient, check: () => void): KubeClient
 const MAX_LOCK_BYTES = 64 * 1024;
 
 /** The lock file's content, or {} when it is gone or not JSON (torn: treated as stale). */
-function readLock(path: string): { pid?: unknown; holder?: unknown } {
+function readLock(path: string): { pid?: unknown; holder?: unknown; start?: unknown } {
   try {
     const v = JSON.parse(readRegularFile(path, 'lock file', MAX_LOCK_BYTES).toString('utf8'));
     return v && typeof v === 'object' ? v : {};
@@ -266,7 +266,8 @@ export function acquireLocalLock(path: string, holder: string): { release(): voi
   const mine = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
   const fd = openSync(mine, 'wx', 0o600);
   try {
-    writeSync(fd, JSON.stringify({ pid: process.pid, holder, since: new Date().toISOString() }));
+    const start = processStart(process.pid);
+    writeSync(fd, JSON.stringify({ pid: process.pid, holder, since: new Date().toISOString(), ...(start ? { start } : {}) }));
   } finally {
     closeSync(fd);
   }
@@ -302,7 +303,7 @@ function takeLock(path: string, mine: string): { release(): void } {
 /** LockedError when the lock file names a live process other than this one. */
 function refuseIfLive(path: string): void {
   const cur = readLock(path);
-  if (typeof cur.pid === 'number' && Number.isInteger(cur.pid) && cur.pid > 0 && cur.pid !== process.pid && pidAlive(cur.pid)) {
+  if (typeof cur.pid === 'number' && Number.isInteger(cur.pid) && cur.pid > 0 && cur.pid !== process.pid && pidAlive(cur.pid, cur.start)) {
     throw new LockedError(`another kube-renumber process (pid ${cur.pid}, ${typeof cur.holder === 'string' ? cur.holder : 'unknown'}) is using ${dirname(path)}`);
   }
 }
@@ -353,7 +354,7 @@ export type LocalLockState =
 export function localLockState(path: string): LocalLockState {
   checkLockPath(path);
   if (statOrUndefined(path, 'lock file') === undefined) return { state: 'absent' };
-  const cur: { pid?: unknown; holder?: unknown; since?: unknown } = readLock(path);
+  const cur: { pid?: unknown; holder?: unknown; since?: unknown; start?: unknown } = readLock(path);
   const pid = typeof cur.pid === 'number' && Number.isInteger(cur.pid) && cur.pid > 0 ? cur.pid : undefined;
   const holder = typeof cur.holder === 'string' ? cur.holder : undefined;
   const since = typeof cur.since === 'string' ? cur.since : undefined;
@@ -362,14 +363,37 @@ export function localLockState(path: string): LocalLockState {
   // holderIdentity: user@host/run/pid-random; a holder of another form is taken to be of this machine
   const host = holder?.match(/^[^@/]*@([^/]+)\//)?.[1];
   if (host !== undefined && host !== hostname()) return { state: 'elsewhere', ...about, host };
-  return { state: pid !== undefined && pidAlive(pid) ? 'held' : 'stale', ...about };
+  return { state: pid !== undefined && pidAlive(pid, cur.start) ? 'held' : 'stale', ...about };
 }
 
-function pidAlive(pid: number): boolean {
+/**
+ * Whether the process that wrote a lock still runs: its pid is alive and, where the lock recorded when that process
+ * started (`start`, Linux), the process now at that pid started then too. Without it a pid used again after a crash
+ * or a reboot (pids start low again after a reboot) would read as the holder, and resume would be refused.
+ */
+function pidAlive(pid: number, start?: unknown): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e: any) {
-    return e?.code === 'EPERM';
+    if (e?.code !== 'EPERM') return false;
+  }
+  if (typeof start !== 'string') return true;
+  const now = processStart(pid);
+  return now === undefined || now === start;
+}
+
+/**
+ * When the process of this pid started, as "<boot id>:<start time in clock ticks since boot>" (Linux: /proc), or
+ * undefined where that cannot be read. The boot id tells a pid of an earlier boot from the same pid now.
+ */
+export function processStart(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // fields after "(comm) ": state is field 3, starttime field 22
+    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    return start && /^\d+$/.test(start) && boot ? `${boot}:${start}` : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { BackupStore, backupFileName } from '../../src/engine/backup.ts';
 import { completedSteps, Journal, readJournal } from '../../src/engine/journal.ts';
-import { acquireLocalLock, LockedError } from '../../src/engine/lock.ts';
+import { acquireLocalLock, localLockState, LockedError } from '../../src/engine/lock.ts';
 import { isTransient, withRetry } from '../../src/engine/retry.ts';
 import { rollbackSteps, runSteps, type Step, type StepContext } from '../../src/engine/runner.ts';
 import { KubeApiError } from '../../src/kube/client.ts';
@@ -62,6 +62,28 @@ describe('local lock', () => {
     l.release();
     const again = acquireLocalLock(join(d, 'lock'), 'me');
     again.release();
+  });
+
+  it('records when its process started, and takes a lock whose pid now belongs to another process (a pid used again) for stale', () => {
+    const d = tmp();
+    const l = acquireLocalLock(join(d, 'lock'), 'me');
+    const rec = JSON.parse(readFileSync(join(d, 'lock'), 'utf8'));
+    // read here from /proc, as the kernel gives it: "<boot id>:<starttime>" (field 22 of /proc/<pid>/stat)
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const ticks = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    assert.equal(rec.start, `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}:${ticks}`);
+    l.release();
+    // the parent is alive; a lock naming its pid with its own start is held, with another start it is stale
+    const parent = readFileSync(`/proc/${process.ppid}/stat`, 'utf8');
+    const parentStart = `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}:${parent.slice(parent.lastIndexOf(')') + 2).split(' ')[19]}`;
+    writeFileSync(join(d, 'held'), JSON.stringify({ pid: process.ppid, holder: 'other', start: parentStart }));
+    assert.equal(localLockState(join(d, 'held')).state, 'held');
+    assert.throws(() => acquireLocalLock(join(d, 'held'), 'me'), LockedError);
+    writeFileSync(join(d, 'reused'), JSON.stringify({ pid: process.ppid, holder: 'before a reboot', start: `00000000-0000-0000-0000-000000000000:${ticks}` }));
+    assert.equal(localLockState(join(d, 'reused')).state, 'stale');
+    const taken = acquireLocalLock(join(d, 'reused'), 'me');
+    assert.equal(JSON.parse(readFileSync(join(d, 'reused'), 'utf8')).pid, process.pid);
+    taken.release();
   });
 
   it('takes over a lock left by a dead process', () => {
