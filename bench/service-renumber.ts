@@ -21,14 +21,13 @@ import { parseArgs } from 'node:util';
 import * as yaml from 'js-yaml';
 import { buildSnapshot } from '../src/cluster/build.ts';
 import type { KubeObject } from '../src/cluster/types.ts';
-import { BackupStore } from '../src/engine/backup.ts';
-import { Journal } from '../src/engine/journal.ts';
-import { acquireLease, holderIdentity } from '../src/engine/lock.ts';
+import type { Io, Values } from '../src/cli/command.ts';
+import { openSession, prepare } from '../src/cli/session.ts';
 import { runSteps, type Step, type StepContext } from '../src/engine/runner.ts';
-import { ServiceExecutor } from '../src/engine/service-steps.ts';
 import { connect, type KubeClient, type Method, type RequestOptions, type WatchEvent, type WatchOptions } from '../src/kube/client.ts';
 import { readLiveInventory } from '../src/kube/discover.ts';
 import { buildServicePlan, type MigrationPlan, type PlanStep } from '../src/plan/plan.ts';
+import { planToYaml } from '../src/plan/render.ts';
 import { Testbed } from '../test/testbed/cluster.ts';
 import { populate } from '../test/testbed/fixture.ts';
 
@@ -252,18 +251,20 @@ export async function run(args: string[]): Promise<number> {
     const moved = items.length;
     log(`plan: ${moved} Services to move in ${moveSteps.length} move-services step(s), ${plan.steps.length} steps in all (${round(planMs)} ms, ${planRequests} requests)`);
 
+    // The run session `apply` opens (src/cli/session.ts): the state directory, the local lock, the Lease, the copy of
+    // the run's state kept in the cluster (its Secrets' writes counted too) and the executor, from the plan file.
     const stateDir = join(work, 'state');
-    const runId = 'bench';
-    client.phase = 'lease';
-    const lease = await acquireLease(client, holderIdentity(runId));
-    const ctx: StepContext = {
-      client,
-      backups: new BackupStore(join(stateDir, 'backups'), runId),
-      journal: new Journal(join(stateDir, 'journal.jsonl'), runId),
-      dryRun: 'none',
-      log: (m) => log(`engine: ${m}`),
+    const planPath = join(work, 'plan.yaml');
+    await writeFile(planPath, planToYaml(plan), { mode: 0o600 });
+    const values: Values = {
+      'state-dir': stateDir, 'propagation-delay': `${propagationDelayMs}ms`, verbose: true,
+      ...(covers ? {} : { 'no-covers': true }),
     };
-    const executor = new ServiceExecutor(plan, { propagationDelayMs, covers, watch });
+    const io: Io = { out: () => {}, err: (m) => log(`engine: ${m.trimEnd()}`), env: process.env };
+    const pre = prepare(values, [planPath], io, { write: true, journal: true, backups: true });
+    client.phase = 'lease';
+    const session = await openSession(values, io, pre, { lock: true, client, executor: { watch } });
+    const { ctx, executor } = session;
     const times = new Map<string, PhaseTime>();
     let gateAt: number | undefined;
     let requestsAtGate = 0;
@@ -287,7 +288,7 @@ export async function run(args: string[]): Promise<number> {
       result = await runSteps(steps, ctx, { yes: true });
     } finally {
       client.phase = 'lease';
-      await lease.release();
+      await session.release();
     }
     if (result.status !== 'gate' || result.step !== 'restart-apiservers' || gateAt === undefined) {
       throw new Error(`the run did not stop at the restart-apiservers gate: ${JSON.stringify(result)}`);

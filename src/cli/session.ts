@@ -15,7 +15,7 @@ import { hookEnvironment } from '../engine/pod-steps.ts';
 import { acquireLease, acquireLocalLock, guardedClient, holderIdentity, type LeaseLock } from '../engine/lock.ts';
 import type { DryRun, StepContext, StepSelection } from '../engine/runner.ts';
 import { parseSelection } from '../engine/selection.ts';
-import { PlanExecutor } from '../engine/plan-executor.ts';
+import { PlanExecutor, type PlanExecOptions } from '../engine/plan-executor.ts';
 import { connect, type KubeClient } from '../kube/client.ts';
 import { planFromYaml, type MigrationPlan } from '../plan/index.ts';
 import { MAX_PLAN_BYTES } from '../plan/render.ts';
@@ -166,11 +166,23 @@ export function checkJournalBelongs(entries: readonly JournalEntry[], path: stri
   });
 }
 
-export async function openSession(values: Values, io: Io, pre: Prepared, opts: { lock: boolean; dryRun?: DryRun; cluster?: string; view?: ProgressView }): Promise<Session> {
+/** How a session is opened: with the local lock and the Lease or not, as a dry run, for which cluster of a fleet. */
+export interface SessionOptions {
+  lock: boolean;
+  dryRun?: DryRun;
+  cluster?: string;
+  view?: ProgressView;
+  /** The client to use instead of one connected from --kubeconfig/--context (a library caller's, e.g. one that counts requests). */
+  client?: KubeClient;
+  /** Executor options a library caller sets beyond the flags (e.g. the benchmarks' `watch: false`). */
+  executor?: Pick<PlanExecOptions, 'watch'>;
+}
+
+export async function openSession(values: Values, io: Io, pre: Prepared, opts: SessionOptions): Promise<Session> {
   const { flags, read: { plan, text }, id } = pre;
   const dry = opts.dryRun !== undefined && opts.dryRun !== 'none';
   const verbose = values.verbose === true;
-  const client = connect({
+  const client = opts.client ?? connect({
     kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
     requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env,
   });
@@ -218,6 +230,7 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: {
     hookEnv: hookEnvironment(io.env, str(values, 'kubeconfig')),
     // apply and resume refuse a plan with a hook without --allow-hook before this; rollback's node steps refuse it here
     hookAllowed: values['allow-hook'] === true,
+    ...opts.executor,
   });
   const ctx: StepContext = {
     // every request of the steps first checks the Lease: once it is lost, nothing more is sent; every write first

@@ -27,6 +27,8 @@ import { journalEntryProblem, type JournalEntry } from './journal.ts';
 export const STATE_NAMESPACE = 'kube-renumber';
 /** The label naming the run (plan id) a state chunk belongs to. */
 export const STATE_RUN_LABEL = 'kube-renumber.io/state-of';
+/** The chunk's seq as a label too: a compaction deletes every chunk of the run but the base's in one request. */
+export const STATE_SEQ_LABEL = 'kube-renumber.io/state-seq';
 export const STATE_SECRET_TYPE = 'kube-renumber.io/state';
 /** A Secret's data may hold 1 MiB; a part stays well below it (base64 and metadata on top). */
 export const MAX_PART_BYTES = 700 * 1024;
@@ -66,7 +68,7 @@ export function chunkSecrets(run: string, seq: number, payload: StatePayload, op
       apiVersion: 'v1', kind: 'Secret', type: STATE_SECRET_TYPE,
       metadata: {
         name: chunkName(run, seq, p), namespace: STATE_NAMESPACE,
-        labels: { [STATE_RUN_LABEL]: run, 'app.kubernetes.io/managed-by': 'kube-renumber' },
+        labels: { [STATE_RUN_LABEL]: run, [STATE_SEQ_LABEL]: String(seq), 'app.kubernetes.io/managed-by': 'kube-renumber' },
         annotations: {
           'kube-renumber.io/seq': String(seq), 'kube-renumber.io/part': String(p), 'kube-renumber.io/parts': String(parts),
           ...(payload.base ? { 'kube-renumber.io/base': 'true' } : {}),
@@ -280,21 +282,16 @@ export class ClusterState {
     this.nsChecked = true;
   }
 
-  /** After a base chunk: the chunks before it are no longer read. */
+  /**
+   * After a base chunk: the chunks before it are no longer read. One DELETE of the collection: every Secret of the
+   * run but the base's parts (label state-seq other than the base's; a chunk written before that label had none, and
+   * `!=` takes those too). No chunk comes after the base meanwhile: this runs inside the base's write, and one
+   * process writes (the Lease). A crash before it leaves chunks a reader skips (it starts at the last base).
+   */
   private async deleteBefore(seq: number): Promise<void> {
-    const old: string[] = [];
-    for await (const s of this.client.list(SECRETS, { labelSelector: `${STATE_RUN_LABEL}=${this.run}` })) {
-      if (Number(s.metadata?.annotations?.['kube-renumber.io/seq']) < seq) old.push(s.metadata!.name!);
-    }
-    for (const name of old) {
-      await withRetry(async () => {
-        try {
-          await this.client.request('DELETE', `${SECRETS}/${name}`);
-        } catch (e) {
-          if (!(e instanceof KubeApiError && e.status === 404)) throw e;
-        }
-      });
-    }
+    await withRetry(() => this.client.request('DELETE', SECRETS, {
+      query: { labelSelector: `${STATE_RUN_LABEL}=${this.run},${STATE_SEQ_LABEL}!=${seq}` },
+    }));
   }
 }
 

@@ -9,6 +9,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { ClusterState, chunkSecrets, COMPACT_AFTER, readClusterCopy, STATE_NAMESPACE, STATE_RUN_LABEL, STATE_SEQ_LABEL } from '../../src/engine/cluster-state.ts';
+import type { JournalEntry } from '../../src/engine/journal.ts';
+import { connect } from '../../src/kube/client.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { cli, kubeconfigWithToken, servicesByKey, ServiceGates, specWithoutIPs, writeServicePlan } from './helpers.ts';
@@ -121,5 +124,32 @@ describe('state directory deleted mid-run: resume, rollback and restore from an 
     const st = await run(['status', planPath, '--kubeconfig', kc, '--state-dir', join(dir, 'inplace-status'), '-o', 'json']);
     assert.equal(st.code, 0, st.err);
     assert.ok(JSON.parse(st.out).steps.every((s: any) => s.state === 'done' || s.kind !== 'action'), st.out);
+  });
+
+  test('a compaction under the shipped roles: one DELETE of the collection leaves the base and what came after, older chunks of any form go', async () => {
+    const client = connect({ kubeconfig: kc });
+    const RUN = 'compaction0001';
+    const entry = (step: string): JournalEntry => ({ ts: new Date().toISOString(), run: RUN, event: 'step-start', step });
+    // a chunk as written before chunks carried their seq as a label
+    const old = chunkSecrets(RUN, 0, { journal: [entry('old')], backups: [] })[0]!;
+    delete old.metadata!.labels![STATE_SEQ_LABEL];
+    await client.request('POST', `/api/v1/namespaces/${STATE_NAMESPACE}/secrets`, { body: old });
+    // an unrelated run's chunk stays
+    await client.request('POST', `/api/v1/namespaces/${STATE_NAMESPACE}/secrets`, { body: chunkSecrets('otherrun00001', 0, { journal: [], backups: [] })[0] });
+    const state = new ClusterState(client, RUN);
+    state.startFrom(await readClusterCopy(client, RUN));
+    for (let i = 0; i < COMPACT_AFTER + 2; i++) {
+      state.enqueueJournal(entry(`s${i}`));
+      await state.flush();
+    }
+    const names = async (sel: string) => (await tb.kubectl(['get', 'secrets', '-n', STATE_NAMESPACE, '-l', sel, '-o', 'jsonpath={range .items[*]}{.metadata.labels.kube-renumber\\.io/state-seq}{"\\n"}{end}'])).stdout.trim().split('\n').filter(Boolean);
+    const left = (await names(`${STATE_RUN_LABEL}=${RUN}`)).map(Number).sort((a, b) => a - b);
+    assert.ok(left.length <= 3 && left.length >= 1, `chunks left: ${left.join(', ')}`);
+    assert.ok(left.every((s) => s >= COMPACT_AFTER - 1), `only the base and what came after it: ${left.join(', ')}`);
+    assert.deepEqual(await names(`${STATE_RUN_LABEL}=otherrun00001`), ['0'], 'another run\'s chunk is left alone');
+    const copy = (await readClusterCopy(client, RUN))!;
+    assert.deepEqual(copy.journal.map((e) => e.step).filter((s) => s !== 'old').slice(-3), [`s${COMPACT_AFTER - 1}`, `s${COMPACT_AFTER}`, `s${COMPACT_AFTER + 1}`]);
+    assert.equal(copy.journal.filter((e) => e.step !== 'old').length, COMPACT_AFTER + 2, 'nothing lost by the compaction');
+    await tb.kubectl(['delete', 'secrets', '-n', STATE_NAMESPACE, '-l', `${STATE_RUN_LABEL} in (${RUN},otherrun00001)`]);
   });
 });

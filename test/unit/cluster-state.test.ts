@@ -28,8 +28,18 @@ function memoryClient(opts: { failCreates?: number } = {}) {
   let failCreates = opts.failCreates ?? 0;
   const client: KubeClient = {
     server: 'https://example:6443', context: 'test', requestCount: 0,
-    async request(method: string, path: string, o?: { body?: unknown }): Promise<any> {
+    async request(method: string, path: string, o?: { body?: unknown; query?: Record<string, unknown> }): Promise<any> {
       const base = `/api/v1/namespaces/${STATE_NAMESPACE}/secrets`;
+      if (path === base && method === 'DELETE') {
+        // deletecollection with a label selector of "k=v" and "k!=v" terms (a missing label matches "!=")
+        const terms = String(o?.query?.labelSelector ?? '').split(',').map((t) => t.match(/^([^!=]+)(!?=)(.*)$/)!);
+        for (const [name, s] of [...secrets]) {
+          const labels = s.metadata?.labels ?? {};
+          if (terms.every(([, k, op, v]) => (op === '=' ? labels[k!] === v : labels[k!] !== v))) { secrets.delete(name); }
+        }
+        writes.push(`deletecollection ${o?.query?.labelSelector}`);
+        return {};
+      }
       if (method === 'GET' && path === `/api/v1/namespaces/${STATE_NAMESPACE}`) return { metadata: { name: STATE_NAMESPACE } };
       if (path === base && method === 'POST') {
         const s = o!.body as KubeObject;
@@ -131,7 +141,9 @@ describe('writer', () => {
     const copy = await readClusterCopy(mem.client, RUN);
     assert.equal(copy!.journal.length, 5 + COMPACT_AFTER + 2, 'nothing lost by the compaction');
     assert.ok(mem.secrets.size < 10, `${mem.secrets.size} chunks left after the base`);
-    assert.ok(mem.writes.some((w) => w.startsWith('delete ')));
+    // one DELETE of the collection, keeping only the base's parts
+    assert.deepEqual(mem.writes.filter((w) => w.startsWith('delete')), [`deletecollection kube-renumber.io/state-of=${RUN},kube-renumber.io/state-seq!=${COMPACT_AFTER}`]);
+    assert.deepEqual([...mem.secrets.values()].map((x) => Number(x.metadata?.labels?.['kube-renumber.io/state-seq'])).sort((a, b) => a - b), [COMPACT_AFTER, COMPACT_AFTER + 1, COMPACT_AFTER + 2], 'the base and the chunks after it');
   });
 
   test('a chunk name taken by something else is refused', async () => {
