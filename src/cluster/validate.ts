@@ -106,12 +106,28 @@ function key(path: string, k: string | number): string {
   return /^[A-Za-z_][A-Za-z0-9_-]*$/.test(k) ? (path ? `${path}.${k}` : k) : `${path}[${show(k)}]`;
 }
 
-const LEGACY_V4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
-
-/** IPv4 with leading zeros, as clusters validated before Kubernetes 1.33 may still store. */
+/**
+ * IPv4 with leading zeros, as clusters validated before Kubernetes 1.33 may still store: four dot-separated
+ * runs of 1 to 3 ASCII digits, each at most 255 (read by char code: it runs for every pod IP).
+ */
 function legacyV4(s: string): boolean {
-  const m = LEGACY_V4.exec(s);
-  return !!m && m.slice(1).every((o) => Number(o) <= 255);
+  let octets = 0;
+  let digits = 0;
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) {
+      if (++digits > 3) return false;
+      n = n * 10 + (c - 0x30);
+    } else if (c === 0x2e) {
+      if (digits === 0 || n > 255 || ++octets > 3) return false;
+      digits = 0;
+      n = 0;
+    } else {
+      return false;
+    }
+  }
+  return octets === 3 && digits > 0 && n <= 255;
 }
 
 /** Why s is not an IP address; undefined when it is one. */
@@ -133,6 +149,19 @@ export function cidrProblem(s: string): string | undefined {
   }
 }
 
+/** The dot-separated parts of the paths Check.at() has looked up (each object looks up the same few). */
+const PATH_PARTS = new Map<string, readonly string[]>();
+const MAX_PATHS = 4096;
+
+function pathParts(path: string): readonly string[] {
+  let parts = PATH_PARTS.get(path);
+  if (parts === undefined) {
+    parts = path.split('.');
+    if (PATH_PARTS.size < MAX_PATHS) PATH_PARTS.set(path, parts);
+  }
+  return parts;
+}
+
 /** Problems in one object (or config), collected by path; the first one is reported. */
 class Check {
   problem: string | undefined;
@@ -149,7 +178,7 @@ class Check {
 
   at(path: string): Json {
     let v: Json = this.o;
-    for (const part of path.split('.')) {
+    for (const part of pathParts(path)) {
       if (!isMap(v)) return undefined;
       v = v[part];
     }
@@ -200,7 +229,10 @@ class Check {
   strMap(path: string, v: Json = this.at(path)): void {
     const m = this.map(path, v);
     if (!m) return;
-    for (const [k, x] of Object.entries(m)) {
+    const keys = Object.keys(m);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
+      const x = m[k];
       if (typeof x !== 'string') {
         this.fail(key(path, k), `is ${typeName(x)} (${show(x)}), not a string`);
         return;
@@ -442,8 +474,8 @@ function checkConditions(c: Check, status: Record<string, unknown>): void {
   }
 }
 
-function checkContainers(c: Check, spec: Record<string, unknown>, field: string): void {
-  const cs = c.list(`spec.${field}`, spec[field]);
+function checkContainers(c: Check, spec: Record<string, unknown>, field: 'containers' | 'initContainers'): void {
+  const cs = c.list(field === 'containers' ? 'spec.containers' : 'spec.initContainers', spec[field]);
   for (let i = 0; cs && i < cs.length; i++) {
     const p = `spec.${field}[${i}]`;
     const ct = c.map(p, cs[i]);
@@ -734,7 +766,8 @@ export function validateInventory(inv: RawInventory): RawInventory {
   if (!inv || typeof inv !== 'object' || !Array.isArray(inv.objects) || !Array.isArray(inv.configs) || !Array.isArray(inv.gaps)) {
     throw new InputError('the inventory is not a list of objects');
   }
-  const seen = new Map<string, { o: Record<string, unknown>; index: number }>();
+  /** The index of the first object of each identity. */
+  const seen = new Map<string, number>();
   let kept: KubeObject[] | undefined;
   for (let i = 0; i < inv.objects.length; i++) {
     const o = inv.objects[i] as unknown;
@@ -750,12 +783,13 @@ export function validateInventory(inv: RawInventory): RawInventory {
     checkObject(c);
     if (c.problem) throw objectError(inv, o, i, c.problem);
     const id = identity(o);
-    const prev = seen.get(id);
-    if (!prev) {
-      seen.set(id, { o, index: i });
+    const first = seen.get(id);
+    if (first === undefined) {
+      seen.set(id, i);
       kept?.push(o as KubeObject);
       continue;
     }
+    const prev = { o: inv.objects[first] as unknown as Record<string, unknown>, index: first };
     // The same object served in two versions of its API (ServiceCIDR v1 and v1beta1): buildSnapshot picks one.
     if (prev.o.apiVersion !== o.apiVersion) {
       kept?.push(o as KubeObject);
