@@ -753,9 +753,25 @@ export function firstDifference(a: Json, b: Json): { path: string; a: Json; b: J
   return undefined;
 }
 
-function identity(o: Record<string, unknown>): string {
+/** Objects by identity (kind, group, namespace, name), nested so that no key is built per object. */
+type Identities = Map<string, Map<string, Map<string, Map<string, number>>>>;
+
+/** The index of the first object of o's identity seen so far; undefined (and `index` recorded) for the first. */
+function firstOfIdentity(seen: Identities, o: Record<string, unknown>, index: number): number | undefined {
   const md = o.metadata as Record<string, unknown>;
-  return `${groupOf(o.apiVersion)}\u0000${String(o.kind)}\u0000${typeof md.namespace === 'string' ? md.namespace : ''}\u0000${String(md.name)}`;
+  const kind = String(o.kind);
+  const group = groupOf(o.apiVersion);
+  const ns = typeof md.namespace === 'string' ? md.namespace : '';
+  const name = String(md.name);
+  let byGroup = seen.get(kind);
+  if (byGroup === undefined) seen.set(kind, (byGroup = new Map()));
+  let byNs = byGroup.get(group);
+  if (byNs === undefined) byGroup.set(group, (byNs = new Map()));
+  let byName = byNs.get(ns);
+  if (byName === undefined) byNs.set(ns, (byName = new Map()));
+  const first = byName.get(name);
+  if (first === undefined) byName.set(name, index);
+  return first;
 }
 
 /**
@@ -766,8 +782,7 @@ export function validateInventory(inv: RawInventory): RawInventory {
   if (!inv || typeof inv !== 'object' || !Array.isArray(inv.objects) || !Array.isArray(inv.configs) || !Array.isArray(inv.gaps)) {
     throw new InputError('the inventory is not a list of objects');
   }
-  /** The index of the first object of each identity. */
-  const seen = new Map<string, number>();
+  const seen: Identities = new Map();
   let kept: KubeObject[] | undefined;
   for (let i = 0; i < inv.objects.length; i++) {
     const o = inv.objects[i] as unknown;
@@ -782,10 +797,8 @@ export function validateInventory(inv: RawInventory): RawInventory {
     }
     checkObject(c);
     if (c.problem) throw objectError(inv, o, i, c.problem);
-    const id = identity(o);
-    const first = seen.get(id);
+    const first = firstOfIdentity(seen, o, i);
     if (first === undefined) {
-      seen.set(id, i);
       kept?.push(o as KubeObject);
       continue;
     }
