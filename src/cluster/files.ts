@@ -28,7 +28,7 @@ import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadAll } from 'js-yaml';
 import { InputError } from '../errors.ts';
-import { setObjectOrigin } from './validate.ts';
+import { setItemOrigin, setObjectOrigin } from './validate.ts';
 import { type AsyncByteSource, type ElementFields, parseJsonBytes, parseJsonStreamAhead, WINDOW_BYTES } from './json-list.ts';
 import type { KubeObject, RawInventory } from './types.ts';
 import { inferServerVersion } from './version.ts';
@@ -350,8 +350,7 @@ async function readStreamed(path: string, objects: KubeObject[], configs: KubeOb
 /** Routes parsed documents (Lists flattened) into `objects` / `configs`. */
 function addDocuments(docs: unknown[], name: string, objects: KubeObject[], configs: KubeObject[]): { objects: KubeObject[]; configs: KubeObject[] } {
   let seen = 0;
-  const add = (o: KubeObject, where: string): void => {
-    setObjectOrigin(o, where);
+  const add = (o: KubeObject): void => {
     const r = route(o);
     if (r === 'object') objects.push(o);
     else if (r === 'config') configs.push(o);
@@ -370,6 +369,7 @@ function addDocuments(docs: unknown[], name: string, objects: KubeObject[], conf
     }
     if (o.kind!.endsWith('List') && Array.isArray(items)) {
       const itemKind = o.kind === 'List' ? undefined : o.kind!.slice(0, -'List'.length);
+      const list = `${name}${docs.length > 1 ? ` ${what},` : ''}`;
       for (let j = 0; j < items.length; j++) {
         const item = items[j];
         if (item && typeof item === 'object' && !Array.isArray(item) && itemKind !== undefined) {
@@ -379,10 +379,12 @@ function addDocuments(docs: unknown[], name: string, objects: KubeObject[], conf
         }
         const whyItem = describe(item);
         if (whyItem !== '') throw new InputError(`${name}: ${docs.length > 1 ? `${what}, ` : ''}item ${j + 1} of the ${o.kind} is not a Kubernetes object (${whyItem}); ${HINT}`);
-        add(item as KubeObject, `${name}${docs.length > 1 ? ` ${what},` : ''} item ${j + 1}`);
+        setItemOrigin(item as KubeObject, list, j + 1);
+        add(item as KubeObject);
       }
     } else {
-      add(o, docs.length > 1 ? `${name} ${what}` : name);
+      setObjectOrigin(o, docs.length > 1 ? `${name} ${what}` : name);
+      add(o);
     }
   }
   if (seen === 0) throw new InputError(`${name}: empty file (only comments or empty documents); ${HINT}`);

@@ -29,14 +29,26 @@ import type { KubeObject, RawInventory } from './types.ts';
  * Where an object was read from, e.g. "services.yaml", "dump.yaml document 3", "list.json item 12". Loaders
  * that know it record it with setObjectOrigin; messages fall back to the input's file list.
  */
-const origins = new WeakMap<object, string>();
+const origins = new WeakMap<object, string | ItemOrigin>();
+
+/** Item `item` (1-based) of the List described by `list` (e.g. "list.json"): no string made per item of a huge List. */
+interface ItemOrigin {
+  readonly list: string;
+  readonly item: number;
+}
 
 export function setObjectOrigin(o: object, where: string): void {
   if (o && typeof o === 'object') origins.set(o, where);
 }
 
+/** setObjectOrigin(o, `${list} item ${item}`), the text made only when a message needs it. */
+export function setItemOrigin(o: object, list: string, item: number): void {
+  if (o && typeof o === 'object') origins.set(o, { list, item });
+}
+
 export function objectOrigin(o: object): string | undefined {
-  return o && typeof o === 'object' ? origins.get(o) : undefined;
+  const where = o && typeof o === 'object' ? origins.get(o) : undefined;
+  return where === undefined || typeof where === 'string' ? where : `${where.list} item ${where.item}`;
 }
 
 const SERVICE_TYPES = new Set(['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName']);
@@ -305,7 +317,7 @@ function groupOf(apiVersion: unknown): string {
 
 /** Where object (or config) `index` of the inventory came from, for messages. */
 function whereFrom(inv: RawInventory, o: unknown, index: number, list: 'object' | 'config' = 'object'): string {
-  const known = o && typeof o === 'object' ? origins.get(o) : undefined;
+  const known = objectOrigin(o as object);
   if (known) return known;
   const src = inv.source as RawInventory['source'] | undefined;
   if (src?.kind === 'file') {
