@@ -52,10 +52,6 @@ BYTE_CLASS[RBRACKET] = IS_CLOSE;
 
 /** A string shorter than this is scanned byte by byte; longer ones by a native search for the next quote. */
 const SHORT_STRING = 48;
-/** Plain strings of at most this many bytes read from kept fields are shared through a table (Reader.plainString)... */
-const SHARED_STRING_BYTES = 64;
-/** ...of this many entries (a power of two). */
-const STRING_TABLE_SIZE = 4096;
 /**
  * Array elements are parsed in groups of about this many bytes (one JSON.parse each). Below 100 KiB on
  * purpose: V8 allocates what JSON.parse builds from a longer text directly in the old generation, where every
@@ -202,8 +198,6 @@ class Reader {
   readonly aheadBytes: number;
   private readonly top: Keys | undefined;
   private readonly sub: Keys[] = [];
-  /** Short strings made last, by a hash of their bytes (plainString). */
-  private readonly strings: Array<string | undefined> = new Array<string | undefined>(STRING_TABLE_SIZE);
   /** Read ahead: the source, and the read in flight (none once the source's end is reached) into `spare` at `room`, of the bytes from base + end on. */
   private readonly asrc: AsyncByteSource | undefined;
   private ahead: Promise<number> | undefined;
@@ -590,37 +584,9 @@ class Reader {
     if (buf[i] === QUOTE) {
       let plain = true;
       for (let x = i + 1; x < e - 1; x++) if (buf[x] === BACKSLASH || buf[x] < 0x20) { plain = false; break; }
-      if (plain) return [this.plainString(i + 1, e - 1), e];
+      if (plain) return [buf.toString('utf8', i + 1, e - 1), e];
     }
     return [this.parse(i, e), e];
-  }
-
-  /**
-   * buf[a, b), holding no backslash or control character, as a string. Short ASCII ones go through a small
-   * table of the strings made last (a pod's apiVersion, kind, namespace, node and phase repeat from pod to pod):
-   * an equal string found there is returned instead of a new one, which spares decoding it and keeps fewer strings.
-   */
-  private plainString(a: number, b: number): string {
-    const buf = this.buf;
-    const n = b - a;
-    if (n > SHARED_STRING_BYTES) return buf.toString('utf8', a, b);
-    let h = n;
-    for (let x = a; x < b; x++) {
-      const c = buf[x]!;
-      if (c >= 0x80) return buf.toString('utf8', a, b);
-      h = (Math.imul(h, 31) + c) | 0;
-    }
-    const slot = (h ^ (h >>> 13)) & (STRING_TABLE_SIZE - 1);
-    const table = this.strings;
-    const known = table[slot];
-    if (known !== undefined && known.length === n) {
-      let k = 0;
-      while (k < n && known.charCodeAt(k) === buf[a + k]) k++;
-      if (k === n) return known;
-    }
-    const made = buf.toString('latin1', a, b);
-    table[slot] = made;
-    return made;
   }
 
   /**
