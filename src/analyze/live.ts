@@ -60,7 +60,9 @@ function buildIndex(snap: Snapshot): LiveIndex {
   const add = (text: string, kind: LiveKind, holder: string, type?: LiveAddress['type']) => {
     let ip;
     try { ip = parseIP(text); } catch { return; }
-    all.push({ family: ip.family, value: ip.value, kind, holder, ...(type ? { type } : {}) });
+    const e: LiveAddress = { family: ip.family, value: ip.value, kind, holder };
+    if (type) e.type = type;
+    all.push(e);
   };
   for (const n of snap.nodes) {
     for (const a of n.internalIPs) add(a, 'node', n.name, 'InternalIP');

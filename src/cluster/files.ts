@@ -14,8 +14,8 @@
  * libuv's thread pool while one is parsed (./json-list.ts), and parsed
  * item by item, so a `kubectl get pods -A -o json` of several GB reads in less CPU time than JSON.parse of its
  * text (docs/benchmarks.md, large-list) and without ever holding the whole text: Pods outside kube-system are read field by field and
- * keep only the fields the snapshot reads (name, namespace, uid, labels, ownerReferences, nodeName,
- * hostNetwork, phase, podIP(s)); their other fields are skipped over (strings and brackets tracked, values not
+ * keep only the fields the snapshot reads (name, namespace, uid, labels, ownerReferences' kind, name and
+ * controller, nodeName, hostNetwork, phase, podIP(s)); their other fields are skipped over (strings and brackets tracked, values not
  * otherwise checked); everything else is parsed whole. Standard input and pipes are read whole first.
  * YAML above the longest string the runtime can hold (~512 MiB) cannot be parsed: the error says to dump
  * with -o json.
@@ -28,7 +28,7 @@ import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadAll } from 'js-yaml';
 import { InputError } from '../errors.ts';
-import { setObjectOrigin } from './validate.ts';
+import { setItemOrigin, setObjectOrigin } from './validate.ts';
 import { type AsyncByteSource, type ElementFields, parseJsonBytes, parseJsonStreamAhead, WINDOW_BYTES } from './json-list.ts';
 import type { KubeObject, RawInventory } from './types.ts';
 import { inferServerVersion } from './version.ts';
@@ -236,6 +236,8 @@ export function parseInventoryBytes(buf: Buffer, name: string, objects: KubeObje
 const SLIM_METADATA = ['name', 'namespace', 'uid', 'labels', 'ownerReferences'] as const;
 const SLIM_SPEC = ['nodeName', 'hostNetwork'] as const;
 const SLIM_STATUS = ['phase', 'podIP', 'podIPs'] as const;
+/** Of each owner reference, what the snapshot reads (the controller's kind and name). */
+const SLIM_OWNER = ['kind', 'name', 'controller'] as const;
 
 /** `o` with only `keys` (anything that is not a mapping is returned as it is). */
 function pick(o: unknown, keys: readonly string[]): unknown {
@@ -244,6 +246,14 @@ function pick(o: unknown, keys: readonly string[]): unknown {
   const out: Record<string, unknown> = {};
   for (const k of keys) if (Object.hasOwn(src, k)) out[k] = src[k];
   return out;
+}
+
+/** The owner references of a slimmed Pod's metadata cut to SLIM_OWNER (in place; anything that is not a list of mappings stays). */
+function slimOwners(md: unknown): void {
+  if (md === null || typeof md !== 'object' || Array.isArray(md)) return;
+  const m = md as Record<string, unknown>;
+  const refs = m.ownerReferences;
+  if (Array.isArray(refs)) m.ownerReferences = refs.map((r) => pick(r, SLIM_OWNER));
 }
 
 /**
@@ -262,6 +272,7 @@ function slimItem(v: unknown, head: Readonly<Record<string, unknown>>): unknown 
   if (Object.hasOwn(o, 'apiVersion')) out.apiVersion = o.apiVersion;
   if (Object.hasOwn(o, 'kind')) out.kind = o.kind;
   out.metadata = pick(md, SLIM_METADATA) as KubeObject['metadata'];
+  slimOwners(out.metadata);
   if (Object.hasOwn(o, 'spec')) out.spec = pick(o.spec, SLIM_SPEC);
   if (Object.hasOwn(o, 'status')) out.status = pick(o.status, SLIM_STATUS);
   return out;
@@ -276,6 +287,7 @@ const POD_FIELDS: ElementFields = {
     const md = kept.metadata as Record<string, unknown> | null | undefined;
     return kind === 'Pod' && md !== null && typeof md === 'object' && !Array.isArray(md) && md.namespace !== 'kube-system';
   },
+  finish: (kept) => slimOwners(kept.metadata),
 };
 
 /** The 1-based line of a byte offset of an open file (for messages: reads the file up to there). */
@@ -338,8 +350,7 @@ async function readStreamed(path: string, objects: KubeObject[], configs: KubeOb
 /** Routes parsed documents (Lists flattened) into `objects` / `configs`. */
 function addDocuments(docs: unknown[], name: string, objects: KubeObject[], configs: KubeObject[]): { objects: KubeObject[]; configs: KubeObject[] } {
   let seen = 0;
-  const add = (o: KubeObject, where: string): void => {
-    setObjectOrigin(o, where);
+  const add = (o: KubeObject): void => {
     const r = route(o);
     if (r === 'object') objects.push(o);
     else if (r === 'config') configs.push(o);
@@ -358,6 +369,7 @@ function addDocuments(docs: unknown[], name: string, objects: KubeObject[], conf
     }
     if (o.kind!.endsWith('List') && Array.isArray(items)) {
       const itemKind = o.kind === 'List' ? undefined : o.kind!.slice(0, -'List'.length);
+      const list = `${name}${docs.length > 1 ? ` ${what},` : ''}`;
       for (let j = 0; j < items.length; j++) {
         const item = items[j];
         if (item && typeof item === 'object' && !Array.isArray(item) && itemKind !== undefined) {
@@ -367,10 +379,12 @@ function addDocuments(docs: unknown[], name: string, objects: KubeObject[], conf
         }
         const whyItem = describe(item);
         if (whyItem !== '') throw new InputError(`${name}: ${docs.length > 1 ? `${what}, ` : ''}item ${j + 1} of the ${o.kind} is not a Kubernetes object (${whyItem}); ${HINT}`);
-        add(item as KubeObject, `${name}${docs.length > 1 ? ` ${what},` : ''} item ${j + 1}`);
+        setItemOrigin(item as KubeObject, list, j + 1);
+        add(item as KubeObject);
       }
     } else {
-      add(o, docs.length > 1 ? `${name} ${what}` : name);
+      setObjectOrigin(o, docs.length > 1 ? `${name} ${what}` : name);
+      add(o);
     }
   }
   if (seen === 0) throw new InputError(`${name}: empty file (only comments or empty documents); ${HINT}`);

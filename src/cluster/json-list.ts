@@ -76,6 +76,8 @@ export interface ElementFields {
    * `item` like any other element.
    */
   accept: (kept: Readonly<Record<string, unknown>>, head: Readonly<Record<string, unknown>>) => boolean;
+  /** Called with the kept fields of an element `accept` took, to drop, in place, what of them is not needed either. */
+  finish?: (kept: Record<string, unknown>) => void;
 }
 
 /** Where a streamed document's bytes come from (parseJsonStream). */
@@ -648,7 +650,9 @@ class Reader {
     });
     const kept: Record<string, unknown> = {};
     for (let k = 0; k < top.names.length; k++) if (has[k]) kept[top.names[k]!] = got[k];
-    return [f.accept(kept, head) ? kept : undefined, stop];
+    if (!f.accept(kept, head)) return [undefined, stop];
+    f.finish?.(kept);
+    return [kept, stop];
   }
 
   /**

@@ -29,14 +29,26 @@ import type { KubeObject, RawInventory } from './types.ts';
  * Where an object was read from, e.g. "services.yaml", "dump.yaml document 3", "list.json item 12". Loaders
  * that know it record it with setObjectOrigin; messages fall back to the input's file list.
  */
-const origins = new WeakMap<object, string>();
+const origins = new WeakMap<object, string | ItemOrigin>();
+
+/** Item `item` (1-based) of the List described by `list` (e.g. "list.json"): no string made per item of a huge List. */
+interface ItemOrigin {
+  readonly list: string;
+  readonly item: number;
+}
 
 export function setObjectOrigin(o: object, where: string): void {
   if (o && typeof o === 'object') origins.set(o, where);
 }
 
+/** setObjectOrigin(o, `${list} item ${item}`), the text made only when a message needs it. */
+export function setItemOrigin(o: object, list: string, item: number): void {
+  if (o && typeof o === 'object') origins.set(o, { list, item });
+}
+
 export function objectOrigin(o: object): string | undefined {
-  return o && typeof o === 'object' ? origins.get(o) : undefined;
+  const where = o && typeof o === 'object' ? origins.get(o) : undefined;
+  return where === undefined || typeof where === 'string' ? where : `${where.list} item ${where.item}`;
 }
 
 const SERVICE_TYPES = new Set(['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName']);
@@ -106,12 +118,28 @@ function key(path: string, k: string | number): string {
   return /^[A-Za-z_][A-Za-z0-9_-]*$/.test(k) ? (path ? `${path}.${k}` : k) : `${path}[${show(k)}]`;
 }
 
-const LEGACY_V4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
-
-/** IPv4 with leading zeros, as clusters validated before Kubernetes 1.33 may still store. */
+/**
+ * IPv4 with leading zeros, as clusters validated before Kubernetes 1.33 may still store: four dot-separated
+ * runs of 1 to 3 ASCII digits, each at most 255 (read by char code: it runs for every pod IP).
+ */
 function legacyV4(s: string): boolean {
-  const m = LEGACY_V4.exec(s);
-  return !!m && m.slice(1).every((o) => Number(o) <= 255);
+  let octets = 0;
+  let digits = 0;
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) {
+      if (++digits > 3) return false;
+      n = n * 10 + (c - 0x30);
+    } else if (c === 0x2e) {
+      if (digits === 0 || n > 255 || ++octets > 3) return false;
+      digits = 0;
+      n = 0;
+    } else {
+      return false;
+    }
+  }
+  return octets === 3 && digits > 0 && n <= 255;
 }
 
 /** Why s is not an IP address; undefined when it is one. */
@@ -133,6 +161,19 @@ export function cidrProblem(s: string): string | undefined {
   }
 }
 
+/** The dot-separated parts of the paths Check.at() has looked up (each object looks up the same few). */
+const PATH_PARTS = new Map<string, readonly string[]>();
+const MAX_PATHS = 4096;
+
+function pathParts(path: string): readonly string[] {
+  let parts = PATH_PARTS.get(path);
+  if (parts === undefined) {
+    parts = path.split('.');
+    if (PATH_PARTS.size < MAX_PATHS) PATH_PARTS.set(path, parts);
+  }
+  return parts;
+}
+
 /** Problems in one object (or config), collected by path; the first one is reported. */
 class Check {
   problem: string | undefined;
@@ -149,7 +190,7 @@ class Check {
 
   at(path: string): Json {
     let v: Json = this.o;
-    for (const part of path.split('.')) {
+    for (const part of pathParts(path)) {
       if (!isMap(v)) return undefined;
       v = v[part];
     }
@@ -200,7 +241,10 @@ class Check {
   strMap(path: string, v: Json = this.at(path)): void {
     const m = this.map(path, v);
     if (!m) return;
-    for (const [k, x] of Object.entries(m)) {
+    const keys = Object.keys(m);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
+      const x = m[k];
       if (typeof x !== 'string') {
         this.fail(key(path, k), `is ${typeName(x)} (${show(x)}), not a string`);
         return;
@@ -273,7 +317,7 @@ function groupOf(apiVersion: unknown): string {
 
 /** Where object (or config) `index` of the inventory came from, for messages. */
 function whereFrom(inv: RawInventory, o: unknown, index: number, list: 'object' | 'config' = 'object'): string {
-  const known = o && typeof o === 'object' ? origins.get(o) : undefined;
+  const known = objectOrigin(o as object);
   if (known) return known;
   const src = inv.source as RawInventory['source'] | undefined;
   if (src?.kind === 'file') {
@@ -442,8 +486,8 @@ function checkConditions(c: Check, status: Record<string, unknown>): void {
   }
 }
 
-function checkContainers(c: Check, spec: Record<string, unknown>, field: string): void {
-  const cs = c.list(`spec.${field}`, spec[field]);
+function checkContainers(c: Check, spec: Record<string, unknown>, field: 'containers' | 'initContainers'): void {
+  const cs = c.list(field === 'containers' ? 'spec.containers' : 'spec.initContainers', spec[field]);
   for (let i = 0; cs && i < cs.length; i++) {
     const p = `spec.${field}[${i}]`;
     const ct = c.map(p, cs[i]);
@@ -721,9 +765,25 @@ export function firstDifference(a: Json, b: Json): { path: string; a: Json; b: J
   return undefined;
 }
 
-function identity(o: Record<string, unknown>): string {
+/** Objects by identity (kind, group, namespace, name), nested so that no key is built per object. */
+type Identities = Map<string, Map<string, Map<string, Map<string, number>>>>;
+
+/** The index of the first object of o's identity seen so far; undefined (and `index` recorded) for the first. */
+function firstOfIdentity(seen: Identities, o: Record<string, unknown>, index: number): number | undefined {
   const md = o.metadata as Record<string, unknown>;
-  return `${groupOf(o.apiVersion)}\u0000${String(o.kind)}\u0000${typeof md.namespace === 'string' ? md.namespace : ''}\u0000${String(md.name)}`;
+  const kind = String(o.kind);
+  const group = groupOf(o.apiVersion);
+  const ns = typeof md.namespace === 'string' ? md.namespace : '';
+  const name = String(md.name);
+  let byGroup = seen.get(kind);
+  if (byGroup === undefined) seen.set(kind, (byGroup = new Map()));
+  let byNs = byGroup.get(group);
+  if (byNs === undefined) byGroup.set(group, (byNs = new Map()));
+  let byName = byNs.get(ns);
+  if (byName === undefined) byNs.set(ns, (byName = new Map()));
+  const first = byName.get(name);
+  if (first === undefined) byName.set(name, index);
+  return first;
 }
 
 /**
@@ -734,7 +794,7 @@ export function validateInventory(inv: RawInventory): RawInventory {
   if (!inv || typeof inv !== 'object' || !Array.isArray(inv.objects) || !Array.isArray(inv.configs) || !Array.isArray(inv.gaps)) {
     throw new InputError('the inventory is not a list of objects');
   }
-  const seen = new Map<string, { o: Record<string, unknown>; index: number }>();
+  const seen: Identities = new Map();
   let kept: KubeObject[] | undefined;
   for (let i = 0; i < inv.objects.length; i++) {
     const o = inv.objects[i] as unknown;
@@ -749,13 +809,12 @@ export function validateInventory(inv: RawInventory): RawInventory {
     }
     checkObject(c);
     if (c.problem) throw objectError(inv, o, i, c.problem);
-    const id = identity(o);
-    const prev = seen.get(id);
-    if (!prev) {
-      seen.set(id, { o, index: i });
+    const first = firstOfIdentity(seen, o, i);
+    if (first === undefined) {
       kept?.push(o as KubeObject);
       continue;
     }
+    const prev = { o: inv.objects[first] as unknown as Record<string, unknown>, index: first };
     // The same object served in two versions of its API (ServiceCIDR v1 and v1beta1): buildSnapshot picks one.
     if (prev.o.apiVersion !== o.apiVersion) {
       kept?.push(o as KubeObject);

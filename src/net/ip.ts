@@ -45,6 +45,8 @@ export function ipFrom(family: Family, value: bigint): IP {
 /** Parses an address; returns the IP, or a reason string explaining why it is invalid. */
 export function parseIPReason(input: string): IP | string {
   if (typeof input !== 'string') return 'not a string';
+  const fast = plainV4(input);
+  if (fast !== -1) return { family: 4, value: BigInt(fast) };
   const s = input.trim();
   if (s === '') return 'empty address';
   if (s.includes('%')) return 'zone ids (%…) are not supported; remove the zone suffix';
@@ -52,6 +54,34 @@ export function parseIPReason(input: string): IP | string {
   if (!/^[\d.]+$/.test(s)) return 'not an IPv4 or IPv6 address';
   const v = parseV4(s);
   return typeof v === 'string' ? v : { family: 4, value: v };
+}
+
+/**
+ * The value of a plain dotted quad (four octets 0-255 in ASCII digits, no leading zero, nothing else), read by
+ * char code; -1 for anything else, which parseV4 reads (and explains). Pod and Service addresses take this path.
+ */
+function plainV4(s: string): number {
+  let value = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) {
+      if (digits === 1 && octet === 0) return -1; // a leading zero
+      octet = octet * 10 + (c - 0x30);
+      if (++digits > 3 || octet > 255) return -1;
+    } else if (c === 0x2e) {
+      if (digits === 0 || ++dots > 3) return -1;
+      value = value * 256 + octet;
+      octet = 0;
+      digits = 0;
+    } else {
+      return -1;
+    }
+  }
+  if (dots !== 3 || digits === 0) return -1;
+  return value * 256 + octet;
 }
 
 function parseV4(s: string): bigint | string {

@@ -169,3 +169,24 @@ test('errors carry no stack noise in the message', async () => {
     assert.doesNotMatch(e.message, /\s{2}at /);
   }
 });
+
+test('a List item the snapshot refuses is named by its file, document and item number', async () => {
+  const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { buildSnapshot } = await import('../../src/cluster/build.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'kr-files-'));
+  try {
+    const pod = (name: string, podIP: string) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' }, status: { podIP } });
+    const list = { apiVersion: 'v1', kind: 'List', items: [pod('a', '10.0.0.1'), pod('b', '10.0.0.300')] };
+    const json = join(dir, 'pods.json');
+    writeFileSync(json, JSON.stringify(list, null, 4));
+    const yaml = join(dir, 'pods.yaml');
+    writeFileSync(yaml, `apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: default}\n---\n${JSON.stringify(list)}\n`);
+    for (const [file, where, opts] of [[json, `${json} item 2`, {}], [json, `${json} item 2`, { streamAbove: 0 }], [yaml, `${yaml} document 2, item 2`, {}]] as const) {
+      const r = await readInventoryFiles([file], opts);
+      assert.throws(() => buildSnapshot(r), (e: unknown) => e instanceof InputError && e.message.startsWith(`${where}: Pod default/b: status.podIP "10.0.0.300" is not an IP address`), `${file} ${JSON.stringify(opts)}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -410,9 +410,11 @@ function podListBytes(n: number): Buffer {
 function slimRef(o: Record<string, any>): Record<string, any> {
   if (o.kind !== 'Pod' || o.metadata.namespace === 'kube-system') return o;
   const pick = (v: Record<string, unknown>, ks: string[]) => Object.fromEntries(ks.filter((k) => Object.hasOwn(v, k)).map((k) => [k, v[k]]));
+  // of each owner reference, the controller's kind and name
+  const owners = (md: Record<string, any>) => (Array.isArray(md.ownerReferences) ? { ...md, ownerReferences: md.ownerReferences.map((r: any) => (r && typeof r === 'object' && !Array.isArray(r) ? pick(r, ['kind', 'name', 'controller']) : r)) } : md);
   return {
     apiVersion: o.apiVersion, kind: o.kind,
-    metadata: pick(o.metadata, ['name', 'namespace', 'uid', 'labels', 'ownerReferences']),
+    metadata: owners(pick(o.metadata, ['name', 'namespace', 'uid', 'labels', 'ownerReferences'])),
     spec: pick(o.spec, ['nodeName', 'hostNetwork']),
     status: pick(o.status, ['phase', 'podIP', 'podIPs']),
   };
@@ -478,7 +480,7 @@ test('streamed Lists: Pods outside kube-system keep what the snapshot reads; kub
   const { objects } = parseInventoryBytes(bytes(JSON.stringify(list, null, 4)), 'x.json', [], [], { streamAbove: 0 });
   assert.deepStrictEqual(objects[0], {
     apiVersion: 'v1', kind: 'Pod',
-    metadata: { name: 'web', namespace: 'default', uid: 'u-web', labels: { app: 'web' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', controller: true }] },
+    metadata: { name: 'web', namespace: 'default', uid: 'u-web', labels: { app: 'web' }, ownerReferences: [{ kind: 'ReplicaSet', name: 'rs', controller: true }] },
     spec: { nodeName: 'n1', hostNetwork: false },
     status: { phase: 'Running', podIP: '10.0.0.1', podIPs: [{ ip: '10.0.0.1' }] },
   });

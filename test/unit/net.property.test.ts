@@ -31,6 +31,8 @@ import {
   supernet,
   usable,
 } from '../../src/net/index.ts';
+import { parseIPReason } from '../../src/net/ip.ts';
+import { ipProblem } from '../../src/cluster/validate.ts';
 
 const max = (f: Family): bigint => (1n << BigInt(bits(f))) - 1n;
 const mask = (f: Family, v: bigint, p: number): bigint => v & ~((1n << BigInt(bits(f) - p)) - 1n);
@@ -276,4 +278,46 @@ describe('net properties', () => {
       );
     });
   }
+});
+
+describe('dotted quads (read by char code on the hot paths)', () => {
+  // Text made of digits and dots (and a space now and then), biased towards four groups of one to four digits.
+  const digits = fc.stringMatching(/^\d{0,4}$/);
+  const dotted = fc.oneof(
+    fc.array(digits, { minLength: 1, maxLength: 6 }).map((parts) => parts.join('.')),
+    fc.array(fc.integer({ min: 0, max: 300 }), { minLength: 4, maxLength: 4 }).map((o) => o.join('.')),
+    fc.stringMatching(/^[ \d.]{0,18}$/),
+  );
+
+  /** The value of a canonical dotted quad (no leading zero, octets 0-255) after trimming, else undefined. */
+  const canonical = (s: string): bigint | undefined => {
+    const m = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/.exec(s.trim());
+    if (!m || m.slice(1).some((o) => Number(o) > 255)) return undefined;
+    return m.slice(1).reduce((v, o) => (v << 8n) | BigInt(o), 0n);
+  };
+
+  it('parseIPReason reads a canonical dotted quad as its value and gives a reason for any other', () => {
+    fc.assert(
+      fc.property(dotted, (s) => {
+        const want = canonical(s);
+        const got = parseIPReason(s);
+        if (want === undefined) assert.equal(typeof got, 'string', `${JSON.stringify(s)} read as ${JSON.stringify(got, (_, v) => (typeof v === 'bigint' ? String(v) : v))}`);
+        else assert.deepEqual(got, { family: 4, value: want });
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('ipProblem accepts exactly the IPv4 addresses with leading zeros older clusters stored, and what parseIP reads', () => {
+    const legacy = (s: string): boolean => {
+      const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(s);
+      return !!m && m.slice(1).every((o) => Number(o) <= 255);
+    };
+    fc.assert(
+      fc.property(dotted, (s) => {
+        assert.equal(ipProblem(s) === undefined, legacy(s) || canonical(s) !== undefined, JSON.stringify(s));
+      }),
+      { numRuns: 3000 },
+    );
+  });
 });
