@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, ftruncateSync, mkdtempSync, openSync, read, readdirSync, readFileSync, rmSync, truncateSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdtempSync, openSync, read, readdirSync, readFileSync, readlinkSync, rmSync, truncateSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -439,9 +439,15 @@ test('files above the threshold are read ahead a window at a time: the same obje
 });
 
 /** Calls `f` after `turns` turns of the event loop. */
-function afterTurns(turns: number, f: () => void): void {
+/**
+ * Calls f once this process holds `path` open (Linux: /proc/self/fd) and `turns` more turns of the event loop have
+ * passed: the reader has stat'ed the file and read part of it, whatever the load (the open goes through the thread
+ * pool, which a loaded machine may keep waiting for many turns).
+ */
+function afterOpenAndTurns(path: string, turns: number, f: () => void): void {
   let n = 0;
-  const tick = (): void => { if (++n >= turns) f(); else setImmediate(tick); };
+  const open = (): boolean => readdirSync('/proc/self/fd').some((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`) === path; } catch { return false; } });
+  const tick = (): void => { if (n > 0 || open()) n++; if (n >= turns) f(); else setImmediate(tick); };
   setImmediate(tick);
 }
 
@@ -455,10 +461,10 @@ test('a file changed or cut while it is read ahead is refused (InputError), not 
     for (const how of ['changed', 'cut'] as const) {
       writeFileSync(f, b);
       utimesSync(f, past, past); // a change now gets another modification time, whatever the clock's grain
-      // 4 KiB windows: hundreds of reads, each awaited on a turn of the event loop; the change comes after 50
+      // 4 KiB windows: hundreds of reads, each awaited on a turn of the event loop; the change comes 20 turns after the open
       const reading = readInventoryFiles([f], { streamAbove: 1024, windowBytes: 4096 });
       let done = false;
-      afterTurns(50, () => {
+      afterOpenAndTurns(f, 20, () => {
         assert.equal(done, false, 'the file was read before it changed');
         if (how === 'cut') truncateSync(f, Math.floor(b.length / 2));
         else { const fd = openSync(f, 'r+'); writeSync(fd, '99.9.', at); closeSync(fd); }
