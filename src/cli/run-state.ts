@@ -37,7 +37,7 @@ export function runStatus(plan: MigrationPlan, entries: readonly JournalEntry[],
   const base = { done: plan.steps.filter((s) => done.has(s.id)).length, steps };
   if (entries.length === 0) return { ...base, state: 'not started' };
   const last = entries[entries.length - 1]!;
-  const lastStep = [...entries].reverse().find((e) => e.step !== undefined);
+  const lastStep = entries.findLast((e) => e.step !== undefined);
   const at = { ...(lastStep?.step ? { step: lastStep.step } : {}), since: last.ts };
   if (base.done === steps) return { ...base, ...at, state: 'completed' };
   // the last thing run was a rollback: ended (rollback-end), or not
@@ -52,16 +52,14 @@ export function runStatus(plan: MigrationPlan, entries: readonly JournalEntry[],
   }
   const again = rollingBack ? `run the rollback again: ${opts.rollback}` : `resume it: ${opts.resume}`;
   if (last.event === 'run-end') {
-    const failed = [...entries].reverse().find((e) => e.event === 'step-failed');
+    const failed = entries.findLast((e) => e.event === 'step-failed');
     if (last.detail === 'failed') return { ...base, ...at, state: 'failed', ...(failed?.detail ? { detail: failed.detail } : {}) };
     if (last.detail === 'gate') return { ...base, ...at, state: 'waiting at gate' };
     return { ...base, ...at, state: 'stopped', ...(last.detail ? { detail: last.detail } : {}) };
   }
   // no run-end after the last entry: a run going on, or one that ended without it (an error, a kill, a lost machine)
   const lock = localLockState(join(opts.stateDir, 'lock'));
-  const holder = lock.state === 'absent' ? undefined
-    : { ...(lock.pid !== undefined ? { pid: lock.pid } : {}), ...(lock.holder !== undefined ? { holder: lock.holder } : {}), ...(lock.since !== undefined ? { since: lock.since } : {}),
-      ...(lock.host !== undefined ? { host: lock.host } : {}) };
+  const holder = lock.state === 'absent' ? undefined : (({ state: _, ...about }) => about)(lock);
   const withLock = holder ? { lock: holder } : {};
   const pid = holder?.pid !== undefined ? `pid ${holder.pid}` : 'a process';
   const since = holder?.since !== undefined ? ` since ${holder.since}` : '';
@@ -81,7 +79,7 @@ export function runStatus(plan: MigrationPlan, entries: readonly JournalEntry[],
       }
       return { ...base, ...at, state: 'interrupted', ...withLock,
         detail: `the journal has no ${rollingBack ? 'rollback-end' : 'run-end'} and no process of this machine holds its lock${holder?.pid !== undefined ? ` (pid ${holder.pid}${since} is gone)` : ''}: `
-          + `${rollingBack ? `run the rollback again: ${opts.rollback}` : `resume it: ${opts.resume}`} (if a run goes on from another machine, it holds ${LEASE} and ${rollingBack ? 'rollback' : 'resume'} stops with exit 8)` };
+          + `${again} (if a run goes on from another machine, it holds ${LEASE} and ${rollingBack ? 'rollback' : 'resume'} stops with exit 8)` };
     default: {
       const never: never = lock;
       throw new Error(`unknown lock state ${JSON.stringify(never)}`);

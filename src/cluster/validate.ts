@@ -22,7 +22,7 @@
  */
 import { InputError } from '../errors.ts';
 import { parseCidr } from '../net/cidr.ts';
-import { parseIPReason } from '../net/ip.ts';
+import { dottedQuadValue, parseIPReason } from '../net/ip.ts';
 import type { KubeObject, RawInventory } from './types.ts';
 
 /**
@@ -118,28 +118,9 @@ function key(path: string, k: string | number): string {
   return /^[A-Za-z_][A-Za-z0-9_-]*$/.test(k) ? (path ? `${path}.${k}` : k) : `${path}[${show(k)}]`;
 }
 
-/**
- * IPv4 with leading zeros, as clusters validated before Kubernetes 1.33 may still store: four dot-separated
- * runs of 1 to 3 ASCII digits, each at most 255 (read by char code: it runs for every pod IP).
- */
+/** IPv4 with leading zeros, as clusters validated before Kubernetes 1.33 may still store (it runs for every pod IP). */
 function legacyV4(s: string): boolean {
-  let octets = 0;
-  let digits = 0;
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0x30 && c <= 0x39) {
-      if (++digits > 3) return false;
-      n = n * 10 + (c - 0x30);
-    } else if (c === 0x2e) {
-      if (digits === 0 || n > 255 || ++octets > 3) return false;
-      digits = 0;
-      n = 0;
-    } else {
-      return false;
-    }
-  }
-  return octets === 3 && digits > 0 && n <= 255;
+  return dottedQuadValue(s, true) !== -1;
 }
 
 /** Why s is not an IP address; undefined when it is one. */

@@ -45,7 +45,7 @@ export function ipFrom(family: Family, value: bigint): IP {
 /** Parses an address; returns the IP, or a reason string explaining why it is invalid. */
 export function parseIPReason(input: string): IP | string {
   if (typeof input !== 'string') return 'not a string';
-  const fast = plainV4(input);
+  const fast = dottedQuadValue(input);
   if (fast !== -1) return { family: 4, value: BigInt(fast) };
   const s = input.trim();
   if (s === '') return 'empty address';
@@ -57,10 +57,12 @@ export function parseIPReason(input: string): IP | string {
 }
 
 /**
- * The value of a plain dotted quad (four octets 0-255 in ASCII digits, no leading zero, nothing else), read by
- * char code; -1 for anything else, which parseV4 reads (and explains). Pod and Service addresses take this path.
+ * The value of a dotted quad (four octets 0-255 of 1 to 3 ASCII digits, nothing else), read by char code; -1 for
+ * anything else. Without `leadingZeros` an octet may not start with 0 unless it is 0 (a plain address: parseV4
+ * reads, and explains, everything this refuses); with it, "010" is the octet 10, as clusters validated before
+ * Kubernetes 1.33 may still store. Pod and Service addresses take this path.
  */
-function plainV4(s: string): number {
+export function dottedQuadValue(s: string, leadingZeros = false): number {
   let value = 0;
   let octet = 0;
   let digits = 0;
@@ -68,7 +70,7 @@ function plainV4(s: string): number {
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c >= 0x30 && c <= 0x39) {
-      if (digits === 1 && octet === 0) return -1; // a leading zero
+      if (!leadingZeros && digits === 1 && octet === 0) return -1; // a leading zero
       octet = octet * 10 + (c - 0x30);
       if (++digits > 3 || octet > 255) return -1;
     } else if (c === 0x2e) {

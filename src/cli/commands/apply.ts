@@ -324,9 +324,8 @@ export const statusCommand: Command = {
       if (values.verbose === true) io.err(`could not read the run's state from the cluster: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}\n`);
     });
     const entries = pre.entries;
-    const resume = `kube-renumber resume ${shellWord(pre.read.path)}${pre.flags.stateDir !== undefined ? ` --state-dir ${shellWord(pre.flags.stateDir)}` : ''}`;
-    const rollback = `kube-renumber rollback ${shellWord(pre.read.path)}${pre.flags.stateDir !== undefined ? ` --state-dir ${shellWord(pre.flags.stateDir)}` : ''}`;
-    const run = runStatus(plan, entries, { stateDir, resume, rollback, journalHere });
+    const command = (verb: string) => `kube-renumber ${verb} ${shellWord(pre.read.path)}${pre.flags.stateDir !== undefined ? ` --state-dir ${shellWord(pre.flags.stateDir)}` : ''}`;
+    const run = runStatus(plan, entries, { stateDir, resume: command('resume'), rollback: command('rollback'), journalHere });
     const done = new Set(completedSteps(entries));
     const rows = plan.steps.map((st) => {
       const last = [...entries].reverse().find((e) => e.step === st.id);
