@@ -95,7 +95,7 @@ class CountingClient implements KubeClient {
 
   watch(path: string, opts: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void> {
     this.#note(requestShape('WATCH', path));
-    return this.inner.watch!(path, opts, onEvent);
+    return this.inner.watch(path, opts, onEvent);
   }
 
   phaseTotal(phase: string): number {

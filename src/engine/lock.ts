@@ -230,6 +230,10 @@ export function guardedClient(client: KubeClient, check: () => void): KubeClient
         yield o;
       }
     },
+    async watch(path, opts, onEvent) {
+      check();
+      return client.watch(path, opts, onEvent);
+    },
   };
 }
 

@@ -130,7 +130,7 @@ export class SliceWatch {
       let failed = false;
       try {
         this.watches++;
-        await this.client.watch!(this.path, { labelSelector: sel.selector, resourceVersion: sel.resourceVersion, timeoutSeconds: WATCH_SECONDS, signal }, (ev: WatchEvent) => {
+        await this.client.watch(this.path, { labelSelector: sel.selector, resourceVersion: sel.resourceVersion, timeoutSeconds: WATCH_SECONDS, signal }, (ev: WatchEvent) => {
           if (failed || signal.aborted) return;
           if (ev.type === 'ERROR') { failed = true; return; }
           const rv = ev.object?.metadata?.resourceVersion;

@@ -63,9 +63,10 @@ export interface KubeClient {
    * A watch of a collection (`?watch=1`): one request whose answer streams events, each handed to `onEvent`
    * as it arrives (ERROR events included: a 410 there means "list again"). Resolves when the server ends the
    * stream (after `timeoutSeconds`) or when `signal` aborts it; a refusal (4xx/5xx) is a KubeApiError as for
-   * `request`, a broken connection an UnreachableError. Not retried.
+   * `request`, a broken connection an UnreachableError. Not retried. Required of every client, wrappers
+   * included: a wrapper that dropped it would turn every wait that watches into LISTs in a loop, unseen.
    */
-  watch?(path: string, opts: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void>;
+  watch(path: string, opts: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void>;
 }
 
 export interface WatchOptions {

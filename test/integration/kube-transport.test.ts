@@ -120,7 +120,7 @@ describe('reaching the real apiserver', () => {
     const seen: string[] = [];
     const ac = new AbortController();
     const before = client.requestCount;
-    const watching = client.watch!(`/api/v1/namespaces/${ns}/configmaps`, { labelSelector: 'kr-watch-test=1', resourceVersion: list.metadata.resourceVersion, signal: ac.signal }, (ev) => {
+    const watching = client.watch(`/api/v1/namespaces/${ns}/configmaps`, { labelSelector: 'kr-watch-test=1', resourceVersion: list.metadata.resourceVersion, signal: ac.signal }, (ev) => {
       seen.push(`${ev.type} ${ev.object.metadata?.name}`);
       if (seen.length === 3) ac.abort();
     });

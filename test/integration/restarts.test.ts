@@ -118,6 +118,7 @@ function recording(c: KubeClient): KubeClient & { writes: string[] } {
       return c.request(method, path, opts);
     },
     list: (path, opts) => c.list(path, opts),
+    watch: (path, opts, onEvent) => c.watch(path, opts, onEvent),
   };
 }
 

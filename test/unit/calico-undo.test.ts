@@ -23,7 +23,7 @@ const POOL = { name: 'new-pool', cidr: '10.50.0.0/16', blockSize: 26 };
 function ctxWith(pool: KubeObject | undefined, backup?: KubeObject) {
   const seen: Array<{ method: string; path: string; body?: any }> = [];
   const client: KubeClient = {
-    server: 'https://127.0.0.1:1', context: 't', get requestCount() { return seen.length; },
+    server: 'https://127.0.0.1:1', context: 't', get requestCount() { return seen.length; }, async watch(): Promise<void> { throw new Error('this fake client has no watch'); },
     async request<T>(method: Method, path: string, o: { body?: unknown } = {}): Promise<T> {
       seen.push({ method, path, body: o.body });
       if (method === 'GET' && path.endsWith('/ippools/new-pool')) {

@@ -103,7 +103,7 @@ describe('move-services step: check, backup and apply share one read', () => {
     const seen: string[] = [];
     return {
       server: 'https://127.0.0.1:1', context: 't', seen,
-      get requestCount() { return seen.length; },
+      get requestCount() { return seen.length; }, async watch(): Promise<void> { throw new Error('this fake client has no watch'); },
       async request<T>(method: Method, path: string): Promise<T> { seen.push(`${method} ${path}`); throw new Error(`unexpected ${method} ${path}`); },
       async *list(path: string, opts?: { labelSelector?: string }) {
         seen.push(`LIST ${path}${opts?.labelSelector ? `?${opts.labelSelector}` : ''}`);
@@ -161,7 +161,7 @@ describe('the last write of an in-place move when a nodePort is refused as taken
   function midMove(patches: Array<Error | 'ok'>, services: KubeObject[]) {
     const seen: string[] = [];
     const client: KubeClient = {
-      server: 'https://127.0.0.1:1', context: 't', get requestCount() { return seen.length; },
+      server: 'https://127.0.0.1:1', context: 't', get requestCount() { return seen.length; }, async watch(): Promise<void> { throw new Error('this fake client has no watch'); },
       async request<T>(method: Method, path: string): Promise<T> {
         seen.push(`${method} ${path}`);
         if (method === 'GET' && path.endsWith('/services/web')) return { ...external('web'), metadata: { ...external('web').metadata, resourceVersion: '7' } } as T;

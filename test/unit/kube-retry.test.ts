@@ -354,7 +354,7 @@ describe('the sweep of stragglers when its writes\' answers are lost', () => {
     let writes = 0;
     const applied: string[] = [];
     const client: KubeClient = {
-      server: 'https://127.0.0.1:1', context: 't', requestCount: 0,
+      server: 'https://127.0.0.1:1', context: 't', requestCount: 0, async watch(): Promise<void> { throw new Error('this fake client has no watch'); },
       async request<T>(method: string, path: string, opts: any = {}): Promise<T> {
         const name = decodeURIComponent(path.split('/').pop()!);
         const cur = byName.get(name);

@@ -24,7 +24,7 @@ class LeaseStore {
   client(): KubeClient {
     const store = this;
     return {
-      server: 'https://127.0.0.1:1', context: 'test', requestCount: 0,
+      server: 'https://127.0.0.1:1', context: 'test', requestCount: 0, async watch(): Promise<void> { throw new Error('this fake client has no watch'); },
       async request(method: string, path: string, opts: any = {}): Promise<any> {
         if (method === 'GET') {
           if (!store.lease) throw new KubeApiError(method, path, 404, 'NotFound', 'not found');
@@ -166,6 +166,19 @@ describe('Lease lock', () => {
     const guarded = guardedClient(counting, () => l.assertHeld());
     await assert.rejects(guarded.request('PATCH', '/api/v1/namespaces/x/services/y', { body: {} }), LockedError);
     assert.equal(sent, 0);
+  });
+
+  test('the guarded client hands watches through while the Lease is held, and opens none once it is lost', async () => {
+    const store = new LeaseStore();
+    const clock = fakeClock();
+    const l = await acquireLease(store.client(), 'me', { ...clock, renewDeadlineSeconds: 40, noTimer: true });
+    const watched: string[] = [];
+    const guarded = guardedClient({ ...store.client(), watch: async (path) => { watched.push(path); } }, () => l.assertHeld());
+    await guarded.watch('/apis/discovery.k8s.io/v1/endpointslices', {}, () => {});
+    assert.deepEqual(watched, ['/apis/discovery.k8s.io/v1/endpointslices']);
+    clock.c.t += 41_000;
+    await assert.rejects(guarded.watch('/apis/discovery.k8s.io/v1/endpointslices', {}, () => {}), LockedError);
+    assert.equal(watched.length, 1);
   });
 
   test('the deadline is also judged without a renewal tick (a stalled event loop)', async () => {

@@ -202,7 +202,7 @@ describe('ownership of bridges and covers', () => {
   async function moveBackWith(bridge: KubeObject | undefined, journaled: boolean) {
     const seen: string[] = [];
     const client: KubeClient = {
-      server: 'https://127.0.0.1:1', context: 't', get requestCount() { return seen.length; },
+      server: 'https://127.0.0.1:1', context: 't', get requestCount() { return seen.length; }, async watch(): Promise<void> { throw new Error('this fake client has no watch'); },
       async request<T>(method: Method, path: string): Promise<T> {
         seen.push(`${method} ${path}`);
         if (method === 'GET' && path.endsWith('/services/web-kr-old')) {

@@ -396,6 +396,8 @@ class FakeKube implements KubeClient {
   /** called when the Deployment is deleted (the pods get SIGTERM) */
   onDeploymentDeleted: () => void = () => {};
 
+  async watch(): Promise<void> { throw new Error('this fake client has no watch'); }
+
   async request<T>(method: Method, path: string, opts: RequestOptions = {}): Promise<T> {
     this.requestCount++;
     const call = `${method} ${path}`;

@@ -211,7 +211,7 @@ function fakeCluster(objects: KubeObject[]): KubeClient & { writes: Write[] } {
   let rv = 1;
   return {
     server: 'https://127.0.0.1:1', context: 'fake', writes,
-    get requestCount() { return 0; },
+    get requestCount() { return 0; }, async watch(): Promise<void> { throw new Error('this fake client has no watch'); },
     async request<T>(method: Method, path: string, opts: RequestOptions = {}): Promise<T> {
       const p = path.split('?')[0]!;
       if (method === 'GET') {

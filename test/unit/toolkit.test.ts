@@ -16,7 +16,7 @@ function scripted(answers: Array<unknown>): KubeClient & { calls: Array<{ method
   let i = 0;
   return {
     server: 'https://127.0.0.1:1', context: 'test', calls,
-    get requestCount() { return calls.length; },
+    get requestCount() { return calls.length; }, async watch(): Promise<void> { throw new Error('this fake client has no watch'); },
     async request<T>(method: Method, path: string, opts?: RequestOptions): Promise<T> {
       calls.push({ method, path, body: opts?.body });
       if (i >= answers.length) throw new Error(`unscripted request ${method} ${path}`);
