@@ -9,8 +9,12 @@
  * Durability order: the journal and the backup store queue what they write locally (`enqueue*`); before any
  * write of the run reaches the cluster, `flush()` creates the next chunk and waits for the apiserver's answer
  * (mirroredClient does this for every non-GET request of the steps). So whatever a change depends on (its
- * backup, the journal line saying it is about to happen, the bridges created before it) is in the cluster
- * before the change is sent. Chunks are only ever created, never updated: chunk <seq> is
+ * backup, the journal line saying it is about to happen) is in the cluster before the change is sent.
+ * Lines that record what already happened and that no later change depends on (LAZY_EVENTS: a helper's uid
+ * after its create, a node's timings) do not force a chunk of their own: they go with the next chunk something
+ * else forces, or with the next write once the oldest has waited LAZY_MAX_MS or LAZY_MAX of them are queued.
+ * A Service move writes three times after its bridge's create; forcing a chunk for that one line cost a
+ * request per moved Service (docs/benchmarks.md, service-renumber). Chunks are only ever created, never updated: chunk <seq> is
  * `kr-state-<run>-<seq>-<part>`; a chunk whose gzip is larger than MAX_PART_BYTES is split into parts, and a
  * chunk missing a part (a crash between two parts' creates) was never acknowledged whole and is ignored.
  * Every COMPACT_AFTER chunks the whole state is written as a base chunk and the chunks before it deleted.
@@ -36,6 +40,18 @@ export const MAX_PART_BYTES = 700 * 1024;
 export const COMPACT_AFTER = 200;
 
 const SECRETS = `/api/v1/namespaces/${STATE_NAMESPACE}/secrets`;
+
+/**
+ * Journal events that need not reach the cluster before the next write (see the header): `created` is written
+ * after its create answered, so a window without it in the cluster exists whatever is done (a resume adopts
+ * such a helper by its run labels; a rollback from another machine names it to delete by hand), and `report`
+ * carries figures only.
+ */
+export const LAZY_EVENTS: ReadonlySet<JournalEntry['event']> = new Set(['created', 'report']);
+/** Lazy lines wait for a forced chunk at most this long (then the next write sends them) … */
+export const LAZY_MAX_MS = 1000;
+/** … or until this many are queued. */
+export const LAZY_MAX = 64;
 
 /** What one chunk holds. A base chunk holds the whole state; the others what was added since the chunk before. */
 export interface StatePayload {
@@ -166,6 +182,12 @@ export class ClusterState {
   private nextSeq = 0;
   private sinceBase = 0;
   private inflight: Promise<void> | undefined;
+  /** Something queued must reach the cluster before the next write (anything but a lazy line). */
+  private eager = false;
+  /** When the oldest lazy line still queued was queued (ms), and how many are queued. */
+  private lazySince = 0;
+  private lazyCount = 0;
+  private lazyTimer: ReturnType<typeof setTimeout> | undefined;
   private nsChecked = false;
   /** Chunks and bytes (gzip) written by this process: figures for docs and tests. */
   readonly written = { chunks: 0, bytes: 0 };
@@ -187,14 +209,41 @@ export class ClusterState {
 
   enqueueJournal(e: JournalEntry): void {
     this.pending.journal.push(e);
+    if (!LAZY_EVENTS.has(e.event)) this.eager = true;
+    else if (this.lazyCount++ === 0) {
+      this.lazySince = Date.now();
+      if (!this.lazyTimer) this.armLazyTimer(LAZY_MAX_MS);
+    }
+  }
+
+  /** Lazy lines are sent within LAZY_MAX_MS even when no write comes (a long wait); a failure is met again by the next flush. */
+  private armLazyTimer(ms: number): void {
+    this.lazyTimer = setTimeout(() => {
+      this.lazyTimer = undefined;
+      if (this.lazyCount === 0) return;
+      const left = this.lazySince + LAZY_MAX_MS - Date.now();
+      if (left > 0) this.armLazyTimer(left);
+      else this.flush().catch(() => {});
+    }, ms);
+    this.lazyTimer.unref?.();
   }
 
   enqueueBackup(r: BackupRecord): void {
     this.pending.backups.push(r);
+    this.eager = true;
   }
 
   get hasPending(): boolean {
     return this.pending.journal.length > 0 || this.pending.backups.length > 0;
+  }
+
+  /**
+   * Must the next write wait for flush()? When something queued is not a lazy line, when lazy lines have waited
+   * long enough or are many, or while a chunk is being written (it may hold what the write depends on).
+   */
+  mustFlush(now = Date.now()): boolean {
+    return this.inflight !== undefined || this.eager
+      || (this.lazyCount > 0 && (this.lazyCount >= LAZY_MAX || now - this.lazySince >= LAZY_MAX_MS));
   }
 
   /**
@@ -208,13 +257,18 @@ export class ClusterState {
         continue;
       }
       const batch = this.pending;
+      const marks = { eager: this.eager, lazySince: this.lazySince, lazyCount: this.lazyCount };
       this.pending = { journal: [], backups: [] };
+      this.eager = false;
+      this.lazyCount = 0;
       this.inflight = this.writeChunk(batch).finally(() => { this.inflight = undefined; });
       try {
         await this.inflight;
       } catch (e) {
         // not written: queued again in front of what came since, for the next try
         this.pending = { journal: [...batch.journal, ...this.pending.journal], backups: [...batch.backups, ...this.pending.backups] };
+        this.eager ||= marks.eager;
+        if (marks.lazyCount > 0) { this.lazySince = this.lazyCount > 0 ? Math.min(this.lazySince, marks.lazySince) : marks.lazySince; this.lazyCount += marks.lazyCount; }
         throw e;
       }
     }
@@ -296,8 +350,9 @@ export class ClusterState {
 }
 
 /**
- * `client` whose every write (any method but GET) first waits for `state.flush()`: the cluster copy holds every
- * journal entry and backup written before the change is sent.
+ * `client` whose every write (any method but GET) first waits for `state.flush()` when it must: the cluster copy
+ * holds every journal entry and backup written before the change is sent, lazy lines (LAZY_EVENTS) within
+ * LAZY_MAX_MS.
  */
 export function mirroredClient(client: KubeClient, state: ClusterState): KubeClient {
   return {
@@ -305,9 +360,11 @@ export function mirroredClient(client: KubeClient, state: ClusterState): KubeCli
     get context() { return client.context; },
     get requestCount() { return client.requestCount; },
     async request(method, path, opts) {
-      if (method !== 'GET') await state.flush();
+      if (method !== 'GET' && state.mustFlush()) await state.flush();
       return client.request(method, path, opts);
     },
     list: (path, opts) => client.list(path, opts),
+    // a watch is a read: nothing to flush first
+    watch: (path, opts, onEvent) => client.watch(path, opts, onEvent),
   };
 }

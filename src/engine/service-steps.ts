@@ -387,8 +387,18 @@ export class ServiceExecutor {
 
   // ---- ServiceCIDRs -------------------------------------------------------------------------------
 
+  /** Each spec's state: one GET for one spec, one LIST of the (few) ServiceCIDRs for more. */
+  private async scStates(client: KubeClient, specs: readonly ServiceCIDRSpec[]): Promise<Array<'absent' | 'ready' | 'pending' | 'deleting' | 'different'>> {
+    if (specs.length <= 1) return Promise.all(specs.map((s) => this.scState(client, s)));
+    const byName = new Map((await withRetry(() => listAll(client, this.SC))).map((sc) => [sc.metadata?.name, sc]));
+    return specs.map((s) => ServiceExecutor.judgeServiceCIDR(byName.get(s.name), s));
+  }
+
   private async scState(client: KubeClient, spec: ServiceCIDRSpec): Promise<'absent' | 'ready' | 'pending' | 'deleting' | 'different'> {
-    const sc = await getObject(client, this.SC, spec.name);
+    return ServiceExecutor.judgeServiceCIDR(await getObject(client, this.SC, spec.name), spec);
+  }
+
+  private static judgeServiceCIDR(sc: KubeObject | undefined, spec: ServiceCIDRSpec): 'absent' | 'ready' | 'pending' | 'deleting' | 'different' {
     if (!sc) return 'absent';
     if (sc.metadata?.deletionTimestamp) return 'deleting';
     const cidrs: string[] = sc.spec?.cidrs ?? [];
@@ -397,8 +407,8 @@ export class ServiceExecutor {
     return ready?.status === 'True' ? 'ready' : 'pending';
   }
 
-  private async ensureServiceCIDR(ctx: StepContext, spec: ServiceCIDRSpec): Promise<void> {
-    const state = await this.scState(ctx.client, spec);
+  private async ensureServiceCIDR(ctx: StepContext, spec: ServiceCIDRSpec, seen?: 'absent' | 'ready' | 'pending' | 'deleting' | 'different'): Promise<void> {
+    const state = seen ?? await this.scState(ctx.client, spec);
     if (state === 'ready' || state === 'pending') return;
     if (state === 'different') throw new Error(`ServiceCIDR ${spec.name} exists with other CIDRs: not ours to change`);
     if (state === 'deleting') {
@@ -414,12 +424,15 @@ export class ServiceExecutor {
     const specs = p.serviceCIDRs ?? [];
     return {
       id: p.id, title: p.description, kind: 'action',
-      check: async (ctx) => (await Promise.all(specs.map((s) => this.scState(ctx.client, s)))).every((s) => s === 'ready'),
-      apply: async (ctx) => { for (const s of specs) await this.ensureServiceCIDR(ctx, s); },
+      check: async (ctx) => (await this.scStates(ctx.client, specs)).every((s) => s === 'ready'),
+      apply: async (ctx) => {
+        const seen = await this.scStates(ctx.client, specs);
+        for (const [i, s] of specs.entries()) await this.ensureServiceCIDR(ctx, s, seen[i]);
+      },
       verify: async (ctx) => {
         try {
           await poll('the new ServiceCIDRs to be Ready', async () =>
-            ((await Promise.all(specs.map((s) => this.scState(ctx.client, s)))).every((s) => s === 'ready') ? true : undefined), { timeoutMs: this.opts.timeoutMs });
+            ((await this.scStates(ctx.client, specs)).every((s) => s === 'ready') ? true : undefined), { timeoutMs: this.opts.timeoutMs });
           return undefined;
         } catch (e) {
           return (e as Error).message;

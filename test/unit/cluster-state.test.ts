@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import type { KubeObject } from '../../src/cluster/types.ts';
 import { BackupStore, type BackupRecord } from '../../src/engine/backup.ts';
 import {
-  assemble, chunkSecrets, ClusterState, COMPACT_AFTER, mirroredClient, readClusterCopy, STATE_NAMESPACE,
+  assemble, chunkSecrets, ClusterState, COMPACT_AFTER, LAZY_MAX, LAZY_MAX_MS, mirroredClient, readClusterCopy, STATE_NAMESPACE,
 } from '../../src/engine/cluster-state.ts';
 import { Journal, readJournal, type JournalEntry } from '../../src/engine/journal.ts';
 import { mergedJournal, syncStateDir } from '../../src/engine/state-sync.ts';
@@ -27,7 +27,7 @@ function memoryClient(opts: { failCreates?: number } = {}) {
   const writes: string[] = [];
   let failCreates = opts.failCreates ?? 0;
   const client: KubeClient = {
-    server: 'https://example:6443', context: 'test', requestCount: 0,
+    server: 'https://example:6443', context: 'test', requestCount: 0, async watch(): Promise<void> { throw new Error('this fake client has no watch'); },
     async request(method: string, path: string, o?: { body?: unknown; query?: Record<string, unknown> }): Promise<any> {
       const base = `/api/v1/namespaces/${STATE_NAMESPACE}/secrets`;
       if (path === base && method === 'DELETE') {
@@ -131,7 +131,7 @@ describe('writer', () => {
     const mem = memoryClient();
     const state = new ClusterState(mem.client, RUN);
     const client = mirroredClient(mem.client, state);
-    for (let i = 0; i < 5; i++) state.enqueueJournal(entry('created'));
+    for (let i = 0; i < 5; i++) state.enqueueJournal(entry('step-start', `t${i}`));
     await Promise.all([1, 2, 3].map((i) => client.request('POST', `/api/v1/namespaces/default/services`, { body: { i } })));
     assert.equal(mem.writes.filter((w) => w.startsWith('secret')).length, 1);
     for (let i = 0; i < COMPACT_AFTER + 2; i++) {
@@ -144,6 +144,83 @@ describe('writer', () => {
     // one DELETE of the collection, keeping only the base's parts
     assert.deepEqual(mem.writes.filter((w) => w.startsWith('delete')), [`deletecollection kube-renumber.io/state-of=${RUN},kube-renumber.io/state-seq!=${COMPACT_AFTER}`]);
     assert.deepEqual([...mem.secrets.values()].map((x) => Number(x.metadata?.labels?.['kube-renumber.io/state-seq'])).sort((a, b) => a - b), [COMPACT_AFTER, COMPACT_AFTER + 1, COMPACT_AFTER + 2], 'the base and the chunks after it');
+  });
+
+  test('a lazy line (created, report) does not force a chunk: it goes with the next chunk something else forces', async () => {
+    const mem = memoryClient();
+    const state = new ClusterState(mem.client, RUN);
+    const client = mirroredClient(mem.client, state);
+    state.enqueueJournal(entry('step-start', 'move'));
+    await client.request('POST', '/api/v1/namespaces/default/services', { body: {} });
+    for (let i = 0; i < 5; i++) {
+      state.enqueueJournal({ ...entry('created'), objects: [`v1/Service/default/b${i}@uid-${i}`] });
+      await client.request('PATCH', `/api/v1/namespaces/default/services/s${i}`, { body: {} });
+    }
+    state.enqueueJournal(entry('step-done', 'move'));
+    await client.request('DELETE', '/api/v1/namespaces/default/services/c');
+    const chunks = mem.writes.filter((w) => w.startsWith('secret '));
+    assert.deepEqual(chunks, [`secret kr-state-${RUN}-000000-0`, `secret kr-state-${RUN}-000001-0`], 'two chunks, none for the created lines alone');
+    assert.deepEqual(mem.writes.slice(-2), [`secret kr-state-${RUN}-000001-0`, 'DELETE /api/v1/namespaces/default/services/c']);
+    const copy = await readClusterCopy(mem.client, RUN);
+    assert.deepEqual(copy!.journal.map((e) => e.event), ['step-start', 'created', 'created', 'created', 'created', 'created', 'step-done']);
+  });
+
+  test('lazy lines reach the cluster by the first write after LAZY_MAX_MS, after LAZY_MAX of them, or by themselves after LAZY_MAX_MS', async () => {
+    // by the next write once the oldest has waited long enough
+    {
+      const mem = memoryClient();
+      const state = new ClusterState(mem.client, RUN);
+      const client = mirroredClient(mem.client, state);
+      state.enqueueJournal(entry('created'));
+      assert.equal(state.mustFlush(), false);
+      assert.equal(state.mustFlush(Date.now() + LAZY_MAX_MS), true);
+      await new Promise((r) => setTimeout(r, LAZY_MAX_MS + 50));
+      // the timer may have sent it already; either way it is in the cluster before this write
+      await client.request('PATCH', '/api/v1/namespaces/default/services/a', { body: {} });
+      assert.deepEqual(mem.writes, [`secret kr-state-${RUN}-000000-0`, 'PATCH /api/v1/namespaces/default/services/a']);
+    }
+    // by count
+    {
+      const mem = memoryClient();
+      const state = new ClusterState(mem.client, RUN);
+      const client = mirroredClient(mem.client, state);
+      for (let i = 0; i < LAZY_MAX - 1; i++) state.enqueueJournal(entry('report'));
+      assert.equal(state.mustFlush(), false);
+      state.enqueueJournal(entry('report'));
+      assert.equal(state.mustFlush(), true);
+      await client.request('PATCH', '/api/v1/namespaces/default/services/a', { body: {} });
+      assert.equal(mem.writes[0], `secret kr-state-${RUN}-000000-0`);
+      assert.equal((await readClusterCopy(mem.client, RUN))!.journal.length, LAZY_MAX);
+    }
+    // with no write at all: the timer sends them
+    {
+      const mem = memoryClient();
+      const state = new ClusterState(mem.client, RUN);
+      state.enqueueJournal(entry('created'));
+      await new Promise((r) => setTimeout(r, LAZY_MAX_MS + 300));
+      assert.deepEqual(mem.writes, [`secret kr-state-${RUN}-000000-0`]);
+      assert.equal(state.hasPending, false);
+    }
+  });
+
+  test('a backup or any other line is not lazy', async () => {
+    for (const queue of [(st: ClusterState) => st.enqueueBackup(rec(svc('a'))), (st: ClusterState) => st.enqueueJournal(entry('step-start', 'x'))]) {
+      const mem = memoryClient();
+      const state = new ClusterState(mem.client, RUN);
+      queue(state);
+      assert.equal(state.mustFlush(), true);
+    }
+  });
+
+  test('the mirrored client hands watches through, without a chunk first', async () => {
+    const mem = memoryClient();
+    const seen: string[] = [];
+    const inner: KubeClient = { ...mem.client, watch: async (path) => { seen.push(path); } };
+    const state = new ClusterState(inner, RUN);
+    state.enqueueJournal(entry('step-start', 'x'));
+    await mirroredClient(inner, state).watch('/apis/discovery.k8s.io/v1/endpointslices', {}, () => {});
+    assert.deepEqual(seen, ['/apis/discovery.k8s.io/v1/endpointslices']);
+    assert.deepEqual(mem.writes, [], 'a watch is a read');
   });
 
   test('a chunk name taken by something else is refused', async () => {
