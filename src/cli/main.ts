@@ -119,10 +119,24 @@ function commandHelp(c: Command): string {
   return `${c.summary}\n\nUsage: ${c.usage}\n${c.help ? `\n${c.help}\n` : ''}\nGlobal flags:\n${globals}\n`;
 }
 
+/**
+ * stdout and stderr as the process has them. A reader that goes away (`status | head`) ends that stream's output,
+ * not the command: an `apply` whose events went into a pipe that closed runs on to its end, and a command that
+ * only prints exits as it would have (EPIPE is not an internal error).
+ */
+let stdio: Io | undefined;
 export function defaultIo(): Io {
-  return {
-    out: (s) => { process.stdout.write(s); },
-    err: (s) => { process.stderr.write(s); },
+  if (stdio) return stdio;
+  const closed = { out: false, err: false };
+  const watch = (stream: NodeJS.WriteStream, which: 'out' | 'err') => stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code !== 'EPIPE') throw e;
+    closed[which] = true;
+  });
+  watch(process.stdout, 'out');
+  watch(process.stderr, 'err');
+  return stdio = {
+    out: (s) => { if (!closed.out) process.stdout.write(s); },
+    err: (s) => { if (!closed.err) process.stderr.write(s); },
     env: process.env,
     program: process.argv[1],
     stdoutTTY: process.stdout.isTTY === true,

@@ -35,8 +35,18 @@ export function runStatus(plan: MigrationPlan, entries: readonly JournalEntry[],
   const done = new Set(completedSteps([...entries]));
   const steps = plan.steps.length;
   const base = { done: plan.steps.filter((s) => done.has(s.id)).length, steps };
-  if (entries.length === 0) return { ...base, state: 'not started' };
-  const last = entries[entries.length - 1]!;
+  const last = entries.at(-1);
+  // A run of this machine that holds the lock but has journaled nothing yet (it waits for the cluster's Lease, or
+  // reads the run's copy in the cluster): after an ended journal (or none) its lock is newer than the last entry.
+  if (last === undefined || last.event === 'run-end' || last.event === 'rollback-end') {
+    const lock = localLockState(join(opts.stateDir, 'lock'));
+    if (lock.state === 'held' && (last === undefined || (lock.since !== undefined && lock.since > last.ts))) {
+      const { state: _, ...about } = lock;
+      return { ...base, ...(last ? { since: last.ts } : {}), state: 'running', lock: about,
+        detail: `${lock.pid !== undefined ? `pid ${lock.pid}` : 'a process'} of this machine holds its lock${lock.since !== undefined ? ` since ${lock.since}` : ''} and has started no step yet: it waits for ${LEASE} or reads the run's state` };
+    }
+  }
+  if (last === undefined) return { ...base, state: 'not started' };
   const lastStep = entries.findLast((e) => e.step !== undefined);
   const at = { ...(lastStep?.step ? { step: lastStep.step } : {}), since: last.ts };
   if (base.done === steps) return { ...base, ...at, state: 'completed' };

@@ -3,7 +3,7 @@
  * anything, and an exception nothing caught ends as one "error: internal:" line (exit 70), not a Node stack.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -49,6 +49,19 @@ describe('bin/kube-renumber.js', () => {
       assert.equal(r.stdout, '');
       assert.equal(r.stderr, `error: kube-renumber needs Node.js >= 22.19 (this is v${old!.version}): install a newer Node.js and run it again\n`);
     }
+  });
+
+  it('a reader that goes away (inspect | head) ends the output, not with an internal error: exit as without it', async () => {
+    const expected = spawnSync(process.execPath, [BIN, 'inspect', '-f', join(ROOT, 'examples/kops-tailscale')], { encoding: 'utf8', timeout: 60_000 });
+    assert.ok(expected.stdout.length > 0);
+    const p = spawn(process.execPath, [BIN, 'inspect', '-f', join(ROOT, 'examples/kops-tailscale')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // the read end is closed before the program, still starting, writes anything: its first write meets EPIPE
+    p.stdout.destroy();
+    let err = '';
+    p.stderr.on('data', (b) => { err += b; });
+    const code = await new Promise<number | null>((resolve) => p.on('close', (c) => resolve(c)));
+    assert.equal(err, expected.stderr);
+    assert.equal(code, expected.status);
   });
 
   it('runs on this Node.js (the version check lets it through)', () => {

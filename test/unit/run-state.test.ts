@@ -149,6 +149,41 @@ describe('status PLAN: a run without its run-end', () => {
   });
 });
 
+describe('status PLAN: a run that holds the lock and has journaled nothing yet (waiting for the Lease)', () => {
+  it('running, no step started, with no journal or after an ended one; the same lock from before the end is not looked at', async () => {
+    const d = tmp();
+    writeFileSync(join(d, 'plan.yaml'), SERVICE_PLAN);
+    const state = join(d, 'state');
+    mkdirSync(state, { recursive: true, mode: 0o700 });
+    let holder = await lockHolder(state);
+    let r = await run(['status', join(d, 'plan.yaml'), '--state-dir', state, '-o', 'json']);
+    assert.equal(r.code, 0, r.err);
+    let doc = JSON.parse(r.out);
+    assert.equal(doc.run.state, 'running');
+    assert.equal(doc.run.lock.pid, holder.pid);
+    assert.match(doc.run.detail, new RegExp(`^pid ${holder.pid} of this machine holds its lock since \\S+ and has started no step yet: it waits for the Lease kube-system/kube-renumber`));
+    await kill(holder);
+    r = await run(['status', join(d, 'plan.yaml'), '--state-dir', state, '-o', 'json']);
+    assert.equal(JSON.parse(r.out).run.state, 'not started');
+
+    // a journal that ended at a gate (its timestamps are of 2026-01-01), and a resume that took the lock since
+    journal(state, [...OPEN, ['gate', STEPS[1]], ['run-end', undefined, 'gate']]);
+    holder = await lockHolder(state);
+    r = await run(['status', join(d, 'plan.yaml'), '--state-dir', state, '-o', 'json']);
+    doc = JSON.parse(r.out);
+    assert.equal(doc.run.state, 'running');
+    assert.equal(doc.run.done, 1);
+    assert.match(doc.run.detail, /has started no step yet/);
+    // a lock older than the journal's end is that run's own, not a new one
+    writeFileSync(join(state, 'journal.jsonl'), [...OPEN, ['gate', STEPS[1]], ['run-end', undefined, 'gate']].map(([event, step, detail]) => `${JSON.stringify({
+      ts: '2999-01-01T00:00:00.000Z', run: RUN, event, ...(step ? { step } : {}), ...(detail ? { detail } : {}),
+    })}\n`).join(''), { mode: 0o600 });
+    r = await run(['status', join(d, 'plan.yaml'), '--state-dir', state, '-o', 'json']);
+    assert.equal(JSON.parse(r.out).run.state, 'waiting at gate');
+    await kill(holder);
+  });
+});
+
 describe('status PLAN after a rollback', () => {
   it('rolled back once the rollback ended (with what it could not undo); without its end, interrupted with the rollback command, not resume', async () => {
     const d = tmp();
