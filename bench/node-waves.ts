@@ -30,7 +30,10 @@ import { watchPDBs } from '../test/testbed/pdb-watch.ts';
 import { nodeFromTemplate, readNodeTemplate } from '../test/testbed/reregister-node.ts';
 import { populateWorkloads } from '../test/testbed/workloads.ts';
 
-const OLD = '10.244.0.0/16';
+/** The pod range the testbed starts with: a /16 (256 nodes' /24s) up to 256 nodes, a /14 above. */
+const oldRange = (nodes: number) => (nodes <= 256 ? '10.244.0.0/16' : '10.244.0.0/14');
+/** Nodes the ranges hold: 1,024 /24s in a /14 (TARGETS and the largest starting range). */
+const MAX_NODES = 1024;
 /** One range per run, each large enough for 2 × 512 nodes of /24 (the plan's default headroom). */
 const TARGETS = ['10.60.0.0/14', '10.64.0.0/14', '10.68.0.0/14', '10.72.0.0/14'];
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
@@ -236,8 +239,8 @@ export async function run(args: string[]): Promise<number> {
   const deployments = Number(values.deployments ?? 4);
   const pdbMax = values['pdb-max-unavailable'] ?? '10%';
   const kcmQPS = Number(values['kcm-qps'] ?? 100);
-  if (![...counts, zones, deployments, kcmQPS].every((n) => Number.isInteger(n) && n > 0) || counts.some((n) => n > 508)) {
-    process.stderr.write('error: --nodes (at most 508: the testbed has no more node addresses), --zones, --deployments and --kcm-qps must be positive whole numbers\n');
+  if (![...counts, zones, deployments, kcmQPS].every((n) => Number.isInteger(n) && n > 0) || counts.some((n) => n > MAX_NODES)) {
+    process.stderr.write(`error: --nodes (at most ${MAX_NODES}: the pod ranges hold that many nodes' /24s), --zones, --deployments and --kcm-qps must be positive whole numbers\n`);
     return 2;
   }
   try { maxes.forEach((m) => parseMaxUnavailable(m)); } catch (e) { process.stderr.write(`error: --${(e as Error).message}\n`); return 2; }
@@ -246,7 +249,7 @@ export async function run(args: string[]): Promise<number> {
   for (const nodes of counts) {
     const dir = await mkdtemp(join(tmpdir(), 'kr-bench-nodes-'));
     log(`starting a ${nodes}-node testbed in ${zones} zone(s)`);
-    const tb = await Testbed.start({ serviceCIDR: '10.96.0.0/16', podCIDR: OLD, nodes, zones, podIPAM: 'kwok', calicoCRDs: false, controllerManagerQPS: kcmQPS, timeoutMs: 300_000 });
+    const tb = await Testbed.start({ serviceCIDR: '10.96.0.0/16', podCIDR: oldRange(nodes), nodes, zones, podIPAM: 'kwok', calicoCRDs: false, controllerManagerQPS: kcmQPS, timeoutMs: 300_000 });
     try {
       const summary = await populateWorkloads(tb, {
         namespaces: 1, deploymentsPerNs: deployments, replicas: nodes, statefulSets: 0, pdbMaxUnavailable: /^\d+$/.test(pdbMax) ? Number(pdbMax) : pdbMax,
@@ -254,7 +257,7 @@ export async function run(args: string[]): Promise<number> {
       });
       log(`${summary.totalPods} pods in ${summary.workloads.length} workloads (${summary.pdbs.length} PDBs, maxUnavailable ${pdbMax}), up in ${round(summary.elapsedMs / 1000)} s`);
       const runs: Array<RunFigures & { ratio?: number; cpuFloorRatio?: number }> = [];
-      let from = OLD;
+      let from = oldRange(nodes);
       const idle = await idleCpu(tb, 20_000);
       log(`idle CPU s per s: ${JSON.stringify(Object.fromEntries(Object.entries(idle).map(([k, v]) => [k, round(v, 3)])))}`);
       for (const [i, max] of maxes.entries()) {

@@ -41,12 +41,16 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The InternalIP of testbed node tb-node-<i>: TEST-NET-1 192.0.2.1-254, then TEST-NET-2 198.51.100.1-254
- * (documentation ranges: written into Node and Pod objects only, never contacted); none beyond.
+ * (documentation ranges, RFC 5737), then 198.18.0.1 onwards (198.18.0.0/15, set aside for benchmarks, RFC 2544):
+ * written into Node and Pod objects only, never contacted; none beyond 198.19.255.254.
  */
 export function testbedNodeIP(i: number): string | undefined {
-  if (i >= 0 && i < 254) return `192.0.2.${i + 1}`;
-  if (i >= 254 && i < 508) return `198.51.100.${i - 253}`;
-  return undefined;
+  if (!Number.isInteger(i) || i < 0) return undefined;
+  if (i < 254) return `192.0.2.${i + 1}`;
+  if (i < 508) return `198.51.100.${i - 253}`;
+  const o = i - 508 + 1;
+  if (o >= 2 ** 17 - 1) return undefined;
+  return `198.${18 + (o >> 16)}.${(o >> 8) & 255}.${o & 255}`;
 }
 
 export function readNodeTemplate(path: string): NodeTemplateFile {
