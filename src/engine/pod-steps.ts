@@ -13,7 +13,7 @@ import type { KubeObject } from '../cluster/types.ts';
 import { NODES } from '../kube/calico.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { deleteObject, ENDPOINTSLICES, getObject, listAll, PODS, type ResourceType } from '../kube/resources.ts';
-import { DAEMONSETS, DEPLOYMENTS, PODDISRUPTIONBUDGETS, STATEFULSETS, WORKLOAD_TYPES } from '../kube/workloads.ts';
+import { DAEMONSETS, DEPLOYMENTS, JOBS, PODDISRUPTIONBUDGETS, STATEFULSETS, WORKLOAD_TYPES } from '../kube/workloads.ts';
 import { contains, formatCidr, parseCidr, tryParseCidr, type Cidr } from '../net/index.ts';
 import {
   GATE_CONDITION_INFO, STEP_KINDS, type GateConditionInfo, type GateStep, type MigrationPlan, type PlanStep, type SharedPodStepKind, type StepKindInfo,
@@ -29,6 +29,7 @@ import {
 import { backUpLate, withPlanSupersessions, type Step, type StepContext } from './runner.ts';
 import { nodeMetadataRestored, restoreNodeMetadata } from './node-metadata.ts';
 import { evictRespectingPdb, mapLimit, poll, retryOnConflict, sleep, withRetry } from './toolkit.ts';
+import { jobEvictionRefusal, jobEvictionRisk } from './job-eviction.ts';
 
 /** A node of a node step: its name, its podCIDRs today and in NEW. */
 type NodeItem = { name: string; from: string[]; to: string[] };
@@ -417,6 +418,21 @@ export class PodExecutor implements PodPathHosts {
       this.report(ctx, [r]);
       return r.status === 'restarted';
     };
+    // A Job counts an evicted pod as failed: refuse the drain (nothing of this node evicted) where that fails the Job
+    const jobPods = new Map<string, { namespace: string; name: string; pods: number }>();
+    for (const x of owned) {
+      const o = (x.metadata?.ownerReferences ?? []).find((r) => r.controller);
+      if (o?.kind !== 'Job' || !o.name || !o.apiVersion?.startsWith('batch/')) continue;
+      const key = `${x.metadata!.namespace}/${o.name}`;
+      const j = jobPods.get(key) ?? { namespace: x.metadata!.namespace!, name: o.name, pods: 0 };
+      j.pods++;
+      jobPods.set(key, j);
+    }
+    for (const j of jobPods.values()) {
+      const job = await withRetry(() => getObject(ctx.client, JOBS, j.name, j.namespace));
+      const risk = jobEvictionRisk(job, j.pods);
+      if (risk) throw new Error(jobEvictionRefusal(job!, risk, `on node ${node}`));
+    }
     await mapLimit(owned, 8, (x) => this.evictWaiting(ctx, x, rollout(x)));
     for (const x of bare) {
       // A copy this run created from the backup (an earlier move's, or a crashed run's) moves off this node too:

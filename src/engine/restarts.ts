@@ -19,6 +19,7 @@ import { createObject, forCreate, getObject, listAll, PODS, type ResourceType } 
 import {
   DEPLOYMENTS, evictPod, JOBS, PODDISRUPTIONBUDGETS, patchWithPrecondition, REPLICASETS, WORKLOAD_TYPES,
 } from '../kube/workloads.ts';
+import { jobEvictionRefusal, jobEvictionRisk } from './job-eviction.ts';
 import { backUpLate } from './runner.ts';
 import { EvictionBlocked, evictRespectingPdb, mapLimit, poll, PollTimeout, retryOnConflict, sleep, withRetry } from './toolkit.ts';
 import type { StepContext } from './runner.ts';
@@ -522,9 +523,15 @@ async function evictOwnedPods(r: Run): Promise<Outcome> {
   const label = describeWorkload(w);
   if (w.kind === 'Job') {
     const job = await get(r, JOBS, w.name);
+    const live = (await Promise.all(w.pods.map((name) => get(r, PODS, name))))
+      .filter((p) => p && skipReason(p) !== 'terminal' && !p.metadata?.deletionTimestamp).length;
+    const risk = jobEvictionRisk(job, live);
+    if (risk) throw new Error(jobEvictionRefusal(job!, risk, 'to give them new IPs'));
     const limit = job?.spec?.backoffLimit ?? 6;
-    r.warn(`${label}: its pods are evicted, and each eviction may count as a failure against its backoffLimit (${limit}) `
-      + 'unless its podFailurePolicy ignores DisruptionTarget');
+    if (jobEvictionRisk(job, Number.MAX_SAFE_INTEGER)) {
+      r.warn(`${label}: its pods are evicted, and each eviction counts as a failure against its backoffLimit (${limit}) `
+        + 'as no podFailurePolicy rule of it ignores DisruptionTarget');
+    }
   } else if (w.owner && !KNOWN_REPLACING.has(w.owner.kind)) {
     r.warn(`${label}: pods owned by a ${w.owner.apiVersion} ${w.owner.kind}, a controller this tool does not know, are evicted `
       + 'and left to it to replace');

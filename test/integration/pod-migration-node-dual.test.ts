@@ -32,6 +32,17 @@ function onePerRange(ranges: string[], cidrsOrIPs: string[]): boolean {
   return cidrsOrIPs.length === ranges.length && hit.every(Boolean) && new Set(hit).size === ranges.length;
 }
 
+/** "namespace owner-kind/owner-name" (or "namespace bare/name") → how many active pods: what a shortfall is of. */
+function byOwner(pods: any[]): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const p of pods) {
+    const o = (p.metadata.ownerReferences ?? []).find((r: any) => r.controller);
+    const k = `${p.metadata.namespace} ${o ? `${o.kind}/${o.name}` : `bare/${p.metadata.name}`}`;
+    m.set(k, (m.get(k) ?? 0) + 1);
+  }
+  return m;
+}
+
 /** Active pods (hostNetwork too) by namespace/owner kind, for the before/after count. */
 async function activePods(tb: { kubectl: any; server: string }): Promise<any[]> {
   const pods = (await getJSON(tb, ['get', 'pods', '-A'])).items;
@@ -47,6 +58,7 @@ describe('Pod CIDR migration, dual-stack node IPAM: one podCIDR per family per n
   const stateDir = join(dir, 'state');
   const common = () => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '120s'];
   let before = 0;
+  let beforeByOwner = new Map<string, number>();
 
   test('the dual-stack testbed: every node has a podCIDR per family, every pod an address per family', { timeout: 600_000 }, async (t) => {
     const summary = await populateWorkloads(tb, { namespaces: 2, deploymentsPerNs: 2, replicas: 5, statefulSets: 1, statefulSetReplicas: 3 });
@@ -59,7 +71,9 @@ describe('Pod CIDR migration, dual-stack node IPAM: one podCIDR per family per n
       const ips = (p.status.podIPs ?? []).map((x: any) => x.ip);
       assert.ok(onePerRange(OLD, ips), `${p.metadata.namespace}/${p.metadata.name} ${ips.join(',')}`);
     }
-    before = (await activePods(tb)).length;
+    const all = await activePods(tb);
+    before = all.length;
+    beforeByOwner = byOwner(all);
     assert.equal(before, summary.totalPods, 'every pod of the workloads runs');
     // a label and a taint set through the API: gone when the node is deleted, put back after it registers again
     const first = nodes[0].metadata.name;
@@ -91,6 +105,27 @@ describe('Pod CIDR migration, dual-stack node IPAM: one podCIDR per family per n
     const t0 = Date.now();
     const stop = await tb.restartControllerManager({ allocateNodeCIDRs: false });
     assert.equal(stop.running, true);
+    // A Job that one eviction would fail (backoffLimit 0, no podFailurePolicy): its node's drain is refused before
+    // anything of that node is evicted, the run stops; deleted, the run resumes
+    const fragile = { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'fragile', namespace: 'default' },
+      spec: { backoffLimit: 0, template: { metadata: { labels: { app: 'fragile' }, annotations: { 'pod-complete.stage.kwok.x-k8s.io/delay': '1h' } },
+        spec: { restartPolicy: 'Never', terminationGracePeriodSeconds: 0, containers: [{ name: 'c', image: 'busybox' }] } } } };
+    assert.equal((await tb.kubectl(['apply', '-f', '-'], { input: JSON.stringify(fragile) })).code, 0);
+    let jobPod: any;
+    for (let i = 0; i < 120 && !jobPod?.status?.podIP; i++) {
+      jobPod = (await getJSON(tb, ['get', 'pods', '-n', 'default', '-l', 'app=fragile'])).items[0];
+      if (!jobPod?.status?.podIP) await new Promise((res) => setTimeout(res, 500));
+    }
+    assert.ok(jobPod?.status?.podIP, 'the Job\'s pod runs');
+    const refused = await run(['resume', planPath, '--yes', '--allow-hook', '--ack-gate', 'kcm-stop-allocating', ...common()]);
+    assert.notEqual(refused.code, 0, refused.err);
+    assert.notEqual(refused.code, 7, refused.err);
+    assert.match(refused.err, new RegExp(`Job default/fragile: evicting its pod\\(s\\) on node ${jobPod.spec.nodeName} would fail it \\(backoffLimit 0, 0 failure\\(s\\) so far, 1 pod\\(s\\) to evict`));
+    const still = (await getJSON(tb, ['get', 'pods', '-n', 'default', '-l', 'app=fragile'])).items;
+    assert.deepEqual(still.map((p: any) => p.metadata.uid), [jobPod.metadata.uid], 'the Job\'s pod untouched');
+    const j = await getJSON(tb, ['get', 'job', 'fragile', '-n', 'default']);
+    assert.ok(!(j.status?.conditions ?? []).some((c: any) => c.type === 'Failed' && c.status === 'True'), 'the Job did not fail');
+    assert.equal((await tb.kubectl(['delete', 'job', 'fragile', '-n', 'default', '--wait=true', '--cascade=foreground'])).code, 0);
     const r = await run(['resume', planPath, '--yes', '--allow-hook', '--ack-gate', 'kcm-stop-allocating', ...common()]);
     assert.equal(r.code, 7, r.err);
     assert.match(r.err, /stopped at gate kcm-cluster-cidr/);
@@ -116,15 +151,20 @@ describe('Pod CIDR migration, dual-stack node IPAM: one podCIDR per family per n
     // address per family in NEW, within a minute
     let now = 0;
     let bad: string[] = [];
+    let pods: any[] = [];
     for (let i = 0; i < 60; i++) {
-      now = (await activePods(tb)).length;
+      pods = await activePods(tb);
+      now = pods.length;
       bad = (await activePodNetworkPods(tb)).filter((p: any) => !onePerRange(NEW, (p.status?.podIPs ?? []).map((x: any) => x.ip)))
         .map((p: any) => `${p.metadata.namespace}/${p.metadata.name} ${(p.status?.podIPs ?? []).map((x: any) => x.ip).join(',')}`);
       if (now === before && bad.length === 0) break;
       await new Promise((res) => setTimeout(res, 1000));
     }
     assert.deepEqual(bad, []);
-    assert.equal(now, before, 'as many pods as before the move');
+    const after = byOwner(pods);
+    const short = [...beforeByOwner].filter(([k, n]) => (after.get(k) ?? 0) !== n).map(([k, n]) => `${k}: ${after.get(k) ?? 0} of ${n}`);
+    const notRunning = pods.filter((p: any) => p.status?.phase !== 'Running').map((p: any) => `${p.metadata.namespace}/${p.metadata.name} ${p.status?.phase} on ${p.spec.nodeName ?? 'no node'}`);
+    assert.equal(now, before, `as many pods as before the move; by owner: ${short.join('; ') || 'none short'}; not running: ${notRunning.join(', ') || 'none'}`);
     await assertWorkloadsReady(tb);
     const nodes = (await getJSON(tb, ['get', 'nodes'])).items;
     assert.ok(nodes.every((n: any) => !n.spec.unschedulable), 'no node left cordoned');

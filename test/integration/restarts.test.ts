@@ -221,6 +221,34 @@ describe('restarting workloads onto new pod IPs', () => {
     assert.deepEqual(await uidsOf('custom'), [], 'gone (nothing here replaces it)');
   });
 
+  test('a Job an eviction would fail (backoffLimit 0) is refused, named, its pod untouched; one whose podFailurePolicy ignores DisruptionTarget is evicted and lives on', { timeout: 120_000 }, async () => {
+    const job = (name: string, extra: Record<string, unknown>) => ({ apiVersion: 'batch/v1', kind: 'Job', metadata: { name, namespace: NS },
+      spec: { parallelism: 1, completions: 1, backoffLimit: 0, ...extra, template: {
+        metadata: { labels: { app: name }, annotations: { 'pod-complete.stage.kwok.x-k8s.io/delay': '1h' } },
+        spec: { containers: [container()], restartPolicy: 'Never', terminationGracePeriodSeconds: 0, tolerations: [{ operator: 'Exists' }] } } } });
+    const input = [job('fragile', {}), job('sturdy', { podFailurePolicy: { rules: [{ action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] }] } })];
+    assert.equal((await tb.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: input }) })).code, 0);
+    const running = async (app: string) => eventually(`${app} running`, async () => {
+      const ps = (await listAll(client, PODS, { namespace: NS, labelSelector: `app=${app}` })).filter((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp);
+      return ps.length === 1 ? ps[0]! : undefined;
+    }, 60_000);
+    const fragilePod = await running('fragile');
+    const r = await restartWorkload(ctx, { kind: 'Job', namespace: NS, name: 'fragile', pods: [fragilePod.metadata!.name!] }, { token: 'run-1', timeoutMs: 30_000 });
+    assert.equal(r.status, 'failed', r.message);
+    assert.match(r.message!, /^Job rt\/fragile: evicting its pod\(s\) to give them new IPs would fail it \(backoffLimit 0, 0 failure\(s\) so far, 1 pod\(s\) to evict, and no podFailurePolicy rule ignores DisruptionTarget\): nothing of it was evicted; .*raise its backoffLimit \(kubectl patch job -n rt fragile/);
+    assert.deepEqual(await uidsOf('fragile'), [fragilePod.metadata!.uid], 'its pod untouched');
+    assert.ok(!((await json(['get', 'job', 'fragile', '-n', NS])).status?.conditions ?? []).some((c: any) => c.type === 'Failed' && c.status === 'True'), 'the Job did not fail');
+
+    const sturdyPod = await running('sturdy');
+    const ok = await restartWorkload(ctx, { kind: 'Job', namespace: NS, name: 'sturdy', pods: [sturdyPod.metadata!.name!] }, { token: 'run-1', timeoutMs: 30_000 });
+    assert.equal(ok.status, 'evicted', ok.message);
+    assert.ok(!ok.warnings.some((w) => /backoffLimit/.test(w)), ok.warnings.join('\n'));
+    const next = await running('sturdy');
+    assert.notEqual(next.metadata!.uid, sturdyPod.metadata!.uid, 'the Job made a new pod');
+    assert.ok(!((await json(['get', 'job', 'sturdy', '-n', NS])).status?.conditions ?? []).some((c: any) => c.type === 'Failed' && c.status === 'True'), 'the Job did not fail');
+    assert.equal((await tb.kubectl(['delete', 'job', 'fragile', 'sturdy', '-n', NS, '--wait=true'])).code, 0);
+  });
+
   test('dry runs change nothing', async () => {
     const web = grouping.workloads.find((w) => w.name === 'web-0')!;
     const solo = grouping.workloads.find((w) => w.name === 'solo')!;

@@ -264,6 +264,9 @@ export function workloadObjects(opts: WorkloadOptions, nodes: number) {
           parallelism: 2,
           completions: 2,
           backoffLimit: 0,
+          // what a Job that must outlive drains has: an eviction (DisruptionTarget) is not a failure. Without it an
+          // evicted pod counts against backoffLimit 0 and fails the Job, which kube-renumber refuses to do.
+          podFailurePolicy: { rules: [{ action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget' }] }] },
           template: template('Job', 'batch', {
             annotations: { [COMPLETE_DELAY_ANNOTATION]: opts.jobCompleteDelay ?? '1h' },
             restartPolicy: 'Never',
