@@ -396,9 +396,35 @@ export class PodExecutor implements PodPathHosts {
   }
 
   /** Evict every pod on the node but DaemonSet and mirror pods; bare pods are created again elsewhere from their backup. */
-  private async drainPods(ctx: StepContext, node: string): Promise<void> {
-    const pods = (await this.podsOnNode(ctx.client, node)).filter((x) => !isDaemonSetPod(x) && !isMirrorPod(x)
+  /** The pods a drain of `node` evicts or creates again: not DaemonSets', not mirror pods, not finished or going. */
+  private async drainable(ctx: StepContext, node: string): Promise<KubeObject[]> {
+    return (await this.podsOnNode(ctx.client, node)).filter((x) => !isDaemonSetPod(x) && !isMirrorPod(x)
       && x.status?.phase !== 'Succeeded' && x.status?.phase !== 'Failed' && !x.metadata?.deletionTimestamp);
+  }
+
+  /**
+   * A Job counts an evicted pod as failed (./job-eviction.ts): throws, before anything is evicted, when evicting
+   * these pods would fail the Job they belong to. `where` says which node(s) for the message.
+   */
+  private async refuseFailingJobs(ctx: StepContext, pods: readonly KubeObject[], where: string): Promise<void> {
+    const jobs = new Map<string, { namespace: string; name: string; pods: number }>();
+    for (const x of pods) {
+      const o = (x.metadata?.ownerReferences ?? []).find((r) => r.controller);
+      if (o?.kind !== 'Job' || !o.name || !o.apiVersion?.startsWith('batch/')) continue;
+      const key = `${x.metadata!.namespace}/${o.name}`;
+      const j = jobs.get(key) ?? { namespace: x.metadata!.namespace!, name: o.name, pods: 0 };
+      j.pods++;
+      jobs.set(key, j);
+    }
+    for (const j of jobs.values()) {
+      const job = await withRetry(() => getObject(ctx.client, JOBS, j.name, j.namespace));
+      const risk = jobEvictionRisk(job, j.pods);
+      if (risk) throw new Error(jobEvictionRefusal(job!, risk, where));
+    }
+  }
+
+  private async drainPods(ctx: StepContext, node: string): Promise<void> {
+    const pods = await this.drainable(ctx, node);
     const bare = pods.filter((x) => !(x.metadata?.ownerReferences ?? []).some((r) => r.controller));
     const owned = pods.filter((x) => !bare.includes(x));
     // A Deployment whose budget allows no disruption now (one replica, minAvailable 1) can still move: a
@@ -418,21 +444,8 @@ export class PodExecutor implements PodPathHosts {
       this.report(ctx, [r]);
       return r.status === 'restarted';
     };
-    // A Job counts an evicted pod as failed: refuse the drain (nothing of this node evicted) where that fails the Job
-    const jobPods = new Map<string, { namespace: string; name: string; pods: number }>();
-    for (const x of owned) {
-      const o = (x.metadata?.ownerReferences ?? []).find((r) => r.controller);
-      if (o?.kind !== 'Job' || !o.name || !o.apiVersion?.startsWith('batch/')) continue;
-      const key = `${x.metadata!.namespace}/${o.name}`;
-      const j = jobPods.get(key) ?? { namespace: x.metadata!.namespace!, name: o.name, pods: 0 };
-      j.pods++;
-      jobPods.set(key, j);
-    }
-    for (const j of jobPods.values()) {
-      const job = await withRetry(() => getObject(ctx.client, JOBS, j.name, j.namespace));
-      const risk = jobEvictionRisk(job, j.pods);
-      if (risk) throw new Error(jobEvictionRefusal(job!, risk, `on node ${node}`));
-    }
+    // nothing of this node is evicted where that would fail a Job
+    await this.refuseFailingJobs(ctx, owned, `on node ${node}`);
     await mapLimit(owned, 8, (x) => this.evictWaiting(ctx, x, rollout(x)));
     for (const x of bare) {
       // A copy this run created from the backup (an earlier move's, or a crashed run's) moves off this node too:
@@ -540,6 +553,15 @@ export class PodExecutor implements PodPathHosts {
   private async wave(ctx: StepContext, step: string, items: readonly NodeItem[], move: (it: NodeItem, mark: Mark) => Promise<void>, cordonFirst: boolean,
     dir: NodeDirection = this.forward): Promise<void> {
     if (items.length === 1) { await move(items[0]!, noMark); return; }
+    if (cordonFirst) {
+      // the wave's nodes are drained at once: a Job with pods on several of them is judged on all of them together,
+      // before any node of the wave is touched (each node's drain judges its own again)
+      const pods = (await mapLimit(items, 16, async (it) => {
+        const n = await withRetry(() => getObject(ctx.client, NODES, it.name));
+        return n && dir.leaving(n) ? this.drainable(ctx, it.name) : [];
+      })).flat();
+      await this.refuseFailingJobs(ctx, pods, `on nodes ${items.map((it) => it.name).join(', ')} (one wave)`);
+    }
     if (cordonFirst && ctx.dryRun !== 'client') {
       // the wave's nodes cordoned together (16 at a time), before any of them is drained
       await mapLimit(items, 16, async (it) => {
