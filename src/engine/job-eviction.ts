@@ -21,9 +21,19 @@ export function jobEvictionRisk(job: KubeObject | undefined, evictions: number):
   const status = job.status ?? {};
   // a Job that already ended has no running pod to evict
   if ((status.conditions ?? []).some((c: any) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True')) return undefined;
-  const ignoresDisruption = (spec.podFailurePolicy?.rules ?? []).some((r: any) => r?.action === 'Ignore'
-    && (r.onPodConditions ?? []).some((c: any) => c?.type === 'DisruptionTarget' && (c.status ?? 'True') === 'True'));
-  if (ignoresDisruption) return undefined;
+  // podFailurePolicy: the first rule that matches a failed pod decides (an evicted pod has DisruptionTarget, and
+  // an exit code this cannot know: a rule on exit codes that fails the Job or the index may match it)
+  for (const r of spec.podFailurePolicy?.rules ?? []) {
+    const fails = r?.action === 'FailJob' || r?.action === 'FailIndex';
+    if (r?.onExitCodes) {
+      if (fails) return `its podFailurePolicy ${r.action === 'FailJob' ? 'fails the Job' : 'fails the index'} on exit codes an evicted container may end with`;
+      continue;
+    }
+    if (!(r?.onPodConditions ?? []).some((c: any) => c?.type === 'DisruptionTarget' && (c.status ?? 'True') === 'True')) continue;
+    if (r.action === 'Ignore') return undefined;
+    if (fails) return `its podFailurePolicy ${r.action === 'FailJob' ? 'fails the Job' : 'fails the index'} on DisruptionTarget`;
+    break; // Count: against the limits below
+  }
   if (typeof spec.backoffLimitPerIndex === 'number') {
     // per index: an index whose pod is evicted uses one of its own failures (those so far are not in the status)
     return spec.backoffLimitPerIndex < 1
@@ -40,7 +50,7 @@ export function jobEvictionRisk(job: KubeObject | undefined, evictions: number):
 export function jobEvictionRefusal(job: KubeObject, risk: string, where: string): string {
   const ns = job.metadata?.namespace ?? '';
   const name = job.metadata?.name ?? '';
-  return `Job ${ns}/${name}: evicting its pod(s) ${where} would fail it (${risk}, and no podFailurePolicy rule ignores DisruptionTarget): `
+  return `Job ${ns}/${name}: evicting its pod(s) ${where} would fail it (${risk}; no podFailurePolicy rule ignores DisruptionTarget first): `
     + `nothing of it was evicted; let it finish, delete it, or raise its backoffLimit `
     + `(kubectl patch job -n ${ns} ${name} --type=merge -p '{"spec":{"backoffLimit":N}}'), then resume`;
 }

@@ -235,7 +235,7 @@ describe('restarting workloads onto new pod IPs', () => {
     const fragilePod = await running('fragile');
     const r = await restartWorkload(ctx, { kind: 'Job', namespace: NS, name: 'fragile', pods: [fragilePod.metadata!.name!] }, { token: 'run-1', timeoutMs: 30_000 });
     assert.equal(r.status, 'failed', r.message);
-    assert.match(r.message!, /^Job rt\/fragile: evicting its pod\(s\) to give them new IPs would fail it \(backoffLimit 0, 0 failure\(s\) so far, 1 pod\(s\) to evict, and no podFailurePolicy rule ignores DisruptionTarget\): nothing of it was evicted; .*raise its backoffLimit \(kubectl patch job -n rt fragile/);
+    assert.match(r.message!, /^Job rt\/fragile: evicting its pod\(s\) to give them new IPs would fail it \(backoffLimit 0, 0 failure\(s\) so far, 1 pod\(s\) to evict; no podFailurePolicy rule ignores DisruptionTarget first\): nothing of it was evicted; .*raise its backoffLimit \(kubectl patch job -n rt fragile/);
     assert.deepEqual(await uidsOf('fragile'), [fragilePod.metadata!.uid], 'its pod untouched');
     assert.ok(!((await json(['get', 'job', 'fragile', '-n', NS])).status?.conditions ?? []).some((c: any) => c.type === 'Failed' && c.status === 'True'), 'the Job did not fail');
 

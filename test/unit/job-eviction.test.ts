@@ -25,8 +25,18 @@ describe('jobEvictionRisk', () => {
     assert.equal(jobEvictionRisk(job({ backoffLimit: 0, podFailurePolicy: IGNORE }), 5), undefined);
     const falseStatus = { rules: [{ action: 'Ignore', onPodConditions: [{ type: 'DisruptionTarget', status: 'False' }] }] };
     assert.ok(jobEvictionRisk(job({ backoffLimit: 0, podFailurePolicy: falseStatus }), 1));
+    const count = { rules: [{ action: 'Count', onPodConditions: [{ type: 'DisruptionTarget' }] }, ...IGNORE.rules] };
+    assert.ok(jobEvictionRisk(job({ backoffLimit: 0, podFailurePolicy: count }), 1), 'the first matching rule decides: Count');
+    assert.equal(jobEvictionRisk(job({ backoffLimit: 1, podFailurePolicy: count }), 1), undefined);
+  });
+
+  it('a podFailurePolicy that fails the Job or the index on DisruptionTarget, or on exit codes first, fails it whatever the backoffLimit', () => {
     const failJob = { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'DisruptionTarget' }] }] };
-    assert.ok(jobEvictionRisk(job({ backoffLimit: 0, podFailurePolicy: failJob }), 1));
+    assert.equal(jobEvictionRisk(job({ backoffLimit: 6, podFailurePolicy: failJob }), 1), 'its podFailurePolicy fails the Job on DisruptionTarget');
+    const exitFirst = { rules: [{ action: 'FailJob', onExitCodes: { operator: 'NotIn', values: [0] } }, ...IGNORE.rules] };
+    assert.match(jobEvictionRisk(job({ backoffLimit: 6, podFailurePolicy: exitFirst }), 1)!, /fails the Job on exit codes/);
+    const ignoreExitFirst = { rules: [{ action: 'Ignore', onExitCodes: { operator: 'In', values: [42] } }, ...IGNORE.rules] };
+    assert.equal(jobEvictionRisk(job({ backoffLimit: 0, podFailurePolicy: ignoreExitFirst }), 1), undefined);
   });
 
   it('backoffLimitPerIndex: 0 fails the evicted pod\'s index; more leaves a retry', () => {
@@ -42,7 +52,7 @@ describe('jobEvictionRisk', () => {
 
   it('the refusal names the Job, why, and what to do', () => {
     const m = jobEvictionRefusal(job({ backoffLimit: 0 }), 'backoffLimit 0, 0 failure(s) so far, 1 pod(s) to evict', 'on node n1');
-    assert.equal(m, 'Job ns/j: evicting its pod(s) on node n1 would fail it (backoffLimit 0, 0 failure(s) so far, 1 pod(s) to evict, and no podFailurePolicy rule ignores DisruptionTarget): '
+    assert.equal(m, 'Job ns/j: evicting its pod(s) on node n1 would fail it (backoffLimit 0, 0 failure(s) so far, 1 pod(s) to evict; no podFailurePolicy rule ignores DisruptionTarget first): '
       + 'nothing of it was evicted; let it finish, delete it, or raise its backoffLimit (kubectl patch job -n ns j --type=merge -p \'{"spec":{"backoffLimit":N}}\'), then resume');
   });
 });
