@@ -32,10 +32,12 @@ import { populateWorkloads } from '../test/testbed/workloads.ts';
 
 /** The pod range the testbed starts with: a /16 (256 nodes' /24s) up to 256 nodes, a /14 above. */
 const oldRange = (nodes: number) => (nodes <= 256 ? '10.244.0.0/16' : '10.244.0.0/14');
-/** Nodes the ranges hold: 1,024 /24s in a /14 (TARGETS and the largest starting range). */
+/** Nodes the ranges hold: the tool asks a new range for twice the nodes' /24s, 2,048 in a /13 (targets above 512 nodes). */
 const MAX_NODES = 1024;
 /** One range per run, each large enough for 2 × 512 nodes of /24 (the plan's default headroom). */
 const TARGETS = ['10.60.0.0/14', '10.64.0.0/14', '10.68.0.0/14', '10.72.0.0/14'];
+/** The new ranges for a node count: /14s (1,024 /24s, twice 512 nodes) up to 512 nodes, /13s above. */
+const targets = (nodes: number) => (nodes <= 512 ? TARGETS : ['10.64.0.0/13', '10.72.0.0/13', '10.80.0.0/13', '10.88.0.0/13']);
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 
@@ -261,8 +263,8 @@ export async function run(args: string[]): Promise<number> {
       const idle = await idleCpu(tb, 20_000);
       log(`idle CPU s per s: ${JSON.stringify(Object.fromEntries(Object.entries(idle).map(([k, v]) => [k, round(v, 3)])))}`);
       for (const [i, max] of maxes.entries()) {
-        runs.push(await moveOnce(tb, dir, from, TARGETS[i]!, max, nodes, i, idle));
-        from = TARGETS[i]!;
+        runs.push(await moveOnce(tb, dir, from, targets(nodes)[i]!, max, nodes, i, idle));
+        from = targets(nodes)[i]!;
       }
       const single = runs.find((r) => r.waveSize === 1);
       const cycle = single ? single.seconds / nodes : undefined;

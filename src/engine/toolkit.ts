@@ -262,7 +262,10 @@ export async function evictRespectingPdb(client: KubeClient, pod: KubeObject, op
         if (!uid || !opts.current) return 'gone';
         const cur = await opts.current();
         if (!cur || cur.metadata?.uid !== uid) return 'gone';
-        throw err;
+        // the same pod: not our uid precondition but the budget's status update, which lost a race with another
+        // eviction of the same budget ("the object has been modified; please apply your changes to the latest
+        // version and try again"; measured with 100-node waves): tried again like a transient error
+        break;
       }
       case 'multi-pdb': {
         const list = (await names()).map((b) => `${b.metadata?.namespace}/${b.metadata?.name}`);

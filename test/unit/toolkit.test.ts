@@ -155,14 +155,21 @@ describe('evictRespectingPdb', () => {
       (e: unknown) => e instanceof EvictionBlocked && /not possible within 5s: refused \(429\)/.test(e.message));
   });
 
-  it('404: already gone; 409 with another uid (or none) now: gone; 409 with our uid: an error', async () => {
+  it('404: already gone; 409 with another uid (or none) now: gone; 409 with our uid: tried again, until the deadline', async () => {
     const c = clock();
     assert.equal(await evictRespectingPdb(scripted([api(404)]), pod, { deadline: deadline(c), sleep: c.sleep, now: c.now }), 'gone');
     assert.equal(await evictRespectingPdb(scripted([api(409)]), pod, { deadline: deadline(c), sleep: c.sleep, now: c.now,
       current: async () => ({ metadata: { name: 'p', namespace: 'ns', uid: 'u2' } }) }), 'gone');
     assert.equal(await evictRespectingPdb(scripted([api(409)]), pod, { deadline: deadline(c), sleep: c.sleep, now: c.now, current: async () => undefined }), 'gone');
-    await assert.rejects(evictRespectingPdb(scripted([api(409, 'Conflict', 'conflict')]), pod, { deadline: deadline(c), sleep: c.sleep, now: c.now,
-      current: async () => pod }), /conflict/);
+    // the budget's status update lost a race with another eviction: the same pod is evicted on the next try
+    const budgetConflict = () => api(409, 'Conflict', 'Operation cannot be fulfilled on poddisruptionbudgets.policy "web": the object has been modified; please apply your changes to the latest version and try again');
+    const again = scripted([budgetConflict(), budgetConflict(), {}]);
+    const sleeps = c.sleeps.length;
+    assert.equal(await evictRespectingPdb(again, pod, { deadline: deadline(c), sleep: c.sleep, now: c.now, current: async () => pod }), 'evicted');
+    assert.equal(again.calls.length, 3);
+    assert.equal(c.sleeps.length - sleeps, 2);
+    await assert.rejects(evictRespectingPdb(scripted(Array.from({ length: 50 }, budgetConflict)), pod, { deadline: deadline(c, 5000), maxDelayMs: 1000, sleep: c.sleep, now: c.now,
+      current: async () => pod }), (e: unknown) => e instanceof EvictionBlocked && /not possible within 5s: refused: Operation cannot be fulfilled on poddisruptionbudgets/.test(e.message));
   });
 
   it('more than one budget: an error naming them, no waiting', async () => {
