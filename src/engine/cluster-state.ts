@@ -268,7 +268,8 @@ export class ClusterState {
         // not written: queued again in front of what came since, for the next try
         this.pending = { journal: [...batch.journal, ...this.pending.journal], backups: [...batch.backups, ...this.pending.backups] };
         this.eager ||= marks.eager;
-        if (marks.lazyCount > 0) { this.lazySince = this.lazyCount > 0 ? Math.min(this.lazySince, marks.lazySince) : marks.lazySince; this.lazyCount += marks.lazyCount; }
+        // the batch's lazy lines are older than any queued since
+        if (marks.lazyCount > 0) { this.lazySince = marks.lazySince; this.lazyCount += marks.lazyCount; }
         throw e;
       }
     }

@@ -554,20 +554,17 @@ export class PodExecutor implements PodPathHosts {
     dir: NodeDirection = this.forward): Promise<void> {
     if (items.length === 1) { await move(items[0]!, noMark); return; }
     if (cordonFirst) {
+      // the wave's nodes still to leave their range, read once for both what follows
+      const leaving = (await mapLimit(items, 16, (it) => withRetry(() => getObject(ctx.client, NODES, it.name))))
+        .filter((n): n is KubeObject => !!n && dir.leaving(n));
       // the wave's nodes are drained at once: a Job with pods on several of them is judged on all of them together,
       // before any node of the wave is touched (each node's drain judges its own again)
-      const pods = (await mapLimit(items, 16, async (it) => {
-        const n = await withRetry(() => getObject(ctx.client, NODES, it.name));
-        return n && dir.leaving(n) ? this.drainable(ctx, it.name) : [];
-      })).flat();
+      const pods = (await mapLimit(leaving, 16, (n) => this.drainable(ctx, n.metadata!.name!))).flat();
       await this.refuseFailingJobs(ctx, pods, `on nodes ${items.map((it) => it.name).join(', ')} (one wave)`);
-    }
-    if (cordonFirst && ctx.dryRun !== 'client') {
-      // the wave's nodes cordoned together (16 at a time), before any of them is drained
-      await mapLimit(items, 16, async (it) => {
-        const n = await withRetry(() => getObject(ctx.client, NODES, it.name));
-        if (n && dir.leaving(n)) { backUpLate(ctx, [withKind(n, 'nodes')], step); await this.cordon(ctx, withKind(n, 'nodes')); }
-      });
+      if (ctx.dryRun !== 'client') {
+        // the wave's nodes cordoned together (16 at a time), before any of them is drained
+        await mapLimit(leaving, 16, async (n) => { backUpLate(ctx, [withKind(n, 'nodes')], step); await this.cordon(ctx, withKind(n, 'nodes')); });
+      }
     }
     const t0 = Date.now();
     const outcomes = await Promise.all(items.map(async (it) => {

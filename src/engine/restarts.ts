@@ -517,14 +517,16 @@ async function evictAndWaitGone(r: Run, pod: KubeObject): Promise<boolean> {
   return evicted;
 }
 
+/** A pod evictOwnedPods evicts: there, not finished, not already going. */
+const toEvict = (pod: KubeObject | undefined): pod is KubeObject => !!pod && skipReason(pod) !== 'terminal' && !pod.metadata?.deletionTimestamp;
+
 /** Job pods and pods of other controllers: evict them one at a time; their controller makes new ones. */
 async function evictOwnedPods(r: Run): Promise<Outcome> {
   const { ctx, w } = r;
   const label = describeWorkload(w);
   if (w.kind === 'Job') {
     const job = await get(r, JOBS, w.name);
-    const live = (await Promise.all(w.pods.map((name) => get(r, PODS, name))))
-      .filter((p) => p && skipReason(p) !== 'terminal' && !p.metadata?.deletionTimestamp).length;
+    const live = (await Promise.all(w.pods.map((name) => get(r, PODS, name)))).filter(toEvict).length;
     const risk = jobEvictionRisk(job, live);
     if (risk) throw new Error(jobEvictionRefusal(job!, risk, 'to give them new IPs'));
     const limit = job?.spec?.backoffLimit ?? 6;
@@ -539,7 +541,7 @@ async function evictOwnedPods(r: Run): Promise<Outcome> {
   let evicted = 0;
   for (const name of w.pods) {
     const pod = await get(r, PODS, name);
-    if (!pod || skipReason(pod) === 'terminal' || pod.metadata?.deletionTimestamp) continue;
+    if (!toEvict(pod)) continue;
     if (ctx.dryRun === 'client') {
       ctx.log(`would evict pod ${w.namespace}/${name} of ${label}`);
       continue;

@@ -98,6 +98,9 @@ function canonical(v: unknown): string {
 /** What the cluster shows for a batch: "namespace/name" → the Service, its bridge, its cover (undefined: absent). */
 export type ServiceView = Map<string, KubeObject | undefined>;
 
+/** A planned ServiceCIDR as the cluster has it. */
+type ServiceCIDRState = 'absent' | 'ready' | 'pending' | 'deleting' | 'different';
+
 /** What the writes of one move returned: the end state, without another read. */
 export interface MoveEvidence {
   service?: KubeObject;
@@ -388,17 +391,17 @@ export class ServiceExecutor {
   // ---- ServiceCIDRs -------------------------------------------------------------------------------
 
   /** Each spec's state: one GET for one spec, one LIST of the (few) ServiceCIDRs for more. */
-  private async scStates(client: KubeClient, specs: readonly ServiceCIDRSpec[]): Promise<Array<'absent' | 'ready' | 'pending' | 'deleting' | 'different'>> {
+  private async scStates(client: KubeClient, specs: readonly ServiceCIDRSpec[]): Promise<ServiceCIDRState[]> {
     if (specs.length <= 1) return Promise.all(specs.map((s) => this.scState(client, s)));
     const byName = new Map((await withRetry(() => listAll(client, this.SC))).map((sc) => [sc.metadata?.name, sc]));
     return specs.map((s) => ServiceExecutor.judgeServiceCIDR(byName.get(s.name), s));
   }
 
-  private async scState(client: KubeClient, spec: ServiceCIDRSpec): Promise<'absent' | 'ready' | 'pending' | 'deleting' | 'different'> {
+  private async scState(client: KubeClient, spec: ServiceCIDRSpec): Promise<ServiceCIDRState> {
     return ServiceExecutor.judgeServiceCIDR(await getObject(client, this.SC, spec.name), spec);
   }
 
-  private static judgeServiceCIDR(sc: KubeObject | undefined, spec: ServiceCIDRSpec): 'absent' | 'ready' | 'pending' | 'deleting' | 'different' {
+  private static judgeServiceCIDR(sc: KubeObject | undefined, spec: ServiceCIDRSpec): ServiceCIDRState {
     if (!sc) return 'absent';
     if (sc.metadata?.deletionTimestamp) return 'deleting';
     const cidrs: string[] = sc.spec?.cidrs ?? [];
@@ -407,7 +410,7 @@ export class ServiceExecutor {
     return ready?.status === 'True' ? 'ready' : 'pending';
   }
 
-  private async ensureServiceCIDR(ctx: StepContext, spec: ServiceCIDRSpec, seen?: 'absent' | 'ready' | 'pending' | 'deleting' | 'different'): Promise<void> {
+  private async ensureServiceCIDR(ctx: StepContext, spec: ServiceCIDRSpec, seen?: ServiceCIDRState): Promise<void> {
     const state = seen ?? await this.scState(ctx.client, spec);
     if (state === 'ready' || state === 'pending') return;
     if (state === 'different') throw new Error(`ServiceCIDR ${spec.name} exists with other CIDRs: not ours to change`);
