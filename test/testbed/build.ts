@@ -16,7 +16,12 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const DEFAULT_VERSION = 'v1.35.4';
+/** The suite's Kubernetes version: the newest stable release served here (KUBE_RENUMBER_K8S_VERSION overrides it, e.g.
+ *  to run the suite on another version of the matrix). */
+export const DEFAULT_VERSION = process.env.KUBE_RENUMBER_K8S_VERSION || 'v1.37.2';
+/** The oldest version of the matrix, which serves ServiceCIDR only as networking.k8s.io/v1alpha1 behind the
+ *  MultiCIDRServiceAllocator gate: `npm test` builds it too, so the gated path and the v1alpha1 client run on every change. */
+export const OLDEST_VERSION = 'v1.29.6';
 export const ETCD_VERSION = 'v3.6.16';
 export const KWOK_VERSION = 'v0.7.0';
 export const BINARIES = [

@@ -42,6 +42,7 @@ import { fileURLToPath } from 'node:url';
 import { run as cli } from '../unit/run-cli.ts';
 import type { ProbeReport } from '../../src/probe/probe.ts';
 import { Testbed } from './cluster.ts';
+import { DEFAULT_VERSION } from './build.ts';
 import { APISERVER_FABRIC_IPS, Dataplane, SERVING_GATE } from './dataplane.ts';
 import type { KubeObject } from './kube.ts';
 
@@ -124,9 +125,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * The Kubernetes version the zero-downtime scenarios run (control plane and data plane). 1.36 is the first
  * kube-proxy that deletes stale UDP conntrack entries in linear time (kubernetes/kubernetes#135323): on 1.32–1.35
  * a CoreDNS restart under load leaves lookups going to the gone pods for tens of seconds, migration or not.
- * The rest of the suite runs the testbed's DEFAULT_VERSION.
+ * The suite's DEFAULT_VERSION (1.37) is such a version, so both run on one build.
  */
-export const ZERO_DOWNTIME_VERSION = 'v1.36.4';
+export const ZERO_DOWNTIME_VERSION = DEFAULT_VERSION;
 
 /**
  * Diagnostics (KUBE_RENUMBER_ZD_TRACE=1): every 200 ms, the kube-system pods and the EndpointSlices of the DNS
