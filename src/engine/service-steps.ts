@@ -347,8 +347,8 @@ export class ServiceExecutor {
     'apiservers-on-new-range': (x, p, ctx) => x.apiserversOnNewRange(ctx, p.id),
     'workloads-restarted': (x, _p, ctx) => x.podsRestarted(ctx),
     'kubelet-cluster-dns': (x, _p, ctx) => x.kubeletsOnNewDNS(ctx),
-    // the plan holds this gate only when the API was not served at plan time: `apply` re-plans once it is
-    'servicecidr-api': async () => false,
+    // the plan holds this gate only when the API was not served at plan time
+    'servicecidr-api': (x, _p, ctx) => x.serviceCIDRApiServed(ctx),
   };
 
 
@@ -389,6 +389,27 @@ export class ServiceExecutor {
   }
 
   // ---- ServiceCIDRs -------------------------------------------------------------------------------
+
+  /**
+   * Gate `enable-servicecidr-api`: the apiserver serves the plan's ServiceCIDR API version and its bootstrap
+   * controller has made ServiceCIDR/kubernetes Ready (so the allocator runs on ServiceCIDRs). A 404 of the whole
+   * group version is "not yet", as is a `kubernetes` ServiceCIDR not Ready.
+   */
+  async serviceCIDRApiServed(ctx: StepContext): Promise<boolean> {
+    let sc: KubeObject | undefined;
+    try {
+      sc = await getObject(ctx.client, this.SC, 'kubernetes');
+    } catch (e) {
+      if (e instanceof KubeApiError && e.status === 404) {
+        ctx.log(`networking.k8s.io/${this.scVersion} servicecidrs not served yet`);
+        return false;
+      }
+      throw e;
+    }
+    const ready = (sc?.status?.conditions ?? []).find((c: any) => c.type === 'Ready');
+    if (ready?.status !== 'True') ctx.log(`ServiceCIDR kubernetes ${sc ? 'not Ready yet' : 'not created yet'}`);
+    return ready?.status === 'True';
+  }
 
   /** Each spec's state: one GET for one spec, one LIST of the (few) ServiceCIDRs for more. */
   private async scStates(client: KubeClient, specs: readonly ServiceCIDRSpec[]): Promise<ServiceCIDRState[]> {

@@ -17,6 +17,7 @@ import { covering } from './distributions/common.ts';
 import { distributionOf, distributionPlanner } from './distributions/registry.ts';
 import type { PodPatchInputs } from './distributions/types.ts';
 import type { PlanStep } from './steps.ts';
+import { compatibilityCheck } from './compatibility.ts';
 import { distroConfigCheck, overlapHits, type PreflightCheck } from './preflight.ts';
 import { maskKey, type PodCIDRSpec, type PodIpam, type PodPatchGate } from './pod-spec.ts';
 import { podStepLists } from './pod-step-lists.ts';
@@ -128,6 +129,12 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
   const newText = [...target.values()].map(formatCidr);
   const ipam = podIpamChecked(snap, opts, checks);
   if (!ipam) return out;
+  const matrixPath = ipam === 'node' || ipam === 'calico' ? ipam : undefined;
+  const version = matrixPath && compatibilityCheck(snap.kubernetesVersion, matrixPath);
+  if (version) {
+    checks.push(version);
+    return out;
+  }
   const path: PodPath = podPath(ipam);
   const old = path.oldRanges({ snap, opts, target, newText }, checks);
   if (!old) return out;

@@ -17,6 +17,7 @@ import {
   assignableCount, currentServiceRanges, firstIP, isKubernetesService, mapServices, parseTarget, serviceKey, type ServiceMapping,
 } from './service-mapping.ts';
 import type { PreflightCheck } from './check.ts';
+import { compatibilityCheck } from './compatibility.ts';
 import { distributionPlanner } from './distributions/registry.ts';
 import { proposeNonMasquerade } from './distributions/kops.ts';
 
@@ -500,6 +501,8 @@ export function runPreflight(snap: Snapshot, opts: PreflightOptions & { tierKey?
   if (!t.target || t.checks.some((c) => c.status === 'fail' && (c.id === 'target-parse' || c.id === 'target-family'))) return t.checks;
   const range = serviceRangeCheck(snap, t.target);
   if (range?.status === 'fail') return [...t.checks, range];
+  const version = compatibilityCheck(snap.kubernetesVersion, 'service');
+  if (version) return [...t.checks, version];
   const m = mapping ?? mapServices(snap, { target: opts.target, keep: opts.keep, tierKey: opts.tierKey });
   return [...t.checks, ...clusterChecks(snap, t.target, m, opts)];
 }

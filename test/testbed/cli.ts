@@ -6,12 +6,15 @@
 //   npm run testbed -- chromium              Debian's chromium for the HTML test, installed when missing (chromium.ts)
 //   npm run testbed -- dataplane-cleanup     deletes network namespaces left by dead data planes (dataplane.ts)
 //   npm run testbed -- up [--service-cidr CIDR] [--pod-cidr CIDR] [--node-mask N] [--nodes N] [--version V]
-//                         [--pod-ipam kwok|calico] [--kcm-qps N]
+//                         [--pod-ipam kwok|calico] [--kcm-qps N] [--servicecidr-api on|off]
+//        --servicecidr-api on: on 1.29–1.32, start with the MultiCIDRServiceAllocator gate and the runtime-config
+//        of the version's ServiceCIDR API (default off, as such a version runs by default)
 //        starts a cluster that outlives the command; prints the kubeconfig path as the LAST stdout line
 //   npm run testbed -- populate [--services N] [--deployments N] [--namespaces N] [--replicas N]
 //   npm run testbed -- populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]
-//   npm run testbed -- restart-apiserver --service-cidr CIDR
-//   npm run testbed -- restart-controller-manager [--cluster-cidr CIDR] [--allocate-node-cidrs true|false]
+//   npm run testbed -- restart-apiserver [--service-cidr CIDR] [--feature-gates G] [--runtime-config R]
+//   npm run testbed -- restart-controller-manager [--cluster-cidr CIDR] [--allocate-node-cidrs true|false] [--feature-gates G]
+//   npm run testbed -- enable-servicecidr-api   plays a plan's enable-servicecidr-api gate on 1.29–1.32 (both restarts)
 //   npm run testbed -- reregister-node NAME
 //   npm run testbed -- status
 //   npm run testbed -- down
@@ -156,8 +159,11 @@ async function cmdUp(args: string[]) {
       version: { type: 'string' },
       'pod-ipam': { type: 'string' },
       'kcm-qps': { type: 'string' },
+      'servicecidr-api': { type: 'string' },
     },
   });
+  const scApi = values['servicecidr-api'];
+  if (scApi !== undefined && scApi !== 'on' && scApi !== 'off') die(`--servicecidr-api wants on or off, got ${scApi}`);
   const podIPAM = values['pod-ipam'];
   if (podIPAM !== undefined && podIPAM !== 'kwok' && podIPAM !== 'calico' && podIPAM !== 'node') die(`--pod-ipam wants kwok, calico or node, got ${podIPAM}`);
   const existing = readState();
@@ -176,6 +182,7 @@ async function cmdUp(args: string[]) {
     version: values.version,
     podIPAM,
     controllerManagerQPS: num(values['kcm-qps'], 'kcm-qps'),
+    serviceCIDRApi: scApi,
   };
   // build in the foreground so its progress is visible
   await ensureBuilt({ version: opts.version ?? DEFAULT_VERSION });
@@ -230,14 +237,17 @@ async function cmdServe(args: string[]) {
     try {
       const body = await readBody(req);
       if (req.url === '/restart-apiserver') {
-        await tb.restartApiserver({ serviceCIDR: body.serviceCIDR });
+        await tb.restartApiserver({ serviceCIDR: body.serviceCIDR, featureGates: body.featureGates, runtimeConfig: body.runtimeConfig });
         await writeState({ ...readState()!, serviceCIDR: tb.serviceCIDR });
         res.end(JSON.stringify({ ok: true, serviceCIDR: tb.serviceCIDR }));
       } else if (req.url === '/restart-controller-manager') {
-        const r = await tb.restartControllerManager({ clusterCIDR: body.clusterCIDR, allocateNodeCIDRs: body.allocateNodeCIDRs });
+        const r = await tb.restartControllerManager({ clusterCIDR: body.clusterCIDR, allocateNodeCIDRs: body.allocateNodeCIDRs, featureGates: body.featureGates });
         res.end(JSON.stringify({ ok: true, ...r, flags: tb.controllerManagerFlags }));
+      } else if (req.url === '/enable-servicecidr-api') {
+        await tb.enableServiceCIDRApi();
+        res.end(JSON.stringify({ ok: true, apiserver: tb.apiserverGateFlags, controllerManagerFlags: tb.controllerManagerFlags }));
       } else if (req.url === '/status') {
-        res.end(JSON.stringify({ processes: tb.processes(), controllerManagerFlags: tb.controllerManagerFlags, serviceCIDR: tb.serviceCIDR }));
+        res.end(JSON.stringify({ processes: tb.processes(), controllerManagerFlags: tb.controllerManagerFlags, apiserverGateFlags: tb.apiserverGateFlags, serviceCIDR: tb.serviceCIDR }));
       } else if (req.url === '/down') {
         res.end(JSON.stringify({ ok: true }));
         setImmediate(() => void shutdown(0));
@@ -316,11 +326,18 @@ async function cmdPopulate(args: string[]) {
 }
 
 async function cmdRestart(args: string[]) {
-  const { values } = parseArgs({ args, options: { 'service-cidr': { type: 'string' } } });
+  const { values } = parseArgs({ args, options: { 'service-cidr': { type: 'string' }, 'feature-gates': { type: 'string' }, 'runtime-config': { type: 'string' } } });
   const st = requireUp();
-  const r = await control(st, '/restart-apiserver', { serviceCIDR: values['service-cidr'] });
+  const r = await control(st, '/restart-apiserver', { serviceCIDR: values['service-cidr'], featureGates: values['feature-gates'], runtimeConfig: values['runtime-config'] });
   if (r.status !== 200) die(`restart-apiserver failed: ${r.text}`);
   process.stderr.write(`kube-apiserver restarted: ${r.text}\n`);
+}
+
+async function cmdEnableServiceCIDRApi() {
+  const st = requireUp();
+  const r = await control(st, '/enable-servicecidr-api', {});
+  if (r.status !== 200) die(`enable-servicecidr-api failed: ${r.text}`);
+  process.stderr.write(`ServiceCIDR API enabled: ${r.text}\n`);
 }
 
 async function cmdPopulateWorkloads(args: string[]) {
@@ -356,13 +373,14 @@ async function cmdPopulateWorkloads(args: string[]) {
 }
 
 async function cmdRestartControllerManager(args: string[]) {
-  const { values } = parseArgs({ args, options: { 'cluster-cidr': { type: 'string' }, 'allocate-node-cidrs': { type: 'string' } } });
+  const { values } = parseArgs({ args, options: { 'cluster-cidr': { type: 'string' }, 'allocate-node-cidrs': { type: 'string' }, 'feature-gates': { type: 'string' } } });
   const alloc = values['allocate-node-cidrs'];
   if (alloc !== undefined && alloc !== 'true' && alloc !== 'false') die(`--allocate-node-cidrs wants true or false, got ${alloc}`);
   const st = requireUp();
   const r = await control(st, '/restart-controller-manager', {
     clusterCIDR: values['cluster-cidr'],
     allocateNodeCIDRs: alloc === undefined ? undefined : alloc === 'true',
+    featureGates: values['feature-gates'],
   });
   if (r.status !== 200) die(`restart-controller-manager failed: ${r.text}`);
   const body = JSON.parse(r.text);
@@ -457,6 +475,9 @@ try {
     case 'restart-controller-manager':
       await cmdRestartControllerManager(rest);
       break;
+    case 'enable-servicecidr-api':
+      await cmdEnableServiceCIDRApi();
+      break;
     case 'reregister-node':
       await cmdReregisterNode(rest);
       break;
@@ -469,11 +490,12 @@ try {
     default:
       die(
         'usage: testbed build [--version V] | build-dataplane [--version V] | build-cilium [--version V] | chromium | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
-          '                                        [--pod-ipam kwok|calico] [--kcm-qps N]\n' +
+          '                                        [--pod-ipam kwok|calico] [--kcm-qps N] [--servicecidr-api on|off]\n' +
           '       | populate [--services N] [--deployments N] [--namespaces N] [--replicas N]\n' +
           '       | populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]\n' +
-          '       | restart-apiserver --service-cidr C\n' +
-          '       | restart-controller-manager [--cluster-cidr C] [--allocate-node-cidrs true|false]\n' +
+          '       | restart-apiserver [--service-cidr C] [--feature-gates G] [--runtime-config R]\n' +
+          '       | restart-controller-manager [--cluster-cidr C] [--allocate-node-cidrs true|false] [--feature-gates G]\n' +
+          '       | enable-servicecidr-api\n' +
           '       | reregister-node NAME | status | down',
       );
   }

@@ -112,6 +112,30 @@ export interface TestbedOptions {
    * annotated CONTAINER_RUNNER_ANNOTATION stay Terminating until deleted with grace 0 (stages.ts).
    */
   kubeletLogs?: boolean;
+  /**
+   * The ServiceCIDR API on versions that serve it only behind the MultiCIDRServiceAllocator feature gate (1.29–1.32,
+   * serviceCIDRApiOf): 'on' starts every kube-apiserver with the gate and --runtime-config=networking.k8s.io/<its
+   * version>=true and kube-controller-manager with the gate; 'off' (default) starts them as such a version does by
+   * default, so a plan's `enable-servicecidr-api` gate can be played (enableServiceCIDRApi(), or restartApiserver and
+   * restartControllerManager with the flags). Ignored from 1.33 on, where networking.k8s.io/v1 is on by default.
+   */
+  serviceCIDRApi?: 'on' | 'off';
+}
+
+/** How a Kubernetes version serves the ServiceCIDR API: its newest group version, and whether only behind the
+ *  MultiCIDRServiceAllocator gate and --runtime-config (1.29–1.32). Undefined before 1.29 (the testbed's range). */
+export function serviceCIDRApiOf(version: string): { version: 'v1' | 'v1beta1' | 'v1alpha1'; gated: boolean } | undefined {
+  const minor = Number(/^v?1\.(\d+)\./.exec(version)?.[1] ?? NaN);
+  if (!Number.isFinite(minor) || minor < 29) return undefined;
+  if (minor >= 33) return { version: 'v1', gated: false };
+  return { version: minor >= 31 ? 'v1beta1' : 'v1alpha1', gated: true };
+}
+
+/** The feature-gates / runtime-config flag values that enable the ServiceCIDR API on a gated version. */
+export function serviceCIDRApiFlags(version: string): { featureGates: string; runtimeConfig: string } | undefined {
+  const api = serviceCIDRApiOf(version);
+  if (!api?.gated) return undefined;
+  return { featureGates: 'MultiCIDRServiceAllocator=true', runtimeConfig: `networking.k8s.io/${api.version}=true` };
 }
 
 /** Seconds an HA apiserver keeps serving after SIGTERM while its endpoint is removed. */
@@ -123,6 +147,16 @@ export interface ControllerManagerFlags {
   clusterCIDR: string;
   /** --allocate-node-cidrs */
   allocateNodeCIDRs: boolean;
+  /** --feature-gates ('' for none) */
+  featureGates?: string;
+}
+
+/** kube-apiserver flags that restartApiserver can change besides the range. */
+export interface ApiserverGateFlags {
+  /** --feature-gates ('' for none) */
+  featureGates: string;
+  /** --runtime-config ('' for none) */
+  runtimeConfig: string;
 }
 
 export interface ExecResult {
@@ -289,6 +323,8 @@ interface Ports {
 
 export class Testbed {
   readonly options: Required<Omit<TestbedOptions, 'log' | 'stateDir' | 'advertiseAddress' | 'apiserverAdvertiseAddresses'>>;
+  /** The apiservers' current --feature-gates and --runtime-config (change with restartApiserver). */
+  apiserverGateFlags: ApiserverGateFlags;
   readonly stateDir: string;
   readonly binDir: string;
   readonly kubeconfigPath: string;
@@ -339,7 +375,9 @@ export class Testbed {
     const ha = args.apiserverAdvertiseAddresses ?? [];
     this.advertiseAddress = ha[0] ?? args.advertiseAddress ?? hostAddress();
     this.apiserverAdvertiseAddresses = ha.length > 0 ? [...ha] : [this.advertiseAddress ?? '127.0.0.1'];
-    this.controllerManagerFlags = { clusterCIDR: args.options.podCIDR, allocateNodeCIDRs: true };
+    const gate = args.options.serviceCIDRApi === 'on' ? serviceCIDRApiFlags(args.options.version) : undefined;
+    this.controllerManagerFlags = { clusterCIDR: args.options.podCIDR, allocateNodeCIDRs: true, featureGates: gate?.featureGates ?? '' };
+    this.apiserverGateFlags = { featureGates: gate?.featureGates ?? '', runtimeConfig: gate?.runtimeConfig ?? '' };
     this.nodeTemplatePath = join(args.stateDir, NODE_TEMPLATE_FILE);
   }
 
@@ -359,6 +397,7 @@ export class Testbed {
       controllerManagerQPS: opts.controllerManagerQPS ?? 0,
       kubeletLogs: opts.kubeletLogs ?? false,
       zones: opts.zones ?? 0,
+      serviceCIDRApi: opts.serviceCIDRApi ?? 'off',
     };
     if (!['kwok', 'calico', 'node', 'cilium'].includes(options.podIPAM)) throw new Error(`podIPAM must be 'kwok', 'calico', 'node' or 'cilium', got ${String(options.podIPAM)}`);
     if (options.podIPAM === 'calico' && !options.calicoCRDs) throw new Error("podIPAM 'calico' needs the Calico CRDs (calicoCRDs: true)");
@@ -560,6 +599,7 @@ export class Testbed {
       ...(this.options.controllerManagerQPS > 0
         ? [`--kube-api-qps=${this.options.controllerManagerQPS}`, `--kube-api-burst=${2 * this.options.controllerManagerQPS}`]
         : []),
+      ...(f.featureGates ? [`--feature-gates=${f.featureGates}`] : []),
       '--v=1',
     ]);
   }
@@ -608,6 +648,14 @@ export class Testbed {
     await chmod(this.kubeconfigPath, 0o600);
   }
 
+  /** The ServiceCIDR collection's path as the apiservers serve it now (undefined while the API is off). */
+  serviceCIDRPath(): string | undefined {
+    const api = serviceCIDRApiOf(this.options.version);
+    if (!api) return undefined;
+    if (api.gated && !this.apiserverGateFlags.runtimeConfig.includes(`networking.k8s.io/${api.version}=true`)) return undefined;
+    return `/apis/networking.k8s.io/${api.version}/servicecidrs`;
+  }
+
   /** Name of apiserver i's process ('kube-apiserver' for the first). */
   static apiserverName(i: number): string {
     return i === 0 ? 'kube-apiserver' : `kube-apiserver-${i}`;
@@ -637,6 +685,8 @@ export class Testbed {
       '--enable-priority-and-fairness=false',
       '--profiling=false',
       '--v=1',
+      ...(this.apiserverGateFlags.featureGates ? [`--feature-gates=${this.apiserverGateFlags.featureGates}`] : []),
+      ...(this.apiserverGateFlags.runtimeConfig ? [`--runtime-config=${this.apiserverGateFlags.runtimeConfig}`] : []),
     ];
     // A loopback advertise address is rejected for the `kubernetes` Endpoints (see docs/testbed.md):
     // advertise this machine's address when it has one, else run without the endpoint reconciler.
@@ -656,11 +706,13 @@ export class Testbed {
         async () => (await client.raw('GET', '/readyz', undefined, undefined, 3000)).status === 200,
         { timeoutMs: this.options.timeoutMs, proc: api },
       );
-      // the `kubernetes` ServiceCIDR exists and is Ready once the apiserver's bootstrap controller ran
+      // the `kubernetes` ServiceCIDR exists and is Ready once the apiserver's bootstrap controller ran (where the
+      // version serves the API at all: 1.29–1.32 only with the gate)
+      const scPath = this.serviceCIDRPath();
       await waitFor(
-        'the `kubernetes` ServiceCIDR and default/kubernetes Service',
+        scPath ? 'the `kubernetes` ServiceCIDR and default/kubernetes Service' : 'the default/kubernetes Service',
         async () => {
-          const sc = await client.getOrUndefined('/apis/networking.k8s.io/v1/servicecidrs/kubernetes');
+          const sc = scPath ? await client.getOrUndefined(`${scPath}/kubernetes`) : {};
           const svc = await client.getOrUndefined('/api/v1/namespaces/default/services/kubernetes');
           return sc !== undefined && svc !== undefined;
         },
@@ -830,6 +882,7 @@ export class Testbed {
     this.controllerManagerFlags = {
       clusterCIDR: opts.clusterCIDR ?? this.controllerManagerFlags.clusterCIDR,
       allocateNodeCIDRs: opts.allocateNodeCIDRs ?? this.controllerManagerFlags.allocateNodeCIDRs,
+      featureGates: opts.featureGates ?? this.controllerManagerFlags.featureGates ?? '',
     };
     const kcm = this.#spawnControllerManager();
     const deadline = Date.now() + this.options.timeoutMs;
@@ -848,9 +901,25 @@ export class Testbed {
     throw new Error(`kube-controller-manager neither healthy nor exited after ${this.options.timeoutMs} ms\n${kcm.logTail()}`);
   }
 
-  /** Restarts kube-apiserver with a new --service-cluster-ip-range, same etcd, and waits until healthy. */
-  async restartApiserver(opts: { serviceCIDR?: string } = {}): Promise<void> {
+  /**
+   * Plays a plan's `enable-servicecidr-api` gate on a version that serves ServiceCIDR only behind the feature gate
+   * (serviceCIDRApiOf): every kube-apiserver restarted with the gate and runtime-config, then kube-controller-manager
+   * with the gate, as the gate's instructions say. A no-op on 1.33+.
+   */
+  async enableServiceCIDRApi(): Promise<void> {
+    const flags = serviceCIDRApiFlags(this.options.version);
+    if (!flags) return;
+    await this.restartApiserver({ featureGates: flags.featureGates, runtimeConfig: flags.runtimeConfig });
+    const r = await this.restartControllerManager({ featureGates: flags.featureGates });
+    if (!r.running) throw new Error(`kube-controller-manager exited (${r.exitCode}) after enabling the ServiceCIDR API`);
+  }
+
+  /** Restarts kube-apiserver with a new --service-cluster-ip-range (and --feature-gates / --runtime-config when
+   *  given; '' removes them), same etcd, and waits until healthy. */
+  async restartApiserver(opts: { serviceCIDR?: string; featureGates?: string; runtimeConfig?: string } = {}): Promise<void> {
     if (opts.serviceCIDR) this.serviceCIDR = opts.serviceCIDR;
+    if (opts.featureGates !== undefined) this.apiserverGateFlags.featureGates = opts.featureGates;
+    if (opts.runtimeConfig !== undefined) this.apiserverGateFlags.runtimeConfig = opts.runtimeConfig;
     // one at a time, as an HA control plane is rolled
     const ha = this.apiserverAdvertiseAddresses.length > 1;
     for (let i = 0; i < this.apiserverAdvertiseAddresses.length; i++) {

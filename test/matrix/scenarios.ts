@@ -1,0 +1,257 @@
+// The migration paths, each end to end on the real control plane of one Kubernetes version, playing every gate the
+// plan writes for that version. `npm run matrix` runs them on every version of the matrix (test/matrix/paths.test.ts);
+// `npm test` runs the Service path on the oldest version (test/integration/seed-000.test.ts), which serves
+// ServiceCIDR only as networking.k8s.io/v1alpha1 behind the MultiCIDRServiceAllocator gate.
+//
+// Each scenario is one describe() on its own testbed: plan, apply, the gates played as an operator would (the
+// testbed restarts its apiserver and controller manager with the flags the gate names), verify; then a second run
+// stopped at a gate and rolled back.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import * as yaml from 'js-yaml';
+import { serviceCIDRApiOf } from '../testbed/cluster.ts';
+import { useTestbed } from '../testbed/harness.ts';
+import { watchPDBs, type PDBWatcher } from '../testbed/pdb-watch.ts';
+import { populateWorkloads } from '../testbed/workloads.ts';
+import { run } from '../unit/run-cli.ts';
+import { restartAllWorkloads, servicesByKey } from '../integration/helpers.ts';
+import { assertAllPodsIn, assertWorkloadsReady, getJSON, grantRecreate, inRange, migrateKubeconfig, ROOT } from '../integration/pod-helpers.ts';
+
+/** The offset of an IPv4 address inside an aligned range (its host part), as a number. */
+function offsetIn(cidr: string, ip: string): number {
+  const n = (a: string) => a.split('.').reduce((x, o) => x * 256 + Number(o), 0);
+  return n(ip) - n(cidr.split('/')[0]!);
+}
+
+function nthIP(cidr: string, k: number): string {
+  const base = cidr.split('/')[0]!.split('.').reduce((x, o) => x * 256 + Number(o), 0) + k;
+  return [24, 16, 8, 0].map((s) => Math.floor(base / 2 ** s) % 256).join('.');
+}
+
+export interface ServiceScenario {
+  /** The range the cluster starts on, the one the first run moves to, and the one the second (rolled back) run aims at. */
+  old: string;
+  next: string;
+  second: string;
+  /** Fixture size */
+  services?: number;
+}
+
+/**
+ * The Service path in place: on 1.29–1.32 the testbed starts without the ServiceCIDR API, as such a cluster runs by
+ * default, and the plan must open with the `enable-servicecidr-api` gate naming the gate and the runtime-config of
+ * that version's API; the test plays it (apiservers, then kube-controller-manager, restarted with those flags) and
+ * the run goes on by itself. Then the apiserver gate, the kubelet gate and the workload restarts; verify; a second
+ * run to another range stopped at the apiserver gate and rolled back.
+ */
+export function serviceScenario(version: string, s: ServiceScenario): void {
+  const api = serviceCIDRApiOf(version);
+  describe(`Service path, in place, on ${version} (ServiceCIDR ${api ? `networking.k8s.io/${api.version}${api.gated ? ' behind its gate' : ''}` : 'none'})`, () => {
+    const tb = useTestbed({
+      version, serviceCIDR: s.old, podCIDR: '10.244.0.0/20', nodes: 2, serviceCIDRApi: 'off', calicoCRDs: false,
+      populate: { namespaces: 2, deployments: 1, replicas: 1, services: s.services ?? 20 },
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'kr-matrix-svc-'));
+    const planPath = join(dir, 'plan.yaml');
+    const stateDir = join(dir, 'state');
+    const common = (sd = stateDir) => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', sd, '--timeout', '90s', '--propagation-delay', '0s'];
+    const sans = (from: string, to: string) => ['--apiserver-cert-san', nthIP(from, 1), '--apiserver-cert-san', nthIP(to, 1)];
+    let before: any[] = [];
+
+    test('plan: the gates this version needs', async () => {
+      before = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
+      const r = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', s.next, '--strategy', 'in-place', ...sans(s.old, s.next), '-o', 'yaml']);
+      assert.ok(r.code === 0 || r.code === 1, r.err + r.out.slice(0, 2000));
+      writeFileSync(planPath, r.out);
+      const plan = yaml.load(r.out) as any;
+      const ids = plan.steps.map((x: any) => x.id);
+      assert.ok(api, `${version} serves a ServiceCIDR API`);
+      if (api.gated) {
+        assert.ok(ids.includes('enable-servicecidr-api'), `the plan opens the API: ${ids.join(',')}`);
+        assert.equal(plan.spec.serviceCIDR.apiVersion, `networking.k8s.io/${api.version}`);
+        assert.match(r.out, /MultiCIDRServiceAllocator/);
+        assert.match(r.out, new RegExp(`networking\\.k8s\\.io/${api.version}=true`));
+      } else {
+        assert.ok(!ids.includes('enable-servicecidr-api'), `no API gate on ${version}`);
+      }
+    });
+
+    if (api?.gated) {
+      test('apply stops at enable-servicecidr-api; after the flags are set, resume goes on by itself', async () => {
+        const a = await run(['apply', planPath, '--yes', ...common()]);
+        assert.equal(a.code, 7, a.err);
+        assert.match(a.err, /stopped at gate enable-servicecidr-api/);
+        const untouched = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
+        assert.deepEqual(untouched.map((x: any) => x.spec.clusterIP).sort(), before.map((x: any) => x.spec.clusterIP).sort(), 'nothing moved before the API is on');
+        await tb.enableServiceCIDRApi();
+        const sc = JSON.parse((await tb.kubectl(['get', `servicecidrs.${api.version}.networking.k8s.io`, 'kubernetes', '-o', 'json'])).stdout);
+        assert.deepEqual(sc.spec.cidrs, [s.old]);
+      });
+    }
+
+    test('apply moves every Service and stops at the apiserver gate', async () => {
+      const r = await run([api?.gated ? 'resume' : 'apply', planPath, '--yes', ...common()]);
+      assert.equal(r.code, 7, r.err.slice(-3000));
+      assert.match(r.err, /stopped at gate restart-apiservers/);
+      const dns = JSON.parse((await tb.kubectl(['get', 'svc', '-n', 'kube-system', 'kube-dns', '-o', 'json'])).stdout);
+      assert.equal(dns.spec.clusterIP, nthIP(s.next, 10), 'kube-dns moved in place to the 10th address');
+    });
+
+    test('the apiserver on the new range, the kubelet gate, the workloads restarted: the run ends', async () => {
+      await tb.restartApiserver({ serviceCIDR: s.next });
+      let r = await run(['resume', planPath, '--yes', ...common()]);
+      assert.equal(r.code, 7, r.err);
+      const k = JSON.parse((await tb.kubectl(['get', 'svc', 'kubernetes', '-o', 'json'])).stdout);
+      assert.equal(k.spec.clusterIP, nthIP(s.next, 1), 'default/kubernetes on the first new address');
+      r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', ...common()]);
+      if (r.code === 7 && /restart-workloads/.test(r.err)) {
+        await restartAllWorkloads(tb);
+        r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', ...common()]);
+      }
+      assert.equal(r.code, 0, r.err);
+    });
+
+    test('verify: every Service where the plan puts it, the old range gone', async () => {
+      const v = await run(['verify', planPath, ...common()]);
+      assert.equal(v.code, 0, v.err);
+      const byKey = await servicesByKey(tb);
+      for (const b of before) {
+        const key = `${b.metadata.namespace}/${b.metadata.name}`;
+        const a: any = byKey.get(key);
+        assert.ok(a, `${key} exists`);
+        if (key === 'default/kubernetes' || b.spec.type === 'ExternalName' || b.spec.clusterIP === 'None' || b.spec.type === 'LoadBalancer') continue;
+        assert.equal(a.metadata.uid, b.metadata.uid, `${key} kept its uid`);
+        assert.equal(offsetIn(s.next, a.spec.clusterIP), offsetIn(s.old, b.spec.clusterIP), `${key} keeps its offset`);
+      }
+      const resource = api && api.version !== 'v1' ? `servicecidrs.${api.version}.networking.k8s.io` : 'servicecidrs';
+      const scs = JSON.parse((await tb.kubectl(['get', resource, '-o', 'json'])).stdout).items;
+      assert.deepEqual(scs.find((x: any) => x.metadata.name === 'kubernetes')?.spec.cidrs, [s.next]);
+      assert.ok(!scs.some((x: any) => x.spec.cidrs.includes(s.old) && x.metadata.name !== 'kubernetes' && !/kept/.test(x.metadata.name)), 'old range drained');
+    });
+
+    test('a second run, stopped at the apiserver gate, rolls back: every Service at its address again', async () => {
+      const planB = join(dir, 'plan-b.yaml');
+      const stateB = join(dir, 'state-b');
+      const mid = JSON.parse((await tb.kubectl(['get', 'services', '-A', '-o', 'json'])).stdout).items;
+      const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', s.second, '--strategy', 'in-place', ...sans(s.next, s.second), '-o', 'yaml']);
+      assert.ok(p.code === 0 || p.code === 1, p.err);
+      writeFileSync(planB, p.out);
+      const a = await run(['apply', planB, '--yes', ...common(stateB)]);
+      assert.equal(a.code, 7, a.err);
+      assert.match(a.err, /stopped at gate restart-apiservers/);
+      const r = await run(['rollback', planB, ...common(stateB)]);
+      assert.equal(r.code, 0, r.err + r.out);
+      const byKey = await servicesByKey(tb);
+      for (const m of mid) {
+        const key = `${m.metadata.namespace}/${m.metadata.name}`;
+        assert.deepEqual((byKey.get(key) as any)?.spec.clusterIPs, m.spec.clusterIPs, `${key} back at its addresses`);
+      }
+      assert.equal(byKey.size, mid.length, 'no bridge left');
+      const v = await run(['verify', planB, ...common(stateB)]);
+      assert.equal(v.code, 6, 'rolled back is not the second plan\'s end state');
+    });
+  });
+}
+
+/** The node-IPAM pod path: kcm stops allocating, nodes drained, deleted, re-registered into NEW in waves; verify. */
+export function nodeIpamScenario(version: string): void {
+  describe(`Pod path, node IPAM, on ${version}`, () => {
+    const OLD = '10.244.0.0/16';
+    const NEW = '10.60.0.0/16';
+    const tb = useTestbed({ version, serviceCIDR: '10.96.0.0/16', podCIDR: OLD, nodes: 6, zones: 2, podIPAM: 'kwok', calicoCRDs: false, serviceCIDRApi: 'on',
+      populate: { namespaces: 1, deployments: 1, replicas: 1, services: 2 } });
+    const dir = mkdtempSync(join(tmpdir(), 'kr-matrix-node-'));
+    const planPath = join(dir, 'plan.yaml');
+    const stateDir = join(dir, 'state');
+    let watcher: PDBWatcher | undefined;
+    after(async () => { await watcher?.stop(); });
+    const common = () => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '120s'];
+
+    test('plan in waves of 2; apply stops until kcm stops allocating', { timeout: 600_000 }, async () => {
+      await populateWorkloads(tb, { namespaces: 1, deploymentsPerNs: 2, replicas: 6, statefulSets: 1, statefulSetReplicas: 3 });
+      const hook = `${process.execPath} ${join(ROOT, 'test/testbed/reregister-node.ts')} --kubeconfig ${tb.kubeconfigPath}`;
+      const r = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--ipam', 'node', '--node-hook', hook, '--max-unavailable', '2', '-o', 'yaml']);
+      assert.ok(r.code === 0 || r.code === 1, r.err);
+      writeFileSync(planPath, r.out);
+      assert.match(r.out, /ipam: node/);
+      const a = await run(['apply', planPath, '--yes', '--allow-hook', ...common()]);
+      assert.equal(a.code, 7, a.err);
+      assert.match(a.err, /stopped at gate kcm-stop-allocating/);
+    });
+
+    test('every node re-registers in NEW, no PDB violated; kcm on NEW; verify', { timeout: 900_000 }, async () => {
+      assert.equal((await tb.restartControllerManager({ allocateNodeCIDRs: false })).running, true);
+      watcher = watchPDBs(tb);
+      await watcher.ready;
+      const r = await run(['resume', planPath, '--yes', '--allow-hook', '--ack-gate', 'kcm-stop-allocating', ...common()]);
+      assert.equal(r.code, 7, r.err);
+      assert.match(r.err, /stopped at gate kcm-cluster-cidr/);
+      const nodes = (await getJSON(tb, ['get', 'nodes'])).items;
+      assert.equal(nodes.length, 6);
+      for (const n of nodes) assert.ok(inRange(NEW, n.spec.podCIDR.split('/')[0]), `${n.metadata.name} ${n.spec.podCIDR}`);
+      assert.equal((await tb.restartControllerManager({ clusterCIDR: NEW, allocateNodeCIDRs: true })).running, true);
+      const done = await run(['resume', planPath, '--yes', '--allow-hook', '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr', ...common()]);
+      assert.equal(done.code, 0, done.err);
+      const res = await watcher.stop();
+      assert.deepEqual(res.violations, [], 'no PodDisruptionBudget was ever violated');
+      await assertAllPodsIn(tb, NEW, OLD);
+      await assertWorkloadsReady(tb);
+      const v = await run(['verify', planPath, ...common()]);
+      assert.equal(v.code, 0, v.err);
+    });
+  });
+}
+
+/** The Calico pod path under the shipped roles: new pool, old disabled, workloads restarted, old pool and blocks gone. */
+export function calicoScenario(version: string): void {
+  describe(`Pod path, Calico IPAM, on ${version}`, () => {
+    const OLD = '10.244.0.0/16';
+    const NEW = '10.50.0.0/16';
+    const tb = useTestbed({ version, serviceCIDR: '10.96.0.0/16', podCIDR: OLD, nodes: 6, podIPAM: 'calico', serviceCIDRApi: 'on',
+      populate: { namespaces: 1, deployments: 1, replicas: 1, services: 2 } });
+    const dir = mkdtempSync(join(tmpdir(), 'kr-matrix-calico-'));
+    const planPath = join(dir, 'plan.yaml');
+    const stateDir = join(dir, 'state');
+    let kc = '';
+    let watcher: PDBWatcher | undefined;
+    after(async () => { await watcher?.stop(); });
+    const common = () => ['--kubeconfig', kc, '--state-dir', stateDir, '--timeout', '120s'];
+
+    test('plan and apply to the config gate, no PDB violated', { timeout: 900_000 }, async () => {
+      await populateWorkloads(tb, { namespaces: 1, deploymentsPerNs: 2, replicas: 6, statefulSets: 1, statefulSetReplicas: 3 });
+      kc = await migrateKubeconfig(tb);
+      const r = await run(['plan', '--kubeconfig', kc, '--pod-cidr', NEW, '--parallel', '4', '-o', 'yaml']);
+      assert.ok(r.code === 0 || r.code === 1, r.err);
+      writeFileSync(planPath, r.out);
+      assert.match(r.out, /ipam: calico/);
+      await grantRecreate(tb, r.out);
+      watcher = watchPDBs(tb);
+      await watcher.ready;
+      const a = await run(['apply', planPath, '--yes', ...common()]);
+      assert.equal(a.code, 7, a.err);
+      assert.match(a.err, /stopped at gate pod-cidr-config/);
+      await assertAllPodsIn(tb, NEW, OLD);
+    });
+
+    test('kcm on NEW; resume ends; verify; old pool and its blocks gone', { timeout: 300_000 }, async () => {
+      assert.equal((await tb.restartControllerManager({ clusterCIDR: NEW, allocateNodeCIDRs: false })).running, true);
+      const r = await run(['resume', planPath, '--yes', '--ack-gate', 'pod-cidr-config', ...common()]);
+      assert.equal(r.code, 0, r.err);
+      const res = await watcher!.stop();
+      assert.deepEqual(res.violations, [], 'no PodDisruptionBudget was ever violated');
+      const v = await run(['verify', planPath, ...common()]);
+      assert.equal(v.code, 0, v.err);
+      await assertWorkloadsReady(tb);
+      const pools = (await getJSON(tb, ['get', 'ippools.crd.projectcalico.org'])).items;
+      assert.deepEqual(pools.map((p: any) => p.spec.cidr), [NEW]);
+      for (const kind of ['ipamblocks', 'blockaffinities']) {
+        const left = (await getJSON(tb, ['get', `${kind}.crd.projectcalico.org`])).items.filter((b: any) => inRange(OLD, b.spec.cidr.split('/')[0]));
+        assert.equal(left.length, 0, `${kind} left in ${OLD}`);
+      }
+    });
+  });
+}

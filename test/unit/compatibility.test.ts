@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, test } from 'node:test';
+import { compatibilityCheck } from '../../src/plan/compatibility.ts';
+import { MATRIX_VERSIONS, renderCompatibilityData, renderCompatibilityPage, type MatrixResults } from '../matrix/results.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+describe('the version matrix and the planner', () => {
+  const failures = [{ minor: 30, version: 'v1.30.14', path: 'service' as const, reason: 'apply: exit 6' }];
+
+  test('a failed version/path pair is refused with the matrix reason; other minors and paths are not', () => {
+    const c = compatibilityCheck('v1.30.2', 'service', failures);
+    assert.equal(c?.status, 'fail');
+    assert.equal(c?.target, true);
+    assert.match(c!.message, /service path failed end to end on Kubernetes v1\.30\.14 .*apply: exit 6/);
+    assert.equal(compatibilityCheck('v1.30.2', 'node', failures), undefined);
+    assert.equal(compatibilityCheck('v1.31.0', 'service', failures), undefined);
+    assert.equal(compatibilityCheck(undefined, 'service', failures), undefined);
+    assert.equal(compatibilityCheck('v1.30.1-eks-1234', 'service', failures)?.status, 'fail');
+  });
+
+  test('the page and the planner data are made from results.json as committed', () => {
+    const file = join(ROOT, 'test/matrix/results.json');
+    const results: MatrixResults = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : { entries: [] };
+    assert.equal(readFileSync(join(ROOT, 'docs/compatibility.md'), 'utf8'), renderCompatibilityPage(results), 'run `npm run matrix -- --render-only`');
+    assert.equal(readFileSync(join(ROOT, 'src/plan/compatibility-data.ts'), 'utf8'), renderCompatibilityData(results), 'run `npm run matrix -- --render-only`');
+  });
+
+  test('rendering: a failure becomes a refusal and a line of the page; every matrix version has a row', () => {
+    const results: MatrixResults = { entries: [
+      { version: 'v1.29.6', path: 'service', result: 'pass', seconds: 70, tests: 5, passed: 5, date: '2026-11-28', loadAverage: [1, 1], serviceCIDRApi: 'v1alpha1', buildSeconds: 900 },
+      { version: 'v1.29.6', path: 'node', result: 'fail', seconds: 80, tests: 2, passed: 1, date: '2026-11-28', loadAverage: [1, 1], failedTest: 'plan', reason: 'kcm exited' },
+    ] };
+    const page = renderCompatibilityPage(results);
+    for (const v of Object.values(MATRIX_VERSIONS)) assert.match(page, new RegExp(`\\| ${v.replace(/\./g, '\\.')} \\|`));
+    assert.match(page, /\| v1\.29\.6 \| networking\.k8s\.io\/v1alpha1 \(gate \+ runtime-config\) \| 900 \| pass \(70 s\) \| \*\*fail\*\* \(80 s\) \| not run yet \|/);
+    assert.match(page, /- \*\*v1\.29\.6, node\*\*: test "plan": kcm exited/);
+    const data = renderCompatibilityData(results);
+    assert.match(data, /\{ minor: 29, version: "v1\.29\.6", path: "node", reason: "plan: kcm exited" \}/);
+    assert.match(data, /MATRIX_PASSED_VERSIONS: readonly string\[\] = \["v1\.29\.6"\]/);
+  });
+});
