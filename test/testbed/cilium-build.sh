@@ -24,7 +24,7 @@ SRC="$VDIR/src"
 mkdir -p "$BIN" "$SRC"
 
 export GOMODCACHE="$TB_ROOT/go/mod"
-export GOCACHE="$CILIUM_ROOT/go/build-cache"
+export GOCACHE="${KUBE_RENUMBER_GOCACHE:-$CILIUM_ROOT/go/build-cache}"
 export GOPATH="$CILIUM_ROOT/go/path"
 export GOFLAGS="-mod=mod -buildvcs=false"
 export GOTOOLCHAIN=local

@@ -2,6 +2,7 @@
 //
 //   npm run testbed -- build [--version V]
 //   npm run testbed -- build-dataplane [--version V]   kube-proxy, CoreDNS and dpnet (see dataplane-build.ts)
+//   npm run testbed -- build-all                    what npm test needs, one shared Go build cache (see cmdBuildAll)
 //   npm run testbed -- build-cilium [--version V]      cilium-operator-generic (see cilium-build.ts; not run by npm test)
 //   npm run testbed -- chromium              Debian's chromium for the HTML test, installed when missing (chromium.ts)
 //   npm run testbed -- dataplane-cleanup     deletes network namespaces left by dead data planes (dataplane.ts)
@@ -30,12 +31,12 @@ import { createServer, type IncomingMessage, request as httpRequest } from 'node
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DEFAULT_VERSION, ensureBuilt, readStamp } from './build.ts';
+import { DEFAULT_VERSION, ensureBuilt, isBuilt, OLDEST_VERSION, readStamp, testbedRoot } from './build.ts';
 import { Testbed } from './cluster.ts';
 import { ensureChromium } from './chromium.ts';
 import { CILIUM_VERSION, ensureCiliumOperatorBuilt, readCiliumStamp } from './cilium-build.ts';
 import { cleanupLeftovers } from './dataplane.ts';
-import { COREDNS_VERSION, ensureDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
+import { COREDNS_VERSION, ensureDataplaneBuilt, isDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
 import { populate } from './fixture.ts';
 import { KubeClient } from './kube.ts';
 import { NODE_TEMPLATE_FILE, reregisterNode } from './reregister-node.ts';
@@ -137,6 +138,37 @@ async function cmdBuildDataplane(args: string[]) {
     `[dataplane] kube-proxy ${version}, CoreDNS ${COREDNS_VERSION}, dpnet in ${dir} (${Date.now() - t} ms` +
       `${stamp?.seconds ? `; last full build took ${stamp.seconds}s` : ''})\n`,
   );
+}
+
+/**
+ * Everything `npm test` needs, in one process: the suite's control plane and data plane (DEFAULT_VERSION), the
+ * oldest version's control plane (OLDEST_VERSION), cilium-operator. Every build of the run shares one Go build cache
+ * (test/testbed/go/build-cache: a package compiled for one build is not compiled again by the next), removed at the
+ * end when anything was built (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it). Each step prints its time.
+ */
+async function cmdBuildAll() {
+  const keep = process.env.KUBE_RENUMBER_TESTBED_KEEP_GOCACHE === '1';
+  process.env.KUBE_RENUMBER_TESTBED_KEEP_GOCACHE = '1';
+  process.env.KUBE_RENUMBER_GOCACHE = join(testbedRoot(), 'go', 'build-cache');
+  const t0 = Date.now();
+  let built = false;
+  const step = async (what: string, done: () => boolean, f: () => Promise<unknown>) => {
+    const t = Date.now();
+    const was = done();
+    await f();
+    built ||= !was;
+    process.stderr.write(`[build-all] ${what}: ${was ? 'cached' : `built in ${Math.round((Date.now() - t) / 1000)} s`}\n`);
+  };
+  await step(`control plane ${DEFAULT_VERSION}`, () => isBuilt(DEFAULT_VERSION), () => ensureBuilt({ version: DEFAULT_VERSION }));
+  await step(`data plane ${DEFAULT_VERSION}`, () => isDataplaneBuilt(DEFAULT_VERSION), () => ensureDataplaneBuilt({ version: DEFAULT_VERSION }));
+  await step(`control plane ${OLDEST_VERSION}`, () => isBuilt(OLDEST_VERSION), () => ensureBuilt({ version: OLDEST_VERSION }));
+  await step(`cilium-operator ${CILIUM_VERSION}`, () => readCiliumStamp(CILIUM_VERSION) !== undefined, () => ensureCiliumOperatorBuilt({ version: CILIUM_VERSION }));
+  const cache = process.env.KUBE_RENUMBER_GOCACHE;
+  if (built && !keep && existsSync(cache)) {
+    await rm(cache, { recursive: true, force: true });
+    process.stderr.write(`[build-all] shared Go build cache removed (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it)\n`);
+  }
+  process.stderr.write(`[build-all] done in ${Math.round((Date.now() - t0) / 1000)} s\n`);
 }
 
 async function cmdBuildCilium(args: string[]) {
@@ -474,6 +506,9 @@ try {
       break;
     case 'restart-controller-manager':
       await cmdRestartControllerManager(rest);
+      break;
+    case 'build-all':
+      await cmdBuildAll();
       break;
     case 'enable-servicecidr-api':
       await cmdEnableServiceCIDRApi();
