@@ -4,14 +4,34 @@
  * The data (compatibility-data.ts) is generated from test/matrix/results.json.
  */
 import type { PreflightCheck } from './check.ts';
-import { COMPATIBILITY_FAILURES, type CompatibilityPath } from './compatibility-data.ts';
+import { COMPATIBILITY_FAILURES, MATRIX_PASSED_VERSIONS, MATRIX_UNBUILT, type CompatibilityPath } from './compatibility-data.ts';
 
-/** The refusal of `path` on `version` when the matrix saw it fail on that minor; undefined otherwise. */
-export function compatibilityCheck(version: string | undefined, path: CompatibilityPath, failures = COMPATIBILITY_FAILURES): PreflightCheck | undefined {
-  const m = /^v?1\.(\d+)(\.|$)/.exec(version ?? '');
-  if (!m) return undefined;
-  const minor = Number(m[1]);
+const minorOfVersion = (v: string | undefined): number | undefined => {
+  const m = /^v?1\.(\d+)(\.|$)/.exec(v ?? '');
+  return m ? Number(m[1]) : undefined;
+};
+
+/**
+ * The refusal of `path` on `version` when the matrix saw it fail on that minor; a warning when the matrix could not
+ * build that minor here (nothing ran on it), naming the nearest minor that passed; undefined otherwise.
+ */
+export function compatibilityCheck(
+  version: string | undefined, path: CompatibilityPath,
+  failures = COMPATIBILITY_FAILURES, unbuilt = MATRIX_UNBUILT, passed = MATRIX_PASSED_VERSIONS,
+): PreflightCheck | undefined {
+  const minor = minorOfVersion(version);
+  if (minor === undefined) return undefined;
   const f = failures.find((x) => x.minor === minor && x.path === path);
+  const u = unbuilt.find((x) => x.minor === minor);
+  if (!f && u) {
+    const nearest = [...passed].sort((a, b) => Math.abs(minorOfVersion(a)! - minor) - Math.abs(minorOfVersion(b)! - minor))[0];
+    return {
+      id: 'kubernetes-version', status: 'warn',
+      message: `the ${path} path was not run on Kubernetes 1.${minor}: its testbed could not be built (${u.reason})`
+        + (nearest ? `; the nearest version it ran on is ${nearest}` : ''),
+      fix: 'see docs/compatibility.md; rehearse the plan on a copy of the cluster first',
+    };
+  }
   if (!f) return undefined;
   return {
     id: 'kubernetes-version', status: 'fail', target: true,

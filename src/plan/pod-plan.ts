@@ -131,10 +131,8 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
   if (!ipam) return out;
   const matrixPath = ipam === 'node' || ipam === 'calico' ? ipam : undefined;
   const version = matrixPath && compatibilityCheck(snap.kubernetesVersion, matrixPath);
-  if (version) {
-    checks.push(version);
-    return out;
-  }
+  if (version) checks.push(version);
+  if (version?.status === 'fail') return out;
   const path: PodPath = podPath(ipam);
   const old = path.oldRanges({ snap, opts, target, newText }, checks);
   if (!old) return out;

@@ -502,9 +502,9 @@ export function runPreflight(snap: Snapshot, opts: PreflightOptions & { tierKey?
   const range = serviceRangeCheck(snap, t.target);
   if (range?.status === 'fail') return [...t.checks, range];
   const version = compatibilityCheck(snap.kubernetesVersion, 'service');
-  if (version) return [...t.checks, version];
+  if (version?.status === 'fail') return [...t.checks, version];
   const m = mapping ?? mapServices(snap, { target: opts.target, keep: opts.keep, tierKey: opts.tierKey });
-  return [...t.checks, ...clusterChecks(snap, t.target, m, opts)];
+  return [...t.checks, ...(version ? [version] : []), ...clusterChecks(snap, t.target, m, opts)];
 }
 
 /** The failed target checks: non-empty means the target is refused. */

@@ -14,7 +14,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ensureBuilt, readStamp, testbedRoot } from '../testbed/build.ts';
+import { ensureBuilt, isBuilt, readStamp, testbedRoot } from '../testbed/build.ts';
 import { serviceCIDRApiOf } from '../testbed/cluster.ts';
 import { MATRIX_PATHS, MATRIX_VERSIONS, renderCompatibilityData, renderCompatibilityPage, type MatrixPath, type MatrixResult, type MatrixResults } from './results.ts';
 
@@ -55,6 +55,17 @@ function runPath(version: string, path: MatrixPath): Promise<MatrixResult> {
   });
 }
 
+/** The modules the Go proxy refused in a failed build's `go get`, as its own words say. */
+function refusedModules(version: string): string | undefined {
+  const log = join(testbedRoot(), version, 'go-get-kubernetes.log');
+  if (!existsSync(log)) return undefined;
+  const text = readFileSync(log, 'utf8');
+  const refused = [...new Set([...text.matchAll(/(k8s\.io\/[\w.-]+@v[\w.-]+): reading \S+ (\d{3} [\w ]+)/g)].map((m) => `${m[1]} (${m[2]!.trim()})`))];
+  const toolchain = /go: (go\.mod requires go >= [\d.]+[^\n]*)/.exec(text)?.[1];
+  if (refused.length > 0) return `the Go module proxy refuses ${refused.join(', ')}: "${/server response: ([^\n]+)/.exec(text)?.[1]?.trim() ?? ''}"`;
+  return toolchain;
+}
+
 const decode = (s: string) => s.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&#10;/g, ' ').replace(/&amp;/g, '&');
 
 async function main(): Promise<number> {
@@ -66,20 +77,22 @@ async function main(): Promise<number> {
     for (const p of paths) if (!MATRIX_PATHS.includes(p)) throw new Error(`unknown path ${p}: ${MATRIX_PATHS.join(', ')}`);
     // every build of this run shares one Go build cache: kept until the last build, removed at the end
     process.env.KUBE_RENUMBER_TESTBED_KEEP_GOCACHE = '1';
+    let built = false;
     try {
       for (const version of versions) {
         process.stderr.write(`[matrix] ${version}: build\n`);
         const t0 = Date.now();
         let buildError: string | undefined;
         try {
+          built ||= !isBuilt(version);
           await ensureBuilt({ version, log: (m) => process.stderr.write(`[matrix] ${m}\n`) });
         } catch (e) {
-          buildError = (e instanceof Error ? e.message : String(e)).split('\n').filter(Boolean).slice(-6).join(' | ');
+          buildError = refusedModules(version) ?? (e instanceof Error ? e.message : String(e)).split('\n').filter(Boolean).slice(-6).join(' | ');
         }
         const buildSeconds = readStamp(version)?.seconds ?? Math.round((Date.now() - t0) / 1000);
         for (const path of paths) {
           const r: MatrixResult = buildError
-            ? { version, path, result: 'fail', seconds: 0, tests: 0, passed: 0, date: new Date().toISOString().slice(0, 10), loadAverage: loadavg().slice(0, 2), reason: `the testbed of ${version} did not build: ${buildError}` }
+            ? { version, path, result: 'not-built', seconds: 0, tests: 0, passed: 0, date: new Date().toISOString().slice(0, 10), loadAverage: loadavg().slice(0, 2), reason: buildError }
             : await runPath(version, path);
           r.buildSeconds = buildSeconds;
           r.serviceCIDRApi = serviceCIDRApiOf(version)?.version;
@@ -91,7 +104,7 @@ async function main(): Promise<number> {
       }
     } finally {
       const gocache = join(testbedRoot(), 'go', 'build-cache');
-      if (process.env.KUBE_RENUMBER_MATRIX_KEEP_GOCACHE !== '1') rmSync(gocache, { recursive: true, force: true });
+      if (built && process.env.KUBE_RENUMBER_MATRIX_KEEP_GOCACHE !== '1') rmSync(gocache, { recursive: true, force: true });
     }
   }
   writeFileSync(join(ROOT, 'docs/compatibility.md'), renderCompatibilityPage(results));

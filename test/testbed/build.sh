@@ -67,6 +67,16 @@ build_k8s() {
   [ -f "$gomod" ] || { echo "cannot find go.mod of k8s.io/kubernetes@$K8S_VERSION" >&2; exit 1; }
   local goline
   goline="$(grep -m1 '^go ' "$gomod")"
+  # A version newer than this machine's Go (1.38 wants go >= 1.27) is built with the toolchain its go.mod names,
+  # which the go command fetches from the module proxy (golang.org/toolchain); older ones with the local Go.
+  local want have
+  want="${goline#go }"
+  have="$(go env GOVERSION)"; have="${have#go}"
+  if [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | tail -n1)" != "$have" ]; then
+    export GOTOOLCHAIN="go$want"
+    case "$want" in *.*.*) ;; *) export GOTOOLCHAIN="go$want.0" ;; esac
+    log "k8s.io/kubernetes@$K8S_VERSION needs go >= $want (this machine: $have): building with $GOTOOLCHAIN from the module proxy"
+  fi
   {
     echo "module kube-renumber.local/testbed/kubernetes"
     echo

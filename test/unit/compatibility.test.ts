@@ -22,6 +22,15 @@ describe('the version matrix and the planner', () => {
     assert.equal(compatibilityCheck('v1.30.1-eks-1234', 'service', failures)?.status, 'fail');
   });
 
+  test('a minor the matrix could not build warns, naming the nearest version run; a failure there still refuses', () => {
+    const unbuilt = [{ minor: 29, version: 'v1.29.6', reason: 'the Go module proxy refuses k8s.io/endpointslice@v0.29.6' }];
+    const w = compatibilityCheck('v1.29.3', 'service', [], unbuilt, ['v1.37.2', 'v1.30.14']);
+    assert.equal(w?.status, 'warn');
+    assert.match(w!.message, /not run on Kubernetes 1\.29: its testbed could not be built \(the Go module proxy refuses k8s\.io\/endpointslice@v0\.29\.6\); the nearest version it ran on is v1\.30\.14/);
+    assert.equal(compatibilityCheck('v1.29.3', 'service', [{ minor: 29, version: 'v1.29.6', path: 'service', reason: 'x' }], unbuilt, [])?.status, 'fail');
+    assert.equal(compatibilityCheck('v1.30.3', 'service', [], unbuilt, ['v1.30.14']), undefined);
+  });
+
   test('the page and the planner data are made from results.json as committed', () => {
     const file = join(ROOT, 'test/matrix/results.json');
     const results: MatrixResults = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : { entries: [] };
