@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureBuilt, isBuilt, readStamp, testbedRoot } from '../testbed/build.ts';
 import { serviceCIDRApiOf } from '../testbed/cluster.ts';
-import { MATRIX_PATHS, MATRIX_VERSIONS, renderCompatibilityData, renderCompatibilityPage, type MatrixPath, type MatrixResult, type MatrixResults } from './results.ts';
+import { MATRIX_PATHS, MATRIX_VERSIONS, renderCompatibilityData, renderCompatibilityPage, withReadmeTable, type MatrixPath, type MatrixResult, type MatrixResults } from './results.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const RESULTS = join(ROOT, 'test/matrix/results.json');
@@ -109,6 +109,7 @@ async function main(): Promise<number> {
   }
   writeFileSync(join(ROOT, 'docs/compatibility.md'), renderCompatibilityPage(results));
   writeFileSync(join(ROOT, 'src/plan/compatibility-data.ts'), renderCompatibilityData(results));
+  writeFileSync(join(ROOT, 'README.md'), withReadmeTable(readFileSync(join(ROOT, 'README.md'), 'utf8'), results));
   const failed = results.entries.filter((e) => e.result === 'fail');
   process.stdout.write(JSON.stringify({ entries: results.entries.length, failed: failed.map((e) => `${e.version}/${e.path}`) }) + '\n');
   return 0;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { compatibilityCheck } from '../../src/plan/compatibility.ts';
-import { MATRIX_VERSIONS, renderCompatibilityData, renderCompatibilityPage, type MatrixResults } from '../matrix/results.ts';
+import { MATRIX_VERSIONS, renderCompatibilityData, renderCompatibilityPage, withReadmeTable, type MatrixResults } from '../matrix/results.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -36,6 +36,9 @@ describe('the version matrix and the planner', () => {
     const results: MatrixResults = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : { entries: [] };
     assert.equal(readFileSync(join(ROOT, 'docs/compatibility.md'), 'utf8'), renderCompatibilityPage(results), 'run `npm run matrix -- --render-only`');
     assert.equal(readFileSync(join(ROOT, 'src/plan/compatibility-data.ts'), 'utf8'), renderCompatibilityData(results), 'run `npm run matrix -- --render-only`');
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    assert.equal(withReadmeTable(readme, results), readme, 'the README table: run `npm run matrix -- --render-only`');
+    assert.match(readme, /## Supported Kubernetes versions/);
   });
 
   test('rendering: a failure becomes a refusal and a line of the page; every matrix version has a row', () => {
