@@ -82,7 +82,7 @@ export function withPlanSupersessions(p: { supersededBy?: readonly string[] }, s
 
 export type RunResult =
   | { status: 'completed'; applied: number; skipped: number; excluded?: number }
-  | { status: 'gate'; step: string; title: string; instructions: string[] }
+  | { status: 'gate'; step: string; title: string; instructions: string[]; /** what the gate's check logged: why it does not hold yet */ seen?: string[] }
   | { status: 'blocked'; step: string; before: string; message: string }
   | { status: 'declined'; step: string }
   | { status: 'failed'; step: string; message: string };
@@ -179,7 +179,10 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
       tell(i, step, 'skip');
       continue;
     }
-    if (await withProgress(ctx.progress, () => step.check(ctx))) {
+    // a gate's check says why it does not hold yet: its log lines go with the stop, verbose or not
+    const seen: string[] = [];
+    const checkCtx: StepContext = step.kind === 'gate' ? { ...ctx, log: (m: string) => { seen.push(m); ctx.log(m); } } : ctx;
+    if (await withProgress(ctx.progress, () => step.check(checkCtx))) {
       ctx.journal.append('step-skip', { step: step.id, detail: step.kind === 'gate' ? 'condition holds' : 'already done' });
       skipped++;
       mark('skip', step.id);
@@ -189,7 +192,7 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
     if (step.kind === 'gate') {
       ctx.journal.append('gate', { step: step.id, detail: step.title });
       tell(i, step, 'gate');
-      return { status: 'gate', step: step.id, title: step.title, instructions: step.instructions ?? [] };
+      return { status: 'gate', step: step.id, title: step.title, instructions: step.instructions ?? [], ...(seen.length > 0 ? { seen } : {}) };
     }
     if (step.kind === 'confirm') {
       const ok = opts.yes || (opts.confirm ? await opts.confirm(step.title) : false);

@@ -391,9 +391,14 @@ export class ServiceExecutor {
   // ---- ServiceCIDRs -------------------------------------------------------------------------------
 
   /**
-   * Gate `enable-servicecidr-api`: the apiserver serves the plan's ServiceCIDR API version and its bootstrap
-   * controller has made ServiceCIDR/kubernetes Ready (so the allocator runs on ServiceCIDRs). A 404 of the whole
-   * group version is "not yet", as is a `kubernetes` ServiceCIDR not Ready.
+   * Gate `enable-servicecidr-api`: the apiserver serves the plan's ServiceCIDR API version, its bootstrap controller
+   * has made ServiceCIDR/kubernetes Ready, and every Service's ClusterIP is registered as an IPAddress object. The
+   * last one matters on 1.29–1.32 (measured on v1.30.14): the apiserver's IP repair loop makes its first pass before
+   * ServiceCIDR/kubernetes exists, skips every address it cannot place yet ("is not within any service CIDR") and
+   * registers them only at its next resync, 3 minutes later (repairLoopInterval). Until then the allocator does not
+   * know those addresses: a new Service could be given one of them, and a ServiceCIDR holding only unregistered
+   * addresses finishes deleting at once. So once the API is served this check waits for the registration (up to
+   * REGISTRATION_WAIT_MS), then says which addresses are still missing.
    */
   async serviceCIDRApiServed(ctx: StepContext): Promise<boolean> {
     let sc: KubeObject | undefined;
@@ -407,8 +412,41 @@ export class ServiceExecutor {
       throw e;
     }
     const ready = (sc?.status?.conditions ?? []).find((c: any) => c.type === 'Ready');
-    if (ready?.status !== 'True') ctx.log(`ServiceCIDR kubernetes ${sc ? 'not Ready yet' : 'not created yet'}`);
-    return ready?.status === 'True';
+    if (ready?.status !== 'True') {
+      ctx.log(`ServiceCIDR kubernetes ${sc ? 'not Ready yet' : 'not created yet'}`);
+      return false;
+    }
+    const deadline = Date.now() + ServiceExecutor.REGISTRATION_WAIT_MS;
+    for (let first = true; ; first = false) {
+      const missing = await this.unregisteredClusterIPs(ctx.client);
+      if (missing.length === 0) return true;
+      const shown = `${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ` and ${missing.length - 3} more` : ''}`;
+      if (Date.now() >= deadline || ctx.dryRun !== 'none') {
+        ctx.log(`${missing.length} ClusterIP(s) not registered as IPAddress objects yet (${shown}): the apiserver's repair loop registers `
+          + 'the addresses of Services made before the API was enabled at its next pass (every 3 minutes); resume once it has');
+        return false;
+      }
+      if (first) ctx.log(`waiting for the apiserver to register ${missing.length} existing ClusterIP(s) as IPAddress objects (${shown}; up to ${Math.round(ServiceExecutor.REGISTRATION_WAIT_MS / 1000)}s)`);
+      await sleep(5000);
+    }
+  }
+
+  /** How long the enable-servicecidr-api gate waits for existing ClusterIPs to be registered: one repair pass and a margin. */
+  static REGISTRATION_WAIT_MS = 200_000;
+
+  /** "ns/name ip" of every ClusterIP that has no IPAddress object naming its Service. */
+  private async unregisteredClusterIPs(client: KubeClient): Promise<string[]> {
+    const [services, addresses] = await Promise.all([withRetry(() => listAll(client, SERVICES)), withRetry(() => listAll(client, this.IPADDR))]);
+    const owner = new Map(addresses.map((a) => [formatIP(parseIP(a.metadata!.name!)), `${a.spec?.parentRef?.namespace}/${a.spec?.parentRef?.name}`]));
+    const out: string[] = [];
+    for (const svc of services) {
+      const key = `${svc.metadata?.namespace}/${svc.metadata?.name}`;
+      for (const ip of (svc.spec?.clusterIPs ?? []) as string[]) {
+        if (!ip || ip === 'None') continue;
+        if (owner.get(formatIP(parseIP(ip))) !== key) out.push(`${key} ${ip}`);
+      }
+    }
+    return out;
   }
 
   /** Each spec's state: one GET for one spec, one LIST of the (few) ServiceCIDRs for more. */
@@ -897,10 +935,18 @@ export class ServiceExecutor {
     if (sc && !sc.metadata?.deletionTimestamp && (sc.spec?.cidrs ?? []).join(',') === want) return true;
     const events = await listAll(ctx.client, EVENTS, { namespace: 'default', fieldSelector: 'reason=KubernetesDefaultServiceCIDRInconsistent' });
     const gateSeen = gateId ? this.firstJournalTime(ctx, 'gate', gateId) : undefined;
-    return events.some((e) => {
+    const seen = events.some((e) => {
       const when = Date.parse(String(e.lastTimestamp ?? e.eventTime ?? e.metadata?.creationTimestamp ?? ""));
       return String(e.message ?? '').includes(this.svc.to[0]!) && (!gateSeen || when >= gateSeen - 1000);
     });
+    // Before 1.33 the apiserver raises no KubernetesDefaultServiceCIDRInconsistent event (v1.30.14's default ServiceCIDR
+    // controller only creates the object and sets it Ready): without apiserver pods nothing in the API shows the flag
+    if (!seen) {
+      ctx.log('no kube-apiserver pod and no KubernetesDefaultServiceCIDRInconsistent event show the new --service-cluster-ip-range yet'
+        + (this.scVersion === 'v1' ? '' : ` (networking.k8s.io/${this.scVersion} apiservers raise no such event)`)
+        + `: once every apiserver runs with ${want}, resume with --ack-gate ${gateId ?? 'restart-apiservers'}`);
+    }
+    return seen;
   }
 
   private firstJournalTime(ctx: StepContext, event: string, step: string): number | undefined {

@@ -105,12 +105,21 @@ export function serviceScenario(version: string, s: ServiceScenario): void {
       await tb.restartApiserver({ serviceCIDR: s.next });
       let r = await run(['resume', planPath, '--yes', ...common()]);
       assert.equal(r.code, 7, r.err);
+      const ack: string[] = [];
+      if (/stopped at gate restart-apiservers/.test(r.err)) {
+        // nothing in the API shows the flag before 1.33 (no apiserver pods here, no Inconsistent event): the operator acks
+        assert.ok(api?.gated, `on ${version} the apiserver gate passes by itself once the apiserver runs with the new range:\n${r.err.slice(-2000)}`);
+        assert.match(r.err, /resume with --ack-gate restart-apiservers/);
+        ack.push('--ack-gate', 'restart-apiservers');
+        r = await run(['resume', planPath, '--yes', ...ack, ...common()]);
+        assert.equal(r.code, 7, r.err);
+      }
       const k = JSON.parse((await tb.kubectl(['get', 'svc', 'kubernetes', '-o', 'json'])).stdout);
-      assert.equal(k.spec.clusterIP, nthIP(s.next, 1), 'default/kubernetes on the first new address');
-      r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', ...common()]);
+      assert.equal(k.spec.clusterIP, nthIP(s.next, 1), `default/kubernetes on the first new address:\n${r.err.slice(-4000)}`);
+      r = await run(['resume', planPath, '--yes', ...ack, '--ack-gate', 'kubelet-cluster-dns', ...common()]);
       if (r.code === 7 && /restart-workloads/.test(r.err)) {
         await restartAllWorkloads(tb);
-        r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', ...common()]);
+        r = await run(['resume', planPath, '--yes', ...ack, '--ack-gate', 'kubelet-cluster-dns', ...common()]);
       }
       assert.equal(r.code, 0, r.err);
     });

@@ -199,5 +199,5 @@ esac
 log "done: $(ls "$BIN" | tr '\n' ' ')"
 }
 
-main "$@"
-exit $?
+# one line, parsed whole before main runs: a build script edited during a build still exits cleanly
+main "$@"; exit $?

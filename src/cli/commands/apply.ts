@@ -229,7 +229,7 @@ export async function runPlan(values: Values, positionals: string[], io: Io, res
         io.err(`stopped before ${result.before}: ${withPlanPath(result.message, planPath)}\n`);
         return ExitCode.gate;
       case 'gate':
-        io.err(`stopped at gate ${result.step}: ${result.title}\n${result.instructions.map((i) => `  - ${withPlanPath(i, planPath)}\n`).join('')}`
+        io.err(`stopped at gate ${result.step}: ${result.title}\n${(result.seen ?? []).map((m) => `  not yet: ${m}\n`).join('')}${result.instructions.map((i) => `  - ${withPlanPath(i, planPath)}\n`).join('')}`
           + `then run: kube-renumber resume ${shellWord(planPath)}\n`);
         return ExitCode.gate;
       case 'declined':
