@@ -115,6 +115,16 @@ export function isIPTaken(e: unknown): boolean {
 }
 
 /**
+ * "failed to allocate IP …: allocator not ready": before 1.33 (measured on v1.30.14) an explicit IP is served by the
+ * allocator of the largest ServiceCIDR containing it, which refuses while that ServiceCIDR is being deleted, even when
+ * a smaller Ready one covers the IP too. It passes once the Terminating one is gone (kube-controller-manager removes
+ * it seconds after its last address is released), so such a create is tried again until then.
+ */
+export function isAllocatorNotReady(e: unknown): boolean {
+  return e instanceof KubeApiError && e.status === 422 && /allocator not ready/i.test(e.message);
+}
+
+/**
  * The nodePorts a 422 of the apiserver refuses as taken ("spec.ports[0].nodePort: Invalid value: 31479: provided
  * port is already allocated"); empty for any other error.
  */
@@ -577,6 +587,7 @@ export class ServiceExecutor {
       return seen;
     }
     const body = bridgeService(orig, it.bridge, it.from, this.opts.token);
+    const notReadyUntil = Date.now() + Math.max(this.opts.timeoutMs, 60_000);
     for (let attempt = 1; ; attempt++) {
       try {
         // createObject returns an object that already exists under the name: adopt() refuses it unless it is ours
@@ -584,6 +595,11 @@ export class ServiceExecutor {
         if (!sameIPs(ipsOf(b), it.from) && ctx.dryRun === 'none') throw new Error(`bridge ${it.namespace}/${it.bridge} exists at ${ipsOf(b).join(',')}, not ${it.from.join(',')}`);
         return b;
       } catch (e) {
+        if (isAllocatorNotReady(e) && ctx.dryRun === 'none' && Date.now() < notReadyUntil) {
+          if (attempt === 1 || attempt % 10 === 0) ctx.log(`bridge ${it.namespace}/${it.bridge} at ${it.from.join(',')}: the allocator of the draining ServiceCIDR refuses it until that ServiceCIDR is gone; trying again`);
+          await sleep(1000);
+          continue;
+        }
         if (!isIPTaken(e) || ctx.dryRun !== 'none') throw e;
         // A create whose answer was lost (the connection broke after the apiserver stored it) is refused on retry
         // because the bridge itself now holds the old IP: the bridge is there, ours, at the old IPs.
@@ -1288,7 +1304,16 @@ export class ServiceExecutor {
         if (there) this.adopt(ctx, there, BRIDGE_FOR_LABEL, 'kubernetes');
         else {
           await this.waitReleased(ctx, it.from, 'default', it.bridge);
-          this.adopt(ctx, await withRetry(() => createObject(ctx.client, SERVICES, bridge)), BRIDGE_FOR_LABEL, 'kubernetes');
+          const until = Date.now() + Math.max(this.opts.timeoutMs, 60_000);
+          for (;;) {
+            try {
+              this.adopt(ctx, await withRetry(() => createObject(ctx.client, SERVICES, bridge)), BRIDGE_FOR_LABEL, 'kubernetes');
+              break;
+            } catch (e) {
+              if (!isAllocatorNotReady(e) || Date.now() >= until) throw e;
+              await sleep(1000);
+            }
+          }
         }
         await this.copySlices(ctx, 'default', 'kubernetes', it.bridge);
       },

@@ -46,7 +46,11 @@ export interface MatrixResult {
   reason?: string;
 }
 
-export interface MatrixResults { entries: MatrixResult[] }
+export interface MatrixResults {
+  entries: MatrixResult[];
+  /** What a version did differently, as found while running it (kept across runs; written by hand in results.json). */
+  notes?: Record<string, string[]>;
+}
 
 const minorOf = (v: string) => Number(/^v1\.(\d+)\./.exec(v)?.[1] ?? NaN);
 
@@ -95,6 +99,10 @@ export function renderCompatibilityPage(results: MatrixResults): string {
   for (const v of missing) lines.push(`| ${v} | | | not run yet | not run yet | not run yet | | |`);
   const failures = results.entries.filter((e) => e.result === 'fail');
   lines.push('', '## What a version changed', '');
+  for (const [version, notes] of Object.entries(results.notes ?? {}).sort((a, b) => minorOf(a[0]) - minorOf(b[0]))) {
+    for (const n of notes) lines.push(`- **${version}**: ${n}`);
+  }
+  if (Object.keys(results.notes ?? {}).length > 0) lines.push('');
   if (failures.length === 0) lines.push('No path failed on any version run.');
   for (const f of failures) {
     lines.push(`- **${f.version}, ${f.path}**: ${f.failedTest ? `test "${f.failedTest}": ` : ''}${f.reason ?? 'failed'}`);

@@ -10,7 +10,7 @@ import { BackupStore } from '../../src/engine/backup.ts';
 import { Journal } from '../../src/engine/journal.ts';
 import type { StepContext } from '../../src/engine/runner.ts';
 import {
-  batchDone, coversIn, decideMove, isIPTaken, itemDone, itemProblem, nodePortHolders, ServiceExecutor, takenNodePorts, type ServiceView, writtenAt,
+  batchDone, coversIn, decideMove, isAllocatorNotReady, isIPTaken, itemDone, itemProblem, nodePortHolders, ServiceExecutor, takenNodePorts, type ServiceView, writtenAt,
 } from '../../src/engine/service-steps.ts';
 import { KubeApiError, type KubeClient, type Method } from '../../src/kube/client.ts';
 import type { MigrationPlan, StepItem } from '../../src/plan/plan.ts';
@@ -94,6 +94,11 @@ describe('done, derived from what the cluster shows', () => {
   it('an explicit IP still allocated is recognised (the bridge waits for its release)', () => {
     assert.equal(isIPTaken(new KubeApiError('POST', '/x', 422, 'Invalid', 'Service "web-kr-old" is invalid: spec.clusterIPs: Invalid value: ["10.96.0.50"]: failed to allocate IP 10.96.0.50: provided IP is already allocated')), true);
     assert.equal(isIPTaken(new KubeApiError('POST', '/x', 422, 'Invalid', 'spec.ports: Required value')), false);
+    // v1.30.14's answer for an explicit IP inside a draining ServiceCIDR: tried again, not taken
+    const notReady = new KubeApiError('POST', '/x', 422, 'Invalid', 'Service "kubernetes-kr-old" is invalid: spec.clusterIPs: Invalid value: []string{"100.64.0.1"}: failed to allocate IP 100.64.0.1: allocator not ready');
+    assert.equal(isAllocatorNotReady(notReady), true);
+    assert.equal(isIPTaken(notReady), false);
+    assert.equal(isAllocatorNotReady(new KubeApiError('POST', '/x', 409, 'Conflict', 'allocator not ready')), false);
   });
 });
 
