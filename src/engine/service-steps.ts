@@ -421,6 +421,10 @@ export class ServiceExecutor {
       }
       throw e;
     }
+    // once passed, later steps of this run drain ServiceCIDR/kubernetes: the API being served is all that still counts
+    const passed = sinceLastRollback(readJournal(ctx.journal.path))
+      .some((e) => e.step === 'enable-servicecidr-api' && e.event === 'step-skip');
+    if (passed) return true;
     const ready = (sc?.status?.conditions ?? []).find((c: any) => c.type === 'Ready');
     if (ready?.status !== 'True') {
       ctx.log(`ServiceCIDR kubernetes ${sc ? 'not Ready yet' : 'not created yet'}`);
@@ -488,7 +492,7 @@ export class ServiceExecutor {
     }
     await withRetry(() => createObject(ctx.client, this.SC, {
       apiVersion: `networking.k8s.io/${this.scVersion}`, kind: 'ServiceCIDR',
-      metadata: { name: spec.name, labels: { [MANAGED_LABEL]: 'true' } }, spec: { cidrs: spec.cidrs },
+      metadata: { name: spec.name, labels: { [MANAGED_LABEL]: 'true', ...(this.opts.token ? { [RUN_LABEL]: this.opts.token } : {}) } }, spec: { cidrs: spec.cidrs },
     }, { dryRun: ctx.dryRun === 'server' }));
   }
 
@@ -511,10 +515,22 @@ export class ServiceExecutor {
         }
       },
       rollback: async (ctx) => {
-        for (const s of specs) await withRetry(() => deleteObject(ctx.client, this.SC, s.name));
+        // only what this run made: a ServiceCIDR of the same name another run made (an earlier move's kept ServiceCIDR
+        // for the same LoadBalancer IPs) was "already done" here and still holds those IPs
+        const mine: ServiceCIDRSpec[] = [];
+        for (const s of specs) {
+          const sc = await withRetry(() => getObject(ctx.client, this.SC, s.name));
+          const run = sc?.metadata?.labels?.[RUN_LABEL];
+          if (sc && run && this.opts.token && run !== this.opts.token) {
+            ctx.log(`ServiceCIDR ${s.name} was made by run ${run}, not this one: left in place`);
+            continue;
+          }
+          mine.push(s);
+        }
+        for (const s of mine) await withRetry(() => deleteObject(ctx.client, this.SC, s.name));
         // the service-cidr finalizer lets each go once no IP depends on it alone (10 s grace)
         await poll('the ServiceCIDRs to be deleted', async () =>
-          ((await Promise.all(specs.map((s) => getObject(ctx.client, this.SC, s.name)))).every((x) => !x) ? true : undefined),
+          ((await Promise.all(mine.map((s) => getObject(ctx.client, this.SC, s.name)))).every((x) => !x) ? true : undefined),
         { timeoutMs: Math.max(this.opts.timeoutMs, 60_000), intervalMs: 500 });
       },
     };

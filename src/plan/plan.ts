@@ -414,14 +414,21 @@ interface ServiceStepInputs extends ServiceGateInputs, SpecialServices {
  * flag, the old range drained, default/kubernetes moved, the kubelets and pods on the new IPs, then clean-up.
  */
 function serviceSteps(inp: ServiceStepInputs): PlanStep[] {
+  // Before 1.33 (v1alpha1/v1beta1; measured on v1.30.14) an explicit IP is served by the allocator of the largest
+  // ServiceCIDR containing it, which refuses ("allocator not ready") while that ServiceCIDR is being deleted, even with a
+  // Ready one covering the IP: the bridge at the old default/kubernetes IP could not be made once the old range drains
+  // (the other bridges keep it Terminating). There, an in-place move of default/kubernetes, which does not wait for the
+  // apiserver to recreate it, runs before the drain.
+  const kubeFirst = inp.kubeMoves && inp.settings.strategy === 'in-place' && inp.api.version !== undefined && inp.api.version !== 'v1';
   const steps: PlanStep[] = [
     ...(inp.api.state === 'enable' ? [enableServiceCIDRApiGate(inp, inp.api)] : []),
     ...createServiceCIDRSteps(inp),
     ...serviceMoveSteps(inp),
     restartApiserversGate(inp),
+    ...(kubeFirst ? [moveKubernetesStep(inp)] : []),
     drainOldServiceCIDRsStep(inp),
     sweepStragglersStep(),
-    ...(inp.kubeMoves ? [moveKubernetesStep(inp)] : []),
+    ...(inp.kubeMoves && !kubeFirst ? [moveKubernetesStep(inp)] : []),
     ...(inp.dnsMoves ? [kubeletClusterDNSGate(inp)] : []),
     restartWorkloadsGate(inp, inp.dnsMoves),
   ];
