@@ -376,7 +376,7 @@ export class Testbed {
     this.advertiseAddress = ha[0] ?? args.advertiseAddress ?? hostAddress();
     this.apiserverAdvertiseAddresses = ha.length > 0 ? [...ha] : [this.advertiseAddress ?? '127.0.0.1'];
     const gate = args.options.serviceCIDRApi === 'on' ? serviceCIDRApiFlags(args.options.version) : undefined;
-    this.controllerManagerFlags = { clusterCIDR: args.options.podCIDR, allocateNodeCIDRs: true, featureGates: gate?.featureGates ?? '' };
+    this.controllerManagerFlags = { clusterCIDR: args.options.podCIDR, allocateNodeCIDRs: true, ...(gate ? { featureGates: gate.featureGates } : {}) };
     this.apiserverGateFlags = { featureGates: gate?.featureGates ?? '', runtimeConfig: gate?.runtimeConfig ?? '' };
     this.nodeTemplatePath = join(args.stateDir, NODE_TEMPLATE_FILE);
   }
@@ -882,8 +882,9 @@ export class Testbed {
     this.controllerManagerFlags = {
       clusterCIDR: opts.clusterCIDR ?? this.controllerManagerFlags.clusterCIDR,
       allocateNodeCIDRs: opts.allocateNodeCIDRs ?? this.controllerManagerFlags.allocateNodeCIDRs,
-      featureGates: opts.featureGates ?? this.controllerManagerFlags.featureGates ?? '',
     };
+    const gates = opts.featureGates ?? this.controllerManagerFlags.featureGates;
+    if (gates) this.controllerManagerFlags.featureGates = gates;
     const kcm = this.#spawnControllerManager();
     const deadline = Date.now() + this.options.timeoutMs;
     while (Date.now() < deadline) {
