@@ -20,6 +20,7 @@ import type { PreflightCheck } from './check.ts';
 import { distributionPlanner } from './distributions/registry.ts';
 import { proposeNonMasquerade } from './distributions/kops.ts';
 
+import { serviceFloorCheck } from './growth.ts';
 export type { CheckStatus, PreflightCheck } from './check.ts';
 export { distributionOf } from './distributions/registry.ts';
 export { proposeNonMasquerade } from './distributions/kops.ts';
@@ -294,6 +295,7 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
   const range = serviceRangeCheck(snap, target);
   if (range) checks.push(range);
   checks.push(sizeCheck(target, mapping, opts.headroom ?? 2));
+  checks.push(serviceFloorCheck(snap, target));
 
   // ServiceCIDR API.
   const api = serviceCIDRApiState(snap);
