@@ -13,6 +13,7 @@
  * largest (src/analyze/sizing.ts). Where each platform documents these fields: docs/platforms.md.
  */
 import type { KubeObject, NodeGroupLimit, NodeLimits, NodeLimitSource } from './types.ts';
+import type { ApiResource } from '../vocabulary.ts';
 import type { Builder } from './builder.ts';
 import { parseEmbeddedYaml } from '../distro/kubeadm.ts';
 
@@ -22,6 +23,20 @@ export const CAPI_MAX_SIZE_ANNOTATION = 'cluster.x-k8s.io/cluster-api-autoscaler
 export const AUTOSCALER_STATUS_CONFIGMAP = 'cluster-autoscaler-status';
 
 const CAPI_KINDS = new Set(['MachineDeployment', 'MachineSet', 'MachinePool']);
+
+/**
+ * What a live read lists for the node maximums, when the server serves it (newest version first; deploy/rbac.yaml
+ * grants get/list on each). cluster-autoscaler's pods and status ConfigMap are in kube-system, read anyway.
+ */
+export const NODE_LIMIT_RESOURCES: readonly ApiResource[] = [
+  ...['v1beta2', 'v1beta1'].flatMap((version) => [
+    { group: 'cluster.x-k8s.io', version, plural: 'machinedeployments', kind: 'MachineDeployment', namespaced: true },
+    { group: 'cluster.x-k8s.io', version, plural: 'machinesets', kind: 'MachineSet', namespaced: true },
+    { group: 'cluster.x-k8s.io', version, plural: 'machinepools', kind: 'MachinePool', namespaced: true },
+  ]),
+  { group: 'karpenter.sh', version: 'v1', plural: 'nodepools', kind: 'NodePool', namespaced: false },
+  { group: 'karpenter.sh', version: 'v1beta1', plural: 'nodepools', kind: 'NodePool', namespaced: false },
+];
 /** kOps InstanceGroup roles that register nodes (a Bastion does not). */
 const KOPS_NODE_ROLES = new Set(['Node', 'Master', 'ControlPlane', 'APIServer']);
 

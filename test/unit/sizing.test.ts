@@ -2,7 +2,7 @@
 // cluster-autoscaler flags and status ConfigMap, Cluster API annotations, Karpenter NodePools), the floor every
 // suggestion keeps to on every bundled example and platform fixture, --min-prefix, and the pre-flight warnings.
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { rangeSize, suggest, suggestFamilies } from '../../src/analyze/suggest.ts';
@@ -12,6 +12,8 @@ import { readInventoryFiles } from '../../src/cluster/files.ts';
 import type { KubeObject, Snapshot } from '../../src/cluster/types.ts';
 import { parseCidr } from '../../src/net/index.ts';
 import { buildMigrationPlan } from '../../src/plan/plan.ts';
+import { NODE_LIMIT_RESOURCES } from '../../src/cluster/node-limits.ts';
+import * as yaml from 'js-yaml';
 import { run } from './run-cli.ts';
 
 const root = (p: string) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
@@ -124,6 +126,15 @@ describe('the most nodes a cluster may reach, read where the cluster says it', (
     const s = snapshotOf([...nodes(2), caPod(['--nodes=1:10:asg-a']), statusCM('nodeGroups:\n- name: asg-a\n  health: {maxSize: 12}\n')], [ig('nodes-a', { role: 'Node', maxSize: 12 })]);
     assert.equal(s.nodeLimits!.sources.length, 3);
     assert.equal(nodeReach(s)!.count, 12);
+  });
+
+  it('deploy/rbac.yaml grants get and list on every resource the live read lists for them', () => {
+    const rules = (yaml.loadAll(readFileSync(root('deploy/rbac.yaml'), 'utf8')) as any[])
+      .filter((d) => d?.kind === 'ClusterRole' && d.metadata.name === 'kube-renumber-read').flatMap((d) => d.rules);
+    for (const r of NODE_LIMIT_RESOURCES) {
+      const ok = rules.some((x: any) => x.apiGroups.includes(r.group) && x.resources.includes(r.plural) && ['get', 'list'].every((v) => x.verbs.includes(v)));
+      assert.ok(ok, `${r.plural}.${r.group}`);
+    }
   });
 
   it('an InstanceGroup with a maxSize that is not a whole number is a bad file (exit 3, one error line)', async () => {
