@@ -122,6 +122,15 @@ describe('the most nodes a cluster may reach, read where the cluster says it', (
     assert.equal(cpuOnly.nodeLimits!.notes.length, 1);
   });
 
+  it('inspect shows them under CAPACITY and in -o json (capacity.nodeLimits)', async () => {
+    const t = await run(['inspect', '-f', root('examples/kops-tailscale')]);
+    assert.match(t.out, /^nodes may reach\s+451: kOps InstanceGroups maxSize \(control-plane-us-east-1a 1, nodes-us-east-1a 150, nodes-us-east-1b 150, nodes-us-east-1c 150\)$/m);
+    const j = JSON.parse((await run(['inspect', '-f', root('examples/kops-tailscale'), '-o', 'json'])).out);
+    assert.equal(j.capacity.nodeLimits.sources[0].max, 451);
+    const none = JSON.parse((await run(['inspect', '-f', root('examples/kubeadm-exhausted'), '-o', 'json'])).out);
+    assert.equal(none.capacity.nodeLimits, undefined);
+  });
+
   it('sources are not added to each other: the largest decides', () => {
     const s = snapshotOf([...nodes(2), caPod(['--nodes=1:10:asg-a']), statusCM('nodeGroups:\n- name: asg-a\n  health: {maxSize: 12}\n')], [ig('nodes-a', { role: 'Node', maxSize: 12 })]);
     assert.equal(s.nodeLimits!.sources.length, 3);
