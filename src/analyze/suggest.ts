@@ -175,8 +175,9 @@ export function rangeSize(snap: Snapshot, opts: SuggestOptions): RangeSize {
     sizedFor = prefix < needPrefix
       ? { what: 'nodes', count: 2 ** (nodeMask - prefix), from: floorText(opts.minPrefix), need: { count: demand.count, from: demand.from, prefix: needPrefix } }
       : { what: 'nodes', count: demand.count, from: demand.from };
-    need.count = demand.count;
+    // need keeps its meaning (the nodes counted x headroom); what the range was sized for is sizedFor's
     need.nodes = opts.nodes ?? Math.max(1, snap.nodes.length);
+    need.count = Math.ceil(need.nodes * headroom);
     need.nodeMask = nodeMask;
     need.addresses = ((1n << BigInt(width - prefix))).toString();
   } else {
