@@ -27,10 +27,10 @@ export const suggestCommand: Command = {
   },
   help: `Flags:
   --for pods|services      what the range is for (required)
-  --nodes N                pods: nodes to plan for (default: the most nodes the cluster may reach where it
-                           says so: kOps InstanceGroups maxSize, cluster-autoscaler --nodes or its status
+  --nodes N                pods: nodes to plan for, times --headroom (default: the most nodes the cluster may
+                           reach where it says so: kOps InstanceGroups maxSize, cluster-autoscaler --nodes or its status
                            ConfigMap, Cluster API max-size annotations, Karpenter NodePool limits.nodes;
-                           else the cluster's node count x headroom)
+                           else the cluster's node count times --headroom)
   --node-mask N            pods: each node's block prefix (default: the cluster's, else 24 / 64; dual-stack: with --family)
   --services N             services: Services to plan for (default: those with a ClusterIP today)
   --headroom X             multiply the count by X, 1 to 1000 (default 2: room to double)
