@@ -255,6 +255,22 @@ function kopsTailscale(): void {
     },
   });
 
+  // --- instancegroups.yaml: the kOps InstanceGroups (`kops get instancegroups -o yaml`; like the Cluster spec they
+  // live in the state store). Their maxSize is the most nodes the cluster may reach: 1 + 3 x 150 = 451.
+  const groups = [
+    { name: 'control-plane-us-east-1a', role: 'ControlPlane', type: 't3.medium', min: 1, max: 1, subnets: ['us-east-1a'] },
+    ...['a', 'b', 'c'].map((z) => ({ name: `nodes-us-east-1${z}`, role: 'Node', type: 'm6i.large', min: 1, max: 150, subnets: [`us-east-1${z}`] })),
+  ];
+  write(ex, 'instancegroups.yaml', groups.map((g) => ({
+    apiVersion: 'kops.k8s.io/v1alpha3',
+    kind: 'InstanceGroup',
+    metadata: { creationTimestamp: '2023-09-12T09:30:00Z', labels: { 'kops.k8s.io/cluster': cluster }, name: g.name },
+    spec: {
+      image: '099720109477/ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-20250610',
+      machineType: g.type, maxSize: g.max, minSize: g.min, role: g.role, subnets: g.subnets,
+    },
+  })));
+
   // --- nodes
   write(ex, 'nodes.yaml', list(nodes.map((n) => node({
     name: n.name, ip: n.ip, externalIP: n.ext, podCIDR: n.pod, kubelet: version, providerID: `aws:///${n.zone}/${n.name}`,

@@ -50,6 +50,11 @@ export interface Capacity {
   nodeIpam: NodeIpamCapacity[];
   nodes: { total: number; withPodCIDR: number; withoutPodCIDR: number; waiting: string[] };
   /**
+   * The most nodes the cluster may reach, where it says so (kOps InstanceGroups, cluster-autoscaler, Cluster API,
+   * Karpenter: src/cluster/node-limits.ts), each source with its groups; absent when nothing says it.
+   */
+  nodeLimits?: NonNullable<Snapshot['nodeLimits']>;
+  /**
    * outsideKnownRanges: pod IPs in no known pod range, pool or node podCIDR; podRangeKnown: false when the
    * cluster shows none of those (the count then means nothing: the pod range is unknown).
    */
@@ -206,6 +211,7 @@ export function computeCapacity(snap: Snapshot): Capacity {
       total: snap.nodes.length, withPodCIDR: withPod.length, withoutPodCIDR: without.length,
       waiting: without.slice(0, MAX_LISTED).map((n) => n.name),
     },
+    ...(snap.nodeLimits ? { nodeLimits: snap.nodeLimits } : {}),
     pods: { total: snap.pods.length, hostNetwork, outsideKnownRanges: outside, podRangeKnown },
     services: svcCounts,
     serviceRanges,

@@ -6,6 +6,7 @@ import {
 import { addressPlan, nodePodCoverage } from './addressing.ts';
 import { CATALOG, type AvoidRange } from './catalog.ts';
 import { holderText, liveIn, liveIndex } from './live.ts';
+import { floorPrefix, floorText, podDemand, podNodeMask, type SizedFor } from './sizing.ts';
 
 /**
  * Where `suggest` looks, in this order (documented in the README): the private ranges of RFC 1918 from the
@@ -19,8 +20,6 @@ export const SEARCH_SPACES: Record<Family, readonly string[]> = {
 
 /** Service ranges the apiserver accepts: IPv4 /12 or smaller, IPv6 /108 or smaller. */
 const SERVICE_MAX_SIZE: Record<Family, number> = { 4: 12, 6: 108 };
-/** We never suggest a service range smaller than this (the allocator reserves a static band at the start). */
-const SERVICE_MIN_SIZE: Record<Family, number> = { 4: 24, 6: 112 };
 
 export interface SuggestOptions {
   for: 'pods' | 'services';
@@ -36,6 +35,8 @@ export interface SuggestOptions {
   avoid?: readonly AvoidRange[];
   /** How many further candidates to return beside the best one. */
   alternatives?: number;
+  /** The floor: the longest prefix suggested (default: src/analyze/sizing.ts). The family's width turns it off. */
+  minPrefix?: number;
 }
 
 export interface Rejection {
@@ -57,6 +58,8 @@ export interface Suggestion {
   alternatives: string[];
   rejected: Rejection[];
   avoided: number;
+  /** What the range was sized for: nodes or Services, how many, where the count comes from (the floor when it decided). */
+  sizedFor: SizedFor;
 }
 
 interface Obstacle {
@@ -124,33 +127,57 @@ export function suggestFamilies(snap: Snapshot, opts: SuggestOptions): Suggestio
   if (opts.for === 'pods' && opts.nodeMask !== undefined) {
     throw new NetError(`--node-mask ${opts.nodeMask} on a dual-stack cluster needs --family 4 or 6: each family has its own node mask`);
   }
+  if (opts.minPrefix !== undefined) {
+    throw new NetError(`--min-prefix ${opts.minPrefix} on a dual-stack cluster needs --family 4 or 6: each family has its own prefix lengths`);
+  }
   return fams.map((family) => suggest(snap, { ...opts, family }));
 }
 
+/** The size of the range `suggest` looks for: its prefix (the floor applied), the need, what it was sized for. */
+export interface RangeSize {
+  family: Family;
+  prefix: number;
+  /** The prefix the need alone gives (no floor): what a current range must hold to stay (plan --fleet). */
+  needPrefix: number;
+  need: Suggestion['need'];
+  sizedFor: SizedFor;
+}
+
 /**
- * The smallest aligned range that fits the need and overlaps nothing known, searched in SEARCH_SPACES order;
- * with the runs of candidates rejected on the way and why. Pure.
+ * How large a range for `opts.for` must be (pure): pods from the most nodes the cluster may reach (where it says so)
+ * or today's nodes x headroom, Services from today's ClusterIPs x headroom; never below the floor
+ * (src/analyze/sizing.ts, `--min-prefix`). Throws NetError for values out of range.
  */
-export function suggest(snap: Snapshot, opts: SuggestOptions): Suggestion {
+export function rangeSize(snap: Snapshot, opts: SuggestOptions): RangeSize {
   const family = opts.family ?? defaultFamily(snap);
   const width = bits(family);
   const headroom = opts.headroom ?? 2;
   if (!(headroom >= 1)) throw new NetError(`--headroom ${headroom} must be a number >= 1 (2 means room to double)`);
+  if (opts.minPrefix !== undefined && (!Number.isInteger(opts.minPrefix) || opts.minPrefix < 1 || opts.minPrefix > width)) {
+    throw new NetError(`--min-prefix ${opts.minPrefix} is out of range for IPv${family} (1–${width})`);
+  }
   let prefix: number;
+  let needPrefix: number;
+  let sizedFor: SizedFor;
   const need: Suggestion['need'] = { count: 0, headroom, addresses: '0' };
   if (opts.for === 'pods') {
-    const nodes = opts.nodes ?? Math.max(1, snap.nodes.length);
-    const inferredMask = snap.nodes.flatMap((n) => n.podCIDRs).map((s) => tryParseCidr(s)).find((c) => c?.family === family)?.prefix;
-    const nodeMask = opts.nodeMask ?? inferredMask ?? (family === 4 ? 24 : 64);
+    const nodeMask = opts.nodeMask ?? podNodeMask(snap, family);
     if (!Number.isInteger(nodeMask) || nodeMask < 1 || nodeMask > width) {
       throw new NetError(`--node-mask ${nodeMask} is out of range for IPv${family} (1–${width})`);
     }
-    if (!Number.isInteger(nodes) || nodes < 1) throw new NetError(`--nodes ${nodes} must be a whole number >= 1`);
-    const wanted = Math.ceil(nodes * headroom);
-    prefix = nodeMask - log2Ceil(wanted);
-    if (prefix < 1) throw new NetError(`${wanted} nodes with /${nodeMask} blocks need more than half of the IPv${family} space`);
-    need.count = wanted;
-    need.nodes = nodes;
+    if (opts.nodes !== undefined && (!Number.isInteger(opts.nodes) || opts.nodes < 1)) throw new NetError(`--nodes ${opts.nodes} must be a whole number >= 1`);
+    const demand = podDemand(snap, headroom, opts.nodes);
+    needPrefix = nodeMask - log2Ceil(Math.max(demand.count, 1));
+    if (needPrefix < 1) throw new NetError(`${demand.count} nodes with /${nodeMask} blocks need more than half of the IPv${family} space`);
+    const floor = floorPrefix('pods', family, nodeMask, opts.minPrefix);
+    prefix = Math.min(needPrefix, floor);
+    if (prefix < 1) throw new NetError(`the floor /${floor} for /${nodeMask} node blocks is out of range for IPv${family}`);
+    sizedFor = prefix < needPrefix
+      ? { what: 'nodes', count: 2 ** (nodeMask - prefix), from: floorText(opts.minPrefix), need: { count: demand.count, from: demand.from, prefix: needPrefix } }
+      : { what: 'nodes', count: demand.count, from: demand.from };
+    // need keeps its meaning (the nodes counted x headroom); what the range was sized for is sizedFor's
+    need.nodes = opts.nodes ?? Math.max(1, snap.nodes.length);
+    need.count = Math.ceil(need.nodes * headroom);
     need.nodeMask = nodeMask;
     need.addresses = ((1n << BigInt(width - prefix))).toString();
   } else {
@@ -158,15 +185,38 @@ export function suggest(snap: Snapshot, opts: SuggestOptions): Suggestion {
     if (!Number.isInteger(services) || services < 0) throw new NetError(`--services ${services} must be a whole number >= 0`);
     const wanted = Math.ceil(Math.max(services, 1) * headroom);
     // +2: the network and broadcast addresses are never handed out.
-    prefix = Math.min(smallestPrefixFor(BigInt(wanted + 2), family), SERVICE_MIN_SIZE[family]);
+    needPrefix = smallestPrefixFor(BigInt(wanted + 2), family);
+    const floor = floorPrefix('services', family, 0, opts.minPrefix);
+    prefix = Math.min(needPrefix, floor);
     if (prefix < SERVICE_MAX_SIZE[family]) {
-      throw new NetError(`${wanted} Service IPs need a /${prefix}, larger than the largest service range the apiserver accepts (/${SERVICE_MAX_SIZE[family]})`);
+      throw new NetError(prefix < needPrefix
+        ? `the floor /${floor} is larger than the largest service range the apiserver accepts (/${SERVICE_MAX_SIZE[family]})`
+        : `${wanted} Service IPs need a /${prefix}, larger than the largest service range the apiserver accepts (/${SERVICE_MAX_SIZE[family]})`);
     }
+    const from = `${opts.services !== undefined ? `--services ${services}` : `${services} Service${services === 1 ? '' : 's'} with a ClusterIP`} x headroom ${headroom}`;
+    sizedFor = prefix < needPrefix
+      ? { what: 'services', count: Number(assignable(width - prefix)), from: floorText(opts.minPrefix), need: { count: wanted, from, prefix: needPrefix } }
+      : { what: 'services', count: wanted, from };
     need.count = wanted;
     need.services = services;
     need.addresses = (1n << BigInt(width - prefix)).toString();
   }
+  return { family, prefix, needPrefix, need, sizedFor };
+}
 
+/** Addresses of a range with `hostBits` host bits, less the network and broadcast addresses. */
+function assignable(hostBits: number): bigint {
+  const n = 1n << BigInt(hostBits);
+  return n > 2n ? n - 2n : n;
+}
+
+/**
+ * The smallest aligned range that fits the need (never below the floor) and overlaps nothing known, searched in
+ * SEARCH_SPACES order; with the runs of candidates rejected on the way and why. Pure.
+ */
+export function suggest(snap: Snapshot, opts: SuggestOptions): Suggestion {
+  const { family, prefix, need, sizedFor } = rangeSize(snap, opts);
+  const width = bits(family);
   const obs = obstacles(snap, opts.avoid ?? []).filter((o) => o.cidr.family === family);
   const live = liveIndex(snap);
   const spaces = SEARCH_SPACES[family].map((s) => parseCidr(s));
@@ -225,5 +275,6 @@ export function suggest(snap: Snapshot, opts: SuggestOptions): Suggestion {
     alternatives: found.slice(1).map(formatCidr),
     rejected,
     avoided: obs.length,
+    sizedFor,
   };
 }

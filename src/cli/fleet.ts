@@ -11,7 +11,7 @@ import type { PodPathId } from '../ipam/types.ts';
 import { addressPlan } from '../analyze/addressing.ts';
 import { CATALOG, type AvoidRange } from '../analyze/catalog.ts';
 import { inspect } from '../analyze/inspect.ts';
-import { suggest } from '../analyze/suggest.ts';
+import { rangeSize } from '../analyze/suggest.ts';
 import { readJournal, type JournalEntry } from '../engine/journal.ts';
 import { decodeText, readRegularFile } from '../engine/files.ts';
 import { NetError } from '../net/index.ts';
@@ -54,7 +54,10 @@ export interface FleetCluster {
   apiserverCertSANs?: string[];
 }
 
-export interface FleetFile { clusters: FleetCluster[]; avoid: AvoidRange[]; headroom: number; canary?: string }
+/** The fleet file's floors: the longest prefix a new Service / pod range may have (default: src/analyze/sizing.ts). */
+export interface FleetMinPrefix { service?: number; pod?: number }
+
+export interface FleetFile { clusters: FleetCluster[]; avoid: AvoidRange[]; headroom: number; canary?: string; minPrefix?: FleetMinPrefix }
 
 export interface FleetIndexEntry extends FleetCluster {
   /** The plan file in the directory, absent when the cluster keeps both its ranges. */
@@ -108,7 +111,7 @@ export function readFleetFile(path: string): FleetFile {
   if (doc.apiVersion !== FLEET_API_VERSION || doc.kind !== FLEET_KIND) {
     fail(path, 'apiVersion/kind', `expected ${FLEET_API_VERSION} ${FLEET_KIND}, got ${JSON.stringify(doc.apiVersion)} ${JSON.stringify(doc.kind)}`);
   }
-  for (const k of Object.keys(doc)) if (!['apiVersion', 'kind', 'clusters', 'avoid', 'headroom', 'canary'].includes(k)) fail(path, k, 'unknown field (apiVersion, kind, clusters, avoid, headroom, canary)');
+  for (const k of Object.keys(doc)) if (!['apiVersion', 'kind', 'clusters', 'avoid', 'headroom', 'canary', 'minPrefix'].includes(k)) fail(path, k, 'unknown field (apiVersion, kind, clusters, avoid, headroom, canary, minPrefix)');
   const base = dirname(resolve(path));
   const rel = (p: string) => (isAbsolute(p) ? p : join(base, p));
   if (!Array.isArray(doc.clusters) || doc.clusters.length === 0) fail(path, 'clusters', 'must list at least one cluster');
@@ -159,7 +162,18 @@ export function readFleetFile(path: string): FleetFile {
   if (typeof headroom !== 'number' || !(headroom >= 1 && headroom <= 1000)) fail(path, 'headroom', `must be a number from 1 to 1000, not ${JSON.stringify(doc.headroom)}`);
   const canary = doc.canary === undefined ? undefined : strField(path, doc, 'canary', '');
   if (canary !== undefined && !names.has(canary)) fail(path, 'canary', `${canary} is not one of the clusters`);
-  return { clusters, avoid, headroom, ...(canary ? { canary } : {}) };
+  let minPrefix: FleetMinPrefix | undefined;
+  if (doc.minPrefix !== undefined) {
+    const m = doc.minPrefix;
+    if (!m || typeof m !== 'object' || Array.isArray(m)) fail(path, 'minPrefix', 'must be a mapping (service, pod: the longest prefix a new range may have)');
+    minPrefix = {};
+    for (const [k, v] of Object.entries(m as Record<string, unknown>)) {
+      if (k !== 'service' && k !== 'pod') fail(path, `minPrefix.${k}`, 'unknown field (service, pod)');
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 32) fail(path, `minPrefix.${k}`, `must be an IPv4 prefix length from 1 to 32, not ${JSON.stringify(v)}`);
+      minPrefix[k] = v;
+    }
+  }
+  return { clusters, avoid, headroom, ...(canary ? { canary } : {}), ...(minPrefix ? { minPrefix } : {}) };
 }
 
 /** The flags one cluster of the fleet is read and run with: the command's, with the cluster's source instead. */
@@ -176,8 +190,11 @@ export function clusterValues(values: Values, c: FleetCluster): Values {
   return v;
 }
 
-/** Today's ranges and needs of one cluster (IPv4 single-stack only), for the assignment. */
-export function fleetNeeds(name: string, snap: Snapshot, headroom: number): FleetClusterNeeds {
+/**
+ * Today's ranges and needs of one cluster (IPv4 single-stack only), for the assignment: the need as `suggest`
+ * sizes it (pods from the most nodes the cluster may reach), and the floor a new range must also meet.
+ */
+export function fleetNeeds(name: string, snap: Snapshot, headroom: number, minPrefix: FleetMinPrefix = {}): FleetClusterNeeds {
   const groups = addressPlan(snap);
   const v6 = groups.find((g) => ['service', 'pod', 'pool'].includes(g.role) && g.parsed.family === 6);
   if (v6) throw new UsageError(`cluster ${name}: its ${v6.role} range ${v6.cidr} is IPv6: fleet plans handle IPv4 single-stack clusters (plan this one with plan --service-cidr/--pod-cidr)`);
@@ -188,8 +205,8 @@ export function fleetNeeds(name: string, snap: Snapshot, headroom: number): Flee
   try {
     return {
       name,
-      service: { ...(service ? { current: service.cidr } : {}), prefix: suggest(snap, { for: 'services', family: 4, headroom, alternatives: 0 }).prefix },
-      pod: { ...(pod ? { current: pod.cidr } : {}), prefix: suggest(snap, { for: 'pods', family: 4, headroom, alternatives: 0 }).prefix },
+      service: { ...(service ? { current: service.cidr } : {}), ...sized(rangeSize(snap, { for: 'services', family: 4, headroom, ...(minPrefix.service !== undefined ? { minPrefix: minPrefix.service } : {}) })) },
+      pod: { ...(pod ? { current: pod.cidr } : {}), ...sized(rangeSize(snap, { for: 'pods', family: 4, headroom, ...(minPrefix.pod !== undefined ? { minPrefix: minPrefix.pod } : {}) })) },
       local,
     };
   } catch (e) {
@@ -197,6 +214,8 @@ export function fleetNeeds(name: string, snap: Snapshot, headroom: number): Flee
     throw e;
   }
 }
+
+const sized = (r: { prefix: number; needPrefix: number }) => ({ prefix: r.needPrefix, floor: r.prefix });
 
 /** Every cluster's current and assigned ranges, as ranges the plan of `name` must keep clear of. */
 function othersAvoid(name: string, result: FleetAssignment[]): AvoidRange[] {
@@ -263,7 +282,7 @@ export async function planFleet(values: Values, io: Io, deps: FleetPlanDeps = {}
     if (values.verbose === true) io.err(`reading cluster ${c.name}\n`);
     const snap = await loadSnapshot(clusterValues(values, c), io);
     snaps.set(c.name, snap);
-    needs.push(fleetNeeds(c.name, snap, file.headroom));
+    needs.push(fleetNeeds(c.name, snap, file.headroom, file.minPrefix));
   }
   const shared = sharedRanges(file, extraAvoid);
   let result;

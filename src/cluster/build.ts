@@ -27,6 +27,7 @@ import { detectIpamOwner, ipamObjectFacts } from '../ipam/registry.ts';
 import type { IpamSnapshotFacts } from '../ipam/types.ts';
 import { DNS_SERVICE_CANDIDATES, findDnsService, type DnsServiceCandidate } from './dns-service.ts';
 import { inferServiceRanges } from './service-range.ts';
+import { AUTOSCALER_STATUS_CONFIGMAP, readNodeLimits } from './node-limits.ts';
 
 export { DNS_SERVICE_CANDIDATES, type DnsServiceCandidate } from './dns-service.ts';
 
@@ -50,6 +51,7 @@ interface Findings {
   platform: PlatformFacts;
   /** The IPAM owners' snapshot fields (src/ipam/, IpamOwner.facts). */
   ipam: IpamSnapshotFacts;
+  nodeLimits: Snapshot['nodeLimits'];
 }
 
 /** The CNI's own ConfigMaps the CNI detection read, by name, for the IPAM owners' facts(). */
@@ -101,7 +103,8 @@ export function buildSnapshot(raw: RawInventory, opts: BuildOptions = {}): Snaps
     pools: c.pools.size, nodesWithPodCIDR: c.nodes.filter((n) => n.podCIDRs.length > 0).length, ...(cni.ipamMode !== undefined ? { ipamMode: cni.ipamMode } : {}),
   });
   if (owner) cni.owner = owner;
-  return assembleSnapshot(inv, b, c, { distribution, cni, clusterDNS, dnsService, serviceRangeInference, kubeProxy, kops, kubeadm, platform: platform.facts, ipam: ipam.snapshot });
+  const nodeLimits = readNodeLimits(inv.objects, c.configs, c.configMaps.get(`kube-system/${AUTOSCALER_STATUS_CONFIGMAP}`), b);
+  return assembleSnapshot(inv, b, c, { distribution, cni, clusterDNS, dnsService, serviceRangeInference, kubeProxy, kops, kubeadm, platform: platform.facts, ipam: ipam.snapshot, nodeLimits });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -146,6 +149,7 @@ function assembleSnapshot(inv: RawInventory, b: Builder, c: Collected, f: Findin
   if (f.kubeProxy) snapshot.kubeProxy = f.kubeProxy;
   if (f.kops) snapshot.kops = f.kops;
   if (f.kubeadm) snapshot.kubeadm = f.kubeadm;
+  if (f.nodeLimits) snapshot.nodeLimits = f.nodeLimits;
   snapshot.warnings = b.finishWarnings(inv.gaps);
   return snapshot;
 }

@@ -5,9 +5,9 @@
  * recursive), or "-" for stdin. A file may hold one object, a List (kind: List or a typed list such as
  * ServiceList, whose items may lack kind/apiVersion), several YAML documents, or a JSON array.
  *
- * Routing: kOps Cluster specs, kubeadm ClusterConfiguration, KubeletConfiguration and
+ * Routing: kOps Cluster specs and InstanceGroups, kubeadm ClusterConfiguration, KubeletConfiguration and
  * KubeProxyConfiguration documents go to `configs`; other kubeadm/kOps documents (InitConfiguration,
- * JoinConfiguration, InstanceGroup, ...) are ignored; everything else goes to `objects`.
+ * JoinConfiguration, ...) are ignored; everything else goes to `objects`.
  *
  * Size: up to `streamAbove` bytes (default 64 MiB) a file is read whole and becomes one string parsed at once.
  * Above, a JSON file (a List, any object, an array) is read a window at a time, the next one read ahead on
@@ -152,7 +152,8 @@ async function readStdin(): Promise<Buffer> {
 function route(o: KubeObject): 'object' | 'config' | 'ignore' {
   const av = o.apiVersion ?? '';
   const group = av.includes('/') ? av.slice(0, av.indexOf('/')) : '';
-  if (group === 'kops.k8s.io' || group === 'kops') return o.kind === 'Cluster' ? 'config' : 'ignore';
+  // InstanceGroups: their maxSize is the most nodes the cluster may reach (node-limits.ts)
+  if (group === 'kops.k8s.io' || group === 'kops') return o.kind === 'Cluster' || o.kind === 'InstanceGroup' ? 'config' : 'ignore';
   if (group === 'kubeadm.k8s.io') return o.kind === 'ClusterConfiguration' ? 'config' : 'ignore';
   if (group === 'kubelet.config.k8s.io' && o.kind === 'KubeletConfiguration') return 'config';
   if (group === 'kubeproxy.config.k8s.io' && o.kind === 'KubeProxyConfiguration') return 'config';

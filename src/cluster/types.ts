@@ -200,6 +200,28 @@ export interface ServiceRangeInference {
   evidence: string;
 }
 
+/** One node group's maximum, with where it was read (src/cluster/node-limits.ts). */
+export interface NodeGroupLimit {
+  name: string;
+  max: number;
+  /** e.g. "kOps InstanceGroup nodes-a spec.maxSize". */
+  source: string;
+}
+
+/** One kind of source of the most nodes the cluster may reach: its groups and their sum. */
+export interface NodeLimitSource {
+  /** e.g. "kOps InstanceGroups maxSize", "cluster-autoscaler --nodes". */
+  what: string;
+  max: number;
+  groups: NodeGroupLimit[];
+}
+
+/** What the cluster says about the most nodes it may reach: one entry per kind of source; `notes`: what gave no count. */
+export interface NodeLimits {
+  sources: NodeLimitSource[];
+  notes: string[];
+}
+
 /** The snapshot: a pure function of a RawInventory. The IPAM owners' own fields (IpamSnapshotFacts: `cilium`) come from their facts(). */
 export interface Snapshot extends IpamSnapshotFacts {
   source: RawInventory['source'];
@@ -260,6 +282,12 @@ export interface Snapshot extends IpamSnapshotFacts {
    * kube-system ConfigMaps), for the references scan. Absent in snapshots made without them.
    */
   referenceSources?: ReferenceSource[];
+
+  /**
+   * The most nodes the cluster may reach, where it says so (kOps InstanceGroups, cluster-autoscaler, Cluster API,
+   * Karpenter): absent when nothing in the input says it.
+   */
+  nodeLimits?: NodeLimits;
 
   /** Problems interpreting the input (unparseable CIDR in an object, etc.) and gaps in what could be read. */
   warnings: string[];

@@ -657,6 +657,14 @@ function checkConfig(c: Check): void {
     if (api) checkExtraArgs(c, 'apiServer.extraArgs', api.extraArgs, ['service-cluster-ip-range']);
     const kcm = c.map('controllerManager');
     if (kcm) checkExtraArgs(c, 'controllerManager.extraArgs', kcm.extraArgs, ['cluster-cidr', 'service-cluster-ip-range']);
+  } else if (o.kind === 'InstanceGroup') {
+    // kOps InstanceGroup: its sizes are the most nodes the cluster may reach (node-limits.ts)
+    const spec = c.map('spec');
+    if (spec) {
+      c.int('spec.maxSize', 0, 1_000_000, spec.maxSize);
+      c.int('spec.minSize', 0, 1_000_000, spec.minSize);
+      c.str('spec.role', spec.role);
+    }
   } else if (o.kind === 'KubeletConfiguration') {
     const dns = c.strList('clusterDNS');
     for (let i = 0; dns && i < dns.length; i++) c.ip(`clusterDNS[${i}]`, dns[i]);

@@ -7,6 +7,7 @@ import type { KubeObject, RawInventory } from '../cluster/types.ts';
 import { KubeApiError, type KubeClient } from './client.ts';
 import { platformResources } from '../platform/registry.ts';
 import { ipamResources } from '../ipam/registry.ts';
+import { NODE_LIMIT_RESOURCES } from '../cluster/node-limits.ts';
 import type { ApiResource } from '../vocabulary.ts';
 
 /** ServiceCIDR API versions, newest first. */
@@ -144,6 +145,8 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
   }
   // What the platforms' detection reads (src/platform/), when served: OpenShift's Network config, EKS ENIConfigs, ...
   sources.push(...await declaredSources(client, groups, servedGV, platformResources(), slimReferenceObject));
+  // The most nodes the cluster may reach (src/cluster/node-limits.ts): Cluster API's machine groups, Karpenter's NodePools.
+  sources.push(...await declaredSources(client, groups, servedGV, NODE_LIMIT_RESOURCES, slimReferenceObject));
 
   const gaps: string[] = [];
   // The cluster's identity: the uid of namespace kube-system (created once with the cluster, never recreated),

@@ -4,13 +4,15 @@
  * other range). Current ranges stay wherever they can: the most ranges kept, then the most addresses kept.
  *
  * Rules, in order:
- *  1. A current range can be kept when it is large enough for the cluster's need (with headroom), lies in no
- *     shared range and in none of the cluster's own obstacles.
+ *  1. A current range can be kept when it is large enough for the cluster's need (with headroom, and the most
+ *     nodes the cluster may reach), lies in no shared range and in none of the cluster's own obstacles. The floor
+ *     is not asked of a range that stays: moving one only to make it larger than it needs is the most expensive
+ *     change a cluster's addressing can get.
  *  2. Of those, ranges that overlap are in conflict. CIDR blocks either nest or are disjoint, so the ranges form
  *     a forest by containment; the kept set is a maximum independent set in it: at each block, keep it or the
  *     best set of the blocks inside it, whichever keeps more ranges, then more addresses. Equal blocks held by
  *     several clusters: the first in the fleet file keeps it.
- *  3. Every other range gets a new block: the smallest aligned block that holds the need, first free in the
+ *  3. Every other range gets a new block: the smallest aligned block that holds the need and the floor, first free in the
  *     search spaces (RFC 1918, largest first), clear of every shared range, every current range of every
  *     cluster (they stay in use until their migration ends) and every range given so far. Larger needs are
  *     placed first, to keep the space unfragmented.
@@ -29,6 +31,11 @@ export interface FleetRangeNeed {
   current?: string;
   /** The longest prefix whose block holds the need with headroom (a /20 needs a block of at least 4096). */
   prefix: number;
+  /**
+   * The floor: the longest prefix a new range may have (src/analyze/sizing.ts); a new range gets the larger of
+   * this and `prefix`. A current range is kept by `prefix` alone.
+   */
+  floor?: number;
 }
 
 export interface FleetClusterNeeds {
@@ -65,6 +72,8 @@ interface Slot {
   cluster: number;
   kind: FleetRangeKind;
   need: number;
+  /** The prefix of a new block: the need or the floor, whichever is larger. */
+  size: number;
   current?: Cidr;
   block?: Block;
   keepable: boolean;
@@ -208,7 +217,10 @@ export function assignFleetRanges(clusters: readonly FleetClusterNeeds[], shared
       if (!Number.isInteger(need.prefix) || need.prefix < 1 || need.prefix > 32) {
         throw new FleetConflictError(`cluster ${c.name}: ${kind} need /${need.prefix} is not an IPv4 prefix`);
       }
-      const slot: Slot = { cluster: i, kind, need: need.prefix, keepable: false };
+      if (need.floor !== undefined && (!Number.isInteger(need.floor) || need.floor < 1 || need.floor > 32)) {
+        throw new FleetConflictError(`cluster ${c.name}: ${kind} floor /${need.floor} is not an IPv4 prefix`);
+      }
+      const slot: Slot = { cluster: i, kind, need: need.prefix, size: Math.min(need.prefix, need.floor ?? need.prefix), keepable: false };
       if (need.current !== undefined) {
         slot.current = parse4(need.current, `cluster ${c.name}: ${kind} range`);
         slot.block = blockOf(slot.current);
@@ -234,9 +246,9 @@ export function assignFleetRanges(clusters: readonly FleetClusterNeeds[], shared
   const occupied = new Occupied([...sharedBlocks.map((s) => s.block), ...slots.filter((s) => s.block).map((s) => s.block!)]);
   const spaces = (opts.spaces ?? FLEET_SEARCH_SPACES).map((s) => blockOf(parse4(s, 'search space')));
   const to = new Map<Slot, Block>();
-  const moving = slots.filter((s) => !kept.has(s)).sort((a, b) => a.need - b.need || a.cluster - b.cluster);
+  const moving = slots.filter((s) => !kept.has(s)).sort((a, b) => a.size - b.size || a.cluster - b.cluster);
   for (const s of moving) {
-    const size = SIZE(s.need);
+    const size = SIZE(s.size);
     let found: Block | undefined;
     for (const sp of spaces) {
       found = occupied.firstFree(sp, size, locals[s.cluster]!);
@@ -244,9 +256,9 @@ export function assignFleetRanges(clusters: readonly FleetClusterNeeds[], shared
     }
     if (!found) {
       const placed = [...to.entries()].slice(-4).map(([o, b]) => `${clusters[o.cluster]!.name} ${o.kind} ${show(b)}`);
-      throw new FleetConflictError(`cluster ${clusters[s.cluster]!.name}: no free /${s.need} for its ${s.kind} range in ${(opts.spaces ?? FLEET_SEARCH_SPACES).join(', ')}`
+      throw new FleetConflictError(`cluster ${clusters[s.cluster]!.name}: no free /${s.size} for its ${s.kind} range in ${(opts.spaces ?? FLEET_SEARCH_SPACES).join(', ')}`
         + ` clear of ${sharedBlocks.length} shared range(s) and the other clusters' ranges${placed.length ? ` (last given: ${placed.join(', ')})` : ''}`
-        + '; lower the headroom, free some space, or give a larger search space');
+        + '; lower the headroom or the floor (minPrefix), free some space, or give a larger search space');
     }
     occupied.add(found);
     to.set(s, found);

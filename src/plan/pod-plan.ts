@@ -25,6 +25,7 @@ import { podOwnerRefusal, podPathOf } from './platform-gate.ts';
 import { famOf, KCM_DEFAULT_MASK, kcmMaskFlag, pass } from './pod-paths/common.ts';
 import { orList, POD_PATH_NAMES, podPath } from './pod-paths/registry.ts';
 import type { PodPath, PodPlanOptions } from './pod-paths/types.ts';
+import { podGrowthCheck } from './growth.ts';
 
 export type { NodeMaskSizes, PodCIDRSpec, PodIpam, PodPatchGate } from './pod-spec.ts';
 export type { PodPlanOptions } from './pod-paths/types.ts';
@@ -149,6 +150,7 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
   const sized = old.size(headroom);
   Object.assign(spec, sized.section);
   checks.push(...sized.checks);
+  checks.push(podGrowthCheck(snap, target, opts.nodeMaskSize));
   checks.push(...podEnvironmentChecks(snap, target, old.from, newText, path, dns));
   checks.push(...distroPodChecks(snap, spec));
 

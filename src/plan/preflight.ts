@@ -21,6 +21,7 @@ import { compatibilityCheck } from './compatibility.ts';
 import { distributionPlanner } from './distributions/registry.ts';
 import { proposeNonMasquerade } from './distributions/kops.ts';
 
+import { serviceFloorCheck } from './growth.ts';
 export type { CheckStatus, PreflightCheck } from './check.ts';
 export { distributionOf } from './distributions/registry.ts';
 export { proposeNonMasquerade } from './distributions/kops.ts';
@@ -295,6 +296,7 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
   const range = serviceRangeCheck(snap, target);
   if (range) checks.push(range);
   checks.push(sizeCheck(target, mapping, opts.headroom ?? 2));
+  checks.push(serviceFloorCheck(snap, target));
 
   // ServiceCIDR API.
   const api = serviceCIDRApiState(snap);

@@ -63,15 +63,17 @@ test('kubeadm file: ClusterConfiguration, KubeletConfiguration, KubeProxyConfigu
   assert.equal(r.serverVersion, 'v1.34.1');
 });
 
-test('kOps Cluster specs go to configs (kops.k8s.io and kops/ groups); InstanceGroups ignored', () => {
+test('kOps Cluster specs and InstanceGroups go to configs (kops.k8s.io and kops/ groups); other kOps kinds ignored', () => {
   const text = [
     'apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata: {name: a}\nspec: {kubernetesVersion: 1.29.3}',
     'apiVersion: kops/v1alpha2\nkind: Cluster\nmetadata: {name: b}\nspec: {}',
     'apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata: {name: nodes}\nspec: {role: Node}',
+    'apiVersion: kops.k8s.io/v1alpha2\nkind: Keyset\nmetadata: {name: ca}\nspec: {}',
   ].join('\n---\n');
   const r = parseInventoryText(text, 'kops.yaml');
   assert.deepEqual(r.objects, []);
-  assert.deepEqual(r.configs.map((c) => c.metadata?.name), ['a', 'b']);
+  // InstanceGroups: their maxSize is the most nodes the cluster may reach (src/cluster/node-limits.ts)
+  assert.deepEqual(r.configs.map((c) => c.metadata?.name), ['a', 'b', 'nodes']);
 });
 
 test('offline serverVersion: apiserver image tag, else kubeadm, else kOps, else lowest kubelet', () => {

@@ -47,6 +47,13 @@ describe('plan --fleet', () => {
     assert.equal(byName.get('kubeadm')!.service.moved, false);
     assert.equal(byName.get('kubeadm')!.service.to, '10.233.0.0/18');
     assert.match(byName.get('kubeadm')!.pod.why!, /too small/);
+    // new ranges are never below the floor (Services /20, pods 256 nodes of /24: a /16); kops's pod range holds
+    // its InstanceGroups' 451 nodes (a /15)
+    for (const c of index.clusters) {
+      if (c.service.moved) assert.ok(parseCidr(c.service.to).prefix <= 20, `${c.name} service ${c.service.to}`);
+      if (c.pod.moved) assert.ok(parseCidr(c.pod.to).prefix <= 16, `${c.name} pod ${c.pod.to}`);
+    }
+    assert.equal(parseCidr(byName.get('kops')!.pod.to).prefix, 15);
     const ranges = index.clusters.flatMap((c) => [c.service.to, c.pod.to]);
     for (const [i, a] of ranges.entries()) {
       for (const b of ranges.slice(i + 1)) assert.ok(!overlaps(parseCidr(a), parseCidr(b)), `${a} overlaps ${b}`);
@@ -71,6 +78,18 @@ describe('plan --fleet', () => {
     assert.deepEqual(JSON.parse(st.out).clusters.map((c: { state: string }) => c.state), ['not started', 'not started', 'not started']);
   });
 
+  it('the fleet file\'s minPrefix lowers the floor of new ranges', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'kr-fleet-out-')), 'plans');
+    const r = await run(['plan', '--fleet', fleetFile({ ...FLEET, minPrefix: { service: 24, pod: 20 } }), '--output-directory', out, '-o', 'json']);
+    const index = JSON.parse(r.out) as FleetIndex;
+    const kops = index.clusters.find((c) => c.name === 'kops')!;
+    assert.equal(parseCidr(kops.service.to).prefix, 24);
+    // the pod range still holds the InstanceGroups' 451 nodes: the floor never shrinks a need
+    assert.equal(parseCidr(kops.pod.to).prefix, 15);
+    const legacy = index.clusters.find((c) => c.name === 'legacy')!;
+    assert.equal(parseCidr(legacy.pod.to).prefix, 20);
+  });
+
   it('rules that cannot all be met: one error line naming the cluster and the ranges, exit 2, nothing written', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'kr-fleet-out-')), 'plans');
     const full = { ...FLEET, avoid: ['10.0.0.0/8=datacenter', '172.16.0.0/12=offices', '192.168.0.0/16=labs'] };
@@ -92,6 +111,9 @@ describe('plan --fleet', () => {
       [{ ...FLEET, avoid: ['banana'] }, /avoid\[0\]/],
       [{ ...FLEET, headroom: 0 }, /headroom: must be a number from 1 to 1000/],
       [{ ...FLEET, canary: 'nope' }, /canary: nope is not one of the clusters/],
+      [{ ...FLEET, minPrefix: 20 }, /minPrefix: must be a mapping/],
+      [{ ...FLEET, minPrefix: { service: 33 } }, /minPrefix\.service: must be an IPv4 prefix length from 1 to 32, not 33/],
+      [{ ...FLEET, minPrefix: { nodes: 16 } }, /minPrefix\.nodes: unknown field \(service, pod\)/],
       [{ ...FLEET, clusters: [{ name: 'a', fromFile: ex('kops-tailscale'), ipam: 'weave' }] }, /clusters\[0\]\.ipam: weave must be calico, node or cilium-multi-pool$/m],
     ];
     for (const [doc, msg] of cases) {

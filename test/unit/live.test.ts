@@ -119,11 +119,12 @@ describe('targets: a range holding a live address is refused and the address is 
 
   it('suggest skips a candidate block that holds a live address outside every known range', () => {
     const s = kubeadmSnapshot([svc('default', 'kubernetes', '10.96.0.1')]);
-    assert.equal(suggest(s, { for: 'services' }).cidr, '10.1.0.0/24');
+    // a /20: the floor for Service ranges (src/analyze/sizing.ts)
+    assert.equal(suggest(s, { for: 'services' }).cidr, '10.1.0.0/20');
     s.pods = [{ namespace: 'shop', name: 'stray', podIPs: ['10.1.0.7'], hostNetwork: false, phase: 'Running', labels: {} }];
     const sg = suggest(s, { for: 'services' });
-    assert.equal(sg.cidr, '10.1.1.0/24');
-    assert.deepEqual(sg.rejected.find((r) => r.by === '10.1.0.7'), { from: '10.1.0.0/24', to: '10.1.0.0/24', count: '1', by: '10.1.0.7', reason: 'the IP of pod shop/stray' });
+    assert.equal(sg.cidr, '10.1.16.0/20');
+    assert.deepEqual(sg.rejected.find((r) => r.by === '10.1.0.7'), { from: '10.1.0.0/20', to: '10.1.0.0/20', count: '1', by: '10.1.0.7', reason: 'the IP of pod shop/stray' });
   });
 });
 

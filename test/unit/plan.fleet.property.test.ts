@@ -12,9 +12,11 @@ const hit = (a: string, b: string) => { const x = span(a); const y = span(b); re
 // Current ranges drawn from a small pool so that clusters collide often (same range, nested, overlapping).
 const POOL = ['10.96.0.0/12', '10.96.0.0/16', '10.97.0.0/16', '10.244.0.0/16', '10.244.0.0/14', '10.0.0.0/16', '172.20.0.0/16',
   '100.64.0.0/13', '100.96.0.0/11', '10.233.0.0/18', '10.233.64.0/18', '192.168.0.0/20', '10.96.0.0/24', '10.42.0.0/16', '10.43.0.0/16'];
+// floor: the longest prefix a new range may have (src/analyze/sizing.ts), drawn from the same sizes, often absent
 const need = (prefixes: number[]) => fc.record({
   current: fc.option(fc.constantFrom(...POOL), { nil: undefined, freq: 8 }),
   prefix: fc.constantFrom(...prefixes),
+  floor: fc.option(fc.constantFrom(...prefixes), { nil: undefined, freq: 2 }),
 });
 const cluster = (svc: number[], pod: number[]) => fc.record({
   service: need(svc),
@@ -28,7 +30,9 @@ const sharedArb = fc.subarray<FleetShared>([
 const fleet = (min: number, max: number) => fc.array(max > 10 ? cluster([21, 22, 23, 24], [19, 20, 21, 22]) : cluster([16, 18, 20, 22, 24], [14, 16, 18, 20]),
   { minLength: min, maxLength: max })
   .map((cs) => cs.map((c, i): FleetClusterNeeds => ({ name: `c${i}`, ...c, service: strip(c.service), pod: strip(c.pod) })));
-function strip(n: { current?: string; prefix: number }) { return n.current === undefined ? { prefix: n.prefix } : n; }
+function strip(n: { current?: string; prefix: number; floor?: number }) {
+  return { ...(n.current === undefined ? {} : { current: n.current }), prefix: n.prefix, ...(n.floor === undefined ? {} : { floor: n.floor }) };
+}
 
 /** The rules every result must meet, whatever the input. */
 function checkResult(cs: readonly FleetClusterNeeds[], shared: readonly FleetShared[], r: FleetResult): void {
@@ -41,6 +45,8 @@ function checkResult(cs: readonly FleetClusterNeeds[], shared: readonly FleetSha
       const res = a[k];
       // large enough for the need
       assert.ok(span(res.to).prefix <= c[k].prefix, `${c.name} ${k} ${res.to} holds a /${c[k].prefix}`);
+      // a new range holds the floor too; a kept one only the need
+      if (res.moved && c[k].floor !== undefined) assert.ok(span(res.to).prefix <= c[k].floor!, `${c.name} ${k} ${res.to} holds the floor /${c[k].floor}`);
       if (!res.moved) assert.equal(res.to, c[k].current && parseCidr(c[k].current!, { normalize: true }) && res.from);
       for (const s of shared) assert.ok(!hit(res.to, s.cidr), `${c.name} ${k} ${res.to} clear of shared ${s.cidr}`);
       for (const l of c.local ?? []) assert.ok(!hit(res.to, l), `${c.name} ${k} ${res.to} clear of its own ${l}`);
@@ -118,6 +124,17 @@ describe('fleet range assignment', () => {
       assert.match(x.service.why!, /overlaps a service 10\.96\.0\.0\/16, which stays/);
     }
     assert.deepEqual(r.moves, { ranges: 4, clusters: 2, addresses: 4 * 65536 });
+  });
+
+  it('the floor: a new range gets it, a current range that holds the need stays below it', () => {
+    const r = assignFleetRanges([
+      { name: 'small', service: { current: '10.96.0.0/24', prefix: 27, floor: 20 }, pod: { current: '10.244.0.0/20', prefix: 21, floor: 16 } },
+      { name: 'new', service: { prefix: 27, floor: 20 }, pod: { prefix: 21, floor: 16 } },
+    ], []);
+    assert.deepEqual(r.clusters[0], { name: 'small', service: { from: '10.96.0.0/24', to: '10.96.0.0/24', moved: false }, pod: { from: '10.244.0.0/20', to: '10.244.0.0/20', moved: false } });
+    assert.equal(span(r.clusters[1]!.service.to).prefix, 20);
+    assert.equal(span(r.clusters[1]!.pod.to).prefix, 16);
+    assert.throws(() => assignFleetRanges([{ name: 'x', service: { prefix: 27, floor: 40 }, pod: { prefix: 16 } }], []), /service floor \/40 is not an IPv4 prefix/);
   });
 
   it('a range inside a shared one moves; a pod range holding its own service range: the larger stays when it keeps more', () => {

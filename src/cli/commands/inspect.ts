@@ -107,6 +107,11 @@ export function renderInspect(r: InspectReport, wide: boolean, format: 'text' | 
     capRows.push(['pods per node', `${n.usablePerNode} usable addresses per /${n.nodeMask} (kubelet maxPods also applies)`]);
   }
   capRows.push(['node count', `${cap.nodes.total} (${cap.nodes.withPodCIDR} with a podCIDR, ${cap.nodes.withoutPodCIDR} without${cap.nodes.waiting.length ? `: ${cap.nodes.waiting.slice(0, wide ? 20 : 5).join(', ')}${cap.nodes.withoutPodCIDR > (wide ? 20 : 5) ? ', ...' : ''}` : ''})`]);
+  for (const l of cap.nodeLimits?.sources ?? []) {
+    const groups = l.groups.slice(0, wide ? 20 : 5).map((g) => `${g.name} ${g.max}`).join(', ') + (l.groups.length > (wide ? 20 : 5) ? ', ...' : '');
+    capRows.push(['nodes may reach', `${l.max}: ${l.what} (${groups})`]);
+  }
+  for (const n of cap.nodeLimits?.notes ?? []) capRows.push(['nodes may reach', n]);
   for (const s of cap.serviceRanges) capRows.push(['service IPs', `${s.cidr}: ${s.used} used, ${s.free} free of ${s.usable}`]);
   for (const p of cap.podRanges) capRows.push([`pod IPs (${p.role})`, `${p.cidr}: ${p.podIPs} in use`]);
   for (const p of cap.pools) {

@@ -4,10 +4,17 @@ import { ExitCode, UsageError } from '../errors.ts';
 import type { Command } from '../command.ts';
 import { parseOutput, renderData, table } from '../output.ts';
 
+/** "512 nodes of /24: kOps InstanceGroups maxSize (3 groups)"; with the need when the floor decided. */
+export function sizedForText(x: Suggestion): string {
+  const f = x.sizedFor;
+  const unit = f.what === 'nodes' ? `node${f.count === 1 ? '' : 's'} of /${x.need.nodeMask}` : `Service IP${f.count === 1 ? '' : 's'}`;
+  return `${f.count} ${unit}: ${f.from}${f.need ? `; need ${f.need.count}: ${f.need.from}` : ''}`;
+}
+
 export const suggestCommand: Command = {
   name: 'suggest',
   summary: 'suggest the smallest free range for pods or services that overlaps nothing known',
-  usage: 'kube-renumber suggest --for pods|services [--nodes N] [--node-mask N] [--services N] [--headroom X] [--family 4|6]',
+  usage: 'kube-renumber suggest --for pods|services [--nodes N] [--node-mask N] [--services N] [--headroom X] [--min-prefix N] [--family 4|6]',
   options: {
     for: { type: 'string' },
     nodes: { type: 'string' },
@@ -16,19 +23,26 @@ export const suggestCommand: Command = {
     headroom: { type: 'string' },
     family: { type: 'string' },
     alternatives: { type: 'string' },
+    'min-prefix': { type: 'string' },
   },
   help: `Flags:
   --for pods|services      what the range is for (required)
-  --nodes N                pods: nodes to plan for (default: the cluster's node count)
+  --nodes N                pods: nodes to plan for, times --headroom (default: the most nodes the cluster may
+                           reach where it says so: kOps InstanceGroups maxSize, cluster-autoscaler --nodes or its status
+                           ConfigMap, Cluster API max-size annotations, Karpenter NodePool limits.nodes;
+                           else the cluster's node count times --headroom)
   --node-mask N            pods: each node's block prefix (default: the cluster's, else 24 / 64; dual-stack: with --family)
   --services N             services: Services to plan for (default: those with a ClusterIP today)
   --headroom X             multiply the count by X, 1 to 1000 (default 2: room to double)
   --family 4|6             address family (default: the cluster's; dual-stack: both, one suggestion each)
   --alternatives N         further candidates to list (default 3)
+  --min-prefix N           the floor: never a range smaller than /N (default: services IPv4 /20, IPv6 /112;
+                           pods 256 nodes at the node mask, a /16 of /24s); 32 (IPv4) or 128 (IPv6) turns it off
 
 Search order: 10.0.0.0/8, then 172.16.0.0/12, then 192.168.0.0/16 (IPv6: fd00::/8); in each, the lowest
 aligned block that overlaps no cluster range (current ones included), live address (ClusterIP, pod IP,
-node address), catalog entry or --avoid range wins. -o wide lists the rejected candidates and why.`,
+node address), catalog entry or --avoid range wins. Each suggestion says what it was sized for (SIZED FOR;
+-o json: sizedFor). -o wide lists the rejected candidates and why.`,
   async run({ values, io }) {
     const what = str(values, 'for');
     if (what !== 'pods' && what !== 'services') throw new UsageError('--for must be "pods" or "services"');
@@ -44,6 +58,7 @@ node address), catalog entry or --avoid range wins. -o wide lists the rejected c
       services: intFlag(values, 'services', 0, 100_000_000),
       headroom: numberFlag(values, 'headroom', 1, 1000),
       alternatives: intFlag(values, 'alternatives', 0, 100),
+      minPrefix: intFlag(values, 'min-prefix', 1, 128),
       avoid,
     } as const;
     const snap = await loadSnapshot(values, io);
@@ -59,12 +74,9 @@ node address), catalog entry or --avoid range wins. -o wide lists the rejected c
     const found = all.filter((x) => x.cidr);
     const multi = all.length > 1;
     if (found.length > 0) {
-      const needText = (x: Suggestion) => (x.for === 'pods'
-        ? `${x.need.count} nodes (${x.need.nodes} x headroom ${x.need.headroom}) with /${x.need.nodeMask} each`
-        : `${x.need.count} Service IPs (${x.need.services} x headroom ${x.need.headroom})`);
       io.out(multi
-        ? table(['for', 'family', 'cidr', 'need', 'alternatives'], found.map((x) => [x.for, `IPv${x.family}`, x.cidr!, needText(x), x.alternatives.join(', ') || '-']))
-        : table(['for', 'cidr', 'need', 'alternatives'], found.map((x) => [x.for, x.cidr!, needText(x), x.alternatives.join(', ') || '-'])));
+        ? table(['for', 'family', 'cidr', 'sized for', 'alternatives'], found.map((x) => [x.for, `IPv${x.family}`, x.cidr!, sizedForText(x), x.alternatives.join(', ') || '-']))
+        : table(['for', 'cidr', 'sized for', 'alternatives'], found.map((x) => [x.for, x.cidr!, sizedForText(x), x.alternatives.join(', ') || '-'])));
       if (output === 'wide') {
         for (const x of found) {
           io.out(`\nREJECTED CANDIDATES${multi ? ` (IPv${x.family})` : ''} (searched ${x.searched.join(', ')})\n`);
