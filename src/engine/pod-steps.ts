@@ -715,7 +715,10 @@ export class PodExecutor implements PodPathHosts {
     let ended = false;
     const early = ctx.dryRun === 'none' ? this.assignOnRegister(ctx, it, dir, () => ended) : Promise.resolve();
     try {
-      await runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log, this.opts.hookEnv);
+      // the hook makes its own requests (a kubelet registering): it runs in a task slot of the run's window, so a
+      // wave of 100 nodes does not start 100 hooks at once against an apiserver that is already slow
+      const run = () => runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log, this.opts.hookEnv);
+      await (ctx.client.limiter ? ctx.client.limiter.task(run) : run());
     } finally {
       ended = true;
     }
