@@ -407,13 +407,13 @@ export class PodExecutor implements PodPathHosts {
    * these pods would fail the Job they belong to. `where` says which node(s) for the message.
    */
   private async refuseFailingJobs(ctx: StepContext, pods: readonly KubeObject[], where: string): Promise<void> {
-    const jobs = new Map<string, { namespace: string; name: string; pods: number }>();
+    const jobs = new Map<string, { namespace: string; name: string; pods: KubeObject[] }>();
     for (const x of pods) {
       const o = (x.metadata?.ownerReferences ?? []).find((r) => r.controller);
       if (o?.kind !== 'Job' || !o.name || !o.apiVersion?.startsWith('batch/')) continue;
       const key = `${x.metadata!.namespace}/${o.name}`;
-      const j = jobs.get(key) ?? { namespace: x.metadata!.namespace!, name: o.name, pods: 0 };
-      j.pods++;
+      const j = jobs.get(key) ?? { namespace: x.metadata!.namespace!, name: o.name, pods: [] };
+      j.pods.push(x);
       jobs.set(key, j);
     }
     for (const j of jobs.values()) {
