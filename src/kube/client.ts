@@ -28,8 +28,8 @@ export interface ConnectOptions {
   /** Environment to resolve KUBECONFIG and in-cluster config from (tests pass their own). */
   env?: NodeJS.ProcessEnv;
   /**
-   * The adaptive window every request but watches goes through (src/kube/limiter.ts): a run's one limiter, shared
-   * by every client of the run that passes it; `false` for none (the Lease's own client). Default: one of its own.
+   * The adaptive window every request but watches goes through (src/kube/limiter.ts); `false` for none (the
+   * Lease's own client). Default: the process's one window for this apiserver, shared by every client of it.
    */
   limiter?: AdaptiveLimiter | false;
 }
@@ -99,13 +99,21 @@ export function loadKubeConfig(opts: ConnectOptions = {}): KubeConfig {
   return resolveKubeConfig(opts).kc;
 }
 
+/** One window per apiserver for the whole process: every client of a run (and of a command) waits in the same one. */
+const limiters = new Map<string, AdaptiveLimiter>();
+function sharedLimiter(server: string): AdaptiveLimiter {
+  let l = limiters.get(server);
+  if (!l) limiters.set(server, (l = new AdaptiveLimiter()));
+  return l;
+}
+
 export function connect(opts: ConnectOptions = {}): KubeClient {
   const rk = resolveKubeConfig(opts);
   const env = opts.env ?? process.env;
   const transport = new Transport(rk, env);
   const server = rk.displayServer;
   const timeout = opts.requestTimeoutMs ?? 30_000;
-  const limiter = opts.limiter === false ? undefined : opts.limiter ?? new AdaptiveLimiter();
+  const limiter = opts.limiter === false ? undefined : opts.limiter ?? sharedLimiter(rk.server.href);
   let count = 0;
   // Fault injection for the crash tests only: SIGKILL this process right after the Nth successful write
   // (Lease writes excluded), i.e. after the apiserver applied it and before anything else happened.
