@@ -2,8 +2,9 @@
  * One adaptive concurrency window for all requests of a run, so the run is a well-behaved client of the apiserver:
  *
  *  - the window (how many requests may be in flight at once) grows by about one per round of requests while their
- *    latency stays near the lowest seen for their kind (get, list, write), and shrinks by a factor when the latency
- *    rises well above it (additive increase, multiplicative decrease, as TCP's congestion window);
+ *    smoothed latency stays within 2 × the unloaded latency of their kind (get, list, write; the 10th percentile of
+ *    its recent answers), and shrinks to ¾ when it rises above 3 × (and above 50 ms: a loopback apiserver's jitter is
+ *    not load); additive increase, multiplicative decrease, as TCP's congestion window;
  *  - an answer that says the apiserver is overloaded halves it at once: 429 from API Priority and Fairness (the
  *    answer carries X-Kubernetes-PF-FlowSchema-UID / X-Kubernetes-PF-PriorityLevel-UID, i.e. it was classified and
  *    its priority level's queues were full), any other 429 but an eviction's PodDisruptionBudget refusal (a
@@ -29,15 +30,15 @@ export interface LimiterOptions {
   min?: number;
   /** Never above this (default 64). */
   max?: number;
-  /** Latency up to this multiple of the kind's lowest lets the window grow (default 2). */
+  /** Smoothed latency up to this multiple of the kind's unloaded one (10th percentile of its recent answers) lets the window grow (default 2). */
   growBelow?: number;
-  /** Latency above this multiple of the kind's lowest shrinks it (default 4). */
+  /** Smoothed latency above this multiple of it shrinks the window (default 3). */
   shrinkAbove?: number;
   /** Factor of a shrink on latency (default 0.75); an overload answer halves. */
   backoff?: number;
-  /** Latencies below this many ms are never "slow" (a loopback apiserver answers in 1 ms; its jitter is not load). Default 20. */
+  /** Latencies below this many ms are never "slow" (a loopback apiserver answers in 1 ms; its jitter is not load). Default 50. */
   floorMs?: number;
-  /** How many of each kind's latest latencies the lowest is taken from (default 200): a slower server becomes the norm. */
+  /** How many of each kind's latest latencies the unloaded one is taken from (default 200): a slower server becomes the norm. */
   history?: number;
   now?: () => number;
 }
@@ -79,6 +80,15 @@ export interface LimiterStats {
 
 type Waiter = { resolve: () => void; since: number };
 
+/** Weight of a new answer in the smoothed latency. */
+const SMOOTHING = 0.25;
+
+/** The 10th percentile of `v` (not empty). */
+function lowPercentile(v: readonly number[]): number {
+  const w = [...v].sort((a, b) => a - b);
+  return w[Math.floor((w.length - 1) / 10)]!;
+}
+
 export class AdaptiveLimiter {
   private win: number;
   private readonly min: number;
@@ -93,7 +103,7 @@ export class AdaptiveLimiter {
   private tasks = 0;
   private readonly queue: Waiter[] = [];
   private readonly taskQueue: Waiter[] = [];
-  private readonly lows = new Map<string, number[]>();
+  private readonly kinds = new Map<string, { recent: number[]; smooth: number }>();
   /** No shrink again before this time: one shrink per round of requests, not one per slow answer of the same round. */
   private calmUntil = 0;
   private pausedUntil = 0;
@@ -106,9 +116,9 @@ export class AdaptiveLimiter {
     this.max = Math.max(this.min, opts.max ?? 64);
     this.win = Math.min(this.max, Math.max(this.min, opts.initial ?? 8));
     this.growBelow = opts.growBelow ?? 2;
-    this.shrinkAbove = opts.shrinkAbove ?? 4;
+    this.shrinkAbove = opts.shrinkAbove ?? 3;
     this.backoff = opts.backoff ?? 0.75;
-    this.floorMs = opts.floorMs ?? 20;
+    this.floorMs = opts.floorMs ?? 50;
     this.history = opts.history ?? 200;
     this.now = opts.now ?? Date.now;
     this.stat.minWindow = this.stat.maxWindow = this.window;
@@ -183,19 +193,22 @@ export class AdaptiveLimiter {
       return;
     }
     if (o.status === 0 || o.budget) return;
-    const lows = this.lows.get(o.kind) ?? [];
-    lows.push(o.latencyMs);
-    if (lows.length > this.history) lows.shift();
-    this.lows.set(o.kind, lows);
-    const low = Math.max(Math.min(...lows), 1);
-    const ratio = o.latencyMs / low;
-    if (o.latencyMs > this.floorMs && ratio > this.shrinkAbove) {
+    const k = this.kinds.get(o.kind) ?? { recent: [], smooth: o.latencyMs };
+    k.recent.push(o.latencyMs);
+    if (k.recent.length > this.history) k.recent.shift();
+    // the latency now: smoothed, so one slow answer (a GC pause, a busy machine's scheduler) is not a trend
+    k.smooth = k.smooth * (1 - SMOOTHING) + o.latencyMs * SMOOTHING;
+    this.kinds.set(o.kind, k);
+    // the latency unloaded: a low percentile of the recent answers (the lowest one alone is a lucky outlier)
+    const low = Math.max(lowPercentile(k.recent), 1);
+    const ratio = k.smooth / low;
+    if (k.smooth > this.floorMs && ratio > this.shrinkAbove) {
       if (t >= this.calmUntil) {
         this.win = Math.max(this.min, this.win * this.backoff);
         this.stat.latencyShrinks++;
-        this.calmUntil = t + o.latencyMs;
+        this.calmUntil = t + k.smooth;
       }
-    } else if (o.latencyMs <= this.floorMs || ratio <= this.growBelow) {
+    } else if (k.smooth <= this.floorMs || ratio <= this.growBelow) {
       // about +1 per window's worth of fast answers; only while the window is used (idle slots prove nothing)
       if (this.inFlight >= this.window - 1 || this.queue.length > 0) this.win = Math.min(this.max, this.win + 1 / this.win);
     }

@@ -39,14 +39,16 @@ describe('AdaptiveLimiter', () => {
     assert.equal(l.window, 8);
   });
 
-  it('shrinks when latency rises well above the lowest of its kind, once per round, never below min', async () => {
+  it('shrinks when the smoothed latency rises above 3 × the unloaded one, once per round, never below min', async () => {
     const c = clock();
     const l = new AdaptiveLimiter({ initial: 16, min: 2, now: c.now });
     for (let i = 0; i < 10; i++) l.observe({ kind: 'list', latencyMs: 30, status: 200 });
     l.observe({ kind: 'list', latencyMs: 200, status: 200 });
-    assert.equal(l.window, 12, '16 × 0.75');
+    assert.equal(l.window, 16, 'one slow answer is not a trend (smoothed: 72.5 ms, 2.4 × 30 ms)');
     l.observe({ kind: 'list', latencyMs: 200, status: 200 });
-    assert.equal(l.window, 12, 'the same round (within one latency) shrinks once');
+    assert.equal(l.window, 12, 'the second makes it 104 ms, 3.5 × 30 ms: 16 × 0.75');
+    l.observe({ kind: 'list', latencyMs: 200, status: 200 });
+    assert.equal(l.window, 12, 'the same round (within one smoothed latency) shrinks once');
     c.advance(201);
     l.observe({ kind: 'list', latencyMs: 200, status: 200 });
     assert.equal(l.window, 9);
@@ -55,17 +57,17 @@ describe('AdaptiveLimiter', () => {
     assert.ok(l.stats().latencyShrinks >= 3);
   });
 
-  it('latency below the floor is never slow, and each kind has its own lowest', () => {
+  it('latency below the floor is never slow, and each kind has its own unloaded latency', () => {
     const c = clock();
     const l = new AdaptiveLimiter({ initial: 8, floorMs: 20, now: c.now });
     l.observe({ kind: 'get', latencyMs: 1, status: 200 });
     l.observe({ kind: 'get', latencyMs: 15, status: 200 });
-    assert.equal(l.window, 8, '15 ms is 15 × the lowest, but below the floor');
+    assert.equal(l.window, 8, 'smoothed 4.5 ms is 4.5 × the unloaded 1 ms, but below the floor');
     l.observe({ kind: 'list', latencyMs: 100, status: 200 });
     l.observe({ kind: 'list', latencyMs: 150, status: 200 });
-    assert.equal(l.window, 8, 'a list at 1.5 × the lowest list is not slow, though 150 × the lowest get');
-    l.observe({ kind: 'get', latencyMs: 25, status: 200 });
-    assert.equal(l.window, 6, 'a get at 25 ms (25 × 1 ms, above the floor) is');
+    assert.equal(l.window, 8, 'a list at 1.1 × the unloaded list is not slow, though 100 × the unloaded get');
+    l.observe({ kind: 'get', latencyMs: 80, status: 200 });
+    assert.equal(l.window, 6, 'gets smoothed to 23 ms (above the floor, 23 × 1 ms) are');
   });
 
   it('a 429 or 5xx halves the window; a PodDisruptionBudget 429 and a 501 do not', () => {
