@@ -261,6 +261,12 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: S
     plan, planId: id, stateDir, realStateDir: pre.stateDir, client, executor, ctx,
     assertLocked: () => lease?.assertHeld(),
     async release() {
+      const w = client.limiter?.stats();
+      if (w) {
+        ctx.log(`request window: ${w.minWindow}-${w.maxWindow} (now ${w.window}), ${w.latencyShrinks} shrink(s) for latency, ${w.overloadShrinks} for 429/5xx/timeouts, `
+          + `${Math.round(w.pausedMs / 1000)}s held by Retry-After, ${w.waited} request(s) waited (longest ${Math.round(w.longestWaitMs)} ms)`
+          + `${w.priorityLevel ? `, API Priority and Fairness level ${w.priorityLevel}` : ''}`);
+      }
       // the last entries (run-end) reach the cluster copy too, while the Lease is still ours
       try { await state?.flush(); } catch (e) { warn(`the last journal entries did not reach the run's copy in the cluster: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`); }
       await lease?.release();
