@@ -2,7 +2,7 @@
 // with the CLI talking to the real kube-apiserver through the fault proxy (test/testbed/faults.ts), which answers a
 // share of the requests 429 TooManyRequests with Retry-After (as API Priority and Fairness does) without
 // forwarding them. The run must honour each Retry-After for all of its requests, not only the one refused: no
-// request of the run (the Lease's own connection aside) reaches the proxy while one is running; it must still
+// request of the run (the Lease's own connection aside, whose renewals go on) reaches the proxy while one is running; it must still
 // complete and verify, and lose nothing (every Service keeps its uid, ports and selector; no helper left).
 //
 // It prints one JSON line `{"limiter":…}` with the figures (docs/reliability.md quotes one run).
@@ -92,6 +92,9 @@ describe('a Service CIDR migration honours 429 Retry-After with its whole window
       for (const e of inside) early.push(`${e.method} ${e.path} ${e.at - f.at} ms after the 429 at ${f.at - t0} ms`);
     }
     assert.deepEqual(early, [], 'requests sent while a Retry-After held the run');
+    // the Lease renews on its own connection: its requests go on while the run is held
+    const leaseInHolds = applyLine.filter((e) => e.path.includes('/leases') && refused.some((f) => e.at > f.at + IN_FLIGHT_MS && e.at < f.at + RETRY_AFTER_S * 1000));
+    assert.ok(leaseInHolds.length > 0, 'no Lease request while a Retry-After held the run');
     // the run slowed down accordingly: apply's time holds at least the Retry-Afters that did not overlap
     let held = 0;
     let until = 0;
@@ -105,7 +108,7 @@ describe('a Service CIDR migration honours 429 Retry-After with its whole window
     console.log(JSON.stringify({
       limiter: {
         seed: SEED, rate: Number(stats.rate.toFixed(4)), requests: stats.requests, answered429: stats.byKind['429'], applyRequests: applyLine.length,
-        apply429: refused.length, applyMs, retryAfterHeldMs: held, earlyRequests: early.length, services: servicesBefore.length, servicesLost: lost.length,
+        apply429: refused.length, applyMs, retryAfterHeldMs: held, earlyRequests: early.length, leaseRequestsInHolds: leaseInHolds.length, services: servicesBefore.length, servicesLost: lost.length,
       },
     }));
   });
