@@ -31,17 +31,17 @@ import { nodeFromTemplate, readNodeTemplate } from '../test/testbed/reregister-n
 import { populateWorkloads } from '../test/testbed/workloads.ts';
 
 /** The pod range the testbed starts with: a /16 (256 nodes' /24s) up to 256 nodes, a /14 above. */
-const oldRange = (nodes: number) => (nodes <= 256 ? '10.244.0.0/16' : '10.244.0.0/14');
+export const oldRange = (nodes: number) => (nodes <= 256 ? '10.244.0.0/16' : '10.244.0.0/14');
 /** Nodes the ranges hold: the tool asks a new range for twice the nodes' /24s, 2,048 in a /13 (targets above 512 nodes). */
 const MAX_NODES = 1024;
 /** One range per run, each large enough for 2 × 512 nodes of /24 (the plan's default headroom). */
 const TARGETS = ['10.60.0.0/14', '10.64.0.0/14', '10.68.0.0/14', '10.72.0.0/14'];
 /** The new ranges for a node count: /14s (1,024 /24s, twice 512 nodes) up to 512 nodes, /13s above. */
-const targets = (nodes: number) => (nodes <= 512 ? TARGETS : ['10.64.0.0/13', '10.72.0.0/13', '10.80.0.0/13', '10.88.0.0/13']);
+export const targets = (nodes: number) => (nodes <= 512 ? TARGETS : ['10.64.0.0/13', '10.72.0.0/13', '10.80.0.0/13', '10.88.0.0/13']);
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 
-async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+export async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
   const io: Io = { out: (s) => { out += s; }, err: (s) => { err += s; }, env: { HOME: '/nonexistent' } };
@@ -75,7 +75,7 @@ interface RunFigures {
 }
 
 /** Deployment replicas and DaemonSet pods not available, and bare pods gone, at the end of a run. */
-async function podsLost(tb: Testbed): Promise<number> {
+export async function podsLost(tb: Testbed): Promise<number> {
   let lost = 0;
   for (const d of (await tb.client.list('/apis/apps/v1/deployments')).items) lost += Math.max(0, (d.spec?.replicas ?? 1) - (d.status?.availableReplicas ?? 0));
   for (const d of (await tb.client.list('/apis/apps/v1/daemonsets')).items) lost += Math.max(0, (d.status?.desiredNumberScheduled ?? 0) - (d.status?.numberAvailable ?? 0));
@@ -84,7 +84,7 @@ async function podsLost(tb: Testbed): Promise<number> {
 }
 
 /** Waits (up to 2 min) until every Deployment is available again: pods still starting are not lost. */
-async function settle(tb: Testbed): Promise<number> {
+export async function settle(tb: Testbed): Promise<number> {
   let lost = await podsLost(tb);
   for (let i = 0; i < 120 && lost > 0; i++) { await new Promise((r) => setTimeout(r, 1000)); lost = await podsLost(tb); }
   return lost;
@@ -96,7 +96,7 @@ async function settle(tb: Testbed): Promise<number> {
  * a wave starts one hook per node at once, and 20 Node.js start-ups would cost the 2-core machine seconds of CPU
  * that a real fleet spreads over its machines.
  */
-async function writeHook(tb: Testbed, dir: string): Promise<string> {
+export async function writeHook(tb: Testbed, dir: string): Promise<string> {
   const file = readNodeTemplate(tb.nodeTemplatePath);
   const nodesDir = join(dir, 'nodes');
   await mkdir(nodesDir, { recursive: true });

@@ -25,6 +25,10 @@ const SCENARIOS: Record<string, Scenario> = {
     summary: 'Pod CIDR move (node IPAM) on kwok nodes at 50/100/200: --max-unavailable 1 vs 10 %, ratio to one node\'s cycle',
     load: () => import('./node-waves.ts'),
   },
+  'control-plane-load': {
+    summary: 'node-IPAM move in waves (default 1,000 kwok nodes, 10 %) while another client probes the apiserver: its p99 idle and during, Lease gaps',
+    load: () => import('./control-plane-load.ts'),
+  },
   'zero-downtime': {
     summary: 'Service CIDR move (recreate, in-place) on the data-plane testbed with the prober: failed requests, longest gap',
     load: () => import('./zero-downtime.ts'),

@@ -74,6 +74,7 @@ class CountingClient implements KubeClient {
   get server(): string { return this.inner.server; }
   get context(): string { return this.inner.context; }
   get requestCount(): number { return this.inner.requestCount; }
+  get limiter(): KubeClient['limiter'] { return this.inner.limiter; }
 
   #note(shape: string): void {
     let m = this.counts.get(this.phase);

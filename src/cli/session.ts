@@ -174,6 +174,11 @@ export interface SessionOptions {
   view?: ProgressView;
   /** The client to use instead of one connected from --kubeconfig/--context (a library caller's, e.g. one that counts requests). */
   client?: KubeClient;
+  /**
+   * The Lease's client, with a connection of its own and no limiter, so a renewal never waits behind the run's
+   * requests (default: one connected from --kubeconfig/--context; with `client` and no `leaseClient`, `client`).
+   */
+  leaseClient?: KubeClient;
   /** Executor options a library caller sets beyond the flags (e.g. the benchmarks' `watch: false`). */
   executor?: Pick<PlanExecOptions, 'watch'>;
 }
@@ -182,10 +187,14 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: S
   const { flags, read: { plan, text }, id } = pre;
   const dry = opts.dryRun !== undefined && opts.dryRun !== 'none';
   const verbose = values.verbose === true;
-  const client = opts.client ?? connect({
+  const connection = (limiter?: false) => connect({
     kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
-    requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env,
+    requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env, ...(limiter === false ? { limiter } : {}),
   });
+  // every request of the run goes through this client's one adaptive window (src/kube/limiter.ts)
+  const client = opts.client ?? connection();
+  // the Lease renews on a connection of its own (own keep-alive agent, no window): the run's queue never delays it
+  const leaseClient = opts.leaseClient ?? (opts.client ? opts.client : connection(false));
   const warn = opts.view ? (m: string) => opts.view!.warn(m) : (m: string) => io.err(`warning: ${m}\n`);
   // A dry run, and a command that only reads, work on a temporary copy of the state directory with the cluster's
   // copy of the run's state merged in: they see what the run did and write nothing into the state directory.
@@ -202,7 +211,7 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: S
     releaseLocal = acquireLocalLock(join(stateDir, 'lock'), holder).release;
     try {
       if (opts.dryRun !== 'client') {
-        lease = await acquireLease(client, holder, {
+        lease = await acquireLease(leaseClient, holder, {
           forceUnlock: values['force-unlock'] === true,
           onWait: (m) => io.err(`${m}\n`),
         });
@@ -252,6 +261,12 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: S
     plan, planId: id, stateDir, realStateDir: pre.stateDir, client, executor, ctx,
     assertLocked: () => lease?.assertHeld(),
     async release() {
+      const w = client.limiter?.stats();
+      if (w) {
+        ctx.log(`request window: ${w.minWindow}-${w.maxWindow} (now ${w.window}), ${w.latencyShrinks} shrink(s) for latency, ${w.overloadShrinks} for 429/5xx/timeouts, `
+          + `${Math.round(w.pausedMs / 1000)}s held by Retry-After, ${w.waited} request(s) waited (longest ${Math.round(w.longestWaitMs)} ms)`
+          + `${w.priorityLevel ? `, API Priority and Fairness level ${w.priorityLevel}` : ''}`);
+      }
       // the last entries (run-end) reach the cluster copy too, while the Lease is still ours
       try { await state?.flush(); } catch (e) { warn(`the last journal entries did not reach the run's copy in the cluster: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`); }
       await lease?.release();

@@ -360,6 +360,7 @@ export function mirroredClient(client: KubeClient, state: ClusterState): KubeCli
     get server() { return client.server; },
     get context() { return client.context; },
     get requestCount() { return client.requestCount; },
+    get limiter() { return client.limiter; },
     async request(method, path, opts) {
       if (method !== 'GET' && state.mustFlush()) await state.flush();
       return client.request(method, path, opts);

@@ -220,6 +220,7 @@ export function guardedClient(client: KubeClient, check: () => void): KubeClient
     get server() { return client.server; },
     get context() { return client.context; },
     get requestCount() { return client.requestCount; },
+    get limiter() { return client.limiter; },
     async request(method, path, opts) {
       check();
       return client.request(method, path, opts);

@@ -407,13 +407,13 @@ export class PodExecutor implements PodPathHosts {
    * these pods would fail the Job they belong to. `where` says which node(s) for the message.
    */
   private async refuseFailingJobs(ctx: StepContext, pods: readonly KubeObject[], where: string): Promise<void> {
-    const jobs = new Map<string, { namespace: string; name: string; pods: number }>();
+    const jobs = new Map<string, { namespace: string; name: string; pods: KubeObject[] }>();
     for (const x of pods) {
       const o = (x.metadata?.ownerReferences ?? []).find((r) => r.controller);
       if (o?.kind !== 'Job' || !o.name || !o.apiVersion?.startsWith('batch/')) continue;
       const key = `${x.metadata!.namespace}/${o.name}`;
-      const j = jobs.get(key) ?? { namespace: x.metadata!.namespace!, name: o.name, pods: 0 };
-      j.pods++;
+      const j = jobs.get(key) ?? { namespace: x.metadata!.namespace!, name: o.name, pods: [] };
+      j.pods.push(x);
       jobs.set(key, j);
     }
     for (const j of jobs.values()) {
@@ -715,7 +715,10 @@ export class PodExecutor implements PodPathHosts {
     let ended = false;
     const early = ctx.dryRun === 'none' ? this.assignOnRegister(ctx, it, dir, () => ended) : Promise.resolve();
     try {
-      await runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log, this.opts.hookEnv);
+      // the hook makes its own requests (a kubelet registering): it runs in a task slot of the run's window, so a
+      // wave of 100 nodes does not start 100 hooks at once against an apiserver that is already slow
+      const run = () => runHook(hook, it.name, this.opts.rolloutTimeoutMs, ctx.log, this.opts.hookEnv);
+      await (ctx.client.limiter ? ctx.client.limiter.task(run) : run());
     } finally {
       ended = true;
     }

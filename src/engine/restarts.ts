@@ -526,7 +526,7 @@ async function evictOwnedPods(r: Run): Promise<Outcome> {
   const label = describeWorkload(w);
   if (w.kind === 'Job') {
     const job = await get(r, JOBS, w.name);
-    const live = (await Promise.all(w.pods.map((name) => get(r, PODS, name)))).filter(toEvict).length;
+    const live = (await Promise.all(w.pods.map((name) => get(r, PODS, name)))).filter(toEvict);
     const risk = jobEvictionRisk(job, live);
     if (risk) throw new Error(jobEvictionRefusal(job!, risk, 'to give them new IPs'));
     const limit = job?.spec?.backoffLimit ?? 6;

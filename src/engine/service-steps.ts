@@ -219,9 +219,18 @@ export function notOursError(what: readonly string[], run?: string, found: (key:
   const label = unlabelled.length === 0 ? '' : `; ${unlabelled.join(', ')} carr${unlabelled.length === 1 ? 'ies' : 'y'} the helper labels but no ${RUN_LABEL} label `
     + '(made by a kube-renumber without run labels): only if this run made them, label them by hand and resume: '
     + unlabelled.map((k) => { const [ns, name] = k.split('/'); return `kubectl -n ${ns} label service ${name} ${RUN_LABEL}=${run}`; }).join('; ');
+  // a helper of another plan's run (the plan was made again, so its id changed): that run's to finish or undo
+  const others = run === undefined ? [] : what.flatMap((k) => {
+    const l = found(k)?.metadata?.labels ?? {};
+    const other = l[RUN_LABEL];
+    return l[MANAGED_LABEL] === 'true' && (l[BRIDGE_FOR_LABEL] !== undefined || l[COVER_FOR_LABEL] !== undefined) && other !== undefined && other !== run
+      ? [`${k} is a helper of the run of plan ${other}: finish or roll back that plan's run (kube-renumber rollback PLAN of id ${other}), `
+        + `or, if that plan was replaced by this one, label it as this run's (kubectl -n ${k.split('/')[0]} label service ${k.split('/')[1]} ${RUN_LABEL}=${run} --overwrite) and resume`]
+      : [];
+  });
   return new UserError(`Service ${what.slice(0, 3).join(', ')}${what.length > 3 ? ` and ${what.length - 3} more` : ''} has the name of a kube-renumber helper `
     + `but is not one of this run's (labels ${MANAGED_LABEL}=true, ${BRIDGE_FOR_LABEL} or ${COVER_FOR_LABEL}${run ? `, ${RUN_LABEL}=${run}` : ''}): `
-    + `it was left untouched; rename or remove it, then resume${label}`, 'verify');
+    + `it was left untouched; rename or remove it, then resume${label}${others.length > 0 ? `; ${others.join('; ')}` : ''}`, 'verify');
 }
 
 /** A move-services step is done when every Service is moved with its bridge and no cover of theirs is left. */

@@ -11,8 +11,9 @@ import type { ErrorKind } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import { resolveKubeConfig } from './kubeconfig.ts';
 import { KubeApiError, UnreachableError } from './errors.ts';
+import { AdaptiveLimiter } from './limiter.ts';
 import { isRetryableRead, parseRetryAfter, withRetry } from './retry.ts';
-import { type StreamSink, Transport } from './transport.ts';
+import { type SendResult, type StreamSink, Transport } from './transport.ts';
 
 export { KubeApiError, UnreachableError } from './errors.ts';
 export { resolveKubeConfig, type ResolvedKubeConfig } from './kubeconfig.ts';
@@ -26,6 +27,11 @@ export interface ConnectOptions {
   requestTimeoutMs?: number;
   /** Environment to resolve KUBECONFIG and in-cluster config from (tests pass their own). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The adaptive window every request but watches goes through (src/kube/limiter.ts); `false` for none (the
+   * Lease's own client). Default: the process's one window for this apiserver, shared by every client of it.
+   */
+  limiter?: AdaptiveLimiter | false;
 }
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -48,6 +54,8 @@ export interface KubeClient {
   readonly context: string;
   /** How many HTTP requests this client made (benchmarks divide by it). */
   readonly requestCount: number;
+  /** The adaptive window this client's requests go through, when it has one (wrappers pass their inner client's on). */
+  readonly limiter?: AdaptiveLimiter;
   /**
    * One request. A GET that meets 429, 5xx or a reset connection is sent again (the server's Retry-After, else
    * back-off; no wait beyond the request timeout); other methods are sent once: their callers decide.
@@ -91,12 +99,21 @@ export function loadKubeConfig(opts: ConnectOptions = {}): KubeConfig {
   return resolveKubeConfig(opts).kc;
 }
 
+/** One window per apiserver for the whole process: every client of a run (and of a command) waits in the same one. */
+const limiters = new Map<string, AdaptiveLimiter>();
+function sharedLimiter(server: string): AdaptiveLimiter {
+  let l = limiters.get(server);
+  if (!l) limiters.set(server, (l = new AdaptiveLimiter()));
+  return l;
+}
+
 export function connect(opts: ConnectOptions = {}): KubeClient {
   const rk = resolveKubeConfig(opts);
   const env = opts.env ?? process.env;
   const transport = new Transport(rk, env);
   const server = rk.displayServer;
   const timeout = opts.requestTimeoutMs ?? 30_000;
+  const limiter = opts.limiter === false ? undefined : opts.limiter ?? sharedLimiter(rk.server.href);
   let count = 0;
   // Fault injection for the crash tests only: SIGKILL this process right after the Nth successful write
   // (Lease writes excluded), i.e. after the apiserver applied it and before anything else happened.
@@ -139,12 +156,34 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
       const kill = () => process.kill(process.pid, 'SIGKILL');
       if (inFlight[2]) setTimeout(kill, Number(inFlight[2])); else setImmediate(kill);
     }
-    let res = await transport.send(method, full, headers, body, timeoutMs, rk.context, ro.stream);
+    // Every request but a watch waits for a slot of the run's window and tells it how the answer went.
+    const send = async (): Promise<SendResult> => {
+      if (!limiter || ro.stream) return transport.send(method, full, headers, body, timeoutMs, rk.context, ro.stream);
+      const release = await limiter.acquire();
+      const t0 = performance.now();
+      const kind = method !== 'GET' ? 'write' : ro.query?.limit !== undefined ? 'list' : 'get';
+      try {
+        const r = await transport.send(method, full, headers, body, timeoutMs, rk.context);
+        if (r.priorityLevel) limiter.priorityLevel = r.priorityLevel;
+        limiter.observe({
+          kind, latencyMs: performance.now() - t0, status: r.status, apf: r.priorityLevel !== undefined,
+          ...(r.status === 429 || r.status >= 500 ? { retryAfterMs: parseRetryAfter(r.retryAfter) } : {}),
+          ...(r.status === 429 && path.endsWith('/eviction') && isBudgetRefusal(r.text) ? { budget: true } : {}),
+        });
+        return r;
+      } catch (e) {
+        limiter.observe({ kind, latencyMs: performance.now() - t0, status: 0, timedOut: /timed out/.test(String((e as Error)?.message)) });
+        throw e;
+      } finally {
+        release();
+      }
+    };
+    let res = await send();
     if (res.status === 401 && transport.refreshable) {
       // An exec plugin's token may have expired early: ask the plugin once more, like kubectl.
       transport.invalidate();
       count++;
-      res = await transport.send(method, full, headers, body, timeoutMs, rk.context, ro.stream);
+      res = await send();
     }
     const text = res.text;
     if (res.status >= 200 && res.status < 300) {
@@ -248,10 +287,24 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
     server,
     context: rk.context,
     get requestCount() { return count; },
+    ...(limiter ? { limiter } : {}),
     request,
     list,
     watch,
   };
+}
+
+/**
+ * An eviction's 429 that is a PodDisruptionBudget saying no (Status details.causes type DisruptionBudget, the
+ * apiserver's pod eviction REST handler), not the apiserver being overloaded.
+ */
+function isBudgetRefusal(text: string): boolean {
+  try {
+    const s = JSON.parse(text);
+    return (s?.details?.causes ?? []).some((c: any) => c?.type === 'DisruptionBudget') || /disruption budget/i.test(String(s?.message ?? ''));
+  } catch {
+    return false;
+  }
 }
 
 function firstLine(s: string): string {

@@ -20,7 +20,14 @@ import { redact, redactUrl, registerSecret } from './redact.ts';
 /** Where a streamed answer's body goes (Transport.send). */
 export interface StreamSink { data: (chunk: Buffer) => void; signal?: AbortSignal }
 
-export interface SendResult { status: number; text: string; /** The Retry-After header, when the server sent one. */ retryAfter?: string }
+export interface SendResult {
+  status: number;
+  text: string;
+  /** The Retry-After header, when the server sent one. */
+  retryAfter?: string;
+  /** X-Kubernetes-PF-PriorityLevel-UID: the API Priority and Fairness level the apiserver put the request in. */
+  priorityLevel?: string;
+}
 
 interface Credential { token?: string; cert?: string; key?: string; expires?: number }
 
@@ -383,7 +390,11 @@ export class Transport {
           settled = true;
           if (timer) clearTimeout(timer);
           const retryAfter = res.headers['retry-after'];
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ...(retryAfter !== undefined ? { retryAfter } : {}) });
+          const pl = res.headers['x-kubernetes-pf-prioritylevel-uid'] ?? (res.headers['x-kubernetes-pf-flowschema-uid'] !== undefined ? '' : undefined);
+          resolve({
+            status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ...(retryAfter !== undefined ? { retryAfter } : {}),
+            ...(pl !== undefined ? { priorityLevel: String(pl) } : {}),
+          });
         });
       });
       req.end(body);

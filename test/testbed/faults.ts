@@ -16,6 +16,7 @@
 //   const proxy = await FaultProxy.start({ target: tb.server, cert, key, rate: 0.15, seed: 42 });
 //   ... the CLI with a kubeconfig whose server is proxy.url ...
 //   proxy.stats()   // { requests, faulted, rate, byKind, byMethod }
+//   proxy.timeline()  // with timeline: true, each counted request's arrival time, method, path and fault
 //   await proxy.stop();
 
 import http from 'node:http';
@@ -46,7 +47,12 @@ export interface FaultProxyOptions {
    * that a run is sure to meet a faulted lock request however few it makes.
    */
   leaseFault?: { nth: number; kind: FaultKind };
+  /** Keep a timeline of every counted request (arrival time, method, path, fault): timeline(). */
+  timeline?: boolean;
 }
+
+/** One counted request as the proxy saw it arrive. */
+export interface TimelineEntry { at: number; method: string; path: string; fault?: FaultKind }
 
 export interface FaultStats {
   requests: number;
@@ -97,6 +103,7 @@ export class FaultProxy {
   readonly #server: http.Server;
   readonly #sockets = new Set<Socket>();
   readonly #stats: FaultStats;
+  readonly #timeline: TimelineEntry[] = [];
 
   private constructor(server: http.Server, url: string) {
     this.#server = server;
@@ -179,6 +186,7 @@ export class FaultProxy {
         if (lease) st.leases.faulted++;
       }
       st.rate = st.faulted / st.requests;
+      if (opts.timeline) proxy!.#timeline.push({ at: Date.now(), method, path: url.pathname, ...(kind ? { fault: kind } : {}) });
       const json = { 'content-type': 'application/json' };
       try {
         switch (kind) {
@@ -233,6 +241,11 @@ export class FaultProxy {
   /** The figures so far (a copy). */
   stats(): FaultStats {
     return JSON.parse(JSON.stringify(this.#stats)) as FaultStats;
+  }
+
+  /** Every counted request so far, in arrival order (with `timeline: true`; a copy). */
+  timeline(): TimelineEntry[] {
+    return this.#timeline.map((e) => ({ ...e }));
   }
 
   async stop(): Promise<void> {

@@ -10,7 +10,7 @@ import type { KubeObject } from '../../src/cluster/types.ts';
 import { BackupStore } from '../../src/engine/backup.ts';
 import { RUN_LABEL } from '../../src/engine/covers.ts';
 import { Journal } from '../../src/engine/journal.ts';
-import { poolObject, undoPool } from '../../src/pod-paths/calico/engine.ts';
+import { addedPools, poolObject, undoPool } from '../../src/pod-paths/calico/engine.ts';
 import type { StepContext } from '../../src/engine/runner.ts';
 import type { KubeClient, Method } from '../../src/kube/client.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
@@ -77,5 +77,24 @@ describe('Calico: the run\'s own IPPool', () => {
     const { ctx, seen } = ctxWith(undefined);
     await undoPool(ctx, 'new-pool', RUN);
     assert.deepEqual(seen.filter((s) => s.method !== 'GET'), []);
+  });
+});
+
+describe('addedPools (operator-managed: the Installation entries a rollback removes)', () => {
+  const inst = (ipPools: unknown[]) => ({ apiVersion: 'operator.tigera.io/v1', kind: 'Installation', metadata: { name: 'default' }, spec: { calicoNetwork: { ipPools } } });
+  const old = { name: 'default-ipv4-ippool', cidr: '192.168.0.0/16' };
+  const ours = { name: 'new-pool', cidr: '10.50.0.0/16' };
+
+  it('only an entry of the plan\'s new pools that the Installation\'s backup did not hold', () => {
+    assert.deepEqual(addedPools([old, ours], [POOL], inst([old])), [ours]);
+  });
+
+  it('an entry of that name or CIDR that was there before the run is not the run\'s: kept', () => {
+    assert.deepEqual(addedPools([old, ours], [POOL], inst([old, ours])), []);
+    assert.deepEqual(addedPools([old, ours], [POOL], inst([old, { name: 'theirs', cidr: '10.50.0.0/16' }])), []);
+  });
+
+  it('no backup of the Installation: the run never changed it, nothing is removed', () => {
+    assert.deepEqual(addedPools([old, ours], [POOL], undefined), []);
   });
 });

@@ -44,6 +44,29 @@ describe('jobEvictionRisk', () => {
     assert.equal(jobEvictionRisk(job({ backoffLimitPerIndex: 1, completionMode: 'Indexed' }), 3), undefined);
   });
 
+  it('backoffLimitPerIndex with the pods at hand: each index\'s failures so far (job-index-failure-count) decide', () => {
+    const pod = (ix: number, failures?: string) => ({
+      apiVersion: 'v1', kind: 'Pod',
+      metadata: { name: `j-${ix}-x`, annotations: { 'batch.kubernetes.io/job-completion-index': String(ix), ...(failures !== undefined ? { 'batch.kubernetes.io/job-index-failure-count': failures } : {}) } },
+    });
+    const perIndex = (limit: number, more: Record<string, unknown> = {}, status: Record<string, unknown> = {}) => job({ backoffLimitPerIndex: limit, completionMode: 'Indexed', ...more }, status);
+    // the controller fails an index when a counted failure meets count >= backoffLimitPerIndex
+    assert.equal(jobEvictionRisk(perIndex(2), [pod(0, '0'), pod(1, '1')]), undefined, 'both indexes have a failure left');
+    assert.equal(jobEvictionRisk(perIndex(2), [pod(0, '2')]),
+      'backoffLimitPerIndex 2: index 0 has 2 failure(s), so evicting its pod fails the index: a failed index fails the Job once the others finish');
+    assert.equal(jobEvictionRisk(perIndex(1), [pod(3)]), undefined, 'no annotation: 0 failures so far');
+    assert.equal(jobEvictionRisk(perIndex(1), [pod(3, 'x'), pod(4, '-2'), pod(5, '99999999999')]), undefined, 'unparsable or out of range: 0, as the controller reads it');
+    assert.match(jobEvictionRisk(perIndex(0), [pod(3)])!, /index 3 has 0 failure/);
+    // maxFailedIndexes: the failed indexes so far (status.failedIndexes) and those the eviction fails
+    assert.match(jobEvictionRisk(perIndex(1, { maxFailedIndexes: 2 }, { failedIndexes: '4,6' }), [pod(1, '1')])!,
+      /3 failed index\(es\) pass maxFailedIndexes 2/);
+    assert.match(jobEvictionRisk(perIndex(1, { maxFailedIndexes: 5 }, { failedIndexes: '4-6' }), [pod(1, '1')])!, /once the others finish/);
+    // a podFailurePolicy that ignores DisruptionTarget still comes first
+    assert.equal(jobEvictionRisk(perIndex(0, { podFailurePolicy: IGNORE }), [pod(0, '3')]), undefined);
+    const m = jobEvictionRefusal(perIndex(1), jobEvictionRisk(perIndex(1), [pod(0, '1')])!, 'on node n1');
+    assert.match(m, /raise its backoffLimitPerIndex \(kubectl patch job -n ns j --type=merge -p '\{"spec":\{"backoffLimitPerIndex":N\}\}'\)/);
+  });
+
   it('nothing to evict, no Job, or a Job that ended: no risk', () => {
     assert.equal(jobEvictionRisk(job({ backoffLimit: 0 }), 0), undefined);
     assert.equal(jobEvictionRisk(undefined, 1), undefined);

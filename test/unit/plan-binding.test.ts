@@ -235,6 +235,14 @@ describe('ownership of bridges and covers', () => {
     assert.equal((noRun.err as UserError).kind, 'verify');
     assert.match(noRun.err!.message, new RegExp(`shop/web-kr-old carries the helper labels but no kube-renumber\\.io/run label .*label them by hand and resume: kubectl -n shop label service web-kr-old kube-renumber\\.io/run=${RUN}$`));
     assert.ok(!noRun.seen.some((s) => s.startsWith('DELETE')));
+    // a helper of another plan's run: named with that run, and what to do
+    const other = mine('web-kr-old', BRIDGE_FOR_LABEL);
+    other.metadata!.labels![RUN_LABEL] = 'ffff00001111';
+    const otherRun = await moveBackWith(other, true);
+    assert.match(otherRun.err!.message, new RegExp(`shop/web-kr-old is a helper of the run of plan ffff00001111: finish or roll back that plan's run .*`
+      + `kubectl -n shop label service web-kr-old kube-renumber\\.io/run=${RUN} --overwrite\\) and resume$`));
+    assert.doesNotMatch(otherRun.err!.message, /no kube-renumber\.io\/run label/);
+    assert.ok(!otherRun.seen.some((s) => s.startsWith('DELETE')));
     const notJournaled = await moveBackWith(mine('web-kr-old', BRIDGE_FOR_LABEL), false);
     assert.match(notJournaled.err!.message, /bridge shop\/web-kr-old \(uid uid-web-kr-old-a1b2c3d4e5f6\) is not journaled as created by this run/);
     assert.ok(!notJournaled.seen.some((s) => s.startsWith('DELETE')));

@@ -5,7 +5,7 @@
  * pools' part of the end state. Each step derives "done" from the cluster, so a crash is resumed by running again.
  */
 import type { KubeObject } from '../../cluster/types.ts';
-import { BLOCKAFFINITIES, INSTALLATIONS, IPAMBLOCKS, IPAMHANDLES, IPPOOLS } from '../../kube/calico.ts';
+import { BLOCKAFFINITIES, INSTALLATIONS, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, KIND_OF } from '../../kube/calico.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { createObject, deleteObject, forCreate, getObject, listAll, PODS, replaceObject } from '../../kube/resources.ts';
 import { patchWithPrecondition } from '../../kube/workloads.ts';
@@ -102,10 +102,28 @@ function createPoolStep(pe: PodPathHost, p: PlanStep): Step {
       const target = pools.map((x) => parseCidr(x.cidr));
       const using = (await withRetry(() => listAll(ctx.client, PODS))).filter((x) => active(x) && ipsOf(x).some((a) => inAny(target, a)));
       if (using.length > 0) throw new Error(`${using.length} pod(s) hold addresses in the new pool (e.g. ${using[0]!.metadata?.namespace}/${using[0]!.metadata?.name}): move them back first`);
-      if (operator) await editInstallationPools(ctx, (list) => (list.some((x) => pools.some((np) => np.name === x.name)) ? list.filter((x) => !pools.some((np) => np.name === x.name)) : undefined));
-      else for (const np of pools) await undoPool(ctx, np.name, pe.run);
+      if (operator) {
+        // the operator writes the IPPool's metadata itself (only its managed-by label), so the pool cannot carry the
+        // run label: what the run added is told by the Installation's backup, taken before the run changed it
+        const before = ctx.backups.load({ ...KIND_OF.installations!, name: 'default' });
+        await editInstallationPools(ctx, (list) => {
+          const ours = addedPools(list, pools, before);
+          return ours.length > 0 ? list.filter((x) => !ours.includes(x)) : undefined;
+        });
+      } else for (const np of pools) await undoPool(ctx, np.name, pe.run);
     },
   };
+}
+
+/**
+ * The entries of Installation ipPools `list` that this run added: one of the plan's new pools (by name) that the
+ * Installation's backup (`before`, taken before the run's first change to it) did not hold by name or CIDR. With no
+ * backup the run never got to change the Installation: none. Pure.
+ */
+export function addedPools(list: readonly any[], pools: readonly PoolData[], before: KubeObject | undefined): any[] {
+  if (!before) return [];
+  const had = (before.spec?.calicoNetwork?.ipPools ?? []) as any[];
+  return list.filter((x) => pools.some((np) => np.name === x?.name) && !had.some((b) => b?.name === x?.name || b?.cidr === x?.cidr));
 }
 
 /**

@@ -1,0 +1,193 @@
+// Benchmark: how hard a node-IPAM move in waves presses the apiserver, seen by another client of it.
+//
+//   npm run bench -- control-plane-load [--nodes 1000] [--max-unavailable 10%] [--zones 3] [--deployments 4]
+//                                       [--idle-seconds 20] [--probe-interval-ms 100] [--kcm-qps 100]
+//
+//   A testbed with --nodes kwok nodes (as node-waves builds it: Deployments of one replica per node, each with a
+//   PodDisruptionBudget, a DaemonSet, a bare pod, a Job), then a probe: another client of the same apiserver (its
+//   own connection, no window) that alternates a GET of one object and a LIST of one page of pods every
+//   --probe-interval-ms and records each latency. First --idle-seconds with nothing moving (the idle p99), then the
+//   node move through the CLI at --max-unavailable (plan, apply to gate kcm-stop-allocating, kube-controller-manager
+//   without allocation, resume through every wave: the probed part, to the end). While the waves run the probe
+//   also reads the run's Lease and notes each renewTime: the longest gap between two renewals seen.
+//
+//   Figures: the probe's p50/p99 idle and during the waves, otherClientP99Ratio = p99 during ÷ p99 idle; whether
+//   the run completed; Lease losses (the run stopped because it could not renew) and the longest renewal gap;
+//   podsLost (Deployment replicas and DaemonSet pods not available at the end, the bare pod gone); PDB violations;
+//   the load average. Human-readable table on stdout, then one JSON line (last stdout line). Progress on stderr.
+
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { connect, type KubeClient } from '../src/kube/client.ts';
+import { LEASE_NAME, LEASE_NAMESPACE } from '../src/engine/lock.ts';
+import { parseMaxUnavailable, waveSize } from '../src/plan/node-waves.ts';
+import { Testbed } from '../test/testbed/cluster.ts';
+import { watchPDBs } from '../test/testbed/pdb-watch.ts';
+import { populateWorkloads } from '../test/testbed/workloads.ts';
+import { cli, oldRange, settle, targets, writeHook } from './node-waves.ts';
+
+const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
+const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+const MAX_NODES = 1024;
+
+/** The q-quantile (0..1) of `v`, nearest rank; 0 for none. */
+export function quantile(v: readonly number[], q: number): number {
+  if (v.length === 0) return 0;
+  const w = [...v].sort((a, b) => a - b);
+  return w[Math.min(w.length - 1, Math.max(0, Math.ceil(q * w.length) - 1))]!;
+}
+
+interface Probe {
+  /** Latencies (ms) recorded since the last take(), and errors. */
+  take(): { ms: number[]; errors: number };
+  /** Start noting the run's Lease renewals. */
+  watchLease(on: boolean): void;
+  /** Renewal times (epoch ms) seen. */
+  renewals(): number[];
+  stop(): Promise<void>;
+}
+
+/** Another client: its own connection and no window; a GET and a LIST page in turn every `intervalMs`. */
+function startProbe(client: KubeClient, intervalMs: number): Probe {
+  let ms: number[] = [];
+  let errors = 0;
+  let stopped = false;
+  let lease = false;
+  const renewTimes = new Set<number>();
+  const loop = (async () => {
+    for (let i = 0; !stopped; i++) {
+      const t0 = performance.now();
+      try {
+        if (i % 2 === 0) await client.request('GET', '/api/v1/namespaces/default/services/kubernetes', { timeoutMs: 30_000 });
+        else await client.request('GET', '/api/v1/pods', { query: { limit: 500 }, timeoutMs: 30_000 });
+        ms.push(performance.now() - t0);
+      } catch { errors++; }
+      if (lease) {
+        try {
+          const l: any = await client.request('GET', `/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases/${LEASE_NAME}`, { timeoutMs: 30_000 });
+          const t = Date.parse(l?.spec?.renewTime ?? '');
+          if (!Number.isNaN(t)) renewTimes.add(t);
+        } catch { /* not there (between commands) */ }
+      }
+      const left = intervalMs - (performance.now() - t0);
+      if (left > 0) await new Promise((r) => setTimeout(r, left));
+    }
+  })();
+  return {
+    take() { const out = { ms, errors }; ms = []; errors = 0; return out; },
+    watchLease(on) { lease = on; },
+    renewals: () => [...renewTimes].sort((a, b) => a - b),
+    async stop() { stopped = true; await loop; },
+  };
+}
+
+/** The longest gap (s) between renewals seen one after another. */
+function longestGap(times: readonly number[]): number {
+  let gap = 0;
+  for (let i = 1; i < times.length; i++) gap = Math.max(gap, times[i]! - times[i - 1]!);
+  return gap / 1000;
+}
+
+export async function run(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      nodes: { type: 'string' }, 'max-unavailable': { type: 'string' }, zones: { type: 'string' }, deployments: { type: 'string' },
+      'idle-seconds': { type: 'string' }, 'probe-interval-ms': { type: 'string' }, 'kcm-qps': { type: 'string' },
+    },
+  });
+  const nodes = Number(values.nodes ?? 1000);
+  const max = values['max-unavailable'] ?? '10%';
+  const zones = Number(values.zones ?? 3);
+  const deployments = Number(values.deployments ?? 4);
+  const idleSeconds = Number(values['idle-seconds'] ?? 20);
+  const intervalMs = Number(values['probe-interval-ms'] ?? 100);
+  const kcmQPS = Number(values['kcm-qps'] ?? 100);
+  if (![nodes, zones, deployments, idleSeconds, intervalMs, kcmQPS].every((n) => Number.isInteger(n) && n > 0) || nodes > MAX_NODES) {
+    process.stderr.write(`error: --nodes (at most ${MAX_NODES}), --zones, --deployments, --idle-seconds, --probe-interval-ms and --kcm-qps must be positive whole numbers\n`);
+    return 2;
+  }
+  try { parseMaxUnavailable(max); } catch (e) { process.stderr.write(`error: --${(e as Error).message}\n`); return 2; }
+
+  const dir = await mkdtemp(join(tmpdir(), 'kr-bench-cpload-'));
+  log(`starting a ${nodes}-node testbed in ${zones} zone(s)`);
+  const from = oldRange(nodes);
+  const to = targets(nodes)[0]!;
+  const tb = await Testbed.start({ serviceCIDR: '10.96.0.0/16', podCIDR: from, nodes, zones, podIPAM: 'kwok', calicoCRDs: false, controllerManagerQPS: kcmQPS, timeoutMs: 300_000 });
+  let probe: Probe | undefined;
+  try {
+    const summary = await populateWorkloads(tb, {
+      namespaces: 1, deploymentsPerNs: deployments, replicas: nodes, statefulSets: 0, pdbMaxUnavailable: '10%', timeoutMs: 600_000,
+    });
+    log(`${summary.totalPods} pods in ${summary.workloads.length} workloads, up in ${round(summary.elapsedMs / 1000)} s`);
+    // the probe: our kube layer, but its own connection and no window (it stands for another tool on the cluster)
+    const other = connect({ kubeconfig: tb.kubeconfigPath, limiter: false, env: { HOME: '/nonexistent' } });
+    probe = startProbe(other, intervalMs);
+    await new Promise((r) => setTimeout(r, idleSeconds * 1000));
+    const idle = probe.take();
+    const idleLoad = loadavg()[0]!;
+    log(`idle: ${idle.ms.length} probes, p99 ${round(quantile(idle.ms, 0.99), 1)} ms, load ${round(idleLoad, 2)}`);
+
+    const planPath = join(dir, 'plan.yaml');
+    const stateDir = join(dir, 'state');
+    const hook = await writeHook(tb, dir);
+    const p = await cli(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', to, '--ipam', 'node', '--node-hook', hook, '--max-unavailable', max, '-o', 'yaml']);
+    if (p.code !== 0 && p.code !== 1) throw new Error(`plan exited ${p.code}: ${p.err}`);
+    await writeFile(planPath, p.out);
+    const common = ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--yes', '--allow-hook', '--timeout', '300s'];
+    const a = await cli(['apply', planPath, ...common]);
+    if (a.code !== 7) throw new Error(`apply exited ${a.code}, expected gate kcm-stop-allocating: ${a.err.slice(-2000)}`);
+    if (!(await tb.restartControllerManager({ clusterCIDR: from, allocateNodeCIDRs: false })).running) throw new Error('kube-controller-manager did not start with --allocate-node-cidrs=false');
+    const watcher = watchPDBs(tb);
+    await watcher.ready;
+    log(`${nodes} nodes, --max-unavailable ${max}: moving ${from} → ${to} with the probe running`);
+    probe.take();
+    probe.watchLease(true);
+    const t0 = performance.now();
+    const r = await cli(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating']);
+    const seconds = (performance.now() - t0) / 1000;
+    probe.watchLease(false);
+    const during = probe.take();
+    const duringLoad = loadavg()[0]!;
+    const pdb = await watcher.stop();
+    const stderr = r.err;
+    let completed = r.code === 7 && /stopped at gate kcm-cluster-cidr/.test(stderr);
+    if (completed) {
+      if (!(await tb.restartControllerManager({ clusterCIDR: to, allocateNodeCIDRs: true })).running) throw new Error('kube-controller-manager did not start on the new range');
+      await settle(tb);
+      const done = await cli(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr']);
+      completed = done.code === 0;
+      if (!completed) log(`final resume exited ${done.code}: ${done.err.slice(-1000)}`);
+    } else {
+      log(`resume exited ${r.code}: ${stderr.slice(-2000)}`);
+    }
+    const leaseLosses = (stderr.match(/could not renew Lease|lost Lease|Lease \S+ was deleted/g) ?? []).length;
+    const lost = await settle(tb);
+    const idleP99 = quantile(idle.ms, 0.99);
+    const duringP99 = quantile(during.ms, 0.99);
+    const size = waveSize(parseMaxUnavailable(max), nodes);
+    const fig = {
+      scenario: 'control-plane-load', nodes, pods: summary.totalPods, maxUnavailable: max, waveSize: size, waves: Math.ceil(nodes / size),
+      idle: { probes: idle.ms.length, errors: idle.errors, p50Ms: round(quantile(idle.ms, 0.5), 1), p99Ms: round(idleP99, 1), loadAvg1m: round(idleLoad, 2) },
+      during: { probes: during.ms.length, errors: during.errors, p50Ms: round(quantile(during.ms, 0.5), 1), p99Ms: round(duringP99, 1), loadAvg1m: round(duringLoad, 2) },
+      otherClientP99Ratio: idleP99 > 0 ? round(duringP99 / idleP99, 2) : null,
+      completed: completed ? 1 : 0, resumeSeconds: round(seconds, 1),
+      leaseLosses, leaseRenewals: probe.renewals().length, longestLeaseRenewalGapSeconds: round(longestGap(probe.renewals()), 1),
+      podsLost: lost, pdbViolations: pdb.violations.length, cores: availableParallelism(),
+    };
+    process.stdout.write(`CONTROL-PLANE-LOAD (${nodes} nodes, ${summary.totalPods} pods, --max-unavailable ${max}: ${fig.waves} wave(s) of up to ${size})\n`
+      + `probe (GET + LIST page every ${intervalMs} ms)   probes  errors  p50 ms  p99 ms  load1m\n`
+      + `idle                                      ${String(fig.idle.probes).padStart(6)}  ${String(fig.idle.errors).padStart(6)}  ${String(fig.idle.p50Ms).padStart(6)}  ${String(fig.idle.p99Ms).padStart(6)}  ${fig.idle.loadAvg1m}\n`
+      + `during the waves                          ${String(fig.during.probes).padStart(6)}  ${String(fig.during.errors).padStart(6)}  ${String(fig.during.p50Ms).padStart(6)}  ${String(fig.during.p99Ms).padStart(6)}  ${fig.during.loadAvg1m}\n`
+      + `p99 ratio ${fig.otherClientP99Ratio}; completed ${fig.completed} (waves ${fig.resumeSeconds} s); Lease losses ${leaseLosses}, longest renewal gap ${fig.longestLeaseRenewalGapSeconds} s; `
+      + `pods lost ${lost}; PDB violations ${fig.pdbViolations}\n`);
+    process.stdout.write(`${JSON.stringify(fig)}\n`);
+    return completed ? 0 : 1;
+  } finally {
+    await probe?.stop();
+    await tb.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
