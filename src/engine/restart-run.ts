@@ -40,8 +40,12 @@ function workloadRef(w: Workload): string {
   return `${w.kind}/${w.namespace}/${w.name}`;
 }
 
-/** Restart one workload, journaling its outcome (a real run only). */
+/**
+ * Restart one workload, journaling that it starts and its outcome (a real run with a step only): a run killed between
+ * the two leaves the first, and the next run, which finds its pods restarted, has nothing more to say about it.
+ */
 async function restartJournaled(ctx: StepContext, w: Workload, opts: RestartRunOptions): Promise<RestartResult> {
+  if (ctx.dryRun === 'none' && opts.step) ctx.journal.append('report', { step: opts.step, objects: [workloadRef(w)], detail: 'restarting' });
   const r = await restartWorkload(ctx, w, { token: opts.token, timeoutMs: opts.rolloutTimeoutMs });
   if (ctx.dryRun === 'none' && opts.step) {
     ctx.journal.append('report', {

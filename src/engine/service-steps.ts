@@ -28,8 +28,8 @@ import { COVER_FOR_LABEL, coverCarries, coverService, coverStatus, ownedHelper, 
 import { createdUids, readJournal, sinceLastRollback } from './journal.ts';
 import { withPlanSupersessions, type Step, type StepContext } from './runner.ts';
 import { missingBarePods, recreateMissing, restartInWaves } from './restart-run.ts';
-import { resolveWorkloads, restoreScale, scaledReplicas, scaleUp, skipReason } from './restarts.ts';
-import { DEPLOYMENTS } from '../kube/workloads.ts';
+import { pdbsFor, resolveWorkloads, restoreScale, scaledReplicas, scaleUp, skipReason, type Workload } from './restarts.ts';
+import { DEPLOYMENTS, PODDISRUPTIONBUDGETS } from '../kube/workloads.ts';
 import { SliceWatch } from './slice-watch.ts';
 import { mapLimit, poll, retryOnConflict, sleep, waitFor, withRetry } from './toolkit.ts';
 
@@ -936,6 +936,23 @@ export class ServiceExecutor {
   }
 
   /**
+   * A StatefulSet whose pods a PodDisruptionBudget covers has its stale pods evicted one at a time through the
+   * Eviction API (its controller creates each again from the same template), not rolled out: the StatefulSet
+   * controller's rolling update does not consult budgets (measured on the testbed, v1.37: a Parallel StatefulSet of 2
+   * behind maxUnavailable 1 had both pods unready during a rollout restart). A Service move needs its pods started
+   * again, not a new template.
+   */
+  private async budgetedStatefulSets(client: KubeClient, workloads: Workload[], pods: readonly KubeObject[]): Promise<Workload[]> {
+    if (!workloads.some((w) => w.kind === 'StatefulSet')) return workloads;
+    const pdbs = await withRetry(() => listAll(client, PODDISRUPTIONBUDGETS));
+    return workloads.map((w): Workload => {
+      if (w.kind !== 'StatefulSet') return w;
+      const covered = pods.some((p) => p.metadata?.namespace === w.namespace && w.pods.includes(p.metadata?.name ?? '') && pdbsFor(p, pdbs).length > 0);
+      return covered ? { kind: 'Other', namespace: w.namespace, name: w.name, pods: w.pods, owner: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: w.name } } : w;
+    });
+  }
+
+  /**
    * Step restart-workloads: the restart engine of the Pod CIDR path (./restarts.ts, ./restart-run.ts) on every
    * workload with a pod started before the moves. The critical Deployments (the cluster DNS, --critical) are
    * scaled up by one and restarted first, then put back. Done, from the cluster: no such pod is left, no bare pod
@@ -980,7 +997,7 @@ export class ServiceExecutor {
           if (pods.length === 0) break;
           const g = await resolveWorkloads(ctx.client, pods);
           for (const u of g.unknownOwners) (ctx.warn ?? ctx.log)(`pod ${u.namespace}/${u.pod} is owned by ${u.kind} ${u.name} (${u.apiVersion}), which this tool does not know: it is evicted and left to that controller`);
-          await restartInWaves(ctx, g.workloads, run);
+          await restartInWaves(ctx, await this.budgetedStatefulSets(ctx.client, g.workloads, pods), run);
           if (ctx.dryRun !== 'none') break;
         }
         for (const r of crit) {

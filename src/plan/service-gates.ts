@@ -123,7 +123,8 @@ export function restartWorkloadsStep(inp: ServiceGateInputs, restarts: { paralle
     description: 'restart every workload with a pod (not hostNetwork, not a mirror pod) started before move-kubernetes'
       + (dnsMoves ? ' and kubelet-cluster-dns' : '') + ' finished, so /etc/resolv.conf, KUBERNETES_SERVICE_HOST and <NAME>_SERVICE_HOST name the new IPs: '
       + `${crit.length > 0 ? `${crit.join(', ')} scaled up by one replica (at least 2) and restarted first, ` : ''}`
-      + `${restarts.parallel} rollout(s) at a time; Deployments, StatefulSets and DaemonSets by the restartedAt annotation (awaited, paused ones reported, never forced); `
+      + `${restarts.parallel} rollout(s) at a time; Deployments, StatefulSets and DaemonSets by the restartedAt annotation (awaited, paused ones reported, never forced), `
+      + 'except StatefulSets behind a PodDisruptionBudget, whose pods are evicted one at a time instead (their controller\'s rollout does not consult budgets); '
       + 'Job pods (only where the eviction cannot fail the Job) and bare pods by eviction through the Eviction API (PodDisruptionBudgets respected; bare pods created again from their backup); '
       + `${crit.length > 0 ? `then ${crit.join(', ')} back to their replicas. ` : ''}Done when ${restartedCheck(dnsMoves)}`
       + (slow ? `. kube-proxy ${slow} clears stale UDP conntrack entries slowly (kubernetes/kubernetes#135323): run this step at a quiet hour (resume --only restart-workloads), or lookups from busy nodes can fail while CoreDNS restarts` : ''),

@@ -3,8 +3,9 @@
 // ends. On the workload fixture (Deployments, StatefulSets and a DaemonSet behind PodDisruptionBudgets, a bare pod, a
 // Job whose evictions are not failures) and the cluster DNS: no PodDisruptionBudget ever violated (watched throughout),
 // no workload restarted twice (one rollout each: one new Deployment revision, one new ControllerRevision per
-// StatefulSet and DaemonSet; the bare pod created again once, each Job pod replaced at most once), CoreDNS back at its
-// replicas, and no pod left that started before the moves.
+// DaemonSet; each pod of a StatefulSet behind a budget evicted and created again once, no rollout; the bare pod
+// created again once, each Job pod replaced at most once), CoreDNS back at its replicas, and no pod left that
+// started before the moves.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -26,7 +27,7 @@ describe('step restart-workloads killed at every write, resumed each time', () =
   const dir = mkdtempSync(join(tmpdir(), 'kr-restart-crash-'));
   const planPath = join(dir, 'plan.yaml');
   const stateDir = join(dir, 'state');
-  const common = ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '90s', '--propagation-delay', '0s'];
+  const common = (): string[] => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--timeout', '90s', '--propagation-delay', '0s'];
 
   test('finishes with no pod restarted twice and no PodDisruptionBudget violated', { timeout: 25 * 60_000 }, async () => {
     await populateWorkloads(tb, { namespaces: 1, deploymentsPerNs: 2, replicas: 2, statefulSets: 1, statefulSetReplicas: 2 });
@@ -40,11 +41,11 @@ describe('step restart-workloads killed at every write, resumed each time', () =
 
     // the migration up to the restarts, uninterrupted
     const later = plan.steps.slice(plan.steps.findIndex((s: any) => s.id === 'restart-workloads')).map((s: any) => s.id).join(',');
-    let r = await run(['apply', planPath, '--yes', '--skip', later, ...common]);
+    let r = await run(['apply', planPath, '--yes', '--skip', later, ...common()]);
     assert.equal(r.code, 7, r.err.slice(-2000));
     assert.match(r.err, /stopped at gate restart-apiservers/);
     await tb.restartApiserver({ serviceCIDR: NEW });
-    r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', '--skip', later, ...common]);
+    r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', '--skip', later, ...common()]);
     assert.equal(r.code, 0, r.err.slice(-2000));
 
     // what the restarts start from
@@ -65,7 +66,7 @@ describe('step restart-workloads killed at every write, resumed each time', () =
     // pods created while the restarts run, by workload
     const added = new Map<string, number>();
     const keyOf = (x: any) => `${x.metadata.namespace}/${x.metadata.labels?.['kube-renumber.test/workload'] ?? x.metadata.labels?.['k8s-app'] ?? x.metadata.labels?.app ?? x.metadata.name}`;
-    const seen = new Set(podsBefore.map((x: any) => x.metadata.uid));
+    const seen = new Set((await list('pods')).map((x: any) => x.metadata.uid));
     const pw = listWatch(tb.client, '/api/v1/pods', {
       onList: (items: any[]) => { for (const x of items) if (!seen.has(x.metadata.uid)) { seen.add(x.metadata.uid); added.set(keyOf(x), (added.get(keyOf(x)) ?? 0) + 1); } },
       onEvent: (type, x: any) => { if (type === 'ADDED' && !seen.has(x.metadata.uid)) { seen.add(x.metadata.uid); added.set(keyOf(x), (added.get(keyOf(x)) ?? 0) + 1); } },
@@ -73,7 +74,7 @@ describe('step restart-workloads killed at every write, resumed each time', () =
     const pdbs = watchPDBs(tb);
     await Promise.all([pw.ready, pdbs.ready]);
 
-    const args = ['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', '--only', 'restart-workloads', ...common,
+    const args = ['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', '--only', 'restart-workloads', ...common(),
       // each killed run is known to be gone: take its Lease at once instead of waiting out its 60 s
       '--force-unlock'];
     const history: string[] = [];
@@ -107,28 +108,51 @@ describe('step restart-workloads killed at every write, resumed each time', () =
       assert.equal(d.spec.template.metadata.annotations?.['kube-renumber.io/restart'] !== undefined, true, `Deployment ${key} restarted by the run`);
     }
     const revAfter = await revisionsOf();
-    for (const [k, n] of revBefore) if (!k.startsWith('ReplicaSet/')) assert.equal(revAfter.get(k), n + 1, `${k}: one new revision`);
+    const hostNetwork = new Set([...(await list('daemonsets')), ...(await list('statefulsets'))]
+      .filter((o: any) => o.spec.template.spec.hostNetwork).map((o: any) => `${o.kind ?? ''}/${o.metadata.namespace}/${o.metadata.name}`));
+    for (const [k, n] of revBefore) {
+      if (k.startsWith('ReplicaSet/')) continue;
+      // a hostNetwork workload keeps the node's resolver and is left alone; a StatefulSet behind a budget (every
+      // one here) has its pods evicted one at a time, no rollout
+      const host = [...hostNetwork].some((h) => k.endsWith(h.slice(h.indexOf('/'))));
+      const evicted = k.startsWith('StatefulSet/');
+      assert.equal(revAfter.get(k), host || evicted ? n : n + 1, `${k}: ${host ? 'not restarted (hostNetwork)' : evicted ? 'no rollout (evicted)' : 'one new revision'}`);
+    }
+    for (const s of await list('statefulsets')) {
+      const k = [...added.keys()].find((x) => x === `${s.metadata.namespace}/statefulset.${s.metadata.name}` || x === `${s.metadata.namespace}/${s.spec.selector.matchLabels?.app}`);
+      const n = k ? added.get(k)! : 0;
+      assert.ok(n <= s.spec.replicas, `StatefulSet ${s.metadata.namespace}/${s.metadata.name}: ${n} pods created, each at most once`);
+    }
+    assert.ok([...revBefore.keys()].some((k) => k === 'DaemonSet/tb-wl-0/host-agent'), 'the hostNetwork DaemonSet is among them');
     const standalone = [...added.entries()].filter(([k]) => k.endsWith('/pod.standalone')).reduce((a, [, n]) => a + n, 0);
     assert.equal(standalone, 1, 'the bare pod created again once');
     const jobAdded = [...added.entries()].filter(([k]) => k.includes('/job.')).reduce((a, [, n]) => a + n, 0);
     assert.ok(jobAdded <= jobPodsBefore, `Job pods replaced at most once each (${jobAdded} created, ${jobPodsBefore} before)`);
-    // every Deployment pod replaced once: new pods per Deployment = its replicas (CoreDNS: one more, scaled up for the restarts)
+    // every Deployment pod replaced once: new pods per Deployment = its replicas (CoreDNS, scaled up by one for the
+    // restarts: the scaled-up pod, then its replicas + 1 restarted)
     for (const [key, d] of deploys as Map<string, any>) {
       const k = [...added.keys()].find((x) => x === `${d.metadata.namespace}/deployment.${d.metadata.name}` || x === `${d.metadata.namespace}/${d.spec.selector.matchLabels?.['k8s-app'] ?? d.spec.selector.matchLabels?.app}`);
       const n = k ? added.get(k)! : 0;
-      const want = d.spec.replicas + (key === 'kube-system/coredns' ? 1 : 0);
+      const want = d.spec.replicas + (key === 'kube-system/coredns' ? 2 : 0);
       assert.ok(n <= want, `Deployment ${key}: ${n} pods created, at most ${want}`);
     }
 
     // done from the cluster's point of view: a run now finds the step done; the rest of the plan ends; verify passes
-    r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', ...common]);
+    r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', ...common()]);
     assert.equal(r.code, 0, r.err.slice(-2000));
     const journal = readFileSync(join(stateDir, 'journal.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
     assert.ok(journal.some((e: any) => e.event === 'step-done' && e.step === 'restart-workloads'));
-    const reported = new Set(journal.filter((e: any) => e.event === 'report' && e.step === 'restart-workloads').flatMap((e: any) => e.objects ?? []));
+    // read independently of the step's own check: no running pod but hostNetwork ones started before the kubelets took
+    // the new DNS IP (the last of the moves here)
+    const moved = Date.parse(journal.find((e: any) => e.step === 'kubelet-cluster-dns' && (e.event === 'step-done' || e.event === 'step-skip')).ts);
+    const stale = (await list('pods')).filter((x: any) => !x.spec.hostNetwork && x.status.phase === 'Running' && Date.parse(x.status.startTime) < moved - 1000);
+    assert.deepEqual(stale.map((x: any) => `${x.metadata.namespace}/${x.metadata.name}`), [], 'every pod started after the moves');
+    // each workload journaled when its restart started (its outcome too, unless a kill came first)
+    const reported = new Set(journal.filter((e: any) => e.event === 'report' && e.step === 'restart-workloads' && e.detail === 'restarting').flatMap((e: any) => e.objects ?? []));
     for (const key of deploys.keys()) assert.ok(reported.has(`Deployment/${key}`), `Deployment ${key} journaled`);
     assert.ok(reported.has('Pod/tb-wl-0/standalone'), 'the bare pod journaled');
-    const v = await run(['verify', planPath, ...common]);
+    assert.ok(reported.has('Other/tb-app-0/db'), 'the StatefulSet behind a budget journaled (its pods evicted)');
+    const v = await run(['verify', planPath, ...common()]);
     assert.equal(v.code, 0, v.err);
   });
 });
