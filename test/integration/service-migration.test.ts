@@ -240,7 +240,8 @@ describe('rollback after a partial run', () => {
     const ids: string[] = plan.steps.map((x: any) => x.id);
     const batch = plan.steps.find((x: any) => x.kind === 'move-services' && x.items.length > 0 && !x.items.some((i: any) => i.name === 'kube-dns'));
     assert.ok(batch, 'the plan has a batch of ordinary Services');
-    const first = ids[0]!;
+    // the first step that is not a confirmation (confirm-pod-disruption opens the plan; --yes passes it)
+    const first = plan.steps.find((x: any) => x.kind !== 'confirm').id;
     const dirO = mkdtempSync(join(tmpdir(), 'kr-only-'));
     const state = join(dirO, 'state');
     const ipsNow = async () => new Map([...(await servicesByKey(tb)).entries()].map(([k, v]: [string, any]) => [k, v.spec.clusterIP]));
