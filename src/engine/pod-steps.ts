@@ -26,6 +26,7 @@ import {
   describePdb, describeWorkload, fatalError, pdbsFor, resolveWorkloads, restartWorkload, restoreScale, runWaves, scaledReplicas,
   scaleUp, type RestartResult, type Workload,
 } from './restarts.ts';
+import { missingBarePods, recreateMissing, reportWarnings, restartInWaves } from './restart-run.ts';
 import { backUpLate, withPlanSupersessions, type Step, type StepContext } from './runner.ts';
 import { nodeMetadataRestored, restoreNodeMetadata } from './node-metadata.ts';
 import { evictRespectingPdb, mapLimit, poll, retryOnConflict, sleep, withRetry } from './toolkit.ts';
@@ -185,21 +186,13 @@ export class PodExecutor implements PodPathHosts {
   }
 
   /** Bare pods this run backed up (to evict and create again) that do not exist now: a crash came between the two. */
-  async missingBarePods(ctx: StepContext): Promise<KubeObject[]> {
-    const bare = ctx.backups.all().filter((o) => o.kind === 'Pod' && !(o.metadata?.ownerReferences ?? []).some((r) => r.controller));
-    const out: KubeObject[] = [];
-    for (const b of bare) if (!(await getObject(ctx.client, PODS, b.metadata!.name!, b.metadata!.namespace))) out.push(b);
-    return out;
+  missingBarePods(ctx: StepContext): Promise<KubeObject[]> {
+    return missingBarePods(ctx);
   }
 
   /** Create again, from their backups, the bare pods a crash left deleted. */
-  async recreateMissing(ctx: StepContext): Promise<void> {
-    for (const b of await this.missingBarePods(ctx)) {
-      const r = await restartWorkload(ctx, { kind: 'Pod', namespace: b.metadata!.namespace!, name: b.metadata!.name!, pods: [b.metadata!.name!] },
-        { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
-      this.report(ctx, [r]);
-      if (r.status === 'failed' || r.status === 'stuck') throw (r.error ?? new Error(`pod ${b.metadata?.namespace}/${b.metadata?.name}: ${r.status} ${r.message ?? ''}`));
-    }
+  recreateMissing(ctx: StepContext): Promise<void> {
+    return recreateMissing(ctx, { token: this.opts.token, rolloutTimeoutMs: this.opts.rolloutTimeoutMs });
   }
 
   warn(ctx: StepContext, msg: string): void {
@@ -274,29 +267,12 @@ export class PodExecutor implements PodPathHosts {
 
   // ---- restarts -----------------------------------------------------------------------------------
 
-  /** The restarts' warnings, for a context that could not show them as they came (no ctx.warn). */
-  private report(ctx: StepContext, results: readonly RestartResult[]): void {
-    if (ctx.warn) return;
-    for (const r of results) for (const w of r.warnings) this.warn(ctx, w);
-  }
-
-  /** Restart `workloads` in waves; throws when any is paused, stuck or failed (after all have run). */
+  /** Restart `workloads` in waves (./restart-run.ts); throws when any is paused, stuck or failed (after all have run). */
   async restartAll(ctx: StepContext, workloads: Workload[], critical: readonly string[]): Promise<void> {
-    if (workloads.length === 0) return;
-    const rep = await runWaves(workloads, { parallel: this.spec.restarts.parallel, order: critical.map((c) => `Deployment/${c}`), ...(ctx.progress ? { progress: ctx.progress } : {}) },
-      (w) => restartWorkload(ctx, w, { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs }));
-    this.report(ctx, rep.results);
-    ctx.log(`restarted ${rep.results.length} workload(s) in ${rep.totalSeconds.toFixed(1)} s (sum of rollouts ${rep.sumSeconds.toFixed(1)} s, up to ${rep.maxInFlight} at once)`);
-    const figures = { totalSeconds: rep.totalSeconds, sumSeconds: rep.sumSeconds, maxInFlight: rep.maxInFlight, workloads: rep.results.length };
-    if (ctx.dryRun === 'none') ctx.journal.append('report', { detail: JSON.stringify({ restarts: figures }) });
-    this.opts.onWaves?.(figures);
-    const fatal = fatalError(rep.results);
-    if (fatal) throw fatal;
-    const bad = rep.results.filter((r) => r.status === 'paused' || r.status === 'stuck' || r.status === 'failed');
-    if (bad.length > 0) {
-      throw new Error(`${bad.length} workload(s) not restarted: ${bad.slice(0, 5).map((r) => `${describeWorkload(r.workload)} ${r.status}${r.message ? ` (${r.message})` : ''}`).join('; ')}`
-        + `${bad.length > 5 ? ` and ${bad.length - 5} more` : ''} — paused rollouts are never resumed by this tool: resume them (kubectl rollout resume) or fix them, then kube-renumber resume`);
-    }
+    await restartInWaves(ctx, workloads, {
+      parallel: this.spec.restarts.parallel, critical, token: this.opts.token, rolloutTimeoutMs: this.opts.rolloutTimeoutMs,
+      ...(this.opts.onWaves ? { onWaves: this.opts.onWaves } : {}),
+    });
   }
 
   /** The Deployments, StatefulSets and DaemonSets among `workloads`, as objects to back up (one LIST per kind). */
@@ -441,7 +417,7 @@ export class PodExecutor implements PodPathHosts {
       if (dep?.spec?.strategy?.type === 'Recreate' || surge === 0 || surge === '0%') return false;
       this.warn(ctx, `pod ${x.metadata?.namespace}/${x.metadata?.name}: its PodDisruptionBudget allows no eviction now; restarting Deployment ${w.namespace}/${w.name} instead (its rollout surges a replacement first)`);
       const r = await restartWorkload(ctx, w, { token: `${this.opts.token}-${node}`, timeoutMs: this.opts.rolloutTimeoutMs });
-      this.report(ctx, [r]);
+      reportWarnings(ctx, [r]);
       return r.status === 'restarted';
     };
     // nothing of this node is evicted where that would fail a Job
@@ -455,7 +431,7 @@ export class PodExecutor implements PodPathHosts {
       if (b && b.metadata?.uid !== x.metadata?.uid) await this.evictWaiting(ctx, x);
       const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] },
         { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
-      this.report(ctx, [r]);
+      reportWarnings(ctx, [r]);
       if (r.status !== 'failed' && r.status !== 'stuck') continue;
       // In a wave, the pod created again may land on another node of the wave before that node has its podCIDR,
       // whose move then creates it again in turn: it exists, elsewhere, and that move waits for it.
@@ -811,7 +787,7 @@ export class PodExecutor implements PodPathHosts {
       for (const x of stray) {
         if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) {
           const r = await restartWorkload(ctx, { kind: 'Pod', namespace: x.metadata!.namespace!, name: x.metadata!.name!, pods: [x.metadata!.name!] }, { token: this.opts.token, timeoutMs: this.opts.rolloutTimeoutMs });
-          this.report(ctx, [r]);
+          reportWarnings(ctx, [r]);
           continue;
         }
         await this.removePod(ctx, x);

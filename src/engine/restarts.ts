@@ -55,7 +55,7 @@ export interface PodGrouping {
 type OwnerRef = NonNullable<NonNullable<KubeObject['metadata']>['ownerReferences']>[number];
 
 /** Controllers that replace an evicted pod and are known to do so ('Other' without a warning). */
-const KNOWN_REPLACING = new Set(['ReplicaSet', 'ReplicationController']);
+const KNOWN_REPLACING = new Set(['ReplicaSet', 'ReplicationController', 'StatefulSet']);
 
 export function controllerOf(o: KubeObject): OwnerRef | undefined {
   return (o.metadata?.ownerReferences ?? []).find((r) => r.controller === true);

@@ -46,6 +46,16 @@ function serviceNeeds(plan: MigrationPlan): AccessNeed[] {
     need('create', 'networking.k8s.io', 'servicecidrs', m, 'the new range (and temporary ones)'),
     need('delete', 'networking.k8s.io', 'servicecidrs', m, 'temporary and old ranges'),
     need('list', '', 'events', m, 'the apiserver\'s events about IP allocation'),
+    ...(plan.spec.serviceCIDR?.restarts ? restartNeeds(m, plan.spec.serviceCIDR.restarts.barePodNamespaces) : []),
+  ];
+}
+
+/** Step restart-workloads of a Service move (the Pod CIDR path's restart engine): rollouts, evictions, the critical Deployments' replicas. */
+function restartNeeds(file: string, barePodNamespaces: string[]): AccessNeed[] {
+  return [
+    need('create', '', 'pods', file, 'evict Job and bare pods started before the moves (PodDisruptionBudgets respected)', { subresource: 'eviction' }),
+    ...['deployments', 'statefulsets', 'daemonsets'].map((r) => need('patch', 'apps', r, file, 'rollout restart (and the replicas of critical Deployments)')),
+    ...recreateNeeds(barePodNamespaces),
   ];
 }
 

@@ -4,18 +4,20 @@
  * steps; docs/plan.md explains the order.
  */
 import type { AvoidRange } from '../analyze/catalog.ts';
-import { buildPodSection, type PodCIDRSpec, type PodPlanOptions } from './pod-plan.ts';
+import { barePodNamespaces, buildPodSection, DEFAULT_PARALLEL, dnsDeployment, type PodCIDRSpec, type PodPlanOptions } from './pod-plan.ts';
 import { scanReferences, type RangeMove, type Reference } from '../analyze/references.ts';
 import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts';
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
 import { distroPatches, type PatchContext } from './distro-patches.ts';
 import { identityCheck, identityOf, serverWithoutCredentials, type ClusterIdentity } from './identity.ts';
 import {
-  clusterChecks, proposeNonMasquerade, serviceCIDRApiState, serviceRangeCheck, targetChecks, type PreflightCheck, type ServiceCIDRApiState,
+  clusterChecks, proposeNonMasquerade, serviceCIDRApiState, serviceRangeCheck, targetChecks, withClusterDNS, type PreflightCheck, type ServiceCIDRApiState,
 } from './preflight.ts';
 import {
-  enableServiceCIDRApiGate, kubeletClusterDNSGate, restartApiserversGate, restartWorkloadsGate, type ServiceGateInputs,
+  enableServiceCIDRApiGate, kubeletClusterDNSGate, restartApiserversGate, restartWorkloadsGate, restartWorkloadsStep, serviceRestartConsentStep,
+  type ServiceGateInputs,
 } from './service-gates.ts';
+import { distributionPlanner } from './distributions/registry.ts';
 import {
   currentServiceRanges, DEFAULT_TIER_KEY, keptRanges, mapServices, MIN_KEPT_PREFIX, serviceKey, type ServiceMapping,
   type Tier,
@@ -56,7 +58,21 @@ export interface PlanOptions {
   avoid?: readonly AvoidRange[];
   /** Recorded in metadata.generator, e.g. "kube-renumber 0.1.0". */
   generator?: string;
+  /**
+   * Who restarts the workloads once the Services moved: `tool` (step restart-workloads) or `manual` (a gate);
+   * default tool, except where the distribution's own procedure restarts every pod (a kOps node rolling update).
+   */
+  restartWorkloads?: RestartMode;
+  /** Workload rollouts in flight at once in step restart-workloads (default DEFAULT_PARALLEL). */
+  parallel?: number;
+  /** Deployments (namespace/name) scaled up by one and restarted first, besides the cluster DNS. */
+  critical?: readonly string[];
+  /** --cluster-dns: `none` (the cluster has no cluster DNS) or NS/NAME (its DNS Service); default detected. */
+  clusterDNS?: string;
 }
+
+/** Who restarts the workloads after a Service move: the tool (a step) or the operator (a gate). */
+export type RestartMode = 'tool' | 'manual';
 
 export {
   GATE_CONDITION_INFO, GATE_CONDITIONS, markSupersessions, POD_GATE_CONDITIONS, POD_STEP_KINDS, SERVICE_GATE_CONDITIONS, SERVICE_STEP_KINDS,
@@ -67,6 +83,7 @@ export {
 } from './steps.ts';
 import type { PlanStep, ServiceCIDRSpec, StepItem } from './steps.ts';
 import { markSupersessions } from './steps.ts';
+import { POD_CONSENT_STEP } from './pod-consent.ts';
 
 
 export interface MigrationPlan {
@@ -101,12 +118,22 @@ export interface MigrationPlan {
       /** ServiceCIDRs kept for the IPs that stay in the old range. */
       kept: string[];
       minKeptPrefix: { ipv4: number; ipv6: number };
+      /**
+       * How step restart-workloads restarts the workloads (present when the tool restarts them): rollouts in
+       * flight at once, the Deployments scaled up by one and restarted first (the cluster DNS and --critical),
+       * and the namespaces of the bare pods it deletes and creates again (where it asks create pods).
+       */
+      restarts?: { parallel: number; critical: string[]; barePodNamespaces: string[] };
     };
     strategy?: Strategy;
     options?: {
       batchSize: number; headroom: number; tierKey: string; tierOrder: TierOrder; keep: string[];
       /** SANs the operator gave with --apiserver-cert-san (apply re-checks the certificate with them); absent when read live or not known. */
       apiserverCertSANs?: string[];
+      /** Who restarts the workloads (absent in plans written before: the operator, at gate restart-workloads). */
+      restartWorkloads?: RestartMode;
+      /** --cluster-dns as given (`none` or NS/NAME); absent: detected. apply checks it again on the live read. */
+      clusterDNS?: string;
     };
     /** Present when the plan moves the Pod CIDR. */
     podCIDR?: PodCIDRSpec;
@@ -197,7 +224,9 @@ export type ServicePlan = MigrationPlan & {
 };
 
 /** Builds the plan. Never throws on cluster data; NetError only for values that cannot be planned at all. */
-export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan {
+export function buildServicePlan(read: Snapshot, opts: PlanOptions): ServicePlan {
+  const detectedDNS = read.dnsService;
+  const snap = withClusterDNS(read, opts.clusterDNS);
   const settings = serviceSettings(opts);
   const api = serviceCIDRApiState(snap);
   const oldFlag = currentFlag(snap);
@@ -223,6 +252,7 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan
   plan.mapping = mapping;
   plan.preflight = [...tc.checks, ...clusterChecks(snap, target, mapping, {
     target: opts.target, strategy: settings.strategy, headroom: settings.headroom, apiserverCertSANs: opts.apiserverCertSANs, avoid: opts.avoid, keep: settings.keep,
+    ...(opts.clusterDNS !== undefined ? { clusterDNS: opts.clusterDNS, detectedDNS } : {}),
   })];
 
   const unknown = currentRangeUnknown(plan.spec.serviceCIDR.from, oldFlag);
@@ -236,8 +266,38 @@ export function buildServicePlan(snap: Snapshot, opts: PlanOptions): ServicePlan
 
   const special = specialServices(mapping);
   const ctx = patchContext(snap, api, target, oldFlag, newFlag, special);
-  plan.steps = serviceSteps({ snap, ctx, patches: distroPatches(snap, ctx), settings, api, target, mapping, layout, ...special });
+  const restarts = restartSettings(snap, opts, special.dnsMoves);
+  plan.spec.options.restartWorkloads = restarts.mode;
+  if (restarts.spec) plan.spec.serviceCIDR.restarts = restarts.spec;
+  plan.steps = serviceSteps({ snap, ctx, patches: distroPatches(snap, ctx), settings, api, target, mapping, layout, restarts, ...special });
   return plan;
+}
+
+/** Who restarts the workloads, and how the tool does (spec.serviceCIDR.restarts). */
+interface RestartSettings {
+  mode: RestartMode;
+  spec?: NonNullable<ServicePlan['spec']['serviceCIDR']['restarts']>;
+  /** Why the default is manual on this distribution (the plan's gate says it); absent when the tool restarts or --restart-workloads chose. */
+  manualBecause?: string;
+}
+
+/**
+ * The restart settings: --restart-workloads, else tool, unless the distribution's own procedure already restarts
+ * every pod after the moves (a kOps node rolling update at gate kubelet-cluster-dns).
+ */
+function restartSettings(snap: Snapshot, opts: PlanOptions, dnsMoves: boolean): RestartSettings {
+  const rolls = dnsMoves ? distributionPlanner(snap).restartsEveryPod : undefined;
+  const mode: RestartMode = opts.restartWorkloads ?? (rolls ? 'manual' : 'tool');
+  if (mode === 'manual') return { mode, ...(opts.restartWorkloads === undefined && rolls ? { manualBecause: rolls } : {}) };
+  const dns = dnsDeployment(snap);
+  return {
+    mode,
+    spec: {
+      parallel: opts.parallel ?? DEFAULT_PARALLEL,
+      critical: [...new Set([...(dns ? [dns] : []), ...(opts.critical ?? [])])],
+      barePodNamespaces: barePodNamespaces(snap),
+    },
+  };
 }
 
 /** PlanOptions with the defaults filled in. */
@@ -286,6 +346,7 @@ function emptyServicePlan(snap: Snapshot, opts: PlanOptions, s: ServiceSettings,
       options: {
         batchSize: s.batchSize, headroom: s.headroom, tierKey: s.tierKey, tierOrder: s.tierOrder, keep: s.keep,
         ...(opts.certSANsGiven && opts.apiserverCertSANs?.length ? { apiserverCertSANs: [...opts.apiserverCertSANs] } : {}),
+        ...(opts.clusterDNS !== undefined ? { clusterDNS: opts.clusterDNS } : {}),
       },
     },
     preflight: [],
@@ -403,6 +464,7 @@ function patchContext(
 /** Everything the Service steps are built from. */
 interface ServiceStepInputs extends ServiceGateInputs, SpecialServices {
   settings: ServiceSettings;
+  restarts: RestartSettings;
   api: ServiceCIDRApiState;
   target: Map<Family, Cidr>;
   mapping: readonly ServiceMapping[];
@@ -420,7 +482,9 @@ function serviceSteps(inp: ServiceStepInputs): PlanStep[] {
   // (the other bridges keep it Terminating). There, an in-place move of default/kubernetes, which does not wait for the
   // apiserver to recreate it, runs before the drain.
   const kubeFirst = inp.kubeMoves && inp.settings.strategy === 'in-place' && inp.api.version !== undefined && inp.api.version !== 'v1';
+  const tool = inp.restarts.spec;
   const steps: PlanStep[] = [
+    ...(tool ? [serviceRestartConsentStep(tool.barePodNamespaces)] : []),
     ...(inp.api.state === 'enable' ? [enableServiceCIDRApiGate(inp, inp.api)] : []),
     ...createServiceCIDRSteps(inp),
     ...serviceMoveSteps(inp),
@@ -430,7 +494,7 @@ function serviceSteps(inp: ServiceStepInputs): PlanStep[] {
     sweepStragglersStep(),
     ...(inp.kubeMoves && !kubeFirst ? [moveKubernetesStep(inp)] : []),
     ...(inp.dnsMoves ? [kubeletClusterDNSGate(inp)] : []),
-    restartWorkloadsGate(inp, inp.dnsMoves),
+    tool ? restartWorkloadsStep(inp, tool, inp.dnsMoves) : restartWorkloadsGate(inp, inp.dnsMoves, inp.restarts.manualBecause),
   ];
   steps.push(removeBridgesStep(steps), finalizeServiceCIDRsStep(inp), verifyServicesStep(inp));
   markSupersessions(steps);
@@ -709,7 +773,9 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
     markSupersessions(base.steps);
     return withRefs(base);
   }
-  const steps = [...base.steps];
+  // the Pod part's confirmation covers the Service part's restarts (the same pods, restarted once)
+  const steps = base.steps.filter((s) => !(s.kind === 'confirm' && s.id === POD_CONSENT_STEP));
+  if (base.spec.serviceCIDR?.restarts) base.spec.serviceCIDR.restarts.barePodNamespaces = [];
   const at = (id: string) => steps.findIndex((s) => s.id === id);
   let i = at('restart-workloads');
   if (i < 0) i = at('remove-bridges');

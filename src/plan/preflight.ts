@@ -35,6 +35,12 @@ export interface PreflightOptions {
   apiserverCertSANs?: readonly string[];
   avoid?: readonly AvoidRange[];
   keep?: readonly string[];
+  /**
+   * --cluster-dns: `none` (the cluster has no cluster DNS) or NS/NAME (the DNS Service the detection cannot find);
+   * undefined: detected. `snap.dnsService` is then the operator's choice, `detectedDNS` what detection found.
+   */
+  clusterDNS?: string;
+  detectedDNS?: Snapshot['dnsService'];
 }
 
 /** The largest service range the apiserver flag accepts: IPv4 /12 (2^20 addresses), IPv6 /108. */
@@ -428,27 +434,7 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
   }
 
   // Cluster DNS.
-  const dns = mapping.find((m) => m.isDNS);
-  if (!snap.dnsService || !dns) {
-    const moves = mapping.filter((m) => m.action === 'move' && !m.isKubernetes).length;
-    checks.push({
-      id: 'cluster-dns', status: moves > 0 ? 'fail' : 'warn',
-      message: 'cluster DNS Service not found (no Service at the kubelets\' clusterDNS, none of the well-known DNS Services such as kube-system/kube-dns or coredns selecting k8s-app=kube-dns)'
-        + (moves > 0
-          ? `: the plan moves ${moves} Service(s), and the DNS Service among them would be moved like any other, its bridge removed with no kubelet clusterDNS gate before it, and every pod's DNS lost`
-          : ': no DNS step is planned'),
-      fix: 'include the kubelet configuration (kubeadm kubelet-config ConfigMap, kOps spec: its clusterDNS names the DNS Service) and the DNS Service itself in the input',
-    });
-  } else {
-    const local = snap.clusterDNS.length > 0 && !snap.clusterDNS.some((a) => dns.from.includes(a));
-    checks.push({
-      id: 'cluster-dns', status: 'pass',
-      message: `cluster DNS is ${serviceKey(dns)} at ${dns.from.join(',')} (found by ${snap.dnsService.foundBy})`
-        + (dns.action === 'move' ? ` → ${dns.to.join(',')}` : ` (${dns.action}: ${dns.reason})`)
-        + (local ? `; kubelets use ${snap.clusterDNS.join(',')} (a node-local cache forwarding to it)` : ''),
-      fix: '',
-    });
-  }
+  checks.push(clusterDNSCheck(snap, mapping, opts));
 
   // The distribution's own configuration, when it is not in the input.
   const unread = distroConfigCheck(snap);
@@ -512,4 +498,62 @@ export function runPreflight(snap: Snapshot, opts: PreflightOptions & { tierKey?
 /** The failed target checks: non-empty means the target is refused. */
 export function refusals(checks: readonly PreflightCheck[]): PreflightCheck[] {
   return checks.filter((c) => c.target && c.status === 'fail');
+}
+
+/**
+ * Check `cluster-dns`: the cluster DNS Service as detected, or as --cluster-dns names it (`none`: the cluster has
+ * none; NS/NAME: one the detection cannot find). `apply` runs it again on the live read, so a DNS Service that
+ * appeared since a `none` plan, or a named one that is gone, stops the run before its first write.
+ */
+function clusterDNSCheck(snap: Snapshot, mapping: readonly ServiceMapping[], opts: PreflightOptions): PreflightCheck {
+  const dns = mapping.find((m) => m.isDNS);
+  const moves = mapping.filter((m) => m.action === 'move' && !m.isKubernetes).length;
+  if (opts.clusterDNS === 'none') {
+    const found = opts.detectedDNS;
+    return found
+      ? {
+        id: 'cluster-dns', status: 'fail',
+        message: `--cluster-dns none, but ${found.namespace}/${found.name} at ${found.clusterIPs.join(',')} is the cluster DNS (found by ${found.foundBy}): moved as any other Service, its clients would lose it with no kubelet clusterDNS gate`,
+        fix: `plan again without --cluster-dns none (or with --cluster-dns ${found.namespace}/${found.name})`,
+      }
+      : { id: 'cluster-dns', status: 'pass', message: 'no cluster DNS (--cluster-dns none): no DNS step is planned, and no kubelet clusterDNS changes', fix: '' };
+  }
+  if (opts.clusterDNS !== undefined && !dns) {
+    return {
+      id: 'cluster-dns', status: 'fail',
+      message: `--cluster-dns ${opts.clusterDNS} names no Service with a ClusterIP`,
+      fix: 'name the cluster DNS Service as namespace/name (kubectl get svc -A), or --cluster-dns none when the cluster has none',
+    };
+  }
+  if (!snap.dnsService || !dns) {
+    return {
+      id: 'cluster-dns', status: moves > 0 ? 'fail' : 'warn',
+      message: 'cluster DNS Service not found (no Service at the kubelets\' clusterDNS, none of the well-known DNS Services such as kube-system/kube-dns or coredns selecting k8s-app=kube-dns)'
+        + (moves > 0
+          ? `: the plan moves ${moves} Service(s), and the DNS Service among them would be moved like any other, its bridge removed with no kubelet clusterDNS gate before it, and every pod's DNS lost`
+          : ': no DNS step is planned'),
+      fix: 'include the kubelet configuration (kubeadm kubelet-config ConfigMap, kOps spec: its clusterDNS names the DNS Service) and the DNS Service itself in the input; '
+        + 'or name it with --cluster-dns NS/NAME, or say the cluster has none with --cluster-dns none',
+    };
+  }
+  const local = snap.clusterDNS.length > 0 && !snap.clusterDNS.some((a) => dns.from.includes(a));
+  return {
+    id: 'cluster-dns', status: 'pass',
+    message: `cluster DNS is ${serviceKey(dns)} at ${dns.from.join(',')} (found by ${snap.dnsService.foundBy})`
+      + (dns.action === 'move' ? ` → ${dns.to.join(',')}` : ` (${dns.action}: ${dns.reason})`)
+      + (local ? `; kubelets use ${snap.clusterDNS.join(',')} (a node-local cache forwarding to it)` : ''),
+    fix: '',
+  };
+}
+
+/**
+ * The snapshot as --cluster-dns sees it: `none`, no DNS Service; NS/NAME, that Service (when it exists with a
+ * ClusterIP; else none, and check cluster-dns fails); undefined, as detected. Pure.
+ */
+export function withClusterDNS(snap: Snapshot, clusterDNS: string | undefined): Snapshot {
+  if (clusterDNS === undefined) return snap;
+  if (clusterDNS === 'none') return { ...snap, dnsService: undefined };
+  const [namespace, name] = clusterDNS.split('/');
+  const s = snap.services.find((x) => x.namespace === namespace && x.name === name && !x.headless && x.clusterIPs.length > 0);
+  return { ...snap, dnsService: s ? { namespace: s.namespace, name: s.name, clusterIPs: [...s.clusterIPs], foundBy: `--cluster-dns ${clusterDNS}` } : undefined };
 }

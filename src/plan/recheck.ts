@@ -30,6 +30,9 @@ export function recheckPreflight(snap: Snapshot, plan: MigrationPlan, opts: Rech
         ...(plan.spec.strategy ? { strategy: plan.spec.strategy } : {}),
         ...(o ? { keep: o.keep, tierKey: o.tierKey, tierOrder: o.tierOrder, batchSize: o.batchSize, headroom: o.headroom } : {}),
         ...(sans ? { apiserverCertSANs: sans } : {}),
+        ...(o?.clusterDNS !== undefined ? { clusterDNS: o.clusterDNS } : {}),
+        ...(o?.restartWorkloads ? { restartWorkloads: o.restartWorkloads } : {}),
+        ...(sc.restarts ? { parallel: sc.restarts.parallel, critical: sc.restarts.critical } : {}),
       },
     } : {}),
     ...(pc ? {
@@ -45,20 +48,24 @@ export function recheckPreflight(snap: Snapshot, plan: MigrationPlan, opts: Rech
       },
     } : {}),
   });
-  return [...rebuilt.preflight, ...barePodCheck(pc?.barePodNamespaces, rebuilt.spec.podCIDR?.barePodNamespaces)];
+  return [
+    ...rebuilt.preflight,
+    ...barePodCheck(pc?.barePodNamespaces, rebuilt.spec.podCIDR?.barePodNamespaces, 'spec.podCIDR.barePodNamespaces'),
+    ...barePodCheck(sc?.restarts?.barePodNamespaces, pc ? undefined : rebuilt.spec.serviceCIDR?.restarts?.barePodNamespaces, 'spec.serviceCIDR.restarts.barePodNamespaces'),
+  ];
 }
 
 /**
  * Bare pods now in a namespace the plan does not list: the run could not create them again there (it asks, and
  * is granted, create pods only in the plan's namespaces), so apply stops before its first write.
  */
-function barePodCheck(planned: readonly string[] | undefined, now: readonly string[] | undefined): PreflightCheck[] {
+function barePodCheck(planned: readonly string[] | undefined, now: readonly string[] | undefined, field: string): PreflightCheck[] {
   if (planned === undefined || now === undefined) return [];
   const extra = now.filter((ns) => !planned.includes(ns));
   if (extra.length === 0) return [];
   return [{
     id: 'pod-bare-namespaces', status: 'fail',
-    message: `bare pods (no controller) now run in namespace(s) ${extra.join(', ')}, which the plan does not list (spec.podCIDR.barePodNamespaces: ${planned.join(', ') || 'none'})`,
+    message: `bare pods (no controller) now run in namespace(s) ${extra.join(', ')}, which the plan does not list (${field}: ${planned.join(', ') || 'none'})`,
     fix: 'plan again (kube-renumber plan), then bind kube-renumber-recreate-pods in the namespaces the new plan lists; or give those pods a controller',
   }];
 }

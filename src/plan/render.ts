@@ -246,6 +246,21 @@ export function validatePlan(doc: unknown): MigrationPlan {
     (strList(o, 'apiserverCertSANs', 'spec.options', true) ?? []).forEach((x, i) => {
       if (x.length > 253 || !/^[A-Za-z0-9.:*-]+$/.test(x)) fail(`spec.options.apiserverCertSANs[${i}]`, `${show(x)} is not an IP address or DNS name`);
     });
+    oneOf(o, 'restartWorkloads', 'spec.options', ['tool', 'manual'] as const, true);
+    const dns = str(o, 'clusterDNS', 'spec.options', true);
+    if (dns !== undefined && dns !== 'none' && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(dns)) {
+      fail('spec.options.clusterDNS', `${show(dns)} is neither none nor a Service as namespace/name`);
+    }
+    if (sc.restarts !== undefined) {
+      const rs = obj(sc.restarts, `${P}.restarts`);
+      int(rs, 'parallel', `${P}.restarts`, 1, 100);
+      (strList(rs, 'critical', `${P}.restarts`) ?? []).forEach((c, i) => {
+        if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(c)) fail(`${P}.restarts.critical[${i}]`, `${show(c)} is not a Deployment as namespace/name`);
+      });
+      (strList(rs, 'barePodNamespaces', `${P}.restarts`) ?? []).forEach((n, i) => {
+        if (!DNS_LABEL.test(n)) fail(`${P}.restarts.barePodNamespaces[${i}]`, `${show(n)} is not a namespace name`);
+      });
+    }
     r.svc = { from, to, target, kept };
   } else {
     if (spec.strategy !== undefined) fail('spec.strategy', 'set, but the plan has no spec.serviceCIDR');

@@ -4,10 +4,13 @@
  * buildServicePlan (plan.ts) places them between its API steps.
  */
 import type { Snapshot } from '../cluster/types.ts';
+import { slowUdpConntrackCleanup } from '../analyze/readiness.ts';
 import { gateInstructions, type DistroPatch, type PatchContext } from './distro-patches.ts';
 import { distributionPlanner } from './distributions/registry.ts';
 import type { ServiceCIDRApiState } from './preflight.ts';
-import type { GateStep } from './steps.ts';
+import type { ActionStep, ConfirmStep, GateStep } from './steps.ts';
+import { POD_CONSENT_STEP } from './pod-consent.ts';
+import { recreateGrantCommands } from './recreate-grants.ts';
 
 /** What the Service gates are built from: the cluster, the patch context and the distribution patches. */
 export interface ServiceGateInputs {
@@ -81,18 +84,72 @@ export function kubeletClusterDNSGate(inp: ServiceGateInputs): GateStep {
   };
 }
 
-/** Gate `restart-workloads`: every pod restarted after the moves, so it names the new IPs. */
-export function restartWorkloadsGate(inp: ServiceGateInputs, dnsMoves: boolean): GateStep {
+/** What the restart-workloads gate and step check: no pod but hostNetwork ones started before the moves. */
+function restartedCheck(dnsMoves: boolean): string {
+  return 'no running pod other than hostNetwork pods (dnsPolicy ClusterFirstWithHostNet included) and mirror pods started before move-kubernetes'
+    + (dnsMoves ? ' and kubelet-cluster-dns' : '') + ' finished';
+}
+
+/**
+ * Gate `restart-workloads` (plan --restart-workloads=manual, or the default where the distribution's own
+ * procedure restarts every pod: `because` says how): every pod restarted after the moves, so it names the new IPs.
+ */
+export function restartWorkloadsGate(inp: ServiceGateInputs, dnsMoves: boolean, because?: string): GateStep {
   return {
     id: 'restart-workloads', kind: 'gate',
-    description: 'restart every pod so /etc/resolv.conf, KUBERNETES_SERVICE_HOST and <NAME>_SERVICE_HOST name the new IPs',
+    description: 'restart every pod so /etc/resolv.conf, KUBERNETES_SERVICE_HOST and <NAME>_SERVICE_HOST name the new IPs'
+      + (because ? ` (left to the operator: ${because}; plan --restart-workloads=tool makes it a step)` : ''),
     gate: {
       condition: 'workloads-restarted',
       reason: 'running pods keep the nameserver and the Service environment variables they started with; the bridges answer at the old IPs until this is done',
       instructions: gateInstructions(inp.snap, 'restart-workloads', inp.ctx),
-      check: 'no running pod other than hostNetwork pods (dnsPolicy ClusterFirstWithHostNet included) started before move-kubernetes'
-        + (dnsMoves ? ' and kubelet-cluster-dns' : '') + ' finished',
+      check: restartedCheck(dnsMoves),
       patches: [],
+    },
+    rollback: 'nothing to undo',
+  };
+}
+
+/**
+ * Step `restart-workloads` (plan --restart-workloads=tool, the default): the Pod CIDR path's restart engine
+ * restarts every workload with a pod started before the moves, so /etc/resolv.conf and the Service variables
+ * name the new IPs.
+ */
+export function restartWorkloadsStep(inp: ServiceGateInputs, restarts: { parallel: number; critical: readonly string[] }, dnsMoves: boolean): ActionStep {
+  const crit = restarts.critical;
+  const slow = slowUdpConntrackCleanup(inp.snap);
+  return {
+    id: 'restart-workloads', kind: 'restart-workloads',
+    description: 'restart every workload with a pod (not hostNetwork, not a mirror pod) started before move-kubernetes'
+      + (dnsMoves ? ' and kubelet-cluster-dns' : '') + ' finished, so /etc/resolv.conf, KUBERNETES_SERVICE_HOST and <NAME>_SERVICE_HOST name the new IPs: '
+      + `${crit.length > 0 ? `${crit.join(', ')} scaled up by one replica (at least 2) and restarted first, ` : ''}`
+      + `${restarts.parallel} rollout(s) at a time; Deployments, StatefulSets and DaemonSets by the restartedAt annotation (awaited, paused ones reported, never forced), `
+      + 'except StatefulSets behind a PodDisruptionBudget, whose pods are evicted one at a time instead (their controller\'s rollout does not consult budgets); '
+      + 'Job pods (only where the eviction cannot fail the Job) and bare pods by eviction through the Eviction API (PodDisruptionBudgets respected; bare pods created again from their backup); '
+      + `${crit.length > 0 ? `then ${crit.join(', ')} back to their replicas. ` : ''}Done when ${restartedCheck(dnsMoves)}`
+      + (slow ? `. kube-proxy ${slow} clears stale UDP conntrack entries slowly (kubernetes/kubernetes#135323): run this step at a quiet hour (resume --only restart-workloads), or lookups from busy nodes can fail while CoreDNS restarts` : ''),
+    ...(crit.length > 0 ? { items: crit.map((c) => { const [namespace, name] = c.split('/'); return { namespace: namespace!, name: name!, from: [], to: [] }; }) } : {}),
+    rollback: 'nothing to undo: restarted pods name the new IPs, which stay (the scaled-up Deployments are put back from their backups)',
+  };
+}
+
+/**
+ * The confirmation before a Service move whose restarts the tool runs, as the Pod CIDR path asks it
+ * (./pod-consent.ts): emptyDir volumes start empty, bare pods are deleted and created again from their backup.
+ */
+export function serviceRestartConsentStep(barePodNamespaces: readonly string[]): ConfirmStep {
+  return {
+    id: POD_CONSENT_STEP, kind: 'confirm',
+    description: 'confirm the restarts of step restart-workloads: every pod started before the moves is created again, so emptyDir volumes start empty (kubectl drain --delete-emptydir-data); '
+      + `bare pods (no controller) are deleted and created again from their backup: same spec, new uid (kubectl drain --force)${barePodNamespaces.length > 0 ? `; they run in namespace(s) ${barePodNamespaces.join(', ')}` : '; none runs now'}`,
+    gate: {
+      reason: 'what these restarts delete does not come back as it was; like kubectl drain, they run only once confirmed',
+      instructions: [
+        'check the plan\'s steps (kube-renumber plan -o markdown)',
+        ...(barePodNamespaces.length > 0 ? [`grant create pods where the bare pods are created again, and nowhere else: ${recreateGrantCommands(barePodNamespaces).join('; ')}`] : []),
+        'kube-renumber resume --yes (apply --yes confirms it)',
+      ],
+      check: 'none: a person confirms',
     },
     rollback: 'nothing to undo',
   };

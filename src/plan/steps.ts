@@ -50,6 +50,7 @@ const CORE_STEP_KINDS = {
   'move-kubernetes': { family: 'service', items: 'service', firstItem: true },
   'remove-bridges': { family: 'service', items: 'service' },
   'finalize-servicecidrs': { family: 'service', items: 'object' },
+  'restart-workloads': { family: 'service', items: 'object' },
   verify: { family: 'service', items: 'object' },
   // Pod CIDR (pod-plan.ts, pod-paths/)
   'scale-critical': { family: 'pod', items: 'deployment' },

@@ -95,7 +95,7 @@ for (const pf of PLATFORMS) {
     });
 
     test('Service CIDR: patches to config.yaml; the apiserver restarted with its service-cidr; every Service moved, verify passes', { timeout: 600_000 }, async () => {
-      const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', SVC_NEW, '--strategy', 'in-place',
+      const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', SVC_NEW, '--strategy', 'in-place', '--restart-workloads=manual',
         '--apiserver-cert-san', '10.43.0.1', '--apiserver-cert-san', '10.100.0.1', '-o', 'json']);
       assert.equal(p.code, 0, p.err);
       writeFileSync(plans.service, p.out);

@@ -27,7 +27,7 @@ describe('plans bound to their cluster, ownership and re-runs on the real contro
   const versions = async () => (await tb.kubectl(['get', 'services,servicecidrs', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.metadata.resourceVersion}{"\\n"}{end}'])).stdout;
   const leaseExists = async () => (await tb.kubectl(['get', 'lease', '-n', 'kube-system', 'kube-renumber'])).code === 0;
   const planLive = async (extra: string[] = []) => {
-    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', NEW, '--strategy', 'in-place',
+    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', NEW, '--strategy', 'in-place', '--restart-workloads=manual',
       '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', ...extra, '-o', 'yaml']);
     assert.equal(p.code, 0, p.err);
     return p.out;

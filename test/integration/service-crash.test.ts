@@ -52,6 +52,11 @@ for (const strategy of (process.env.KR_CRASH_STRATEGY ? [process.env.KR_CRASH_ST
       process.stderr.write(`# ${strategy}: ${kills} kills (${killFigures(byPoint)})\n`);
       assert.ok(KILL_POINTS.every((k) => byPoint.has(k.name)), `every kill point fired: ${killFigures(byPoint)}`);
       assert.ok(gates.both);
+      // the run restarted every workload itself (step restart-workloads), each exactly once across the kills
+      for (const d of JSON.parse((await tb.kubectl(['get', 'deployments', '-A', '-o', 'json'])).stdout).items) {
+        assert.ok(d.spec.template.metadata.annotations?.['kube-renumber.io/restart'], `${d.metadata.namespace}/${d.metadata.name} restarted by the run`);
+        assert.equal(d.metadata.annotations['deployment.kubernetes.io/revision'], '2', `${d.metadata.namespace}/${d.metadata.name} rolled out once`);
+      }
       assert.ok(kills >= 20, `a kill after every write (${kills})`);
 
       const v = await run(['verify', planPath, '--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir]);

@@ -11,7 +11,7 @@ import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { fileURLToPath } from 'node:url';
-import { kubeconfigWithToken, restartAllWorkloads, servicesByKey, specWithoutIPs } from './helpers.ts';
+import { kubeconfigWithToken, servicesByKey, specWithoutIPs } from './helpers.ts';
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';
@@ -63,19 +63,30 @@ describe('Service CIDR migration (in-place) on the real control plane', () => {
     assert.equal(again.code, 7, again.err);
   });
 
-  test('after the apiserver restart, resume runs to the kubelet and workload gates, then to the end', async () => {
+  test('after the apiserver restart, resume runs to the kubelet gate, then restarts the workloads itself and runs to the end', async () => {
     await tb.restartApiserver({ serviceCIDR: NEW });
     let r = await run(['resume', planPath, '--yes', ...common()]);
     assert.equal(r.code, 7, r.err);
     assert.match(r.err, /kubelet-cluster-dns/);
     const k = JSON.parse((await tb.kubectl(['get', 'svc', 'kubernetes', '-o', 'json'])).stdout);
     assert.equal(k.spec.clusterIP, '10.100.0.1');
-    r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', ...common()]);
-    assert.equal(r.code, 7, r.err);
-    assert.match(r.err, /restart-workloads/);
-    await restartAllWorkloads(tb);
+    const deployments = async () => JSON.parse((await tb.kubectl(['get', 'deployments', '-A', '-o', 'json'])).stdout).items;
+    const before = await deployments();
     r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', '-v', ...common()]);
     assert.equal(r.code, 0, r.err);
+    assert.doesNotMatch(r.err, /stopped at gate restart-workloads/);
+    // every Deployment restarted once by the run (its pod template carries the run's token), CoreDNS back at its replicas
+    const after = await deployments();
+    for (const d of after) {
+      const key = `${d.metadata.namespace}/${d.metadata.name}`;
+      assert.ok(d.spec.template.metadata.annotations?.['kube-renumber.io/restart'], `${key} restarted by the run`);
+      const b = before.find((x: any) => x.metadata.namespace === d.metadata.namespace && x.metadata.name === d.metadata.name);
+      assert.equal(Number(d.metadata.annotations['deployment.kubernetes.io/revision']), Number(b.metadata.annotations['deployment.kubernetes.io/revision']) + 1, `${key} rolled out once`);
+      assert.equal(d.spec.replicas, b.spec.replicas, `${key} replicas as before`);
+    }
+    const journal = readFileSync(join(stateDir, 'journal.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const reported = new Set(journal.filter((e: any) => e.event === 'report' && e.step === 'restart-workloads' && e.objects).flatMap((e: any) => e.objects));
+    for (const d of after) assert.ok(reported.has(`Deployment/${d.metadata.namespace}/${d.metadata.name}`), `Deployment ${d.metadata.namespace}/${d.metadata.name} journaled`);
   });
 
   test('verify: every Service where the plan puts it, specs unchanged but for the IPs', async () => {
@@ -229,7 +240,8 @@ describe('rollback after a partial run', () => {
     const ids: string[] = plan.steps.map((x: any) => x.id);
     const batch = plan.steps.find((x: any) => x.kind === 'move-services' && x.items.length > 0 && !x.items.some((i: any) => i.name === 'kube-dns'));
     assert.ok(batch, 'the plan has a batch of ordinary Services');
-    const first = ids[0]!;
+    // the first step that is not a confirmation (confirm-pod-disruption opens the plan; --yes passes it)
+    const first = plan.steps.find((x: any) => x.kind !== 'confirm').id;
     const dirO = mkdtempSync(join(tmpdir(), 'kr-only-'));
     const state = join(dirO, 'state');
     const ipsNow = async () => new Map([...(await servicesByKey(tb)).entries()].map(([k, v]: [string, any]) => [k, v.spec.clusterIP]));

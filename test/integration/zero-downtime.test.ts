@@ -6,7 +6,8 @@
 //
 // Asserted: not one request fails in any phase, from the first probe to the last: the apply (covers, every
 // Service and the DNS Service moved in place), the rolling restart of the two apiservers, the move of
-// default/kubernetes, the operator's workload restart (CoreDNS first), the bridges' removal and the tail.
+// default/kubernetes, the workload restart the run does itself (step restart-workloads: CoreDNS scaled up and
+// first, then 5 rollouts at a time), the bridges' removal and the tail.
 // At 50 Services the probes run every 250 ms per client (~200 DNS lookups a second from the prober's node):
 // at 50 ms (~1,000 a second) a CoreDNS rollout alone, with no migration, loses lookups on this testbed, because
 // kube-proxy deletes the ~17,000 stale UDP conntrack entries of the replaced CoreDNS pods one by one and takes
@@ -29,7 +30,7 @@ function check(f: ScenarioFigures, minRequests: number): void {
   assert.ok(f.requests >= minRequests, `only ${f.requests} requests`);
   for (const k of ['dns', 'env', 'long', 'kubernetes']) assert.ok((f.byKind[k]?.requests ?? 0) > 0, `client kind ${k} ran`);
   assert.ok(f.probers >= 2, 'the prober pod was restarted with the workloads');
-  for (const ph of ['apply', 'restart-apiserver', 'resume-to-workloads', 'resume-to-end']) assert.ok(f.phases[ph] !== undefined, `phase ${ph} ran`);
+  for (const ph of ['apply', 'restart-apiserver', 'resume-to-workloads', 'restart-workloads', 'resume-to-end']) assert.ok(f.phases[ph] !== undefined, `phase ${ph} ran`);
   const failed = Object.entries(f.failuresByPhase);
   assert.deepEqual(failed, [], `failed requests:\n${kinds.join('\n')}\nfirst failures:\n${f.sampleFailures.join('\n')}\n(reports in ${f.dir})`);
 }

@@ -47,13 +47,17 @@ describe('kube-proxy UDP conntrack clean-up (kubernetes/kubernetes#135323)', () 
 
   it('the restart-workloads gate says when to restart CoreDNS on a slow kube-proxy, and not otherwise', () => {
     const gateText = (v: string) => {
-      const p = buildServicePlan(snap({ nodes: [node('a', v)] }), { target: '172.24.0.0/16' });
+      const p = buildServicePlan(snap({ nodes: [node('a', v)] }), { target: '172.24.0.0/16', restartWorkloads: 'manual' });
       const g = p.steps.find((st) => st.id === 'restart-workloads');
       assert.ok(g?.gate, 'the plan has the restart-workloads gate');
       return g.gate.instructions.join('\n');
     };
     assert.match(gateText('v1.35.4'), /kube-proxy v1\.35\.4 clears stale UDP conntrack entries slowly .*#135323.*CoreDNS at a quiet hour/);
     assert.doesNotMatch(gateText('v1.36.5'), /conntrack/);
+    // the step the tool runs (the default) says it too
+    const stepText = (v: string) => buildServicePlan(snap({ nodes: [node('a', v)] }), { target: '172.24.0.0/16' }).steps.find((st) => st.id === 'restart-workloads')!.description;
+    assert.match(stepText('v1.35.4'), /kube-proxy v1\.35\.4 clears stale UDP conntrack entries slowly .*#135323.*quiet hour/);
+    assert.doesNotMatch(stepText('v1.36.5'), /conntrack/);
   });
 
   it('a Node object\'s status.nodeInfo.kubeletVersion reaches the snapshot', () => {

@@ -506,6 +506,10 @@ describe('pod plan: IPAM detection and combined plans', () => {
     assert.ok(at('kubelet-cluster-dns') < at('restart-pods'));
     assert.ok(at('restart-pods') < at('restart-workloads'));
     assert.ok(at('restart-workloads') < at('remove-bridges'));
+    // one confirmation, the Pod part's (the Service part's restarts find every pod restarted by then)
+    assert.equal(order.filter((id) => id === 'confirm-pod-disruption').length, 1);
+    assert.equal(new Set(order).size, order.length, 'step ids are unique');
+    assert.equal(p.steps[at('restart-workloads')]!.kind, 'restart-workloads');
     assert.ok(at('finalize-servicecidrs') < at('delete-ippools'));
     assert.ok(at('pod-cidr-config') < at('verify'));
     assert.equal(order[order.length - 1], 'verify-pods');

@@ -50,12 +50,13 @@ const plan = (spec: Record<string, unknown>) => ({ spec } as unknown as Migratio
 const PLANS: Record<string, MigrationPlan> = {
   'service in place': plan({ serviceCIDR: { from: 'a', to: 'b' }, strategy: 'in-place' }),
   'service recreate': plan({ serviceCIDR: { from: 'a', to: 'b' }, strategy: 'recreate' }),
+  'service, restarts by the tool': plan({ serviceCIDR: { from: 'a', to: 'b', restarts: { parallel: 4, critical: [], barePodNamespaces: ['team-s'] } }, strategy: 'in-place' }),
   'pod, Calico (operator)': plan({ podCIDR: { ipam: 'calico', calico: { operatorManaged: true }, barePodNamespaces: ['tb-wl-0', 'team-a'] } }),
   'pod, Calico (manifest)': plan({ podCIDR: { ipam: 'calico', calico: { operatorManaged: false }, barePodNamespaces: [] } }),
   'pod, node IPAM': plan({ podCIDR: { ipam: 'node', barePodNamespaces: ['default'] } }),
   'pod, Cilium multi-pool': plan({ podCIDR: { ipam: 'cilium-multi-pool', barePodNamespaces: ['default'] } }),
 };
-const bareOf = (p: MigrationPlan) => p.spec.podCIDR?.barePodNamespaces ?? [];
+const bareOf = (p: MigrationPlan) => p.spec.podCIDR?.barePodNamespaces ?? p.spec.serviceCIDR?.restarts?.barePodNamespaces ?? [];
 /** The RoleBindings the operator adds for every plan above. */
 const BINDINGS = recreateRoleBindings([...new Set(Object.values(PLANS).flatMap(bareOf))]);
 
@@ -95,6 +96,17 @@ describe('shipped RBAC against what runs need', () => {
     const role = docs.find((d) => d?.kind === 'ClusterRole' && d.metadata.name === rb.roleRef.name);
     assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['pods'], verbs: ['create'] }]);
     assert.ok(!docs.some((d) => d?.kind === 'ClusterRoleBinding' && d.roleRef.name === rb.roleRef.name), 'never bound cluster-wide');
+  });
+
+  test('a Service plan whose restarts the tool runs needs nothing of deploy/rbac-migrate-pods.yaml but the bare pods\' create pods', () => {
+    const p = PLANS['service, restarts by the tool']!;
+    const own = held(recreateRoleBindings(bareOf(p))).filter((h) => h.file !== 'deploy/rbac-migrate-pods.yaml' || h.namespace !== undefined);
+    assert.deepEqual(accessNeeds(p).filter((n) => !own.some((h) => grants(h, n))).map(needKey), []);
+    const needs = accessNeeds(p).map(needKey);
+    for (const k of ['create pods/eviction', 'patch deployments.apps', 'patch daemonsets.apps', 'patch statefulsets.apps', 'create pods -n team-s']) assert.ok(needs.includes(k), k);
+    // without the tool's restarts (a gate), none of them
+    const gate = accessNeeds(PLANS['service in place']!).map(needKey);
+    assert.ok(!gate.some((k) => k.startsWith('create pods') || k.includes('.apps')), gate.join(', '));
   });
 
   test('no migrate role grants a write no plan needs', () => {

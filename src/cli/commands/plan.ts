@@ -1,6 +1,6 @@
 import { connect as tlsConnect } from 'node:tls';
 import { loadKubeConfig } from '../../kube/client.ts';
-import { buildMigrationPlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRATEGY, mappingCounts, type MigrationPlan, type Strategy, type TierOrder } from '../../plan/plan.ts';
+import { buildMigrationPlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRATEGY, mappingCounts, type MigrationPlan, type RestartMode, type Strategy, type TierOrder } from '../../plan/plan.ts';
 import { refusals } from '../../plan/preflight.ts';
 import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
@@ -24,8 +24,8 @@ import { planFleet } from '../fleet.ts';
 const MAX_HEADROOM = 1000;
 
 /** Flags of the Pod CIDR move, and of the Service CIDR move: each needs its move's target. */
-const POD_FLAGS = ['ipam', 'parallel', 'critical', ...POD_PATH_NAMES.flatMap((id) => podPath(id).flags)] as const;
-const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san'] as const;
+const POD_FLAGS = ['ipam', ...POD_PATH_NAMES.flatMap((id) => podPath(id).flags)] as const;
+const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san', 'restart-workloads', 'cluster-dns'] as const;
 
 /**
  * --node-mask-size: one whole number from 1 to 128 per family of --pod-cidr, comma-separated in its order (one
@@ -67,7 +67,7 @@ export const planCommand: Command = {
   name: 'plan',
   summary: 'write the ordered, reviewable plan that moves the Service CIDR, the Pod CIDR, or both (changes nothing)',
   usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
-    + '[--batch-size N] [--headroom X] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
+    + '[--batch-size N] [--headroom X] [--restart-workloads tool|manual] [--cluster-dns none|NS/NAME] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
   options: {
     'service-cidr': { type: 'string' },
     keep: { type: 'string', multiple: true },
@@ -77,6 +77,8 @@ export const planCommand: Command = {
     'batch-size': { type: 'string' },
     headroom: { type: 'string' },
     'apiserver-cert-san': { type: 'string', multiple: true },
+    'restart-workloads': { type: 'string' },
+    'cluster-dns': { type: 'string' },
     'pod-cidr': { type: 'string' },
     ipam: { type: 'string' },
     parallel: { type: 'string' },
@@ -105,10 +107,17 @@ export const planCommand: Command = {
   --apiserver-cert-san IP  the apiserver serving certificate's SANs, when read elsewhere (repeatable): IP
                            addresses, or DNS names with a dot (or localhost, kubernetes*); live input reads
                            them over TLS from the kubeconfig server
-Pod CIDR flags:
-  ${`--ipam ${POD_PATH_NAMES.join('|')}`.padEnd(23)}  how pods get addresses (default: detected): ${POD_PATH_NAMES.map((id) => podPath(id).moves).join(', or ')}
+  --restart-workloads M    tool: step restart-workloads restarts every workload with a pod started before the
+                           moves (waves of --parallel, PodDisruptionBudgets respected, the cluster DNS and
+                           --critical first); manual: a gate, the operator restarts them. Default tool, except
+                           where the distribution's procedure already restarts every pod (kOps' node rolling update)
+  --cluster-dns none|NS/NAME  the cluster has no cluster DNS (none), or its DNS Service is NS/NAME (when it is
+                           not found); recorded in the plan and checked again by apply
+Restart flags (the Pod CIDR move, and the Service move's step restart-workloads):
   --parallel N             workload rollouts in flight at once (default ${DEFAULT_PARALLEL})
   --critical NS/NAME       a Deployment scaled up by one before the restarts, besides the cluster DNS (repeatable)
+Pod CIDR flags:
+  ${`--ipam ${POD_PATH_NAMES.join('|')}`.padEnd(23)}  how pods get addresses (default: detected): ${POD_PATH_NAMES.map((id) => podPath(id).moves).join(', or ')}
   --block-size N           Calico: block size of the new pool (default: the old pool's)
   --pool-name NAME         Calico: name of the new pool, a Kubernetes object name (default kube-renumber-<cidr>)
   --node-mask-size N[,N]   node path: podCIDR size per node, one per family of --pod-cidr in its order
@@ -124,8 +133,9 @@ Fleet flags (docs/fleet.md):
   --output-directory DIR   where --fleet writes the plans, fleet.yaml, summary.json and one HTML page per plan
                            (a new or empty directory)
 
-Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --batch-size and
---apiserver-cert-san need --service-cidr.
+Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --batch-size,
+--apiserver-cert-san, --restart-workloads and --cluster-dns need --service-cidr; --parallel and --critical need
+--pod-cidr, or --service-cidr without --restart-workloads=manual.
 Output: -o yaml is the file apply reads; markdown is for a change request; html is one self-contained page
 (address map with the targets, steps with the gates, Service mapping); table (default) is a summary.
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
@@ -163,6 +173,16 @@ refused; nothing is written; 3 the fleet file is not valid.`,
       if (problem) throw new UsageError(`--critical ${k}: ${problem} (a Deployment as namespace/name)`);
     }
     const parallel = intFlag(values, 'parallel', 1, 100);
+    const restartRaw = str(values, 'restart-workloads');
+    if (restartRaw !== undefined && restartRaw !== 'tool' && restartRaw !== 'manual') throw new UsageError(`--restart-workloads ${restartRaw} must be tool or manual`);
+    if (!podTarget && restartRaw === 'manual') {
+      for (const f of ['parallel', 'critical']) if (values[f] !== undefined) throw new UsageError(`--${f} needs --pod-cidr, or the tool's restarts (not --restart-workloads=manual)`);
+    }
+    const clusterDNS = str(values, 'cluster-dns');
+    if (clusterDNS !== undefined && clusterDNS !== 'none') {
+      const problem = objectRefProblem(clusterDNS, true);
+      if (problem) throw new UsageError(`--cluster-dns ${clusterDNS}: ${problem} (none, or a Service as namespace/name)`);
+    }
     const blockSize = intFlag(values, 'block-size', 1, 128);
     const nodeMaskSize = nodeMaskSizes(values, podTarget);
     const maxUnavailableRaw = str(values, 'max-unavailable');
@@ -237,6 +257,10 @@ refused; nothing is written; 3 the fleet file is not valid.`,
       avoid,
       apiserverCertSANs: sans.length > 0 ? sans : undefined,
       certSANsGiven: givenSans.length > 0,
+      critical,
+      ...(parallel !== undefined ? { parallel } : {}),
+      ...(restartRaw ? { restartWorkloads: restartRaw as RestartMode } : {}),
+      ...(clusterDNS !== undefined ? { clusterDNS } : {}),
       } : undefined,
     });
     const refused = refusals(plan.preflight);

@@ -250,6 +250,7 @@ export const kops: DistributionPlanner = {
     }
   },
   restartWorkloadsNote: ['(kOps: a node rolling update after move-kubernetes already did this)'],
+  restartsEveryPod: 'kOps replaces every node in the rolling update at gate kubelet-cluster-dns, so every pod starts again after the moves',
   restartApiserversReason: 'kOps changes the range, the DNS IP and the certificate in one spec edit and rolls the control plane',
   certFix: (snap, both) => `add ${both} to ${!snap.kops ? 'spec.api.additionalSANs (legacy field layout: spec.additionalSans)' : snap.kops.layout === 'legacy' ? 'spec.additionalSans' : 'spec.api.additionalSANs'} (kops edit cluster), then kops update cluster --yes and `
     + 'kops rolling-update cluster --instance-group-roles=control-plane --yes (kOps issues the serving certificate when the control plane rolls)',

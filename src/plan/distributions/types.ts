@@ -71,6 +71,12 @@ export interface DistributionPlanner {
   serviceGateInstructions(snap: Snapshot, gate: ServiceGate, ctx: PatchContext): string[];
   /** Lines added before "kube-renumber resume" at the restart-workloads gate. */
   restartWorkloadsNote: readonly string[];
+  /**
+   * How the distribution's own procedure already restarts every pod after a Service move whose DNS moves (kOps: the
+   * node rolling update at gate kubelet-cluster-dns); the plan then leaves restart-workloads to the operator by
+   * default. Undefined: the tool restarts the workloads (step restart-workloads).
+   */
+  restartsEveryPod?: string;
   /** Why the restart-apiservers gate is one, after "…recreates ServiceCIDR/kubernetes from the flag; ". */
   restartApiserversReason: string;
   /** How the apiserver serving certificate gets the IP SANs `both` (comma-separated). */
