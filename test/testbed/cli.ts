@@ -3,6 +3,7 @@
 //   npm run testbed -- build [--version V]
 //   npm run testbed -- build-dataplane [--version V]   kube-proxy, CoreDNS and dpnet (see dataplane-build.ts)
 //   npm run testbed -- build-cilium [--version V]      cilium-operator-generic (see cilium-build.ts; not run by npm test)
+//   npm run testbed -- build-calico [--version V]      calico-ipam, calico-kube-controllers, calicoctl, CRDs (see calico-build.ts)
 //   npm run testbed -- chromium              Debian's chromium for the HTML test, installed when missing (chromium.ts)
 //   npm run testbed -- dataplane-cleanup     deletes network namespaces left by dead data planes (dataplane.ts)
 //   npm run testbed -- up [--service-cidr CIDR] [--pod-cidr CIDR] [--node-mask N] [--nodes N] [--version V]
@@ -31,6 +32,7 @@ import { DEFAULT_VERSION, ensureBuilt, readStamp } from './build.ts';
 import { Testbed } from './cluster.ts';
 import { ensureChromium } from './chromium.ts';
 import { CILIUM_VERSION, ensureCiliumOperatorBuilt, readCiliumStamp } from './cilium-build.ts';
+import { CALICO_VERSION, ensureCalicoBuilt, readCalicoStamp } from './calico-build.ts';
 import { cleanupLeftovers } from './dataplane.ts';
 import { COREDNS_VERSION, ensureDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
 import { populate } from './fixture.ts';
@@ -143,6 +145,15 @@ async function cmdBuildCilium(args: string[]) {
   const path = await ensureCiliumOperatorBuilt({ version });
   const stamp = readCiliumStamp(version);
   process.stderr.write(`[cilium] ${path} (${Date.now() - t} ms${stamp ? `; its build took ${stamp.seconds}s` : ''})\n`);
+}
+
+async function cmdBuildCalico(args: string[]) {
+  const { values } = parseArgs({ args, options: { version: { type: 'string' } } });
+  const version = values.version ?? CALICO_VERSION;
+  const t = Date.now();
+  const dir = await ensureCalicoBuilt({ version });
+  const stamp = readCalicoStamp(version);
+  process.stderr.write(`[calico] ${dir} (${Date.now() - t} ms${stamp ? `; its build took ${stamp.seconds}s` : ''})\n`);
 }
 
 async function cmdUp(args: string[]) {
@@ -431,6 +442,9 @@ try {
     case 'build-cilium':
       await cmdBuildCilium(rest);
       break;
+    case 'build-calico':
+      await cmdBuildCalico(rest);
+      break;
     case 'chromium':
       process.stdout.write(`${await ensureChromium()}\n`);
       break;
@@ -468,7 +482,7 @@ try {
       break;
     default:
       die(
-        'usage: testbed build [--version V] | build-dataplane [--version V] | build-cilium [--version V] | chromium | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
+        'usage: testbed build [--version V] | build-dataplane [--version V] | build-cilium [--version V] | build-calico [--version V] | chromium | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
           '                                        [--pod-ipam kwok|calico] [--kcm-qps N]\n' +
           '       | populate [--services N] [--deployments N] [--namespaces N] [--replicas N]\n' +
           '       | populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]\n' +
