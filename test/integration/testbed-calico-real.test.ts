@@ -54,7 +54,7 @@ describe("Calico's own IPAM in the testbed", () => {
     assert.equal(tb.processes().find((x) => x.name === 'calico-ipam'), undefined, 'no stand-in');
     await eventually('driver log', async () => readFileSync(tb.logPath('calico-cni'), 'utf8').includes('calico CNI driver running'));
     // kube-controllers' node controller, on the kubernetes datastore
-    await eventually('kube-controllers started its node controller', async () => /node/i.test(readFileSync(tb.logPath('calico-kube-controllers'), 'utf8')) && /Starting|started/i.test(readFileSync(tb.logPath('calico-kube-controllers'), 'utf8')));
+    await eventually('kube-controllers started its node controller', async () => readFileSync(tb.logPath('calico-kube-controllers'), 'utf8').includes('Starting Node controller'), 30_000);
     // Calico's CRD set (the project's own has no KubeControllersConfiguration nor FelixConfiguration)
     const crds = (await tb.client.list('/apis/apiextensions.k8s.io/v1/customresourcedefinitions')).items.map((c) => c.metadata.name);
     for (const n of ['kubecontrollersconfigurations', 'felixconfigurations', 'ipamblocks', 'blockaffinities', 'ipamhandles', 'ippools']) {
@@ -175,5 +175,6 @@ describe("Calico's own IPAM in the testbed", () => {
     const del = spawnSync(plugin, [], { input: cni, encoding: 'utf8', env: { PATH: process.env.PATH, CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'leak-0', CNI_NETNS: '/var/run/netns/x', CNI_IFNAME: 'eth0', CNI_PATH: '/nonexistent', CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NS};K8S_POD_NAME=nobody` } });
     assert.equal(del.status, 0, del.stdout + del.stderr);
     assert.equal((await calicoIpamCheck(tb)).problems, 0);
+    assert.ok(tb.processes().find((x) => x.name === 'calico-kube-controllers')?.running, 'calico-kube-controllers still running');
   });
 });

@@ -109,17 +109,57 @@ rm -rf "$copy" "$wrap"
 log "done: $(ls "$BIN" | tr '\n' ' ')"
 }
 
-# The smallest patch that compiles against CALICO_API_VERSION (docs/testbed.md, "Calico's own IPAM"):
-# api made IptablesBackendAuto/NFTables/Legacy typed constants (type IptablesBackend string); the
-# validator compares the field's string with them. Cast them to string. Felix configuration only.
-patch_source() {
-  local f="$1/libcalico-go/lib/validator/v3/validator.go"
-  local old='return s == "" || s == api.IptablesBackendAuto || s == api.IptablesBackendNFTables || s == api.IptablesBackendLegacy'
-  local new='return s == "" || s == string(api.IptablesBackendAuto) || s == string(api.IptablesBackendNFTables) || s == string(api.IptablesBackendLegacy)'
+# The smallest patches that build and run against CALICO_API_VERSION, both in the validator (docs/testbed.md,
+# "Calico's own IPAM"; no IPAM code is touched):
+#  1. api made IptablesBackendAuto/NFTables/Legacy typed constants (type IptablesBackend string); the
+#     validator compares the field's string with them: does not compile. Cast them to string.
+#  2. api's structs carry six validate tags this commit's validator does not register (assignmentMode on
+#     IPPool, createDefaultHostEndpoint and assignIPs on KubeControllersConfiguration, stagedAction on the
+#     staged policies, bgpFilterPrefixLengthV4/V6 on BGPFilter): go-playground's validator panics on an
+#     unknown tag, so calico-kube-controllers dies at its first KubeControllersConfiguration update. Register
+#     them, accepting the values the api declares (its constants; 0-32 and 0-128).
+replace_once() {
+  local f="$1" old="$2" new="$3"
   grep -qF "$old" "$f" || { echo "patch does not apply: $f has no line: $old" >&2; exit 1; }
   OLD="$old" NEW="$new" perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$f"
   grep -qF "$new" "$f" || { echo "patch failed: $f" >&2; exit 1; }
-  log "patched libcalico-go/lib/validator/v3/validator.go (IptablesBackend constants cast to string)"
+}
+patch_source() {
+  local f="$1/libcalico-go/lib/validator/v3/validator.go"
+  replace_once "$f" \
+    'return s == "" || s == api.IptablesBackendAuto || s == api.IptablesBackendNFTables || s == api.IptablesBackendLegacy' \
+    'return s == "" || s == string(api.IptablesBackendAuto) || s == string(api.IptablesBackendNFTables) || s == string(api.IptablesBackendLegacy)'
+  replace_once "$f" \
+    '	registerFieldValidator("action", validateAction)' \
+    '	registerFieldValidator("action", validateAction)
+	registerFieldValidator("assignmentMode", validateStringIn("Automatic", "Manual"))
+	registerFieldValidator("createDefaultHostEndpoint", validateStringIn("Enabled", "Disabled"))
+	registerFieldValidator("assignIPs", validateStringIn("AllServices", "RequestedServicesOnly"))
+	registerFieldValidator("stagedAction", validateStringIn("Set", "Delete", "Learn", "Ignore"))
+	registerFieldValidator("bgpFilterPrefixLengthV4", validateIntUpTo(32))
+	registerFieldValidator("bgpFilterPrefixLengthV6", validateIntUpTo(128))'
+  cat >> "$f" <<'GO'
+
+func validateStringIn(allowed ...string) validator.Func {
+	return func(fl validator.FieldLevel) bool {
+		s := fl.Field().String()
+		for _, a := range allowed {
+			if s == a {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func validateIntUpTo(max int64) validator.Func {
+	return func(fl validator.FieldLevel) bool {
+		n := fl.Field().Int()
+		return n >= 0 && n <= max
+	}
+}
+GO
+  log "patched libcalico-go/lib/validator/v3/validator.go (IptablesBackend constants cast to string; six api validate tags registered)"
 }
 
 main "$@"

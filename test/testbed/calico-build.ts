@@ -28,6 +28,8 @@ export const CALICO_VERSION = 'v1.11.0-cni-plugin.0.20250813170300-a0db560f0520'
 /** github.com/projectcalico/api used in place of the monorepo's ./api (the older pseudo-versions are refused). */
 export const CALICO_API_VERSION = 'v0.0.0-20250916150628-d4009e4d7c50';
 export const CALICO_BINARIES = ['calico-ipam', 'calico-kube-controllers', 'calicoctl'] as const;
+/** Bumped whenever calico-build.sh changes what it builds (its patches): a stamp of another revision is rebuilt. */
+export const CALICO_BUILD_REVISION = 2;
 
 const here = dirname(fileURLToPath(import.meta.url));
 const buildScript = join(here, 'calico-build.sh');
@@ -35,6 +37,7 @@ const buildScript = join(here, 'calico-build.sh');
 export interface CalicoStamp {
   calico: string;
   api: string;
+  revision: number;
   builtAt: string;
   /** Wall-clock seconds of the build. */
   seconds: number;
@@ -66,7 +69,7 @@ export function readCalicoStamp(version: string = CALICO_VERSION): CalicoStamp |
 /** The version's directory (bin/, crds/) when it is built (stamp and files present); never builds. */
 export function calicoBuiltDir(version: string = CALICO_VERSION): string | undefined {
   const stamp = readCalicoStamp(version);
-  if (stamp?.calico !== version) return undefined;
+  if (stamp?.calico !== version || stamp.api !== CALICO_API_VERSION || stamp.revision !== CALICO_BUILD_REVISION) return undefined;
   if (!CALICO_BINARIES.every((b) => existsSync(binPath(version, b)))) return undefined;
   return existsSync(join(versionDir(version), 'crds')) ? versionDir(version) : undefined;
 }
@@ -128,6 +131,7 @@ export async function ensureCalicoBuilt(opts: { version?: string; log?: (s: stri
       const stamp: CalicoStamp = {
         calico: version,
         api: CALICO_API_VERSION,
+        revision: CALICO_BUILD_REVISION,
         builtAt: new Date().toISOString(),
         seconds: figures.seconds,
         loadavg: [Number(load0.toFixed(1)), Number(loadavg()[0].toFixed(1))],

@@ -1,4 +1,4 @@
-// Calico's own view of a testbed running Calico's IPAM (podIPAM 'calico', calicoIPAM 'calico'): calicoctl
+// Calico's own view of a testbed in podIPAM 'calico' mode (Calico's IPAM, or the stand-in's objects): calicoctl
 // (built by calico-build.ts) against the testbed's kubeconfig, kubernetes datastore.
 //
 //   await calicoctl(tb, ['get', 'ippools', '-o', 'json'])       // { stdout, stderr, code }
@@ -23,7 +23,7 @@ export interface CalicoctlResult {
 
 export function calicoctl(tb: CalicoTestbed, args: string[], timeoutMs = 120_000): Promise<CalicoctlResult> {
   const bin = tb.calicoctlPath();
-  if (!bin) throw new Error("calicoctl runs only with Calico's own IPAM (podIPAM 'calico', calicoIPAM 'calico')");
+  if (!bin) throw new Error("calicoctl runs against podIPAM 'calico' testbeds, once built (node test/testbed/cli.ts build-calico)");
   return new Promise((resolve, reject) => {
     const p = spawn(bin, args, {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', DATASTORE_TYPE: 'kubernetes', KUBECONFIG: tb.kubeconfigPath },

@@ -602,9 +602,12 @@ export class Testbed {
     return this.options.podIPAM === 'calico' && this.options.calicoIPAM === 'calico' ? calicoBuiltDir() : undefined;
   }
 
-  /** Path of calicoctl when Calico's own IPAM runs (see calico-build.ts), else undefined. */
+  /**
+   * Path of Calico's calicoctl (see calico-build.ts) in 'calico' mode when it is built, else undefined. With the
+   * stand-in too: Calico's own `ipam check` then judges what the stand-in wrote.
+   */
   calicoctlPath(): string | undefined {
-    const dir = this.#realCalico();
+    const dir = this.options.podIPAM === 'calico' ? calicoBuiltDir() : undefined;
     return dir ? join(dir, 'bin', 'calicoctl') : undefined;
   }
 
