@@ -524,8 +524,8 @@ export class Testbed {
       this.#spawn('node-ipam', [join(here, 'node-ipam.ts'), `--kubeconfig=${this.kubeconfigPath}`], 2, process.execPath);
       this.#log(`node IPAM stand-in started (${Date.now() - t0} ms)`);
     }
+    if (this.options.podIPAM === 'calico') await this.#initCalicoDatastore(!!this.#realCalico());
     if (this.options.podIPAM === 'calico' && this.#realCalico()) {
-      await this.#initCalicoDatastore();
       this.#startCalicoCni();
       this.#startCalicoKubeControllers();
       this.#log(`calico CNI driver and calico-kube-controllers started (${Date.now() - t0} ms)`);
@@ -612,11 +612,12 @@ export class Testbed {
   }
 
   /**
-   * What calico-node does to a Kubernetes datastore at start (ClusterInformation default, datastoreReady) and
-   * the KubeControllersConfiguration default calico-kube-controllers would create, with its Prometheus port
-   * off (several testbeds run at once on this machine) and IPAM garbage collection's own defaults.
+   * What calico-node does to a Kubernetes datastore at start (ClusterInformation default, datastoreReady; with
+   * the stand-in too, so calicoctl can judge its objects) and, for Calico's own IPAM, the
+   * KubeControllersConfiguration default calico-kube-controllers would create, with its Prometheus port off
+   * (several testbeds run at once on this machine) and IPAM garbage collection's own defaults.
    */
-  async #initCalicoDatastore(): Promise<void> {
+  async #initCalicoDatastore(kubeControllers: boolean): Promise<void> {
     const ci = {
       apiVersion: 'crd.projectcalico.org/v1',
       kind: 'ClusterInformation',
@@ -635,7 +636,8 @@ export class Testbed {
         controllers: { node: { reconcilerPeriod: '5m', syncLabels: 'Enabled', leakGracePeriod: '15m0s' } },
       },
     };
-    for (const [plural, obj] of [['clusterinformations', ci], ['kubecontrollersconfigurations', kcc]] as const) {
+    const objs = kubeControllers ? ([['clusterinformations', ci], ['kubecontrollersconfigurations', kcc]] as const) : ([['clusterinformations', ci]] as const);
+    for (const [plural, obj] of objs) {
       try {
         await this.client.post(`/apis/crd.projectcalico.org/v1/${plural}`, obj);
       } catch (e) {
