@@ -495,6 +495,6 @@ describe('data plane (kube-proxy nftables, Calico-style pod IPAM): the proof sce
     process.stderr.write(
       `[dataplane test nftables] pod IPs ${JSON.stringify(pods.map((p) => [p.spec.nodeName, p.status.podIP, nodes.get(p.spec.nodeName)]))}\n`,
     );
-    assert.ok(pods.every((p) => p.metadata.annotations?.['cni.projectcalico.org/podIP']), 'IPs from the Calico IPAM stand-in');
+    assert.ok(pods.every((p) => p.metadata.annotations?.['cni.projectcalico.org/podIP']), "IPs from Calico's IPAM");
   });
 });

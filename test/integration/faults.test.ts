@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { FAULT_KINDS, FaultProxy } from '../testbed/faults.ts';
+import { assertCalicoIpamClean } from '../testbed/calicoctl.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
@@ -86,6 +87,7 @@ describe('combined Service + Pod CIDR migration through a fault-injecting proxy'
     assert.deepEqual(moved.filter((s: any) => !inRange(SVC_NEW, s.spec.clusterIP)).map(key), [], 'every Service in the new range');
     const podsAfter = await assertAllPodsIn(tb, POD_NEW, POD_OLD);
     await assertWorkloadsReady(tb);
+    await assertCalicoIpamClean(tb, [POD_OLD]);
     assert.equal(podsAfter, podsBefore, 'as many pods after as before');
     const status = await run(['status', planPath, '--state-dir', stateDir, '-o', 'json']);
     assert.ok(JSON.parse(status.out).steps.every((s: any) => s.state === 'done'), status.out);

@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { assertCalicoIpamClean } from '../testbed/calicoctl.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, grantRecreate, migrateKubeconfig, ROOT } from './pod-helpers.ts';
@@ -120,6 +121,7 @@ describe('fleet: three clusters built alike get ranges of their own and migrate 
       assert.equal(v.code, 0, `${c.name}: ${v.err}`);
       await assertAllPodsIn(tbs[i]!, c.pod.to, PODS[i]!);
       await assertWorkloadsReady(tbs[i]!);
+      await assertCalicoIpamClean(tbs[i]!, [PODS[i]!]);
       const after = await services(i);
       assert.deepEqual([...after.keys()].filter((k) => !k.startsWith('kube-renumber')).sort(), [...before[i]!.keys()].sort(), `${c.name}: the same Services`);
       for (const [k, s] of after) {

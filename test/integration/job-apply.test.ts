@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import * as yaml from 'js-yaml';
+import { assertCalicoIpamClean } from '../testbed/calicoctl.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { inPod } from './helpers.ts';
@@ -68,6 +69,7 @@ describe('deploy/job-apply.yaml: apply in the cluster with the ServiceAccount\'s
     assert.equal(v.code, 0, v.err);
     await assertAllPodsIn(tb, NEW, OLD);
     await assertWorkloadsReady(tb);
+    await assertCalicoIpamClean(tb, [OLD]);
     // applied again (the Job re-created), the run resumes from the journal on the claim: the steps already done
     // are not run again, and the cluster stays in the end state
     const again = await inPod(args, secrets, env);

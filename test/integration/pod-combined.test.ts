@@ -6,6 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { assertCalicoIpamClean } from '../testbed/calicoctl.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
@@ -46,6 +47,7 @@ describe('combined Service + Pod CIDR plan, end to end', () => {
 
     await assertAllPodsIn(tb, POD_NEW, POD_OLD);
     await assertWorkloadsReady(tb);
+    await assertCalicoIpamClean(tb, [POD_OLD]);
     const svcs = (await getJSON(tb, ['get', 'services', '-A'])).items.filter((s: any) => s.spec.type !== 'ExternalName' && s.spec.clusterIP !== 'None' && s.spec.type !== 'LoadBalancer');
     const outside = svcs.filter((s: any) => !inRange(SVC_NEW, s.spec.clusterIP));
     assert.deepEqual(outside.map((s: any) => `${s.metadata.namespace}/${s.metadata.name} ${s.spec.clusterIP}`), []);

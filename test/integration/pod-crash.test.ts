@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { assertCalicoIpamClean } from '../testbed/calicoctl.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
@@ -64,5 +65,6 @@ describe('Pod CIDR migration (Calico) killed at every write, resumed each time',
     assert.deepEqual(pools.map((x: any) => x.spec.cidr), [NEW]);
     const left = (await getJSON(tb, ['get', 'ipamblocks.crd.projectcalico.org'])).items.filter((b: any) => inRange(OLD, b.spec.cidr.split('/')[0]));
     assert.equal(left.length, 0);
+    await assertCalicoIpamClean(tb, [OLD]);
   });
 });

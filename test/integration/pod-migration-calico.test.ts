@@ -1,6 +1,6 @@
 // Pod CIDR migration on the Calico path end to end against the real control plane: 20 nodes and more than
 // 500 pods across Deployments, StatefulSets, DaemonSets (one of them hostNetwork), a bare pod and a Job, with
-// PDBs; pod IPs from IPPools through per-node blocks (the testbed's Calico IPAM stand-in); run under the
+// PDBs; pod IPs from IPPools through per-node blocks (Calico's own calico-ipam plugin); run under the
 // shipped least-privilege roles. A watcher follows every PodDisruptionBudget: none may ever be violated.
 
 import assert from 'node:assert/strict';
@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { assertCalicoIpamClean } from '../testbed/calicoctl.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { watchPDBs, type PDBWatcher } from '../testbed/pdb-watch.ts';
 import { populateWorkloads, type WorkloadSummary } from '../testbed/workloads.ts';
@@ -99,6 +100,9 @@ describe('Pod CIDR migration, Calico IPAM: 20 nodes, 500+ pods, PDBs, least priv
     assert.equal(coredns.spec.replicas, orig, 'CoreDNS back at its replicas');
     const hostPods = (await getJSON(tb, ['get', 'pods', '-A'])).items.filter((p: any) => p.spec.hostNetwork);
     assert.ok(hostPods.length >= 20 && hostPods.every((p: any) => !p.metadata.annotations?.['kubectl.kubernetes.io/restartedAt']), 'hostNetwork pods untouched');
+    // Calico's own view: no problem, no leaked address, nothing of the old pool
+    const check = await assertCalicoIpamClean(tb, [OLD]);
+    assert.ok(check.allocations >= n, `${check.allocations} allocations for ${n} pods`);
   });
 });
 

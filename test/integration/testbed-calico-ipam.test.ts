@@ -1,4 +1,5 @@
-// The testbed's `podIPAM: 'calico'` mode: the Calico IPAM stand-in (test/testbed/calico-ipam.ts) gives pods
+// The testbed's `podIPAM: 'calico'` mode with calicoIPAM 'stand-in' (Calico's own IPAM, the default, is tested
+// in testbed-calico-real.test.ts): the Calico IPAM stand-in (test/testbed/calico-ipam.ts) gives pods
 // IPs from IPPools through per-node IPAMBlocks/BlockAffinities/IPAMHandles, and kwok copies them into the
 // pod status (test/testbed/stages.ts).
 
@@ -42,7 +43,7 @@ function deployment(name: string, replicas: number, podSpec: Record<string, unkn
 }
 
 describe('calico IPAM stand-in', () => {
-  const tb = useTestbed({ nodes: 3, podIPAM: 'calico', podCIDR: '10.244.0.0/16' });
+  const tb = useTestbed({ nodes: 3, podIPAM: 'calico', calicoIPAM: 'stand-in', podCIDR: '10.244.0.0/16' });
 
   const podsOf = async (app: string) => (await tb.client.list(`/api/v1/namespaces/${NS}/pods?labelSelector=app%3D${app}`)).items;
   const runningWithIP = (app: string, n: number) =>

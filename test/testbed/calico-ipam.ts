@@ -1,11 +1,12 @@
 // A small stand-in for Calico IPAM (calico-ipam CNI plugin + calico-kube-controllers' IPAM GC), for the
-// testbed's `podIPAM: 'calico'` mode. It keeps Calico's crd.projectcalico.org/v1 objects (KDD mode) the way
+// testbed's `podIPAM: 'calico'` mode with calicoIPAM 'stand-in' (the default runs Calico's own calico-ipam
+// through calico-cni.ts; this stays for comparison and for machines without that build). It keeps Calico's crd.projectcalico.org/v1 objects (KDD mode) the way
 // Calico does, so a tool that reads or cleans IPPools, BlockAffinities, IPAMBlocks and IPAMHandles sees
 // what it would see in a real cluster; kwok then copies the IP into the pod's status (see stages.ts).
 //
 //   node test/testbed/calico-ipam.ts --kubeconfig K [--default-pool CIDR]
 //
-// Calico's own IPAM code cannot be built here (see docs/testbed.md), so this follows its rules:
+// It follows Calico's rules (docs/testbed.md, "The stand-in"):
 //   - A pod needs an IP when bound (spec.nodeName), not hostNetwork, not being deleted, and without the
 //     annotation cni.projectcalico.org/podIP.
 //   - Eligible IPPools (IPv4): disabled not true; nodeSelector matches the node's labels (all(), empty,

@@ -4,6 +4,7 @@
 //   npm run testbed -- build-dataplane [--version V]   kube-proxy, CoreDNS and dpnet (see dataplane-build.ts)
 //   npm run testbed -- build-all                    what npm test needs, one shared Go build cache (see cmdBuildAll)
 //   npm run testbed -- build-cilium [--version V]      cilium-operator-generic (see cilium-build.ts; not run by npm test)
+//   npm run testbed -- build-calico [--version V]      calico-ipam, calico-kube-controllers, calicoctl, CRDs (see calico-build.ts)
 //   npm run testbed -- chromium              Debian's chromium for the HTML test, installed when missing (chromium.ts)
 //   npm run testbed -- dataplane-cleanup     deletes network namespaces left by dead data planes (dataplane.ts)
 //   npm run testbed -- up [--service-cidr CIDR] [--pod-cidr CIDR] [--node-mask N] [--nodes N] [--version V]
@@ -35,6 +36,7 @@ import { DEFAULT_VERSION, ensureBuilt, isBuilt, OLDEST_VERSION, readStamp, testb
 import { Testbed } from './cluster.ts';
 import { ensureChromium } from './chromium.ts';
 import { CILIUM_VERSION, ensureCiliumOperatorBuilt, readCiliumStamp } from './cilium-build.ts';
+import { CALICO_VERSION, calicoBuiltDir, ensureCalicoBuilt, readCalicoStamp } from './calico-build.ts';
 import { cleanupLeftovers } from './dataplane.ts';
 import { COREDNS_VERSION, ensureDataplaneBuilt, isDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
 import { populate } from './fixture.ts';
@@ -142,7 +144,8 @@ async function cmdBuildDataplane(args: string[]) {
 
 /**
  * Everything `npm test` needs, in one process: the suite's control plane and data plane (DEFAULT_VERSION), the
- * oldest version's control plane (OLDEST_VERSION), cilium-operator. Every build of the run shares one Go build cache
+ * oldest version's control plane (OLDEST_VERSION), cilium-operator, Calico's IPAM plugin, kube-controllers and calicoctl.
+ * Every build of the run shares one Go build cache
  * (test/testbed/go/build-cache: a package compiled for one build is not compiled again by the next), removed at the
  * end when anything was built (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it). Each step prints its time.
  */
@@ -163,6 +166,7 @@ async function cmdBuildAll() {
   await step(`data plane ${DEFAULT_VERSION}`, () => isDataplaneBuilt(DEFAULT_VERSION), () => ensureDataplaneBuilt({ version: DEFAULT_VERSION }));
   await step(`control plane ${OLDEST_VERSION}`, () => isBuilt(OLDEST_VERSION), () => ensureBuilt({ version: OLDEST_VERSION }));
   await step(`cilium-operator ${CILIUM_VERSION}`, () => readCiliumStamp(CILIUM_VERSION) !== undefined, () => ensureCiliumOperatorBuilt({ version: CILIUM_VERSION }));
+  await step('calico-ipam, calico-kube-controllers, calicoctl', () => calicoBuiltDir(CALICO_VERSION) !== undefined, () => ensureCalicoBuilt({ version: CALICO_VERSION }));
   const cache = process.env.KUBE_RENUMBER_GOCACHE;
   if (built && !keep && existsSync(cache)) {
     await rm(cache, { recursive: true, force: true });
@@ -178,6 +182,15 @@ async function cmdBuildCilium(args: string[]) {
   const path = await ensureCiliumOperatorBuilt({ version });
   const stamp = readCiliumStamp(version);
   process.stderr.write(`[cilium] ${path} (${Date.now() - t} ms${stamp ? `; its build took ${stamp.seconds}s` : ''})\n`);
+}
+
+async function cmdBuildCalico(args: string[]) {
+  const { values } = parseArgs({ args, options: { version: { type: 'string' } } });
+  const version = values.version ?? CALICO_VERSION;
+  const t = Date.now();
+  const dir = await ensureCalicoBuilt({ version });
+  const stamp = readCalicoStamp(version);
+  process.stderr.write(`[calico] ${dir} (${Date.now() - t} ms${stamp ? `; its build took ${stamp.seconds}s` : ''})\n`);
 }
 
 async function cmdUp(args: string[]) {
@@ -481,6 +494,9 @@ try {
     case 'build-cilium':
       await cmdBuildCilium(rest);
       break;
+    case 'build-calico':
+      await cmdBuildCalico(rest);
+      break;
     case 'chromium':
       process.stdout.write(`${await ensureChromium()}\n`);
       break;
@@ -524,7 +540,7 @@ try {
       break;
     default:
       die(
-        'usage: testbed build [--version V] | build-dataplane [--version V] | build-cilium [--version V] | chromium | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
+        'usage: testbed build [--version V] | build-dataplane [--version V] | build-cilium [--version V] | build-calico [--version V] | chromium | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
           '                                        [--pod-ipam kwok|calico] [--kcm-qps N] [--servicecidr-api on|off]\n' +
           '       | populate [--services N] [--deployments N] [--namespaces N] [--replicas N]\n' +
           '       | populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]\n' +

@@ -9,8 +9,10 @@
 //   await tb.reregisterNode('tb-node-1');      // after the Node object was deleted
 //   await tb.stop();
 //
-// Pod IPs: podIPAM 'kwok' (default) lets kwok hand out IPs from the node's spec.podCIDR; 'calico' runs the
-// Calico IPAM stand-in (calico-ipam.ts) as one more supervised child, and kwok takes each pod's IP from it;
+// Pod IPs: podIPAM 'kwok' (default) lets kwok hand out IPs from the node's spec.podCIDR; 'calico' runs Calico's
+// own calico-ipam plugin for every pod (calico-cni.ts, the binary from calico-build.ts) and
+// calico-kube-controllers, with the CRDs of the same Calico commit, and kwok takes each pod's IP from it
+// (calicoIPAM 'stand-in': the project's stand-in calico-ipam.ts and CRDs instead);
 // 'node' runs the host-local stand-in (node-ipam.ts): one address per family of the node's spec.podCIDRs.
 //
 // Dual-stack: serviceCIDR and podCIDR take one CIDR per family, comma-separated (as the flags do); kcm then runs
@@ -30,8 +32,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_VERSION, ensureBuilt, KWOK_VERSION, testbedRoot } from './build.ts';
 import { calicoCRDsYaml } from './crds/calico.ts';
+import { CALICO_VERSION, calicoBuiltDir } from './calico-build.ts';
 import { cidrFamily } from './ip.ts';
-import { KubeClient, type KubeObject } from './kube.ts';
+import { ApiError, KubeClient, type KubeObject } from './kube.ts';
 import {
   NODE_TEMPLATE_ENV,
   NODE_TEMPLATE_FILE,
@@ -77,6 +80,7 @@ export interface TestbedOptions {
    * Who gives pods their IPs (default 'kwok'): 'kwok' = kwok, from the node's spec.podCIDR; 'calico' = the
    * Calico IPAM stand-in (test/testbed/calico-ipam.ts) from IPPools, through IPAMBlocks/BlockAffinities/
    * IPAMHandles. 'calico' needs calicoCRDs. Pods wait without an IP until an eligible IPPool exists.
+   * With calicoIPAM 'calico' (the default) that is Calico's own code; see calicoIPAM.
    * 'node' = the host-local stand-in (test/testbed/node-ipam.ts): one address per family of the node's
    * spec.podCIDRs; pods on a node without podCIDRs wait, as their sandbox would.
    */
@@ -84,6 +88,14 @@ export interface TestbedOptions {
   /** In 'calico' mode: create IPPool default-ipv4-ippool (= podCIDR) at start when none exists, as
    *  calico-node does (default false: populate() and populateWorkloads() create the pool themselves). */
   calicoDefaultPool?: boolean;
+  /**
+   * In 'calico' mode, whose IPAM: 'calico' (default) = Calico's own calico-ipam plugin, run for every pod by
+   * test/testbed/calico-cni.ts (CNI ADD and DEL, kubernetes datastore), and calico-kube-controllers (node
+   * controller: IPAM garbage collection), with the CRDs of the same Calico commit (libcalico-go/config/crd),
+   * all built by `node test/testbed/cli.ts build-calico`; 'stand-in' = the project's stand-in
+   * (test/testbed/calico-ipam.ts) and CRDs (test/testbed/crds/). Default from KUBE_RENUMBER_CALICO_IPAM.
+   */
+  calicoIPAM?: 'calico' | 'stand-in';
   /**
    * kube-controller-manager --kube-api-qps (burst = 2x). 0 (default) keeps kcm's default of 20, which
    * paces pod creation by ReplicaSets/StatefulSets/DaemonSets/Jobs at ~20 pods/s.
@@ -166,12 +178,14 @@ export interface ExecResult {
 }
 
 /**
- * Where the Calico CRDs come from: the project's own definitions (test/testbed/crds/calico.ts) unless
- * KUBE_RENUMBER_CALICO_CRDS names a directory of CRD YAML files to apply instead (Calico's own, say).
+ * Where the Calico CRDs come from: KUBE_RENUMBER_CALICO_CRDS (a directory of CRD YAML files) when set; else
+ * `builtDir` (Calico's own CRDs of the built commit, when Calico's own IPAM runs); else the project's own
+ * definitions (test/testbed/crds/calico.ts).
  */
-export function calicoCRDSource(): { kind: 'own' } | { kind: 'dir'; dir: string } {
+export function calicoCRDSource(builtDir?: string): { kind: 'own' } | { kind: 'dir'; dir: string } {
   const env = process.env.KUBE_RENUMBER_CALICO_CRDS;
-  return env ? { kind: 'dir', dir: resolve(env) } : { kind: 'own' };
+  if (env) return { kind: 'dir', dir: resolve(env) };
+  return builtDir ? { kind: 'dir', dir: builtDir } : { kind: 'own' };
 }
 
 /** Free TCP ports on 127.0.0.1, all distinct (held open together, then released). */
@@ -224,7 +238,7 @@ export class Proc {
   exitCode: number | null = null;
   exited: Promise<number>;
 
-  constructor(name: string, supervisor: string, cmd: string, args: string[], logPath: string, graceSeconds: number) {
+  constructor(name: string, supervisor: string, cmd: string, args: string[], logPath: string, graceSeconds: number, env?: Record<string, string>) {
     this.name = name;
     this.logPath = logPath;
     const fd = openSync(logPath, 'a');
@@ -232,6 +246,7 @@ export class Proc {
       this.child = spawn(supervisor, [`-grace=${graceSeconds}s`, '--', cmd, ...args], {
         stdio: ['pipe', fd, fd],
         detached: false,
+        ...(env ? { env: { ...process.env, ...env } } : {}),
       });
     } finally {
       closeSync(fd);
@@ -394,6 +409,7 @@ export class Testbed {
       timeoutMs: opts.timeoutMs ?? 90_000,
       podIPAM: opts.podIPAM ?? 'kwok',
       calicoDefaultPool: opts.calicoDefaultPool ?? false,
+      calicoIPAM: opts.calicoIPAM ?? ((process.env.KUBE_RENUMBER_CALICO_IPAM as 'calico' | 'stand-in' | undefined) || 'calico'),
       controllerManagerQPS: opts.controllerManagerQPS ?? 0,
       kubeletLogs: opts.kubeletLogs ?? false,
       zones: opts.zones ?? 0,
@@ -401,6 +417,10 @@ export class Testbed {
     };
     if (!['kwok', 'calico', 'node', 'cilium'].includes(options.podIPAM)) throw new Error(`podIPAM must be 'kwok', 'calico', 'node' or 'cilium', got ${String(options.podIPAM)}`);
     if (options.podIPAM === 'calico' && !options.calicoCRDs) throw new Error("podIPAM 'calico' needs the Calico CRDs (calicoCRDs: true)");
+    if (!['calico', 'stand-in'].includes(options.calicoIPAM)) throw new Error(`calicoIPAM must be 'calico' or 'stand-in', got ${String(options.calicoIPAM)}`);
+    if (options.podIPAM === 'calico' && options.calicoIPAM === 'calico' && !calicoBuiltDir()) {
+      throw new Error("podIPAM 'calico' runs Calico's own IPAM, which is not built: run `node test/testbed/cli.ts build-calico` (or KUBE_RENUMBER_CALICO_IPAM=stand-in for the stand-in)");
+    }
     const verbose = process.env.KUBE_RENUMBER_TESTBED_VERBOSE === '1';
     const log = opts.log ?? (verbose ? (m: string) => process.stderr.write(`[testbed] ${m}\n`) : () => {});
     const binDir = await ensureBuilt({ version: options.version, log: (m) => process.stderr.write(`[testbed] ${m}\n`) });
@@ -442,7 +462,7 @@ export class Testbed {
     }
   }
 
-  #spawn(name: string, args: string[], graceSeconds = 5, cmd = join(this.binDir, name)): Proc {
+  #spawn(name: string, args: string[], graceSeconds = 5, cmd = join(this.binDir, name), env?: Record<string, string>): Proc {
     const old = this.#procs.get(name);
     if (old?.running()) throw new Error(`${name} already running`);
     const proc = new Proc(
@@ -452,6 +472,7 @@ export class Testbed {
       args,
       join(this.stateDir, 'logs', `${name}.log`),
       graceSeconds,
+      env,
     );
     this.#procs.set(name, proc);
     return proc;
@@ -542,7 +563,12 @@ export class Testbed {
       this.#spawn('node-ipam', [join(here, 'node-ipam.ts'), `--kubeconfig=${this.kubeconfigPath}`], 2, process.execPath);
       this.#log(`node IPAM stand-in started (${Date.now() - t0} ms)`);
     }
-    if (this.options.podIPAM === 'calico') {
+    if (this.options.podIPAM === 'calico') await this.#initCalicoDatastore(!!this.#realCalico());
+    if (this.options.podIPAM === 'calico' && this.#realCalico()) {
+      this.#startCalicoCni();
+      this.#startCalicoKubeControllers();
+      this.#log(`calico CNI driver and calico-kube-controllers started (${Date.now() - t0} ms)`);
+    } else if (this.options.podIPAM === 'calico') {
       this.#startCalicoIpam();
       this.#log(`calico IPAM stand-in started (${Date.now() - t0} ms)`);
     }
@@ -609,6 +635,78 @@ export class Testbed {
     const fams = cidrs.split(',').map((c) => cidrFamily(c.trim()));
     if (fams.length > 1) return [`--node-cidr-mask-size-ipv4=${this.options.nodeMask}`, `--node-cidr-mask-size-ipv6=${this.options.nodeMaskIPv6}`];
     return [`--node-cidr-mask-size${fams[0] === 6 ? '-ipv6' : ''}=${this.options.nodeMask}`];
+  }
+
+  /** Calico's own IPAM (calicoIPAM 'calico'): its binaries and CRDs, or undefined for the stand-in. */
+  #realCalico(): string | undefined {
+    return this.options.podIPAM === 'calico' && this.options.calicoIPAM === 'calico' ? calicoBuiltDir() : undefined;
+  }
+
+  /**
+   * Path of Calico's calicoctl (see calico-build.ts) in 'calico' mode when it is built, else undefined. With the
+   * stand-in too: Calico's own `ipam check` then judges what the stand-in wrote.
+   */
+  calicoctlPath(): string | undefined {
+    const dir = this.options.podIPAM === 'calico' ? calicoBuiltDir() : undefined;
+    return dir ? join(dir, 'bin', 'calicoctl') : undefined;
+  }
+
+  /**
+   * What calico-node does to a Kubernetes datastore at start (ClusterInformation default, datastoreReady; with
+   * the stand-in too, so calicoctl can judge its objects) and, for Calico's own IPAM, the
+   * KubeControllersConfiguration default calico-kube-controllers would create, with its Prometheus port off
+   * (several testbeds run at once on this machine) and IPAM garbage collection's own defaults.
+   */
+  async #initCalicoDatastore(kubeControllers: boolean): Promise<void> {
+    const ci = {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'ClusterInformation',
+      metadata: { name: 'default' },
+      spec: { clusterGUID: randomBytes(16).toString('hex'), clusterType: 'k8s,kdd', calicoVersion: CALICO_VERSION, datastoreReady: true },
+    };
+    const kcc = {
+      apiVersion: 'crd.projectcalico.org/v1',
+      kind: 'KubeControllersConfiguration',
+      metadata: { name: 'default' },
+      spec: {
+        logSeverityScreen: 'Info',
+        healthChecks: 'Enabled',
+        etcdV3CompactionPeriod: '10m',
+        prometheusMetricsPort: 0,
+        controllers: { node: { reconcilerPeriod: '5m', syncLabels: 'Enabled', leakGracePeriod: '15m0s' } },
+      },
+    };
+    const objs = kubeControllers ? ([['clusterinformations', ci], ['kubecontrollersconfigurations', kcc]] as const) : ([['clusterinformations', ci]] as const);
+    for (const [plural, obj] of objs) {
+      try {
+        await this.client.post(`/apis/crd.projectcalico.org/v1/${plural}`, obj);
+      } catch (e) {
+        if (!(e instanceof ApiError && e.status === 409)) throw e;
+      }
+    }
+  }
+
+  #startCalicoCni(): Proc {
+    const dir = this.#realCalico()!;
+    const args = [
+      join(here, 'calico-cni.ts'),
+      `--kubeconfig=${this.kubeconfigPath}`,
+      `--plugin=${join(dir, 'bin', 'calico-ipam')}`,
+      `--state-dir=${join(this.stateDir, 'calico-cni')}`,
+    ];
+    if (this.options.calicoDefaultPool) args.push(`--default-pool=${this.options.podCIDR}`);
+    return this.#spawn('calico-cni', args, 5, process.execPath);
+  }
+
+  #startCalicoKubeControllers(): Proc {
+    const dir = this.#realCalico()!;
+    return this.#spawn(
+      'calico-kube-controllers',
+      [`-status-file=${join(this.stateDir, 'calico-kube-controllers-status.json')}`],
+      5,
+      join(dir, 'bin', 'calico-kube-controllers'),
+      { DATASTORE_TYPE: 'kubernetes', KUBECONFIG: this.kubeconfigPath, ENABLED_CONTROLLERS: 'node', LOG_LEVEL: 'info' },
+    );
   }
 
   #startCalicoIpam(): Proc {
@@ -724,7 +822,8 @@ export class Testbed {
   }
 
   async #installCalicoCRDs(): Promise<void> {
-    const source = calicoCRDSource();
+    const real = this.#realCalico();
+    const source = calicoCRDSource(real ? join(real, 'crds') : undefined);
     let target: string;
     if (source.kind === 'dir') {
       target = source.dir;
@@ -951,7 +1050,7 @@ export class Testbed {
   }
 
   async #stopProcs(): Promise<void> {
-    const order: string[][] = [['calico-ipam', 'node-ipam', 'kwok', 'kube-scheduler', 'kube-controller-manager'],
+    const order: string[][] = [['calico-ipam', 'calico-cni', 'calico-kube-controllers', 'node-ipam', 'kwok', 'kube-scheduler', 'kube-controller-manager'],
       this.apiserverAdvertiseAddresses.map((_, i) => Testbed.apiserverName(i)), ['etcd']];
     for (const group of order) {
       await Promise.all(group.map((n) => this.#procs.get(n)?.stop()));

@@ -27,7 +27,7 @@
 //   const tb = useTestbed({ serviceCIDR: '10.96.0.0/16', nodes: 2 });
 //   test('nodes', async () => { const r = await tb.kubectl(['get', 'nodes']); ... });
 //
-//   // 20 nodes, Calico IPAM stand-in, >= 500 pods of every kind with PDBs:
+//   // 20 nodes, Calico's own IPAM (calico-ipam), >= 500 pods of every kind with PDBs:
 //   const tb = useTestbed({ nodes: 20, podIPAM: 'calico', controllerManagerQPS: 100, workloads: true });
 //   test('...', async () => { tb.workloads!.totalPods; ... });
 

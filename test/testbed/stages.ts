@@ -8,7 +8,7 @@
 //     (fast completes at once), so a Job can keep a running pod for as long as a test needs.
 //   - a pod with the readiness gate SERVING_GATE gets Ready=False and that gate's condition False from
 //     pod-ready (ContainersReady and other gates True); the data plane sets them True when the pod serves.
-// In 'calico' mode the pod network comes from the Calico IPAM stand-in (calico-ipam.ts):
+// In 'calico' mode the pod network comes from Calico's calico-ipam, run by calico-cni.ts (or the stand-in calico-ipam.ts):
 //   - pod-ready for a pod without hostNetwork also requires the annotation testbed.kube-renumber.io/pod-ip
 //     and copies it into status.podIP/podIPs;
 //   - pod-ready-host-network (spec.hostNetwork true) keeps kwok's node IP, as fast does.
@@ -17,7 +17,7 @@
 // for it: the test plays the Cilium agents (cilium-agents.ts) against the real cilium-operator.
 export type PodIPAM = 'kwok' | 'calico' | 'node' | 'cilium';
 
-/** Annotation the IPAM stand-in writes with the bare pod IP; kwok copies it into status.podIP. */
+/** Annotation the pod IPAM driver (calico-cni.ts, or a stand-in) writes with the bare pod IP; kwok copies it into status.podIP. */
 export const POD_IP_ANNOTATION = 'testbed.kube-renumber.io/pod-ip';
 /** Delay before a Job pod completes (Go duration, e.g. "1h"). */
 export const COMPLETE_DELAY_ANNOTATION = 'pod-complete.stage.kwok.x-k8s.io/delay';
