@@ -413,7 +413,11 @@ export function spdx(p: ImagePlatform, info: ImageInfo, exe: { sha256: string; b
 const PASSWD = `root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:${IMAGE_UID}:${IMAGE_GID}:nonroot:/home/nonroot:/sbin/nologin\n`;
 const GROUP = `root:x:0:\nnonroot:x:${IMAGE_GID}:\n`;
 
-export function platformImage(p: ImagePlatform, exePath: string, nodeSource: string, info: ImageInfo, ca: CaBundle, log: (s: string) => void): PlatformImage {
+/**
+ * One platform's image. `hostExe`: the linux-amd64 executable, whose libraries (from this machine's packages) name
+ * the packages and versions another architecture's are taken from.
+ */
+export function platformImage(p: ImagePlatform, exePath: string, hostExe: string, nodeSource: string, info: ImageInfo, ca: CaBundle, log: (s: string) => void): PlatformImage {
   const exe = readFileSync(exePath);
   let libs: SystemFile[];
   let interp: string;
@@ -426,7 +430,7 @@ export function platformImage(p: ImagePlatform, exePath: string, nodeSource: str
     debs = [...new Map(libs.map((l) => [l.pkg, { pkg: l.pkg, version: l.version }])).values()];
   } else {
     // the same packages at the same versions as the build machine's own
-    const host = resolveLibraries(readFileSync(exePath.replace(/linux-arm64/, 'linux-amd64')), 'linux-amd64', hostSysroot()).files;
+    const host = resolveLibraries(readFileSync(hostExe), 'linux-amd64', hostSysroot()).files;
     const wanted = new Map(host.map((l) => [l.pkg, l.version]));
     const sys = debSysroot(wanted, ARCH[p].deb, log);
     try {
@@ -518,7 +522,7 @@ export async function buildImage(o: { platforms: readonly ImagePlatform[]; outDi
   const images: PlatformImage[] = [];
   for (const p of o.platforms) {
     const d = dist.platforms.find((x) => x.platform === p)!;
-    images.push(platformImage(p, d.binary, d.node, info, ca, o.log));
+    images.push(platformImage(p, d.binary, dist.platforms.find((x) => x.platform === 'linux-amd64')!.binary, d.node, info, ca, o.log));
   }
   const l = labels(info);
   const index = {
