@@ -95,8 +95,8 @@ describe('scripts/image.ts', () => {
     const image = pod.containers[0].image.split(':')[0];
     assert.ok(k.images.some((i: any) => i.name === image), `images: names ${image}`);
     // the overlay replaces the plan and pins the image by digest
-    const o = yaml.load(readFileSync(join(ROOT, 'deploy/overlays/eu-1/kustomization.yaml'), 'utf8')) as any;
-    assert.deepEqual(o.resources, ['../..']);
+    const o = yaml.load(readFileSync(join(ROOT, 'overlays/eu-1/kustomization.yaml'), 'utf8')) as any;
+    assert.deepEqual(o.resources, ['../../deploy']);
     assert.equal(o.configMapGenerator[0].name, vol.configMap.name);
     assert.equal(o.configMapGenerator[0].behavior, 'replace');
     assert.match(o.images[0].digest, /^sha256:[0-9a-f]{64}$/);
