@@ -417,10 +417,24 @@ export class ServiceExecutor {
     if (state === 'deleting') {
       await poll(`ServiceCIDR ${spec.name} to finish deleting`, async () => ((await getObject(ctx.client, this.SC, spec.name)) ? undefined : true), { timeoutMs: this.opts.timeoutMs });
     }
+    // journaled before the create, so that a crash between the two still leaves it this run's to delete
+    if (ctx.dryRun === 'none' && this.opts.token) {
+      const set = this.createdSet(ctx);
+      const key = ServiceExecutor.scKey(spec.name);
+      if (!set.has(key)) {
+        set.add(key);
+        ctx.journal.append('created', { objects: [key] });
+      }
+    }
     await withRetry(() => createObject(ctx.client, this.SC, {
       apiVersion: `networking.k8s.io/${this.scVersion}`, kind: 'ServiceCIDR',
       metadata: { name: spec.name, labels: { [MANAGED_LABEL]: 'true' } }, spec: { cidrs: spec.cidrs },
     }, { dryRun: ctx.dryRun === 'server' }));
+  }
+
+  /** The journal's name for a ServiceCIDR this run created (cluster-scoped: its name is its identity). */
+  private static scKey(name: string): string {
+    return `networking.k8s.io/ServiceCIDR/${name}`;
   }
 
   private createServiceCIDRsStep(p: PlanStep): Step {
@@ -442,10 +456,13 @@ export class ServiceExecutor {
         }
       },
       rollback: async (ctx) => {
-        for (const s of specs) await withRetry(() => deleteObject(ctx.client, this.SC, s.name));
+        // only those this run created: one that was there before (an earlier run's kept ServiceCIDR, holding the
+        // IPs of the Services it kept) is not this run's to delete
+        const mine = specs.filter((s) => !this.opts.token || this.createdSet(ctx).has(ServiceExecutor.scKey(s.name)));
+        for (const s of mine) await withRetry(() => deleteObject(ctx.client, this.SC, s.name));
         // the service-cidr finalizer lets each go once no IP depends on it alone (10 s grace)
         await poll('the ServiceCIDRs to be deleted', async () =>
-          ((await Promise.all(specs.map((s) => getObject(ctx.client, this.SC, s.name)))).every((x) => !x) ? true : undefined),
+          ((await Promise.all(mine.map((s) => getObject(ctx.client, this.SC, s.name)))).every((x) => !x) ? true : undefined),
         { timeoutMs: Math.max(this.opts.timeoutMs, 60_000), intervalMs: 500 });
       },
     };
