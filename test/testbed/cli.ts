@@ -8,7 +8,8 @@
 //   npm run testbed -- up [--service-cidr CIDR] [--pod-cidr CIDR] [--node-mask N] [--nodes N] [--version V]
 //                         [--pod-ipam kwok|calico] [--kcm-qps N]
 //        starts a cluster that outlives the command; prints the kubeconfig path as the LAST stdout line
-//   npm run testbed -- populate [--services N] [--deployments N] [--namespaces N] [--replicas N]
+//   npm run testbed -- populate [--services N] [--deployments N] [--namespaces N] [--replicas N] [--fixed-addresses]
+//        (--fixed-addresses: ClusterIPs and nodePorts chosen by the fixture, the same on every run)
 //   npm run testbed -- populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]
 //   npm run testbed -- restart-apiserver --service-cidr CIDR
 //   npm run testbed -- restart-controller-manager [--cluster-cidr CIDR] [--allocate-node-cidrs true|false]
@@ -291,6 +292,7 @@ async function cmdPopulate(args: string[]) {
       deployments: { type: 'string' },
       namespaces: { type: 'string' },
       replicas: { type: 'string' },
+      'fixed-addresses': { type: 'boolean' },
     },
   });
   const st = requireUp();
@@ -307,6 +309,7 @@ async function cmdPopulate(args: string[]) {
     deployments: num(values.deployments, 'deployments'),
     namespaces: num(values.namespaces, 'namespaces'),
     replicas: num(values.replicas, 'replicas'),
+    fixedAddresses: values['fixed-addresses'] === true,
   });
   client.close();
   process.stderr.write(
