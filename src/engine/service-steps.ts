@@ -506,10 +506,24 @@ export class ServiceExecutor {
     if (state === 'deleting') {
       await poll(`ServiceCIDR ${spec.name} to finish deleting`, async () => ((await getObject(ctx.client, this.SC, spec.name)) ? undefined : true), { timeoutMs: this.opts.timeoutMs });
     }
+    // journaled before the create, so that a crash between the two still leaves it this run's to delete
+    if (ctx.dryRun === 'none' && this.opts.token) {
+      const set = this.createdSet(ctx);
+      const key = ServiceExecutor.scKey(spec.name);
+      if (!set.has(key)) {
+        set.add(key);
+        ctx.journal.append('created', { objects: [key] });
+      }
+    }
     await withRetry(() => createObject(ctx.client, this.SC, {
       apiVersion: `networking.k8s.io/${this.scVersion}`, kind: 'ServiceCIDR',
       metadata: { name: spec.name, labels: { [MANAGED_LABEL]: 'true', ...(this.opts.token ? { [RUN_LABEL]: this.opts.token } : {}) } }, spec: { cidrs: spec.cidrs },
     }, { dryRun: ctx.dryRun === 'server' }));
+  }
+
+  /** The journal's name for a ServiceCIDR this run created (cluster-scoped: its name is its identity). */
+  private static scKey(name: string): string {
+    return `networking.k8s.io/ServiceCIDR/${name}`;
   }
 
   private createServiceCIDRsStep(p: PlanStep): Step {
@@ -531,18 +545,9 @@ export class ServiceExecutor {
         }
       },
       rollback: async (ctx) => {
-        // only what this run made: a ServiceCIDR of the same name another run made (an earlier move's kept ServiceCIDR
-        // for the same LoadBalancer IPs) was "already done" here and still holds those IPs
-        const mine: ServiceCIDRSpec[] = [];
-        for (const s of specs) {
-          const sc = await withRetry(() => getObject(ctx.client, this.SC, s.name));
-          const run = sc?.metadata?.labels?.[RUN_LABEL];
-          if (sc && run && this.opts.token && run !== this.opts.token) {
-            ctx.log(`ServiceCIDR ${s.name} was made by run ${run}, not this one: left in place`);
-            continue;
-          }
-          mine.push(s);
-        }
+        // only those this run created: one that was there before (an earlier run's kept ServiceCIDR, holding the
+        // IPs of the Services it kept) is not this run's to delete
+        const mine = specs.filter((s) => !this.opts.token || this.createdSet(ctx).has(ServiceExecutor.scKey(s.name)));
         for (const s of mine) await withRetry(() => deleteObject(ctx.client, this.SC, s.name));
         // the service-cidr finalizer lets each go once no IP depends on it alone (10 s grace)
         await poll('the ServiceCIDRs to be deleted', async () =>

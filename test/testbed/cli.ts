@@ -12,7 +12,8 @@
 //        --servicecidr-api on: on 1.29–1.32, start with the MultiCIDRServiceAllocator gate and the runtime-config
 //        of the version's ServiceCIDR API (default off, as such a version runs by default)
 //        starts a cluster that outlives the command; prints the kubeconfig path as the LAST stdout line
-//   npm run testbed -- populate [--services N] [--deployments N] [--namespaces N] [--replicas N]
+//   npm run testbed -- populate [--services N] [--deployments N] [--namespaces N] [--replicas N] [--fixed-addresses]
+//        (--fixed-addresses: ClusterIPs and nodePorts chosen by the fixture, the same on every run)
 //   npm run testbed -- populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]
 //   npm run testbed -- restart-apiserver [--service-cidr CIDR] [--feature-gates G] [--runtime-config R]
 //   npm run testbed -- restart-controller-manager [--cluster-cidr CIDR] [--allocate-node-cidrs true|false] [--feature-gates G]
@@ -346,6 +347,7 @@ async function cmdPopulate(args: string[]) {
       deployments: { type: 'string' },
       namespaces: { type: 'string' },
       replicas: { type: 'string' },
+      'fixed-addresses': { type: 'boolean' },
     },
   });
   const st = requireUp();
@@ -362,6 +364,7 @@ async function cmdPopulate(args: string[]) {
     deployments: num(values.deployments, 'deployments'),
     namespaces: num(values.namespaces, 'namespaces'),
     replicas: num(values.replicas, 'replicas'),
+    fixedAddresses: values['fixed-addresses'] === true,
   });
   client.close();
   process.stderr.write(

@@ -35,6 +35,11 @@ export interface FixtureOptions {
   /** Calico IPPool + calico-config (default true; needs the Calico CRDs). */
   calico?: boolean;
   timeoutMs?: number;
+  /**
+   * Fixed ClusterIPs (from the 200th address of the range on, in creation order) and nodePorts (from 30100 on)
+   * instead of the apiserver's random ones, so that every run gives the same addresses (the walkthrough's page).
+   */
+  fixedAddresses?: boolean;
 }
 
 export interface FixtureResult {
@@ -84,8 +89,16 @@ export function fixtureObjects(serviceCIDR: string, podCIDR: string, opts: Fixtu
   const objs: KubeObject[] = [];
   const services: string[] = [];
   let expectedPods = 0;
+  let nextIP = 200;
+  let nextPort = 30100;
   const svc = (ns: string, name: string, spec: Record<string, unknown>, labels: Record<string, string> = {}): KubeObject => {
     services.push(`${ns}/${name}`);
+    if (opts.fixedAddresses && spec.type !== 'ExternalName') {
+      if (spec.clusterIP === undefined) spec = { ...spec, clusterIP: nthIP(serviceCIDR, nextIP++) };
+      if (spec.type === 'NodePort' || spec.type === 'LoadBalancer') {
+        spec = { ...spec, ports: (spec.ports as Array<Record<string, unknown>>).map((p) => ({ ...p, nodePort: nextPort++ })) };
+      }
+    }
     return { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: ns, labels }, spec };
   };
 
