@@ -45,9 +45,6 @@ const firstOf = (cidr: string): string => cidr.replace(/\.0\/\d+$/, '.1');
 const cli = (...args: string[]): string[] => [process.execPath, join(ROOT, 'scripts', 'dist-entry.ts'), ...args];
 const testbed = (...args: string[]): string[] => [process.execPath, join(ROOT, 'test', 'testbed', 'cli.ts'), ...args];
 
-/** The restart-workloads gate's command, as it prints it, and the wait for the rollouts. */
-const RESTART = `for ns in $(kubectl get ns -o jsonpath='{.items[*].metadata.name}'); do kubectl -n "$ns" rollout restart deployment,statefulset,daemonset; done`;
-const WAIT = `for ns in $(kubectl get ns -o jsonpath='{.items[*].metadata.name}'); do kubectl -n "$ns" get deployment,statefulset,daemonset -o name | xargs -rn1 kubectl -n "$ns" rollout status --timeout=5m >/dev/null; done`;
 
 function steps(): Array<Step | string> {
   return [
@@ -84,10 +81,7 @@ with exit 7 and says what to do. Without \`--yes\` it shows the plan and asks fi
     { say: '', show: 'kube-renumber apply plan.yaml --yes', argv: cli('apply', 'plan.yaml', '--yes'), code: 7 },
     { say: 'Every Service has moved; the API server still allocates from the old range. On a real cluster you change `--service-cluster-ip-range` in its manifest (kubeadm, kOps: the plan shows the patch); on the testbed:', show: `npm run testbed -- restart-apiserver --service-cidr ${NEW}`, argv: testbed('restart-apiserver', '--service-cidr', NEW), code: 0 },
     { say: '`resume` goes on from the journal. The gate is checked against the cluster, so nothing needs acknowledging:', show: 'kube-renumber resume plan.yaml --yes', argv: cli('resume', 'plan.yaml', '--yes'), code: 7 },
-    { say: 'The kubelets\' `clusterDNS` lives in each node\'s kubelet configuration, which the API cannot show; once it names the new DNS address, acknowledge the gate (the testbed\'s kwok nodes have no kubelet configuration):', show: 'kube-renumber resume plan.yaml --yes --ack-gate kubelet-cluster-dns', argv: cli('resume', 'plan.yaml', '--yes', '--ack-gate', 'kubelet-cluster-dns'), code: 7 },
-    { say: 'Pods keep the environment variables and the resolver they started with until they restart. The gate says how; this is its command, as printed:', show: RESTART, argv: ['sh', '-c', RESTART], code: 0 },
-    { say: 'Then wait until the rollouts are done:', show: WAIT, argv: ['sh', '-c', WAIT], code: 0 },
-    { say: '', show: 'kube-renumber resume plan.yaml --yes --ack-gate kubelet-cluster-dns', argv: cli('resume', 'plan.yaml', '--yes', '--ack-gate', 'kubelet-cluster-dns'), code: 0 },
+    { say: 'The kubelets\' `clusterDNS` lives in each node\'s kubelet configuration, which the API cannot show; once it names the new DNS address, acknowledge the gate (the testbed\'s kwok nodes have no kubelet configuration). Pods keep the environment variables and the resolver they started with until they restart: the run then restarts every workload itself (waves of `--parallel`, PodDisruptionBudgets respected through the Eviction API, the cluster DNS first) and finishes:', show: 'kube-renumber resume plan.yaml --yes --ack-gate kubelet-cluster-dns', argv: cli('resume', 'plan.yaml', '--yes', '--ack-gate', 'kubelet-cluster-dns'), code: 0 },
     `## 5. Verify
 
 \`verify\` checks the end state against the plan and the backups (exit 6 if anything is off); \`status\` reads the

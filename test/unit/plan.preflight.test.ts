@@ -124,9 +124,11 @@ describe('preflight: the ServiceCIDR API', () => {
       assert.equal(c.status, 'warn', v);
       assert.match(c.message, new RegExp(`networking\\.k8s\\.io/${gv}`));
       const plan = buildServicePlan(snapshot(over), { target: '172.24.0.0/16' });
-      assert.equal(plan.steps[0]!.id, 'enable-servicecidr-api');
-      assert.equal(plan.steps[0]!.kind, 'gate');
-      assert.match(plan.steps[0]!.gate!.patches!.map((p) => p.after).join('\n'), new RegExp(`feature-gates=MultiCIDRServiceAllocator=true[\\s\\S]*runtime-config=networking\\.k8s\\.io/${gv}=true`));
+      // the first step that changes or waits for anything (the consent to restart pods may come before it)
+      const first = plan.steps.find((s) => s.kind !== 'confirm')!;
+      assert.equal(first.id, 'enable-servicecidr-api');
+      assert.equal(first.kind, 'gate');
+      assert.match(first.gate!.patches!.map((p) => p.after).join('\n'), new RegExp(`feature-gates=MultiCIDRServiceAllocator=true[\\s\\S]*runtime-config=networking\\.k8s\\.io/${gv}=true`));
       assert.equal(plan.spec.serviceCIDR.apiVersion, `networking.k8s.io/${gv}`);
     }
   });
