@@ -996,8 +996,9 @@ export class ServiceExecutor {
     // controller only creates the object and sets it Ready): without apiserver pods nothing in the API shows the flag
     if (!seen) {
       ctx.log('no kube-apiserver pod and no KubernetesDefaultServiceCIDRInconsistent event show the new --service-cluster-ip-range yet'
-        + (this.scVersion === 'v1' ? '' : ` (networking.k8s.io/${this.scVersion} apiservers raise no such event)`)
-        + `: once every apiserver runs with ${want}, resume with --ack-gate ${gateId ?? 'restart-apiservers'}`);
+        + (this.scVersion === 'v1'
+          ? ` (a restarted apiserver raises that event): resume once every apiserver runs with ${want}`
+          : ` (networking.k8s.io/${this.scVersion} apiservers raise no such event): once every apiserver runs with ${want}, resume with --ack-gate ${gateId ?? 'restart-apiservers'}`));
     }
     return seen;
   }
