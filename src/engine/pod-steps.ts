@@ -91,7 +91,10 @@ export class PodExecutor implements PodPathHosts {
     'restart-pods': (x, p) => x.restartStep(p),
     'restore-scale': (x, p) => x.restoreScaleStep(p),
     'verify-pods': (x, p) => ({
-      id: p.id, title: p.description, kind: 'action', check: async () => false, apply: async () => {}, verify: (ctx) => x.verifyEndState(ctx.client, ctx),
+      id: p.id, title: p.description, kind: 'action', check: async () => false, apply: async () => {},
+      // the last wave's replacements (a DaemonSet's pod on the last node that registered again) may still be starting
+      // when a run resumes past its last gate: replicas short of desired are waited for, up to --timeout
+      verify: (ctx) => x.settledEndState(ctx),
       // it only reads: nothing to undo
       rollback: async () => {},
     }),
@@ -870,6 +873,17 @@ export class PodExecutor implements PodPathHosts {
   }
 
   // ---- end state ----------------------------------------------------------------------------------
+
+  /** The end state, waiting up to --timeout while the only problem is workloads short of their desired replicas. */
+  async settledEndState(ctx: StepContext): Promise<string | undefined> {
+    const deadline = Date.now() + this.opts.timeoutMs;
+    for (;;) {
+      const problem = await this.verifyEndState(ctx.client, ctx);
+      if (!problem || !/^not at desired replicas: [^;]*$/.test(problem) || Date.now() >= deadline || ctx.dryRun !== 'none') return problem;
+      ctx.log(`waiting: ${problem}`);
+      await sleep(2000);
+    }
+  }
 
   async verifyEndState(client: KubeClient, ctx?: Pick<StepContext, 'backups'>): Promise<string | undefined> {
     const problems: string[] = [];
