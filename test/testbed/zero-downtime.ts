@@ -115,12 +115,81 @@ export interface ScenarioFigures {
   exitCodes: number[];
   /** prober processes (one per prober pod incarnation) */
   probers: number;
+  /**
+   * Each pod the tool handed over (udp-handover.ts), read on the nodes' conntrack tables: seconds after it left its
+   * Services when the last UDP entry DNATed to it was gone on every node (drained), and when the tool evicted it
+   * (evicted); drained < evicted is the rule holding, evicted − drained how much longer than needed it stayed.
+   */
+  handovers: HandoverFigures[];
   /** the first failure lines, for a report */
   sampleFailures: string[];
   dir: string;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface HandoverFigures {
+  pod: string;
+  ip: string;
+  /** Most UDP conntrack entries DNATed to it seen at once, summed over the nodes. */
+  maxEntries: number;
+  /** Seconds from leaving its Services until no node held an entry to it (undefined: never seen drained). */
+  drainedS?: number;
+  /** Seconds from leaving its Services until the tool evicted it (undefined: not seen). */
+  evictedS?: number;
+}
+
+/**
+ * Every 250 ms, the pods held by a hand-over (label kube-renumber.io/handover) and, on every node, the UDP conntrack
+ * entries whose reply comes from their IP (port 53: DNATed to that pod).
+ */
+function trackHandovers(tb: Testbed, dp: Dataplane): { stop: () => Promise<HandoverFigures[]> } {
+  let on = true;
+  const seen = new Map<string, { pod: string; ip: string; releasedAt?: number; drainedAt?: number; evictedAt?: number; maxEntries: number; lastEntries: number }>();
+  const loop = (async () => {
+    while (on) {
+      try {
+        const pods = (await tb.client.list('/api/v1/pods?labelSelector=kube-renumber.io%2Fhandover')).items as KubeObject[];
+        for (const p of pods) {
+          const ip = p.status?.podIP as string | undefined;
+          if (!ip) continue;
+          const uid = p.metadata.uid ?? p.metadata.name;
+          const h = seen.get(uid) ?? { pod: `${p.metadata.namespace}/${p.metadata.name}`, ip, maxEntries: 0, lastEntries: 0 };
+          seen.set(uid, h);
+          let state: { stage?: string; releasedAt?: string } = {};
+          try { state = JSON.parse(p.metadata.annotations?.['kube-renumber.io/handover'] ?? '{}'); } catch { /* not yet */ }
+          if (state.stage === 'released' && state.releasedAt && h.releasedAt === undefined) h.releasedAt = Date.parse(state.releasedAt);
+          if (p.metadata.deletionTimestamp && h.evictedAt === undefined) h.evictedAt = Date.now();
+        }
+        const watch = [...seen.values()].filter((h) => h.releasedAt !== undefined && h.drainedAt === undefined);
+        if (watch.length > 0) {
+          const nodes = (await tb.client.list('/api/v1/nodes')).items.map((n: KubeObject) => n.metadata.name as string);
+          const tables = await Promise.all(nodes.map((n: string) => dp.exec(dp.nodeNetns(n), 'sh', ['-c', "grep ' udp ' /proc/net/nf_conntrack || true"]).then((r) => r.stdout, () => '')));
+          for (const h of watch) {
+            const re = new RegExp(` src=${h.ip.replaceAll('.', '\\.')} dst=\\S+ sport=53 `);
+            const n = tables.reduce((a, t) => a + t.split('\n').filter((l) => re.test(l)).length, 0);
+            h.maxEntries = Math.max(h.maxEntries, n);
+            h.lastEntries = n;
+            if (n === 0) h.drainedAt = Date.now();
+          }
+        }
+      } catch { /* the apiserver restarts meanwhile: next round */ }
+      await sleep(250);
+    }
+  })();
+  return {
+    stop: async () => {
+      on = false;
+      await loop;
+      const s = (t: number | undefined, from: number | undefined) => (t !== undefined && from !== undefined ? round((t - from) / 1000) : undefined);
+      return [...seen.values()].map((h) => ({
+        pod: h.pod, ip: h.ip, maxEntries: h.maxEntries,
+        ...(s(h.drainedAt, h.releasedAt) !== undefined ? { drainedS: s(h.drainedAt, h.releasedAt) } : {}),
+        ...(s(h.evictedAt, h.releasedAt) !== undefined ? { evictedS: s(h.evictedAt, h.releasedAt) } : {}),
+      }));
+    },
+  };
+}
 
 /**
  * The Kubernetes version the zero-downtime scenarios run (control plane and data plane). 1.36 is the first
@@ -415,6 +484,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     const marks: Record<string, number> = { baseline: 0 };
     const mark = (ph: string) => { marks[ph] = Date.now() - t0; log(`[${scenario}] ${ph} at ${round(marks[ph]! / 1000)} s`); };
     const trace = process.env.KUBE_RENUMBER_ZD_TRACE === '1' ? traceKubeDNS(tb, dp, t0, join(dir, 'trace.log')) : undefined;
+    const handoverTrack = trackHandovers(tb, dp);
     await sleep((o.settleSeconds ?? 3) * 1000);
 
     const planPath = join(dir, 'plan.yaml');
@@ -505,6 +575,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     await sleep((o.settleSeconds ?? 3) * 1000);
     const runs = await kubelet.stop();
     await trace?.stop();
+    const handovers = await handoverTrack.stop();
     kubelet = undefined;
     log(`[${scenario}] ${runs.length} prober run(s); reports and failure lines in ${dir}`);
 
@@ -543,7 +614,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
       scenario, services: o.services, replicas: o.replicas, proxyMode: o.proxyMode ?? 'iptables',
       requests: totals.requests, failures: totals.failures, dnsFailures: totals.dnsFailures,
       longestGapMs: round(longest), byKind, failuresByPhase, phases: marks, migrationMs, exitCodes, probers: runs.length,
-      sampleFailures, dir,
+      handovers, sampleFailures, dir,
     };
   } finally {
     if (kubelet) await kubelet.stop().catch(() => []);
