@@ -172,7 +172,7 @@ export function bridgeName(name: string): string {
 
 /**
  * Name of the cover Service that keeps both the old and the mapped IP answering while a Service is moved in
- * place (src/engine/service-steps.ts): `<name>-kr-cover`, shortened with a hash like bridgeName.
+ * place (src/engine/service/covers.ts): `<name>-kr-cover`, shortened with a hash like bridgeName.
  */
 export function coverName(name: string): string {
   return suffixedName(name, 'cover');

@@ -19,7 +19,6 @@ import { POD_PATH_NAMES, podPath } from './pod-paths/registry.ts';
 import type { ServiceMapping } from './service-mapping.ts';
 
 export { PlanFormatError } from './plan-fields.ts';
-export { maskSizesText } from './pod-paths/node.ts';
 
 
 /** Drops undefined values (so YAML has no nulls for absent fields). */

@@ -56,10 +56,6 @@ const CORE_STEP_KINDS = {
   'scale-critical': { family: 'pod', items: 'deployment' },
   'restart-pods': { family: 'pod', items: 'object' },
   'restore-scale': { family: 'pod', items: 'deployment' },
-  'drain-node': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true },
-  'reregister-node': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true },
-  'assign-podcidr': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true, nodePodCIDRs: true },
-  'move-nodes': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true, nodePodCIDRs: true },
   'verify-pods': { family: 'pod', items: 'object' },
 } as const satisfies Record<string, StepKindInfo>;
 
@@ -87,9 +83,6 @@ const CORE_GATE_CONDITIONS = {
   'apiservers-on-new-range': { family: 'service' },
   'kubelet-cluster-dns': { family: 'service' },
   'workloads-restarted': { family: 'service' },
-  'kcm-stop-allocating': { family: 'pod', path: 'node' },
-  'kcm-cluster-cidr': { family: 'pod', path: 'node' },
-  'node-reregistered': { family: 'pod', path: 'node', firstItem: true, nodesOnce: true },
 } as const satisfies Record<string, GateConditionInfo>;
 
 /** The gate conditions of the pod paths in folders of their own, merged in by `declare module`. */

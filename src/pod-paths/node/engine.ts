@@ -1,5 +1,5 @@
 /**
- * The node IPAM pod path, engine side (plan side: src/plan/pod-paths/node.ts): each node drained and deleted,
+ * The node IPAM pod path, engine side (plan side: plan.ts): each node drained and deleted,
  * re-registered (by the node hook, else at a gate), and given its podCIDR in NEW; gates kcm-stop-allocating,
  * kcm-cluster-cidr and node-reregistered; and the nodes' part of the end state. The node steps themselves are
  * methods of PodExecutor (src/engine/pod-steps.ts), which hands them over as NodeSteps.
@@ -8,12 +8,10 @@ import { NODES } from '../../kube/calico.ts';
 import { listAll } from '../../kube/resources.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { PlanStep } from '../../plan/steps.ts';
-import type { Step } from '../runner.ts';
-import { withRetry } from '../toolkit.ts';
-import { cidrsWithin, controlPlaneView } from './common.ts';
-import type { NodeSteps, PodPathEngine, PodPathHost } from './types.ts';
-
-export type { NodeSteps } from './types.ts';
+import type { Step } from '../../engine/runner.ts';
+import { withRetry } from '../../engine/toolkit.ts';
+import { cidrsWithin, controlPlaneView } from '../../engine/pod-paths/common.ts';
+import type { NodeSteps, PodPathEngine, PodPathHost } from '../../engine/pod-paths/types.ts';
 
 /** What the node path's executors use of PodExecutor. */
 export interface NodePathHost extends PodPathHost {
