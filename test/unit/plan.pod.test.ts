@@ -245,7 +245,7 @@ describe('pod plan: node IPAM path', () => {
     assert.deepEqual(p.spec.podCIDR!.barePodNamespaces, ['team-a', 'team-b']);
     const consent = p.steps[0]!;
     assert.match(consent.description, /they run in namespace\(s\) team-a, team-b/);
-    assert.ok(consent.gate!.instructions.some((i) => i.includes('kubectl -n team-a create rolebinding kube-renumber-recreate-pods --clusterrole=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate')));
+    assert.ok(consent.gate!.instructions.some((i) => i.includes('kubectl -n team-a create role kube-renumber-recreate-pods --verb=create --resource=pods') && i.includes('kubectl -n team-a create rolebinding kube-renumber-recreate-pods --role=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate')));
     // written and read back
     assert.deepEqual(planFromYaml(planToYaml(p)).spec.podCIDR!.barePodNamespaces, ['team-a', 'team-b']);
     assert.throws(() => planFromYaml(planToYaml(p).replace('- team-a', '- Team_A')), /barePodNamespaces\[0\]: "Team_A" is not a namespace name/);
