@@ -6,7 +6,7 @@
  * which src/plan/pod-paths/node.ts plans. buildPodSection (pod-plan.ts) builds the spec they are written from.
  */
 import type { DistroPatch } from './distro-patches.ts';
-import { DISTRIBUTIONS } from './distributions/registry.ts';
+import { plannerById } from './distributions/registry.ts';
 import type { PodCIDRSpec, PodPatchGate } from './pod-spec.ts';
 import type { Distribution, PodPath, PodStepInputs, PodStepLists } from './pod-paths/types.ts';
 import type { PlanStep } from './steps.ts';
@@ -63,7 +63,7 @@ export function patchesFor(inp: PodStepInputs, gate: PodPatchGate): DistroPatch[
 /** Node-IPAM path: kube-controller-manager stops allocating; each node re-registered into NEW; allocation from NEW resumes. */
 export function nodeStepLists(inp: PodStepInputs): PodStepLists {
   const node = inp.spec.node!;
-  const rereg = DISTRIBUTIONS[inp.distro].reregister;
+  const rereg = plannerById(inp.distro).reregister;
   return {
     prepare: [kcmStopAllocatingGate(inp)],
     restart: planWaves(node.nodes, waveSize(node.maxUnavailable, node.nodes.length))
@@ -188,5 +188,5 @@ function nodeWaveSteps(wave: readonly NodeMove[], k: number, hook: string | unde
 
 /** What a person (or pipeline) runs at a pod gate, per distribution. */
 export function podGateInstructions(distro: Distribution, gate: PodPatchGate): string[] {
-  return DISTRIBUTIONS[distro].podGateInstructions(gate);
+  return plannerById(distro).podGateInstructions(gate);
 }

@@ -2,7 +2,7 @@
  * A self-managed cluster whose installer is not recognised: the control plane's flags are changed by hand, as the
  * plan's gates say. Last in the registry: it matches whatever no other platform claimed.
  */
-import { SUPPORTED, type Platform } from './types.ts';
+import { SUPPORTED, type Platform } from '../../platform/types.ts';
 
 export const generic: Platform<'generic'> = {
   kind: 'generic',
