@@ -13,6 +13,7 @@ import { installPlanner } from '../plan/distributions/registry.ts';
 import { installPlatforms } from '../platform/registry.ts';
 import type { PlatformId } from '../platform/types.ts';
 import { aks } from './aks/index.ts';
+import { capi } from './capi/index.ts';
 import { eks } from './eks/index.ts';
 import { generic } from './generic/index.ts';
 import { gke } from './gke/index.ts';
@@ -32,6 +33,7 @@ export const PLATFORM_MODULES: { readonly [I in PlatformId]: PlatformModule<I> }
   aks,
   rke2,
   k3s,
+  capi,
   kops,
   kubespray,
   kubeadm,
