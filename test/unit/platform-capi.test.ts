@@ -59,7 +59,8 @@ describe('Cluster API', () => {
     const inv = await readInventoryFiles([FIXTURE]);
     for (const o of inv.objects) {
       if (o.kind !== 'Node') continue;
-      for (const k of Object.keys(o.metadata.annotations ?? {})) if (k.startsWith('cluster.x-k8s.io/')) delete o.metadata.annotations[k];
+      const ann: Record<string, string> = o.metadata?.annotations ?? {};
+      for (const k of Object.keys(ann)) if (k.startsWith('cluster.x-k8s.io/')) delete ann[k];
     }
     assert.equal(buildSnapshot(inv).platform.kind, 'kubeadm');
   });
