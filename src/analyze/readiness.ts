@@ -107,7 +107,7 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
         : cap.describe(snap.cni) });
 
   // The distribution's own configuration, when the distribution is known but its configuration was not read.
-  const kind = snap.distribution.kind;
+  const kind = snap.platform.kind;
   if (kind === 'kops' && !snap.kops) {
     facts.push({ id: 'kops-spec', ok: null,
       summary: 'kOps cluster without its Cluster spec in the input (it lives in the kOps state store, not in the API): podCIDR, serviceClusterIPRange and '

@@ -1,3 +1,4 @@
+import '../platforms/registry.ts';
 import '../pod-paths/registry.ts';
 import { existsSync } from 'node:fs';
 import { arch, platform } from 'node:os';

@@ -11,13 +11,14 @@ import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/i
 import { distroPatches, type PatchContext } from './distro-patches.ts';
 import { identityCheck, identityOf, serverWithoutCredentials, type ClusterIdentity } from './identity.ts';
 import {
-  clusterChecks, proposeNonMasquerade, serviceCIDRApiState, serviceRangeCheck, targetChecks, withClusterDNS, type PreflightCheck, type ServiceCIDRApiState,
+  clusterChecks, serviceCIDRApiState, serviceRangeCheck, targetChecks, withClusterDNS, type PreflightCheck, type ServiceCIDRApiState,
 } from './preflight.ts';
 import {
   enableServiceCIDRApiGate, kubeletClusterDNSGate, restartApiserversGate, restartWorkloadsGate, restartWorkloadsStep, serviceRestartConsentStep,
   type ServiceGateInputs,
 } from './service-gates.ts';
 import { distributionPlanner } from './distributions/registry.ts';
+import { planDistributionOf } from '../platform/registry.ts';
 import {
   currentServiceRanges, DEFAULT_TIER_KEY, keptRanges, mapServices, MIN_KEPT_PREFIX, serviceKey, type ServiceMapping,
   type Tier,
@@ -330,7 +331,7 @@ function emptyServicePlan(snap: Snapshot, opts: PlanOptions, s: ServiceSettings,
     metadata: {
       generatedFrom: sourceText(snap.source),
       ...(snap.kubernetesVersion ? { kubernetesVersion: snap.kubernetesVersion } : {}),
-      distribution: snap.distribution.kind,
+      distribution: planDistributionOf(platformKindOf(snap)),
       platform: platformKindOf(snap),
       ...(opts.generator ? { generator: opts.generator } : {}),
       ...boundTo(snap),
@@ -453,12 +454,7 @@ function patchContext(
     ...(kubeMoves ? { oldKubernetesIP: changedIPs(kube)[0]?.[0], newKubernetesIP: changedIPs(kube)[0]?.[1] } : {}),
     ...(api.state === 'enable' ? { enableApi: api.version } : {}),
   };
-  if (snap.kops?.nonMasqueradeCIDR) {
-    const nm = tryParseCidr(snap.kops.nonMasqueradeCIDR);
-    const out = [...target.values()].find((t) => nm && nm.family === t.family && !contains(nm, t));
-    if (out) ctx.nonMasqueradeCIDR = proposeNonMasquerade(snap, out) ?? '';
-  }
-  return ctx;
+  return { ...ctx, ...distributionPlanner(snap).serviceContext?.(snap, target) };
 }
 
 /** Everything the Service steps are built from. */
@@ -728,7 +724,7 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
       metadata: {
         generatedFrom: sourceText(snap.source),
         ...(snap.kubernetesVersion ? { kubernetesVersion: snap.kubernetesVersion } : {}),
-        distribution: snap.distribution.kind,
+        distribution: planDistributionOf(platformKindOf(snap)),
         platform: platformKindOf(snap),
         ...(opts.generator ? { generator: opts.generator } : {}),
         ...boundTo(snap),

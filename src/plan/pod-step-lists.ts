@@ -5,7 +5,7 @@
  * and instructions). buildPodSection (pod-plan.ts) builds the spec they are written from.
  */
 import type { DistroPatch } from './distro-patches.ts';
-import { DISTRIBUTIONS } from './distributions/registry.ts';
+import { plannerById } from './distributions/registry.ts';
 import type { PodCIDRSpec, PodPatchGate } from './pod-spec.ts';
 import type { Distribution, PodPath, PodStepInputs, PodStepLists } from './pod-paths/types.ts';
 import type { PlanStep } from './steps.ts';
@@ -60,5 +60,5 @@ export function patchesFor(inp: PodStepInputs, gate: PodPatchGate): DistroPatch[
 
 /** What a person (or pipeline) runs at a pod gate, per distribution. */
 export function podGateInstructions(distro: Distribution, gate: PodPatchGate): string[] {
-  return DISTRIBUTIONS[distro].podGateInstructions(gate);
+  return plannerById(distro).podGateInstructions(gate);
 }

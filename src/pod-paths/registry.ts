@@ -4,8 +4,10 @@
  * executors; its id, spec section and kinds merged into the plan's types by `declare module`) and one line here.
  *
  * Importing this module installs every path into the layers below (the planners, the executors, the step kinds
- * and gate conditions): the CLI, the benchmarks and the tests import it before anything plans or runs.
+ * and gate conditions), and every platform (src/platforms/registry.ts): the CLI, the benchmarks and the tests import
+ * it before anything reads a cluster, plans or runs.
  */
+import '../platforms/registry.ts';
 import { installPodPathEngine } from '../engine/pod-paths/registry.ts';
 import type { PodPathId } from '../ipam/types.ts';
 import { installPodPathPlanner } from '../plan/pod-paths/registry.ts';

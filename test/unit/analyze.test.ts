@@ -51,7 +51,7 @@ describe('inspect on the bundled kOps + Tailscale cluster (seed 000)', async () 
     assert.deepEqual(r.pools.map((p) => p.cidr), ['100.96.0.0/11']);
     assert.deepEqual(r.masqueradeCIDRs.map((s) => s.cidr), ['100.64.0.0/10']);
     assert.deepEqual(r.nodeCIDRs.map((s) => s.cidr), ['172.20.0.0/16']);
-    assert.equal(r.distribution.kind, 'kops');
+    assert.equal(r.platform.kind, 'kops');
     assert.equal(r.cni.ipam, 'calico-ipam');
     assert.equal(r.serviceCIDRApi, 'v1');
   });

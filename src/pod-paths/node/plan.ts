@@ -10,7 +10,7 @@ import { clusterCIDRs } from '../../analyze/capacity.ts';
 import type { Family, Snapshot } from '../../cluster/types.ts';
 import { contains, familyName, formatCidr, split, tryParseCidr, type Cidr } from '../../net/index.ts';
 import { need, POD_RBAC_FILE } from '../../plan/access-need.ts';
-import { DISTRIBUTIONS } from '../../plan/distributions/registry.ts';
+import { plannerById } from '../../plan/distributions/registry.ts';
 import { cidrList, fail, fam, inAny, int, list, obj, onlyKeys, str, subdomain, type Obj } from '../../plan/plan-fields.ts';
 import { maskKey, type NodeMaskSizes, type PodCIDRSpec } from '../../plan/pod-spec.ts';
 import { patchesFor, podGateInstructions } from '../../plan/pod-step-lists.ts';
@@ -191,7 +191,7 @@ function nodeSummaryRows(pc: PodCIDRSpec, node: NonNullable<PodCIDRSpec['node']>
 /** Node-IPAM path: kube-controller-manager stops allocating; each node re-registered into NEW; allocation from NEW resumes. */
 function nodeStepLists(inp: PodStepInputs): PodStepLists {
   const node = inp.spec.node!;
-  const rereg = DISTRIBUTIONS[inp.distro].reregister;
+  const rereg = plannerById(inp.distro).reregister;
   return {
     prepare: [kcmStopAllocatingGate(inp)],
     restart: planWaves(node.nodes, waveSize(node.maxUnavailable, node.nodes.length))

@@ -4,14 +4,14 @@
  * certificate reissued with kubeadm init phase certs.
  */
 import type { Snapshot } from '../../cluster/types.ts';
-import { dump, mergeFeatureGates, mergeRuntimeConfig } from './common.ts';
-import type { DistributionPlanner, DistroPatch, PatchContext, PodPatchInputs } from './types.ts';
+import { dump, mergeFeatureGates, mergeRuntimeConfig } from '../../plan/distributions/common.ts';
+import type { DistributionPlanner, DistroPatch, PatchContext, PodPatchInputs } from '../../plan/distributions/types.ts';
 
 function kubeadmPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
   const out: DistroPatch[] = [];
   const api = snap.apiservers[0];
   const kcm = snap.controllerManagers[0];
-  const spray = snap.distribution.kind === 'kubespray';
+  const spray = snap.platform.kind === 'kubespray';
   const note = spray ? ' (kubespray: also set kube_service_addresses and skydns_server in the inventory, or the next playbook run puts the old values back)' : '';
   if (ctx.enableApi) {
     const gv = `networking.k8s.io/${ctx.enableApi}`;
@@ -99,7 +99,6 @@ function kubeadmPodPatches(inp: PodPatchInputs): DistroPatch[] {
 
 export const kubeadm: DistributionPlanner = {
   id: 'kubeadm',
-  matches: (snap) => snap.distribution.kind === 'kubeadm' || snap.distribution.kind === 'kubespray' || !!snap.kubeadm,
   servicePatches: kubeadmPatches,
   serviceGateInstructions(_snap, gate, ctx) {
     switch (gate) {
@@ -145,10 +144,10 @@ export const kubeadm: DistributionPlanner = {
   reregister: 'systemctl restart kubelet (it registers the Node again)',
   configCheck(snap: Snapshot) {
     if (snap.kubeadm) return undefined;
-    const why = snap.distribution.evidence.slice(0, 2).join('; ');
+    const why = snap.platform.evidence.slice(0, 2).join('; ');
     return {
       id: 'kubeadm-config', status: 'warn',
-      message: `${snap.distribution.kind === 'kubespray' ? 'kubespray (kubeadm)' : 'kubeadm'} cluster${why ? ` (${why})` : ''}, but no kubeadm ClusterConfiguration in the input (ConfigMap kube-system/kubeadm-config missing or not readable): `
+      message: `${snap.platform.kind === 'kubespray' ? 'kubespray (kubeadm)' : 'kubeadm'} cluster${why ? ` (${why})` : ''}, but no kubeadm ClusterConfiguration in the input (ConfigMap kube-system/kubeadm-config missing or not readable): `
         + 'podSubnet and serviceSubnet were not read; the kubeadm-config patches show the values of the control-plane flags',
       fix: 'live: allow reading ConfigMaps in kube-system (deploy/rbac.yaml); offline: add `kubectl -n kube-system get configmap kubeadm-config -o yaml` to the input, or -f the ClusterConfiguration file',
     };

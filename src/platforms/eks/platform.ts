@@ -2,8 +2,8 @@
  * Amazon EKS: a managed control plane whose kube-apiserver flags nobody outside AWS can change, with pod
  * addresses taken from the VPC by the Amazon VPC CNI (aws-node). Sources: docs/platforms.md.
  */
-import { managedEvidence } from './managed.ts';
-import { objectsOf, type Platform, type PlatformInput, type ReservedRange } from './types.ts';
+import { managedEvidence } from '../managed/signs.ts';
+import { objectsOf, type Platform, type PlatformInput, type ReservedRange } from '../../platform/types.ts';
 
 const ENICONFIG = { group: 'crd.k8s.amazonaws.com', version: 'v1alpha1', plural: 'eniconfigs', kind: 'ENIConfig', namespaced: false } as const;
 

@@ -9,9 +9,10 @@ import { clusterCIDRs } from '../../analyze/capacity.ts';
 import { CATALOG } from '../../analyze/catalog.ts';
 import type { Family, Snapshot } from '../../cluster/types.ts';
 import { bits, contains, formatCidr, overlaps, parseCidr, supernet, tryParseCidr, type Cidr } from '../../net/index.ts';
-import { currentServiceRanges } from '../service-mapping.ts';
-import { at, covering, dump, KOPS_EDIT, KOPS_UNREAD_HEADER } from './common.ts';
-import type { DistributionPlanner, DistroPatch, PatchContext, PodPatchInputs } from './types.ts';
+import { currentServiceRanges } from '../../plan/service-mapping.ts';
+import { at, covering, dump } from '../../plan/distributions/common.ts';
+import type { PreflightCheck } from '../../plan/check.ts';
+import type { DistributionPlanner, DistroPatch, PatchContext, PodPatchInputs } from '../../plan/distributions/types.ts';
 
 function kopsPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
   const k = snap.kops;
@@ -76,6 +77,15 @@ function kopsPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
   });
   return out;
 }
+
+
+/** What a kOps patch edits. */
+export const KOPS_EDIT = 'kOps Cluster spec (kops edit cluster, or the cluster manifest your pipeline applies with kops replace)';
+
+/** The first lines of a kOps patch written without the Cluster spec: which layouts the fields may sit in. */
+export const KOPS_UNREAD_HEADER = '# kOps Cluster spec not read (pre-flight kops-spec): change these fields where your spec has them.\n'
+  + '# Networking layout (kops.k8s.io/v1alpha3): podCIDR, serviceClusterIPRange and nonMasqueradeCIDR under spec.networking, SANs in spec.api.additionalSANs;\n'
+  + '# legacy layout (kops.k8s.io/v1alpha2): the same fields directly under spec, SANs in spec.additionalSans.\n';
 
 /**
  * kops-service-range without the Cluster spec: every field by name, in the networking layout with the legacy
@@ -228,10 +238,38 @@ export function proposeNonMasquerade(snap: Snapshot, svc: Cidr): string | undefi
   return formatCidr(c);
 }
 
+/** The first target outside nonMasqueradeCIDR, when the Cluster spec was read. */
+function outsideNonMasquerade(snap: Snapshot, target: ReadonlyMap<Family, Cidr>): { nm: Cidr; out: Cidr } | undefined {
+  if (!snap.kops?.nonMasqueradeCIDR) return undefined;
+  const nm = tryParseCidr(snap.kops.nonMasqueradeCIDR);
+  const out = [...target.values()].find((t) => nm && nm.family === t.family && !contains(nm, t));
+  return nm && out ? { nm, out } : undefined;
+}
+
+/** kOps: serviceClusterIPRange must sit inside nonMasqueradeCIDR (kOps validation). */
+function nonMasqueradeChecks(snap: Snapshot, target: ReadonlyMap<Family, Cidr>): PreflightCheck[] {
+  const found = outsideNonMasquerade(snap, target);
+  if (!found) return [];
+  const { nm, out } = found;
+  const proposal = proposeNonMasquerade(snap, out);
+  return [{
+    id: 'kops-non-masquerade', status: 'warn',
+    message: `${formatCidr(out)} is outside kOps nonMasqueradeCIDR ${formatCidr(nm)}; kOps validation (the versions read) rejects a serviceClusterIPRange or podCIDR outside it; kops update cluster without --yes shows whether yours does`,
+    fix: proposal
+      ? `set nonMasqueradeCIDR to ${proposal} (holds the new service range and the pod range) in the same kops edit (see the restart-apiservers patch)`
+      : 'no single nonMasqueradeCIDR holds both the new service range and today\'s pod range without overlapping the node network: '
+        + 'move the Pod CIDR next to the new service range first or together (seed 000 ended with nonMasqueradeCIDR 172.16.0.0/12 holding services 172.24.0.0/15 and pods 172.16.0.0/13)',
+  }];
+}
+
 export const kops: DistributionPlanner = {
   id: 'kops',
-  matches: (snap) => snap.distribution.kind === 'kops' || !!snap.kops,
   servicePatches: kopsPatches,
+  serviceContext(snap, target) {
+    const found = outsideNonMasquerade(snap, target);
+    return found ? { nonMasqueradeCIDR: proposeNonMasquerade(snap, found.out) ?? '' } : {};
+  },
+  serviceChecks: nonMasqueradeChecks,
   serviceGateInstructions(_snap, gate) {
     switch (gate) {
       case 'enable-servicecidr-api':
@@ -262,7 +300,7 @@ export const kops: DistributionPlanner = {
   reregister: 'systemctl restart kubelet (it registers the Node again)',
   configCheck(snap) {
     if (snap.kops) return undefined;
-    const why = snap.distribution.evidence.slice(0, 2).join('; ');
+    const why = snap.platform.evidence.slice(0, 2).join('; ');
     return {
       id: 'kops-spec', status: 'warn',
       message: `kOps cluster${why ? ` (${why})` : ''}, but no kOps Cluster spec in the input: it lives in the kOps state store, not in the API, `

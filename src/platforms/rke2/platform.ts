@@ -13,9 +13,9 @@
  * Ranges: the servers' rke2.io/node-args, the global.clusterCIDR / global.serviceCIDR values RKE2 injects into
  * its HelmCharts (pkg/bootstrap/bootstrap.go setChartValues), else RKE2's documented defaults, labelled as such.
  */
-import { objectsOf, SUPPORTED, type Platform, type PlatformInput, type PlatformRange } from './types.ts';
-import { rangesFromArgs, serverArgs, someNames } from './k3s-node-args.ts';
-import { clusterDnsEvidence, programNodeSigns } from './k3s.ts';
+import { objectsOf, SUPPORTED, type Platform, type PlatformInput, type PlatformRange } from '../../platform/types.ts';
+import { rangesFromArgs, serverArgs, someNames } from '../k3s-family/node-args.ts';
+import { clusterDnsEvidence, programNodeSigns } from '../k3s-family/signs.ts';
 
 export const RKE2_NODE_ARGS = 'rke2.io/node-args';
 

@@ -10,7 +10,7 @@
  * keeps a value only when it has the shape of an address or a CIDR, and never returns anything else from the
  * annotation: no other value can reach evidence, warnings or output through here.
  */
-import type { PlatformNode, PlatformRange } from './types.ts';
+import type { PlatformNode, PlatformRange } from '../../platform/types.ts';
 
 /** The flags read, and only these. */
 export type ReadFlag = '--cluster-cidr' | '--service-cidr' | '--cluster-dns' | '--flannel-backend';

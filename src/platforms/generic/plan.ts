@@ -2,8 +2,8 @@
  * Any other self-managed cluster: the flags of kube-apiserver, kube-controller-manager and the kubelets,
  * wherever this cluster sets them; a person (or pipeline) changes them and acknowledges the gates.
  */
-import { dump, mergeFeatureGates, mergeRuntimeConfig } from './common.ts';
-import type { DistributionPlanner, DistroPatch, PatchContext, PodPatchInputs } from './types.ts';
+import { dump, mergeFeatureGates, mergeRuntimeConfig } from '../../plan/distributions/common.ts';
+import type { DistributionPlanner, DistroPatch, PatchContext, PodPatchInputs } from '../../plan/distributions/types.ts';
 import type { Snapshot } from '../../cluster/types.ts';
 
 export function genericPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
@@ -58,7 +58,6 @@ export const GENERIC_ENABLE_API = ['set the flags of patch generic-enable-servic
 
 export const generic: DistributionPlanner = {
   id: 'generic',
-  matches: () => true,
   servicePatches: genericPatches,
   serviceGateInstructions(_snap, gate, ctx) {
     switch (gate) {

@@ -4,7 +4,7 @@
  * apiserver host name) decide; signs that a self-managed cluster on the same cloud also shows (the providerID
  * scheme, which kOps on AWS or GCE sets too, a cloud CNI's DaemonSet, a ConfigMap) are only reported alongside.
  */
-import type { PlatformInput, PlatformNode } from './types.ts';
+import type { PlatformInput, PlatformNode } from '../../platform/types.ts';
 
 /** How one managed platform is recognised. */
 export interface ManagedSigns {

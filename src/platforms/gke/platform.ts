@@ -3,8 +3,8 @@
  * in VPC-native clusters pod addresses are alias IP ranges (subnet secondary ranges) of the VPC.
  * Sources: docs/platforms.md.
  */
-import { managedEvidence } from './managed.ts';
-import type { Platform, PlatformInput } from './types.ts';
+import { managedEvidence } from '../managed/signs.ts';
+import type { Platform, PlatformInput } from '../../platform/types.ts';
 
 function detect(input: PlatformInput): string[] | undefined {
   return managedEvidence(input, {

@@ -3,8 +3,8 @@
  * pod addresses come from Azure CNI (Overlay: a pod CIDR Azure owns; node subnet: the VNet) or kubenet.
  * Sources: docs/platforms.md.
  */
-import { managedEvidence } from './managed.ts';
-import { objectsOf, type Platform, type PlatformInput, type PlatformRange, type ReservedRange } from './types.ts';
+import { managedEvidence } from '../managed/signs.ts';
+import { objectsOf, type Platform, type PlatformInput, type PlatformRange, type ReservedRange } from '../../platform/types.ts';
 
 /** Azure CNS's per-node network config (kube-system); an overlay network container names the cluster's pod CIDR. */
 const NNC = { group: 'acn.azure.com', version: 'v1alpha', plural: 'nodenetworkconfigs', kind: 'NodeNetworkConfig', namespaced: true } as const;

@@ -20,15 +20,15 @@
 import { addressPlan } from '../../analyze/addressing.ts';
 import { CATALOG } from '../../analyze/catalog.ts';
 import { formatCidr, overlaps, parseCidr, tryParseCidr, type Cidr } from '../../net/index.ts';
-import type { PreflightCheck } from '../check.ts';
+import type { PreflightCheck } from '../../plan/check.ts';
 import type { Snapshot } from '../../cluster/types.ts';
-import { covering, dump, mergeFeatureGates, mergeRuntimeConfig } from './common.ts';
-import type { Distribution, DistributionPlanner, DistroPatch, PatchContext, PodPatchInputs, ServiceGate } from './types.ts';
-import type { PodPatchGate } from '../pod-spec.ts';
+import { covering, dump, mergeFeatureGates, mergeRuntimeConfig } from '../../plan/distributions/common.ts';
+import type { Distribution, DistributionPlanner, DistroPatch, PatchContext, PodPatchInputs, ServiceGate } from '../../plan/distributions/types.ts';
+import type { PodPatchGate } from '../../plan/pod-spec.ts';
 
 /** How one k3s-family distribution is named on disk and in systemd. */
 export interface Program {
-  id: Extract<Distribution, 'k3s' | 'rke2'>;
+  id: Distribution;
   title: string;
   /** The config file every server reads at start. */
   config: string;
@@ -220,7 +220,7 @@ export function reregister(p: Program): string {
 }
 
 /** What a k3s-family distribution says of itself; the rest of its planner is this file's, for its Program. */
-export type ProgramOwn = Pick<DistributionPlanner, 'id' | 'matches' | 'restartApiserversReason' | 'certFix'>;
+export type ProgramOwn = Pick<DistributionPlanner, 'id' | 'restartApiserversReason' | 'certFix'>;
 
 /** The planner of a k3s-family distribution: its own members, and this file's functions for program `p`. */
 export function programPlanner(p: Program, own: ProgramOwn): DistributionPlanner {

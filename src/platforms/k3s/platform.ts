@@ -2,7 +2,7 @@
  * k3s: one binary runs kube-apiserver, kube-controller-manager and (by default) flannel inside the k3s process,
  * configured by the k3s server's flags or /etc/rancher/k3s/config.yaml; there are no static pods or kubeadm
  * ConfigMaps to patch: the plans' patches go to config.yaml and their gates restart the k3s servers and agents
- * (src/plan/distributions/k3s.ts).
+ * (plan.ts).
  *
  * Recognised by what k3s writes on its Node objects (each sign cited in docs/platforms.md):
  *  - the annotations k3s.io/node-args, k3s.io/node-config-hash, k3s.io/node-env (pkg/nodeconfig/nodeconfig.go);
@@ -13,70 +13,14 @@
  * (https://docs.k3s.io/cli/server), labelled as defaults; the embedded flannel's Network is the cluster CIDR
  * (pkg/agent/flannel/setup.go) unless --flannel-backend=none.
  */
-import { SUPPORTED, type Platform, type PlatformInput, type PlatformNode, type PlatformRange } from './types.ts';
-import { isV6, rangesFromArgs, serverArgs, someNames, type ServerArgs } from './k3s-node-args.ts';
+import { SUPPORTED, type Platform, type PlatformInput, type PlatformRange } from '../../platform/types.ts';
+import { isV6, serverArgs } from '../k3s-family/node-args.ts';
+import { clusterDnsEvidence, programNodeSigns, programRanges } from '../k3s-family/signs.ts';
 
 export const K3S_NODE_ARGS = 'k3s.io/node-args';
 
 /** k3s's documented defaults (https://docs.k3s.io/cli/server, Networking). */
 export const K3S_DEFAULTS = { clusterCIDR: '10.42.0.0/16', serviceCIDR: '10.43.0.0/16', clusterDNS: '10.43.0.10' } as const;
-
-/** "N node(s) <what> (e.g. <example>)" for the nodes `pick` finds something on, or undefined. */
-function nodeSign(nodes: readonly PlatformNode[], pick: (n: PlatformNode) => string | undefined, what: string): string | undefined {
-  let count = 0;
-  let example = '';
-  for (const n of nodes) {
-    const found = pick(n);
-    if (found === undefined) continue;
-    if (count++ === 0) example = found;
-  }
-  return count === 0 ? undefined : `${count} node(s) ${what} (e.g. ${example})`;
-}
-
-/**
- * The node signs of a k3s-family distribution (`program` is "k3s" or "rke2"): the program's annotations, the
- * instance-type label and providerID its embedded cloud provider sets, the kubelet version suffix. Annotation
- * values are never shown, only their keys.
- */
-export function programNodeSigns(nodes: readonly PlatformNode[], program: string, versionMark: string): string[] {
-  const prefix = `${program}.io/`;
-  const preferred = [`${program}.io/node-args`, `${program}.io/node-config-hash`, `${program}.io/node-env`];
-  const signs = [
-    nodeSign(nodes, (n) => {
-      const keys = Object.keys(n.annotations).filter((k) => k.startsWith(prefix));
-      if (keys.length === 0) return undefined;
-      return `${n.name}: ${keys.find((k) => preferred.includes(k)) ?? keys[0]}`;
-    }, `annotated ${prefix}* by ${program}`),
-    nodeSign(nodes, (n) => (n.labels['node.kubernetes.io/instance-type'] === program ? n.name : undefined),
-      `labelled node.kubernetes.io/instance-type=${program} by ${program}'s embedded cloud provider`),
-    nodeSign(nodes, (n) => (n.providerID?.startsWith(`${program}://`) ? `${n.name}: ${n.providerID}` : undefined), `with providerID ${program}://<node>`),
-    nodeSign(nodes, (n) => (n.kubeletVersion?.includes(versionMark) ? `${n.name}: ${n.kubeletVersion}` : undefined), `with a ${versionMark} kubelet`),
-  ];
-  return signs.filter((s): s is string => s !== undefined);
-}
-
-/** The --cluster-dns value(s) the servers name, or the default, as one evidence line. */
-export function clusterDnsEvidence(servers: readonly ServerArgs[], key: string, program: string, fallback: string): string | undefined {
-  if (servers.length === 0) return undefined;
-  const named = [...new Set(servers.flatMap((s) => s.values['--cluster-dns'] ?? []))];
-  if (named.length > 0) return `${key} --cluster-dns ${named.join(',')} (node-args of server ${someNames(servers.filter((s) => s.values['--cluster-dns']).map((s) => s.node))})`;
-  return `--cluster-dns not in any server's ${key}: ${program} default ${fallback}`;
-}
-
-/**
- * The ranges a k3s-family server's configuration names: each flag from the servers' node-args, else the
- * documented default labelled as such (with why: no server named it, or no server's node-args were seen).
- */
-export function programRanges(servers: readonly ServerArgs[], key: string, title: string, defaults: { clusterCIDR: string; serviceCIDR: string }): PlatformRange[] {
-  const out: PlatformRange[] = [];
-  const why = servers.length === 0 ? `no server's ${key} seen` : `not set in the ${key} of server ${someNames(servers.map((s) => s.node))}`;
-  for (const [flag, role, def] of [['--cluster-cidr', 'pod', defaults.clusterCIDR], ['--service-cidr', 'service', defaults.serviceCIDR]] as const) {
-    const read = rangesFromArgs(servers, key, flag, title);
-    if (read.length > 0) out.push(...read);
-    else out.push({ cidr: def, role, source: `${title} default ${flag} (${why})`, label: `${title} ${flag} default ${def}, not read from the cluster` });
-  }
-  return out;
-}
 
 function ranges(input: PlatformInput): PlatformRange[] {
   const servers = serverArgs(input.nodes, K3S_NODE_ARGS);
@@ -130,7 +74,8 @@ export const k3s: Platform<'k3s'> = {
   // The kube-dns Service k3s deploys from manifests/coredns.yaml (clusterIP: the --cluster-dns address).
   dnsServices: [{ namespace: 'kube-system', name: 'kube-dns', selector: { 'k8s-app': 'kube-dns' } }],
   // Both moves go through /etc/rancher/k3s/config.yaml on every server and server restarts in the order that keeps
-  // the embedded kube-controller-manager starting (src/plan/distributions/k3s.ts, k3s-family.ts).
+  // the embedded kube-controller-manager starting (plan.ts, ../k3s-family/plan.ts).
   capabilities: { service: SUPPORTED, pod: SUPPORTED },
   sources: SOURCES,
+  namedInPlans: true,
 };

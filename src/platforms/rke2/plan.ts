@@ -5,9 +5,8 @@
  * setChartValues): the rke2-coredns Service's address and Canal's flannel Network follow the config file, and hand
  * edits of the manifests do not last. k3s-family.ts has what k3s and RKE2 share, with the sources.
  */
-import { platformKindOf } from '../../cluster/types.ts';
-import * as family from './k3s-family.ts';
-import type { DistributionPlanner } from './types.ts';
+import * as family from '../k3s-family/plan.ts';
+import type { DistributionPlanner } from '../../plan/distributions/types.ts';
 
 const RKE2: family.Program = {
   id: 'rke2', title: 'RKE2', config: '/etc/rancher/rke2/config.yaml', server: 'rke2-server', agent: 'rke2-agent',
@@ -23,7 +22,6 @@ const RKE2: family.Program = {
 
 export const rke2: DistributionPlanner = family.programPlanner(RKE2, {
   id: 'rke2',
-  matches: (snap) => platformKindOf(snap) === 'rke2',
   restartApiserversReason: 'the rke2 server writes the kube-apiserver static pod from its service-cidr at every start',
   certFix: (_snap, both) => `add ${both} to tls-san in /etc/rancher/rke2/config.yaml on every RKE2 server and restart rke2-server; it reissues the serving certificate at start when a tls-san is missing from it`,
 });

@@ -13,9 +13,9 @@
  * network (OpenShift documents only expanding clusterNetwork's CIDR mask, on OVN-Kubernetes, through the Network
  * config; the network address and hostPrefix stay). Sources: the `sources` list, quoted in docs/platforms.md.
  */
-import { NetError, formatCidr, parseCidr, tryParseCidr } from '../net/index.ts';
-import type { KubeObject } from '../vocabulary.ts';
-import { objectsOf, type Platform, type PlatformInput, type PlatformRange, type PlatformResource, type ReservedRange } from './types.ts';
+import { NetError, formatCidr, parseCidr, tryParseCidr } from '../../net/index.ts';
+import type { KubeObject } from '../../vocabulary.ts';
+import { objectsOf, type Platform, type PlatformInput, type PlatformRange, type PlatformResource, type ReservedRange } from '../../platform/types.ts';
 
 const CONFIG_GROUP = 'config.openshift.io';
 const OPERATOR_GROUP = 'operator.openshift.io';
