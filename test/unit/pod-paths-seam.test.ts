@@ -120,8 +120,8 @@ describe('pod paths: one module each, one registry line', () => {
     // kube-controller-manager) or its kinds (the plan's pod section and its renderer): each must leave this list when it
     // stops, and no other file may start
     const NOT_YET: Record<string, string[]> = {
-      node: ['src/plan/distributions/generic.ts', 'src/plan/distributions/k3s-family.ts', 'src/plan/distributions/kops.ts',
-        'src/plan/distributions/kubeadm.ts', 'src/plan/distributions/types.ts', 'src/plan/pod-spec.ts', 'src/plan/render.ts'],
+      node: ['src/platforms/generic/plan.ts', 'src/platforms/k3s-family/plan.ts', 'src/platforms/kops/plan.ts',
+        'src/platforms/kubeadm/plan.ts', 'src/plan/distributions/types.ts', 'src/plan/pod-spec.ts', 'src/plan/render.ts'],
     };
     for (const id of folders) {
       const folder = `src/pod-paths/${id}/`;
