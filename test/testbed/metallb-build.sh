@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds MetalLB's controller from its Go module go.universe.tf/metallb, no release download. Called by
+# test/testbed/metallb-build.ts, which handles locking, the stamp file and timing.
+#
+# Inputs (environment):
+#   METALLB_ROOT     cache root for MetalLB, e.g. ~/.cache/kube-renumber/metallb
+#   TB_ROOT          the control plane's cache root (its Go module cache and build cache are shared, read and extended)
+#   METALLB_VERSION  the module version, e.g. v0.16.2
+# Output: $METALLB_ROOT/$METALLB_VERSION/bin/metallb-controller and
+#         $METALLB_ROOT/$METALLB_VERSION/crds/ (the CRDs of the same version, config/crd/bases)
+#
+# The module is built as a dependency of a wrapper module (generated in the cache): its go.mod's own replaces are
+# carried over, since Go ignores a dependency's replaces. The build cache is the testbed's (never cleaned here).
+set -euo pipefail
+
+main() {
+
+: "${METALLB_ROOT:?}" "${TB_ROOT:?}" "${METALLB_VERSION:?}"
+
+VDIR="$METALLB_ROOT/$METALLB_VERSION"
+BIN="$VDIR/bin"
+SRC="$VDIR/src"
+mkdir -p "$BIN" "$SRC"
+
+export GOMODCACHE="$TB_ROOT/go/mod"
+export GOCACHE="${KUBE_RENUMBER_GOCACHE:-$TB_ROOT/go/build-cache}"
+export GOPATH="$METALLB_ROOT/go/path"
+export GOFLAGS="-mod=mod -buildvcs=false"
+export GOTOOLCHAIN=local
+export CGO_ENABLED=0
+export GOWORK=off
+unset GOBIN
+
+log() { printf '[metallb build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+command -v go >/dev/null || { echo "MetalLB is built from its Go module: install Go >= 1.26" >&2; exit 1; }
+
+log "resolving go.universe.tf/metallb@$METALLB_VERSION"
+local json dir gomod
+json="$(go mod download -json "go.universe.tf/metallb@$METALLB_VERSION")"
+dir="$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+gomod="$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+[ -d "$dir" ] && [ -f "$gomod" ] || { echo "cannot download go.universe.tf/metallb@$METALLB_VERSION" >&2; exit 1; }
+
+# The CRDs of the same version (IPAddressPool, L2Advertisement, ConfigurationState, ...).
+rm -rf "$VDIR/crds"
+mkdir -p "$VDIR/crds"
+cp "$dir"/config/crd/bases/*.yaml "$VDIR/crds/"
+chmod -R u+w "$VDIR/crds"
+
+local wrap="$SRC/wrap"
+rm -rf "$wrap"
+mkdir -p "$wrap"
+cd "$wrap"
+{
+  echo "module kube-renumber.local/metallb/build"
+  echo
+  grep -m1 '^go ' "$gomod"
+  echo
+  echo "require go.universe.tf/metallb $METALLB_VERSION"
+  echo
+  # both forms: `replace a => b v1` and a `replace ( ... )` block; local-path replaces (=> ./x) are skipped
+  awk '/^replace[[:space:]]*\($/ { blk = 1; next }
+       blk && /^\)/ { blk = 0; next }
+       { line = $0; sub(/^replace[[:space:]]+/, "", line) }
+       (blk || /^replace[[:space:]]/) && line ~ /^[[:space:]]*[^ ]+ => [^ .\/][^ ]* v[^ ]*[[:space:]]*$/ { gsub(/^[[:space:]]+/, "", line); print "replace " line }' "$gomod"
+} > go.mod
+# the module's own go.sum holds the sums of its dependencies: the proxy serves the same versions
+cp "$dir/go.sum" go.sum
+chmod u+w go.sum
+
+local pkg="go.universe.tf/metallb/controller"
+log "go get $pkg"
+local logf="$VDIR/go-get.log"
+if ! go get "$pkg" > "$logf" 2>&1; then
+  tail -n 60 "$logf" >&2
+  echo "go get failed (full log: $logf)" >&2
+  return 1
+fi
+log "go build metallb-controller"
+go build -trimpath -ldflags "-s -w" -o "$BIN/metallb-controller" "$pkg"
+
+rm -rf "$wrap"
+log "done: $(ls "$BIN" | tr '\n' ' ')"
+}
+
+main "$@"
+exit $?
