@@ -31,6 +31,7 @@ import { missingBarePods, recreateMissing, restartInWaves } from './restart-run.
 import { pdbsFor, resolveWorkloads, restoreScale, scaledReplicas, scaleUp, skipReason, type Workload } from './restarts.ts';
 import { DEPLOYMENTS, PODDISRUPTIONBUDGETS } from '../kube/workloads.ts';
 import { SliceWatch } from './slice-watch.ts';
+import { loadBalancerAddressGate, moveLoadBalancerStep } from './load-balancers.ts';
 import { mapLimit, poll, retryOnConflict, sleep, waitFor, withRetry } from './toolkit.ts';
 
 export interface ServiceExecOptions {
@@ -357,6 +358,7 @@ export class ServiceExecutor {
   static readonly actions: { readonly [K in ServiceActionKind]: (x: ServiceExecutor, p: PlanStep) => Step } = {
     'create-servicecidrs': (x, p) => x.createServiceCIDRsStep(p),
     'move-services': (x, p) => x.moveServicesStep(p),
+    'move-load-balancers': (x, p) => moveLoadBalancerStep(x, p),
     'drain-servicecidrs': (x, p) => x.drainStep(p),
     'sweep-services': (x, p) => x.sweepStep(p),
     'move-kubernetes': (x, p) => x.moveKubernetesStep(p),
@@ -372,6 +374,7 @@ export class ServiceExecutor {
   static readonly gates: { readonly [C in ServiceGateCondition]: (x: ServiceExecutor, p: GateStep, ctx: StepContext) => Promise<boolean> } = {
     'apiservers-on-new-range': (x, p, ctx) => x.apiserversOnNewRange(ctx, p.id),
     'workloads-restarted': (x, _p, ctx) => x.podsRestarted(ctx),
+    'load-balancer-address': (x, p, ctx) => loadBalancerAddressGate(x, p, ctx),
     'kubelet-cluster-dns': (x, _p, ctx) => x.kubeletsOnNewDNS(ctx),
     // the plan holds this gate only when the API was not served at plan time
     'servicecidr-api': (x, _p, ctx) => x.serviceCIDRApiServed(ctx),
