@@ -11,6 +11,10 @@
 #
 # The module is built as a dependency of a wrapper module (generated in the cache): its go.mod's own replaces are
 # carried over, since Go ignores a dependency's replaces. The build cache is the testbed's (never cleaned here).
+# MetalLB v0.16.2 requires github.com/metallb/frr-k8s v0.0.27, whose zip the Go proxy refuses ("This module version
+# is not available", 403; v0.0.24 too): the wrapper replaces it with FRR_K8S_VERSION, the newest one served. The
+# controller uses only frr-k8s's API types (internal/k8s registers them in its scheme; the FRR-K8s config is the
+# speaker's), listed in docs/testbed.md.
 set -euo pipefail
 
 main() {
@@ -59,6 +63,7 @@ cd "$wrap"
   echo
   echo "require go.universe.tf/metallb $METALLB_VERSION"
   echo
+  echo "replace github.com/metallb/frr-k8s => github.com/metallb/frr-k8s ${FRR_K8S_VERSION:-v0.0.26}"
   # both forms: `replace a => b v1` and a `replace ( ... )` block; local-path replaces (=> ./x) are skipped
   awk '/^replace[[:space:]]*\($/ { blk = 1; next }
        blk && /^\)/ { blk = 0; next }

@@ -23,6 +23,8 @@ import { duBytes } from './dataplane-build.ts';
 export const METALLB_VERSION = 'v0.16.2';
 /** Bumped whenever metallb-build.sh changes what it builds: a stamp of another revision is rebuilt. */
 export const METALLB_BUILD_REVISION = 1;
+/** github.com/metallb/frr-k8s used in place of the v0.0.27 MetalLB requires, which the Go proxy does not serve. */
+export const FRR_K8S_VERSION = 'v0.0.26';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const buildScript = join(here, 'metallb-build.sh');
@@ -76,7 +78,7 @@ async function runBuildScript(version: string, log: (s: string) => void) {
   const code = await new Promise<number>((resolve, reject) => {
     const p = spawn(timeBin ?? 'bash', args, {
       stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, METALLB_ROOT: metallbRoot(), TB_ROOT: testbedRoot(), METALLB_VERSION: version },
+      env: { ...process.env, METALLB_ROOT: metallbRoot(), TB_ROOT: testbedRoot(), METALLB_VERSION: version, FRR_K8S_VERSION },
     });
     p.on('error', reject);
     p.on('close', (c, sig) => resolve(c ?? (sig ? 128 : 1)));
