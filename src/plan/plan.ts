@@ -275,6 +275,8 @@ export function buildServicePlan(read: Snapshot, opts: PlanOptions): ServicePlan
   plan.spec.options.restartWorkloads = restarts.mode;
   if (restarts.spec) plan.spec.serviceCIDR.restarts = restarts.spec;
   plan.steps = serviceSteps({ snap, ctx, patches: distroPatches(snap, ctx), settings, api, target, mapping, layout, restarts, ...special });
+  const lbCheck = loadBalancerCheck(loadBalancerMoves({ mapping, snap }));
+  if (lbCheck) plan.preflight.push(lbCheck);
   return plan;
 }
 
@@ -539,6 +541,24 @@ function serviceMoveSteps(inp: ServiceStepInputs): PlanStep[] {
   const tiers = tierMoveSteps(movable, inp.settings);
   const lbs = loadBalancerMoves(inp);
   return [...tiers.steps, ...loadBalancerSteps(lbs), ...(inp.dnsMoves ? dnsMoveSteps(inp.dns!, tiers.moved + lbs.length, inp.settings.strategy) : [])];
+}
+
+/**
+ * Check `load-balancers` (--load-balancers move): per LoadBalancer Service, which external address is kept and by
+ * whom, which changes and which DNS records name it; warn when any changes (a gate stops before that Service).
+ */
+function loadBalancerCheck(moves: readonly LoadBalancerMove[]): PreflightCheck | undefined {
+  if (moves.length === 0) return undefined;
+  const changing = moves.filter((m) => m.address.changes.length > 0);
+  const each = moves.map((m) => `${m.namespace}/${m.name}: ${m.address.note}`);
+  return {
+    id: 'load-balancers', status: changing.length > 0 ? 'warn' : 'pass',
+    message: `${moves.length} LoadBalancer Service(s) re-created in the new range, ${moves.length - changing.length} keeping their external address: ${each.join('; ')}`,
+    fix: changing.length > 0
+      ? `${changing.map((m) => `${m.namespace}/${m.name} (${m.address.changes.join(', ')}${m.address.dnsNames.length > 0 ? `; DNS ${m.address.dnsNames.join(', ')}` : ''})`).join(', ')}: `
+        + 'a gate stops before each; keep the address with the platform\'s annotation (docs/platforms.md, "LoadBalancer Services") and plan again, or tell its clients'
+      : '',
+  };
 }
 
 /** The LoadBalancer Services the plan moves (none unless --load-balancers move), by namespace/name, with their external addresses. */

@@ -132,8 +132,9 @@ describe('LoadBalancer Services moved with MetalLB (--load-balancers move)', () 
     t.diagnostic(`external IP unassigned (seen by a client polling the Services' status): ${[...gaps].map(([n, ms]) => `${n} ${ms} ms`).join(', ')}; `
       + `the step's own measure (delete begun to address assigned): ${logged.map((m) => `${m[1]} ${m[4]} ms`).join(', ')}`);
     process.stderr.write(`[load-balancers] window: ${[...gaps].map(([n, ms]) => `${n} ${ms} ms`).join(', ')}; step: ${logged.map((m) => `${m[1]} ${m[4]} ms`).join(', ')}\n`);
-    assert.ok(window > 0, 'the address is unassigned for a while: a delete and a create');
+    // a client polling through kubectl samples every few hundred ms: a shorter window may not be seen at all
     assert.ok(window < 30_000, `window ${window} ms`);
+    for (const m of logged) assert.ok(Number(m[4]) < 30_000, `${m[1]}: ${m[4]} ms`);
   });
 
   test('rollback: each LoadBalancer back at its old ClusterIP with the same external IP, the pin annotation taken off', async () => {
@@ -146,7 +147,14 @@ describe('LoadBalancer Services moved with MetalLB (--load-balancers move)', () 
       assert.equal(s.metadata.annotations['metallb.io/loadBalancerIPs'], undefined, 'pin taken off');
       assert.equal((await tb.kubectl(['get', 'service', '-n', NS, `${n}-kr-old`])).code, 1, 'bridge deleted');
     }
-    const scs = (await getJSON(tb, ['get', 'servicecidrs'])).items.map((s: any) => s.metadata.name);
+    // the target ServiceCIDR, deleted by the rollback, may stay Terminating a moment
+    const deadline = Date.now() + 60_000;
+    let scs: string[] = [];
+    do {
+      scs = (await getJSON(tb, ['get', 'servicecidrs'])).items.map((s: any) => s.metadata.name);
+      if (scs.length === 1) break;
+      await new Promise((r) => setTimeout(r, 500));
+    } while (Date.now() < deadline);
     assert.deepEqual(scs, ['kubernetes']);
   });
 

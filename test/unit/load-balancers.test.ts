@@ -125,6 +125,10 @@ describe('plan --load-balancers', () => {
     const rb = p.steps.find((s) => s.kind === 'remove-bridges')!;
     assert.ok(rb.items!.some((i) => i.name === 'kept-ip-kr-old'));
     assert.deepEqual(p.steps.find((s) => s.id === 'move-load-balancer-2')!.supersededBy, ['remove-bridges']);
+    const c = p.preflight.find((x) => x.id === 'load-balancers')!;
+    assert.equal(c.status, 'warn');
+    assert.match(c.message, /web\/kept-ip: MetalLB assigns 192\.0\.2\.10 again/);
+    assert.match(c.fix, /web\/ephemeral \(198\.51\.100\.7; DNS shop\.example\.com\)/);
   });
   it('move: the plan survives its YAML round trip (validator accepts the loadBalancer items and the option)', () => {
     const p = buildServicePlan(kubeadmSnapshot(SERVICES), { target: '172.24.0.0/16', loadBalancers: 'move' });
