@@ -182,3 +182,12 @@ export async function loadBalancerAddressGate(_x: ServiceExecutor, p: GateStep, 
     + `${lb?.dnsNames?.length ? ` (DNS: ${lb.dnsNames.join(', ')})` : ''}; acknowledge with --ack-gate ${p.id}`);
   return false;
 }
+
+/** For `verify`: each LoadBalancer Service the plan moved that does not show the external addresses the plan kept. */
+export function loadBalancerEndProblems(steps: readonly PlanStep[], services: readonly KubeObject[]): string[] {
+  const byKey = new Map(services.map((s) => [`${s.metadata?.namespace}/${s.metadata?.name}`, s]));
+  return steps.filter((s) => s.kind === 'move-load-balancers').flatMap((s) => s.items ?? []).flatMap((it) => {
+    const missing = missingAddresses(it.loadBalancer, byKey.get(`${it.namespace}/${it.name}`));
+    return missing.length > 0 ? [`LoadBalancer Service ${it.namespace}/${it.name} does not show its external address ${missing.join(', ')}`] : [];
+  });
+}

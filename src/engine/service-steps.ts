@@ -31,7 +31,7 @@ import { missingBarePods, recreateMissing, restartInWaves } from './restart-run.
 import { pdbsFor, resolveWorkloads, restoreScale, scaledReplicas, scaleUp, skipReason, type Workload } from './restarts.ts';
 import { DEPLOYMENTS, PODDISRUPTIONBUDGETS } from '../kube/workloads.ts';
 import { SliceWatch } from './slice-watch.ts';
-import { loadBalancerAddressGate, moveLoadBalancerStep } from './load-balancers.ts';
+import { loadBalancerAddressGate, loadBalancerEndProblems, moveLoadBalancerStep } from './load-balancers.ts';
 import { mapLimit, poll, retryOnConflict, sleep, waitFor, withRetry } from './toolkit.ts';
 
 export interface ServiceExecOptions {
@@ -1567,6 +1567,7 @@ export class ServiceExecutor {
         if (strip(orig) !== strip(s)) problems.push(`Service ${m.namespace}/${m.name}: spec differs from its backup beyond the IPs`);
       }
     }
+    problems.push(...loadBalancerEndProblems(this.plan.steps, services));
     const sc = await getObject(client, this.SC, 'kubernetes');
     if (!sc || (sc.spec?.cidrs ?? []).join(',') !== this.svc.to.join(',')) problems.push('ServiceCIDR/kubernetes does not hold the new range');
     const bridges = services.filter((s) => s.metadata?.labels?.[BRIDGE_FOR_LABEL]);

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { buildServicePlan, type MigrationPlan } from '../../src/plan/plan.ts';
 import { planFromYaml, planToYaml } from '../../src/plan/render.ts';
 import { externalDNSNames, loadBalancerAddress } from '../../src/plan/load-balancers.ts';
-import { externalAddresses, loadBalancerMoved, missingAddresses, pinned } from '../../src/engine/load-balancers.ts';
+import { externalAddresses, loadBalancerEndProblems, loadBalancerMoved, missingAddresses, pinned } from '../../src/engine/load-balancers.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
 
 const lb = (name: string, over: Parameters<typeof svc>[3] = {}) => svc('web', name, '10.96.7.7', { type: 'LoadBalancer', ...over });
@@ -155,6 +155,11 @@ describe('engine decisions of a LoadBalancer move', () => {
     const orig = { metadata: { name: 'a', namespace: 'web', annotations: { keep: 'me' } }, spec: {} };
     assert.deepEqual(pinned(orig, it0.loadBalancer).metadata?.annotations, { keep: 'me', 'metallb.io/loadBalancerIPs': '192.0.2.10' });
     assert.equal(pinned(orig, { keeper: 'none', kept: [], changes: [] }), orig);
+  });
+  it('verify names a moved LoadBalancer Service that lost its kept external address', () => {
+    const steps = [{ id: 'move-load-balancer-1', kind: 'move-load-balancers' as const, description: '', rollback: '', items: [it0] }];
+    assert.deepEqual(loadBalancerEndProblems(steps, [at('172.24.7.7', ['192.0.2.10'])]), []);
+    assert.deepEqual(loadBalancerEndProblems(steps, [at('172.24.7.7', ['192.0.2.11'])]), ['LoadBalancer Service web/a does not show its external address 192.0.2.10']);
   });
   it('externalAddresses reads IPs and hostnames, normalised', () => {
     assert.deepEqual(externalAddresses({ status: { loadBalancer: { ingress: [{ ip: '2001:DB8::1' }, { hostname: 'x.example.com' }] } } }), ['2001:db8::1', 'x.example.com']);
