@@ -12,9 +12,10 @@
 # The module is built as a dependency of a wrapper module (generated in the cache): its go.mod's own replaces are
 # carried over, since Go ignores a dependency's replaces. The build cache is the testbed's (never cleaned here).
 # MetalLB v0.16.2 requires github.com/metallb/frr-k8s v0.0.27, whose zip the Go proxy refuses ("This module version
-# is not available", 403; v0.0.24 too): the wrapper replaces it with FRR_K8S_VERSION, the newest one served. The
-# controller uses only frr-k8s's API types (internal/k8s registers them in its scheme; the FRR-K8s config is the
-# speaker's), listed in docs/testbed.md.
+# is not available", 403; v0.0.24 too): the wrapper replaces it with a copy of FRR_K8S_VERSION (v0.0.26, the newest
+# one served) with the one API addition of v0.0.27 MetalLB uses (AsPathPrependPrefixes and Advertise's
+# PrefixesWithAsPathPrepend, written by internal/bgp/frrk8s for the speaker's FRR-K8s configuration; no controller
+# code reads them). Listed in docs/testbed.md.
 set -euo pipefail
 
 main() {
@@ -52,6 +53,14 @@ mkdir -p "$VDIR/crds"
 cp "$dir"/config/crd/bases/*.yaml "$VDIR/crds/"
 chmod -R u+w "$VDIR/crds"
 
+local frr="$SRC/frr-k8s" frrdir
+frrdir="$(go mod download -json "github.com/metallb/frr-k8s@${FRR_K8S_VERSION:-v0.0.26}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+[ -d "$frrdir" ] || { echo "cannot download github.com/metallb/frr-k8s@${FRR_K8S_VERSION:-v0.0.26}" >&2; exit 1; }
+rm -rf "$frr"
+cp -r "$frrdir" "$frr"
+chmod -R u+w "$frr"
+patch_frr "$frr/api/v1beta1"
+
 local wrap="$SRC/wrap"
 rm -rf "$wrap"
 mkdir -p "$wrap"
@@ -63,7 +72,7 @@ cd "$wrap"
   echo
   echo "require go.universe.tf/metallb $METALLB_VERSION"
   echo
-  echo "replace github.com/metallb/frr-k8s => github.com/metallb/frr-k8s ${FRR_K8S_VERSION:-v0.0.26}"
+  echo "replace github.com/metallb/frr-k8s => ../frr-k8s"
   # both forms: `replace a => b v1` and a `replace ( ... )` block; local-path replaces (=> ./x) are skipped
   awk '/^replace[[:space:]]*\($/ { blk = 1; next }
        blk && /^\)/ { blk = 0; next }
@@ -87,6 +96,24 @@ go build -trimpath -ldflags "-s -w" -o "$BIN/metallb-controller" "$pkg"
 
 rm -rf "$wrap"
 log "done: $(ls "$BIN" | tr '\n' ' ')"
+}
+
+# frr-k8s v0.0.27's API addition MetalLB v0.16.2 compiles against (the prefixes advertised with an AS path prepend).
+patch_frr() {
+  local f="$1/frrconfiguration_types.go"
+  grep -qF 'PrefixesWithCommunity []CommunityPrefixes `json:"withCommunity,omitempty"`' "$f" || { echo "patch does not apply: $f" >&2; exit 1; }
+  perl -0pi -e 's/(\tPrefixesWithCommunity \[\]CommunityPrefixes `json:"withCommunity,omitempty"`\n)/$1\n\t\/\/ PrefixesWithAsPathPrepend: prefixes advertised with an AS path prepend (frr-k8s v0.0.27).\n\t\/\/ +optional\n\tPrefixesWithAsPathPrepend []AsPathPrependPrefixes `json:"withAsPathPrepend,omitempty"`\n/' "$f"
+  grep -qF 'PrefixesWithAsPathPrepend []AsPathPrependPrefixes' "$f" || { echo "patch failed: $f" >&2; exit 1; }
+  cat > "$1/aspathprepend_compat.go" <<'GO'
+package v1beta1
+
+// AsPathPrependPrefixes is frr-k8s v0.0.27's: prefixes advertised with an AS path prepend of AsPathPrepend.
+type AsPathPrependPrefixes struct {
+	Prefixes      []string `json:"prefixes,omitempty"`
+	AsPathPrepend uint8    `json:"asPathPrepend,omitempty"`
+}
+GO
+  log "patched frr-k8s api/v1beta1 (AsPathPrependPrefixes, Advertise.PrefixesWithAsPathPrepend)"
 }
 
 main "$@"

@@ -22,7 +22,7 @@ import { duBytes } from './dataplane-build.ts';
 
 export const METALLB_VERSION = 'v0.16.2';
 /** Bumped whenever metallb-build.sh changes what it builds: a stamp of another revision is rebuilt. */
-export const METALLB_BUILD_REVISION = 1;
+export const METALLB_BUILD_REVISION = 2;
 /** github.com/metallb/frr-k8s used in place of the v0.0.27 MetalLB requires, which the Go proxy does not serve. */
 export const FRR_K8S_VERSION = 'v0.0.26';
 
