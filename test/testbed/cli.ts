@@ -39,7 +39,7 @@ import { Testbed } from './cluster.ts';
 import { ensureChromium } from './chromium.ts';
 import { CILIUM_VERSION, ensureCiliumOperatorBuilt, readCiliumStamp } from './cilium-build.ts';
 import { CALICO_VERSION, calicoBuiltDir, ensureCalicoBuilt, readCalicoStamp } from './calico-build.ts';
-import { ensureMetalLBBuilt, METALLB_VERSION, metallbBuiltDir, readMetalLBStamp } from './metallb-build.ts';
+import { ensureMetalLBBuilt, METALLB_VERSION, readMetalLBStamp } from './metallb-build.ts';
 import { cleanupLeftovers } from './dataplane.ts';
 import { COREDNS_VERSION, ensureDataplaneBuilt, isDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
 import { populate } from './fixture.ts';
@@ -147,8 +147,7 @@ async function cmdBuildDataplane(args: string[]) {
 
 /**
  * Everything `npm test` needs, in one process: the suite's control plane and data plane (DEFAULT_VERSION), the
- * oldest version's control plane (OLDEST_VERSION), cilium-operator, Calico's IPAM plugin, kube-controllers and calicoctl,
- * MetalLB's controller.
+ * oldest version's control plane (OLDEST_VERSION), cilium-operator, Calico's IPAM plugin, kube-controllers and calicoctl.
  * Every build of the run shares one Go build cache
  * (test/testbed/go/build-cache: a package compiled for one build is not compiled again by the next), removed at the
  * end when anything was built (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it). Each step prints its time.
@@ -171,7 +170,6 @@ async function cmdBuildAll() {
   await step(`control plane ${OLDEST_VERSION}`, () => isBuilt(OLDEST_VERSION), () => ensureBuilt({ version: OLDEST_VERSION }));
   await step(`cilium-operator ${CILIUM_VERSION}`, () => readCiliumStamp(CILIUM_VERSION) !== undefined, () => ensureCiliumOperatorBuilt({ version: CILIUM_VERSION }));
   await step('calico-ipam, calico-kube-controllers, calicoctl', () => calicoBuiltDir(CALICO_VERSION) !== undefined, () => ensureCalicoBuilt({ version: CALICO_VERSION }));
-  await step(`metallb-controller ${METALLB_VERSION}`, () => metallbBuiltDir(METALLB_VERSION) !== undefined, () => ensureMetalLBBuilt({ version: METALLB_VERSION }));
   const cache = process.env.KUBE_RENUMBER_GOCACHE;
   if (built && !keep && existsSync(cache)) {
     await rm(cache, { recursive: true, force: true });

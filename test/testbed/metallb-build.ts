@@ -9,7 +9,7 @@
 // It lives in ${KUBE_RENUMBER_CACHE:-$HOME/.cache/kube-renumber}/metallb/<version>/ with its own stamp
 // (metallb/<version>/stamp.json). The Go module cache and the build cache of the control plane (testbed/go/mod,
 // testbed/go/build-cache) are shared and never removed. A lock file keeps concurrent builds from running twice.
-// `npm run testbed -- build-metallb` builds it.
+// `npm run testbed -- build-metallb` builds it (not part of build-all yet).
 
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
