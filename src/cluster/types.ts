@@ -84,6 +84,12 @@ export interface ServiceInfo {
   externalIPs: string[];
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  /** spec.loadBalancerClass (absent when unset). */
+  loadBalancerClass?: string;
+  /** spec.loadBalancerIP as written (absent when unset): a platform's way to ask for an address. */
+  loadBalancerIP?: string;
+  /** status.loadBalancer.ingress[].hostname (absent when none): the load balancer's DNS names. */
+  loadBalancerHostnames?: string[];
 }
 
 export interface PodInfo {

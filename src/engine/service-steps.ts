@@ -25,6 +25,7 @@ import { COVER_FOR_LABEL } from './covers.ts';
 import { withPlanSupersessions, type Step, type StepContext } from './runner.ts';
 import { BRIDGE_FOR_LABEL, canonical, ipsOf, sameIPs, svcRef } from './service/common.ts';
 import { RestartSteps } from './service/restarts.ts';
+import { loadBalancerAddressGate, loadBalancerEndProblems, moveLoadBalancerStep } from './load-balancers.ts';
 
 export { BRIDGE_FOR_LABEL, isIPTaken, type MoveEvidence, type ServiceExecOptions, type ServiceView } from './service/common.ts';
 export {
@@ -54,6 +55,7 @@ export class ServiceExecutor extends RestartSteps {
   static readonly actions: { readonly [K in ServiceActionKind]: (x: ServiceExecutor, p: PlanStep) => Step } = {
     'create-servicecidrs': (x, p) => x.createServiceCIDRsStep(p),
     'move-services': (x, p) => x.moveServicesStep(p),
+    'move-load-balancers': (x, p) => moveLoadBalancerStep(x, p),
     'drain-servicecidrs': (x, p) => x.drainStep(p),
     'sweep-services': (x, p) => x.sweepStep(p),
     'move-kubernetes': (x, p) => x.moveKubernetesStep(p),
@@ -69,6 +71,7 @@ export class ServiceExecutor extends RestartSteps {
   static readonly gates: { readonly [C in ServiceGateCondition]: (x: ServiceExecutor, p: GateStep, ctx: StepContext) => Promise<boolean> } = {
     'apiservers-on-new-range': (x, p, ctx) => x.apiserversOnNewRange(ctx, p.id),
     'workloads-restarted': (x, _p, ctx) => x.podsRestarted(ctx),
+    'load-balancer-address': (x, p, ctx) => loadBalancerAddressGate(x, p, ctx),
     'kubelet-cluster-dns': (x, _p, ctx) => x.kubeletsOnNewDNS(ctx),
     // the plan holds this gate only when the API was not served at plan time
     'servicecidr-api': (x, _p, ctx) => x.serviceCIDRApiServed(ctx),
@@ -101,6 +104,7 @@ export class ServiceExecutor extends RestartSteps {
         if (strip(orig) !== strip(s)) problems.push(`Service ${m.namespace}/${m.name}: spec differs from its backup beyond the IPs`);
       }
     }
+    problems.push(...loadBalancerEndProblems(this.plan.steps, services));
     const sc = await getObject(client, this.SC, 'kubernetes');
     if (!sc || (sc.spec?.cidrs ?? []).join(',') !== this.svc.to.join(',')) problems.push('ServiceCIDR/kubernetes does not hold the new range');
     const bridges = services.filter((s) => s.metadata?.labels?.[BRIDGE_FOR_LABEL]);

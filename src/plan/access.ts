@@ -37,9 +37,9 @@ function serviceNeeds(plan: MigrationPlan): AccessNeed[] {
   const m = 'deploy/rbac-migrate.yaml';
   const inPlace = (plan.spec.strategy ?? 'in-place') === 'in-place';
   return [
-    need('patch', '', 'services', m, 'move a Service in place (ExternalName and back), remove a bridge\'s selector'),
-    need('create', '', 'services', m, 'bridge and cover Services; recreate: the Service at its new IP'),
-    need('delete', '', 'services', m, 'bridges and covers when done; recreate: the Service at its old IP'),
+    need('patch', '', 'services', m, 'move a Service in place (ExternalName and back), remove a bridge\'s selector, take the pin annotations off a rolled-back LoadBalancer Service'),
+    need('create', '', 'services', m, 'bridge and cover Services; recreate and --load-balancers move: the Service at its new IP'),
+    need('delete', '', 'services', m, 'bridges and covers when done; recreate and --load-balancers move: the Service at its old IP'),
     ...(inPlace ? [need('patch', '', 'services', m, 'the load-balancer status of the run\'s own cover Services', { subresource: 'status' })] : []),
     need('create', 'discovery.k8s.io', 'endpointslices', m, 'copies of a moved Service\'s endpoints for its bridge'),
     need('delete', 'discovery.k8s.io', 'endpointslices', m, 'those copies when done'),

@@ -5,6 +5,7 @@
 //   npm run testbed -- build-all [--oldest-in-background]   what npm test needs, one shared Go build cache (see cmdBuildAll)
 //   npm run testbed -- build-cilium [--version V]      cilium-operator-generic (see cilium-build.ts; not run by npm test)
 //   npm run testbed -- build-calico [--version V]      calico-ipam, calico-kube-controllers, calicoctl, CRDs (see calico-build.ts)
+//   npm run testbed -- build-metallb [--version V]     MetalLB's controller and CRDs (see metallb-build.ts)
 //   npm run testbed -- chromium              Debian's chromium for the HTML test, installed when missing (chromium.ts)
 //   npm run testbed -- dataplane-cleanup     deletes network namespaces left by dead data planes (dataplane.ts)
 //   npm run testbed -- up [--service-cidr CIDR] [--pod-cidr CIDR] [--node-mask N] [--nodes N] [--version V]
@@ -38,6 +39,7 @@ import { Testbed } from './cluster.ts';
 import { ensureChromium } from './chromium.ts';
 import { CILIUM_VERSION, ensureCiliumOperatorBuilt, readCiliumStamp } from './cilium-build.ts';
 import { CALICO_VERSION, calicoBuiltDir, ensureCalicoBuilt, readCalicoStamp } from './calico-build.ts';
+import { ensureMetalLBBuilt, METALLB_VERSION, readMetalLBStamp } from './metallb-build.ts';
 import { cleanupLeftovers } from './dataplane.ts';
 import { COREDNS_VERSION, ensureDataplaneBuilt, isDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
 import { populate } from './fixture.ts';
@@ -232,6 +234,15 @@ async function cmdBuildCalico(args: string[]) {
   const dir = await ensureCalicoBuilt({ version });
   const stamp = readCalicoStamp(version);
   process.stderr.write(`[calico] ${dir} (${Date.now() - t} ms${stamp ? `; its build took ${stamp.seconds}s` : ''})\n`);
+}
+
+async function cmdBuildMetalLB(args: string[]) {
+  const { values } = parseArgs({ args, options: { version: { type: 'string' } } });
+  const version = values.version ?? METALLB_VERSION;
+  const t = Date.now();
+  const dir = await ensureMetalLBBuilt({ version });
+  const stamp = readMetalLBStamp(version);
+  process.stderr.write(`[metallb] ${dir} (${Date.now() - t} ms${stamp ? `; its build took ${stamp.seconds}s` : ''})\n`);
 }
 
 async function cmdUp(args: string[]) {
@@ -540,6 +551,9 @@ try {
     case 'build-calico':
       await cmdBuildCalico(rest);
       break;
+    case 'build-metallb':
+      await cmdBuildMetalLB(rest);
+      break;
     case 'chromium':
       process.stdout.write(`${await ensureChromium()}\n`);
       break;
@@ -586,7 +600,7 @@ try {
       break;
     default:
       die(
-        'usage: testbed build [--version V] | build-dataplane [--version V] | build-cilium [--version V] | build-calico [--version V] | chromium | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
+        'usage: testbed build [--version V] | build-dataplane [--version V] | build-cilium [--version V] | build-calico [--version V] | build-metallb [--version V] | chromium | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
           '                                        [--pod-ipam kwok|calico] [--kcm-qps N] [--servicecidr-api on|off]\n' +
           '       | populate [--services N] [--deployments N] [--namespaces N] [--replicas N]\n' +
           '       | populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]\n' +
