@@ -6,7 +6,7 @@
 // Service's status, rollback puts each one back at its old ClusterIP with the same external IP, and a run to the end
 // leaves the old range empty: no kept ServiceCIDR, verify passes.
 // No speaker runs (the testbed's nodes are kwok's): no packet goes to the pool's addresses (TEST-NET-1).
-// Runs when the controller is built (`npm run testbed -- build-metallb`); otherwise the file reports one skipped test.
+// Part of `npm test`: the controller is built by `build-all --oldest-in-background` (or here, when missing).
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { after, describe, test } from 'node:test';
 import * as yaml from 'js-yaml';
 import { useTestbed } from '../testbed/harness.ts';
 import { startMetalLB, type MetalLB } from '../testbed/metallb.ts';
-import { METALLB_VERSION, metallbBuiltDir } from '../testbed/metallb-build.ts';
+import { ensureMetalLBBuilt, METALLB_VERSION } from '../testbed/metallb-build.ts';
 import { run } from '../unit/run-cli.ts';
 import { getJSON, inRange } from './pod-helpers.ts';
 
@@ -26,9 +26,10 @@ const POOL = '192.0.2.0/28';
 const NS = 'shop';
 const LBS = ['api', 'front'];
 
-if (!metallbBuiltDir()) {
-  test(`LoadBalancer Services moved with MetalLB ${METALLB_VERSION}`, { skip: `metallb-controller ${METALLB_VERSION} is not built; \`npm run testbed -- build-metallb\` builds it (not part of npm test yet)` }, () => {});
-} else describe('LoadBalancer Services moved with MetalLB (--load-balancers move)', () => {
+// built here when missing; in `npm test`, build-all --oldest-in-background builds it and this waits on its lock
+await ensureMetalLBBuilt({ version: METALLB_VERSION });
+
+describe(`LoadBalancer Services moved with MetalLB ${METALLB_VERSION} (--load-balancers move)`, () => {
   const tb = useTestbed({ serviceCIDR: OLD, podCIDR: '10.244.0.0/20', nodes: 1 });
   const dir = mkdtempSync(join(tmpdir(), 'kr-lb-'));
   let metallb: MetalLB | undefined;

@@ -39,7 +39,7 @@ import { Testbed } from './cluster.ts';
 import { ensureChromium } from './chromium.ts';
 import { CILIUM_VERSION, ensureCiliumOperatorBuilt, readCiliumStamp } from './cilium-build.ts';
 import { CALICO_VERSION, calicoBuiltDir, ensureCalicoBuilt, readCalicoStamp } from './calico-build.ts';
-import { ensureMetalLBBuilt, METALLB_VERSION, readMetalLBStamp } from './metallb-build.ts';
+import { ensureMetalLBBuilt, METALLB_VERSION, metallbBuiltDir, metallbRoot, readMetalLBStamp } from './metallb-build.ts';
 import { cleanupLeftovers } from './dataplane.ts';
 import { COREDNS_VERSION, ensureDataplaneBuilt, isDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
 import { populate } from './fixture.ts';
@@ -179,7 +179,7 @@ async function cmdBuildAll(args: string[] = []) {
       process.stderr.write(`[build-all] shared Go build cache removed (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it)\n`);
     }
   };
-  if (values['oldest-in-background'] && !isBuilt(OLDEST_VERSION)) {
+  if (values['oldest-in-background'] && (!isBuilt(OLDEST_VERSION) || !metallbBuiltDir(METALLB_VERSION))) {
     // `npm test`: the oldest control plane builds at a lower priority while the integration suite runs (its waits
     // leave the cores idle); the testbed of seed-000 waits on the build's lock (withLock) like any second builder.
     // The child takes that lock before this returns, so no test can start a build of its own meanwhile; it removes
@@ -192,13 +192,15 @@ async function cmdBuildAll(args: string[] = []) {
     });
     closeSync(fd);
     child.unref();
-    const lock = join(versionDir(OLDEST_VERSION), '.build.lock');
+    // the child's first build: MetalLB's controller (load-balancers-metallb), then the oldest control plane (seed-000)
+    const lock = metallbBuiltDir(METALLB_VERSION) ? join(versionDir(OLDEST_VERSION), '.build.lock') : join(metallbRoot(), METALLB_VERSION, '.build.lock');
+    const holds = () => { try { return readFileSync(lock, 'utf8').trim() === String(child.pid); } catch { return false; } };
     const until = Date.now() + 60_000;
-    while (!isBuilt(OLDEST_VERSION) && !(existsSync(lock) && readFileSync(lock, 'utf8').trim() === String(child.pid)) && Date.now() < until) {
+    while (!holds() && Date.now() < until) {
       if (child.exitCode !== null) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    process.stderr.write(`[build-all] control plane ${OLDEST_VERSION}: building in the background (pid ${child.pid}, nice 10; log ${log})\n`);
+    process.stderr.write(`[build-all] metallb-controller ${METALLB_VERSION} and control plane ${OLDEST_VERSION}: building in the background (pid ${child.pid}, nice 10; log ${log})\n`);
   } else {
     await step(`control plane ${OLDEST_VERSION}`, () => isBuilt(OLDEST_VERSION), () => ensureBuilt({ version: OLDEST_VERSION }));
     if (built) await removeCache();
@@ -206,8 +208,13 @@ async function cmdBuildAll(args: string[] = []) {
   process.stderr.write(`[build-all] done in ${Math.round((Date.now() - t0) / 1000)} s\n`);
 }
 
-/** The background half of `build-all --oldest-in-background`: the oldest control plane, then the shared cache's removal. */
+/** The background half of `build-all --oldest-in-background`: MetalLB's controller, the oldest control plane, then the shared cache's removal. */
 async function cmdBuildOldest(args: string[]) {
+  const m = Date.now();
+  if (!metallbBuiltDir(METALLB_VERSION)) {
+    await ensureMetalLBBuilt({ version: METALLB_VERSION });
+    process.stderr.write(`[build-all] metallb-controller ${METALLB_VERSION}: built in ${Math.round((Date.now() - m) / 1000)} s (background)\n`);
+  }
   const t = Date.now();
   await ensureBuilt({ version: OLDEST_VERSION });
   process.stderr.write(`[build-all] control plane ${OLDEST_VERSION}: built in ${Math.round((Date.now() - t) / 1000)} s (background)\n`);
