@@ -205,7 +205,7 @@ test('services: types, headless, ExternalName, LB ingress, dual-stack clusterIPs
   assert.deepEqual(by.get('x')?.clusterIPs, []);
   assert.deepEqual(by.get('lb'), {
     namespace: 'default', name: 'lb', type: 'LoadBalancer', clusterIPs: ['10.96.5.5'], headless: false, ports: [{ port: 80, targetPort: 'http', nodePort: 30080 }],
-    loadBalancerIPs: ['203.0.113.9'], loadBalancerSourceRanges: ['0.0.0.0/0'], externalIPs: ['192.0.2.7'], labels: {}, annotations: {},
+    loadBalancerIPs: ['203.0.113.9'], loadBalancerHostnames: ['lb.example.com'], loadBalancerSourceRanges: ['0.0.0.0/0'], externalIPs: ['192.0.2.7'], labels: {}, annotations: {},
   });
 });
 
