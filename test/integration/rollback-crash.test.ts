@@ -1,8 +1,8 @@
 // Undoing a Service CIDR migration survives what the migration itself survives. The real CLI process is killed
 // (SIGKILL) while `rollback` and `restore` run, at points of distinct phases: right after an in-place Service became
-// ExternalName on its way back, with a write in flight, between a journal line's write and its fsync, right after a
-// bridge Service was deleted, right after a state chunk reached the cluster, right after the new ServiceCIDR was
-// deleted; and, for restore (which writes no journal), with the create of a deleted Service in flight and right
+// ExternalName on its way back, with a write in flight, right after a bridge Service was deleted, right after a state
+// chunk reached the cluster, right after the new ServiceCIDR was deleted, between a journal line's write and its
+// fsync; and, for restore (which writes no journal), with the create of a deleted Service in flight and right
 // after it. Each is run again to completion. A recreate `apply` killed part way
 // through a batch (one Service already at its new IP) is undone by `rollback` alone. Then rollback and restore run
 // through the fault-injecting proxy (test/testbed/faults.ts). Nothing may be lost: every Service back with its
@@ -29,10 +29,12 @@ const SEED = Number(process.env.KUBE_RENUMBER_FAULT_SEED ?? 20261126);
 const ROLLBACK_KILLS: readonly KillPoint[] = [
   { name: 'rollback: after a Service became ExternalName', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/services/:1:ExternalName' } },
   { name: 'rollback: write in flight', env: { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '2' } },
-  { name: 'rollback: before a journal line\'s fsync', env: { KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC: '2' } },
   { name: 'rollback: after a bridge was deleted', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/services/:1' } },
   { name: 'rollback: after a state chunk', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/namespaces/kube-renumber/secrets:1' } },
   { name: 'rollback: after the new ServiceCIDR was deleted', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/servicecidrs/:1' } },
+  // last: a rollback journals a line per step undone, so an earlier run killed at its 2nd line would have undone the
+  // whole Service batch, leaving no bridge for the kill points above. Here: the ServiceCIDR step's "rolled-back" line.
+  { name: 'rollback: before a journal line\'s fsync', env: { KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC: '2' } },
 ];
 /** Kill points of a restore. */
 const RESTORE_KILLS: readonly KillPoint[] = [
