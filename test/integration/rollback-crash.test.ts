@@ -2,7 +2,7 @@
 // (SIGKILL) while `rollback` and `restore` run, at points of distinct phases: right after an in-place Service became
 // ExternalName on its way back, with a write in flight, right after a bridge Service was deleted, right after a state
 // chunk reached the cluster, right after the new ServiceCIDR was deleted, between a journal line's write and its
-// fsync; and, for restore (which writes no journal), with the create of a deleted Service in flight and right
+// fsync; and, for restore (which keeps no journal), with the create of a deleted Service in flight and right
 // after it. Each is run again to completion. A recreate `apply` killed part way
 // through a batch (one Service already at its new IP) is undone by `rollback` alone. Then rollback and restore run
 // through the fault-injecting proxy (test/testbed/faults.ts). Nothing may be lost: every Service back with its
