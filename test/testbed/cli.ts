@@ -173,12 +173,6 @@ async function cmdBuildAll(args: string[] = []) {
   await step(`cilium-operator ${CILIUM_VERSION}`, () => readCiliumStamp(CILIUM_VERSION) !== undefined, () => ensureCiliumOperatorBuilt({ version: CILIUM_VERSION }));
   await step('calico-ipam, calico-kube-controllers, calicoctl', () => calicoBuiltDir(CALICO_VERSION) !== undefined, () => ensureCalicoBuilt({ version: CALICO_VERSION }));
   const cache = process.env.KUBE_RENUMBER_GOCACHE;
-  const removeCache = async () => {
-    if (!keep && existsSync(cache)) {
-      await rm(cache, { recursive: true, force: true });
-      process.stderr.write(`[build-all] shared Go build cache removed (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it)\n`);
-    }
-  };
   if (values['oldest-in-background'] && (!isBuilt(OLDEST_VERSION) || !metallbBuiltDir(METALLB_VERSION))) {
     // `npm test`: the oldest control plane builds at a lower priority while the integration suite runs (its waits
     // leave the cores idle); the testbed of seed-000 waits on the build's lock (withLock) like any second builder.
@@ -203,7 +197,7 @@ async function cmdBuildAll(args: string[] = []) {
     process.stderr.write(`[build-all] metallb-controller ${METALLB_VERSION} and control plane ${OLDEST_VERSION}: building in the background (pid ${child.pid}, nice 10; log ${log})\n`);
   } else {
     await step(`control plane ${OLDEST_VERSION}`, () => isBuilt(OLDEST_VERSION), () => ensureBuilt({ version: OLDEST_VERSION }));
-    if (built) await removeCache();
+    if (built && !keep) await removeSharedCache(cache);
   }
   process.stderr.write(`[build-all] done in ${Math.round((Date.now() - t0) / 1000)} s\n`);
 }
@@ -218,11 +212,14 @@ async function cmdBuildOldest(args: string[]) {
   const t = Date.now();
   await ensureBuilt({ version: OLDEST_VERSION });
   process.stderr.write(`[build-all] control plane ${OLDEST_VERSION}: built in ${Math.round((Date.now() - t) / 1000)} s (background)\n`);
-  const cache = process.env.KUBE_RENUMBER_GOCACHE;
-  if (args.includes('--remove-cache') && cache && existsSync(cache)) {
-    await rm(cache, { recursive: true, force: true });
-    process.stderr.write('[build-all] shared Go build cache removed\n');
-  }
+  if (args.includes('--remove-cache')) await removeSharedCache(process.env.KUBE_RENUMBER_GOCACHE);
+}
+
+/** Removes build-all's shared Go build cache (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it). */
+async function removeSharedCache(cache: string | undefined) {
+  if (!cache || !existsSync(cache)) return;
+  await rm(cache, { recursive: true, force: true });
+  process.stderr.write(`[build-all] shared Go build cache removed (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it)\n`);
 }
 
 async function cmdBuildCilium(args: string[]) {
