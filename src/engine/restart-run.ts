@@ -1,6 +1,6 @@
 /**
  * The restart engine's run of many workloads, shared by the Pod CIDR path (step restart-pods, src/engine/pod-steps.ts)
- * and the Service CIDR path (step restart-workloads, src/engine/service-steps.ts): waves of `parallel` rollouts, the
+ * and the Service CIDR path (step restart-workloads, src/engine/service/restarts.ts): waves of `parallel` rollouts, the
  * critical Deployments first, each workload's outcome journaled as it ends, bare pods a crash left deleted created
  * again from their backup. What a pod to restart is stays with each path (a pod in the old range; a pod started
  * before the Services moved).

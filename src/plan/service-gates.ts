@@ -10,7 +10,7 @@ import { distributionPlanner } from './distributions/registry.ts';
 import type { ServiceCIDRApiState } from './preflight.ts';
 import type { ActionStep, ConfirmStep, GateStep } from './steps.ts';
 import { POD_CONSENT_STEP } from './pod-consent.ts';
-import { recreateGrantCommands } from './recreate-grants.ts';
+import { recreateGrantText } from './recreate-grants.ts';
 
 /** What the Service gates are built from: the cluster, the patch context and the distribution patches. */
 export interface ServiceGateInputs {
@@ -146,7 +146,7 @@ export function serviceRestartConsentStep(barePodNamespaces: readonly string[]):
       reason: 'what these restarts delete does not come back as it was; like kubectl drain, they run only once confirmed',
       instructions: [
         'check the plan\'s steps (kube-renumber plan -o markdown)',
-        ...(barePodNamespaces.length > 0 ? [`grant create pods where the bare pods are created again, and nowhere else: ${recreateGrantCommands(barePodNamespaces).join('; ')}`] : []),
+        ...(barePodNamespaces.length > 0 ? [recreateGrantText(barePodNamespaces)] : []),
         'kube-renumber resume --yes (apply --yes confirms it)',
       ],
       check: 'none: a person confirms',

@@ -64,7 +64,7 @@ describe('restart-workloads: a step the tool runs, or a gate', () => {
 
   it('kOps: its node rolling update restarts every pod, so the gate is the default and says why; tool on request', () => {
     const kops: Partial<Snapshot> = {
-      pods: PODS, distribution: { kind: 'kops', evidence: [] }, kubeadm: undefined,
+      pods: PODS, platform: { kind: 'kops', title: 'kops', evidence: [], reserved: [] }, kubeadm: undefined,
       kops: { layout: 'networking', serviceClusterIPRange: '10.96.0.0/16', kubeDNSServerIP: '10.96.0.10', nonMasqueradeCIDR: '10.0.0.0/8' },
     };
     const p = buildServicePlan(kubeadmSnapshot(SERVICES, kops), { target: '10.200.0.0/16' });
