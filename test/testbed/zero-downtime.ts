@@ -116,9 +116,10 @@ export interface ScenarioFigures {
   /** prober processes (one per prober pod incarnation) */
   probers: number;
   /**
-   * Each pod the tool handed over (udp-handover.ts), read on the nodes' conntrack tables: seconds after it left its
-   * Services when the last UDP entry DNATed to it was gone on every node (drained), and when the tool evicted it
-   * (evicted); drained < evicted is the rule holding, evicted − drained how much longer than needed it stayed.
+   * Each pod the tool handed over (udp-handover.ts), read in its own netns and on the nodes' conntrack tables:
+   * seconds after it left its Services when it received its last datagram (drained: no node sent it anything after),
+   * and when the tool evicted it (evicted); drained ≤ evicted is the rule holding, evicted − drained how much longer
+   * than needed it stayed.
    */
   handovers: HandoverFigures[];
   /** the first failure lines, for a report */
@@ -131,37 +132,60 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export interface HandoverFigures {
   pod: string;
   ip: string;
-  /** Most UDP conntrack entries DNATed to it seen at once, summed over the nodes. */
+  /** Most UDP conntrack entries DNATed to it seen at once, summed over the nodes (live or idle). */
   maxEntries: number;
-  /** Seconds from leaving its Services until no node held an entry to it (undefined: never seen drained). */
+  /** UDP datagrams it received after it left its Services (lookups still sent to it). */
+  datagramsAfterRelease: number;
+  /**
+   * Seconds from leaving its Services to the last datagram it received (0: none after it left): from then on no
+   * node sent it anything. Idle conntrack entries to it may live on (up to the 120 s UDP stream timeout): they
+   * carry nothing, so they are not counted.
+   */
   drainedS?: number;
   /** Seconds from leaving its Services until the tool evicted it (undefined: not seen). */
   evictedS?: number;
 }
 
 /**
- * Every 250 ms, the pods held by a hand-over (label kube-renumber.io/handover) and, on every node, the UDP conntrack
- * entries whose reply comes from their IP (port 53: DNATed to that pod).
+ * Every 250 ms, the pods held by a hand-over (label kube-renumber.io/handover): the UDP datagrams each received
+ * (its netns's /proc/net/snmp, Udp InDatagrams) and, on every node, the UDP conntrack entries whose reply comes
+ * from its IP (port 53: DNATed to that pod).
  */
 function trackHandovers(tb: Testbed, dp: Dataplane): { stop: () => Promise<HandoverFigures[]> } {
   let on = true;
-  const seen = new Map<string, { pod: string; ip: string; releasedAt?: number; drainedAt?: number; evictedAt?: number; maxEntries: number; lastEntries: number }>();
+  interface Track { pod: string; ns: string; name: string; ip: string; releasedAt?: number; evictedAt?: number; maxEntries: number; inAtRelease?: number; inLast?: number; lastInAt?: number }
+  const seen = new Map<string, Track>();
+  const udpIn = async (h: Track): Promise<number | undefined> => {
+    const netns = dp.podNetns({ namespace: h.ns, name: h.name });
+    if (!netns) return undefined;
+    const r = await dp.exec(netns, 'cat', ['/proc/net/snmp']).catch(() => undefined);
+    const udp = (r?.stdout ?? '').split('\n').filter((l) => l.startsWith('Udp:'));
+    if (udp.length < 2) return undefined;
+    const names = udp[0]!.split(/\s+/);
+    const values = udp[1]!.split(/\s+/);
+    const v = Number(values[names.indexOf('InDatagrams')]);
+    return Number.isFinite(v) ? v : undefined;
+  };
   const loop = (async () => {
     while (on) {
       try {
         const pods = (await tb.client.list('/api/v1/pods?labelSelector=kube-renumber.io%2Fhandover')).items as KubeObject[];
+        const listed = new Set<string>();
         for (const p of pods) {
           const ip = p.status?.podIP as string | undefined;
           if (!ip) continue;
           const uid = p.metadata.uid ?? p.metadata.name;
-          const h = seen.get(uid) ?? { pod: `${p.metadata.namespace}/${p.metadata.name}`, ip, maxEntries: 0, lastEntries: 0 };
+          listed.add(uid);
+          const h = seen.get(uid) ?? { pod: `${p.metadata.namespace}/${p.metadata.name}`, ns: p.metadata.namespace as string, name: p.metadata.name as string, ip, maxEntries: 0 };
           seen.set(uid, h);
           let state: { stage?: string; releasedAt?: string } = {};
           try { state = JSON.parse(p.metadata.annotations?.['kube-renumber.io/handover'] ?? '{}'); } catch { /* not yet */ }
           if (state.stage === 'released' && state.releasedAt && h.releasedAt === undefined) h.releasedAt = Date.parse(state.releasedAt);
           if (p.metadata.deletionTimestamp && h.evictedAt === undefined) h.evictedAt = Date.now();
         }
-        const watch = [...seen.values()].filter((h) => h.releasedAt !== undefined && h.drainedAt === undefined);
+        // gone from the list between two rounds: evicted and deleted at once
+        for (const [uid, h] of seen) if (!listed.has(uid) && h.evictedAt === undefined) h.evictedAt = Date.now();
+        const watch = [...seen.values()].filter((h) => h.releasedAt !== undefined && h.evictedAt === undefined);
         if (watch.length > 0) {
           const nodes = (await tb.client.list('/api/v1/nodes')).items.map((n: KubeObject) => n.metadata.name as string);
           const tables = await Promise.all(nodes.map((n: string) => dp.exec(dp.nodeNetns(n), 'sh', ['-c', "grep ' udp ' /proc/net/nf_conntrack || true"]).then((r) => r.stdout, () => '')));
@@ -169,8 +193,11 @@ function trackHandovers(tb: Testbed, dp: Dataplane): { stop: () => Promise<Hando
             const re = new RegExp(` src=${h.ip.replaceAll('.', '\\.')} dst=\\S+ sport=53 `);
             const n = tables.reduce((a, t) => a + t.split('\n').filter((l) => re.test(l)).length, 0);
             h.maxEntries = Math.max(h.maxEntries, n);
-            h.lastEntries = n;
-            if (n === 0) h.drainedAt = Date.now();
+            const count = await udpIn(h);
+            if (count === undefined) continue;
+            if (h.inAtRelease === undefined) h.inAtRelease = count;
+            else if (count > (h.inLast ?? h.inAtRelease)) h.lastInAt = Date.now();
+            h.inLast = count;
           }
         }
       } catch { /* the apiserver restarts meanwhile: next round */ }
@@ -182,11 +209,16 @@ function trackHandovers(tb: Testbed, dp: Dataplane): { stop: () => Promise<Hando
       on = false;
       await loop;
       const s = (t: number | undefined, from: number | undefined) => (t !== undefined && from !== undefined ? round((t - from) / 1000) : undefined);
-      return [...seen.values()].map((h) => ({
-        pod: h.pod, ip: h.ip, maxEntries: h.maxEntries,
-        ...(s(h.drainedAt, h.releasedAt) !== undefined ? { drainedS: s(h.drainedAt, h.releasedAt) } : {}),
-        ...(s(h.evictedAt, h.releasedAt) !== undefined ? { evictedS: s(h.evictedAt, h.releasedAt) } : {}),
-      }));
+      return [...seen.values()].map((h) => {
+        const measured = h.inAtRelease !== undefined;
+        const drainedS = !measured ? undefined : h.lastInAt === undefined ? 0 : s(h.lastInAt, h.releasedAt);
+        const evictedS = s(h.evictedAt, h.releasedAt);
+        return {
+          pod: h.pod, ip: h.ip, maxEntries: h.maxEntries, datagramsAfterRelease: (h.inLast ?? 0) - (h.inAtRelease ?? 0),
+          ...(drainedS !== undefined ? { drainedS } : {}),
+          ...(evictedS !== undefined ? { evictedS } : {}),
+        };
+      });
     },
   };
 }
