@@ -78,6 +78,9 @@ export async function run(args: string[]): Promise<number> {
     rows.push([`${k}: reasons`, ...results.map((r) => Object.entries(r.byKind[k]?.failuresByReason ?? {}).map(([a, n]) => `${a}=${n}`).join(' ') || '-')]);
   }
   for (const ph of PHASES) rows.push([`failures in ${ph}`, ...results.map((r) => r.failuresByPhase[ph] ?? 0)]);
+  // pods the tool handed over: seconds after leaving their Services until no node's conntrack sent them anything,
+  // and until the tool evicted them (the first must be the smaller)
+  rows.push(['handed over: entries, datagrams after release, last datagram/evicted (s)', ...results.map((r) => r.handovers.map((h) => `${h.maxEntries}:${h.datagramsAfterRelease}:${h.drainedS ?? '?'}/${h.evictedS ?? '?'}`).join(' ') || '-')]);
   process.stdout.write(`zero-downtime: Service CIDR ${SVC_OLD} → ${SVC_NEW}, Pod CIDR ${POD_OLD} → ${POD_NEW}; ${services} Services × ${replicas} pods; `
     + `probe kinds ${KINDS.join(',')} every ${intervalMs} ms (timeout ${timeoutMs} ms, http) from prober pods; kube-proxy ${proxyMode}; ${nodes} nodes; Kubernetes ${version ?? ZERO_DOWNTIME_VERSION}\n\n`);
   process.stdout.write(table(head, rows));

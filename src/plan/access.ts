@@ -54,6 +54,7 @@ function serviceNeeds(plan: MigrationPlan): AccessNeed[] {
 function restartNeeds(file: string, barePodNamespaces: string[]): AccessNeed[] {
   return [
     need('create', '', 'pods', file, 'evict Job and bare pods started before the moves (PodDisruptionBudgets respected)', { subresource: 'eviction' }),
+    need('patch', '', 'pods', file, 'hand-over of pods serving a UDP Service (CoreDNS): labels taken off so that their ReplicaSet replaces them, then their Services drop them'),
     ...['deployments', 'statefulsets', 'daemonsets'].map((r) => need('patch', 'apps', r, file, 'rollout restart (and the replicas of critical Deployments)')),
     ...recreateNeeds(barePodNamespaces),
   ];
@@ -65,6 +66,7 @@ function podNeeds(plan: MigrationPlan): AccessNeed[] {
   return [
     need('create', '', 'pods', p, 'evict pods (PodDisruptionBudgets respected)', { subresource: 'eviction' }),
     need('delete', '', 'pods', p, 'pods left on a deleted node or started without their node\'s podCIDR'),
+    need('patch', '', 'pods', p, 'hand-over of pods serving a UDP Service (CoreDNS): labels taken off so that their ReplicaSet replaces them, then their Services drop them'),
     ...recreateNeeds(pod.barePodNamespaces),
     ...['deployments', 'statefulsets', 'daemonsets'].map((r) => need('patch', 'apps', r, p, 'rollout restart (and the replicas of critical Deployments)')),
     need('patch', '', 'nodes', p, 'cordon and uncordon'),

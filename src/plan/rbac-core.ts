@@ -78,13 +78,15 @@ function migrateFile(): RbacFile {
           'Step restart-workloads (plan --restart-workloads=tool, the default): patch the pod template\'s restartedAt of',
           'Deployments, StatefulSets and DaemonSets (rollout restart) and the replicas of the cluster DNS and --critical',
           'Deployments; evict Job and bare pods through the Eviction API (PodDisruptionBudgets, Jobs and ReplicaSets read);',
+          'patch the labels of pods serving a UDP Service (CoreDNS) to hand them over: out of their ReplicaSet, then out of',
+          'their Services, evicted once every kube-proxy has dropped them;',
           'bare pods are created again from their backup only in the namespaces the plan lists',
           '(spec.serviceCIDR.restarts.barePodNamespaces), by the Role and RoleBinding `kube-renumber rbac PLAN` writes in each.',
         ],
         object: role('kube-renumber-migrate', [
           R([''], ['services'], ['get', 'list', 'create', 'patch', 'delete']),
           R([''], ['services/status'], ['patch'], { comment: ['in-place moves: the load-balancer status of kube-renumber\'s own cover Services (src/engine/covers.ts)'] }),
-          R([''], ['pods'], GL),
+          R([''], ['pods'], ['get', 'list', 'patch']),
           R([''], ['pods/eviction'], ['create']),
           R(['apps'], ['deployments', 'statefulsets', 'daemonsets'], ['get', 'list', 'patch']),
           R(['apps'], ['replicasets'], GL),
@@ -133,7 +135,8 @@ function migratePodsFile(paths: readonly PathRbac[]): RbacFile {
       'Written by `npm run rbac` from what every pod path shares (src/plan/rbac-core.ts) and what each declares',
       '(src/pod-paths/<id>/rbac.ts); edit those, not this file. What it writes and why:',
       '  pods: evict (Eviction API, PodDisruptionBudgets respected), delete pods left on a deleted node or',
-      '        started before their node had its podCIDR;',
+      '        started before their node had its podCIDR; patch the labels of pods serving a UDP Service (CoreDNS)',
+      '        to hand them over (out of their ReplicaSet, then their Services, evicted once kube-proxy dropped them);',
       '  pods create: nowhere in this file. Bare pods (no controller) are created again from their backup only in',
       '        the namespaces the plan lists (spec.podCIDR.barePodNamespaces), by a Role kube-renumber-recreate-pods and',
       '        its RoleBinding in each of them, which `kube-renumber rbac PLAN | kubectl apply -f -` makes (the confirm',
@@ -149,7 +152,7 @@ function migratePodsFile(paths: readonly PathRbac[]): RbacFile {
     docs: [
       {
         object: role('kube-renumber-migrate-pods', [
-          R([''], ['pods'], ['get', 'list', 'delete']),
+          R([''], ['pods'], ['get', 'list', 'patch', 'delete']),
           R([''], ['pods/eviction'], ['create']),
           R([''], ['nodes'], ['get', 'list', 'patch']),
           R(['apps'], ['deployments', 'statefulsets', 'daemonsets'], ['get', 'list', 'patch']),

@@ -45,12 +45,21 @@ describe('Pod CIDR migration, node IPAM, killed on the node steps and resumed', 
 
   test('ends in the planned state with nothing lost', { timeout: 20 * 60_000 }, async () => {
     await populateWorkloads(tb, { namespaces: 1, deploymentsPerNs: 2, replicas: 2, statefulSets: 1, statefulSetReplicas: 2, job: false });
-    const before = await activePodNetworkPods(tb);
-    const bareBefore = await getJSON(tb, ['get', 'pod', '-n', 'tb-wl-0', 'standalone']);
     // once the file `arm` exists, the hook (after it re-registered the Node) removes it and SIGKILLs the run that called it
     const arm = join(dir, 'arm-hook-kill');
     const hook = `${process.execPath} ${join(ROOT, 'test/testbed/reregister-node.ts')} --kubeconfig ${tb.kubeconfigPath} && if rm ${arm} 2>/dev/null; then kill -9 $PPID; fi`;
-    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--ipam', 'node', '--node-hook', hook, '-o', 'yaml']);
+    const planArgs = ['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--ipam', 'node', '--node-hook', hook, '-o', 'yaml'];
+    // The kill points come in the order a node's move meets them, and the bare pod is created again while its own
+    // node is drained: the scheduler puts it on any node, so put it on the node drained last, where the kill after
+    // its creation comes after the kills of the earlier nodes' steps.
+    const first = await run(planArgs);
+    assert.ok(first.code === 0 || first.code === 1, first.err);
+    const drained = [...new Set([...first.out.matchAll(/\bid: drain-node-(\S+)/g)].map((m) => m[1]))];
+    assert.equal(drained.length, 3, `three drain steps in the plan: ${drained.join(', ')}`);
+    await pinPod(tb, 'tb-wl-0', 'standalone', drained.at(-1)!);
+    const before = await activePodNetworkPods(tb);
+    const bareBefore = await getJSON(tb, ['get', 'pod', '-n', 'tb-wl-0', 'standalone']);
+    const p = await run(planArgs);
     assert.ok(p.code === 0 || p.code === 1, p.err);
     writeFileSync(planPath, p.out);
     const kc = await migrateKubeconfig(tb);
@@ -103,3 +112,23 @@ describe('Pod CIDR migration, node IPAM, killed on the node steps and resumed', 
     console.log(JSON.stringify({ nodeKills: { points: fired, kills: fired.length, nodes: nodes.length, podsBefore: before.length, podsAfter: n, lost: before.length - n } }));
   });
 });
+
+/** Bare pod NS/NAME on node `node`: created again there (same spec) unless it runs there already; waits for its IP. */
+async function pinPod(tb: Parameters<typeof getJSON>[0], ns: string, name: string, node: string): Promise<void> {
+  const pod = await getJSON(tb, ['get', 'pod', '-n', ns, name]);
+  if (pod.spec.nodeName === node) return;
+  const d = await tb.kubectl(['delete', 'pod', '-n', ns, name, '--wait=true', '--timeout=60s']);
+  assert.equal(d.code, 0, d.stderr);
+  const copy = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, labels: pod.metadata.labels }, spec: { ...pod.spec, nodeName: node } };
+  const file = join(mkdtempSync(join(tmpdir(), 'kr-pin-')), 'pod.json');
+  writeFileSync(file, JSON.stringify(copy));
+  const c = await tb.kubectl(['create', '-f', file]);
+  assert.equal(c.code, 0, c.stderr);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const now = await getJSON(tb, ['get', 'pod', '-n', ns, name]);
+    if (now.status?.podIP && now.status?.phase === 'Running') return;
+    assert.ok(Date.now() < deadline, `${ns}/${name} on ${node} has no IP after 60 s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

@@ -6,8 +6,9 @@
 //
 // Asserted: not one request fails in any phase, from the first probe to the last: the apply (covers, every
 // Service and the DNS Service moved in place), the rolling restart of the two apiservers, the move of
-// default/kubernetes, the workload restart the run does itself (step restart-workloads: CoreDNS scaled up and
-// first, then 5 rollouts at a time), the bridges' removal and the tail.
+// default/kubernetes, the workload restart the run does itself (step restart-workloads: CoreDNS first, its pods
+// handed over one at a time (src/engine/udp-handover.ts), then 5 rollouts at a time), the bridges' removal and the
+// tail; and each CoreDNS pod was evicted only once no node's conntrack table sent it anything.
 // At 50 Services the probes run every 250 ms per client (~200 DNS lookups a second from the prober's node):
 // at 50 ms (~1,000 a second) a CoreDNS rollout alone, with no migration, loses lookups on this testbed, because
 // kube-proxy deletes the ~17,000 stale UDP conntrack entries of the replaced CoreDNS pods one by one and takes
@@ -31,6 +32,13 @@ function check(f: ScenarioFigures, minRequests: number): void {
   for (const k of ['dns', 'env', 'long', 'kubernetes']) assert.ok((f.byKind[k]?.requests ?? 0) > 0, `client kind ${k} ran`);
   assert.ok(f.probers >= 2, 'the prober pod was restarted with the workloads');
   for (const ph of ['apply', 'restart-apiserver', 'resume-to-workloads', 'restart-workloads', 'resume-to-end']) assert.ok(f.phases[ph] !== undefined, `phase ${ph} ran`);
+  // CoreDNS's pods handed over by the tool (udp-handover.ts): each evicted only after no node sent it anything (its
+  // last datagram read in its netns here; the tool's rule comes from the API alone)
+  process.stderr.write(`# handovers ${JSON.stringify(f.handovers)}\n`);
+  assert.ok(f.handovers.length >= 2, `CoreDNS's 2 pods handed over: ${JSON.stringify(f.handovers)}`);
+  for (const h of f.handovers) {
+    assert.ok(h.drainedS !== undefined && h.evictedS !== undefined && h.drainedS <= h.evictedS, `${h.pod} evicted while nodes still sent it lookups: ${JSON.stringify(h)}`);
+  }
   const failed = Object.entries(f.failuresByPhase);
   assert.deepEqual(failed, [], `failed requests:\n${kinds.join('\n')}\nfirst failures:\n${f.sampleFailures.join('\n')}\n(reports in ${f.dir})`);
 }

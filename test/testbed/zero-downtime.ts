@@ -115,12 +115,113 @@ export interface ScenarioFigures {
   exitCodes: number[];
   /** prober processes (one per prober pod incarnation) */
   probers: number;
+  /**
+   * Each pod the tool handed over (udp-handover.ts), read in its own netns and on the nodes' conntrack tables:
+   * seconds after it left its Services when it received its last datagram (drained: no node sent it anything after),
+   * and when the tool evicted it (evicted); drained ≤ evicted is the rule holding, evicted − drained how much longer
+   * than needed it stayed.
+   */
+  handovers: HandoverFigures[];
   /** the first failure lines, for a report */
   sampleFailures: string[];
   dir: string;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface HandoverFigures {
+  pod: string;
+  ip: string;
+  /** Most UDP conntrack entries DNATed to it seen at once, summed over the nodes (live or idle). */
+  maxEntries: number;
+  /** UDP datagrams it received after it left its Services (lookups still sent to it). */
+  datagramsAfterRelease: number;
+  /**
+   * Seconds from leaving its Services to the last datagram it received (0: none after it left): from then on no
+   * node sent it anything. Idle conntrack entries to it may live on (up to the 120 s UDP stream timeout): they
+   * carry nothing, so they are not counted.
+   */
+  drainedS?: number;
+  /** Seconds from leaving its Services until the tool evicted it (undefined: not seen). */
+  evictedS?: number;
+}
+
+/**
+ * Every 250 ms, the pods held by a hand-over (label kube-renumber.io/handover): the UDP datagrams each received
+ * (its netns's /proc/net/snmp, Udp InDatagrams) and, on every node, the UDP conntrack entries whose reply comes
+ * from its IP (port 53: DNATed to that pod).
+ */
+function trackHandovers(tb: Testbed, dp: Dataplane): { stop: () => Promise<HandoverFigures[]> } {
+  let on = true;
+  interface Track { pod: string; ns: string; name: string; ip: string; releasedAt?: number; evictedAt?: number; maxEntries: number; inAtRelease?: number; inLast?: number; lastInAt?: number }
+  const seen = new Map<string, Track>();
+  const udpIn = async (h: Track): Promise<number | undefined> => {
+    const netns = dp.podNetns({ namespace: h.ns, name: h.name });
+    if (!netns) return undefined;
+    const r = await dp.exec(netns, 'cat', ['/proc/net/snmp']).catch(() => undefined);
+    const udp = (r?.stdout ?? '').split('\n').filter((l) => l.startsWith('Udp:'));
+    if (udp.length < 2) return undefined;
+    const names = udp[0]!.split(/\s+/);
+    const values = udp[1]!.split(/\s+/);
+    const v = Number(values[names.indexOf('InDatagrams')]);
+    return Number.isFinite(v) ? v : undefined;
+  };
+  const loop = (async () => {
+    while (on) {
+      try {
+        const pods = (await tb.client.list('/api/v1/pods?labelSelector=kube-renumber.io%2Fhandover')).items as KubeObject[];
+        const listed = new Set<string>();
+        for (const p of pods) {
+          const ip = p.status?.podIP as string | undefined;
+          if (!ip) continue;
+          const uid = p.metadata.uid ?? p.metadata.name;
+          listed.add(uid);
+          const h = seen.get(uid) ?? { pod: `${p.metadata.namespace}/${p.metadata.name}`, ns: p.metadata.namespace as string, name: p.metadata.name as string, ip, maxEntries: 0 };
+          seen.set(uid, h);
+          let state: { stage?: string; releasedAt?: string } = {};
+          try { state = JSON.parse(p.metadata.annotations?.['kube-renumber.io/handover'] ?? '{}'); } catch { /* not yet */ }
+          if (state.stage === 'released' && state.releasedAt && h.releasedAt === undefined) h.releasedAt = Date.parse(state.releasedAt);
+          if (p.metadata.deletionTimestamp && h.evictedAt === undefined) h.evictedAt = Date.now();
+        }
+        // gone from the list between two rounds: evicted and deleted at once
+        for (const [uid, h] of seen) if (!listed.has(uid) && h.evictedAt === undefined) h.evictedAt = Date.now();
+        const watch = [...seen.values()].filter((h) => h.releasedAt !== undefined && h.evictedAt === undefined);
+        if (watch.length > 0) {
+          const nodes = (await tb.client.list('/api/v1/nodes')).items.map((n: KubeObject) => n.metadata.name as string);
+          const tables = await Promise.all(nodes.map((n: string) => dp.exec(dp.nodeNetns(n), 'sh', ['-c', "grep ' udp ' /proc/net/nf_conntrack || true"]).then((r) => r.stdout, () => '')));
+          for (const h of watch) {
+            const re = new RegExp(` src=${h.ip.replaceAll('.', '\\.')} dst=\\S+ sport=53 `);
+            const n = tables.reduce((a, t) => a + t.split('\n').filter((l) => re.test(l)).length, 0);
+            h.maxEntries = Math.max(h.maxEntries, n);
+            const count = await udpIn(h);
+            if (count === undefined) continue;
+            if (h.inAtRelease === undefined) h.inAtRelease = count;
+            else if (count > (h.inLast ?? h.inAtRelease)) h.lastInAt = Date.now();
+            h.inLast = count;
+          }
+        }
+      } catch { /* the apiserver restarts meanwhile: next round */ }
+      await sleep(250);
+    }
+  })();
+  return {
+    stop: async () => {
+      on = false;
+      await loop;
+      const s = (t: number | undefined, from: number | undefined) => (t !== undefined && from !== undefined ? round((t - from) / 1000) : undefined);
+      return [...seen.values()].map((h) => {
+        const measured = h.inAtRelease !== undefined;
+        const drainedS = !measured ? undefined : h.lastInAt === undefined ? 0 : s(h.lastInAt, h.releasedAt);
+        const evictedS = s(h.evictedAt, h.releasedAt);
+        return {
+          pod: h.pod, ip: h.ip, maxEntries: h.maxEntries, datagramsAfterRelease: (h.inLast ?? 0) - (h.inAtRelease ?? 0),
+          ...(drainedS !== undefined ? { drainedS } : {}),
+          ...(evictedS !== undefined ? { evictedS } : {}),
+        };
+      });
+    },
+  };
+}
 
 /**
  * The Kubernetes version the zero-downtime scenarios run (control plane and data plane). 1.36 is the first
@@ -415,6 +516,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     const marks: Record<string, number> = { baseline: 0 };
     const mark = (ph: string) => { marks[ph] = Date.now() - t0; log(`[${scenario}] ${ph} at ${round(marks[ph]! / 1000)} s`); };
     const trace = process.env.KUBE_RENUMBER_ZD_TRACE === '1' ? traceKubeDNS(tb, dp, t0, join(dir, 'trace.log')) : undefined;
+    const handoverTrack = trackHandovers(tb, dp);
     await sleep((o.settleSeconds ?? 3) * 1000);
 
     const planPath = join(dir, 'plan.yaml');
@@ -505,6 +607,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     await sleep((o.settleSeconds ?? 3) * 1000);
     const runs = await kubelet.stop();
     await trace?.stop();
+    const handovers = await handoverTrack.stop();
     kubelet = undefined;
     log(`[${scenario}] ${runs.length} prober run(s); reports and failure lines in ${dir}`);
 
@@ -543,7 +646,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
       scenario, services: o.services, replicas: o.replicas, proxyMode: o.proxyMode ?? 'iptables',
       requests: totals.requests, failures: totals.failures, dnsFailures: totals.dnsFailures,
       longestGapMs: round(longest), byKind, failuresByPhase, phases: marks, migrationMs, exitCodes, probers: runs.length,
-      sampleFailures, dir,
+      handovers, sampleFailures, dir,
     };
   } finally {
     if (kubelet) await kubelet.stop().catch(() => []);
