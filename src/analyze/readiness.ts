@@ -157,8 +157,9 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
       summary: slow
         ? `kube-proxy ${slow} clears stale UDP conntrack entries in quadratic time (kubernetes/kubernetes#135323, fixed in 1.36): `
           + 'when CoreDNS pods are replaced while a node sends ~1,000 lookups a second, part of them go to the gone pods '
-          + 'until the clean-up ends (29 s measured at 17,000 entries). Any CoreDNS rollout does this; a Service CIDR move '
-          + 'restarts CoreDNS once: do it at a quiet hour, or run NodeLocal DNSCache'
+          + 'until the clean-up ends (29 s measured at 17,000 entries). Any CoreDNS rollout does this; the restarts '
+          + 'kube-renumber runs hand CoreDNS over pod by pod instead, each old pod held 48 s after it left its Services; '
+          + 'a restart left to the operator (--restart-workloads=manual) should come at a quiet hour, or with NodeLocal DNSCache'
         : `kube-proxy ${kp.version}: stale UDP conntrack entries (DNS after a CoreDNS restart) are cleared in linear time` });
   }
 

@@ -39,7 +39,7 @@ describe('restart-workloads: a step the tool runs, or a gate', () => {
     const s = step(p, 'restart-workloads');
     assert.equal(s.kind, 'restart-workloads');
     assert.equal(s.gate, undefined);
-    assert.match(s.description, /kube-system\/coredns, app\/web scaled up by one replica .* restarted first, 3 rollout\(s\) at a time/);
+    assert.match(s.description, /kube-system\/coredns, app\/web first \(a Deployment that a Service with a UDP port selects, as the cluster DNS, is handed over pod by pod.*; any other is scaled up by one replica \(at least 2\) and restarted\), 3 rollout\(s\) at a time/);
     assert.match(s.description, /Eviction API \(PodDisruptionBudgets respected/);
     const i = ids(p);
     assert.ok(i.indexOf('kubelet-cluster-dns') < i.indexOf('restart-workloads') && i.indexOf('move-kubernetes') < i.indexOf('restart-workloads'));
