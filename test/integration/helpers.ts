@@ -193,3 +193,39 @@ export async function writeServicePlan(kubeconfig: string, dir: string, target: 
   writeFileSync(path, p.out);
   return path;
 }
+
+/**
+ * Deployments (`ns/name`) whose pod template a Service with a UDP port selects: the run's restarts hand their pods
+ * over one at a time (src/engine/udp-handover.ts) instead of rolling them out, so they get no new revision.
+ */
+export async function udpServedDeployments(tb: Kubectl): Promise<Set<string>> {
+  const get = async (kind: string) => JSON.parse((await tb.kubectl(['get', kind, '-A', '-o', 'json'])).stdout).items as any[];
+  const [deployments, services] = await Promise.all([get('deployments'), get('services')]);
+  const out = new Set<string>();
+  for (const d of deployments) {
+    const labels: Record<string, string> = d.spec.template.metadata?.labels ?? {};
+    const served = services.some((s) => s.metadata.namespace === d.metadata.namespace && s.spec.selector && Object.keys(s.spec.selector).length > 0
+      && Object.entries(s.spec.selector).every(([k, v]) => labels[k] === v)
+      && (s.spec.ports ?? []).some((p: any) => p.protocol === 'UDP'));
+    if (served) out.add(`${d.metadata.namespace}/${d.metadata.name}`);
+  }
+  return out;
+}
+
+/**
+ * A Deployment the run handed over: no rollout (revision `revisionBefore`, no restart annotation), none of
+ * `podUidsBefore` left among its pods, no pod still held by a hand-over, and its replicas ready.
+ */
+export async function assertHandedOver(tb: Kubectl, key: string, revisionBefore: number, podUidsBefore: ReadonlySet<string>): Promise<void> {
+  const [ns, name] = key.split('/');
+  const d = JSON.parse((await tb.kubectl(['get', 'deployment', '-n', ns!, name!, '-o', 'json'])).stdout);
+  assert.equal(Number(d.metadata.annotations['deployment.kubernetes.io/revision']), revisionBefore, `${key}: handed over, not rolled out`);
+  assert.equal(d.spec.template.metadata.annotations?.['kube-renumber.io/restart'], undefined, `${key}: no rollout restart`);
+  const pods = JSON.parse((await tb.kubectl(['get', 'pods', '-n', ns!, '-o', 'json'])).stdout).items as any[];
+  const held = pods.filter((p) => p.metadata.labels?.['kube-renumber.io/handover'] !== undefined);
+  assert.deepEqual(held.map((p) => p.metadata.name), [], `${key}: no pod still held by a hand-over`);
+  const sel: Record<string, string> = d.spec.selector.matchLabels ?? {};
+  const mine = pods.filter((p) => !p.metadata.deletionTimestamp && Object.entries(sel).every(([k, v]) => p.metadata.labels?.[k] === v));
+  assert.deepEqual(mine.filter((p) => podUidsBefore.has(p.metadata.uid)).map((p) => p.metadata.name), [], `${key}: every pod from before replaced`);
+  assert.equal(mine.length, d.spec.replicas, `${key}: ${mine.length} pods for ${d.spec.replicas} replicas`);
+}
