@@ -141,7 +141,8 @@ describe('probe --deploy on the real control plane (the test runs the probe cont
     assert.equal(r.code, 0, r.err);
     const pod = runner.runs[before]!;
     const c = pod.podObject.spec.containers[0];
-    assert.deepEqual(c.env, [{ name: 'KUBE_RENUMBER_NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } }]);
+    // (the apiserver adds the fieldRef's apiVersion)
+    assert.deepEqual(c.env, [{ name: 'KUBE_RENUMBER_NODE_IP', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.hostIP' } } }]);
     assert.ok(!c.args.includes('--node-address'), 'no --node-address: each pod its own node');
     assert.equal(pod.podObject.status.hostIP, LOOPBACK);
     const report = JSON.parse(r.out);
