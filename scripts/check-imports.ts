@@ -1,7 +1,7 @@
 /**
  * Import rules for src/, checked by `npm test`:
  *  - no import cycle between files (type-only imports included: they tie the layers together just the same);
- *  - no cycle between folders (src/net, src/cluster, src/distro, ...; src/cli/commands counts as src/cli);
+ *  - no cycle between folders (src/net, src/cluster, src/cni, ...; src/cli/commands counts as src/cli);
  *  - nothing outside src/cli imports src/cli.
  * Prints each violation on stderr and exits 1 if there is any.
  */

@@ -52,3 +52,11 @@ export type RangeRole =
   | 'node'           // the node network (derived from node InternalIPs, or configured)
   | 'masquerade'     // kOps nonMasqueradeCIDR
   | 'pool';          // a Calico IPPool
+
+/** A range as written in a configuration (a kOps spec, a CNI's settings), not yet validated. */
+export interface RawRange {
+  cidr: string;
+  role: RangeRole;
+  source: string;
+  label: string;
+}

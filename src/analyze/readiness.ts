@@ -16,6 +16,20 @@ export interface ReadinessFact {
   summary: string;
 }
 
+/**
+ * A platform's own readiness fact (e.g. its configuration not in the input), by platform kind: installed by
+ * src/platforms/registry.ts from each platform's module.
+ */
+export type PlatformReadinessFact = (snap: Snapshot) => ReadinessFact | undefined;
+
+const PLATFORM_FACTS = new Map<string, PlatformReadinessFact>();
+
+/** Installs the readiness fact of the platform of this kind; once per kind. */
+export function installPlatformReadinessFact(kind: string, fact: PlatformReadinessFact): void {
+  if (PLATFORM_FACTS.has(kind)) throw new Error(`the readiness fact of platform ${kind} is installed already`);
+  PLATFORM_FACTS.set(kind, fact);
+}
+
 function minor(version: string | undefined): number | undefined {
   const m = version?.match(/^v?1\.(\d+)/);
   return m ? Number(m[1]) : undefined;
@@ -106,16 +120,9 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
       : !cap.supported ? `pods get IPs from ${owner.title}: it owns them, so plan --pod-cidr refuses to move them (docs/platforms.md)`
         : cap.describe(snap.cni) });
 
-  // The distribution's own configuration, when the distribution is known but its configuration was not read.
-  const kind = snap.platform.kind;
-  if (kind === 'kops' && !snap.kops) {
-    facts.push({ id: 'kops-spec', ok: null,
-      summary: 'kOps cluster without its Cluster spec in the input (it lives in the kOps state store, not in the API): podCIDR, serviceClusterIPRange and '
-        + 'nonMasqueradeCIDR not read; to add them: `kops get cluster -o yaml > cluster.yaml`, then -f cluster.yaml with --kubeconfig or --context (joins the live read), or next to a dump of the cluster' });
-  } else if ((kind === 'kubeadm' || kind === 'kubespray') && !snap.kubeadm) {
-    facts.push({ id: 'kubeadm-config', ok: null,
-      summary: 'kubeadm cluster without its ClusterConfiguration in the input (ConfigMap kube-system/kubeadm-config missing or not readable): podSubnet and serviceSubnet not read' });
-  }
+  // The platform's own configuration, when the platform is known but its configuration was not read.
+  const unread = PLATFORM_FACTS.get(snap.platform.kind)?.(snap);
+  if (unread) facts.push(unread);
 
   const kcm = snap.controllerManagers[0];
   if (kcm?.allocateNodeCIDRs && snap.cni.ipam === 'calico-ipam') {

@@ -13,13 +13,11 @@ import { Builder } from './builder.ts';
 import { inferServerVersion } from './version.ts';
 import { validateInventory } from './validate.ts';
 import { collectObjects, type Collected } from './collect.ts';
-import { addServiceCIDRRanges, newestServiceCIDRApi } from './readers.ts';
+import { addServiceCIDRRanges, newestServiceCIDRApi, nsName } from './readers.ts';
 import { addPoolRanges } from './calico.ts';
 import { detectCniWithRanges, newCniSignals } from './cni-signals.ts';
 import { applyKops, readClusterDNS, readDistroConfigs, resolveKubeadm } from './distro-configs.ts';
 import { readKubeProxy } from './kube-proxy.ts';
-import { addPassDistroSigns, noteCalicoConfigClusterType } from './distro-signals.ts';
-import { detectDistribution, newDistroSignals } from '../distro/detect.ts';
 import type { CniResult, CniSignals } from '../cni/detect.ts';
 import { detectPlatform, platformDnsServices } from '../platform/registry.ts';
 import type { PlatformFacts } from '../platform/types.ts';
@@ -67,30 +65,29 @@ function cniConfigMaps(s: CniSignals): Map<string, KubeObject> {
 export function buildSnapshot(raw: RawInventory, opts: BuildOptions = {}): Snapshot {
   const inv = validateInventory(raw);
   const b = new Builder();
-  const distro = newDistroSignals();
   const cniSignals = newCniSignals();
-  const c = collectObjects(inv.objects, inv.configs, b, distro, cniSignals);
+  const c = collectObjects(inv.objects, inv.configs, b, cniSignals);
   // the IPAM owners' facts from the objects they read; their pool ranges before Calico's, as read in the pass before
   const ipam = ipamObjectFacts({ objects: c.platform.objects, cniConfigMaps: cniConfigMaps(cniSignals), cidr: (raw, what) => b.cidr(raw, what) });
   for (const r of ipam.ranges) b.addNormalizedRange(r.cidr, 'pool', r.source, r.label);
 
-  const files = readDistroConfigs(c.configs, b, distro);
-  const kubeadm = resolveKubeadm(c.configMaps.get('kube-system/kubeadm-config'), files.kubeadm, b, distro);
+  const files = readDistroConfigs(c.configs, b);
+  const kubeadm = resolveKubeadm(c.configMaps.get('kube-system/kubeadm-config'), files.kubeadm, b);
   const clusterDNS = readClusterDNS(c.kubeletConfigMaps, files.kubeletDNS, kubeadm, b);
   const kops = applyKops(files.kops, clusterDNS, b);
   const kubeProxy = readKubeProxy(c.configMaps.get('kube-system/kube-proxy'), c.kubeProxyFromPod, files.kubeProxy, b);
 
   addServiceCIDRRanges(b, c.serviceCIDRs.values());
   addPoolRanges(b, c.pools.values());
-  noteCalicoConfigClusterType(distro, cniSignals.calicoConfig);
+  const calicoType = cniSignals.calicoConfig?.data?.cluster_type;
+  if (cniSignals.calicoConfig && typeof calicoType === 'string') {
+    c.platform.calicoClusterTypes.push({ object: 'ConfigMap', where: nsName(cniSignals.calicoConfig), value: calicoType });
+  }
   const cni = detectCniWithRanges(b, cniSignals, c.pools.size, c.blocks.size);
 
   addNodeRanges(b, c.nodes);
-  addPassDistroSigns(distro, c.signs);
-  const installer = detectDistribution(distro);
   const platform = detectPlatform({
-    nodes: c.platform.nodes, objects: c.platform.objects, daemonSets: c.platform.daemonSets, namespaces: c.platform.namespaces,
-    configMaps: c.configMaps, installer, ...(inv.source.kind === 'live' && inv.source.server ? { server: inv.source.server } : {}),
+    ...c.platform, configMaps: c.configMaps, configs: c.configs, ...(inv.source.kind === 'live' && inv.source.server ? { server: inv.source.server } : {}),
   });
   for (const r of platform.ranges) b.addRange(r.cidr, r.role, r.source, r.label);
   const dnsCandidates = opts.dnsServiceCandidates

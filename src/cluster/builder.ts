@@ -4,7 +4,7 @@
  */
 import { type Cidr, formatCidr, formatIP, parseCidr, parseIP } from '../net/index.ts';
 import type { ClusterRange, RangeRole } from './types.ts';
-import type { RawRange } from '../distro/kops.ts';
+import type { RawRange } from '../vocabulary.ts';
 
 /** Interpretation warnings kept, at most (gaps are always kept); the rest are counted in one line. */
 export const MAX_WARNINGS = 200;

@@ -15,18 +15,16 @@ import type {
   ServiceInfo,
 } from './types.ts';
 import type { Builder } from './builder.ts';
-import type { DistroSignals } from '../distro/detect.ts';
 import type { CniSignals } from '../cni/detect.ts';
 import { isComponentPod } from './components.ts';
 import { ReferenceCollector } from './reference-sources.ts';
 import { keepNewestServiceCIDR, nsName, readNode, readPod, readService, readServiceCIDR } from './readers.ts';
-import { readApiserver, readControllerManager } from './control-plane.ts';
+import { readApiserver, readControllerManager, type ControlPlaneWords } from './control-plane.ts';
 import { type KubeProxyFromPod, readKubeProxyPod } from './kube-proxy.ts';
 import { collectPool, readBlockAffinity, readIPAMBlock } from './calico.ts';
 import { noteDaemonSetCni, noteInstallation, noteNodeCni, notePodCni } from './cni-signals.ts';
-import { newPassDistroSigns, noteClusterInformation, noteNodeSigns, noteSystemPodSigns, type PassDistroSigns } from './distro-signals.ts';
 import { isDistroConfig } from './distro-configs.ts';
-import { objectKey, type PlatformNode } from '../platform/types.ts';
+import { objectKey, type CalicoClusterType, type PlatformNode, type SystemWorkload } from '../platform/types.ts';
 import { platformResources } from '../platform/registry.ts';
 import { ipamResources } from '../ipam/registry.ts';
 
@@ -49,12 +47,15 @@ export interface Collected {
   references: ReferenceCollector;
   /** The first kube-proxy pod that sets --cluster-cidr or --proxy-mode. */
   kubeProxyFromPod?: KubeProxyFromPod;
-  signs: PassDistroSigns;
   /**
-   * What the platforms' detection looks at (src/platform/): nodes, declared kinds, DaemonSets, namespaces. `objects`
-   * holds the kinds the IPAM owners read too (src/ipam/), for their facts().
+   * What the platforms' detection looks at (src/platform/): nodes, declared kinds, DaemonSets, namespaces, what an
+   * installer may leave (kube-system workloads, control-plane flags, Calico's cluster type). `objects` holds the kinds
+   * the IPAM owners read too (src/ipam/), for their facts().
    */
-  platform: { nodes: PlatformNode[]; objects: Map<string, KubeObject[]>; daemonSets: Set<string>; namespaces: Set<string> };
+  platform: {
+    nodes: PlatformNode[]; objects: Map<string, KubeObject[]>; daemonSets: Set<string>; namespaces: Set<string>;
+    systemWorkloads: SystemWorkload[]; controlPlaneFlags: ControlPlaneWords; calicoClusterTypes: CalicoClusterType[];
+  };
 }
 
 /** "group/Kind" of the kinds some platform or IPAM owner reads (src/platform/registry.ts, src/ipam/registry.ts). */
@@ -67,13 +68,12 @@ function groupOfApiVersion(apiVersion: unknown): string {
 /** The state one pass works on. */
 interface Pass {
   b: Builder;
-  distro: DistroSignals;
   cni: CniSignals;
   c: Collected;
 }
 
-/** Reads every object, in order, into a Collected; notes distribution and CNI signs. */
-export function collectObjects(objects: KubeObject[], configs: KubeObject[], b: Builder, distro: DistroSignals, cni: CniSignals): Collected {
+/** Reads every object, in order, into a Collected; notes CNI signs and what the platforms' detection looks at. */
+export function collectObjects(objects: KubeObject[], configs: KubeObject[], b: Builder, cni: CniSignals): Collected {
   const c: Collected = {
     services: [],
     pods: [],
@@ -88,10 +88,9 @@ export function collectObjects(objects: KubeObject[], configs: KubeObject[], b: 
     kubeletConfigMaps: [],
     configs: [...configs],
     references: new ReferenceCollector(),
-    signs: newPassDistroSigns(),
-    platform: { nodes: [], objects: new Map(), daemonSets: new Set(), namespaces: new Set() },
+    platform: { nodes: [], objects: new Map(), daemonSets: new Set(), namespaces: new Set(), systemWorkloads: [], controlPlaneFlags: [], calicoClusterTypes: [] },
   };
-  const pass: Pass = { b, distro, cni, c };
+  const pass: Pass = { b, cni, c };
   for (const o of objects) {
     if (!o || typeof o !== 'object') continue;
     if (o.kind !== 'Pod') c.references.add(o);
@@ -124,7 +123,6 @@ function collectObject(p: Pass, o: KubeObject): void {
     case 'Node': {
       const node = readNode(o, b);
       c.nodes.push(node);
-      noteNodeSigns(c.signs, node, o);
       c.platform.nodes.push(platformNode(node, o));
       noteNodeCni(p.cni, node.name, o.metadata?.annotations ?? {});
       break;
@@ -157,7 +155,7 @@ function collectObject(p: Pass, o: KubeObject): void {
       noteInstallation(p.cni, o);
       break;
     case 'ClusterInformation':
-      noteClusterInformation(p.distro, o);
+      if (typeof o.spec?.clusterType === 'string') c.platform.calicoClusterTypes.push({ object: 'ClusterInformation', where: nsName(o), value: o.spec.clusterType });
       break;
     default: {
       // Distribution configs passed among the objects are treated as configs; kinds a platform or IPAM owner reads are kept.
@@ -181,7 +179,7 @@ function platformNode(node: NodeInfo, o: KubeObject): PlatformNode {
   return out;
 }
 
-/** Reads a Pod; notes CNI agents and, in kube-system, distribution signs and control-plane flags. */
+/** Reads a Pod; notes CNI agents and, in kube-system, the pod for the platforms and control-plane flags. */
 function collectPod(p: Pass, o: KubeObject): void {
   const { b, c } = p;
   const md = o.metadata ?? {};
@@ -193,9 +191,9 @@ function collectPod(p: Pass, o: KubeObject): void {
   const labels = md.labels ?? {};
   notePodCni(p.cni, ns, name, labels);
   if (ns !== 'kube-system') return;
-  noteSystemPodSigns(p.distro, c.signs, name, labels['k8s-app']);
-  if (isComponentPod(o, 'kube-apiserver')) readApiserver(o, b, c.apiservers, (s) => (c.signs.sslDirSign ??= s));
-  else if (isComponentPod(o, 'kube-controller-manager')) readControllerManager(o, b, c.controllerManagers, (s) => (c.signs.sslDirSign ??= s));
+  c.platform.systemWorkloads.push({ kind: 'Pod', name, app: labels['k8s-app'] });
+  if (isComponentPod(o, 'kube-apiserver')) readApiserver(o, b, c.apiservers, c.platform.controlPlaneFlags);
+  else if (isComponentPod(o, 'kube-controller-manager')) readControllerManager(o, b, c.controllerManagers, c.platform.controlPlaneFlags);
   else if (c.kubeProxyFromPod === undefined && isComponentPod(o, 'kube-proxy')) {
     const kp = readKubeProxyPod(o, name);
     if (kp) c.kubeProxyFromPod = kp;
@@ -214,12 +212,12 @@ function collectConfigMap(p: Pass, o: KubeObject): void {
   else c.configMaps.set(nsName(o), o);
 }
 
-/** Notes a DaemonSet that names a CNI plugin, or kubespray's nodelocaldns in kube-system. */
+/** Notes a DaemonSet that names a CNI plugin, or keeps one of kube-system for the platforms. */
 function collectDaemonSet(p: Pass, o: KubeObject): void {
   const md = o.metadata ?? {};
   const name = md.name ?? '';
   const where = nsName(o);
   p.c.platform.daemonSets.add(where);
   if (noteDaemonSetCni(p.cni, name, where)) return;
-  if (name === 'nodelocaldns' && md.namespace === 'kube-system') p.c.signs.nodeLocalDnsSign ??= `DaemonSet ${where} (kubespray's nodelocaldns)`;
+  if (md.namespace === 'kube-system') p.c.platform.systemWorkloads.push({ kind: 'DaemonSet', name });
 }

@@ -17,14 +17,11 @@ function flagRanges(f: FlagMap, flag: string, b: Builder, role: RangeRole, sourc
   return out;
 }
 
-/** Reports to `ssl` a flag of pod `name` pointing into /etc/kubernetes/ssl (where kubespray keeps certificates). */
-function noteKubesprayCerts(name: string, words: string[], ssl: (s: string) => void): void {
-  const w = words.find((x) => x.includes('=/etc/kubernetes/ssl/'));
-  if (w) ssl(`pod kube-system/${name} flag ${w} (kubespray keeps certificates in /etc/kubernetes/ssl)`);
-}
+/** The words of a control-plane pod, kept for the platforms' detection (PlatformInput.controlPlaneFlags). */
+export type ControlPlaneWords = Array<{ pod: string; words: string[] }>;
 
-/** Reads a kube-apiserver pod's flags into `out`, adding its Service ranges; reports a kubespray certificate path to `ssl`. */
-export function readApiserver(o: KubeObject, b: Builder, out: ApiserverFlags[], ssl: (s: string) => void): void {
+/** Reads a kube-apiserver pod's flags into `out`, adding its Service ranges; keeps its words in `seen`. */
+export function readApiserver(o: KubeObject, b: Builder, out: ApiserverFlags[], seen: ControlPlaneWords): void {
   const c = componentContainer(o, 'kube-apiserver');
   if (!c) return;
   const name = o.metadata?.name ?? '';
@@ -39,14 +36,11 @@ export function readApiserver(o: KubeObject, b: Builder, out: ApiserverFlags[], 
   if (plugins !== undefined) info.admissionPlugins = splitList(plugins);
   if (f.has('advertise-address')) info.advertiseAddress = f.get('advertise-address');
   out.push(info);
-  noteKubesprayCerts(name, words, ssl);
+  seen.push({ pod: name, words });
 }
 
-/**
- * Reads a kube-controller-manager pod's flags into `out`, adding its pod and Service ranges; reports a kubespray
- * certificate path to `ssl`.
- */
-export function readControllerManager(o: KubeObject, b: Builder, out: ControllerManagerFlags[], ssl: (s: string) => void): void {
+/** Reads a kube-controller-manager pod's flags into `out`, adding its pod and Service ranges; keeps its words in `seen`. */
+export function readControllerManager(o: KubeObject, b: Builder, out: ControllerManagerFlags[], seen: ControlPlaneWords): void {
   const c = componentContainer(o, 'kube-controller-manager');
   if (!c) return;
   const name = o.metadata?.name ?? '';
@@ -72,5 +66,5 @@ export function readControllerManager(o: KubeObject, b: Builder, out: Controller
   const svc = flagRanges(f, 'service-cluster-ip-range', b, 'service', 'kube-controller-manager --service-cluster-ip-range', 'Service CIDR (kube-controller-manager flag)');
   if (svc) info.serviceClusterIPRange = svc;
   out.push(info);
-  noteKubesprayCerts(name, words, ssl);
+  seen.push({ pod: name, words });
 }

@@ -5,16 +5,15 @@
  */
 import type { KopsNetworking, KubeadmNetworking, KubeObject } from './types.ts';
 import type { Builder } from './builder.ts';
-import type { DistroSignals } from '../distro/detect.ts';
 import { splitList } from './flags.ts';
-import { isKopsCluster, parseKopsCluster, type KopsParse } from '../distro/kops.ts';
+import { isKopsCluster, parseKopsCluster, type KopsParse } from './kops-spec.ts';
 import {
   clusterConfigurationFromConfigMap,
   kubeletClusterDNS,
   parseClusterConfiguration,
   parseEmbeddedYaml,
   pickKubeletConfigMap,
-} from '../distro/kubeadm.ts';
+} from './kubeadm-config.ts';
 import { type KubeProxySettings, readKubeProxyConfiguration } from './kube-proxy.ts';
 
 /** What the distribution config files say (the first of each kind). */
@@ -36,10 +35,10 @@ export function isDistroConfig(o: KubeObject): boolean {
 }
 
 /**
- * Reads the distribution configs, noting kOps, kubeadm and kubespray signs. A second kOps Cluster spec is a
- * warning and ignored; later copies of the other kinds are ignored silently.
+ * Reads the distribution configs. A second kOps Cluster spec is a warning and ignored; later copies of the other
+ * kinds are ignored silently.
  */
-export function readDistroConfigs(configs: KubeObject[], b: Builder, distro: DistroSignals): DistroConfigFiles {
+export function readDistroConfigs(configs: KubeObject[], b: Builder): DistroConfigFiles {
   const files: DistroConfigFiles = {};
   for (const c of configs) {
     if (!c || typeof c !== 'object') continue;
@@ -49,14 +48,9 @@ export function readDistroConfigs(configs: KubeObject[], b: Builder, distro: Dis
         continue;
       }
       files.kops = parseKopsCluster(c);
-      distro.kops.unshift(`kOps Cluster spec ${c.metadata?.name ?? ''} (${c.apiVersion}, ${files.kops.networking.layout} layout)`);
     } else if (isKubeadmKind(c, 'ClusterConfiguration')) {
       if (files.kubeadm) continue;
       files.kubeadm = parseClusterConfiguration(c as Record<string, any>);
-      distro.kubeadm.push(`kubeadm ClusterConfiguration (${c.apiVersion}) given as a file`);
-      if (typeof (c as any).certificatesDir === 'string' && (c as any).certificatesDir.startsWith('/etc/kubernetes/ssl')) {
-        distro.kubespray.push(`ClusterConfiguration certificatesDir ${(c as any).certificatesDir} (kubespray's layout)`);
-      }
     } else if (c.kind === 'KubeletConfiguration') {
       files.kubeletDNS ??= kubeletClusterDNS(c as Record<string, any>);
     } else if (c.kind === 'KubeProxyConfiguration') {
@@ -82,17 +76,13 @@ function addKubeadmRanges(b: Builder, k: KubeadmNetworking, prefix: string): voi
  * The kubeadm networking: ConfigMap kube-system/kubeadm-config (live truth) wins over a ClusterConfiguration
  * file. The ranges of both are added, the ConfigMap's first.
  */
-export function resolveKubeadm(kubeadmCM: KubeObject | undefined, fromFile: KubeadmNetworking | undefined, b: Builder, distro: DistroSignals): KubeadmNetworking | undefined {
+export function resolveKubeadm(kubeadmCM: KubeObject | undefined, fromFile: KubeadmNetworking | undefined, b: Builder): KubeadmNetworking | undefined {
   let kubeadm: KubeadmNetworking | undefined;
   if (kubeadmCM) {
     const cc = clusterConfigurationFromConfigMap(kubeadmCM);
     if (typeof cc === 'string') b.warn(`ConfigMap kube-system/kubeadm-config: data.ClusterConfiguration is not valid YAML (${cc})`);
     else if (cc) {
       kubeadm = parseClusterConfiguration(cc);
-      distro.kubeadm.unshift('ConfigMap kube-system/kubeadm-config');
-      if (typeof cc.certificatesDir === 'string' && cc.certificatesDir.startsWith('/etc/kubernetes/ssl')) {
-        distro.kubespray.push(`kubeadm-config certificatesDir ${cc.certificatesDir} (kubespray's layout)`);
-      }
       addKubeadmRanges(b, kubeadm, 'kubeadm-config');
     }
   }

@@ -28,6 +28,7 @@ import { open, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadAll } from 'js-yaml';
 import { InputError } from '../errors.ts';
+import { platformConfigFiles } from '../platform/registry.ts';
 import { setItemOrigin, setObjectOrigin } from './validate.ts';
 import { type AsyncByteSource, type ElementFields, parseJsonBytes, parseJsonStreamAhead, WINDOW_BYTES } from './json-list.ts';
 import type { KubeObject, RawInventory } from './types.ts';
@@ -152,8 +153,9 @@ async function readStdin(): Promise<Buffer> {
 function route(o: KubeObject): 'object' | 'config' | 'ignore' {
   const av = o.apiVersion ?? '';
   const group = av.includes('/') ? av.slice(0, av.indexOf('/')) : '';
-  // InstanceGroups: their maxSize is the most nodes the cluster may reach (node-limits.ts)
-  if (group === 'kops.k8s.io' || group === 'kops') return o.kind === 'Cluster' || o.kind === 'InstanceGroup' ? 'config' : 'ignore';
+  // a platform's own documents, read only from files (e.g. the kOps Cluster spec and InstanceGroups: node-limits.ts)
+  const own = platformConfigFiles(group);
+  if (own) return own.kinds.includes(String(o.kind)) ? 'config' : 'ignore';
   if (group === 'kubeadm.k8s.io') return o.kind === 'ClusterConfiguration' ? 'config' : 'ignore';
   if (group === 'kubelet.config.k8s.io' && o.kind === 'KubeletConfiguration') return 'config';
   if (group === 'kubeproxy.config.k8s.io' && o.kind === 'KubeProxyConfiguration') return 'config';

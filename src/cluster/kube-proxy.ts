@@ -6,7 +6,7 @@ import type { KubeObject, Snapshot } from './types.ts';
 import type { Builder } from './builder.ts';
 import { componentContainer } from './components.ts';
 import { containerWords, parseComponentFlags, splitList } from './flags.ts';
-import { parseEmbeddedYaml } from '../distro/kubeadm.ts';
+import { parseEmbeddedYaml } from './kubeadm-config.ts';
 
 /** kube-proxy settings as the snapshot records them. */
 export type KubeProxySettings = NonNullable<Snapshot['kubeProxy']>;

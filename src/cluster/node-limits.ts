@@ -15,7 +15,8 @@
 import type { KubeObject, NodeGroupLimit, NodeLimits, NodeLimitSource } from './types.ts';
 import type { ApiResource } from '../vocabulary.ts';
 import type { Builder } from './builder.ts';
-import { parseEmbeddedYaml } from '../distro/kubeadm.ts';
+import { platformNodeGroups } from '../platform/registry.ts';
+import { parseEmbeddedYaml } from './kubeadm-config.ts';
 
 /** The Cluster API annotation cluster-autoscaler reads a node group's maximum from. */
 export const CAPI_MAX_SIZE_ANNOTATION = 'cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size';
@@ -37,38 +38,15 @@ export const NODE_LIMIT_RESOURCES: readonly ApiResource[] = [
   { group: 'karpenter.sh', version: 'v1', plural: 'nodepools', kind: 'NodePool', namespaced: false },
   { group: 'karpenter.sh', version: 'v1beta1', plural: 'nodepools', kind: 'NodePool', namespaced: false },
 ];
-/** kOps InstanceGroup roles that register nodes (a Bastion does not). */
-const KOPS_NODE_ROLES = new Set(['Node', 'Master', 'ControlPlane', 'APIServer']);
-
 const groupOf = (apiVersion: unknown): string => (typeof apiVersion === 'string' && apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '');
 
 /** A whole number of nodes >= 0 from a number or a decimal string; undefined otherwise. */
-function count(v: unknown): number | undefined {
+export function count(v: unknown): number | undefined {
   const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : NaN;
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
 
 const name = (o: KubeObject) => `${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name ?? '?'}`;
-
-/** kOps InstanceGroups: spec.maxSize (else spec.minSize, kOps' maximum when none is set) of every group that registers nodes. */
-function kopsGroups(configs: readonly KubeObject[], b: Builder): NodeGroupLimit[] {
-  const out: NodeGroupLimit[] = [];
-  for (const o of configs) {
-    if (o.kind !== 'InstanceGroup' || !['kops.k8s.io', 'kops'].includes(groupOf(o.apiVersion))) continue;
-    const role = typeof o.spec?.role === 'string' ? o.spec.role : 'Node';
-    if (!KOPS_NODE_ROLES.has(role)) continue;
-    const max = count(o.spec?.maxSize);
-    const min = count(o.spec?.minSize);
-    if (o.spec?.maxSize !== undefined && max === undefined) b.warn(`kOps InstanceGroup ${name(o)}: spec.maxSize ${JSON.stringify(o.spec.maxSize)} is not a whole number; ignored`);
-    const n = max ?? min;
-    if (n === undefined) {
-      b.warn(`kOps InstanceGroup ${name(o)}: no spec.maxSize or spec.minSize; its nodes are not counted in the most nodes the cluster may reach`);
-      continue;
-    }
-    out.push({ name: o.metadata?.name ?? '?', max: n, source: `kOps InstanceGroup ${o.metadata?.name ?? '?'} spec.${max !== undefined ? 'maxSize' : 'minSize'}` });
-  }
-  return out;
-}
 
 /** The `--nodes` values of a container's command and args (`--nodes=1:10:name` or `--nodes 1:10:name`). */
 function nodesFlags(argv: readonly unknown[]): string[] {
@@ -199,7 +177,8 @@ export function readNodeLimits(objects: readonly KubeObject[], configs: readonly
   const add = (what: string, groups: NodeGroupLimit[]) => {
     if (groups.length > 0) sources.push({ what, max: groups.reduce((s, g) => s + g.max, 0), groups });
   };
-  add('kOps InstanceGroups maxSize', kopsGroups(configs, b));
+  // the platforms' own node groups (kOps InstanceGroups), from their configuration files
+  for (const p of platformNodeGroups(configs, (m) => b.warn(m))) add(p.what, p.groups);
   add('cluster-autoscaler --nodes', autoscalerFlagGroups(objects, b));
   add('cluster-autoscaler status maxSize', autoscalerStatusGroups(statusConfigMap, b));
   add(`Cluster API ${CAPI_MAX_SIZE_ANNOTATION}`, capiGroups(objects, b));

@@ -4,7 +4,7 @@
  * (src/analyze/references.ts). Pure; nothing here throws on bad data: what cannot be read is left out.
  */
 import { type Cidr, cidrFrom, formatCidr, formatIP, parseCidr, parseIP } from '../net/index.ts';
-import { parseEmbeddedYaml } from '../distro/kubeadm.ts';
+import { parseEmbeddedYaml } from './kubeadm-config.ts';
 import type { KubeObject, ReferenceSource } from './types.ts';
 
 /**

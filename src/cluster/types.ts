@@ -5,8 +5,8 @@
  */
 
 import type { CniKind, IpamKind } from '../cni/detect.ts';
-import type { KopsNetworking } from '../distro/kops.ts';
-import type { KubeadmNetworking } from '../distro/kubeadm.ts';
+import type { KopsNetworking } from './kops-spec.ts';
+import type { KubeadmNetworking } from './kubeadm-config.ts';
 import type { KubeObject, RangeRole } from '../vocabulary.ts';
 import type { PlatformFacts } from '../platform/types.ts';
 import type { IpamOwnerFacts, IpamSnapshotFacts } from '../ipam/types.ts';

@@ -21,6 +21,7 @@
  * Pure; linear in the input (the deep comparison runs only for objects that share an identity).
  */
 import { InputError } from '../errors.ts';
+import { platformConfigFiles } from '../platform/registry.ts';
 import { parseCidr } from '../net/cidr.ts';
 import { dottedQuadValue, parseIPReason } from '../net/ip.ts';
 import type { KubeObject, RawInventory } from './types.ts';
@@ -595,7 +596,7 @@ function checkObject(c: Check): void {
 
 function isConfigKind(o: Record<string, unknown>): boolean {
   const g = groupOf(o.apiVersion);
-  return ((g === 'kops.k8s.io' || g === 'kops') && o.kind === 'Cluster')
+  return platformConfigFiles(g)?.validated.includes(String(o.kind)) === true
     || (g === 'kubeadm.k8s.io' && o.kind === 'ClusterConfiguration')
     || o.kind === 'KubeletConfiguration'
     || o.kind === 'KubeProxyConfiguration';

@@ -9,8 +9,8 @@
  */
 import type { KubeObject } from './types.ts';
 import { componentContainer, imageVersion, isComponentPod } from './components.ts';
-import { isKopsCluster } from '../distro/kops.ts';
-import { normalizeVersion, parseEmbeddedYaml } from '../distro/kubeadm.ts';
+import { isKopsCluster } from './kops-spec.ts';
+import { normalizeVersion, parseEmbeddedYaml } from './kubeadm-config.ts';
 
 /** [major, minor, patch] of "v1.29.3", "1.29.3+k3s1", "v1.30.0-rc.1"; undefined if not a version. */
 export function parseVersion(v: string): [number, number, number] | undefined {

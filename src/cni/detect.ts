@@ -12,7 +12,7 @@
  *  - Flannel: host-local on each node's podCIDR.
  */
 import type { KubeObject } from '../vocabulary.ts';
-import type { RawRange } from '../distro/kops.ts';
+import type { RawRange } from '../vocabulary.ts';
 import type { IpamOwnerFacts } from '../ipam/types.ts';
 
 export type CniKind = 'calico' | 'cilium' | 'flannel' | 'unknown';

@@ -289,7 +289,8 @@ function podPatchInputs(snap: Snapshot, spec: PodCIDRSpec): PodPatchInputs {
   const oldCC = kcm?.clusterCIDR?.join(',') ?? snap.kubeadm?.podSubnet?.join(',') ?? snap.kops?.podCIDR ?? spec.from.join(',');
   // kube-controller-manager stops allocating at a first gate and allocates from NEW again at the final one, or
   // allocation is turned off at the final gate (a path that does not use node podCIDRs)
-  return { snap, spec, finalGate: path.finalGate, allocAfter: path.kcmAllocatesAfter, oldCC, to: spec.to.join(','), masks: kcmMaskLines(snap, spec) };
+  const stopGate = path.stopAllocatingGate;
+  return { snap, spec, finalGate: path.finalGate, stopGate, allocAfter: stopGate !== undefined, oldCC, to: spec.to.join(','), masks: kcmMaskLines(snap, spec) };
 }
 
 /** The distribution's own pre-flight checks of the values its pod patches give. */

@@ -56,5 +56,11 @@ export function maskKey(family: 4 | 6): 'ipv4' | 'ipv6' {
   return family === 4 ? 'ipv4' : 'ipv6';
 }
 
-/** The gates whose distribution patches a Pod CIDR migration writes. */
-export type PodPatchGate = 'kcm-stop-allocating' | 'kcm-cluster-cidr' | 'pod-cidr-config';
+/**
+ * The gates whose distribution patches a Pod CIDR migration writes: pod-cidr-config (a path's final gate where its
+ * owner's configuration changes) and those a path declares in its folder (`declare module` of this file).
+ */
+export type PodPatchGate = 'pod-cidr-config' | (keyof PathPatchGates & string);
+
+/** The patch gates of the pod paths in folders of their own, merged in by each (e.g. src/pod-paths/node/kinds.ts). */
+export interface PathPatchGates {}

@@ -7,6 +7,7 @@
 import type { DistroPatch } from './distro-patches.ts';
 import { plannerById } from './distributions/registry.ts';
 import type { PodCIDRSpec, PodPatchGate } from './pod-spec.ts';
+import type { PodGateRole } from './distributions/types.ts';
 import type { Distribution, PodPath, PodStepInputs, PodStepLists } from './pod-paths/types.ts';
 import type { PlanStep } from './steps.ts';
 import { podConsentStep } from './pod-consent.ts';
@@ -58,7 +59,7 @@ export function patchesFor(inp: PodStepInputs, gate: PodPatchGate): DistroPatch[
   return inp.patches.filter((p) => p.gate === gate);
 }
 
-/** What a person (or pipeline) runs at a pod gate, per distribution. */
-export function podGateInstructions(distro: Distribution, gate: PodPatchGate): string[] {
-  return plannerById(distro).podGateInstructions(gate);
+/** What a person (or pipeline) runs at a pod gate, per distribution, by what the gate asks of it. */
+export function podGateInstructions(distro: Distribution, gate: PodPatchGate, role: PodGateRole): string[] {
+  return plannerById(distro).podGateInstructions(gate, role);
 }

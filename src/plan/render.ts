@@ -105,9 +105,14 @@ function checkItem(v: unknown, ip: string, items: StepKindInfo['items']): void {
 function legacyGateCondition(id: string): string | undefined {
   const byId: Record<string, string> = {
     'enable-servicecidr-api': 'servicecidr-api', 'restart-apiservers': 'apiservers-on-new-range', 'kubelet-cluster-dns': 'kubelet-cluster-dns',
-    'restart-workloads': 'workloads-restarted', 'kcm-stop-allocating': 'kcm-stop-allocating', 'pod-cidr-config': 'pod-cidr-config', 'kcm-cluster-cidr': 'kcm-cluster-cidr',
+    'restart-workloads': 'workloads-restarted', 'pod-cidr-config': 'pod-cidr-config',
   };
-  return byId[id] ?? (id.startsWith('reregister-node-') ? 'node-reregistered' : undefined);
+  // the pod paths' own gates (their legacyGateId)
+  const own = (exact: boolean) => GATE_CONDITIONS.find((c) => {
+    const g = (GATE_CONDITION_INFO[c] as GateConditionInfo).legacyGateId;
+    return g !== undefined && g.endsWith('-') !== exact && (exact ? id === g : id.startsWith(g));
+  });
+  return byId[id] ?? own(true) ?? own(false);
 }
 
 /**

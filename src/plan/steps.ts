@@ -77,6 +77,11 @@ export interface GateConditionInfo {
   readonly firstItem?: boolean;
   /** The items name nodes, each at most once. */
   readonly nodesOnce?: boolean;
+  /**
+   * In a plan written before gates named their conditions, the id of a gate with this condition (ending in "-": the
+   * start of the ids, one gate per item).
+   */
+  readonly legacyGateId?: string;
 }
 
 /** Every condition `resume` checks itself at a gate, and whose executor checks it (paths in folders: as STEP_KINDS). */

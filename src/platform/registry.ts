@@ -3,7 +3,8 @@
  * cluster's platform, the last (the fallback) matches any cluster. They are installed by src/platforms/registry.ts
  * (one folder under src/platforms/ and one line there per platform); nothing here names one.
  */
-import type { Capability, DnsServiceCandidate, Move, Platform, PlatformFacts, PlatformInput, PlatformRange, PlatformResource, ReservedRange } from './types.ts';
+import type { KubeObject } from '../vocabulary.ts';
+import type { Capability, DnsServiceCandidate, Move, Platform, PlatformFacts, PlatformInput, PlatformNodeGroup, PlatformRange, PlatformResource, ReservedRange } from './types.ts';
 
 const INSTALLED: Platform[] = [];
 
@@ -62,4 +63,14 @@ export function platformDnsServices(kind: string): readonly DnsServiceCandidate[
 /** What a plan's metadata.distribution says of a platform: its kind where plans name it, else the fallback's. */
 export function planDistributionOf(kind: string): string {
   return platformOf(kind)?.namedInPlans ? kind : fallbackPlatform().kind;
+}
+
+/** The configFiles of the platform whose API group this is (any of its spellings); undefined for other groups. */
+export function platformConfigFiles(group: string): Platform['configFiles'] {
+  return platforms().find((p) => p.configFiles?.groups.includes(group))?.configFiles;
+}
+
+/** The node groups each platform's configuration caps, per platform that reads some: `what` and the groups. */
+export function platformNodeGroups(configs: readonly KubeObject[], warn: (message: string) => void): Array<{ what: string; groups: PlatformNodeGroup[] }> {
+  return platforms().flatMap((p) => (p.nodeGroups ? [{ what: p.nodeGroups.what, groups: p.nodeGroups.read(configs, warn) }] : []));
 }

@@ -40,10 +40,37 @@ export interface PlatformInput {
   /** The apiserver URL of a live read. */
   server?: string;
   /**
-   * The installer signs the cluster model weighed in its one pass (src/distro/detect.ts): the installer they name,
-   * with the evidence; a platform recognised by its installer's signs reads them here.
+   * What an installer may leave, as the cluster model's one pass read it (which installer it points to is each
+   * platform's call, in its folder): the kube-system pods and DaemonSets, in the order read, with a pod's k8s-app label.
    */
-  installer: { kind: string; evidence: readonly string[] };
+  systemWorkloads: readonly SystemWorkload[];
+  /** The words (command and args) of each control-plane static pod read, kube-apiserver and kube-controller-manager, in order. */
+  controlPlaneFlags: readonly { readonly pod: string; readonly words: readonly string[] }[];
+  /** Calico's cluster type where it is written: each ClusterInformation spec.clusterType, then ConfigMap calico-config data.cluster_type. */
+  calicoClusterTypes: readonly CalicoClusterType[];
+  /** The configuration documents given (-f) or found among the objects (kubeadm ClusterConfiguration, a platform's configFiles), in order. */
+  configs: readonly KubeObject[];
+}
+
+/** A kube-system pod (with its k8s-app label) or DaemonSet. */
+export type SystemWorkload =
+  | { readonly kind: 'Pod'; readonly name: string; readonly app: unknown }
+  | { readonly kind: 'DaemonSet'; readonly name: string };
+
+/** A Calico cluster type as written, and where. */
+export interface CalicoClusterType {
+  readonly object: 'ClusterInformation' | 'ConfigMap';
+  /** "namespace/name" of the ConfigMap; the ClusterInformation's is not shown. */
+  readonly where: string;
+  readonly value: string;
+}
+
+/** A group of nodes a platform's configuration caps (e.g. an InstanceGroup's maxSize). */
+export interface PlatformNodeGroup {
+  name: string;
+  max: number;
+  /** Where the cap was read, e.g. "<kind> nodes-a spec.maxSize". */
+  source: string;
 }
 
 export { objectKey };
@@ -123,6 +150,17 @@ export interface Platform<K extends string = string> {
   ownerCapability?(owner: string): Capability | undefined;
   /** Where the facts above come from (URLs), cited in docs/platforms.md. */
   readonly sources: readonly string[];
+  /**
+   * Documents of the platform's own API read only from files (its state lives outside the cluster API, -f): their
+   * API groups (every spelling) and the kinds read; other kinds of those groups are ignored. `validated`: the kinds
+   * checked as configuration when found among the objects (src/cluster/validate.ts).
+   */
+  readonly configFiles?: { readonly groups: readonly string[]; readonly kinds: readonly string[]; readonly validated: readonly string[] };
+  /**
+   * The most nodes the platform's configuration lets each node group reach (from `configs`), under the source name
+   * `what`; `warn` reports what could not be counted.
+   */
+  readonly nodeGroups?: { readonly what: string; read(configs: readonly KubeObject[], warn: (message: string) => void): PlatformNodeGroup[] };
   /**
    * Whether a plan's metadata.distribution names this platform (the installers it named before platforms and
    * distributions were one idea: kOps, kubeadm, kubespray, k3s); other platforms are written there as the fallback

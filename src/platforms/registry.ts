@@ -6,9 +6,10 @@
  * reserves, what it refuses and why, the configuration its planner patches and the commands at its gates; its id
  * merged into PlatformIds by `declare module`) and one line here.
  *
- * Importing this module installs every platform into the layers below (the cluster model's detection and the
- * planners' registry); src/pod-paths/registry.ts imports it, so the CLI, the benchmarks and the tests have them.
+ * Importing this module installs every platform into the layers below (the cluster model's detection, the
+ * readiness facts of inspect and the planners' registry); src/pod-paths/registry.ts imports it, so the CLI, the benchmarks and the tests have them.
  */
+import { installPlatformReadinessFact } from '../analyze/readiness.ts';
 import { installPlanner } from '../plan/distributions/registry.ts';
 import { installPlatforms } from '../platform/registry.ts';
 import type { PlatformId } from '../platform/types.ts';
@@ -43,3 +44,4 @@ export const PLATFORM_MODULES: { readonly [I in PlatformId]: PlatformModule<I> }
 const modules = Object.values(PLATFORM_MODULES) as PlatformModule[];
 installPlatforms(modules.map((m) => m.platform));
 modules.forEach((m, i) => installPlanner(m.platform.kind, m.planner, i === modules.length - 1));
+for (const m of modules) if (m.readiness) installPlatformReadinessFact(m.platform.kind, m.readiness);

@@ -30,7 +30,7 @@ describe('k3s-family distributions', () => {
     for (const id of ['k3s', 'rke2'] as const) {
       const patches = plannerOfPlatform(id).podPatches({
         snap, spec: { ipam: 'calico', from: ['10.42.0.0/16'], to: ['10.60.0.0/16'] } as unknown as PodCIDRSpec,
-        finalGate: 'pod-cidr-config', allocAfter: false, oldCC: '10.42.0.0/16', to: '10.60.0.0/16', masks: { before: [], after: [] },
+        finalGate: 'pod-cidr-config', stopGate: undefined, allocAfter: false, oldCC: '10.42.0.0/16', to: '10.60.0.0/16', masks: { before: [], after: [] },
       });
       assert.deepEqual(patches.map((p) => [p.id, p.gate]), [[`${id}-pod-cidr`, 'pod-cidr-config']]);
       assert.deepEqual(yaml.load(patches[0]!.after), { 'cluster-cidr': '10.60.0.0/16', 'kube-controller-manager-arg': ['allocate-node-cidrs=false'] });
@@ -41,7 +41,7 @@ describe('k3s-family distributions', () => {
   it('node podCIDR sizes the plan changes go to kube-controller-manager-arg at the final gate', () => {
     const [, final] = plannerOfPlatform('k3s').podPatches({
       snap, spec: { ipam: 'node', from: ['10.42.0.0/16'], to: ['10.60.0.0/16'] } as unknown as PodCIDRSpec,
-      finalGate: 'kcm-cluster-cidr', allocAfter: true, oldCC: '10.42.0.0/16', to: '10.60.0.0/16',
+      finalGate: 'kcm-cluster-cidr', stopGate: 'kcm-stop-allocating', allocAfter: true, oldCC: '10.42.0.0/16', to: '10.60.0.0/16',
       masks: { before: ['# --node-cidr-mask-size not set: kube-controller-manager\'s default 24'], after: ['--node-cidr-mask-size=26'] },
     });
     assert.deepEqual(yaml.load(final!.after), { 'cluster-cidr': '10.60.0.0/16', 'kube-controller-manager-arg': ['node-cidr-mask-size=26'] });
@@ -51,14 +51,14 @@ describe('k3s-family distributions', () => {
     for (const [id, server, agent] of [['k3s', 'k3s', 'k3s-agent'], ['rke2', 'rke2-server', 'rke2-agent']] as const) {
       const d = plannerOfPlatform(id);
       for (const gate of ['kcm-stop-allocating', 'kcm-cluster-cidr'] as const) {
-        const lines = d.podGateInstructions(gate);
+        const lines = d.podGateInstructions(gate, gate === 'kcm-stop-allocating' ? 'stop-allocating' : 'final');
         assert.match(lines[1]!, new RegExp(`^systemctl restart ${server} on each server in turn, first the one the others name in \`server:\``));
         assert.equal(lines.at(-1)!.startsWith(`kube-renumber resume --ack-gate ${gate}`), id === 'k3s', lines.at(-1));
       }
-      assert.ok(d.podGateInstructions('kcm-cluster-cidr').some((l) => l.includes(`systemctl restart ${agent} on each agent`)));
+      assert.ok(d.podGateInstructions('kcm-cluster-cidr', 'final').some((l) => l.includes(`systemctl restart ${agent} on each agent`)));
       assert.match(d.reregister, new RegExp(`^systemctl restart ${agent} \\(${server} on a server\\)`));
     }
-    assert.ok(plannerOfPlatform('rke2').podGateInstructions('kcm-cluster-cidr').some((l) => l.includes('rollout restart daemonset rke2-canal')));
+    assert.ok(plannerOfPlatform('rke2').podGateInstructions('kcm-cluster-cidr', 'final').some((l) => l.includes('rollout restart daemonset rke2-canal')));
     assert.equal(plannerOfPlatform('kubeadm').reregister, 'systemctl restart kubelet (it registers the Node again)');
   });
 });
@@ -68,7 +68,7 @@ describe('k3s-family pod checks: the cluster-cidr held while nodes of both range
   before(async () => { example = buildSnapshot(await readInventoryFiles(['examples/k3s'])); });
   const check = (to: string, allocAfter = true, from = '10.42.0.0/16') => plannerOfPlatform('k3s').podChecks!({
     snap: example, spec: { ipam: 'node', from: [from], to: [to] } as unknown as PodCIDRSpec,
-    finalGate: 'kcm-cluster-cidr', allocAfter, oldCC: from, to, masks: { before: [], after: [] },
+    finalGate: 'kcm-cluster-cidr', stopGate: allocAfter ? 'kcm-stop-allocating' : undefined, allocAfter, oldCC: from, to, masks: { before: [], after: [] },
   });
 
   it('refuses NEW so far from the old range that the range holding both covers the node network or is wider than /8', () => {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Snapshot } from '../../src/cluster/types.ts';
 import { distributionOf, plannerOfPlatform } from '../../src/plan/distributions/registry.ts';
-import type { DistroPatch, PatchContext, PodPatchInputs, ServiceGate } from '../../src/plan/distributions/types.ts';
+import type { DistroPatch, PatchContext, PodGateRole, PodPatchInputs, ServiceGate } from '../../src/plan/distributions/types.ts';
 import { fallbackPlatform } from '../../src/platform/registry.ts';
 import { PLATFORM_MODULES } from '../../src/platforms/registry.ts';
 import { gateInstructions } from '../../src/plan/distro-patches.ts';
@@ -19,7 +19,9 @@ import { kubeadmSnapshot, svc } from './fixtures.ts';
 
 /** Every Service gate and pod gate: Records, so a gate added to the unions without a line here does not compile. */
 const SERVICE_GATES = Object.keys({ 'enable-servicecidr-api': 1, 'restart-apiservers': 1, 'kubelet-cluster-dns': 1 } satisfies Record<ServiceGate, 1>) as ServiceGate[];
-const POD_GATES = Object.keys({ 'kcm-stop-allocating': 1, 'kcm-cluster-cidr': 1, 'pod-cidr-config': 1 } satisfies Record<PodPatchGate, 1>) as PodPatchGate[];
+/** Every pod patch gate, with what it asks of the planners. */
+const POD_GATE_ROLES = { 'kcm-stop-allocating': 'stop-allocating', 'kcm-cluster-cidr': 'final', 'pod-cidr-config': 'final' } as const satisfies Record<PodPatchGate, PodGateRole>;
+const POD_GATES = Object.keys(POD_GATE_ROLES) as PodPatchGate[];
 
 /** What an empty value looks like in patch or instruction text (the rule plan-written-accepted applies to whole plans). */
 const EMPTY = [/--[a-z0-9-]+=(\s|$|,|"|'|;|\))/m, /\bundefined\b|\bNaN\b|\bnull\b/, /^\s*[A-Za-z][\w.-]*:\s*(""|''|\[\])\s*(#.*)?$/m];
@@ -56,7 +58,7 @@ const POD_SPEC = { ipam: 'node', from: ['10.32.0.0/16'], to: ['10.250.0.0/16'] }
 
 function podInputs(snap: Snapshot, finalGate: PodPatchGate, allocAfter: boolean, masks: boolean): PodPatchInputs {
   return {
-    snap, spec: POD_SPEC, finalGate, allocAfter, oldCC: '10.32.0.0/16', to: '10.250.0.0/16',
+    snap, spec: POD_SPEC, finalGate, stopGate: allocAfter ? 'kcm-stop-allocating' : undefined, allocAfter, oldCC: '10.32.0.0/16', to: '10.250.0.0/16',
     masks: masks ? { before: ['# --node-cidr-mask-size not set: kube-controller-manager\'s default 24'], after: ['--node-cidr-mask-size=26'] } : { before: [], after: [] },
   };
 }
@@ -115,8 +117,8 @@ describe('distributions seam', () => {
 
         it(`${label}: every pod gate has instructions ending in resume, and every pod patch is complete and named at its gate`, () => {
           for (const gate of POD_GATES) {
-            const lines = planner.podGateInstructions(gate);
-            assert.deepEqual(podGateInstructions(id, gate), lines);
+            const lines = planner.podGateInstructions(gate, POD_GATE_ROLES[gate]);
+            assert.deepEqual(podGateInstructions(id, gate, POD_GATE_ROLES[gate]), lines);
             assert.ok(lines.length >= 2, `${d} ${gate}: ${lines.length} instructions`);
             for (const l of lines) assert.equal(emptyIn(l), undefined, `${d} ${gate}: empty value in ${JSON.stringify(l)}`);
             assert.match(lines.at(-1)!, /^kube-renumber resume/, `${d} ${gate}`);
@@ -128,7 +130,7 @@ describe('distributions seam', () => {
                 const where = `${label} final ${finalGate} alloc ${allocAfter} masks ${masks}`;
                 assert.equal(patches.some((p) => p.gate === 'kcm-stop-allocating'), allocAfter, `${d} ${where}: a stop-allocating patch only when allocation resumes later`);
                 assert.ok(patches.some((p) => p.gate === finalGate && p.after.includes('10.250.0.0/16')), `${d} ${where}: no patch sets NEW at ${finalGate}`);
-                for (const p of patches) checkPatch(d, where, p, planner.podGateInstructions(p.gate as PodPatchGate));
+                for (const p of patches) checkPatch(d, where, p, planner.podGateInstructions(p.gate as PodPatchGate, POD_GATE_ROLES[p.gate as PodPatchGate]));
               }
             }
           }

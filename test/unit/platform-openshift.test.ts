@@ -186,7 +186,7 @@ describe('OpenShift 4.12 with OpenShift SDN (fixture)', () => {
 describe('OpenShift detection', () => {
   const input = (over: Partial<PlatformInput>): PlatformInput => ({
     nodes: [], objects: new Map(), daemonSets: new Set(), namespaces: new Set(), configMaps: new Map(),
-    installer: { kind: 'unknown', evidence: [] }, ...over,
+    systemWorkloads: [], controlPlaneFlags: [], calicoClusterTypes: [], configs: [], ...over,
   });
   const node = (labels: Record<string, string>, kubeletVersion = 'v1.33.4') => ({ name: 'n1', labels, annotations: {}, kubeletVersion });
 

@@ -25,7 +25,7 @@ describe('platform registry', () => {
     assert.equal(new Set(kinds).size, kinds.length);
     for (const p of platforms()) assert.ok(p.sources.length > 0 && p.sources.every((s) => s.startsWith('https://')), p.kind);
     assert.equal(kinds.at(-1), 'generic');
-    const none = detectPlatform({ nodes: [], objects: new Map(), daemonSets: new Set(), namespaces: new Set(), configMaps: new Map(), installer: { kind: 'none', evidence: [] } });
+    const none = detectPlatform({ nodes: [], objects: new Map(), daemonSets: new Set(), namespaces: new Set(), configMaps: new Map(), systemWorkloads: [], controlPlaneFlags: [], calicoClusterTypes: [], configs: [] });
     assert.equal(none.facts.kind, 'generic');
     assert.ok(none.facts.evidence.length > 0);
   });

@@ -2,10 +2,8 @@
  * The seam for platforms, derived from the registry (src/platforms/registry.ts) as test/unit/pod-paths-seam.test.ts
  * is for pod paths: every platform is installed into both layers under its own kind, and lives in its folder, so no
  * file of src/ outside that folder names it (its id as a string) or imports from it; the registry only imports.
- *
- * NOT_YET lists, per platform, the files outside its folder that still name it, with why: the installer signs the
- * cluster model gathers in its one pass, and the kOps objects it reads from files. The list is exact: a new file
- * naming a platform fails here, and so does a file that stopped naming it (the list then shrinks).
+ * What a platform knows that a lower layer asks (the signs its installer leaves, its documents read from files, the
+ * node groups they cap, its readiness fact) is declared in its folder and installed by the registry.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -29,17 +27,6 @@ function folders(): Map<string, string> {
   }
   return out;
 }
-
-/** Files outside a platform's folder that still name it, and why (see the header). */
-const NOT_YET: Readonly<Record<string, readonly string[]>> = {
-  // the installer signs (src/distro/detect.ts, src/cluster/distro-signals.ts); kOps specs and InstanceGroups read from
-  // files (files.ts, validate.ts, node-limits.ts); inspect's fact that the installer's configuration was not read
-  // (readiness.ts: the analysis layer sits below the planners, whose configCheck says the same for plans)
-  kops: ['src/analyze/readiness.ts', 'src/cluster/files.ts', 'src/cluster/node-limits.ts', 'src/cluster/validate.ts', 'src/distro/detect.ts'],
-  kubeadm: ['src/analyze/readiness.ts', 'src/cluster/distro-signals.ts', 'src/distro/detect.ts'],
-  kubespray: ['src/analyze/readiness.ts', 'src/cluster/distro-signals.ts', 'src/distro/detect.ts'],
-  k3s: ['src/cluster/distro-signals.ts', 'src/distro/detect.ts'],
-};
 
 /** The .ts files of src/ outside `folder` that name platform `id` or import from `folder`. */
 function namers(id: string, folder: string, files: readonly string[]): string[] {
@@ -70,12 +57,11 @@ describe('platforms: one folder each, one registry line', () => {
     for (const k of KINDS) if (f.get(k) !== k) assert.ok(KINDS.includes(f.get(k)!), `${k} shares the folder of platform ${f.get(k)}`);
   });
 
-  it('no file of src/ outside a platform\'s folder names it or imports from it (NOT_YET: the files still to move)', () => {
+  it('no file of src/ outside a platform\'s folder names it or imports from it', () => {
     const files = (readdirSync(`${ROOT}src`, { recursive: true }) as string[]).filter((x) => x.endsWith('.ts')).map((x) => `src/${x}`);
     const f = folders();
-    for (const k of Object.keys(NOT_YET)) assert.ok(KINDS.includes(k), `NOT_YET names ${k}, not a platform`);
     for (const k of KINDS) {
-      assert.deepEqual(namers(k, f.get(k)!, files), [...(NOT_YET[k] ?? [])].sort(), `files outside src/platforms/${f.get(k)}/ that name ${k}`);
+      assert.deepEqual(namers(k, f.get(k)!, files), [], `files outside src/platforms/${f.get(k)}/ that name ${k}`);
     }
   });
 });

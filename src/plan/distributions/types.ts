@@ -16,7 +16,13 @@ import type { PodCIDRSpec, PodPatchGate } from '../pod-spec.ts';
  */
 export type Distribution = string;
 
-export type PatchGate = 'enable-servicecidr-api' | 'restart-apiservers' | 'kubelet-cluster-dns' | 'kcm-stop-allocating' | 'kcm-cluster-cidr' | 'pod-cidr-config';
+export type PatchGate = 'enable-servicecidr-api' | 'restart-apiservers' | 'kubelet-cluster-dns' | PodPatchGate;
+
+/**
+ * What a pod gate asks of a platform, whichever path's gate it is: `stop-allocating`, kube-controller-manager stops
+ * allocating node podCIDRs (nothing else changes); `final`, the platform's pod range changes to NEW.
+ */
+export type PodGateRole = 'stop-allocating' | 'final';
 
 export interface DistroPatch {
   id: string;
@@ -54,7 +60,9 @@ export interface PodPatchInputs {
   spec: PodCIDRSpec;
   /** The gate at which NEW becomes the cluster CIDR (the pod path's finalGate). */
   finalGate: PodPatchGate;
-  /** kube-controller-manager allocates node podCIDRs from NEW after the final gate (else allocation stays off). */
+  /** The gate at which kube-controller-manager stops allocating, when the path has one (its stopAllocatingGate). */
+  stopGate: PodPatchGate | undefined;
+  /** kube-controller-manager allocates node podCIDRs from NEW after the final gate (else allocation stays off): the path has a stopGate. */
   allocAfter: boolean;
   /** The cluster CIDR today, as the flag text. */
   oldCC: string;
@@ -89,8 +97,8 @@ export interface DistributionPlanner {
    * undefined where the distribution renders kube-proxy's flags from its own configuration (its pod patches say so).
    */
   kubeProxyPatch: { always: boolean; distribution: Distribution } | undefined;
-  /** The commands run at a pod gate. */
-  podGateInstructions(gate: PodPatchGate): string[];
+  /** The commands run at a pod gate, by what the gate asks (the gate's name only to be shown). */
+  podGateInstructions(gate: PodPatchGate, role: PodGateRole): string[];
   /** How a person makes a node whose Node object was deleted register again (the node path's gate). */
   reregister: string;
   /** A warning when the distribution is known but its configuration source was not in the input. */

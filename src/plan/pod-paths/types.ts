@@ -98,10 +98,10 @@ export interface PodPath<Id extends PodPathId = PodPathId> {
   /** Check pod-ipam's message when this path is planned. */
   readonly planned: string;
   /**
-   * kube-controller-manager's allocation of node podCIDRs: true when it stops at a first gate and allocates from
-   * NEW again at the final gate; false when the final gate turns it off (the path does not use node podCIDRs).
+   * kube-controller-manager's allocation of node podCIDRs: the gate where it stops, when it allocates from NEW again
+   * at the final gate; undefined when the final gate turns it off (the path does not use node podCIDRs).
    */
-  readonly kcmAllocatesAfter: boolean;
+  readonly stopAllocatingGate?: PodPatchGate;
   /** The gate whose patches change the distribution's pod range. */
   readonly finalGate: PodPatchGate;
   /** OLD, or undefined with a failed check added to `checks` when there is nothing to move. */

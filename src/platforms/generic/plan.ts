@@ -40,9 +40,9 @@ export function genericPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[]
 
 /** kube-controller-manager flags of a Pod CIDR move. */
 export function genericPodPatches(inp: PodPatchInputs): DistroPatch[] {
-  const { finalGate, allocAfter, oldCC, to, masks } = inp;
+  const { finalGate, stopGate, allocAfter, oldCC, to, masks } = inp;
   const out: DistroPatch[] = [];
-  if (allocAfter) out.push({ id: 'generic-kcm-stop-allocating', distribution: 'generic', gate: 'kcm-stop-allocating', target: 'kube-controller-manager flags', description: 'stop allocating node podCIDRs', before: '--allocate-node-cidrs=true', after: '--allocate-node-cidrs=false' });
+  if (stopGate) out.push({ id: 'generic-kcm-stop-allocating', distribution: 'generic', gate: stopGate, target: 'kube-controller-manager flags', description: 'stop allocating node podCIDRs', before: '--allocate-node-cidrs=true', after: '--allocate-node-cidrs=false' });
   const flags = masks.before.filter((x) => !x.startsWith('#'));
   out.push({
     id: 'generic-kcm-pod-cidr', distribution: 'generic', gate: finalGate, target: 'kube-controller-manager flags',
@@ -82,7 +82,7 @@ export const generic: DistributionPlanner = {
   certFix: (_snap, both) => `reissue the kube-apiserver serving certificate with ${both} as IP SANs, the way this cluster's certificates are managed, then restart every kube-apiserver`,
   podPatches: genericPodPatches,
   kubeProxyPatch: { always: false, distribution: 'generic' },
-  podGateInstructions: (gate) => (gate === 'kcm-stop-allocating'
+  podGateInstructions: (gate, role) => (role === 'stop-allocating'
     ? ['restart every kube-controller-manager with --allocate-node-cidrs=false (patch generic-kcm-stop-allocating)', `kube-renumber resume --ack-gate ${gate}`]
     : ['restart every kube-controller-manager with the flags of patch generic-kcm-pod-cidr', 'set kube-proxy clusterCIDR (patch kube-proxy-cluster-cidr) and restart kube-proxy', `kube-renumber resume --ack-gate ${gate}`]),
   reregister: 'systemctl restart kubelet (it registers the Node again)',

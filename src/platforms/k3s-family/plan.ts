@@ -23,7 +23,7 @@ import { formatCidr, overlaps, parseCidr, tryParseCidr, type Cidr } from '../../
 import type { PreflightCheck } from '../../plan/check.ts';
 import type { Snapshot } from '../../cluster/types.ts';
 import { covering, dump, mergeFeatureGates, mergeRuntimeConfig } from '../../plan/distributions/common.ts';
-import type { Distribution, DistributionPlanner, DistroPatch, PatchContext, PodPatchInputs, ServiceGate } from '../../plan/distributions/types.ts';
+import type { Distribution, DistributionPlanner, DistroPatch, PatchContext, PodGateRole, PodPatchInputs, ServiceGate } from '../../plan/distributions/types.ts';
 import type { PodPatchGate } from '../../plan/pod-spec.ts';
 
 /** How one k3s-family distribution is named on disk and in systemd. */
@@ -164,14 +164,14 @@ export function podChecks(p: Program, inp: PodPatchInputs): PreflightCheck[] {
 }
 
 export function podPatches(p: Program, inp: PodPatchInputs): DistroPatch[] {
-  const { snap, spec, finalGate, allocAfter, oldCC, to, masks } = inp;
+  const { snap, spec, finalGate, stopGate, oldCC, to, masks } = inp;
   const target = `${p.config} on ${serversText(snap)}`;
   const out: DistroPatch[] = [];
   const maskArgs = masks.after.map((m) => m.replace(/^--/, ''));
-  if (allocAfter) {
+  if (stopGate) {
     const bridge = bridgeClusterCIDR([...oldCC.split(','), ...spec.from], spec.to).join(',');
     out.push({
-      id: `${p.id}-kcm-stop-allocating`, distribution: p.id, gate: 'kcm-stop-allocating', target,
+      id: `${p.id}-kcm-stop-allocating`, distribution: p.id, gate: stopGate, target,
       description: `kube-controller-manager stops allocating node podCIDRs (kube-controller-manager-arg overrides ${p.title}'s own --allocate-node-cidrs=true), `
         + `and cluster-cidr becomes ${bridge}, which holds the old and the new node podCIDRs, so flannel starts on a node of either range while they coexist`,
       before: yamlText({ 'cluster-cidr': oldCC, 'kube-controller-manager-arg': [EXISTING] }),
@@ -194,9 +194,9 @@ export function podPatches(p: Program, inp: PodPatchInputs): DistroPatch[] {
   return out;
 }
 
-export function podGateInstructions(p: Program, gate: PodPatchGate): string[] {
+export function podGateInstructions(p: Program, gate: PodPatchGate, role: PodGateRole): string[] {
   const resume = p.kcmMirrorPod ? 'kube-renumber resume' : `kube-renumber resume --ack-gate ${gate}   (${p.title} runs kube-controller-manager inside the server process: no pod shows its flags)`;
-  if (gate === 'kcm-stop-allocating') {
+  if (role === 'stop-allocating') {
     return [
       `edit ${p.config} on every server (patch ${p.id}-kcm-stop-allocating)`,
       restartServers(p),
@@ -232,7 +232,7 @@ export function programPlanner(p: Program, own: ProgramOwn): DistributionPlanner
     podPatches: (inp) => podPatches(p, inp),
     podChecks: (inp) => podChecks(p, inp),
     kubeProxyPatch: undefined,
-    podGateInstructions: (gate) => podGateInstructions(p, gate),
+    podGateInstructions: (gate, role) => podGateInstructions(p, gate, role),
     reregister: reregister(p),
     configCheck: () => undefined,
   };

@@ -127,16 +127,16 @@ function kopsServiceRangeUnread(snap: Snapshot, ctx: PatchContext): DistroPatch 
  * layout with the legacy place beside it, and what was not read said as such.
  */
 function kopsPodPatches(inp: PodPatchInputs): DistroPatch[] {
-  const { snap, spec, finalGate, oldCC, allocAfter } = inp;
+  const { snap, spec, finalGate, stopGate, oldCC, allocAfter } = inp;
   const out: DistroPatch[] = [];
   const k = snap.kops;
   const to = spec.to.join(',');
   const edit = KOPS_EDIT;
   const header = k ? '' : KOPS_UNREAD_HEADER;
   const newCidrs = spec.to.map((t) => parseCidr(t));
-  if (allocAfter) {
+  if (stopGate) {
     out.push({
-      id: 'kops-stop-allocating', distribution: 'kops', gate: 'kcm-stop-allocating', target: edit, description: 'kube-controller-manager stops allocating node podCIDRs',
+      id: 'kops-stop-allocating', distribution: 'kops', gate: stopGate, target: edit, description: 'kube-controller-manager stops allocating node podCIDRs',
       before: `${header}spec:\n  kubeControllerManager:\n    allocateNodeCIDRs: ${k?.allocateNodeCIDRs ?? true}${k?.allocateNodeCIDRs === undefined ? '   # unset: kOps turns it on' : ''}\n`,
       after: `${header}spec:\n  kubeControllerManager:\n    allocateNodeCIDRs: false\n`,
     });
@@ -294,8 +294,8 @@ export const kops: DistributionPlanner = {
     + 'kops rolling-update cluster --instance-group-roles=control-plane --yes (kOps issues the serving certificate when the control plane rolls)',
   podPatches: kopsPodPatches,
   kubeProxyPatch: { always: false, distribution: 'kops' },
-  podGateInstructions: (gate) => (gate === 'kcm-stop-allocating'
-    ? ['kops edit cluster (patch kops-stop-allocating)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', 'kube-renumber resume --ack-gate kcm-stop-allocating (when kube-controller-manager has no mirror pod)']
+  podGateInstructions: (gate, role) => (role === 'stop-allocating'
+    ? ['kops edit cluster (patch kops-stop-allocating)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', `kube-renumber resume --ack-gate ${gate} (when kube-controller-manager has no mirror pod)`]
     : ['kops edit cluster (patch kops-pod-cidr)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', `kube-renumber resume --ack-gate ${gate} (when kube-controller-manager has no mirror pod)`]),
   reregister: 'systemctl restart kubelet (it registers the Node again)',
   configCheck(snap) {

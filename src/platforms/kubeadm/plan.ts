@@ -75,11 +75,11 @@ function kubeadmPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
 }
 
 function kubeadmPodPatches(inp: PodPatchInputs): DistroPatch[] {
-  const { snap, finalGate, allocAfter, oldCC, to } = inp;
+  const { snap, finalGate, stopGate, allocAfter, oldCC, to } = inp;
   const out: DistroPatch[] = [];
   const manifest = '/etc/kubernetes/manifests/kube-controller-manager.yaml (every control-plane node)';
-  if (allocAfter) {
-    out.push({ id: 'kubeadm-kcm-stop-allocating', distribution: 'kubeadm', gate: 'kcm-stop-allocating', target: manifest, description: 'stop allocating node podCIDRs (nothing else changes)', before: '    - --allocate-node-cidrs=true\n', after: '    - --allocate-node-cidrs=false\n' });
+  if (stopGate) {
+    out.push({ id: 'kubeadm-kcm-stop-allocating', distribution: 'kubeadm', gate: stopGate, target: manifest, description: 'stop allocating node podCIDRs (nothing else changes)', before: '    - --allocate-node-cidrs=true\n', after: '    - --allocate-node-cidrs=false\n' });
   }
   out.push({
     id: 'kubeadm-config-pod-subnet', distribution: 'kubeadm', gate: finalGate, target: 'ConfigMap kube-system/kubeadm-config (ClusterConfiguration)',
@@ -132,8 +132,8 @@ export const kubeadm: DistributionPlanner = {
     + `(or --apiserver-cert-extra-sans=${both}), then restart kube-apiserver`,
   podPatches: kubeadmPodPatches,
   kubeProxyPatch: { always: true, distribution: 'kubeadm' },
-  podGateInstructions(gate) {
-    if (gate === 'kcm-stop-allocating') return ['on each control-plane node: edit /etc/kubernetes/manifests/kube-controller-manager.yaml (patch kubeadm-kcm-stop-allocating)', 'kube-renumber resume'];
+  podGateInstructions(_gate, role) {
+    if (role === 'stop-allocating') return ['on each control-plane node: edit /etc/kubernetes/manifests/kube-controller-manager.yaml (patch kubeadm-kcm-stop-allocating)', 'kube-renumber resume'];
     return [
       'kubectl -n kube-system edit cm kubeadm-config (patch kubeadm-config-pod-subnet)',
       'on each control-plane node: edit /etc/kubernetes/manifests/kube-controller-manager.yaml (patch kubeadm-kcm-pod-cidr)',

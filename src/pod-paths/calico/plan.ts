@@ -125,7 +125,7 @@ function calicoCleanupSteps(inp: PodStepInputs): PlanStep[] {
     gate: {
       condition: 'pod-cidr-config',
       reason: 'kube-controller-manager\'s --cluster-cidr, kube-proxy\'s clusterCIDR and the distribution\'s pod range live outside the API; with --allocate-node-cidrs=true and --cluster-cidr=NEW it would exit at start while nodes keep old podCIDRs',
-      instructions: podGateInstructions(inp.distro, 'pod-cidr-config'),
+      instructions: podGateInstructions(inp.distro, 'pod-cidr-config', 'final'),
       check: `every kube-controller-manager pod runs with --allocate-node-cidrs=false or --cluster-cidr inside ${newText.join(',')}, and the kube-proxy ConfigMap's clusterCIDR (when set) covers ${newText.join(',')}; --ack-gate pod-cidr-config where neither is visible`,
       patches: patchesFor(inp, 'pod-cidr-config'),
     },
@@ -153,7 +153,6 @@ export const calicoPath: PodPath<'calico'> = {
   flags: ['pool-name', 'block-size'],
   mixes: true,
   planned: 'Calico IPAM (calico-ipam): pods take addresses from IPPools',
-  kcmAllocatesAfter: false,
   finalGate: 'pod-cidr-config',
   oldRanges({ snap, opts, target, newText }, checks) {
     const insideNew = (c: Cidr) => { const t = target.get(c.family); return !!t && contains(t, c); };

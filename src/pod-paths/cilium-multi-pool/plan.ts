@@ -178,7 +178,7 @@ function stepLists(inp: PodStepInputs): PodStepLists {
     gate: {
       condition: 'cilium-pod-cidr-config',
       reason: 'kube-controller-manager\'s --cluster-cidr, kube-proxy\'s clusterCIDR and the distribution\'s pod range live outside the API; with --allocate-node-cidrs=true and --cluster-cidr=NEW it would exit at start while nodes keep old podCIDRs',
-      instructions: podGateInstructions(inp.distro, 'pod-cidr-config'),
+      instructions: podGateInstructions(inp.distro, 'pod-cidr-config', 'final'),
       check: `every kube-controller-manager pod runs with --allocate-node-cidrs=false or --cluster-cidr inside ${spec.to.join(',')}, and the kube-proxy ConfigMap's clusterCIDR (when set) covers ${spec.to.join(',')}; --ack-gate pod-cidr-config where neither is visible`,
       patches: patchesFor(inp, 'pod-cidr-config'),
     },
@@ -223,7 +223,6 @@ export const ciliumMultiPoolPath: PodPath<'cilium-multi-pool'> = {
   mixes: false,
   reader: 'Cilium',
   planned: 'Cilium multi-pool IPAM: pods take addresses from CiliumPodIPPools (the default pool unless annotated)',
-  kcmAllocatesAfter: false,
   finalGate: 'pod-cidr-config',
   oldRanges({ snap, target, newText }, checks) {
     const pools = snap.cilium?.pools;

@@ -14,9 +14,9 @@ export const NODE_STEP_KINDS = {
 } as const satisfies Record<string, StepKindInfo>;
 
 export const NODE_GATE_CONDITIONS = {
-  'kcm-stop-allocating': { family: 'pod', path: 'node' },
-  'kcm-cluster-cidr': { family: 'pod', path: 'node' },
-  'node-reregistered': { family: 'pod', path: 'node', firstItem: true, nodesOnce: true },
+  'kcm-stop-allocating': { family: 'pod', path: 'node', legacyGateId: 'kcm-stop-allocating' },
+  'kcm-cluster-cidr': { family: 'pod', path: 'node', legacyGateId: 'kcm-cluster-cidr' },
+  'node-reregistered': { family: 'pod', path: 'node', firstItem: true, nodesOnce: true, legacyGateId: 'reregister-node-' },
 } as const satisfies Record<string, GateConditionInfo>;
 
 type Kinds = typeof NODE_STEP_KINDS;
@@ -25,6 +25,14 @@ type Conditions = typeof NODE_GATE_CONDITIONS;
 declare module '../../ipam/types.ts' {
   interface PodPathIds {
     node: true;
+  }
+}
+
+/** Its gates where the platforms' patches apply (kube-controller-manager stops allocating; the pod range changes). */
+declare module '../../plan/pod-spec.ts' {
+  interface PathPatchGates {
+    'kcm-stop-allocating': true;
+    'kcm-cluster-cidr': true;
   }
 }
 

@@ -208,7 +208,7 @@ function kcmStopAllocatingGate(inp: PodStepInputs): PlanStep {
     gate: {
       condition: 'kcm-stop-allocating',
       reason: 'kube-controller-manager refuses to start while a node\'s podCIDR lies outside --cluster-cidr (measured: it exits at start), and nodes of both ranges coexist during the move',
-      instructions: podGateInstructions(inp.distro, 'kcm-stop-allocating'),
+      instructions: podGateInstructions(inp.distro, 'kcm-stop-allocating', 'stop-allocating'),
       check: 'every kube-controller-manager pod runs with --allocate-node-cidrs=false (mirror pod flags; --ack-gate kcm-stop-allocating where there are none)',
       patches: patchesFor(inp, 'kcm-stop-allocating'),
     },
@@ -225,7 +225,7 @@ function kcmClusterCidrGate(inp: PodStepInputs): PlanStep {
     gate: {
       condition: 'kcm-cluster-cidr',
       reason: 'new nodes need podCIDRs from kube-controller-manager again; the flag lives outside the API',
-      instructions: podGateInstructions(inp.distro, 'kcm-cluster-cidr'),
+      instructions: podGateInstructions(inp.distro, 'kcm-cluster-cidr', 'final'),
       check: `every kube-controller-manager pod runs with --cluster-cidr=${newText.join(',')} and --allocate-node-cidrs=true (--ack-gate kcm-cluster-cidr where there is no mirror pod)`,
       patches: patchesFor(inp, 'kcm-cluster-cidr'),
     },
@@ -321,7 +321,7 @@ export const nodePath: PodPath<'node'> = {
   flags: ['node-mask-size', 'node-hook', 'max-unavailable'],
   mixes: true,
   planned: 'node IPAM: pods take addresses from their node\'s spec.podCIDR',
-  kcmAllocatesAfter: true,
+  stopAllocatingGate: 'kcm-stop-allocating',
   finalGate: 'kcm-cluster-cidr',
   oldRanges({ snap, opts, target }, checks) {
     const insideNew = (c: Cidr) => { const t = target.get(c.family); return !!t && contains(t, c); };

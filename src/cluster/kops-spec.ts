@@ -9,8 +9,8 @@
  * Both: spec.kubeDNS.serverIP, spec.kubelet.clusterDNS, spec.kubeControllerManager.allocateNodeCIDRs.
  * Pure; no I/O.
  */
-import type { KubeObject, RangeRole } from '../vocabulary.ts';
-import { normalizeVersion } from './kubeadm.ts';
+import type { KubeObject, RawRange } from '../vocabulary.ts';
+import { normalizeVersion } from './kubeadm-config.ts';
 
 export interface KopsNetworking {
   /** Which layout the spec used: 'legacy' (top-level fields) or 'networking' (spec.networking.*). */
@@ -40,13 +40,6 @@ export function isKopsCluster(o: KubeObject): boolean {
   return o.kind === 'Cluster' && (av.startsWith('kops.k8s.io/') || av.startsWith('kops/'));
 }
 
-/** A raw range as written in the spec (not yet validated). */
-export interface RawRange {
-  cidr: string;
-  role: RangeRole;
-  source: string;
-  label: string;
-}
 
 export interface KopsParse {
   networking: KopsNetworking;
