@@ -89,7 +89,8 @@ export class CoverSteps extends BridgeSteps {
       const families = it.from.map((ip) => parseIP(ip).family);
       const spare = pickSpares(this.svc.target, families, used, 1)[0];
       if (!spare) {
-        ctx.warn?.(`no free address in ${this.svc.target.join(',')} for the ${what} of Service ${itemKey(it)}: it moves without one`);
+        ctx.warn?.(`no free address in ${this.svc.target.join(',')} for the ${what} of Service ${itemKey(it)}: it moves without one `
+          + (what === 'cover' ? '(old and new IP may not answer for up to kube-proxy\'s sync period)' : '(its node ports may be refused for about a second on some nodes)'));
         return undefined;
       }
       try {
@@ -152,7 +153,9 @@ export class CoverSteps extends BridgeSteps {
       if (!orig) return; // moveItem reports it
       const selectorless = !orig.spec?.selector || Object.keys(orig.spec.selector).length === 0;
       const name = coverName(it.name);
-      const cover = covers.get(itemKey(it)) ?? await this.createAtSpare(ctx, it, name, 'cover', used!, (spare) => coverService(orig, name, spare, this.opts.token));
+      // one found up (a killed run) is journaled as this run's if it was not yet, so rollback may delete it
+      const found = covers.get(itemKey(it));
+      const cover = found ? this.adopt(ctx, found, COVER_FOR_LABEL, it.name) : await this.createAtSpare(ctx, it, name, 'cover', used!, (spare) => coverService(orig, name, spare, this.opts.token));
       if (cover) {
         covers.set(itemKey(it), cover);
         if (selectorless) await this.copySlices(ctx, it.namespace, it.name, name);
@@ -168,7 +171,8 @@ export class CoverSteps extends BridgeSteps {
         return;
       }
       const npName = nodePortCoverName(it.name);
-      const np = nodePortCovers.get(itemKey(it)) ?? await this.createAtSpare(ctx, it, npName, 'node-port cover', used!, (spare) => nodePortCoverService(orig, npName, spare, this.opts.token));
+      const npFound = nodePortCovers.get(itemKey(it));
+      const np = npFound ? this.adopt(ctx, npFound, COVER_FOR_LABEL, it.name) : await this.createAtSpare(ctx, it, npName, 'node-port cover', used!, (spare) => nodePortCoverService(orig, npName, spare, this.opts.token));
       if (!np) return;
       nodePortCovers.set(itemKey(it), np);
       if (selectorless) await this.copySlices(ctx, it.namespace, it.name, npName);
