@@ -73,6 +73,35 @@ export function coverService(orig: KubeObject, name: string, clusterIPs: readonl
   };
 }
 
+/** The ports of `orig` that have a nodePort. */
+export function nodePortsOf(orig: KubeObject | undefined): Record<string, any>[] {
+  return ((orig?.spec?.ports ?? []) as Record<string, any>[]).filter((p) => typeof p.nodePort === 'number' && p.nodePort > 0);
+}
+
+/**
+ * The cover of `orig`'s node ports (plan --nodeport-cover, src/plan/nodeport-cover.ts): LoadBalancer of class
+ * COVER_CLASS at `clusterIPs` (spares, like a cover's), no node ports of its own, one port per nodePort of `orig`
+ * with `port` = that nodePort and its targetPort and protocol; the selector, families, session affinity and
+ * externalTrafficPolicy of `orig` (Local: the apiserver allocates the cover a healthCheckNodePort). Its status then
+ * lists the node addresses (coverStatus): kube-proxy (iptables, nftables) matches a load-balancer IP and port
+ * before its NodePort rules, so node-address:nodePort answers through the cover whatever `orig` does meanwhile.
+ */
+export function nodePortCoverService(orig: KubeObject, name: string, clusterIPs: readonly string[], run?: string): KubeObject {
+  const base = coverService(orig, name, clusterIPs, run);
+  const s = orig.spec ?? {};
+  return {
+    ...base,
+    spec: {
+      ...base.spec,
+      externalTrafficPolicy: s.externalTrafficPolicy === 'Local' ? 'Local' : 'Cluster',
+      ports: nodePortsOf(orig).map((p) => ({
+        ...(p.name ? { name: p.name } : {}), protocol: p.protocol ?? 'TCP', port: p.nodePort, targetPort: p.targetPort ?? p.port,
+        ...(p.appProtocol ? { appProtocol: p.appProtocol } : {}),
+      })),
+    },
+  };
+}
+
 /** The status that makes kube-proxy answer `ips` (old and new) for the cover. */
 export function coverStatus(ips: readonly string[]): { loadBalancer: { ingress: { ip: string }[] } } {
   const seen = new Set<string>();

@@ -40,7 +40,7 @@ function serviceNeeds(plan: MigrationPlan): AccessNeed[] {
     need('patch', '', 'services', m, 'move a Service in place (ExternalName and back), remove a bridge\'s selector, take the pin annotations off a rolled-back LoadBalancer Service'),
     need('create', '', 'services', m, 'bridge and cover Services; recreate and --load-balancers move: the Service at its new IP'),
     need('delete', '', 'services', m, 'bridges and covers when done; recreate and --load-balancers move: the Service at its old IP'),
-    ...(inPlace ? [need('patch', '', 'services', m, 'the load-balancer status of the run\'s own cover Services', { subresource: 'status' })] : []),
+    ...(inPlace ? [need('patch', '', 'services', m, 'the load-balancer status of the run\'s own cover Services (node-port covers included)', { subresource: 'status' })] : []),
     need('create', 'discovery.k8s.io', 'endpointslices', m, 'copies of a moved Service\'s endpoints for its bridge'),
     need('delete', 'discovery.k8s.io', 'endpointslices', m, 'those copies when done'),
     need('create', 'networking.k8s.io', 'servicecidrs', m, 'the new range (and temporary ones)'),

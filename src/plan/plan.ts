@@ -73,6 +73,8 @@ export interface PlanOptions {
   clusterDNS?: string;
   /** --load-balancers: keep (default) their ClusterIPs under kept ServiceCIDRs, or move them (src/plan/load-balancers.ts). */
   loadBalancers?: LoadBalancerMode;
+  /** --nodeport-cover: cover the node ports of NodePort Services moved in place (src/plan/nodeport-cover.ts); absent: off. */
+  nodePortCover?: NodePortCover;
 }
 
 /** Who restarts the workloads after a Service move: the tool (a step) or the operator (a gate). */
@@ -88,6 +90,7 @@ export {
 import type { PlanStep, ServiceCIDRSpec, StepItem } from './steps.ts';
 import { markSupersessions } from './steps.ts';
 import { POD_CONSENT_STEP } from './pod-consent.ts';
+import { nodePortCoverCheck, nodePortCoverText, type NodePortCover } from './nodeport-cover.ts';
 import { DEFAULT_LOAD_BALANCERS, loadBalancerAddress, loadBalancerSteps, type LoadBalancerMode, type LoadBalancerMove } from './load-balancers.ts';
 
 
@@ -141,6 +144,11 @@ export interface MigrationPlan {
       clusterDNS?: string;
       /** --load-balancers move: the LoadBalancer Services are re-created in the new range (absent: kept). */
       loadBalancers?: LoadBalancerMode;
+      /**
+       * --nodeport-cover: `nodes` or the addresses whose node ports a cover answers while a NodePort Service moves
+       * in place (src/plan/nodeport-cover.ts); absent: off. apply checks it again on the live read.
+       */
+      nodePortCover?: NodePortCover;
     };
     /** Present when the plan moves the Pod CIDR. */
     podCIDR?: PodCIDRSpec;
@@ -183,6 +191,14 @@ export function bridgeName(name: string): string {
  */
 export function coverName(name: string): string {
   return suffixedName(name, 'cover');
+}
+
+/**
+ * Name of the cover of a NodePort Service's node ports (plan --nodeport-cover; src/plan/nodeport-cover.ts):
+ * `<name>-kr-npcover`, shortened with a hash like bridgeName.
+ */
+export function nodePortCoverName(name: string): string {
+  return suffixedName(name, 'npcover');
 }
 
 function suffixedName(name: string, suffix: string): string {
@@ -268,6 +284,7 @@ export function buildServicePlan(read: Snapshot, opts: PlanOptions): ServicePlan
     target: opts.target, strategy: settings.strategy, headroom: settings.headroom, apiserverCertSANs: opts.apiserverCertSANs, avoid: opts.avoid, keep: settings.keep,
     ...(opts.clusterDNS !== undefined ? { clusterDNS: opts.clusterDNS, detectedDNS } : {}),
   })];
+  if (opts.nodePortCover !== undefined) plan.preflight.push(nodePortCoverCheck(snap, mapping, settings.strategy, opts.nodePortCover));
 
   const unknown = currentRangeUnknown(plan.spec.serviceCIDR.from, oldFlag);
   if (unknown) {
@@ -325,6 +342,7 @@ interface ServiceSettings {
   headroom: number;
   keep: string[];
   loadBalancers: LoadBalancerMode;
+  nodePortCover?: NodePortCover;
 }
 
 /** The options of a Service plan, defaults applied. */
@@ -337,6 +355,7 @@ function serviceSettings(opts: PlanOptions): ServiceSettings {
     headroom: opts.headroom ?? DEFAULT_HEADROOM,
     keep: [...(opts.keep ?? [])],
     loadBalancers: opts.loadBalancers ?? DEFAULT_LOAD_BALANCERS,
+    ...(opts.nodePortCover !== undefined ? { nodePortCover: opts.nodePortCover } : {}),
   };
 }
 
@@ -366,6 +385,7 @@ function emptyServicePlan(snap: Snapshot, opts: PlanOptions, s: ServiceSettings,
         ...(opts.certSANsGiven && opts.apiserverCertSANs?.length ? { apiserverCertSANs: [...opts.apiserverCertSANs] } : {}),
         ...(opts.clusterDNS !== undefined ? { clusterDNS: opts.clusterDNS } : {}),
         ...(s.loadBalancers !== DEFAULT_LOAD_BALANCERS ? { loadBalancers: s.loadBalancers } : {}),
+        ...(opts.nodePortCover !== undefined ? { nodePortCover: opts.nodePortCover === 'nodes' ? 'nodes' : [...opts.nodePortCover] } : {}),
       },
     },
     preflight: [],
@@ -631,9 +651,13 @@ function moveBatchSteps(tier: Tier, ti: number, inTier: readonly ServiceMapping[
   const steps: PlanStep[] = [];
   for (let b = 0; b * s.batchSize < inTier.length; b++) {
     const batch = inTier.slice(b * s.batchSize, (b + 1) * s.batchSize);
+    const nodePorts = s.strategy === 'in-place' && s.nodePortCover !== undefined ? batch.filter((m) => m.type === 'NodePort' || m.type === 'LoadBalancer').length : 0;
+    const npText = nodePorts > 0
+      ? `; --nodeport-cover: the node ports of its ${nodePorts} NodePort Service(s) answered meanwhile by a second cover at ${s.nodePortCover === 'nodes' ? 'every Node\'s InternalIP and ExternalIP' : nodePortCoverText(s.nodePortCover!)} (one rule per address × nodePort while the batch moves)`
+      : '';
     steps.push({
       id: `move-tier-${ti + 1}-batch-${b + 1}`, kind: 'move-services', tier,
-      description: `move ${batch.length} Service(s) of ${tierLabel(tier)}, batch ${b + 1} of ${Math.ceil(inTier.length / s.batchSize)} (${how})`,
+      description: `move ${batch.length} Service(s) of ${tierLabel(tier)}, batch ${b + 1} of ${Math.ceil(inTier.length / s.batchSize)} (${how}${npText})`,
       items: batch.map((m) => moveItem(m, s.strategy)),
       rollback: 'restore each Service from its backup at its old IP (possible while the old range is not drained)',
     });

@@ -85,7 +85,8 @@ function migrateFile(): RbacFile {
         ],
         object: role('kube-renumber-migrate', [
           R([''], ['services'], ['get', 'list', 'create', 'patch', 'delete']),
-          R([''], ['services/status'], ['patch'], { comment: ['in-place moves: the load-balancer status of kube-renumber\'s own cover Services (src/engine/covers.ts)'] }),
+          R([''], ['services/status'], ['patch'], { comment: ['in-place moves: the load-balancer status of kube-renumber\'s own cover Services (src/engine/covers.ts), node-port',
+            'covers (plan --nodeport-cover) included'] }),
           R([''], ['pods'], ['get', 'list', 'patch']),
           R([''], ['pods/eviction'], ['create']),
           R(['apps'], ['deployments', 'statefulsets', 'daemonsets'], ['get', 'list', 'patch']),

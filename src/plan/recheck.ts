@@ -31,6 +31,7 @@ export function recheckPreflight(snap: Snapshot, plan: MigrationPlan, opts: Rech
         ...(o ? { keep: o.keep, tierKey: o.tierKey, tierOrder: o.tierOrder, batchSize: o.batchSize, headroom: o.headroom } : {}),
         ...(sans ? { apiserverCertSANs: sans } : {}),
         ...(o?.clusterDNS !== undefined ? { clusterDNS: o.clusterDNS } : {}),
+        ...(o?.nodePortCover !== undefined ? { nodePortCover: o.nodePortCover } : {}),
         ...(o?.restartWorkloads ? { restartWorkloads: o.restartWorkloads } : {}),
         ...(sc.restarts ? { parallel: sc.restarts.parallel, critical: sc.restarts.critical } : {}),
       },

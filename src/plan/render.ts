@@ -6,7 +6,7 @@ import * as yaml from 'js-yaml';
 import { unifiedDiff } from './diff.ts';
 import type { PodCIDRSpec } from './pod-spec.ts';
 import { renderReferences } from '../analyze/references.ts';
-import { formatCidr, type Cidr } from '../net/index.ts';
+import { formatCidr, parseIP, type Cidr } from '../net/index.ts';
 import {
   GATE_CONDITION_INFO, GATE_CONDITIONS, mappingCounts, markSupersessions, PLAN_API_VERSION, PLAN_KIND, STEP_KIND_NAMES, STEP_KINDS,
   type GateConditionInfo, type MigrationPlan, type PlanStep, type StepKindInfo,
@@ -263,6 +263,14 @@ export function validatePlan(doc: unknown): MigrationPlan {
     });
     oneOf(o, 'restartWorkloads', 'spec.options', ['tool', 'manual'] as const, true);
     oneOf(o, 'loadBalancers', 'spec.options', ['keep', 'move'] as const, true);
+    const isIP = (x: string) => { try { parseIP(x); return true; } catch { return false; } };
+    if (o.nodePortCover !== undefined) {
+      const c = o.nodePortCover;
+      if (c !== 'nodes') {
+        if (!Array.isArray(c) || c.length === 0) fail('spec.options.nodePortCover', `${show(c)} is neither nodes nor a non-empty list of IP addresses`);
+        (c as unknown[]).forEach((x, i) => { if (typeof x !== 'string' || !isIP(x)) fail(`spec.options.nodePortCover[${i}]`, `${show(x)} is not an IP address`); });
+      }
+    }
     const dns = str(o, 'clusterDNS', 'spec.options', true);
     if (dns !== undefined && dns !== 'none' && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(dns)) {
       fail('spec.options.clusterDNS', `${show(dns)} is neither none nor a Service as namespace/name`);

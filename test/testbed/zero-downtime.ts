@@ -98,6 +98,13 @@ export interface ZeroDowntimeOptions {
    * (default DEFAULT_NODE_PORTS, at most `services`; 0: none, and no nodeport client).
    */
   nodePorts?: number;
+  /**
+   * in-place and combined: plan with `--nodeport-cover` naming every node's fabric address (kube-proxy's
+   * --bind-address here, where it serves node ports: the testbed's Node objects do not show it), after publishing
+   * the data plane's kube-proxy mode (its --proxy-mode) in ConfigMap kube-system/kube-proxy as kubeadm does, since
+   * the tool refuses the cover where it cannot read the mode. Default false.
+   */
+  nodePortCover?: boolean;
   log?: (m: string) => void;
 }
 
@@ -616,6 +623,14 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
       if (scenario === 'recreate' || scenario === 'in-place') planArgs.push('--strategy', scenario, '--parallel', '5');
       if (scenario === 'combined') planArgs.push('--strategy', 'in-place');
       if (calico) planArgs.push('--pod-cidr', POD_NEW);
+      if (o.nodePortCover && (scenario === 'in-place' || scenario === 'combined')) {
+        // kube-proxy's configuration as kubeadm publishes it: the mode the data plane's kube-proxies run with
+        await c.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-proxy', namespace: 'kube-system' },
+          data: { 'config.conf': `apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ${dp.proxyMode}\n` } });
+        const fabric = ((await c.list('/api/v1/nodes')).items as Array<{ metadata: { name: string } }>).map((n) => dp!.nodeFabricIP(n.metadata.name));
+        planArgs.push('--nodeport-cover', fabric.join(','));
+        log(`[${scenario}] --nodeport-cover ${fabric.join(',')} (kube-proxy ${dp.proxyMode})`);
+      }
       const pl = await cli(planArgs);
       if (pl.code !== 0 && pl.code !== 1) throw new Error(`plan exited ${pl.code}: ${pl.err}`);
       writeFileSync(planPath, pl.out);

@@ -2,6 +2,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { buildMigrationPlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRATEGY, mappingCounts, type MigrationPlan, type RestartMode, type Strategy, type TierOrder } from '../../plan/plan.ts';
 import type { LoadBalancerMode } from '../../plan/load-balancers.ts';
+import { parseNodePortCover, type NodePortCover } from '../../plan/nodeport-cover.ts';
 import { refusals } from '../../plan/preflight.ts';
 import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
@@ -26,7 +27,7 @@ const MAX_HEADROOM = 1000;
 
 /** Flags of the Pod CIDR move, and of the Service CIDR move: each needs its move's target. */
 const POD_FLAGS = ['ipam', ...POD_PATH_NAMES.flatMap((id) => podPath(id).flags)] as const;
-const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san', 'restart-workloads', 'cluster-dns', 'load-balancers'] as const;
+const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san', 'restart-workloads', 'cluster-dns', 'load-balancers', 'nodeport-cover'] as const;
 
 /**
  * --node-mask-size: one whole number from 1 to 128 per family of --pod-cidr, comma-separated in its order (one
@@ -68,7 +69,7 @@ export const planCommand: Command = {
   name: 'plan',
   summary: 'write the ordered, reviewable plan that moves the Service CIDR, the Pod CIDR, or both (changes nothing)',
   usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
-    + '[--batch-size N] [--headroom X] [--restart-workloads tool|manual] [--cluster-dns none|NS/NAME] [--load-balancers keep|move] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
+    + '[--batch-size N] [--headroom X] [--restart-workloads tool|manual] [--cluster-dns none|NS/NAME] [--load-balancers keep|move] [--nodeport-cover off|nodes|IP[,IP...]] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
   options: {
     'service-cidr': { type: 'string' },
     keep: { type: 'string', multiple: true },
@@ -81,6 +82,7 @@ export const planCommand: Command = {
     'restart-workloads': { type: 'string' },
     'cluster-dns': { type: 'string' },
     'load-balancers': { type: 'string' },
+    'nodeport-cover': { type: 'string' },
     'pod-cidr': { type: 'string' },
     ipam: { type: 'string' },
     parallel: { type: 'string' },
@@ -120,6 +122,14 @@ export const planCommand: Command = {
                            where the distribution's procedure already restarts every pod (kOps' node rolling update)
   --cluster-dns none|NS/NAME  the cluster has no cluster DNS (none), or its DNS Service is NS/NAME (when it is
                            not found); recorded in the plan and checked again by apply
+  --nodeport-cover off|nodes|IP[,IP...]
+                           in-place: while a NodePort Service moves, answer its node ports through a second cover
+                           (type LoadBalancer, ports = its nodePorts) whose load-balancer status lists these
+                           addresses: nodes = every Node's InternalIP and ExternalIP, read at apply; or the addresses
+                           kube-proxy serves node ports on. Costs one kube-proxy rule per address × nodePort while a
+                           batch moves. Refused unless kube-proxy runs in iptables or nftables mode (not IPVS, not
+                           replaced by an eBPF data plane). Default off: a node port may be refused for about a
+                           second on some nodes (docs/service-migration.md). Recorded, checked again by apply
 Restart flags (the Pod CIDR move, and the Service move's step restart-workloads):
   --parallel N             workload rollouts in flight at once (default ${DEFAULT_PARALLEL})
   --critical NS/NAME       a Deployment scaled up by one before the restarts, besides the cluster DNS (repeatable)
@@ -141,13 +151,14 @@ Fleet flags (docs/fleet.md):
                            (a new or empty directory)
 
 Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --batch-size,
---apiserver-cert-san, --restart-workloads, --cluster-dns and --load-balancers need --service-cidr; --parallel and --critical need
+--apiserver-cert-san, --restart-workloads, --cluster-dns, --load-balancers and --nodeport-cover need --service-cidr; --parallel and --critical need
 --pod-cidr, or --service-cidr without --restart-workloads=manual.
 Output: -o yaml is the file apply reads; markdown is for a change request; html is one self-contained page
 (address map with the targets, steps with the gates, Service mapping); table (default) is a summary.
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
 2 the target is refused (bad CIDR or family, overlaps a known range, contains a live address, too small), no plan
-can be written (current service range unknown, nothing to move, IPAM unknown: give --ipam), or the move is refused
+can be written (current service range unknown, nothing to move, IPAM unknown: give --ipam), --nodeport-cover is refused
+(recreate, kube-proxy not known to run in iptables or nftables mode, no address), or the move is refused
 on this platform or by the owner of the pod addresses (docs/platforms.md): one error line, no plan. With --fleet: 2
 also when the fleet's ranges cannot all be met (the line names the clusters and ranges) or a cluster's plan is
 refused; nothing is written; 3 the fleet file is not valid.`,
@@ -188,6 +199,11 @@ refused; nothing is written; 3 the fleet file is not valid.`,
     const clusterDNS = str(values, 'cluster-dns');
     const loadBalancers = str(values, 'load-balancers');
     if (loadBalancers !== undefined && loadBalancers !== 'keep' && loadBalancers !== 'move') throw new UsageError(`--load-balancers ${loadBalancers} must be keep or move`);
+    const nodePortCoverRaw = str(values, 'nodeport-cover');
+    let nodePortCover: NodePortCover | undefined;
+    if (nodePortCoverRaw !== undefined) {
+      try { nodePortCover = parseNodePortCover(nodePortCoverRaw); } catch (e) { throw new UsageError(`--nodeport-cover ${nodePortCoverRaw}: ${(e as Error).message}`); }
+    }
     if (clusterDNS !== undefined && clusterDNS !== 'none') {
       const problem = objectRefProblem(clusterDNS, true);
       if (problem) throw new UsageError(`--cluster-dns ${clusterDNS}: ${problem} (none, or a Service as namespace/name)`);
@@ -271,6 +287,7 @@ refused; nothing is written; 3 the fleet file is not valid.`,
       ...(restartRaw ? { restartWorkloads: restartRaw as RestartMode } : {}),
       ...(clusterDNS !== undefined ? { clusterDNS } : {}),
       ...(loadBalancers !== undefined ? { loadBalancers: loadBalancers as LoadBalancerMode } : {}),
+      ...(nodePortCover !== undefined ? { nodePortCover } : {}),
       } : undefined,
     });
     const refused = refusals(plan.preflight);

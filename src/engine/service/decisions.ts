@@ -5,7 +5,7 @@
  */
 import type { KubeObject } from '../../cluster/types.ts';
 import { KubeApiError } from '../../kube/client.ts';
-import { coverName, MANAGED_LABEL, type StepItem } from '../../plan/plan.ts';
+import { coverName, MANAGED_LABEL, nodePortCoverName, type StepItem } from '../../plan/plan.ts';
 import { UserError } from '../../errors.ts';
 import { COVER_FOR_LABEL, ownedHelper, RUN_LABEL } from '../covers.ts';
 import { BRIDGE_FOR_LABEL, ipsOf, itemKey, sameIPs, type MoveEvidence, type ServiceView } from './common.ts';
@@ -77,8 +77,18 @@ export function coversIn(view: ServiceView, items: readonly StepItem[], run?: st
   return out;
 }
 
+/** The node-port covers (plan --nodeport-cover) of these items in a view (ours by label and name; of run `run` when given). */
+export function nodePortCoversIn(view: ServiceView, items: readonly StepItem[], run?: string): KubeObject[] {
+  const out: KubeObject[] = [];
+  for (const it of items) {
+    const c = view.get(`${it.namespace}/${nodePortCoverName(it.name)}`);
+    if (c && ownedHelper(c, COVER_FOR_LABEL, it.name, run)) out.push(c);
+  }
+  return out;
+}
+
 /**
- * Objects in the view named like a helper of these items (`<svc>-kr-old` bridge, `<svc>-kr-cover` cover) that are
+ * Objects in the view named like a helper of these items (`<svc>-kr-old` bridge, `<svc>-kr-cover` cover, `<svc>-kr-npcover` node-port cover) that are
  * not helpers of this run: someone else's Service, which a move must neither patch nor delete. Pure.
  */
 export function squatters(view: ServiceView, items: readonly StepItem[], run?: string): string[] {
@@ -86,6 +96,8 @@ export function squatters(view: ServiceView, items: readonly StepItem[], run?: s
   for (const it of items) {
     const c = view.get(`${it.namespace}/${coverName(it.name)}`);
     if (c && !ownedHelper(c, COVER_FOR_LABEL, it.name, run)) out.push(`${it.namespace}/${coverName(it.name)}`);
+    const n = view.get(`${it.namespace}/${nodePortCoverName(it.name)}`);
+    if (n && !ownedHelper(n, COVER_FOR_LABEL, it.name, run)) out.push(`${it.namespace}/${nodePortCoverName(it.name)}`);
     const b = it.bridge ? view.get(`${it.namespace}/${it.bridge}`) : undefined;
     if (b && !ownedHelper(b, BRIDGE_FOR_LABEL, it.name, run)) out.push(`${it.namespace}/${it.bridge}`);
   }
@@ -119,9 +131,9 @@ export function notOursError(what: readonly string[], run?: string, found: (key:
     + `it was left untouched; rename or remove it, then resume${label}${others.length > 0 ? `; ${others.join('; ')}` : ''}`, 'verify');
 }
 
-/** A move-services step is done when every Service is moved with its bridge and no cover of theirs is left. */
+/** A move-services step is done when every Service is moved with its bridge and no cover of theirs (node-port covers included) is left. */
 export function batchDone(view: ServiceView, items: readonly StepItem[]): boolean {
-  return items.every((it) => itemDone(view, it)) && coversIn(view, items).length === 0;
+  return items.every((it) => itemDone(view, it)) && coversIn(view, items).length === 0 && nodePortCoversIn(view, items).length === 0;
 }
 
 /** What is wrong with one moved Service as seen (undefined: nothing). */

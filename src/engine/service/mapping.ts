@@ -7,7 +7,7 @@ import type { KubeObject } from '../../cluster/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { createObject, deleteObject, getObject, listAll, objectPath, SERVICES } from '../../kube/resources.ts';
 import { contains, formatIP, parseCidr, parseIP } from '../../net/index.ts';
-import { coverName, MANAGED_LABEL, type PlanStep, type StepItem } from '../../plan/plan.ts';
+import { coverName, MANAGED_LABEL, nodePortCoverName, type PlanStep, type StepItem } from '../../plan/plan.ts';
 import { UserError } from '../../errors.ts';
 import { refOf } from '../backup.ts';
 import { COVER_FOR_LABEL, ownedHelper } from '../covers.ts';
@@ -15,7 +15,9 @@ import type { Step, StepContext } from '../runner.ts';
 import { mapLimit, poll, retryOnConflict, sleep, withRetry } from '../toolkit.ts';
 import { BRIDGE_FOR_LABEL, ipsOf, itemKey, recreated, sameIPs, svcRef, type MoveEvidence, type ServiceView } from './common.ts';
 import { CoverSteps } from './covers.ts';
-import { batchDone, coversIn, decideMove, itemDone, itemProblem, nodePortHolders, notOursError, squatters, takenNodePorts, writtenAt } from './decisions.ts';
+import {
+  batchDone, coversIn, decideMove, itemDone, itemProblem, nodePortCoversIn, nodePortHolders, notOursError, squatters, takenNodePorts, writtenAt,
+} from './decisions.ts';
 
 /** Merge patch with a resourceVersion precondition: a concurrent edit gives 409 instead of being overwritten. */
 export async function patchService(client: KubeClient, cur: KubeObject, spec: Record<string, unknown>, dryRun: boolean): Promise<KubeObject> {
@@ -52,7 +54,7 @@ export class MappingSteps extends CoverSteps {
     const byNs = new Map<string, StepItem[]>();
     for (const it of items) {
       byNs.set(it.namespace, [...(byNs.get(it.namespace) ?? []), it]);
-      for (const n of [it.name, it.bridge, coverName(it.name)]) if (n) view.set(`${it.namespace}/${n}`, undefined);
+      for (const n of [it.name, it.bridge, coverName(it.name), nodePortCoverName(it.name)]) if (n) view.set(`${it.namespace}/${n}`, undefined);
     }
     await Promise.all([...byNs].map(async ([ns, list]) => {
       const keep = (s: KubeObject) => { const k = `${ns}/${s.metadata?.name}`; if (view.has(k)) view.set(k, s); };
@@ -173,7 +175,7 @@ export class MappingSteps extends CoverSteps {
   /** Problems of a moved batch as the cluster shows it; IPAddress objects read only for moves this process did not write. */
   protected async batchProblems(client: KubeClient, items: readonly StepItem[], evidence: ReadonlyMap<string, MoveEvidence>): Promise<string[]> {
     const view = await this.observe(client, items);
-    const covers = coversIn(view, items);
+    const covers = [...coversIn(view, items), ...nodePortCoversIn(view, items)];
     if (covers.length > 0) return [`${covers.length} cover Service(s) left, e.g. ${covers[0]!.metadata?.namespace}/${covers[0]!.metadata?.name}`];
     const problems: string[] = [];
     for (const it of items) {
@@ -240,8 +242,10 @@ export class MappingSteps extends CoverSteps {
         const pending = items.filter((it) => !itemDone(view, it));
         moved = items.length - pending.length;
         count();
-        const covers = new Map(coversIn(view, items, this.opts.token).map((c) => [`${c.metadata?.namespace}/${c.metadata?.labels?.[COVER_FOR_LABEL]}`, c]));
-        const covered = pending.length > 0 ? await this.raiseCovers(ctx, pending, view, covers) : new Set<string>();
+        const byService = (cs: KubeObject[]) => new Map(cs.map((c) => [`${c.metadata?.namespace}/${c.metadata?.labels?.[COVER_FOR_LABEL]}`, c]));
+        const covers = byService(coversIn(view, items, this.opts.token));
+        const nodePortCovers = byService(nodePortCoversIn(view, items, this.opts.token));
+        const covered = pending.length > 0 ? await this.raiseCovers(ctx, pending, view, covers, nodePortCovers) : new Set<string>();
         const tm = Date.now();
         await mapLimit(pending, this.opts.concurrency, async (it) => {
           evidence.set(itemKey(it), await this.moveItem(ctx, it, strategy, seen(it), covered.has(itemKey(it)) ? this.fqdn(coverName(it.name), it.namespace) : undefined));
@@ -249,7 +253,7 @@ export class MappingSteps extends CoverSteps {
           count();
         });
         if (pending.length > 0) ctx.log(`${pending.length} Service(s) moved in ${Date.now() - tm} ms`);
-        await this.lowerCovers(ctx, items, covers);
+        await this.lowerCovers(ctx, items, covers, nodePortCovers);
       },
       verify: async (ctx) => {
         let problems: string[] = [];
@@ -266,6 +270,8 @@ export class MappingSteps extends CoverSteps {
       },
       rollback: async (ctx) => {
         for (const it of items) await this.moveBack(ctx, it);
+        // covers a killed run left up: this run's only (labels and a uid journaled as created)
+        if (ctx.dryRun === 'none') await this.removeRunCovers(ctx, items);
       },
       // a batch killed half-way leaves some Services moved: rollback undoes those too (moveBack reads each one)
       rollbackPartial: true,
