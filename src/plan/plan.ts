@@ -8,6 +8,7 @@ import { barePodNamespaces, buildPodSection, DEFAULT_PARALLEL, dnsDeployment, ty
 import { scanReferences, type RangeMove, type Reference } from '../analyze/references.ts';
 import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts';
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
+import { compatibilityCheck } from './compatibility.ts';
 import { distroPatches, type PatchContext } from './distro-patches.ts';
 import { identityCheck, identityOf, serverWithoutCredentials, type ClusterIdentity } from './identity.ts';
 import {
@@ -254,9 +255,16 @@ export function buildServicePlan(read: Snapshot, opts: PlanOptions): ServicePlan
     plan.preflight = [...tc.checks, range];
     return plan;
   }
+  // what the version matrix found on this minor (docs/compatibility.md): a failed run refuses the plan, a minor it
+  // could not build is a warning
+  const version = compatibilityCheck(snap.kubernetesVersion, 'service');
+  if (version?.status === 'fail') {
+    plan.preflight = [...tc.checks, version];
+    return plan;
+  }
   const mapping = mapServices(snap, { target: opts.target, keep: settings.keep, tierKey: settings.tierKey, loadBalancers: settings.loadBalancers });
   plan.mapping = mapping;
-  plan.preflight = [...tc.checks, ...clusterChecks(snap, target, mapping, {
+  plan.preflight = [...tc.checks, ...(version ? [version] : []), ...clusterChecks(snap, target, mapping, {
     target: opts.target, strategy: settings.strategy, headroom: settings.headroom, apiserverCertSANs: opts.apiserverCertSANs, avoid: opts.avoid, keep: settings.keep,
     ...(opts.clusterDNS !== undefined ? { clusterDNS: opts.clusterDNS, detectedDNS } : {}),
   })];

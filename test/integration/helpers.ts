@@ -5,6 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { KubeClient } from '../../src/kube/client.ts';
 import { run } from '../unit/run-cli.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -228,4 +229,29 @@ export async function assertHandedOver(tb: Kubectl, key: string, revisionBefore:
   const mine = pods.filter((p) => !p.metadata.deletionTimestamp && Object.entries(sel).every(([k, v]) => p.metadata.labels?.[k] === v));
   assert.deepEqual(mine.filter((p) => podUidsBefore.has(p.metadata.uid)).map((p) => p.metadata.name), [], `${key}: every pod from before replaced`);
   assert.equal(mine.length, d.spec.replicas, `${key}: ${mine.length} pods for ${d.spec.replicas} replicas`);
+}
+
+/**
+ * Renews a Lease in kube-node-lease for every node every few seconds, as a kubelet does. The testbed's kwok
+ * neither holds node Leases nor posts node status often enough: without this the node lifecycle controller
+ * marks the nodes NotReady after its grace period and their pods NotReady for good (kwok does not make them
+ * Ready again), and no rollout or budget would ever be satisfied after the first minute.
+ */
+export function renewNodeLeases(client: KubeClient, nodes: string[]): () => void {
+  const base = '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases';
+  const microTime = () => new Date().toISOString().replace('Z', '000Z');
+  const renew = async () => {
+    for (const node of nodes) {
+      try {
+        await client.request('PATCH', `${base}/${node}`, { body: { spec: { renewTime: microTime() } } });
+      } catch (e) {
+        if ((e as { status?: number }).status !== 404) continue;
+        await client.request('POST', base, { body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: node, namespace: 'kube-node-lease' },
+          spec: { holderIdentity: node, leaseDurationSeconds: 40, renewTime: microTime() } } }).catch(() => {});
+      }
+    }
+  };
+  void renew();
+  const timer = setInterval(() => void renew(), 5000);
+  return () => clearInterval(timer);
 }

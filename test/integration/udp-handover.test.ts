@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { connect, type KubeClient } from '../../src/kube/client.ts';
+import { renewNodeLeases } from './helpers.ts';
 import { listAll, PODS } from '../../src/kube/resources.ts';
 import { HANDOVER_LABEL } from '../../src/engine/udp-handover.ts';
 import { eventually, useTestbed } from '../testbed/harness.ts';
@@ -31,26 +32,6 @@ function objects(): unknown[] {
     { apiVersion: 'v1', kind: 'Service', metadata: { name: 'dns', namespace: NS },
       spec: { selector: LABELS, ports: [{ name: 'dns', port: 53, protocol: 'UDP' }, { name: 'dns-tcp', port: 53, protocol: 'TCP' }] } },
   ];
-}
-
-/** Node Leases renewed as kubelets do (kwok does not): else the nodes go NotReady and so do their pods. */
-function renewNodeLeases(client: KubeClient, nodes: string[]): () => void {
-  const base = '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases';
-  const microTime = () => new Date().toISOString().replace('Z', '000Z');
-  const renew = async () => {
-    for (const node of nodes) {
-      try {
-        await client.request('PATCH', `${base}/${node}`, { body: { spec: { renewTime: microTime() } } });
-      } catch (e) {
-        if ((e as { status?: number }).status !== 404) continue;
-        await client.request('POST', base, { body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: node, namespace: 'kube-node-lease' },
-          spec: { holderIdentity: node, leaseDurationSeconds: 40, renewTime: microTime() } } }).catch(() => {});
-      }
-    }
-  };
-  void renew();
-  const timer = setInterval(() => void renew(), 5000);
-  return () => clearInterval(timer);
 }
 
 describe('UDP hand-over', () => {
