@@ -78,3 +78,15 @@ export function dualWriteFlags(minor: number | undefined, current: string | unde
     + '("the provided range does not match the current range"): set --feature-gates=' + after + ' on every kube-apiserver in the same restart, and keep it until 1.34 (where it is the default)';
   return { before, after, why };
 }
+
+/**
+ * A feature gate's state in kube-apiserver's own metrics text (`kubernetes_feature_enabled{name="…",stage="…"} 0|1`,
+ * k8s.io/component-base/metrics/prometheus/feature); undefined when the gate is not listed.
+ */
+export function featureEnabledInMetrics(metrics: string, gate: string): boolean | undefined {
+  for (const line of metrics.split('\n')) {
+    const m = /^kubernetes_feature_enabled\{([^}]*)\}\s+(\S+)/.exec(line);
+    if (m && new RegExp(`(^|,)name="${gate}"(,|$)`).test(m[1]!)) return Number(m[2]) === 1;
+  }
+  return undefined;
+}

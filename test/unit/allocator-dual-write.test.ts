@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Snapshot } from '../../src/cluster/types.ts';
-import { allocatorDualWrite, dualWriteFlags, parseFeatureGates } from '../../src/plan/allocator-dual-write.ts';
+import { allocatorDualWrite, dualWriteFlags, featureEnabledInMetrics, parseFeatureGates } from '../../src/plan/allocator-dual-write.ts';
 import { buildServicePlan } from '../../src/plan/plan.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
 
@@ -52,6 +52,17 @@ describe('the allocator\'s dual write per minor', () => {
   });
   test('feature-gates text: spaces and case tolerated, odd entries left out', () => {
     assert.deepEqual([...parseFeatureGates(' A=true, B=False,C,D=1')], [['A', true], ['B', false]]);
+  });
+  test('the apiserver\'s own metrics: the gate\'s line, 0 or 1; absent gates undefined', () => {
+    const text = ['# HELP kubernetes_feature_enabled [BETA] This metric records the data about the stage and enablement of a k8s feature.',
+      '# TYPE kubernetes_feature_enabled gauge',
+      'kubernetes_feature_enabled{name="DisableAllocatorDualWrite",stage="BETA"} 0',
+      'kubernetes_feature_enabled{name="DisableAllocatorDualWriteX",stage="ALPHA"} 1',
+      'kubernetes_feature_enabled{name="MultiCIDRServiceAllocator",stage=""} 1'].join('\n');
+    assert.equal(featureEnabledInMetrics(text, 'DisableAllocatorDualWrite'), false);
+    assert.equal(featureEnabledInMetrics(text, 'MultiCIDRServiceAllocator'), true);
+    assert.equal(featureEnabledInMetrics(text.replace('"BETA"} 0', '"BETA"} 1'), 'DisableAllocatorDualWrite'), true);
+    assert.equal(featureEnabledInMetrics(text, 'NoSuchGate'), undefined);
   });
   test('flags: existing gates kept, the ServiceCIDR gate added before 1.33 where the plan uses the API', () => {
     assert.deepEqual(dualWriteFlags(33, 'Foo=true', true), { before: 'Foo=true', after: 'Foo=true,DisableAllocatorDualWrite=true', why: dualWriteFlags(33, 'Foo=true', true)!.why });

@@ -4,7 +4,7 @@
  */
 import type { KubeObject } from '../../cluster/types.ts';
 import { EVENTS, getObject, listAll, PODS } from '../../kube/resources.ts';
-import { allocatorDualWrite, DUAL_WRITE_GATE, MULTI_CIDR_GATE } from '../../plan/allocator-dual-write.ts';
+import { allocatorDualWrite, DUAL_WRITE_GATE, featureEnabledInMetrics, MULTI_CIDR_GATE } from '../../plan/allocator-dual-write.ts';
 import { minorOf } from '../../plan/preflight.ts';
 import { readJournal, sinceLastRollback } from '../journal.ts';
 import type { StepContext } from '../runner.ts';
@@ -88,12 +88,8 @@ export class GateChecks extends KubernetesStep {
       ctx.log(`the apiserver's feature gates cannot be read (GET /metrics: ${(e as Error).message.split('\n')[0]}): make sure every kube-apiserver runs with ${DUAL_WRITE_GATE}=true`);
       return true;
     }
-    const enabled = (gate: string): boolean | undefined => {
-      const m = new RegExp(`^kubernetes_feature_enabled\\{[^}]*name="${gate}"[^}]*\\}\\s+(\\S+)`, 'm').exec(text);
-      return m ? Number(m[1]) === 1 : undefined;
-    };
-    const disable = enabled(DUAL_WRITE_GATE);
-    const multi = enabled(MULTI_CIDR_GATE);
+    const disable = featureEnabledInMetrics(text, DUAL_WRITE_GATE);
+    const multi = featureEnabledInMetrics(text, MULTI_CIDR_GATE);
     if (disable === undefined) return true;
     const on = !disable && multi !== false;
     if (on) ctx.log(dualWriteOnText(minor, 'the answering apiserver (kubernetes_feature_enabled)'));
