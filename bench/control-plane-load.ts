@@ -21,6 +21,8 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { connect, type KubeClient } from '../src/kube/client.ts';
+import { parseCidr } from '../src/net/cidr.ts';
+import { contains } from '../src/net/range.ts';
 import { LEASE_NAME, LEASE_NAMESPACE } from '../src/engine/lock.ts';
 import { parseMaxUnavailable, waveSize } from '../src/plan/node-waves.ts';
 import { Testbed } from '../test/testbed/cluster.ts';
@@ -81,6 +83,14 @@ function startProbe(client: KubeClient, intervalMs: number): Probe {
     renewals: () => [...renewTimes].sort((a, b) => a - b),
     async stop() { stopped = true; await loop; },
   };
+}
+
+/** The run's closing "request window: MIN-MAX (now N), L shrink(s) for latency, O for ..." line (-v), as numbers; undefined without it. */
+export function requestWindow(stderr: string): { min: number; max: number; last: number; latencyShrinks: number; overloadShrinks: number } | undefined {
+  const m = /request window: (\d+)-(\d+) \(now (\d+)\), (\d+) shrink\(s\) for latency, (\d+) for/.exec(stderr);
+  if (!m) return undefined;
+  const [min, max, last, latencyShrinks, overloadShrinks] = m.slice(1).map(Number) as [number, number, number, number, number];
+  return { min, max, last, latencyShrinks, overloadShrinks };
 }
 
 /** The longest gap (s) between renewals seen one after another. */
@@ -146,7 +156,25 @@ export async function run(args: string[]): Promise<number> {
     probe.take();
     probe.watchLease(true);
     const t0 = performance.now();
-    const r = await cli(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating']);
+    // progress on stderr once a minute: nodes on the new range (a LIST of nodes through the probe's own client, outside
+    // its latency figures), so a run that crawls is seen crawling, with its rate and the time it would still need
+    const moved: { s: number; nodes: number }[] = [];
+    const ticker = setInterval(() => {
+      void (async () => {
+        try {
+          let n = 0;
+          for await (const x of other.list('/api/v1/nodes') as AsyncIterable<{ spec?: { podCIDR?: string } }>) {
+            if (x.spec?.podCIDR !== undefined && contains(parseCidr(to), parseCidr(x.spec.podCIDR))) n++;
+          }
+          const s = (performance.now() - t0) / 1000;
+          moved.push({ s, nodes: n });
+          const rate = n / (s / 60);
+          log(`${round(s / 60)} min: ${n} of ${nodes} nodes on ${to} (${round(rate)} a minute${rate > 0 && n < nodes ? `, ~${round((nodes - n) / rate)} min to go` : ''}), load ${round(loadavg()[0]!, 2)}`);
+        } catch { /* the next tick tries again */ }
+      })();
+    }, 60_000);
+    // -v: the run's closing figures (its request window) are written only in verbose mode
+    const r = await cli(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating', '-v']).finally(() => clearInterval(ticker));
     const seconds = (performance.now() - t0) / 1000;
     probe.watchLease(false);
     const during = probe.take();
@@ -176,6 +204,7 @@ export async function run(args: string[]): Promise<number> {
       completed: completed ? 1 : 0, resumeSeconds: round(seconds, 1),
       leaseLosses, leaseRenewals: probe.renewals().length, longestLeaseRenewalGapSeconds: round(longestGap(probe.renewals()), 1),
       podsLost: lost, pdbViolations: pdb.violations.length, cores: availableParallelism(),
+      limiter: requestWindow(stderr), nodesMovedByMinute: moved.map((m) => [round(m.s / 60, 1), m.nodes]),
     };
     process.stdout.write(`CONTROL-PLANE-LOAD (${nodes} nodes, ${summary.totalPods} pods, --max-unavailable ${max}: ${fig.waves} wave(s) of up to ${size})\n`
       + `probe (GET + LIST page every ${intervalMs} ms)   probes  errors  p50 ms  p99 ms  load1m\n`

@@ -17,6 +17,7 @@ import type { DryRun, StepContext, StepSelection } from '../engine/runner.ts';
 import { parseSelection } from '../engine/selection.ts';
 import { PlanExecutor, type PlanExecOptions } from '../engine/plan-executor.ts';
 import { connect, type KubeClient } from '../kube/client.ts';
+import { describeWindow } from '../kube/limiter.ts';
 import { planFromYaml, type MigrationPlan } from '../plan/index.ts';
 import { MAX_PLAN_BYTES } from '../plan/render.ts';
 import { clientFor } from './commands/access-check.ts';
@@ -262,11 +263,7 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: S
     assertLocked: () => lease?.assertHeld(),
     async release() {
       const w = client.limiter?.stats();
-      if (w) {
-        ctx.log(`request window: ${w.minWindow}-${w.maxWindow} (now ${w.window}), ${w.latencyShrinks} shrink(s) for latency, ${w.overloadShrinks} for 429/5xx/timeouts, `
-          + `${Math.round(w.pausedMs / 1000)}s held by Retry-After, ${w.waited} request(s) waited (longest ${Math.round(w.longestWaitMs)} ms)`
-          + `${w.priorityLevel ? `, API Priority and Fairness level ${w.priorityLevel}` : ''}`);
-      }
+      if (w) ctx.log(describeWindow(w));
       // the last entries (run-end) reach the cluster copy too, while the Lease is still ours
       try { await state?.flush(); } catch (e) { warn(`the last journal entries did not reach the run's copy in the cluster: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`); }
       await lease?.release();

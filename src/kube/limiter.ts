@@ -43,6 +43,13 @@ export interface LimiterOptions {
   now?: () => number;
 }
 
+/** A run's closing line about its request window (written with -v; the control-plane-load bench reads it back). */
+export function describeWindow(w: LimiterStats): string {
+  return `request window: ${w.minWindow}-${w.maxWindow} (now ${w.window}), ${w.latencyShrinks} shrink(s) for latency, ${w.overloadShrinks} for 429/5xx/timeouts, `
+    + `${Math.round(w.pausedMs / 1000)}s held by Retry-After, ${w.waited} request(s) waited (longest ${Math.round(w.longestWaitMs)} ms)`
+    + `${w.priorityLevel ? `, API Priority and Fairness level ${w.priorityLevel}` : ''}`;
+}
+
 /** What one answer said, as the limiter reads it. */
 export interface Observation {
   /** get | list | write (each has its own lowest latency). */

@@ -181,3 +181,22 @@ describe('AdaptiveLimiter', () => {
     assert.equal(most, 3);
   });
 });
+
+describe('the run\'s closing window line, read back by the control-plane-load bench', () => {
+  it('requestWindow() reads what describeWindow() writes for a window that shrank', async () => {
+    const { AdaptiveLimiter: Limiter, describeWindow } = await import('../../src/kube/limiter.ts');
+    const { requestWindow } = await import('../../bench/control-plane-load.ts');
+    let t = 0;
+    const l = new Limiter({ initial: 8, now: () => t });
+    for (let i = 0; i < 50; i++) { t += 10; l.observe({ kind: 'get', latencyMs: 5, status: 200 }); }
+    t += 1000;
+    l.observe({ kind: 'get', latencyMs: 100, status: 429, apf: true });
+    const line = describeWindow(l.stats());
+    const w = requestWindow(`progress\n${line}\nmore`);
+    assert.ok(w, line);
+    assert.equal(w.overloadShrinks, 1);
+    assert.equal(w.last, l.window);
+    assert.ok(w.last < 8 && w.min === w.last && w.max === 8, line);
+    assert.equal(requestWindow('no such line'), undefined);
+  });
+});
