@@ -9,10 +9,11 @@ import { scanReferences, type RangeMove, type Reference } from '../analyze/refer
 import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts';
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
 import { compatibilityCheck } from './compatibility.ts';
+import { dualWriteFlags } from './allocator-dual-write.ts';
 import { distroPatches, type PatchContext } from './distro-patches.ts';
 import { identityCheck, identityOf, serverWithoutCredentials, type ClusterIdentity } from './identity.ts';
 import {
-  clusterChecks, serviceCIDRApiState, serviceRangeCheck, targetChecks, withClusterDNS, type PreflightCheck, type ServiceCIDRApiState,
+  clusterChecks, minorOf, serviceCIDRApiState, serviceRangeCheck, targetChecks, withClusterDNS, type PreflightCheck, type ServiceCIDRApiState,
 } from './preflight.ts';
 import {
   enableServiceCIDRApiGate, kubeletClusterDNSGate, restartApiserversGate, restartWorkloadsGate, restartWorkloadsStep, serviceRestartConsentStep,
@@ -492,6 +493,8 @@ function patchContext(
     ...(kubeMoves ? { oldKubernetesIP: changedIPs(kube)[0]?.[0], newKubernetesIP: changedIPs(kube)[0]?.[1] } : {}),
     ...(api.state === 'enable' ? { enableApi: api.version } : {}),
   };
+  const gates = dualWriteFlags(api.minor ?? minorOf(snap.kubernetesVersion), snap.apiservers[0]?.featureGates, api.version !== undefined);
+  if (gates) ctx.apiserverFeatureGates = gates;
   return { ...ctx, ...distributionPlanner(snap).serviceContext?.(snap, target) };
 }
 

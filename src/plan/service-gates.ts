@@ -5,6 +5,7 @@
  */
 import type { Snapshot } from '../cluster/types.ts';
 import { slowUdpConntrackCleanup } from '../analyze/readiness.ts';
+import { DUAL_WRITE_GATE } from './allocator-dual-write.ts';
 import { gateInstructions, type DistroPatch, type PatchContext } from './distro-patches.ts';
 import { distributionPlanner } from './distributions/registry.ts';
 import type { ServiceCIDRApiState } from './preflight.ts';
@@ -46,19 +47,22 @@ export function restartApiserversGate(inp: ServiceGateInputs): GateStep {
   const { snap, ctx } = inp;
   const { oldFlag, newFlag } = ctx;
   const sans = [ctx.oldKubernetesIP, ctx.newKubernetesIP].filter(Boolean).join(', ');
+  const fg = ctx.apiserverFeatureGates;
   return {
     id: 'restart-apiservers', kind: 'gate',
-    description: `restart every kube-apiserver with --service-cluster-ip-range=${newFlag.join(',')} and a serving certificate carrying ${sans || 'the new first IP'}`,
+    description: `restart every kube-apiserver with --service-cluster-ip-range=${newFlag.join(',')}${fg ? `, --feature-gates=${fg.after}` : ''} and a serving certificate carrying ${sans || 'the new first IP'}`,
     gate: {
       condition: 'apiservers-on-new-range',
       reason: 'the apiserver gives default/kubernetes the first IP of its flag range and recreates ServiceCIDR/kubernetes from the flag; '
-        + distributionPlanner(snap).restartApiserversReason,
+        + distributionPlanner(snap).restartApiserversReason + (fg ? `; ${DUAL_WRITE_GATE}=true: ${fg.why}` : ''),
       instructions: gateInstructions(snap, 'restart-apiservers', ctx),
       check: `every kube-apiserver pod runs with --service-cluster-ip-range=${newFlag.join(',')} (none left with ${oldFlag.join(',') || 'the old range'}), `
+        + (fg ? `with ${DUAL_WRITE_GATE}=true in --feature-gates (without apiserver pods: the answering apiserver's kubernetes_feature_enabled metric), ` : '')
         + `and every apiserver endpoint's serving certificate carries ${sans || 'the new first IP'} as IP SANs`,
       patches: patchesFor(inp, 'restart-apiservers'),
     },
-    rollback: `restart the apiservers with --service-cluster-ip-range=${oldFlag.join(',')} again (patch "before" texts)`,
+    rollback: `restart the apiservers with --service-cluster-ip-range=${oldFlag.join(',')} again (patch "before" texts)`
+      + (fg ? `; keep ${DUAL_WRITE_GATE}=true: the bitmap at /ranges/serviceips still holds the old range but no longer the allocations made since` : ''),
   };
 }
 

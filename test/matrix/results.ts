@@ -179,3 +179,15 @@ export function withReadmeTable(readme: string, results: MatrixResults): string 
   const section = `## Supported Kubernetes versions\n\nEach version below was built from upstream's \`k8s.io/kubernetes\` module and every path run on it end to end\n(\`npm run matrix\`; results, times and what each version changed: [docs/compatibility.md](docs/compatibility.md)). \`plan\`\nrefuses a version and path that failed there, and warns on a version that could not be run.\n\n${table}\n\n`;
   return at >= 0 ? readme.slice(0, at) + section + readme.slice(at) : readme + '\n' + section;
 }
+
+/**
+ * What a failure says, in at most 600 characters: the CLI's `error:` line when the test's message holds one (its
+ * end carries the apiserver's own words: the step's description comes first), otherwise the message's start.
+ */
+export function failureReason(message: string): string {
+  const flat = message.replace(/\s+/g, ' ').trim();
+  const at = flat.search(/(?:^| )error: /);
+  if (at < 0) return flat.slice(0, 600);
+  const line = flat.slice(at).trim();
+  return line.length <= 600 ? line : `error: …${line.slice(-560)}`;
+}

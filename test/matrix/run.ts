@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureBuilt, isBuilt, readStamp, testbedRoot } from '../testbed/build.ts';
 import { serviceCIDRApiOf } from '../testbed/cluster.ts';
-import { MATRIX_PATHS, MATRIX_VERSIONS, renderCompatibilityData, renderCompatibilityPage, withReadmeTable, type MatrixPath, type MatrixResult, type MatrixResults } from './results.ts';
+import { failureReason, MATRIX_PATHS, MATRIX_VERSIONS, renderCompatibilityData, renderCompatibilityPage, withReadmeTable, type MatrixPath, type MatrixResult, type MatrixResults } from './results.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const RESULTS = join(ROOT, 'test/matrix/results.json');
@@ -50,7 +50,7 @@ function runPath(version: string, path: MatrixPath): Promise<MatrixResult> {
       const base = { version, path, seconds, tests: tests.length, passed, date: new Date().toISOString().slice(0, 10), loadAverage: loadavg().slice(0, 2).map((x) => Math.round(x * 100) / 100) };
       if (code === 0 && !failed && tests.length > 0) return resolve({ ...base, result: 'pass' });
       const message = failed ? decode(/<failure[^>]*message="([^"]*)"/.exec(failed[3] ?? '')?.[1] ?? (failed[3] ?? '').replace(/<[^>]+>/g, ' ')) : `exit ${code}`;
-      resolve({ ...base, result: 'fail', failedTest: failed ? decode(failed[1]!) : undefined, reason: message.replace(/\s+/g, ' ').trim().slice(0, 600) });
+      resolve({ ...base, result: 'fail', failedTest: failed ? decode(failed[1]!) : undefined, reason: failureReason(message) });
     });
   });
 }

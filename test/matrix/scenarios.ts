@@ -8,7 +8,7 @@
 // stopped at a gate and rolled back.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -30,6 +30,16 @@ function offsetIn(cidr: string, ip: string): number {
 function nthIP(cidr: string, k: number): string {
   const base = cidr.split('/')[0]!.split('.').reduce((x, o) => x * 256 + Number(o), 0) + k;
   return [24, 16, 8, 0].map((s) => Math.floor(base / 2 ** s) % 256).join('.');
+}
+
+/** The --feature-gates value the plan's restart-apiservers gate writes in its patches (undefined: none). */
+function gateFeatureGates(plan: any): string | undefined {
+  const gate = (plan?.steps ?? []).find((x: any) => x.id === 'restart-apiservers');
+  for (const p of gate?.gate?.patches ?? []) {
+    const m = /--feature-gates=(\S+)/.exec(String(p.after ?? ''));
+    if (m) return m[1];
+  }
+  return undefined;
 }
 
 export interface ServiceScenario {
@@ -78,6 +88,13 @@ export function serviceScenario(version: string, s: ServiceScenario): void {
       } else {
         assert.ok(!ids.includes('enable-servicecidr-api'), `no API gate on ${version}`);
       }
+      // 1.31–1.33 mirror ClusterIP allocations into the legacy bitmap unless DisableAllocatorDualWrite is on
+      // (src/plan/allocator-dual-write.ts): the apiserver gate turns it on there, and nowhere else
+      const minor = Number(version.split('.')[1]);
+      const gates = gateFeatureGates(plan);
+      if (minor >= 31 && minor <= 33) assert.match(gates ?? '', /(^|,)DisableAllocatorDualWrite=true(,|$)/, `restart-apiservers sets the gate on ${version}`);
+      else assert.doesNotMatch(gates ?? '', /DisableAllocatorDualWrite/, `no DisableAllocatorDualWrite on ${version}`);
+      if (minor >= 31 && minor <= 32) assert.match(gates ?? '', /(^|,)MultiCIDRServiceAllocator=true(,|$)/, 'the API gate kept');
     });
 
     if (api?.gated) {
@@ -102,7 +119,9 @@ export function serviceScenario(version: string, s: ServiceScenario): void {
     });
 
     test('the apiserver on the new range, the kubelet gate, the workloads restarted: the run ends', async () => {
-      await tb.restartApiserver({ serviceCIDR: s.next });
+      // the flags the gate's patches name, as an operator sets them
+      const featureGates = gateFeatureGates(yaml.load(readFileSync(planPath, 'utf8')));
+      await tb.restartApiserver({ serviceCIDR: s.next, ...(featureGates !== undefined ? { featureGates } : {}) });
       let r = await run(['resume', planPath, '--yes', ...common()]);
       assert.equal(r.code, 7, r.err);
       const ack: string[] = [];

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, test } from 'node:test';
+import { describe, it, test } from 'node:test';
 import { compatibilityCheck } from '../../src/plan/compatibility.ts';
 import { MATRIX_UNBUILT as MATRIX_UNBUILT_DATA } from '../../src/plan/compatibility-data.ts';
 import { buildServicePlan } from '../../src/plan/plan.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
-import { MATRIX_VERSIONS, renderCompatibilityData, renderCompatibilityPage, withReadmeTable, type MatrixResults } from '../matrix/results.ts';
+import { failureReason, MATRIX_VERSIONS, renderCompatibilityData, renderCompatibilityPage, withReadmeTable, type MatrixResults } from '../matrix/results.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -56,6 +56,22 @@ describe('the version matrix and the planner', () => {
     const data = renderCompatibilityData(results);
     assert.match(data, /\{ minor: 29, version: "v1\.29\.6", path: "node", reason: "plan: kcm exited" \}/);
     assert.match(data, /MATRIX_PASSED_VERSIONS: readonly string\[\] = \["v1\.29\.6"\]/);
+  });
+});
+
+describe('a matrix failure\'s reason', () => {
+  it('is the CLI\'s error line, its end kept when long (the apiserver\'s words come last)', () => {
+    const cause = 'failed: POST /api/v1/namespaces/default/services: 422 Invalid Service "x" is invalid: the provided range does not match the current range';
+    const msg = `[1/16] confirm: started\n[1/16] confirm: done\nerror: ${'step description '.repeat(50)}${cause}\n  then run: kube-renumber resume`;
+    const r = failureReason(msg);
+    assert.ok(r.length <= 600, `${r.length} characters`);
+    assert.match(r, /^error: …/);
+    assert.ok(r.includes('the provided range does not match the current range'), r);
+    assert.equal(failureReason(`error: short cause`), 'error: short cause');
+  });
+  it('is the message\'s start when there is no error line', () => {
+    assert.equal(failureReason('AssertionError: 1 !== 2\n  at x'), 'AssertionError: 1 !== 2 at x');
+    assert.equal(failureReason('x'.repeat(700)).length, 600);
   });
 });
 

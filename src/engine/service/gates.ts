@@ -2,7 +2,10 @@
  * The gate checks of a Service CIDR move that read the control plane: every apiserver on the new
  * --service-cluster-ip-range (restart-apiservers) and the kubelets handing out the new DNS IP (kubelet-cluster-dns).
  */
+import type { KubeObject } from '../../cluster/types.ts';
 import { EVENTS, getObject, listAll, PODS } from '../../kube/resources.ts';
+import { allocatorDualWrite, DUAL_WRITE_GATE, featureEnabledInMetrics, MULTI_CIDR_GATE } from '../../plan/allocator-dual-write.ts';
+import { minorOf } from '../../plan/preflight.ts';
 import { readJournal, sinceLastRollback } from '../journal.ts';
 import type { StepContext } from '../runner.ts';
 import { KubernetesStep } from './kubernetes.ts';
@@ -27,8 +30,9 @@ export class GateChecks extends KubernetesStep {
     if (pods.length > 0) {
       const ok = flags.every((f) => f === want);
       if (!ok) ctx.log(`apiserver pods still on: ${[...new Set(flags)].join(' ')}`);
-      return ok;
+      return ok && this.dualWriteOffInPods(ctx, pods);
     }
+    if (!(await this.dualWriteOffInMetrics(ctx))) return false;
     const sc = await getObject(ctx.client, this.SC, 'kubernetes');
     if (sc && !sc.metadata?.deletionTimestamp && (sc.spec?.cidrs ?? []).join(',') === want) return true;
     const events = await listAll(ctx.client, EVENTS, { namespace: 'default', fieldSelector: 'reason=KubernetesDefaultServiceCIDRInconsistent' });
@@ -48,6 +52,50 @@ export class GateChecks extends KubernetesStep {
     return seen;
   }
 
+  /** The minor of the plan's cluster when the allocator's dual write can be on there (1.31–1.34), else undefined. */
+  private dualWriteMinor(): number | undefined {
+    const minor = minorOf(this.plan.metadata.kubernetesVersion);
+    return minor !== undefined && minor >= 31 && minor <= 34 ? minor : undefined;
+  }
+
+  /** No apiserver pod runs with the allocator's dual write on (allocator-dual-write.ts), read from its --feature-gates. */
+  private dualWriteOffInPods(ctx: StepContext, pods: KubeObject[]): boolean {
+    const minor = this.dualWriteMinor();
+    if (minor === undefined) return true;
+    const on = pods.filter((pod) => {
+      const c = (pod.spec?.containers ?? []).find((x: any) => x.name === 'kube-apiserver') ?? pod.spec?.containers?.[0];
+      const words: string[] = [...(c?.command ?? []), ...(c?.args ?? [])];
+      const i = words.findIndex((w) => w.startsWith('--feature-gates'));
+      const gates = i < 0 ? undefined : words[i]!.includes('=') ? words[i]!.slice(words[i]!.indexOf('=') + 1) : words[i + 1];
+      return allocatorDualWrite(minor, gates) === true;
+    });
+    if (on.length > 0) ctx.log(dualWriteOnText(minor, on.map((p) => p.metadata?.name ?? '?').join(', ')));
+    return on.length === 0;
+  }
+
+  /**
+   * Without apiserver pods: the answering apiserver's own feature state (metric kubernetes_feature_enabled on
+   * /metrics; behind a load balancer, one apiserver per read). Refuses only what it sees: an unreadable /metrics
+   * (no permission) is logged and passes.
+   */
+  async dualWriteOffInMetrics(ctx: StepContext): Promise<boolean> {
+    const minor = this.dualWriteMinor();
+    if (minor === undefined) return true;
+    let text: string;
+    try {
+      text = await ctx.client.request<string>('GET', '/metrics', { responseType: 'text' });
+    } catch (e) {
+      ctx.log(`the apiserver's feature gates cannot be read (GET /metrics: ${(e as Error).message.split('\n')[0]}): make sure every kube-apiserver runs with ${DUAL_WRITE_GATE}=true`);
+      return true;
+    }
+    const disable = featureEnabledInMetrics(text, DUAL_WRITE_GATE);
+    const multi = featureEnabledInMetrics(text, MULTI_CIDR_GATE);
+    if (disable === undefined) return true;
+    const on = !disable && multi !== false;
+    if (on) ctx.log(dualWriteOnText(minor, 'the answering apiserver (kubernetes_feature_enabled)'));
+    return !on;
+  }
+
   protected firstJournalTime(ctx: StepContext, event: string, step: string): number | undefined {
     const e = sinceLastRollback(readJournal(ctx.journal.path)).find((x) => x.event === event && x.step === step);
     return e ? Date.parse(e.ts) : undefined;
@@ -65,4 +113,9 @@ export class GateChecks extends KubernetesStep {
     }
     return dns.to.every((ip) => String(kc.data?.kubelet ?? '').includes(ip));
   }
+}
+
+function dualWriteOnText(minor: number, who: string): string {
+  return `${who}: the ClusterIP allocator's dual write is on (Kubernetes 1.${minor}, feature gate ${DUAL_WRITE_GATE} off): with the new range it refuses every explicit ClusterIP `
+    + `("the provided range does not match the current range"); restart every kube-apiserver with ${DUAL_WRITE_GATE}=true in --feature-gates (see the gate's patches), then resume`;
 }

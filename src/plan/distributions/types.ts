@@ -9,6 +9,7 @@ import type { Family, Snapshot } from '../../cluster/types.ts';
 import type { Cidr } from '../../net/index.ts';
 import type { PreflightCheck } from '../check.ts';
 import type { PodCIDRSpec, PodPatchGate } from '../pod-spec.ts';
+import type { DualWriteFlags } from '../allocator-dual-write.ts';
 
 /**
  * A planner's id, written in plans as each patch's `distribution`: the kind of the platform whose folder holds the
@@ -49,6 +50,11 @@ export interface PatchContext {
   enableApi?: 'v1' | 'v1beta1' | 'v1alpha1';
   /** kOps: a new nonMasqueradeCIDR when NEW is outside the current one ('' when none fits). */
   nonMasqueradeCIDR?: string;
+  /**
+   * kube-apiserver --feature-gates before and from the restart-apiservers gate on, when that gate changes them: the
+   * allocator's dual write turned off on 1.31–1.34 (../allocator-dual-write.ts).
+   */
+  apiserverFeatureGates?: DualWriteFlags;
 }
 
 /** The gates of a Service CIDR move that a distribution's configuration passes. */

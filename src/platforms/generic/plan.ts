@@ -8,6 +8,7 @@ import type { Snapshot } from '../../cluster/types.ts';
 
 export function genericPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
   const out: DistroPatch[] = [];
+  const fg = ctx.apiserverFeatureGates;
   if (ctx.enableApi) {
     const gv = `networking.k8s.io/${ctx.enableApi}`;
     out.push({
@@ -22,9 +23,10 @@ export function genericPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[]
   out.push({
     id: 'generic-apiserver-flag', distribution: 'generic', gate: 'restart-apiservers',
     target: 'kube-apiserver flags on every apiserver (and kube-controller-manager when it has the flag)',
-    description: 'the service range the apiserver gives default/kubernetes its IP from',
-    before: `--service-cluster-ip-range=${ctx.oldFlag.join(',')}\n`,
-    after: `--service-cluster-ip-range=${ctx.newFlag.join(',')}\n`,
+    description: 'the service range the apiserver gives default/kubernetes its IP from'
+      + (fg ? `; with it, feature gate DisableAllocatorDualWrite on (${fg.why})` : ''),
+    before: `--service-cluster-ip-range=${ctx.oldFlag.join(',')}\n` + (fg ? (fg.before ? `--feature-gates=${fg.before}\n` : '# --feature-gates not set\n') : ''),
+    after: `--service-cluster-ip-range=${ctx.newFlag.join(',')}\n` + (fg ? `--feature-gates=${fg.after}\n` : ''),
   });
   if (ctx.newDNS) {
     out.push({
@@ -67,7 +69,7 @@ export const generic: DistributionPlanner = {
         const sans = [ctx.oldKubernetesIP, ctx.newKubernetesIP].filter(Boolean).join(',');
         return [
           `reissue the kube-apiserver serving certificate with ${sans} as IP SANs`,
-          'restart every kube-apiserver with the new --service-cluster-ip-range (patch generic-apiserver-flag), one at a time',
+          `restart every kube-apiserver with the new --service-cluster-ip-range${ctx.apiserverFeatureGates ? ` and --feature-gates=${ctx.apiserverFeatureGates.after}` : ''} (patch generic-apiserver-flag), one at a time`,
           'kube-renumber resume',
         ];
       }

@@ -94,10 +94,16 @@ export function servicePatches(p: Program, snap: Snapshot, ctx: PatchContext): D
     before['tls-san'] = [EXISTING];
     after['tls-san'] = [EXISTING, ...sans];
   }
+  const fg = ctx.apiserverFeatureGates;
+  if (fg) {
+    before['kube-apiserver-arg'] = [EXISTING, ...(fg.before ? [`feature-gates=${fg.before}`] : [])];
+    after['kube-apiserver-arg'] = [EXISTING, `feature-gates=${fg.after}`];
+  }
   out.push({
     id: `${p.id}-server-config`, distribution: p.id, gate: 'restart-apiservers', target,
     description: `${p.title} renders kube-apiserver's --service-cluster-ip-range from service-cidr, the kubelets' clusterDNS and the DNS Service's address from cluster-dns, `
-      + 'and reissues the apiserver serving certificate at start when a tls-san is missing from it; every server must carry the same values',
+      + 'and reissues the apiserver serving certificate at start when a tls-san is missing from it; every server must carry the same values'
+      + (fg ? `; kube-apiserver-arg feature-gates=${fg.after} replaces any feature-gates entry there (${fg.why})` : ''),
     before: yamlText(before), after: yamlText(after),
   });
   return out;

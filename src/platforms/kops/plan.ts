@@ -11,6 +11,7 @@ import type { Family, Snapshot } from '../../cluster/types.ts';
 import { bits, contains, formatCidr, overlaps, parseCidr, supernet, tryParseCidr, type Cidr } from '../../net/index.ts';
 import { currentServiceRanges } from '../../plan/service-mapping.ts';
 import { at, covering, dump } from '../../plan/distributions/common.ts';
+import { DUAL_WRITE_GATE, parseFeatureGates } from '../../plan/allocator-dual-write.ts';
 import type { PreflightCheck } from '../../plan/check.ts';
 import type { DistributionPlanner, DistroPatch, PatchContext, PodPatchInputs } from '../../plan/distributions/types.ts';
 
@@ -68,10 +69,16 @@ function kopsPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
     merge(before, at(sansPath, { [sansField]: ['# ...existing entries'] }));
     merge(after, at(sansPath, { [sansField]: ['# ...existing entries', ...sans] }));
   }
+  const fg = ctx.apiserverFeatureGates;
+  if (fg) {
+    merge(before.spec as any, { kubeAPIServer: { featureGates: Object.fromEntries([...parseFeatureGates(fg.before)].map(([g, v]) => [g, String(v)])) } });
+    merge(after.spec as any, { kubeAPIServer: { featureGates: Object.fromEntries([...parseFeatureGates(fg.after)].map(([g, v]) => [g, String(v)])) } });
+  }
   out.push({
     id: 'kops-service-range', distribution: 'kops', gate: 'restart-apiservers', target: edit,
     description: 'the new service range, the DNS Service IP (kOps validation requires it inside serviceClusterIPRange and kubelet.clusterDNS equal to it), '
-      + 'and both default/kubernetes IPs as certificate SANs (the old one serves pods that still have it until they restart)',
+      + 'and both default/kubernetes IPs as certificate SANs (the old one serves pods that still have it until they restart)'
+      + (fg ? `; kubeAPIServer.featureGates ${DUAL_WRITE_GATE}: "true" in the same edit (${fg.why})` : ''),
     before: dump(before).replace(/- '# \.\.\.existing entries'/g, '# ...existing entries'),
     after: dump(after).replace(/- '# \.\.\.existing entries'/g, '# ...existing entries'),
   });
@@ -110,6 +117,11 @@ function kopsServiceRangeUnread(snap: Snapshot, ctx: PatchContext): DistroPatch 
   if (sans.length > 0) {
     b.push('  api:                       # legacy layout: spec.additionalSans', '    additionalSANs:', '      # ...existing entries');
     a.push('  api:', '    additionalSANs:', '      # ...existing entries', ...sans.map((x) => `      - ${x}`));
+  }
+  const fg = ctx.apiserverFeatureGates;
+  if (fg) {
+    b.push('  kubeAPIServer:', '    featureGates:', ...[...parseFeatureGates(fg.before)].map(([g, v]) => `      ${g}: "${v}"`), '      # ...existing entries');
+    a.push('  kubeAPIServer:', '    featureGates:', ...[...parseFeatureGates(fg.after)].map(([g, v]) => `      ${g}: "${v}"`), '      # ...existing entries');
   }
   return {
     id: 'kops-service-range', distribution: 'kops', gate: 'restart-apiservers', target: KOPS_EDIT,

@@ -11,6 +11,7 @@ function kubeadmPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
   const out: DistroPatch[] = [];
   const api = snap.apiservers[0];
   const kcm = snap.controllerManagers[0];
+  const fg = ctx.apiserverFeatureGates;
   const spray = snap.platform.kind === 'kubespray';
   const note = spray ? ' (kubespray: also set kube_service_addresses and skydns_server in the inventory, or the next playbook run puts the old values back)' : '';
   if (ctx.enableApi) {
@@ -41,15 +42,15 @@ function kubeadmPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
     id: 'kubeadm-config-service-subnet', distribution: 'kubeadm', gate: 'restart-apiservers',
     target: 'ConfigMap kube-system/kubeadm-config, data.ClusterConfiguration',
     description: `the new serviceSubnet, and both default/kubernetes IPs as certSANs for the reissued serving certificate${note}`,
-    before: dump({ networking: { serviceSubnet: (snap.kubeadm?.serviceSubnet ?? ctx.oldFlag).join(',') }, apiServer: { certSANs: ['# ...existing entries'] } }).replace(/- '# \.\.\.existing entries'/g, '# ...existing entries'),
-    after: dump({ networking: { serviceSubnet: ctx.newFlag.join(',') }, apiServer: { certSANs: ['# ...existing entries', ...sans] } }).replace(/- '# \.\.\.existing entries'/g, '# ...existing entries'),
+    before: dump({ networking: { serviceSubnet: (snap.kubeadm?.serviceSubnet ?? ctx.oldFlag).join(',') }, apiServer: { ...(fg ? { extraArgs: fg.before ? { 'feature-gates': fg.before } : {} } : {}), certSANs: ['# ...existing entries'] } }).replace(/- '# \.\.\.existing entries'/g, '# ...existing entries'),
+    after: dump({ networking: { serviceSubnet: ctx.newFlag.join(',') }, apiServer: { ...(fg ? { extraArgs: { 'feature-gates': fg.after } } : {}), certSANs: ['# ...existing entries', ...sans] } }).replace(/- '# \.\.\.existing entries'/g, '# ...existing entries'),
   });
   out.push({
     id: 'kubeadm-apiserver-manifest', distribution: 'kubeadm', gate: 'restart-apiservers',
     target: '/etc/kubernetes/manifests/kube-apiserver.yaml on every control-plane node',
-    description: 'the apiserver flag; the kubelet restarts the static pod when the manifest changes',
-    before: `    - --service-cluster-ip-range=${(api?.serviceClusterIPRange ?? ctx.oldFlag).join(',')}\n`,
-    after: `    - --service-cluster-ip-range=${ctx.newFlag.join(',')}\n`,
+    description: 'the apiserver flag; the kubelet restarts the static pod when the manifest changes' + (fg ? `; with it, feature gate DisableAllocatorDualWrite on (${fg.why})` : ''),
+    before: `    - --service-cluster-ip-range=${(api?.serviceClusterIPRange ?? ctx.oldFlag).join(',')}\n` + (fg ? (fg.before ? `    - --feature-gates=${fg.before}\n` : '    # --feature-gates not set\n') : ''),
+    after: `    - --service-cluster-ip-range=${ctx.newFlag.join(',')}\n` + (fg ? `    - --feature-gates=${fg.after}\n` : ''),
   });
   if (!kcm || kcm.serviceClusterIPRange) {
     out.push({
@@ -107,7 +108,7 @@ export const kubeadm: DistributionPlanner = {
       case 'restart-apiservers': {
         const sans = [ctx.oldKubernetesIP, ctx.newKubernetesIP].filter(Boolean).join(',');
         return [
-          'kubectl -n kube-system edit cm kubeadm-config (patch kubeadm-config-service-subnet)',
+          `kubectl -n kube-system edit cm kubeadm-config (patch kubeadm-config-service-subnet${ctx.apiserverFeatureGates ? `: apiServer.extraArgs feature-gates ${ctx.apiserverFeatureGates.after} too` : ''})`,
           `on each control-plane node in turn: kubectl -n kube-system get cm kubeadm-config -o jsonpath='{.data.ClusterConfiguration}' > /root/kubeadm.yaml; `
             + 'mv /etc/kubernetes/pki/apiserver.crt /etc/kubernetes/pki/apiserver.key /root/; '
             + `kubeadm init phase certs apiserver --config /root/kubeadm.yaml   # SANs include ${sans}`,
