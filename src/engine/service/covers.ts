@@ -96,7 +96,7 @@ export class CoverSteps extends BridgeSteps {
       try {
         // an existing Service of that name comes back from createObject: adopt() refuses it unless it is ours
         const o = this.adopt(ctx, await withRetry(() => createObject(ctx.client, SERVICES, build(spare))), COVER_FOR_LABEL, it.name);
-        ctx.log(`${what} ${it.namespace}/${name} at ${spare.join(',')}`);
+        ctx.log(`${what} ${it.namespace}/${name} at ${spare.join(',')} for ${what === 'cover' ? [...it.from, ...it.to].join(', ') : `the node ports of ${it.name}`}`);
         return o;
       } catch (e) {
         if (e instanceof UserError && !(e instanceof KubeApiError)) throw e; // adopt() refused a cover not ours
