@@ -31,6 +31,7 @@ import { missingBarePods, recreateMissing, restartInWaves } from './restart-run.
 import { pdbsFor, resolveWorkloads, restoreScale, scaledReplicas, scaleUp, skipReason, type Workload } from './restarts.ts';
 import { DEPLOYMENTS, PODDISRUPTIONBUDGETS } from '../kube/workloads.ts';
 import { SliceWatch } from './slice-watch.ts';
+import { kubeletsServeNewDNS } from './kubelet-dns-gate.ts';
 import { mapLimit, poll, retryOnConflict, sleep, waitFor, withRetry } from './toolkit.ts';
 
 export interface ServiceExecOptions {
@@ -38,6 +39,8 @@ export interface ServiceExecOptions {
   clusterDomain?: string;
   /** Gates the operator asserts by hand when the cluster cannot show them (e.g. no kubelet configz). */
   acknowledgedGates?: readonly string[];
+  /** Gate kubelet-cluster-dns reads each Ready node's kubelet configz (needs get nodes/proxy: src/engine/kubelet-dns-gate.ts). */
+  readKubeletConfig?: boolean;
   /** How long to wait for the apiserver/controllers to show an effect (default 60 s). */
   timeoutMs?: number;
   /** Parallel Service moves inside one batch (default 8). */
@@ -315,6 +318,7 @@ export class ServiceExecutor {
     this.opts = {
       clusterDomain: opts.clusterDomain ?? 'cluster.local',
       acknowledgedGates: opts.acknowledgedGates ?? [],
+      readKubeletConfig: opts.readKubeletConfig ?? false,
       timeoutMs: opts.timeoutMs ?? 60_000,
       concurrency: opts.concurrency ?? 8,
       covers: opts.covers ?? true,
@@ -1137,10 +1141,11 @@ export class ServiceExecutor {
     };
   }
 
-  /** kubelets hand out the new DNS IP: kubeadm's kubelet-config ConfigMap says so (configz is not read yet). */
+  /** kubelets hand out the new DNS IP: kubeadm's kubelet-config ConfigMap says so, or with readKubeletConfig each Ready kubelet's configz. */
   async kubeletsOnNewDNS(ctx: StepContext): Promise<boolean> {
     const dns = this.plan.mapping.find((m) => m.isDNS);
     if (!dns) return true;
+    if (this.opts.readKubeletConfig) return kubeletsServeNewDNS(ctx, dns.from, dns.to);
     const cms = await listAll(ctx.client, { group: '', version: 'v1', plural: 'configmaps', namespaced: true }, { namespace: 'kube-system' });
     const kc = cms.find((c) => /^kubelet-config(-\d+\.\d+)?$/.test(c.metadata?.name ?? ''));
     if (!kc) {

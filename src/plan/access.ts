@@ -85,8 +85,21 @@ function recreateNeeds(namespaces: string[] | undefined): AccessNeed[] {
 }
 
 /** Everything a run of `plan` needs beyond the read roles, in a stable order without repeats. */
-export function accessNeeds(plan: MigrationPlan): AccessNeed[] {
-  const all = [...runNeeds(), ...(plan.spec.serviceCIDR ? serviceNeeds(plan) : []), ...(plan.spec.podCIDR ? podNeeds(plan) : [])];
+/** The file granting get nodes/proxy for --read-kubelet-config: never among the default roles (docs/service-migration.md). */
+export const KUBELET_CONFIGZ_RBAC_FILE = 'deploy/rbac-kubelet-configz.yaml';
+
+/** What a run needs beyond its plan: the run's flags that ask more of the API server. */
+export interface RunAccessOptions {
+  /** --read-kubelet-config: gate kubelet-cluster-dns reads each Ready kubelet's configz through the node proxy. */
+  readKubeletConfig?: boolean;
+}
+
+export function accessNeeds(plan: MigrationPlan, run: RunAccessOptions = {}): AccessNeed[] {
+  const dnsGate = (plan.steps ?? []).some((s) => s.kind === 'gate' && s.gate.condition === 'kubelet-cluster-dns');
+  const configz = run.readKubeletConfig && dnsGate
+    ? [need('get', '', 'nodes', KUBELET_CONFIGZ_RBAC_FILE, 'read each Ready kubelet\'s configz for gate kubelet-cluster-dns (--read-kubelet-config)', { subresource: 'proxy' })]
+    : [];
+  const all = [...runNeeds(), ...(plan.spec.serviceCIDR ? serviceNeeds(plan) : []), ...(plan.spec.podCIDR ? podNeeds(plan) : []), ...configz];
   const seen = new Set<string>();
   return all.filter((n) => {
     const k = needKey(n);
