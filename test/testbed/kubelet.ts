@@ -8,7 +8,9 @@
 //   await k.restart({ clusterDNS: ['10.100.0.10'] });   // as an operator does after changing its config file
 //   await k.stop();
 //
-// Everything lives in the testbed's state directory; the kubelet is told to keep off the host: no iptables
+// The node's InternalIP 127.0.0.1 is set by startKubelet as a cloud controller would (--cloud-provider=external):
+// a kubelet refuses a loopback --node-ip. Everything lives in the testbed's state directory; the kubelet is told
+// to keep off the host: no iptables
 // chains, no QoS cgroups, no node allocatable enforcement, no swap check; authentication anonymous and
 // authorization AlwaysAllow (the testbed's apiserver has no kubelet client certificate), which is why it
 // listens on 127.0.0.1 only.
@@ -39,7 +41,7 @@ export interface RealKubelet {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function configYaml(o: { port: number; healthzPort: number; clusterDNS: string[]; clusterDomain: string; cri: string }): string {
+function configYaml(o: { port: number; healthzPort: number; clusterDNS: string[]; clusterDomain: string; cri: string; podLogsDir: string }): string {
   return [
     'apiVersion: kubelet.config.k8s.io/v1beta1',
     'kind: KubeletConfiguration',
@@ -63,6 +65,7 @@ function configYaml(o: { port: number; healthzPort: number; clusterDNS: string[]
     'failCgroupV1: false',
     'localStorageCapacityIsolation: false',
     'makeIPTablesUtilChains: false',
+    `podLogsDir: ${o.podLogsDir}`,
     'registerNode: true',
     'nodeStatusUpdateFrequency: 5s',
     'evictionHard: {}',
@@ -92,14 +95,17 @@ export async function startKubelet(tb: Testbed, opts: KubeletOptions): Promise<R
   const clusterDomain = opts.clusterDomain ?? 'cluster.local';
   let proc: Proc | undefined;
   const start = async (clusterDNS: string[]) => {
-    await writeFile(configPath, configYaml({ port: port!, healthzPort: healthzPort!, clusterDNS, clusterDomain, cri }));
+    await writeFile(configPath, configYaml({ port: port!, healthzPort: healthzPort!, clusterDNS, clusterDomain, cri, podLogsDir: join(dir, 'pod-logs') }));
     proc = new Proc(`kubelet-${name}`, supervisor, join(bin, 'kubelet'), [
       `--config=${configPath}`,
       `--kubeconfig=${tb.kubeconfigPath}`,
       `--root-dir=${join(dir, 'root')}`,
       `--cert-dir=${join(dir, 'pki')}`,
       `--hostname-override=${name}`,
-      '--node-ip=127.0.0.1',
+      // a kubelet refuses a loopback --node-ip ("nodeIP can't be loopback address"); with an external cloud
+      // provider it registers only its Hostname address and leaves the rest to the cloud controller, which
+      // setInternalIP plays below
+      '--cloud-provider=external',
       '--node-labels=type=real-kubelet',
       '--v=1',
     ], join(dir, 'kubelet.log'), 10);
@@ -134,6 +140,12 @@ async function waitReady(tb: Testbed, name: string, clusterDNS: string[], proc: 
     if (!proc.running()) throw new Error(`kubelet ${name} exited with code ${proc.exitCode}\n${proc.logTail(40)}`);
     try {
       const node = await tb.client.get(`/api/v1/nodes/${name}`);
+      if (!(node.status?.addresses ?? []).some((a: { type: string; address: string }) => a.type === 'InternalIP' && a.address === '127.0.0.1')) {
+        // what a cloud controller does for an external cloud provider: the node's addresses (kept by the kubelet
+        // from then on, restarts included); the apiserver reaches the kubelet at the InternalIP
+        await tb.client.mergePatch(`/api/v1/nodes/${name}/status`, { status: { addresses: [{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: name }] } });
+        continue;
+      }
       const ready = (node.status?.conditions ?? []).find((c: { type: string }) => c.type === 'Ready');
       if (ready?.status === 'True') {
         const cz = await tb.client.get<any>(`/api/v1/nodes/${name}/proxy/configz`);
