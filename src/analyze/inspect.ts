@@ -21,9 +21,8 @@ export interface InspectReport {
   source: Snapshot['source'];
   kubernetesVersion?: string;
   serviceCIDRApi?: string | null;
-  distribution: Snapshot['distribution'];
-  /** Where the cluster runs (src/platform/), with the evidence and the ranges it reserves. */
-  platform?: Snapshot['platform'];
+  /** Where the cluster runs and who installed it (src/platforms/), with the evidence and the ranges it reserves. */
+  platform: Snapshot['platform'];
   cni: Snapshot['cni'];
   serviceCIDRs: PlanEntry[];
   podCIDRs: PlanEntry[];
@@ -48,8 +47,7 @@ export function inspect(snap: Snapshot, opts: { avoid?: readonly AvoidRange[] } 
     source: snap.source,
     kubernetesVersion: snap.kubernetesVersion,
     serviceCIDRApi: snap.serviceCIDRApi,
-    distribution: snap.distribution,
-    ...(snap.platform ? { platform: snap.platform } : {}),
+    platform: snap.platform,
     cni: snap.cni,
     serviceCIDRs: entries('service'),
     podCIDRs: entries('pod'),

@@ -3,6 +3,8 @@ import { ownerCapabilityOf } from '../ipam/registry.ts';
 import type { Snapshot } from '../cluster/types.ts';
 import { contains, formatIP, nthAddress, parseIP } from '../net/index.ts';
 import { cidrsOf } from './addressing.ts';
+import { computeCapacity } from './capacity.ts';
+import { nodeReach } from './sizing.ts';
 
 /**
  * Readiness facts for a migration: each a yes/no/unknown with a one-line explanation. `ok: false` is not an
@@ -105,7 +107,7 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
         : cap.describe(snap.cni) });
 
   // The distribution's own configuration, when the distribution is known but its configuration was not read.
-  const kind = snap.distribution.kind;
+  const kind = snap.platform.kind;
   if (kind === 'kops' && !snap.kops) {
     facts.push({ id: 'kops-spec', ok: null,
       summary: 'kOps cluster without its Cluster spec in the input (it lives in the kOps state store, not in the API): podCIDR, serviceClusterIPRange and '
@@ -126,6 +128,19 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
     facts.push({ id: 'nodes-waiting', ok: false, summary: `${waiting} node(s) have no podCIDR: the cluster CIDR may be exhausted` });
   }
 
+  // The most nodes the cluster may reach (autoscaler, InstanceGroups, Cluster API, Karpenter) against the most its
+  // pod range can give an address range: a maximum above it is a Pod CIDR move waiting to happen (seed 004).
+  const reach = nodeReach(snap);
+  const room = reach ? podRangeNodeRoom(snap) : undefined;
+  if (reach && room) {
+    const fits = room.nodes >= BigInt(reach.count);
+    facts.push({ id: 'node-reach', ok: fits,
+      summary: fits
+        ? `${reach.from} allow ${reach.count} node(s); ${room.what} holds ${room.nodes}`
+        : `${reach.from} allow ${reach.count} node(s) but ${room.what} holds only ${room.nodes}: nodes past that get no pod range `
+          + `(new pods stay Pending); move the Pod CIDR before the cluster grows there (kube-renumber suggest --for pods)` });
+  }
+
   const bare = snap.pods.filter((p) => !p.hostNetwork && !p.owner).length;
   const jobs = snap.pods.filter((p) => !p.hostNetwork && p.owner?.kind === 'Job').length;
   if (bare + jobs > 0) {
@@ -142,8 +157,9 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
       summary: slow
         ? `kube-proxy ${slow} clears stale UDP conntrack entries in quadratic time (kubernetes/kubernetes#135323, fixed in 1.36): `
           + 'when CoreDNS pods are replaced while a node sends ~1,000 lookups a second, part of them go to the gone pods '
-          + 'until the clean-up ends (29 s measured at 17,000 entries). Any CoreDNS rollout does this; a Service CIDR move '
-          + 'restarts CoreDNS once: do it at a quiet hour, or run NodeLocal DNSCache'
+          + 'until the clean-up ends (29 s measured at 17,000 entries). Any CoreDNS rollout does this; the restarts '
+          + 'kube-renumber runs hand CoreDNS over pod by pod instead, each old pod held 48 s after it left its Services; '
+          + 'a restart left to the operator (--restart-workloads=manual) should come at a quiet hour, or with NodeLocal DNSCache'
         : `kube-proxy ${kp.version}: stale UDP conntrack entries (DNS after a CoreDNS restart) are cleared in linear time` });
   }
 
@@ -156,3 +172,17 @@ function formatCidrish(c: { family: 4 | 6; network: bigint; prefix: number }): s
 }
 
 
+
+/**
+ * The most nodes the pod range can serve: node IPAM's cluster CIDR at its node mask, or the enabled Calico pools'
+ * blocks (a node takes at least one); undefined when neither is known.
+ */
+function podRangeNodeRoom(snap: Snapshot): { nodes: bigint; what: string } | undefined {
+  const cap = computeCapacity(snap);
+  const ni = cap.nodeIpam[0];
+  if (ni) return { nodes: BigInt(ni.maxNodes), what: `${ni.clusterCIDR} at /${ni.nodeMask} per node` };
+  const pools = cap.pools.filter((p) => !p.disabled && BigInt(p.blocksTotal) > 0n);
+  if (pools.length === 0) return undefined;
+  const blocks = pools.reduce((n, p) => n + BigInt(p.blocksTotal), 0n);
+  return { nodes: blocks, what: `${pools.map((p) => p.cidr).join(', ')} in /${pools[0]!.blockSize} blocks` };
+}

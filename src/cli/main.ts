@@ -1,3 +1,4 @@
+import '../platforms/registry.ts';
 import '../pod-paths/registry.ts';
 import { existsSync } from 'node:fs';
 import { arch, platform } from 'node:os';
@@ -12,6 +13,7 @@ import { calcCommand } from './commands/calc.ts';
 import { inspectCommand } from './commands/inspect.ts';
 import { planCommand } from './commands/plan.ts';
 import { probeCommand } from './commands/probe.ts';
+import { rbacCommand } from './commands/rbac.ts';
 import { suggestCommand } from './commands/suggest.ts';
 import { EXIT_CODE_OF_KIND, ExitCode, UsageError, UserError } from './errors.ts';
 import { redact } from '../kube/redact.ts';
@@ -91,7 +93,7 @@ kubectl_complete-renumber program installed next to kubectl-renumber: nothing to
 
 const COMMANDS: Command[] = [
   inspectCommand, calcCommand, suggestCommand, planCommand,
-  applyCommand, resumeCommand, statusCommand, verifyCommand, rollbackCommand, restoreCommand, probeCommand,
+  applyCommand, resumeCommand, statusCommand, verifyCommand, rollbackCommand, restoreCommand, probeCommand, rbacCommand,
   versionCommand, completionCommand,
 ];
 

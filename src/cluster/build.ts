@@ -40,7 +40,6 @@ export interface BuildOptions {
 
 /** What the phases after the pass over the objects found, to go into the snapshot. */
 interface Findings {
-  distribution: Snapshot['distribution'];
   cni: CniResult;
   clusterDNS: string[];
   dnsService: Snapshot['dnsService'];
@@ -88,10 +87,10 @@ export function buildSnapshot(raw: RawInventory, opts: BuildOptions = {}): Snaps
 
   addNodeRanges(b, c.nodes);
   addPassDistroSigns(distro, c.signs);
-  const distribution = detectDistribution(distro);
+  const installer = detectDistribution(distro);
   const platform = detectPlatform({
     nodes: c.platform.nodes, objects: c.platform.objects, daemonSets: c.platform.daemonSets, namespaces: c.platform.namespaces,
-    configMaps: c.configMaps, distribution, ...(inv.source.kind === 'live' && inv.source.server ? { server: inv.source.server } : {}),
+    configMaps: c.configMaps, installer, ...(inv.source.kind === 'live' && inv.source.server ? { server: inv.source.server } : {}),
   });
   for (const r of platform.ranges) b.addRange(r.cidr, r.role, r.source, r.label);
   const dnsCandidates = opts.dnsServiceCandidates
@@ -104,7 +103,7 @@ export function buildSnapshot(raw: RawInventory, opts: BuildOptions = {}): Snaps
   });
   if (owner) cni.owner = owner;
   const nodeLimits = readNodeLimits(inv.objects, c.configs, c.configMaps.get(`kube-system/${AUTOSCALER_STATUS_CONFIGMAP}`), b);
-  return assembleSnapshot(inv, b, c, { distribution, cni, clusterDNS, dnsService, serviceRangeInference, kubeProxy, kops, kubeadm, platform: platform.facts, ipam: ipam.snapshot, nodeLimits });
+  return assembleSnapshot(inv, b, c, { cni, clusterDNS, dnsService, serviceRangeInference, kubeProxy, kops, kubeadm, platform: platform.facts, ipam: ipam.snapshot, nodeLimits });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -114,7 +113,6 @@ function assembleSnapshot(inv: RawInventory, b: Builder, c: Collected, f: Findin
   const kubernetesSvc = c.services.find((s) => s.namespace === 'default' && s.name === 'kubernetes');
   const snapshot: Snapshot = {
     source: inv.source,
-    distribution: f.distribution,
     platform: f.platform,
     cni: {
       plugin: f.cni.plugin,

@@ -122,6 +122,10 @@ export function readService(o: KubeObject, b: Builder): ServiceInfo {
     annotations: strMap(md.annotations),
   };
   if (typeof spec.externalName === 'string') info.externalName = spec.externalName;
+  if (typeof spec.loadBalancerClass === 'string' && spec.loadBalancerClass !== '') info.loadBalancerClass = spec.loadBalancerClass;
+  if (typeof spec.loadBalancerIP === 'string' && spec.loadBalancerIP !== '') info.loadBalancerIP = spec.loadBalancerIP;
+  const hostnames = Array.isArray(ingress) ? ingress.map((i: { hostname?: unknown }) => i?.hostname).filter((h: unknown): h is string => typeof h === 'string' && h !== '') : [];
+  if (hostnames.length > 0) info.loadBalancerHostnames = [...new Set(hostnames)];
   if (spec.selector && typeof spec.selector === 'object' && !Array.isArray(spec.selector)) info.selector = spec.selector;
   return info;
 }

@@ -5,18 +5,17 @@
  */
 
 import type { CniKind, IpamKind } from '../cni/detect.ts';
-import type { DistributionKind } from '../distro/detect.ts';
 import type { KopsNetworking } from '../distro/kops.ts';
 import type { KubeadmNetworking } from '../distro/kubeadm.ts';
 import type { KubeObject, RangeRole } from '../vocabulary.ts';
 import type { PlatformFacts } from '../platform/types.ts';
 import type { IpamOwnerFacts, IpamSnapshotFacts } from '../ipam/types.ts';
 
-export type { CniKind, DistributionKind, IpamKind, KopsNetworking, KubeadmNetworking, KubeObject, PlatformFacts, RangeRole };
+export type { CniKind, IpamKind, KopsNetworking, KubeadmNetworking, KubeObject, PlatformFacts, RangeRole };
 
-/** The snapshot's platform kind: the detected platform, else (a snapshot made by hand) its distribution. */
-export function platformKindOf(snap: Pick<Snapshot, 'platform' | 'distribution'>): string {
-  return snap.platform?.kind ?? snap.distribution.kind;
+/** The snapshot's platform kind. */
+export function platformKindOf(snap: Pick<Snapshot, 'platform'>): string {
+  return snap.platform.kind;
 }
 
 /**
@@ -85,6 +84,12 @@ export interface ServiceInfo {
   externalIPs: string[];
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  /** spec.loadBalancerClass (absent when unset). */
+  loadBalancerClass?: string;
+  /** spec.loadBalancerIP as written (absent when unset): a platform's way to ask for an address. */
+  loadBalancerIP?: string;
+  /** status.loadBalancer.ingress[].hostname (absent when none): the load balancer's DNS names. */
+  loadBalancerHostnames?: string[];
 }
 
 export interface PodInfo {
@@ -228,12 +233,11 @@ export interface Snapshot extends IpamSnapshotFacts {
   kubernetesVersion?: string;
   /** 'v1' | 'v1beta1' | 'v1alpha1' when served (the newest), null when checked and not served, undefined when unknown. */
   serviceCIDRApi?: string | null;
-  distribution: { kind: DistributionKind; evidence: string[] };
   /**
-   * Where the cluster runs (src/platform/): which platform, the evidence, the ranges it reserves. Absent only in
-   * snapshots made by hand; platformKindOf() then falls back on the distribution.
+   * Where the cluster runs and who installed it, one idea (src/platforms/): which platform, the evidence, the
+   * ranges it reserves.
    */
-  platform?: PlatformFacts;
+  platform: PlatformFacts;
   cni: {
     plugin: CniKind;
     ipam: IpamKind;

@@ -1,7 +1,8 @@
 /**
- * Which distribution installed the cluster, from signals the snapshot builder collected. Pure.
+ * Which installer the signs name, from signals the snapshot builder collected: the platforms recognised by their
+ * installer (src/platforms/kops/, kubeadm/) read it as PlatformInput.installer. Pure.
  *
- * Precedence: kops > k3s > kubespray > kubeadm > generic.
+ * Precedence: kops > k3s > kubespray > kubeadm > none (no installer sign: the platforms decide without one).
  *  - kops: a kOps Cluster spec was given, nodes carry the label kops.k8s.io/instancegroup, or a
  *    kops-controller pod runs.
  *  - k3s: nodes labelled node.kubernetes.io/instance-type=k3s, annotated k3s.io/*, or a kubelet version
@@ -16,7 +17,7 @@
  *    kubeadm.alpha.kubernetes.io/cri-socket.
  */
 
-export type DistributionKind = 'kops' | 'kubeadm' | 'kubespray' | 'k3s' | 'generic';
+export type DistributionKind = 'kops' | 'kubeadm' | 'kubespray' | 'k3s' | 'none';
 
 export interface DistroSignals {
   kops: string[];
@@ -36,5 +37,5 @@ export function detectDistribution(s: DistroSignals): { kind: DistributionKind; 
   if (s.k3s.length > 0) return { kind: 'k3s', evidence: s.k3s };
   if (s.kubespray.length > 0 && (s.kubeadm.length > 0 || s.kubesprayStrong)) return { kind: 'kubespray', evidence: [...s.kubespray, ...s.kubeadm] };
   if (s.kubeadm.length > 0) return { kind: 'kubeadm', evidence: s.kubeadm };
-  return { kind: 'generic', evidence: ['no kOps, k3s, kubespray or kubeadm signs found'] };
+  return { kind: 'none', evidence: ['no kOps, k3s, kubespray or kubeadm signs found'] };
 }

@@ -31,6 +31,13 @@ let durableWrites = 0;
 function killBeforeFsync(): void {
   if (killBeforeFsyncAt > 0 && ++durableWrites >= killBeforeFsyncAt) process.kill(process.pid, 'SIGKILL');
 }
+// KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC=N: the same between the Nth appended line's write and its fsync (a
+// journal entry written, not yet synced).
+const killBeforeLineFsyncAt = Number(process.env.KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC ?? 0);
+let durableLines = 0;
+function killBeforeLineFsync(): void {
+  if (killBeforeLineFsyncAt > 0 && ++durableLines >= killBeforeLineFsyncAt) process.kill(process.pid, 'SIGKILL');
+}
 
 /** Write `data` to `path` atomically and durably, mode 0600. */
 export function writeFileDurable(path: string, data: string): void {
@@ -62,6 +69,7 @@ export function appendLineDurable(path: string, line: string): void {
   const fd = openSync(path, 'a', 0o600);
   try {
     writeSync(fd, line.endsWith('\n') ? line : `${line}\n`);
+    killBeforeLineFsync();
     fsyncSync(fd);
   } finally {
     closeSync(fd);

@@ -20,7 +20,7 @@ import {
 } from '../plan/plan.ts';
 import type { PodCIDRSpec } from '../plan/pod-plan.ts';
 import { active, cidrIn, errText, inAny, ipsOf, isDaemonSetPod, isMirrorPod, sameList, withKind } from './pod-paths/common.ts';
-import type { NodeSteps } from './pod-paths/node.ts';
+import type { NodeSteps } from './pod-paths/types.ts';
 import { pathGateCheck, pathStepExecutor, podPathEngine, type PodPathHosts } from './pod-paths/registry.ts';
 import {
   describePdb, describeWorkload, fatalError, pdbsFor, resolveWorkloads, restartWorkload, restoreScale, runWaves, scaledReplicas,
@@ -140,7 +140,7 @@ export class PodExecutor implements PodPathHosts {
   /** The rollback's way: NEW back to the old range, each node to the podCIDRs it had. */
   private readonly back: NodeDirection;
 
-  /** The node path's steps and checks (src/engine/pod-paths/node.ts runs them). */
+  /** The node path's steps and checks (src/pod-paths/node/engine.ts runs them). */
   readonly node: NodeSteps = {
     drainNodeStep: (p) => this.drainNodeStep(p),
     reregisterStep: (p) => this.reregisterStep(p),

@@ -1,6 +1,6 @@
 /**
  * The restart engine's run of many workloads, shared by the Pod CIDR path (step restart-pods, src/engine/pod-steps.ts)
- * and the Service CIDR path (step restart-workloads, src/engine/service-steps.ts): waves of `parallel` rollouts, the
+ * and the Service CIDR path (step restart-workloads, src/engine/service/restarts.ts): waves of `parallel` rollouts, the
  * critical Deployments first, each workload's outcome journaled as it ends, bare pods a crash left deleted created
  * again from their backup. What a pod to restart is stays with each path (a pod in the old range; a pod started
  * before the Services moved).
@@ -9,6 +9,7 @@ import type { KubeObject } from '../cluster/types.ts';
 import { getObject, PODS } from '../kube/resources.ts';
 import { describeWorkload, fatalError, restartWorkload, runWaves, type RestartResult, type Workload } from './restarts.ts';
 import type { StepContext } from './runner.ts';
+import { finishPending, handOverDeployment, type HandoverOptions } from './udp-handover.ts';
 
 export interface RestartRunOptions {
   /** Rollouts in flight at once. */
@@ -21,6 +22,8 @@ export interface RestartRunOptions {
   rolloutTimeoutMs: number;
   /** The step whose restarts these are: each workload's outcome is journaled under it (none: only the wave figures). */
   step?: string;
+  /** How long a handed-over pod of a UDP Service stays after leaving its Services (default: udp-handover.ts's rule, read live). */
+  handoverHold?: { ms: number; why: string };
   /** Told the wave figures (benchmarks read them). */
   onWaves?: (r: { totalSeconds: number; sumSeconds: number; maxInFlight: number; workloads: number }) => void;
 }
@@ -46,7 +49,8 @@ function workloadRef(w: Workload): string {
  */
 async function restartJournaled(ctx: StepContext, w: Workload, opts: RestartRunOptions): Promise<RestartResult> {
   if (ctx.dryRun === 'none' && opts.step) ctx.journal.append('report', { step: opts.step, objects: [workloadRef(w)], detail: 'restarting' });
-  const r = await restartWorkload(ctx, w, { token: opts.token, timeoutMs: opts.rolloutTimeoutMs });
+  const r = (w.kind === 'Deployment' ? await handOver(ctx, w, opts) : undefined)
+    ?? await restartWorkload(ctx, w, { token: opts.token, timeoutMs: opts.rolloutTimeoutMs });
   if (ctx.dryRun === 'none' && opts.step) {
     ctx.journal.append('report', {
       step: opts.step, objects: [workloadRef(w)],
@@ -56,8 +60,32 @@ async function restartJournaled(ctx: StepContext, w: Workload, opts: RestartRunO
   return r;
 }
 
+const handoverOptions = (opts: RestartRunOptions): HandoverOptions => ({
+  token: opts.token, timeoutMs: opts.rolloutTimeoutMs, ...(opts.step ? { step: opts.step } : {}), ...(opts.handoverHold ? { hold: opts.handoverHold } : {}),
+});
+
+/** A Deployment serving a UDP Service: its pods handed over (udp-handover.ts); undefined when it does not qualify. */
+async function handOver(ctx: StepContext, w: Workload, opts: RestartRunOptions): Promise<RestartResult | undefined> {
+  const t0 = Date.now();
+  const result = (status: RestartResult['status'], message: string, error?: unknown): RestartResult => ({
+    workload: w, status, seconds: (Date.now() - t0) / 1000, message, warnings: [], ...(error !== undefined ? { error } : {}),
+  });
+  try {
+    const h = await handOverDeployment(ctx, w, handoverOptions(opts));
+    if (!h) return undefined;
+    if (h.status !== 'skipped' || ctx.dryRun === 'none') ctx.log(`${describeWorkload(w)}: ${h.status} (${h.message}) in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
+    return result(h.status, h.message);
+  } catch (e) {
+    const msg = e instanceof Error ? e.message.split('\n')[0]! : String(e);
+    ctx.log(`${describeWorkload(w)}: hand-over failed: ${msg}`);
+    return result('failed', `hand-over: ${msg}`, e);
+  }
+}
+
 /** Restart `workloads` in waves; throws when any is paused, stuck or failed (after all have run). */
 export async function restartInWaves(ctx: StepContext, workloads: readonly Workload[], opts: RestartRunOptions): Promise<void> {
+  // pods an earlier run left in the middle of a hand-over first (they are no workload to restart: groupPods skips them)
+  await finishPending(ctx, handoverOptions(opts));
   if (workloads.length === 0) return;
   const rep = await runWaves(workloads, { parallel: opts.parallel, order: opts.critical.map((c) => `Deployment/${c}`), ...(ctx.progress ? { progress: ctx.progress } : {}) },
     (w) => restartJournaled(ctx, w, opts));

@@ -20,6 +20,7 @@ import {
   DEPLOYMENTS, evictPod, JOBS, PODDISRUPTIONBUDGETS, patchWithPrecondition, REPLICASETS, WORKLOAD_TYPES,
 } from '../kube/workloads.ts';
 import { jobEvictionRefusal, jobEvictionRisk } from './job-eviction.ts';
+import { HANDOVER_LABEL, handsOverLive } from './udp-handover.ts';
 import { backUpLate } from './runner.ts';
 import { EvictionBlocked, evictRespectingPdb, mapLimit, poll, PollTimeout, retryOnConflict, sleep, withRetry } from './toolkit.ts';
 import type { StepContext } from './runner.ts';
@@ -42,7 +43,7 @@ export interface Workload {
   owner?: { apiVersion: string; kind: string; name: string };
 }
 
-export type SkipReason = 'host-network' | 'no-ip' | 'terminal' | 'terminating' | 'static-pod';
+export type SkipReason = 'host-network' | 'no-ip' | 'terminal' | 'terminating' | 'static-pod' | 'handover';
 
 export interface PodGrouping {
   workloads: Workload[];
@@ -97,7 +98,8 @@ export function groupPods(pods: readonly KubeObject[], replicaSets: ReadonlyMap<
   for (const pod of pods) {
     const namespace = pod.metadata?.namespace ?? 'default';
     const name = pod.metadata?.name ?? '';
-    const reason = skipReason(pod);
+    // a pod taken out of its ReplicaSet for a hand-over (udp-handover.ts) is replaced already: that hand-over ends it
+    const reason = pod.metadata?.labels?.[HANDOVER_LABEL] !== undefined ? 'handover' : skipReason(pod);
     if (reason) {
       out.skipped.push({ namespace, name, reason });
       continue;
@@ -733,6 +735,12 @@ export async function scaleUp(ctx: StepContext, ref: { namespace: string; name: 
   const current = live.spec?.replicas ?? 1;
   const label = `Deployment ${ref.namespace}/${ref.name}`;
   if (current >= target) return { ...ref, original, scaledTo: current };
+  if (current === original && await handsOverLive(ctx.client, live)) {
+    // its pods are handed over one at a time, each serving until its replacement does: no extra replica needed, and
+    // none to scale away afterwards (a scale-down deletes a pod at once, lookups pinned to it by conntrack failing)
+    ctx.log(`${label} serves a UDP Service: not scaled up (its pods are handed over one at a time)`);
+    return { ...ref, original, scaledTo: current };
+  }
   if (ctx.dryRun === 'client') {
     ctx.log(`would scale ${label} from ${original} to ${target} replicas for the restarts`);
     return { ...ref, original, scaledTo: current };

@@ -34,14 +34,13 @@ export interface IpamInput {
 }
 
 /**
- * The ways kube-renumber moves pod addresses, by id: new node podCIDRs (`node`) and the paths in folders of their
- * own under src/pod-paths/ (`calico`: new Calico IPPools; `cilium-multi-pool`: a new CiliumPodIPPool). Each path is one module object listed once in src/pod-paths/registry.ts, a Record
- * over these ids; a path in a folder of its own adds its id here by declaration merging (`declare module`), so the
+ * The ways kube-renumber moves pod addresses, by id: the paths in folders of their own under src/pod-paths/
+ * (`node`: new node podCIDRs; `calico`: new Calico IPPools; `cilium-multi-pool`: a new CiliumPodIPPool). Each path
+ * is one module object listed once in src/pod-paths/registry.ts, a Record over these ids; each path adds its id
+ * here by declaration merging (`declare module`, its kinds.ts), so the
  * registry's Record makes the compiler ask for its module. The ids at run time: src/plan/pod-paths/registry.ts.
  */
-export interface PodPathIds {
-  node: true;
-}
+export interface PodPathIds {}
 export type PodPathId = keyof PodPathIds & string;
 
 /** What an owner's description of a supported move reads: the CNI detection's result (a snapshot's `cni`). */

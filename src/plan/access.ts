@@ -11,7 +11,7 @@ import { podPath } from './pod-paths/registry.ts';
 import { RECREATE_ROLE } from './recreate-grants.ts';
 
 export type { AccessNeed } from './access-need.ts';
-export { MIGRATE_SERVICE_ACCOUNT, RECREATE_ROLE, recreateGrantCommands, recreateRoleBindings } from './recreate-grants.ts';
+export { MIGRATE_SERVICE_ACCOUNT, RECREATE_ROLE, recreateGrantCommands, recreateGrants, recreateGrantText, recreateNamespaces } from './recreate-grants.ts';
 
 /** The namespace kube-renumber keeps runs' state in (engine/cluster-state.ts). */
 export const STATE_NAMESPACE = 'kube-renumber';
@@ -37,9 +37,9 @@ function serviceNeeds(plan: MigrationPlan): AccessNeed[] {
   const m = 'deploy/rbac-migrate.yaml';
   const inPlace = (plan.spec.strategy ?? 'in-place') === 'in-place';
   return [
-    need('patch', '', 'services', m, 'move a Service in place (ExternalName and back), remove a bridge\'s selector'),
-    need('create', '', 'services', m, 'bridge and cover Services; recreate: the Service at its new IP'),
-    need('delete', '', 'services', m, 'bridges and covers when done; recreate: the Service at its old IP'),
+    need('patch', '', 'services', m, 'move a Service in place (ExternalName and back), remove a bridge\'s selector, take the pin annotations off a rolled-back LoadBalancer Service'),
+    need('create', '', 'services', m, 'bridge and cover Services; recreate and --load-balancers move: the Service at its new IP'),
+    need('delete', '', 'services', m, 'bridges and covers when done; recreate and --load-balancers move: the Service at its old IP'),
     ...(inPlace ? [need('patch', '', 'services', m, 'the load-balancer status of the run\'s own cover Services', { subresource: 'status' })] : []),
     need('create', 'discovery.k8s.io', 'endpointslices', m, 'copies of a moved Service\'s endpoints for its bridge'),
     need('delete', 'discovery.k8s.io', 'endpointslices', m, 'those copies when done'),
@@ -54,6 +54,7 @@ function serviceNeeds(plan: MigrationPlan): AccessNeed[] {
 function restartNeeds(file: string, barePodNamespaces: string[]): AccessNeed[] {
   return [
     need('create', '', 'pods', file, 'evict Job and bare pods started before the moves (PodDisruptionBudgets respected)', { subresource: 'eviction' }),
+    need('patch', '', 'pods', file, 'hand-over of pods serving a UDP Service (CoreDNS): labels taken off so that their ReplicaSet replaces them, then their Services drop them'),
     ...['deployments', 'statefulsets', 'daemonsets'].map((r) => need('patch', 'apps', r, file, 'rollout restart (and the replicas of critical Deployments)')),
     ...recreateNeeds(barePodNamespaces),
   ];
@@ -65,6 +66,7 @@ function podNeeds(plan: MigrationPlan): AccessNeed[] {
   return [
     need('create', '', 'pods', p, 'evict pods (PodDisruptionBudgets respected)', { subresource: 'eviction' }),
     need('delete', '', 'pods', p, 'pods left on a deleted node or started without their node\'s podCIDR'),
+    need('patch', '', 'pods', p, 'hand-over of pods serving a UDP Service (CoreDNS): labels taken off so that their ReplicaSet replaces them, then their Services drop them'),
     ...recreateNeeds(pod.barePodNamespaces),
     ...['deployments', 'statefulsets', 'daemonsets'].map((r) => need('patch', 'apps', r, p, 'rollout restart (and the replicas of critical Deployments)')),
     need('patch', '', 'nodes', p, 'cordon and uncordon'),
@@ -73,15 +75,16 @@ function podNeeds(plan: MigrationPlan): AccessNeed[] {
 }
 
 /**
- * `create pods` for the bare pods created again from their backup: only in their namespaces (the plan lists them).
- * A plan written before it lists none: cluster-wide, as those runs asked.
+ * `create pods` for the bare pods created again from their backup: only in their namespaces (the plan lists them),
+ * granted by the Role and RoleBinding `kube-renumber rbac PLAN` writes there (plan/recreate-grants.ts), not by a
+ * file of deploy/. A plan written before the list: cluster-wide, as those runs asked (deploy/ grants it nowhere).
  */
-const RECREATE_FILE = POD_RBAC_FILE;
+const RECREATE_FILE = 'kube-renumber rbac PLAN';
 
 function recreateNeeds(namespaces: string[] | undefined): AccessNeed[] {
   const why = 'bare pods created again from their backup';
   if (namespaces === undefined) return [need('create', '', 'pods', RECREATE_FILE, why)];
-  return namespaces.map((namespace) => need('create', '', 'pods', RECREATE_FILE, `${why} (${RECREATE_ROLE}, bound in this namespace)`, { namespace }));
+  return namespaces.map((namespace) => need('create', '', 'pods', RECREATE_FILE, `${why} (Role ${RECREATE_ROLE} in this namespace)`, { namespace }));
 }
 
 /** Everything a run of `plan` needs beyond the read roles, in a stable order without repeats. */

@@ -1,8 +1,8 @@
 /**
  * What a human or a pipeline changes outside the Kubernetes API, per distribution, as reviewable
  * before/after text: kOps Cluster spec fields, kubeadm ConfigMaps and static pod manifests, k3s config.
- * Pure; the plan attaches these to its gates. Each distribution's patches and gate commands are its module
- * under src/plan/distributions/ (registry.ts).
+ * Pure; the plan attaches these to its gates. Each platform's patches and gate commands are its planner, in
+ * its folder under src/platforms/, installed by src/platforms/registry.ts into distributions/registry.ts.
  */
 import type { Snapshot } from '../cluster/types.ts';
 import { slowUdpConntrackCleanup } from '../analyze/readiness.ts';
@@ -10,7 +10,7 @@ import { distributionPlanner } from './distributions/registry.ts';
 import type { DistroPatch, PatchContext, ServiceGate } from './distributions/types.ts';
 
 export type { DistroPatch, PatchContext, PatchGate, ServiceGate } from './distributions/types.ts';
-export { KOPS_EDIT, KOPS_UNREAD_HEADER, mergeFeatureGates, mergeRuntimeConfig } from './distributions/common.ts';
+export { mergeFeatureGates, mergeRuntimeConfig } from './distributions/common.ts';
 
 /** Every distribution patch of the plan, in gate order. */
 export function distroPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {

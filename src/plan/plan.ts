@@ -8,16 +8,18 @@ import { barePodNamespaces, buildPodSection, DEFAULT_PARALLEL, dnsDeployment, ty
 import { scanReferences, type RangeMove, type Reference } from '../analyze/references.ts';
 import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts';
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
+import { compatibilityCheck } from './compatibility.ts';
 import { distroPatches, type PatchContext } from './distro-patches.ts';
 import { identityCheck, identityOf, serverWithoutCredentials, type ClusterIdentity } from './identity.ts';
 import {
-  clusterChecks, proposeNonMasquerade, serviceCIDRApiState, serviceRangeCheck, targetChecks, withClusterDNS, type PreflightCheck, type ServiceCIDRApiState,
+  clusterChecks, serviceCIDRApiState, serviceRangeCheck, targetChecks, withClusterDNS, type PreflightCheck, type ServiceCIDRApiState,
 } from './preflight.ts';
 import {
   enableServiceCIDRApiGate, kubeletClusterDNSGate, restartApiserversGate, restartWorkloadsGate, restartWorkloadsStep, serviceRestartConsentStep,
   type ServiceGateInputs,
 } from './service-gates.ts';
 import { distributionPlanner } from './distributions/registry.ts';
+import { planDistributionOf } from '../platform/registry.ts';
 import {
   currentServiceRanges, DEFAULT_TIER_KEY, keptRanges, mapServices, MIN_KEPT_PREFIX, serviceKey, type ServiceMapping,
   type Tier,
@@ -69,6 +71,8 @@ export interface PlanOptions {
   critical?: readonly string[];
   /** --cluster-dns: `none` (the cluster has no cluster DNS) or NS/NAME (its DNS Service); default detected. */
   clusterDNS?: string;
+  /** --load-balancers: keep (default) their ClusterIPs under kept ServiceCIDRs, or move them (src/plan/load-balancers.ts). */
+  loadBalancers?: LoadBalancerMode;
 }
 
 /** Who restarts the workloads after a Service move: the tool (a step) or the operator (a gate). */
@@ -84,6 +88,7 @@ export {
 import type { PlanStep, ServiceCIDRSpec, StepItem } from './steps.ts';
 import { markSupersessions } from './steps.ts';
 import { POD_CONSENT_STEP } from './pod-consent.ts';
+import { DEFAULT_LOAD_BALANCERS, loadBalancerAddress, loadBalancerSteps, type LoadBalancerMode, type LoadBalancerMove } from './load-balancers.ts';
 
 
 export interface MigrationPlan {
@@ -134,6 +139,8 @@ export interface MigrationPlan {
       restartWorkloads?: RestartMode;
       /** --cluster-dns as given (`none` or NS/NAME); absent: detected. apply checks it again on the live read. */
       clusterDNS?: string;
+      /** --load-balancers move: the LoadBalancer Services are re-created in the new range (absent: kept). */
+      loadBalancers?: LoadBalancerMode;
     };
     /** Present when the plan moves the Pod CIDR. */
     podCIDR?: PodCIDRSpec;
@@ -172,7 +179,7 @@ export function bridgeName(name: string): string {
 
 /**
  * Name of the cover Service that keeps both the old and the mapped IP answering while a Service is moved in
- * place (src/engine/service-steps.ts): `<name>-kr-cover`, shortened with a hash like bridgeName.
+ * place (src/engine/service/covers.ts): `<name>-kr-cover`, shortened with a hash like bridgeName.
  */
 export function coverName(name: string): string {
   return suffixedName(name, 'cover');
@@ -248,9 +255,16 @@ export function buildServicePlan(read: Snapshot, opts: PlanOptions): ServicePlan
     plan.preflight = [...tc.checks, range];
     return plan;
   }
-  const mapping = mapServices(snap, { target: opts.target, keep: settings.keep, tierKey: settings.tierKey });
+  // what the version matrix found on this minor (docs/compatibility.md): a failed run refuses the plan, a minor it
+  // could not build is a warning
+  const version = compatibilityCheck(snap.kubernetesVersion, 'service');
+  if (version?.status === 'fail') {
+    plan.preflight = [...tc.checks, version];
+    return plan;
+  }
+  const mapping = mapServices(snap, { target: opts.target, keep: settings.keep, tierKey: settings.tierKey, loadBalancers: settings.loadBalancers });
   plan.mapping = mapping;
-  plan.preflight = [...tc.checks, ...clusterChecks(snap, target, mapping, {
+  plan.preflight = [...tc.checks, ...(version ? [version] : []), ...clusterChecks(snap, target, mapping, {
     target: opts.target, strategy: settings.strategy, headroom: settings.headroom, apiserverCertSANs: opts.apiserverCertSANs, avoid: opts.avoid, keep: settings.keep,
     ...(opts.clusterDNS !== undefined ? { clusterDNS: opts.clusterDNS, detectedDNS } : {}),
   })];
@@ -270,6 +284,8 @@ export function buildServicePlan(read: Snapshot, opts: PlanOptions): ServicePlan
   plan.spec.options.restartWorkloads = restarts.mode;
   if (restarts.spec) plan.spec.serviceCIDR.restarts = restarts.spec;
   plan.steps = serviceSteps({ snap, ctx, patches: distroPatches(snap, ctx), settings, api, target, mapping, layout, restarts, ...special });
+  const lbCheck = loadBalancerCheck(loadBalancerMoves({ mapping, snap }));
+  if (lbCheck) plan.preflight.push(lbCheck);
   return plan;
 }
 
@@ -308,6 +324,7 @@ interface ServiceSettings {
   batchSize: number;
   headroom: number;
   keep: string[];
+  loadBalancers: LoadBalancerMode;
 }
 
 /** The options of a Service plan, defaults applied. */
@@ -319,6 +336,7 @@ function serviceSettings(opts: PlanOptions): ServiceSettings {
     batchSize: opts.batchSize ?? DEFAULT_BATCH_SIZE,
     headroom: opts.headroom ?? DEFAULT_HEADROOM,
     keep: [...(opts.keep ?? [])],
+    loadBalancers: opts.loadBalancers ?? DEFAULT_LOAD_BALANCERS,
   };
 }
 
@@ -330,7 +348,7 @@ function emptyServicePlan(snap: Snapshot, opts: PlanOptions, s: ServiceSettings,
     metadata: {
       generatedFrom: sourceText(snap.source),
       ...(snap.kubernetesVersion ? { kubernetesVersion: snap.kubernetesVersion } : {}),
-      distribution: snap.distribution.kind,
+      distribution: planDistributionOf(platformKindOf(snap)),
       platform: platformKindOf(snap),
       ...(opts.generator ? { generator: opts.generator } : {}),
       ...boundTo(snap),
@@ -347,6 +365,7 @@ function emptyServicePlan(snap: Snapshot, opts: PlanOptions, s: ServiceSettings,
         batchSize: s.batchSize, headroom: s.headroom, tierKey: s.tierKey, tierOrder: s.tierOrder, keep: s.keep,
         ...(opts.certSANsGiven && opts.apiserverCertSANs?.length ? { apiserverCertSANs: [...opts.apiserverCertSANs] } : {}),
         ...(opts.clusterDNS !== undefined ? { clusterDNS: opts.clusterDNS } : {}),
+        ...(s.loadBalancers !== DEFAULT_LOAD_BALANCERS ? { loadBalancers: s.loadBalancers } : {}),
       },
     },
     preflight: [],
@@ -453,12 +472,7 @@ function patchContext(
     ...(kubeMoves ? { oldKubernetesIP: changedIPs(kube)[0]?.[0], newKubernetesIP: changedIPs(kube)[0]?.[1] } : {}),
     ...(api.state === 'enable' ? { enableApi: api.version } : {}),
   };
-  if (snap.kops?.nonMasqueradeCIDR) {
-    const nm = tryParseCidr(snap.kops.nonMasqueradeCIDR);
-    const out = [...target.values()].find((t) => nm && nm.family === t.family && !contains(nm, t));
-    if (out) ctx.nonMasqueradeCIDR = proposeNonMasquerade(snap, out) ?? '';
-  }
-  return ctx;
+  return { ...ctx, ...distributionPlanner(snap).serviceContext?.(snap, target) };
 }
 
 /** Everything the Service steps are built from. */
@@ -521,11 +535,46 @@ function createServiceCIDRSteps(inp: ServiceStepInputs): PlanStep[] {
   return steps;
 }
 
-/** The Service moves: every movable Service tier by tier, then the cluster DNS Service (after a confirmation). */
+/**
+ * The Service moves: every movable Service tier by tier, then the LoadBalancer Services one by one (--load-balancers
+ * move: re-created, see load-balancers.ts), then the cluster DNS Service (after a confirmation).
+ */
 function serviceMoveSteps(inp: ServiceStepInputs): PlanStep[] {
-  const movable = inp.mapping.filter((m) => m.action === 'move' && !m.isKubernetes && !m.isDNS);
+  const isLB = (m: ServiceMapping) => m.type === 'LoadBalancer';
+  const movable = inp.mapping.filter((m) => m.action === 'move' && !m.isKubernetes && !m.isDNS && !isLB(m));
   const tiers = tierMoveSteps(movable, inp.settings);
-  return [...tiers.steps, ...(inp.dnsMoves ? dnsMoveSteps(inp.dns!, tiers.moved, inp.settings.strategy) : [])];
+  const lbs = loadBalancerMoves(inp);
+  return [...tiers.steps, ...loadBalancerSteps(lbs), ...(inp.dnsMoves ? dnsMoveSteps(inp.dns!, tiers.moved + lbs.length, inp.settings.strategy) : [])];
+}
+
+/**
+ * Check `load-balancers` (--load-balancers move): per LoadBalancer Service, which external address is kept and by
+ * whom, which changes and which DNS records name it; warn when any changes (a gate stops before that Service).
+ */
+function loadBalancerCheck(moves: readonly LoadBalancerMove[]): PreflightCheck | undefined {
+  if (moves.length === 0) return undefined;
+  const changing = moves.filter((m) => m.address.changes.length > 0);
+  const each = moves.map((m) => `${m.namespace}/${m.name}: ${m.address.note}`);
+  return {
+    id: 'load-balancers', status: changing.length > 0 ? 'warn' : 'pass',
+    message: `${moves.length} LoadBalancer Service(s) re-created in the new range, ${moves.length - changing.length} keeping their external address: ${each.join('; ')}`,
+    fix: changing.length > 0
+      ? `${changing.map((m) => `${m.namespace}/${m.name} (${m.address.changes.join(', ')}${m.address.dnsNames.length > 0 ? `; DNS ${m.address.dnsNames.join(', ')}` : ''})`).join(', ')}: `
+        + 'a gate stops before each; keep the address with the platform\'s annotation (docs/platforms.md, "LoadBalancer Services") and plan again, or tell its clients'
+      : '',
+  };
+}
+
+/** The LoadBalancer Services the plan moves (none unless --load-balancers move), by namespace/name, with their external addresses. */
+export function loadBalancerMoves(inp: { mapping: readonly ServiceMapping[]; snap: Pick<Snapshot, 'services'> }): LoadBalancerMove[] {
+  const byKey = new Map(inp.snap.services.map((s) => [serviceKey(s), s]));
+  return inp.mapping.filter((m) => m.action === 'move' && m.type === 'LoadBalancer' && !m.isKubernetes && !m.isDNS).sort(byServiceKey).map((m) => {
+    const s = byKey.get(serviceKey(m));
+    return {
+      namespace: m.namespace, name: m.name, from: [...m.from], to: [...m.to], bridge: bridgeName(m.name),
+      address: loadBalancerAddress(s ?? { namespace: m.namespace, name: m.name, annotations: {}, loadBalancerIPs: [] }),
+    };
+  });
 }
 
 /** A moved Service as a step item, with its bridge when one keeps the old IP answering. */
@@ -660,7 +709,7 @@ function moveKubernetesStep(inp: ServiceStepInputs): PlanStep {
 
 /** Step `remove-bridges`: delete every bridge the earlier `steps` created, and the bridge ServiceCIDRs. */
 function removeBridgesStep(steps: readonly PlanStep[]): PlanStep {
-  const bridgeItems = steps.filter((s) => s.kind === 'move-services' || s.kind === 'move-kubernetes').flatMap((s) => s.items ?? []).filter((i) => i.bridge);
+  const bridgeItems = steps.filter((s) => s.kind === 'move-services' || s.kind === 'move-kubernetes' || s.kind === 'move-load-balancers').flatMap((s) => s.items ?? []).filter((i) => i.bridge);
   const bridgeSCs = steps.filter((s) => s.kind === 'move-kubernetes').flatMap((s) => s.serviceCIDRs ?? []);
   return {
     id: 'remove-bridges', kind: 'remove-bridges',
@@ -728,7 +777,7 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
       metadata: {
         generatedFrom: sourceText(snap.source),
         ...(snap.kubernetesVersion ? { kubernetesVersion: snap.kubernetesVersion } : {}),
-        distribution: snap.distribution.kind,
+        distribution: planDistributionOf(platformKindOf(snap)),
         platform: platformKindOf(snap),
         ...(opts.generator ? { generator: opts.generator } : {}),
         ...boundTo(snap),

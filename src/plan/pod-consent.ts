@@ -6,7 +6,7 @@
  * node IPAM path every node is deleted and registered again, and the labels and taints set on it through the API, not
  * by its kubelet, are put back from its backup once it has registered). `apply --yes` confirms it. Pure.
  */
-import { recreateGrantCommands } from './recreate-grants.ts';
+import { recreateGrantText } from './recreate-grants.ts';
 import type { PodCIDRSpec } from './pod-spec.ts';
 import type { PlanStep } from './steps.ts';
 
@@ -27,7 +27,7 @@ export function podConsentStep(spec: PodCIDRSpec, pathLost: readonly string[]): 
       instructions: [
         'check the plan\'s pod and node list (kube-renumber plan -o markdown)',
         ...(spec.barePodNamespaces && spec.barePodNamespaces.length > 0
-          ? [`grant create pods where the bare pods are created again, and nowhere else: ${recreateGrantCommands(spec.barePodNamespaces).join('; ')}`]
+          ? [recreateGrantText(spec.barePodNamespaces)]
           : []),
         'kube-renumber resume --yes (apply --yes confirms it)',
       ],

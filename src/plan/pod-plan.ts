@@ -223,7 +223,7 @@ function podEnvironmentChecks(
   const unread = distroConfigCheck(snap);
   if (unread) checks.push(unread);
   checks.push(dns
-    ? pass('pod-dns', `cluster DNS Deployment ${dns} is scaled up by one before the restarts and back afterwards`)
+    ? pass('pod-dns', `cluster DNS Deployment ${dns} is restarted first: handed over pod by pod when a Service with a UDP port selects it (each old pod held until kube-proxy dropped it), otherwise scaled up by one before the restarts and back afterwards`)
     : { id: 'pod-dns', status: 'warn', message: 'the cluster DNS Deployment was not found (by the DNS Service selector): it restarts with every other workload, not scaled up first', fix: 'name it with --critical NS/NAME' });
   return checks;
 }

@@ -39,7 +39,7 @@ export interface PodCIDRSpec {
   /**
    * The namespaces of the bare pods (no controller) the run deletes and creates again from their backup, sorted.
    * The run asks `create pods` only there (plan/access.ts), so the ServiceAccount needs no cluster-wide pods
-   * create: deploy/rbac-migrate-pods.yaml's ClusterRole kube-renumber-recreate-pods is bound in each of them.
+   * create: a Role kube-renumber-recreate-pods and its RoleBinding in each of them (kube-renumber rbac PLAN).
    * Absent (plans written before): the run asks `create pods` cluster-wide.
    */
   barePodNamespaces?: string[];

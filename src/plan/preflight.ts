@@ -19,12 +19,10 @@ import {
 import type { PreflightCheck } from './check.ts';
 import { compatibilityCheck } from './compatibility.ts';
 import { distributionPlanner } from './distributions/registry.ts';
-import { proposeNonMasquerade } from './distributions/kops.ts';
 
 import { serviceFloorCheck } from './growth.ts';
 export type { CheckStatus, PreflightCheck } from './check.ts';
 export { distributionOf } from './distributions/registry.ts';
-export { proposeNonMasquerade } from './distributions/kops.ts';
 
 export interface PreflightOptions {
   target: string | readonly string[];
@@ -440,22 +438,8 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
   const unread = distroConfigCheck(snap);
   if (unread) checks.push(unread);
 
-  // kOps: serviceClusterIPRange must sit inside nonMasqueradeCIDR (kOps validation).
-  if (snap.kops?.nonMasqueradeCIDR) {
-    const nm = tryParseCidr(snap.kops.nonMasqueradeCIDR);
-    const outside = [...target.values()].filter((t) => nm && nm.family === t.family && !contains(nm, t));
-    if (outside.length > 0 && nm) {
-      const proposal = proposeNonMasquerade(snap, outside[0]!);
-      checks.push({
-        id: 'kops-non-masquerade', status: 'warn',
-        message: `${formatCidr(outside[0]!)} is outside kOps nonMasqueradeCIDR ${formatCidr(nm)}; kOps validation (the versions read) rejects a serviceClusterIPRange or podCIDR outside it; kops update cluster without --yes shows whether yours does`,
-        fix: proposal
-          ? `set nonMasqueradeCIDR to ${proposal} (holds the new service range and the pod range) in the same kops edit (see the restart-apiservers patch)`
-          : 'no single nonMasqueradeCIDR holds both the new service range and today\'s pod range without overlapping the node network: '
-            + 'move the Pod CIDR next to the new service range first or together (seed 000 ended with nonMasqueradeCIDR 172.16.0.0/12 holding services 172.24.0.0/15 and pods 172.16.0.0/13)',
-      });
-    }
-  }
+  // The platform's own checks of the target (kOps: nonMasqueradeCIDR).
+  checks.push(...distributionPlanner(snap).serviceChecks?.(snap, target) ?? []);
 
   // An earlier run left traces.
   const ours = snap.serviceCIDRs.filter((s) => s.name.startsWith('kube-renumber-'));

@@ -66,7 +66,7 @@ function barePodCheck(planned: readonly string[] | undefined, now: readonly stri
   return [{
     id: 'pod-bare-namespaces', status: 'fail',
     message: `bare pods (no controller) now run in namespace(s) ${extra.join(', ')}, which the plan does not list (${field}: ${planned.join(', ') || 'none'})`,
-    fix: 'plan again (kube-renumber plan), then bind kube-renumber-recreate-pods in the namespaces the new plan lists; or give those pods a controller',
+    fix: 'plan again (kube-renumber plan), then grant create pods in the namespaces the new plan lists (kube-renumber rbac PLAN | kubectl apply -f -); or give those pods a controller',
   }];
 }
 

@@ -19,7 +19,6 @@ import { POD_PATH_NAMES, podPath } from './pod-paths/registry.ts';
 import type { ServiceMapping } from './service-mapping.ts';
 
 export { PlanFormatError } from './plan-fields.ts';
-export { maskSizesText } from './pod-paths/node.ts';
 
 
 /** Drops undefined values (so YAML has no nulls for absent fields). */
@@ -86,6 +85,17 @@ function checkItem(v: unknown, ip: string, items: StepKindInfo['items']): void {
     strList(o, k, ip)!.forEach((x, i) => { if (x.includes('/')) cidrAt(x, `${ip}.${k}[${i}]`); else ipAt(x, `${ip}.${k}[${i}]`); });
   }
   label(o, 'bridge', ip, { optional: true });
+  if (o.loadBalancer !== undefined) {
+    const lb = obj(o.loadBalancer, `${ip}.loadBalancer`);
+    str(lb, 'keeper', `${ip}.loadBalancer`);
+    strList(lb, 'kept', `${ip}.loadBalancer`);
+    strList(lb, 'changes', `${ip}.loadBalancer`);
+    strList(lb, 'dnsNames', `${ip}.loadBalancer`, true);
+    if (lb.pin !== undefined) {
+      const pin = obj(lb.pin, `${ip}.loadBalancer.pin`);
+      for (const k of Object.keys(pin)) str(pin, k, `${ip}.loadBalancer.pin`);
+    }
+  }
 }
 
 /**
@@ -247,6 +257,7 @@ export function validatePlan(doc: unknown): MigrationPlan {
       if (x.length > 253 || !/^[A-Za-z0-9.:*-]+$/.test(x)) fail(`spec.options.apiserverCertSANs[${i}]`, `${show(x)} is not an IP address or DNS name`);
     });
     oneOf(o, 'restartWorkloads', 'spec.options', ['tool', 'manual'] as const, true);
+    oneOf(o, 'loadBalancers', 'spec.options', ['keep', 'move'] as const, true);
     const dns = str(o, 'clusterDNS', 'spec.options', true);
     if (dns !== undefined && dns !== 'none' && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(dns)) {
       fail('spec.options.clusterDNS', `${show(dns)} is neither none nor a Service as namespace/name`);

@@ -10,7 +10,7 @@ import { distributionPlanner } from './distributions/registry.ts';
 import type { ServiceCIDRApiState } from './preflight.ts';
 import type { ActionStep, ConfirmStep, GateStep } from './steps.ts';
 import { POD_CONSENT_STEP } from './pod-consent.ts';
-import { recreateGrantCommands } from './recreate-grants.ts';
+import { recreateGrantText } from './recreate-grants.ts';
 
 /** What the Service gates are built from: the cluster, the patch context and the distribution patches. */
 export interface ServiceGateInputs {
@@ -122,12 +122,12 @@ export function restartWorkloadsStep(inp: ServiceGateInputs, restarts: { paralle
     id: 'restart-workloads', kind: 'restart-workloads',
     description: 'restart every workload with a pod (not hostNetwork, not a mirror pod) started before move-kubernetes'
       + (dnsMoves ? ' and kubelet-cluster-dns' : '') + ' finished, so /etc/resolv.conf, KUBERNETES_SERVICE_HOST and <NAME>_SERVICE_HOST name the new IPs: '
-      + `${crit.length > 0 ? `${crit.join(', ')} scaled up by one replica (at least 2) and restarted first, ` : ''}`
+      + `${crit.length > 0 ? `${crit.join(', ')} first (a Deployment that a Service with a UDP port selects, as the cluster DNS, is handed over pod by pod: each old pod leaves its ReplicaSet, then its Services once its replacement serves, and is evicted after a hold that outlasts kube-proxy's clean-up of its UDP conntrack entries; any other is scaled up by one replica (at least 2) and restarted), ` : ''}`
       + `${restarts.parallel} rollout(s) at a time; Deployments, StatefulSets and DaemonSets by the restartedAt annotation (awaited, paused ones reported, never forced), `
       + 'except StatefulSets behind a PodDisruptionBudget, whose pods are evicted one at a time instead (their controller\'s rollout does not consult budgets); '
       + 'Job pods (only where the eviction cannot fail the Job) and bare pods by eviction through the Eviction API (PodDisruptionBudgets respected; bare pods created again from their backup); '
-      + `${crit.length > 0 ? `then ${crit.join(', ')} back to their replicas. ` : ''}Done when ${restartedCheck(dnsMoves)}`
-      + (slow ? `. kube-proxy ${slow} clears stale UDP conntrack entries slowly (kubernetes/kubernetes#135323): run this step at a quiet hour (resume --only restart-workloads), or lookups from busy nodes can fail while CoreDNS restarts` : ''),
+      + `${crit.length > 0 ? `then the scaled-up ones back to their replicas. ` : ''}Done when ${restartedCheck(dnsMoves)}`
+      + (slow ? `. kube-proxy ${slow} clears stale UDP conntrack entries slowly (kubernetes/kubernetes#135323): each handed-over pod is held 48 s` : ''),
     ...(crit.length > 0 ? { items: crit.map((c) => { const [namespace, name] = c.split('/'); return { namespace: namespace!, name: name!, from: [], to: [] }; }) } : {}),
     rollback: 'nothing to undo: restarted pods name the new IPs, which stay (the scaled-up Deployments are put back from their backups)',
   };
@@ -146,7 +146,7 @@ export function serviceRestartConsentStep(barePodNamespaces: readonly string[]):
       reason: 'what these restarts delete does not come back as it was; like kubectl drain, they run only once confirmed',
       instructions: [
         'check the plan\'s steps (kube-renumber plan -o markdown)',
-        ...(barePodNamespaces.length > 0 ? [`grant create pods where the bare pods are created again, and nowhere else: ${recreateGrantCommands(barePodNamespaces).join('; ')}`] : []),
+        ...(barePodNamespaces.length > 0 ? [recreateGrantText(barePodNamespaces)] : []),
         'kube-renumber resume --yes (apply --yes confirms it)',
       ],
       check: 'none: a person confirms',

@@ -62,6 +62,8 @@ export interface MappingOptions {
   keep?: readonly string[];
   /** Where the tier is read from: the label of this name, else the annotation. Default DEFAULT_TIER_KEY. */
   tierKey?: string;
+  /** keep (default): LoadBalancer Services keep their ClusterIPs; move: they are mapped into NEW like the others. */
+  loadBalancers?: 'keep' | 'move';
 }
 
 /** NEW by family. NetError on a bad CIDR, or two CIDRs of one family. */
@@ -160,7 +162,7 @@ function claimOrder(a: Claim, b: Claim): number {
  * One entry per Service of the snapshot, sorted by namespace then name. See docs/plan.md "Mapping" for the
  * policy and the address rule; in short:
  *  - ExternalName and headless Services are skipped (never touched);
- *  - LoadBalancer Services and --keep Services keep their IPs;
+ *  - --keep Services keep their IPs, and LoadBalancer Services unless `loadBalancers` is move;
  *  - default/kubernetes moves to the first IP of NEW (the apiserver assigns it);
  *  - every other ClusterIP keeps its offset from the start of the old range holding it when that address of
  *    NEW is usable and free; the rest get the lowest free usable addresses of NEW;
@@ -219,7 +221,7 @@ export function mapServices(snap: Snapshot, opts: MappingOptions): ServiceMappin
       continue;
     }
     const keptByUser = keep.has(serviceKey(s));
-    const lb = s.type === 'LoadBalancer';
+    const lb = s.type === 'LoadBalancer' && opts.loadBalancers !== 'move';
     if (!e.isKubernetes && (keptByUser || lb)) {
       e.action = 'keep';
       e.keptBecause = keptByUser ? 'keep-flag' : 'load-balancer';

@@ -45,6 +45,8 @@ const CORE_STEP_KINDS = {
   // Service CIDR (plan.ts)
   'create-servicecidrs': { family: 'service', items: 'object' },
   'move-services': { family: 'service', items: 'service' },
+  // LoadBalancer Services re-created in NEW with their external address pinned (--load-balancers move; load-balancers.ts)
+  'move-load-balancers': { family: 'service', items: 'service', firstItem: true },
   'drain-servicecidrs': { family: 'service', items: 'object' },
   'sweep-services': { family: 'service', items: 'service' },
   'move-kubernetes': { family: 'service', items: 'service', firstItem: true },
@@ -56,10 +58,6 @@ const CORE_STEP_KINDS = {
   'scale-critical': { family: 'pod', items: 'deployment' },
   'restart-pods': { family: 'pod', items: 'object' },
   'restore-scale': { family: 'pod', items: 'deployment' },
-  'drain-node': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true },
-  'reregister-node': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true },
-  'assign-podcidr': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true, nodePodCIDRs: true },
-  'move-nodes': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true, nodePodCIDRs: true },
   'verify-pods': { family: 'pod', items: 'object' },
 } as const satisfies Record<string, StepKindInfo>;
 
@@ -87,9 +85,7 @@ const CORE_GATE_CONDITIONS = {
   'apiservers-on-new-range': { family: 'service' },
   'kubelet-cluster-dns': { family: 'service' },
   'workloads-restarted': { family: 'service' },
-  'kcm-stop-allocating': { family: 'pod', path: 'node' },
-  'kcm-cluster-cidr': { family: 'pod', path: 'node' },
-  'node-reregistered': { family: 'pod', path: 'node', firstItem: true, nodesOnce: true },
+  'load-balancer-address': { family: 'service', firstItem: true },
 } as const satisfies Record<string, GateConditionInfo>;
 
 /** The gate conditions of the pod paths in folders of their own, merged in by `declare module`. */
@@ -164,6 +160,22 @@ export interface StepItem {
   to: string[];
   /** Name (same namespace) of the bridge Service that keeps `from` answering until the bridges are removed. */
   bridge?: string;
+  /** A LoadBalancer Service re-created in NEW (step move-load-balancers, gate load-balancer-address): its external address. */
+  loadBalancer?: LoadBalancerItem;
+}
+
+/** What a re-created LoadBalancer Service keeps of its external address (src/plan/load-balancers.ts decides). */
+export interface LoadBalancerItem {
+  /** Who keeps the address across the re-creation (`none`: nobody, it changes). */
+  keeper: string;
+  /** The external addresses (IPs, hostnames) the re-created Service has again: checked after the move. */
+  kept: string[];
+  /** Those that change. */
+  changes: string[];
+  /** Annotations the re-created Service gets so its address comes back. */
+  pin?: Record<string, string>;
+  /** DNS names external-dns publishes for it. */
+  dnsNames?: string[];
 }
 
 export interface ServiceCIDRSpec {
@@ -222,6 +234,7 @@ export function markSupersessions(steps: PlanStep[]): void {
   const idsOf = (kind: StepKind) => steps.filter((s) => s.kind === kind).map((s) => s.id);
   const by: Partial<Record<StepKind, string[]>> = {
     'move-services': idsOf('remove-bridges'),
+    'move-load-balancers': idsOf('remove-bridges'),
     'move-kubernetes': idsOf('remove-bridges'),
     'scale-critical': idsOf('restore-scale'),
   };

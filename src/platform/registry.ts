@@ -1,51 +1,50 @@
 /**
- * Every platform kube-renumber knows, in the order they are tried: the first whose detect() finds evidence is the
- * cluster's platform. A new platform is one module under src/platform/ and one line here.
+ * The platforms kube-renumber knows, in the order they are tried: the first whose detect() finds evidence is the
+ * cluster's platform, the last (the fallback) matches any cluster. They are installed by src/platforms/registry.ts
+ * (one folder under src/platforms/ and one line there per platform); nothing here names one.
  */
-import { aks } from './aks.ts';
-import { eks } from './eks.ts';
-import { generic } from './generic.ts';
-import { gke } from './gke.ts';
-import { k3s } from './k3s.ts';
-import { rke2 } from './rke2.ts';
-import { kops, kubeadm, kubespray } from './self-managed.ts';
-import { openshift } from './openshift.ts';
 import type { Capability, DnsServiceCandidate, Move, Platform, PlatformFacts, PlatformInput, PlatformRange, PlatformResource, ReservedRange } from './types.ts';
 
-export const PLATFORMS = [
-  openshift,
-  eks,
-  gke,
-  aks,
-  rke2,
-  k3s,
-  kops,
-  kubespray,
-  kubeadm,
-  generic,
-] as const satisfies readonly Platform[];
+const INSTALLED: Platform[] = [];
 
-export type PlatformKind = (typeof PLATFORMS)[number]['kind'];
+/** Installs the platforms, in detection order, the fallback last; once. */
+export function installPlatforms(list: readonly Platform[]): void {
+  if (INSTALLED.length > 0) throw new Error('the platforms are installed already');
+  const kinds = new Set(list.map((p) => p.kind));
+  if (kinds.size !== list.length) throw new Error('two platforms share a kind');
+  INSTALLED.push(...list);
+}
+
+/** The installed platforms, in detection order. */
+export function platforms(): readonly Platform[] {
+  if (INSTALLED.length === 0) throw new Error('no platform installed: import src/platforms/registry.ts first');
+  return INSTALLED;
+}
+
+/** The platform that matches any cluster (the last one). */
+export function fallbackPlatform(): Platform {
+  return platforms().at(-1)!;
+}
 
 /** The platform of this kind; undefined for a kind no longer known (an old plan). */
 export function platformOf(kind: string): Platform | undefined {
-  return (PLATFORMS as readonly Platform[]).find((p) => p.kind === kind);
+  return platforms().find((p) => p.kind === kind);
 }
 
 /** The resources any platform wants listed live. */
 export function platformResources(): PlatformResource[] {
-  return (PLATFORMS as readonly Platform[]).flatMap((p) => p.reads ?? []);
+  return platforms().flatMap((p) => p.reads ?? []);
 }
 
 /** The first platform (in registry order) that finds evidence, with what it reads and reserves. */
 export function detectPlatform(input: PlatformInput): { platform: Platform; facts: PlatformFacts; ranges: PlatformRange[] } {
-  for (const p of PLATFORMS as readonly Platform[]) {
+  for (const p of platforms()) {
     const evidence = p.detect(input);
     if (!evidence || evidence.length === 0) continue;
     const reserved: ReservedRange[] = p.reserved?.(input) ?? [];
     return { platform: p, facts: { kind: p.kind, title: p.title, evidence, reserved }, ranges: p.ranges?.(input) ?? [] };
   }
-  throw new Error('no platform matched: the generic platform must be last and always match');
+  throw new Error('no platform matched: the fallback platform must be last and always match');
 }
 
 /** What the platform of this kind allows for a move; an unknown kind is refused. */
@@ -58,4 +57,9 @@ export function capabilityOf(kind: string, move: Move): Capability {
 /** DNS Service candidates of the platform, before the generic kube-dns rules. */
 export function platformDnsServices(kind: string): readonly DnsServiceCandidate[] {
   return platformOf(kind)?.dnsServices ?? [];
+}
+
+/** What a plan's metadata.distribution says of a platform: its kind where plans name it, else the fallback's. */
+export function planDistributionOf(kind: string): string {
+  return platformOf(kind)?.namedInPlans ? kind : fallbackPlatform().kind;
 }

@@ -1,9 +1,11 @@
 /**
- * The platform seam: what kube-renumber knows about where a cluster runs (kubeadm, kOps, a managed control plane,
- * OpenShift, k3s, ...). Each platform is one module under src/platform/ exporting one `Platform`, listed once in
- * registry.ts. Everything a platform knows lives in its module: how it is recognised (with the evidence shown to
- * the user), the ranges its own configuration names, the ranges it reserves for itself, its DNS Service, and what
- * kube-renumber may change on it (with the reason and the platform's own path where it may not).
+ * The platform seam: what kube-renumber knows about where a cluster runs (its installer or its managed control
+ * plane). Each platform is one folder under src/platforms/<id>/ whose module (src/platforms/module.ts) gives a
+ * `Platform` (this file) and, where the plan edits its configuration, a planner (src/plan/distributions/types.ts);
+ * src/platforms/registry.ts installs them here and into the planners' registry. Everything a platform knows lives in
+ * its folder: how it is recognised (with the evidence shown to the user), the ranges its own configuration names,
+ * the ranges it reserves for itself, its DNS Service, and what kube-renumber may change on it (with the reason and
+ * the platform's own path where it may not).
  *
  * Pure data and pure functions of a PlatformInput; imports only the shared vocabulary, so the cluster model can
  * call it while building a snapshot.
@@ -37,8 +39,11 @@ export interface PlatformInput {
   configMaps: ReadonlyMap<string, KubeObject>;
   /** The apiserver URL of a live read. */
   server?: string;
-  /** The installer-level distribution detected from kubeadm/kOps/kubespray/k3s signs, with its evidence. */
-  distribution: { kind: string; evidence: readonly string[] };
+  /**
+   * The installer signs the cluster model weighed in its one pass (src/distro/detect.ts): the installer they name,
+   * with the evidence; a platform recognised by its installer's signs reads them here.
+   */
+  installer: { kind: string; evidence: readonly string[] };
 }
 
 export { objectKey };
@@ -87,6 +92,14 @@ export interface DnsServiceCandidate {
   origin?: string;
 }
 
+/**
+ * Every platform id: a platform's folder adds its own by declaration merging (`declare module` of this file), so
+ * the registry's Record (src/platforms/registry.ts) makes the compiler name a folder without its registry line and
+ * a line without its folder.
+ */
+export interface PlatformIds {}
+export type PlatformId = keyof PlatformIds & string;
+
 export interface Platform<K extends string = string> {
   readonly kind: K;
   /** Human name, e.g. "Amazon EKS". */
@@ -110,6 +123,12 @@ export interface Platform<K extends string = string> {
   ownerCapability?(owner: string): Capability | undefined;
   /** Where the facts above come from (URLs), cited in docs/platforms.md. */
   readonly sources: readonly string[];
+  /**
+   * Whether a plan's metadata.distribution names this platform (the installers it named before platforms and
+   * distributions were one idea: kOps, kubeadm, kubespray, k3s); other platforms are written there as the fallback
+   * platform's kind, so plans read the same as before.
+   */
+  readonly namedInPlans?: boolean;
 }
 
 /** The snapshot's record of the platform: which one, why, and what it reserves. */

@@ -1,11 +1,12 @@
 /**
  * What one pod path is, whole: its planner (src/plan/pod-paths/types.ts PodPath), its executors
  * (src/engine/pod-paths/types.ts PodPathEngine, given PodExecutor as PodPathHosts), and the step kinds and gate
- * conditions it declares itself (a path in a folder of its own; calico's and node's are in STEP_KINDS).
+ * conditions it declares itself (merged into STEP_KINDS and GATE_CONDITION_INFO at install), and its RBAC.
  */
 import type { PodPathHosts, PodPathEngine } from '../engine/pod-paths/types.ts';
 import type { PodPathId } from '../ipam/types.ts';
 import type { PodPath } from '../plan/pod-paths/types.ts';
+import type { PathRbac } from '../plan/rbac-manifest.ts';
 import type { GateConditionInfo, StepKindInfo } from '../plan/steps.ts';
 
 export interface PodPathModule<I extends PodPathId = PodPathId> {
@@ -15,4 +16,6 @@ export interface PodPathModule<I extends PodPathId = PodPathId> {
   readonly stepKinds?: Readonly<Record<string, StepKindInfo & { readonly path: I }>>;
   /** Its own gate conditions, merged into GATE_CONDITION_INFO at install. */
   readonly gateConditions?: Readonly<Record<string, GateConditionInfo & { readonly path: I }>>;
+  /** What its run writes and reads besides what every pod path does: its part of deploy/rbac-migrate-pods.yaml (npm run rbac). */
+  readonly rbac: PathRbac;
 }

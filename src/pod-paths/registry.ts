@@ -4,23 +4,24 @@
  * executors; its id, spec section and kinds merged into the plan's types by `declare module`) and one line here.
  *
  * Importing this module installs every path into the layers below (the planners, the executors, the step kinds
- * and gate conditions): the CLI, the benchmarks and the tests import it before anything plans or runs.
+ * and gate conditions), and every platform (src/platforms/registry.ts): the CLI, the benchmarks and the tests import
+ * it before anything reads a cluster, plans or runs.
  */
-import { nodeEngine } from '../engine/pod-paths/node.ts';
+import '../platforms/registry.ts';
 import { installPodPathEngine } from '../engine/pod-paths/registry.ts';
 import type { PodPathId } from '../ipam/types.ts';
-import { nodePath } from '../plan/pod-paths/node.ts';
 import { installPodPathPlanner } from '../plan/pod-paths/registry.ts';
 import { installPathKinds } from '../plan/steps.ts';
 import { calico } from './calico/index.ts';
 import { ciliumMultiPool } from './cilium-multi-pool/index.ts';
 import type { PodPathModule } from './module.ts';
+import { node } from './node/index.ts';
 
 export type { PodPathModule } from './module.ts';
 
 export const POD_PATH_MODULES: { readonly [I in PodPathId]: PodPathModule<I> } = {
   calico,
-  node: { plan: nodePath, engine: nodeEngine },
+  node,
   'cilium-multi-pool': ciliumMultiPool,
 };
 

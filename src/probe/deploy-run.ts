@@ -147,7 +147,9 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
   const program = o.program ?? readProgram();
   const { configMap, deployment } = buildProbeObjects({ namespace, runId, image: o.image, replicas: o.replicas, settings: o.settings, program });
   const pollMs = o.pollMs ?? Math.max(500, Math.min(o.settings.reportEveryMs, 5000));
-  const resultCount = o.settings.services.length * o.settings.kinds.filter((k) => k !== 'kubernetes').length + (o.settings.kinds.includes('kubernetes') ? 1 : 0);
+  const k = o.settings.kinds;
+  const resultCount = o.settings.services.length * k.filter((x) => x !== 'kubernetes' && x !== 'nodeport').length + (k.includes('kubernetes') ? 1 : 0)
+    + (k.includes('nodeport') ? (o.settings.nodePorts ?? []).length : 0);
   const tailLines = tailLinesFor(resultCount);
   const store = new ReportStore();
   const warned = new Set<string>();

@@ -6,7 +6,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { KubeObject } from '../cluster/types.ts';
-import { sumTotals, type ClientKind, type ProbeReport, type ProbeResult, type ServiceTarget } from './probe.ts';
+import { NODE_IP_ENV } from './pod.ts';
+import { sumTotals, type ClientKind, type NodePortTarget, type ProbeReport, type ProbeResult, type ServiceTarget } from './probe.ts';
 import { FAILURE_REASONS, type FailureReason, type Gap } from './stats.ts';
 import type { Protocol } from './wire.ts';
 
@@ -70,6 +71,10 @@ export function readProgram(dir?: string): Record<string, string> {
 export interface PodProbeSettings {
   services: ServiceTarget[];
   kinds: ClientKind[];
+  /** the nodeport client's targets */
+  nodePorts?: NodePortTarget[];
+  /** an IP every pod's nodeport client connects to; undefined: each pod's own node (status.hostIP) */
+  nodeAddress?: string;
   /** an IP[:PORT], or undefined for `auto` (the pod's resolv.conf nameserver: the cluster DNS) */
   dnsServer?: string;
   clusterDomain: string;
@@ -86,7 +91,9 @@ export interface PodProbeSettings {
 export function podArgs(s: PodProbeSettings): string[] {
   const args: string[] = [];
   for (const t of s.services) args.push('--service', `${t.namespace}/${t.name}:${t.port}`);
+  for (const t of s.nodePorts ?? []) args.push('--nodeport', `${t.namespace}/${t.name}:${t.nodePort}`);
   args.push('--kinds', s.kinds.join(','));
+  if (s.nodeAddress !== undefined) args.push('--node-address', s.nodeAddress);
   args.push('--dns-server', s.dnsServer ?? 'auto');
   args.push('--cluster-domain', s.clusterDomain);
   args.push('--interval', `${s.intervalMs}ms`, '--timeout', `${s.timeoutMs}ms`);
@@ -163,6 +170,8 @@ export function buildProbeObjects(spec: ProbeDeploySpec): { configMap: KubeObjec
             imagePullPolicy: 'IfNotPresent',
             command: ['node', `${PROGRAM_DIR_IN_POD}/main.mjs`],
             args: podArgs(spec.settings),
+            // the nodeport client's default address: the pod's own node
+            env: [{ name: NODE_IP_ENV, valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } }],
             resources: { requests: { cpu: '20m', memory: '64Mi' }, limits: { memory: '256Mi' } },
             securityContext: {
               allowPrivilegeEscalation: false,

@@ -8,9 +8,10 @@
  * report the process stays for `--linger` (so the report can still be read from the pod's log while the pod is
  * terminating), then exits. Everything else (the start line, errors) goes to stderr.
  */
+import { isIP } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { CLIENT_KINDS, probe, splitHostPort, type ClientKind, type ProbeReport, type ServiceTarget } from './probe.ts';
+import { CLIENT_KINDS, defaultKinds, probe, splitHostPort, type ClientKind, type NodePortTarget, type ProbeReport, type ServiceTarget } from './probe.ts';
 import { RESOLV_CONF, resolvConfNameserver } from './resolv.ts';
 import { PROTOCOLS, type Protocol } from './wire.ts';
 
@@ -32,9 +33,22 @@ function parseTarget(value: string): ServiceTarget {
   return { namespace: m[1] ?? 'default', name: m[3]!, port };
 }
 
+function parseNodePort(value: string): NodePortTarget {
+  const m = value.trim().match(TARGET);
+  const nodePort = Number(m?.[5]);
+  if (!m || m[5] === undefined || nodePort < 1 || nodePort > 65535) throw new PodUsageError(`--nodeport ${value}: expected [NAMESPACE/]NAME:NODEPORT`);
+  return { namespace: m[1] ?? 'default', name: m[3]!, nodePort };
+}
+
+/** The environment variable the probe Deployment sets to the pod's node address (downward API status.hostIP). */
+export const NODE_IP_ENV = 'KUBE_RENUMBER_NODE_IP';
+
 export interface PodRunSettings {
   services: ServiceTarget[];
   kinds: ClientKind[];
+  nodePorts: NodePortTarget[];
+  /** where the nodeport client connects: --node-address, else $KUBE_RENUMBER_NODE_IP */
+  nodeAddress: string | undefined;
   dnsServer: string | undefined;
   clusterDomain: string;
   intervalMs: number;
@@ -63,6 +77,8 @@ export const PROBE_FLAGS = {
   connections: { type: 'string' },
   family: { type: 'string' },
   'kubernetes-address': { type: 'string' },
+  nodeport: { type: 'string', multiple: true },
+  'node-address': { type: 'string' },
 } as const;
 
 /** The in-pod flags (the probe flags plus --report-every and --linger) → settings; throws on a bad value. */
@@ -83,10 +99,21 @@ export function parsePodArgs(argv: string[], env: NodeJS.ProcessEnv): PodRunSett
     throw new PodUsageError((e as Error).message.split('\n')[0]!);
   }
   const one = (k: string) => values[k] as string | undefined;
-  const kinds = (one('kinds') ?? CLIENT_KINDS.join(',')).split(',').map((k) => k.trim()).filter(Boolean);
+  const nodePorts = ((values.nodeport as string[] | undefined) ?? []).map(parseNodePort);
+  const kinds = (one('kinds') ?? defaultKinds(nodePorts.length > 0).join(',')).split(',').map((k) => k.trim()).filter(Boolean);
   for (const k of kinds) if (!(CLIENT_KINDS as readonly string[]).includes(k)) throw new PodUsageError(`--kinds: "${k}" is not a client kind`);
   const services = ((values.service as string[] | undefined) ?? []).map(parseTarget);
-  if (services.length === 0 && kinds.some((k) => k !== 'kubernetes')) throw new PodUsageError('no Services to probe (--service NS/NAME:PORT)');
+  if (services.length === 0 && kinds.some((k) => k !== 'kubernetes' && k !== 'nodeport')) throw new PodUsageError('no Services to probe (--service NS/NAME:PORT)');
+  const nodePortKind = kinds.includes('nodeport');
+  if (nodePortKind && nodePorts.length === 0) throw new PodUsageError('no node ports to probe for the nodeport client (--nodeport NS/NAME:NODEPORT)');
+  if (!nodePortKind && nodePorts.length > 0) throw new PodUsageError('--nodeport needs the nodeport client in --kinds');
+  const flagAddress = one('node-address');
+  if (flagAddress !== undefined && !isIP(flagAddress)) throw new PodUsageError(`--node-address ${flagAddress}: expected an IP address`);
+  const nodeAddress = flagAddress ?? (env[NODE_IP_ENV] || undefined);
+  if (nodePortKind) {
+    if (nodeAddress === undefined) throw new PodUsageError(`the nodeport client needs the node's address (--node-address IP, or $${NODE_IP_ENV})`);
+    if (!isIP(nodeAddress)) throw new PodUsageError(`$${NODE_IP_ENV} ${nodeAddress}: expected an IP address`);
+  }
   const protocol = (one('protocol') ?? 'echo') as Protocol;
   if (!PROTOCOLS.includes(protocol)) throw new PodUsageError(`--protocol ${protocol} must be one of ${PROTOCOLS.join(', ')}`);
   const family = one('family') ?? 'any';
@@ -114,6 +141,8 @@ export function parsePodArgs(argv: string[], env: NodeJS.ProcessEnv): PodRunSett
   return {
     services,
     kinds: kinds as ClientKind[],
+    nodePorts,
+    nodeAddress: nodePortKind ? nodeAddress : undefined,
     dnsServer: dnsServer || undefined,
     clusterDomain: one('cluster-domain') ?? 'cluster.local',
     intervalMs: positive('interval', 20),
@@ -153,9 +182,9 @@ export async function runProbePod(argv: string[], io: PodIo, stop: AbortSignal, 
   }
   const line = (r: ProbeReport) => { io.out(`${JSON.stringify(r)}\n`); };
   io.err(`kube-renumber probe: ${s.services.length} Service(s), clients ${s.kinds.join(',')}, DNS server ${s.dnsServer ?? '-'}, `
-    + `a report every ${s.reportEveryMs} ms\n`);
+    + `${s.nodeAddress ? `${s.nodePorts.length} node port(s) at ${s.nodeAddress}, ` : ''}a report every ${s.reportEveryMs} ms\n`);
   const report = await probe({
-    services: s.services, kinds: s.kinds, dnsServer: s.dnsServer, clusterDomain: s.clusterDomain, intervalMs: s.intervalMs,
+    services: s.services, kinds: s.kinds, nodePorts: s.nodePorts, nodeAddress: s.nodeAddress, dnsServer: s.dnsServer, clusterDomain: s.clusterDomain, intervalMs: s.intervalMs,
     timeoutMs: s.timeoutMs, protocol: s.protocol, httpPath: s.httpPath, connections: s.connections, family: s.family,
     kubernetesAddress: s.kubernetesAddress, env: io.env, durationMs: s.durationMs, signal: stop,
     reportEveryMs: s.reportEveryMs, onReport: line,

@@ -8,8 +8,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Series, type FailureReason, type SeriesSummary } from './stats.ts';
 import { Conn, echoFramer, httpFramer, oneShot, type Dial, type Framer, type Outcome, type Protocol } from './wire.ts';
 
-export const CLIENT_KINDS = ['dns', 'env', 'kubernetes', 'long'] as const;
+export const CLIENT_KINDS = ['dns', 'env', 'kubernetes', 'long', 'nodeport'] as const;
 export type ClientKind = (typeof CLIENT_KINDS)[number];
+
+/**
+ * The kinds run when none are asked for: dns, env, kubernetes and long, and nodeport when there are node-port
+ * targets (a probe without them reports as it did before the nodeport kind existed).
+ */
+export function defaultKinds(hasNodePorts: boolean): ClientKind[] {
+  return CLIENT_KINDS.filter((k) => k !== 'nodeport' || hasNodePorts);
+}
 
 export interface ServiceTarget {
   namespace: string;
@@ -17,9 +25,20 @@ export interface ServiceTarget {
   port: number;
 }
 
+/** A Service's node port: the nodeport client connects to `<node address>:nodePort`. */
+export interface NodePortTarget {
+  namespace: string;
+  name: string;
+  nodePort: number;
+}
+
 export interface ProbeOptions {
   services: ServiceTarget[];
   kinds: ClientKind[];
+  /** the nodeport client's targets (one client each) */
+  nodePorts?: NodePortTarget[];
+  /** the node address the nodeport client connects to (an IP); needed when it runs */
+  nodeAddress?: string;
   /** The cluster DNS server, `IP` or `IP:PORT` (`[IPv6]:PORT`); needed by dns, long, and kubernetes without an address. */
   dnsServer?: string;
   /** default cluster.local */
@@ -61,6 +80,7 @@ export interface ProbeOptions {
 export interface ProbeResult extends SeriesSummary {
   /** namespace/name */
   service: string;
+  /** the Service port; for the nodeport kind the node port */
   port: number;
   kind: ClientKind;
   /** env client: the address learned at start and where it came from */
@@ -83,6 +103,8 @@ export interface ProbeReport {
     clusterDomain: string;
     dnsServer?: string;
     kubernetesAddress?: string;
+    /** the nodeport client's node address */
+    nodeAddress?: string;
     connections: number;
   };
   totals: { requests: number; failures: number; dnsFailures: number; breaks: number };
@@ -341,9 +363,19 @@ async function longClient(ctx: Ctx, rec: Recorder, startAddress: () => string | 
   }
 }
 
+/** (e) the Service's node port on one node: connect to `host:nodePort`, one exchange, close (like env). */
+async function nodePortClient(ctx: Ctx, rec: Recorder, host: string): Promise<void> {
+  const framer = framerFor(ctx, rec.svc, false);
+  await every(ctx, async () => {
+    const started = ctx.now();
+    rec.record(await oneShot(dial(ctx, host, rec.svc.port), framer, ctx.timeoutMs, ctx.stop), started, host);
+  });
+}
+
 /** Run the clients until the duration passes or `signal` aborts; then the report. */
 export async function probe(opts: ProbeOptions): Promise<ProbeReport> {
   const kinds = [...new Set(opts.kinds)];
+  if (kinds.includes('nodeport') && (!opts.nodeAddress || !isIP(opts.nodeAddress))) throw new Error('the nodeport client needs nodeAddress, an IP address');
   const stopper = new AbortController();
   let stoppedBy: ProbeReport['stoppedBy'] = 'signal';
   const onAbort = () => { stopper.abort(); };
@@ -373,9 +405,11 @@ export async function probe(opts: ProbeOptions): Promise<ProbeReport> {
   const loops: Array<Promise<void>> = [];
   const connections = Math.max(1, opts.connections ?? 1);
   for (const kind of kinds) {
-    const targets = kind === 'kubernetes'
+    const targets: ServiceTarget[] = kind === 'kubernetes'
       ? [{ ...KUBERNETES_SERVICE, port: opts.kubernetesAddress ? splitHostPort(opts.kubernetesAddress, 443).port : 443 }]
-      : opts.services;
+      : kind === 'nodeport'
+        ? (opts.nodePorts ?? []).map((t) => ({ namespace: t.namespace, name: t.name, port: t.nodePort }))
+        : opts.services;
     for (const svc of targets) {
       const rec = new Recorder(ctx, svc, kind);
       const extra: { startAddress?: ProbeResult['startAddress'] } = {};
@@ -383,6 +417,7 @@ export async function probe(opts: ProbeOptions): Promise<ProbeReport> {
       if (kind === 'dns') loops.push(dnsClient(ctx, rec));
       else if (kind === 'env') loops.push(envClient(ctx, rec, extra));
       else if (kind === 'kubernetes') loops.push(kubernetesClient(ctx, rec));
+      else if (kind === 'nodeport') loops.push(nodePortClient(ctx, rec, opts.nodeAddress!));
       else {
         const env = opts.env ?? process.env;
         const fixed = env[envVarName(svc.name)];
@@ -415,6 +450,7 @@ export async function probe(opts: ProbeOptions): Promise<ProbeReport> {
         clusterDomain: ctx.domain,
         dnsServer: opts.dnsServer,
         kubernetesAddress: opts.kubernetesAddress,
+        ...(kinds.includes('nodeport') ? { nodeAddress: opts.nodeAddress } : {}),
         connections,
       },
       totals,

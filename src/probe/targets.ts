@@ -1,7 +1,10 @@
-/** Which Services to probe: `--service [NS/]NAME[:PORT]` values and a targets file (YAML or JSON). */
+/**
+ * Which Services to probe: `--service [NS/]NAME[:PORT]` values, a targets file (YAML or JSON), and the node ports
+ * of `--nodeport [NS/]NAME:NODEPORT`.
+ */
 import { readFileSync } from 'node:fs';
 import * as yaml from 'js-yaml';
-import type { ServiceTarget } from './probe.ts';
+import type { NodePortTarget, ServiceTarget } from './probe.ts';
 
 /** A target the user wrote wrongly. */
 export class TargetError extends Error {
@@ -38,6 +41,15 @@ export function parseServiceTarget(value: string, defaults: { namespace: string;
   if (!m) throw new TargetError(`${what}: expected [NAMESPACE/]NAME[:PORT], e.g. default/web:8080`);
   const port = m[3] !== undefined ? checkPort(Number(m[3]), what) : defaults.port;
   return checkName({ namespace: m[1] ?? defaults.namespace, name: m[2]!, port }, what);
+}
+
+/** `[NS/]NAME:NODEPORT`: a Service's node port (the port is not optional: it is the one on the nodes). */
+export function parseNodePortTarget(value: string, defaults: { namespace: string }, what = value): NodePortTarget {
+  const m = value.trim().match(/^(?:([^/:\s]+)\/)?([^/:\s]+):(\d+)$/);
+  if (!m) throw new TargetError(`${what}: expected [NAMESPACE/]NAME:NODEPORT, e.g. default/web:30080`);
+  const nodePort = checkPort(Number(m[3]), what);
+  const s = checkName({ namespace: m[1] ?? defaults.namespace, name: m[2]!, port: nodePort }, what);
+  return { namespace: s.namespace, name: s.name, nodePort };
 }
 
 /**

@@ -414,8 +414,7 @@ function clusterSection(r: InspectReport): string {
   const rows: Array<[string, string]> = [
     ['source', r.source.kind === 'live' ? `live: ${r.source.server ?? ''}${r.source.context ? ` (context ${r.source.context})` : ''}` : `files: ${r.source.files.join(', ')}`],
     ['Kubernetes', `${r.kubernetesVersion ?? 'unknown'} (${api})`],
-    ['distribution', r.distribution.kind],
-    ...(r.platform ? [['platform', r.platform.title] as [string, string]] : []),
+    ['platform', r.platform.title],
     ['CNI / IPAM', `${r.cni.plugin} / ${r.cni.ipam}${r.cni.operatorManaged ? ' (operator-managed)' : ''}`],
     ['pod addresses from', r.cni.owner?.title ?? 'unknown'],
     ...(r.platform?.reserved.length ? [['reserved by the platform', r.platform.reserved.map((x) => `${x.cidr} (${x.reason})`).join(', ')] as [string, string]] : []),
@@ -465,7 +464,7 @@ export function renderInspectHtml(report: InspectReport, opts: HtmlOptions): str
   const ranges = mapRanges(report, { avoid: opts.avoid });
   const body = mapSection(report, ranges) + conflictsSection(report) + capacitySection(report) + clusterSection(report);
   return page(`Address plan: ${clusterName(report)}`,
-    `Kubernetes ${report.kubernetesVersion ?? 'unknown'}, ${report.distribution.kind}, ${report.cni.plugin} / ${report.cni.ipam}`,
+    `Kubernetes ${report.kubernetesVersion ?? 'unknown'}, ${report.platform.title}, ${report.cni.plugin} / ${report.cni.ipam}`,
     summaryLine(report), body, opts.generator);
 }
 

@@ -1,12 +1,14 @@
 // The testbed's real data plane (issue #6): node and pod network namespaces, the real kube-proxy (iptables
 // and nftables modes) DNATing a ClusterIP to a pod in another node's netns, the real CoreDNS answering
 // name.ns.svc.cluster.local at the kube-dns Service IP; pods Ready only once they serve (SERVING_GATE),
-// deleted pods lingering for their grace period, a rollout restart without a failed request, and the
-// `kubernetes` Service reaching the real apiserver from a pod. Needs root (ip netns).
+// deleted pods lingering for their grace period, a rollout restart without a failed request, the `kubernetes`
+// Service reaching the real apiserver from a pod, and a NodePort at every node's fabric address (its window when
+// moved in place, and a node-port cover closing it). Needs root (ip netns).
 
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Testbed } from '../testbed/cluster.ts';
 import { APISERVER_FABRIC_IP, Dataplane, deployCoreDNS, listNetns, routedEndpointIps, SERVING_GATE } from '../testbed/dataplane.ts';
 import { eventually, useTestbed } from '../testbed/harness.ts';
@@ -185,6 +187,109 @@ async function proofScenario(tb: Testbed, d: Dataplane, timings: Record<string, 
   const missing = await d.resolve(client, `nope.${NS}.svc.cluster.local`, DNS_IP);
   assert.notEqual(missing.code, 0, 'an unknown name is NXDOMAIN');
   return pods;
+}
+
+const NODE_PORT = 30100;
+
+/**
+ * Requests to `url` from `from`'s netns, one after the other, until `stop()`: the times of answers and of failures.
+ * The longest gap between two answers is the outage a client there saw.
+ */
+function pollPort(d: Dataplane, from: { namespace: string; name: string }, url: string): { stop: () => Promise<{ ok: number; failed: number; gaps: number[] }> } {
+  let on = true;
+  const oks: number[] = [];
+  let failed = 0;
+  const loop = (async () => {
+    while (on) {
+      const r = await d.get(from, url, 1000);
+      if (r.code === 0) oks.push(Date.now());
+      else failed++;
+    }
+  })();
+  return {
+    stop: async () => {
+      on = false;
+      await loop;
+      const gaps = oks.slice(1).map((t, i) => t - oks[i]!);
+      return { ok: oks.length, failed, gaps };
+    },
+  };
+}
+
+/**
+ * A NodePort Service answers at every node's fabric address (kube-proxy's --bind-address; its NodePort rules, no
+ * other flag). Moved through ExternalName and back (what an in-place move does to it, the two writes ms apart), it
+ * is refused for about a second by a kube-proxy that synced between the writes: an idle one syncs at once on the
+ * first and then waits out its min-sync-period. A LoadBalancer Service listing the node addresses as load-balancer
+ * IPs on port = the nodePort (a "node-port cover", not something the tool creates) keeps the port answered through
+ * the same moves: kube-proxy matches load-balancer IPs before its NodePort rules (docs/service-migration.md).
+ */
+async function nodePortScenario(tb: Testbed, d: Dataplane): Promise<void> {
+  const c = tb.client;
+  const svc = `/api/v1/namespaces/${NS}/services`;
+  const web = d.pods().find((p) => p.namespace === NS && p.name.startsWith('web-'));
+  assert.ok(web, 'a wired web pod to send from');
+  const from = { namespace: NS, name: web.name };
+  const nodes = (await c.list('/api/v1/nodes')).items.map((n) => n.metadata.name as string).sort();
+  const fabric = nodes.map((n) => d.nodeFabricIP(n));
+  const port = [{ name: 'http', port: 80, targetPort: 8080, nodePort: NODE_PORT }];
+  await c.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'np', namespace: NS }, spec: { type: 'NodePort', selector: { app: 'web' }, ports: port } });
+  try {
+    await d.waitNodePortsProgrammed([{ port: NODE_PORT }], 30_000);
+    for (const ip of fabric) {
+      const who = await eventually(`an answer at ${ip}:${NODE_PORT}`, async () => {
+        const r = await d.get(from, `http://${ip}:${NODE_PORT}/`, 2000);
+        return r.code === 0 ? r.stdout.trim() : undefined;
+      }, 15_000, 200);
+      assert.match(who, new RegExp(`^${NS}/web-`));
+    }
+    const url = `http://${d.nodeFabricIP(web.node)}:${NODE_PORT}/`;
+    const moves = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        await sleep(2500);
+        await c.mergePatch(`${svc}/np`, { spec: { type: 'ExternalName', externalName: `web.${NS}.svc.cluster.local` } });
+        await c.mergePatch(`${svc}/np`, { spec: { type: 'NodePort', externalName: null, clusterIP: null, ports: port } });
+      }
+      await sleep(2500);
+    };
+
+    let poll = pollPort(d, from, url);
+    await moves(3);
+    const bare = await poll.stop();
+    const windows = bare.gaps.filter((g) => g > 500);
+    process.stderr.write(`[dataplane test ${d.proxyMode}] node port moved 3 times: ${bare.failed} refused of ${bare.ok + bare.failed}, gaps over 500 ms ${JSON.stringify(windows)}\n`);
+    assert.ok(windows.length >= 1 && bare.failed > 0, `an idle kube-proxy drops the node port between the two writes: ${JSON.stringify(bare)}`);
+    assert.ok(Math.max(...windows) < 3000, `for its min-sync-period (1 s), not longer: ${JSON.stringify(windows)}`);
+
+    // the node-port cover: load-balancer IPs = the node addresses, port = the nodePort
+    await c.create({
+      apiVersion: 'v1', kind: 'Service', metadata: { name: 'np-cover', namespace: NS },
+      spec: { type: 'LoadBalancer', loadBalancerClass: 'kube-renumber.io/cover', allocateLoadBalancerNodePorts: false, externalTrafficPolicy: 'Cluster',
+        selector: { app: 'web' }, ports: [{ name: 'np', port: NODE_PORT, targetPort: 8080 }] },
+    });
+    const st = await c.raw('PATCH', `${svc}/np-cover/status`, { status: { loadBalancer: { ingress: fabric.map((ip) => ({ ip })) } } }, 'application/merge-patch+json');
+    assert.equal(st.status, 200, st.text);
+    await eventually('the cover programmed for every node address', async () => {
+      for (const n of nodes) {
+        const rules = await d.proxyRules(n);
+        for (const ip of fabric) {
+          const re = d.proxyMode === 'nftables'
+            ? new RegExp(`${esc(ip)} \\. tcp \\. ${NODE_PORT} : goto external-`)
+            : new RegExp(`-A KUBE-SERVICES -d ${esc(ip)}/32 .*--dport ${NODE_PORT} -j KUBE-EXT-`);
+          if (!re.test(rules)) return false;
+        }
+      }
+      return true;
+    }, 30_000, 250);
+    poll = pollPort(d, from, url);
+    await moves(3);
+    const covered = await poll.stop();
+    process.stderr.write(`[dataplane test ${d.proxyMode}] with the node-port cover, moved 3 times: ${covered.failed} refused of ${covered.ok + covered.failed}, longest gap ${Math.max(...covered.gaps)} ms\n`);
+    assert.equal(covered.failed, 0, `the cover answers the node port throughout: ${JSON.stringify(covered)}`);
+    assert.ok(Math.max(...covered.gaps) < 500, `no window: ${JSON.stringify(covered.gaps.filter((g) => g > 200))}`);
+  } finally {
+    for (const n of ['np-cover', 'np']) await c.raw('DELETE', `${svc}/${n}`);
+  }
 }
 
 describe('data plane (kube-proxy iptables): proof, serving gate, lingering, rollout, kubernetes Service', { skip }, () => {
@@ -478,6 +583,9 @@ describe('data plane (kube-proxy iptables): proof, serving gate, lingering, roll
     assert.equal(tb.advertiseAddress, APISERVER_FABRIC_IP);
     await eventually('the handshake works again after the restart', async () => (await d.tls(from, `${API_IP}:443`, 2000)).code === 0, 30_000, 300);
   });
+  test('a NodePort answers at every node address; moved in place it is refused for about a second, not with a node-port cover', async () => {
+    await nodePortScenario(tb, dp());
+  });
 });
 
 describe('data plane (kube-proxy nftables, Calico-style pod IPAM): the proof scenario', { skip }, () => {
@@ -496,5 +604,8 @@ describe('data plane (kube-proxy nftables, Calico-style pod IPAM): the proof sce
       `[dataplane test nftables] pod IPs ${JSON.stringify(pods.map((p) => [p.spec.nodeName, p.status.podIP, nodes.get(p.spec.nodeName)]))}\n`,
     );
     assert.ok(pods.every((p) => p.metadata.annotations?.['cni.projectcalico.org/podIP']), "IPs from Calico's IPAM");
+  });
+  test('a NodePort answers at every node address; moved in place it is refused for about a second, not with a node-port cover', async () => {
+    await nodePortScenario(tb, dp());
   });
 });

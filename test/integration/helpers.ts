@@ -5,6 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { KubeClient } from '../../src/kube/client.ts';
 import { run } from '../unit/run-cli.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -192,4 +193,65 @@ export async function writeServicePlan(kubeconfig: string, dir: string, target: 
   const path = join(dir, `plan-${strategy}.yaml`);
   writeFileSync(path, p.out);
   return path;
+}
+
+/**
+ * Deployments (`ns/name`) whose pod template a Service with a UDP port selects: the run's restarts hand their pods
+ * over one at a time (src/engine/udp-handover.ts) instead of rolling them out, so they get no new revision.
+ */
+export async function udpServedDeployments(tb: Kubectl): Promise<Set<string>> {
+  const get = async (kind: string) => JSON.parse((await tb.kubectl(['get', kind, '-A', '-o', 'json'])).stdout).items as any[];
+  const [deployments, services] = await Promise.all([get('deployments'), get('services')]);
+  const out = new Set<string>();
+  for (const d of deployments) {
+    const labels: Record<string, string> = d.spec.template.metadata?.labels ?? {};
+    const served = services.some((s) => s.metadata.namespace === d.metadata.namespace && s.spec.selector && Object.keys(s.spec.selector).length > 0
+      && Object.entries(s.spec.selector).every(([k, v]) => labels[k] === v)
+      && (s.spec.ports ?? []).some((p: any) => p.protocol === 'UDP'));
+    if (served) out.add(`${d.metadata.namespace}/${d.metadata.name}`);
+  }
+  return out;
+}
+
+/**
+ * A Deployment the run handed over: no rollout (revision `revisionBefore`, no restart annotation), none of
+ * `podUidsBefore` left among its pods, no pod still held by a hand-over, and its replicas ready.
+ */
+export async function assertHandedOver(tb: Kubectl, key: string, revisionBefore: number, podUidsBefore: ReadonlySet<string>): Promise<void> {
+  const [ns, name] = key.split('/');
+  const d = JSON.parse((await tb.kubectl(['get', 'deployment', '-n', ns!, name!, '-o', 'json'])).stdout);
+  assert.equal(Number(d.metadata.annotations['deployment.kubernetes.io/revision']), revisionBefore, `${key}: handed over, not rolled out`);
+  assert.equal(d.spec.template.metadata.annotations?.['kube-renumber.io/restart'], undefined, `${key}: no rollout restart`);
+  const pods = JSON.parse((await tb.kubectl(['get', 'pods', '-n', ns!, '-o', 'json'])).stdout).items as any[];
+  const held = pods.filter((p) => p.metadata.labels?.['kube-renumber.io/handover'] !== undefined);
+  assert.deepEqual(held.map((p) => p.metadata.name), [], `${key}: no pod still held by a hand-over`);
+  const sel: Record<string, string> = d.spec.selector.matchLabels ?? {};
+  const mine = pods.filter((p) => !p.metadata.deletionTimestamp && Object.entries(sel).every(([k, v]) => p.metadata.labels?.[k] === v));
+  assert.deepEqual(mine.filter((p) => podUidsBefore.has(p.metadata.uid)).map((p) => p.metadata.name), [], `${key}: every pod from before replaced`);
+  assert.equal(mine.length, d.spec.replicas, `${key}: ${mine.length} pods for ${d.spec.replicas} replicas`);
+}
+
+/**
+ * Renews a Lease in kube-node-lease for every node every few seconds, as a kubelet does. The testbed's kwok
+ * neither holds node Leases nor posts node status often enough: without this the node lifecycle controller
+ * marks the nodes NotReady after its grace period and their pods NotReady for good (kwok does not make them
+ * Ready again), and no rollout or budget would ever be satisfied after the first minute.
+ */
+export function renewNodeLeases(client: KubeClient, nodes: string[]): () => void {
+  const base = '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases';
+  const microTime = () => new Date().toISOString().replace('Z', '000Z');
+  const renew = async () => {
+    for (const node of nodes) {
+      try {
+        await client.request('PATCH', `${base}/${node}`, { body: { spec: { renewTime: microTime() } } });
+      } catch (e) {
+        if ((e as { status?: number }).status !== 404) continue;
+        await client.request('POST', base, { body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: node, namespace: 'kube-node-lease' },
+          spec: { holderIdentity: node, leaseDurationSeconds: 40, renewTime: microTime() } } }).catch(() => {});
+      }
+    }
+  };
+  void renew();
+  const timer = setInterval(() => void renew(), 5000);
+  return () => clearInterval(timer);
 }

@@ -59,8 +59,8 @@ describe('plan on a live kOps cluster without its Cluster spec', () => {
     const r = await run(['inspect', '--kubeconfig', tb.kubeconfigPath, '-o', 'json']);
     assert.equal(r.code, 0, r.err);
     const report = JSON.parse(r.out);
-    assert.equal(report.distribution.kind, 'kops');
-    assert.ok(report.distribution.evidence.some((e: string) => /3 node\(s\) labelled kops\.k8s\.io\/instancegroup/.test(e)), report.distribution.evidence.join('; '));
+    assert.equal(report.platform.kind, 'kops');
+    assert.ok(report.platform.evidence.some((e: string) => /3 node\(s\) labelled kops\.k8s\.io\/instancegroup/.test(e)), report.platform.evidence.join('; '));
     assert.equal(report.readiness.find((f: any) => f.id === 'kops-spec')?.ok, null);
     assert.deepEqual(report.pools.map((p: any) => p.cidr), [POD_OLD]);
   });

@@ -29,7 +29,7 @@ const IN_FLIGHT_MS = 150;
 const key = (o: any) => `${o.metadata.namespace}/${o.metadata.name}`;
 
 describe('a Service CIDR migration honours 429 Retry-After with its whole window', () => {
-  const tb = useTestbed({ serviceCIDR: OLD, podCIDR: '10.244.0.0/20', nodes: 2, populate: { namespaces: 3, deployments: 1, replicas: 1, services: 40 } });
+  const tb = useTestbed({ serviceCIDR: OLD, podCIDR: '10.244.0.0/20', nodes: 2, populate: { namespaces: 2, deployments: 1, replicas: 1, services: 12 } });
   const dir = mkdtempSync(join(tmpdir(), 'kr-limiter-'));
   const planPath = join(dir, 'plan.yaml');
   const stateDir = join(dir, 'state');

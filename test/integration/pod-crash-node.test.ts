@@ -1,7 +1,8 @@
 // Kill the real CLI process (SIGKILL) on the node IPAM path's steps, one kill point per run, each in a distinct
 // phase of a node's move: right after its cordon, right after a pod's eviction, right after the Node's delete (before
-// the hook re-registers it), right after its podCIDR in NEW was set, right after a bare pod was created again, and
-// with a write in flight. Each killed run is resumed by the next; the last runs to completion. Nothing may be lost:
+// the hook re-registers it), right after the hook re-registered it (the hook kills its caller), right after its podCIDR
+// in NEW was set, right after a bare pod was created again, between a journal line's write and its fsync, and with a
+// write in flight. Each killed run is resumed by the next; the last runs to completion. Nothing may be lost:
 // as many pods after as before, every workload back, the bare pod back, every node in NEW and uncordoned. Every run
 // goes as the ServiceAccount of the shipped roles, with create pods bound only where the plan's bare pod runs (a run
 // without that RoleBinding is refused before its first write, told the command that adds it).
@@ -9,7 +10,7 @@
 // It prints one JSON line `{"nodeKills":…}` with the figures (docs/reliability.md quotes one run).
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -23,12 +24,16 @@ const OLD = '10.244.0.0/16';
 const NEW = '10.60.0.0/16';
 
 /** The kill points, in the order a node's move meets them. */
-const NODE_KILLS: readonly KillPoint[] = [
+const NODE_KILLS: ReadonlyArray<KillPoint & { armHook?: boolean }> = [
   { name: 'after a cordon', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/nodes/:1:unschedulable' } },
   { name: 'after an eviction', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/eviction:1' } },
   { name: 'after a Node delete', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/nodes/:1' } },
+  // the hook re-registered the Node and is killing its caller (the hook command does, once armed): before the run
+  // records that the hook ran
+  { name: 'after the re-register hook ran', env: {}, armHook: true },
   { name: 'after a podCIDR was set', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/nodes/:1:podCIDRs' } },
   { name: 'after a bare pod was created again', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/pods:1:"kind":"Pod"' } },
+  { name: 'before a journal line\'s fsync', env: { KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC: '2' } },
   { name: 'write in flight', env: { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '1' } },
 ];
 
@@ -40,10 +45,21 @@ describe('Pod CIDR migration, node IPAM, killed on the node steps and resumed', 
 
   test('ends in the planned state with nothing lost', { timeout: 20 * 60_000 }, async () => {
     await populateWorkloads(tb, { namespaces: 1, deploymentsPerNs: 2, replicas: 2, statefulSets: 1, statefulSetReplicas: 2, job: false });
+    // once the file `arm` exists, the hook (after it re-registered the Node) removes it and SIGKILLs the run that called it
+    const arm = join(dir, 'arm-hook-kill');
+    const hook = `${process.execPath} ${join(ROOT, 'test/testbed/reregister-node.ts')} --kubeconfig ${tb.kubeconfigPath} && if rm ${arm} 2>/dev/null; then kill -9 $PPID; fi`;
+    const planArgs = ['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--ipam', 'node', '--node-hook', hook, '-o', 'yaml'];
+    // The kill points come in the order a node's move meets them, and the bare pod is created again while its own
+    // node is drained: the scheduler puts it on any node, so put it on the node drained last, where the kill after
+    // its creation comes after the kills of the earlier nodes' steps.
+    const first = await run(planArgs);
+    assert.ok(first.code === 0 || first.code === 1, first.err);
+    const drained = [...new Set([...first.out.matchAll(/\bid: drain-node-(\S+)/g)].map((m) => m[1]))];
+    assert.equal(drained.length, 3, `three drain steps in the plan: ${drained.join(', ')}`);
+    await pinPod(tb, 'tb-wl-0', 'standalone', drained.at(-1)!);
     const before = await activePodNetworkPods(tb);
     const bareBefore = await getJSON(tb, ['get', 'pod', '-n', 'tb-wl-0', 'standalone']);
-    const hook = `${process.execPath} ${join(ROOT, 'test/testbed/reregister-node.ts')} --kubeconfig ${tb.kubeconfigPath}`;
-    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--ipam', 'node', '--node-hook', hook, '-o', 'yaml']);
+    const p = await run(planArgs);
     assert.ok(p.code === 0 || p.code === 1, p.err);
     writeFileSync(planPath, p.out);
     const kc = await migrateKubeconfig(tb);
@@ -52,7 +68,7 @@ describe('Pod CIDR migration, node IPAM, killed on the node steps and resumed', 
       '--force-unlock'];
     const refused = await run(['apply', planPath, ...common]);
     assert.equal(refused.code, 5, refused.err);
-    assert.match(refused.err, /^error: not allowed: create pods -n tb-wl-0 .*kubectl -n tb-wl-0 create rolebinding kube-renumber-recreate-pods --clusterrole=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate \(nothing was changed\)$/m);
+    assert.match(refused.err, /^error: not allowed: create pods -n tb-wl-0 .*kube-renumber rbac PLAN \| kubectl apply -f -, or kubectl -n tb-wl-0 create role kube-renumber-recreate-pods --verb=create --resource=pods; kubectl -n tb-wl-0 create rolebinding kube-renumber-recreate-pods --role=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate \(nothing was changed\)$/m);
     assert.deepEqual(await grantRecreate(tb, p.out), ['tb-wl-0']);
     const a = await run(['apply', planPath, ...common]);
     assert.equal(a.code, 7, a.err);
@@ -63,11 +79,13 @@ describe('Pod CIDR migration, node IPAM, killed on the node steps and resumed', 
     const history: string[] = [];
     const fired: string[] = [];
     for (const k of NODE_KILLS) {
+      if (k.armHook) writeFileSync(arm, '');
       const r = await cli(args, k.env);
       const steps = r.err.split('\n').filter((l) => /^\[\d+\/\d+\]/.test(l));
       history.push(`${k.name}: ${r.signal ?? r.code} after ${steps.at(-1) ?? 'no step'}`);
       writeFileSync(join(dir, 'history.txt'), history.join('\n'));
       assert.equal(r.signal, 'SIGKILL', `${k.name}: the kill point fired (exit ${r.code}: ${r.err.slice(-600)})\n${history.join('\n')}`);
+      if (k.armHook) assert.ok(!existsSync(arm), `${k.name}: the hook fired the kill\n${history.join('\n')}`);
       fired.push(k.name);
     }
     const r = await run(args);
@@ -94,3 +112,23 @@ describe('Pod CIDR migration, node IPAM, killed on the node steps and resumed', 
     console.log(JSON.stringify({ nodeKills: { points: fired, kills: fired.length, nodes: nodes.length, podsBefore: before.length, podsAfter: n, lost: before.length - n } }));
   });
 });
+
+/** Bare pod NS/NAME on node `node`: created again there (same spec) unless it runs there already; waits for its IP. */
+async function pinPod(tb: Parameters<typeof getJSON>[0], ns: string, name: string, node: string): Promise<void> {
+  const pod = await getJSON(tb, ['get', 'pod', '-n', ns, name]);
+  if (pod.spec.nodeName === node) return;
+  const d = await tb.kubectl(['delete', 'pod', '-n', ns, name, '--wait=true', '--timeout=60s']);
+  assert.equal(d.code, 0, d.stderr);
+  const copy = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, labels: pod.metadata.labels }, spec: { ...pod.spec, nodeName: node } };
+  const file = join(mkdtempSync(join(tmpdir(), 'kr-pin-')), 'pod.json');
+  writeFileSync(file, JSON.stringify(copy));
+  const c = await tb.kubectl(['create', '-f', file]);
+  assert.equal(c.code, 0, c.stderr);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const now = await getJSON(tb, ['get', 'pod', '-n', ns, name]);
+    if (now.status?.podIP && now.status?.phase === 'Running') return;
+    assert.ok(Date.now() < deadline, `${ns}/${name} on ${node} has no IP after 60 s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

@@ -54,8 +54,9 @@ export async function assertWorkloadsReady(tb: Kubectl): Promise<void> {
 }
 
 /**
- * What an operator does for a Pod plan run as kube-renumber-migrate: bind kube-renumber-recreate-pods in each
- * namespace the plan lists under spec.podCIDR.barePodNamespaces, with the commands the plan's confirm step prints.
+ * What an operator does for a Pod plan run as kube-renumber-migrate: a Role kube-renumber-recreate-pods and its
+ * RoleBinding in each namespace the plan lists under spec.podCIDR.barePodNamespaces, with the commands the plan's
+ * confirm step prints.
  * Returns the namespaces.
  */
 export async function grantRecreate(tb: Kubectl, planText: string): Promise<string[]> {

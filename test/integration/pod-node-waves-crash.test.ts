@@ -1,8 +1,9 @@
 // Node waves killed and rolled back, on the node IPAM path against the real control plane: 6 kwok nodes in 2
 // zones, waves of 2 (--max-unavailable 2). The move is killed (SIGKILL) mid-wave at named points of a node's move
 // — after a Node's delete, an eviction, a podCIDR patch, a bare pod created again — and
-// resumed each time: every node ends with a podCIDR in NEW, no pod is lost, no finished wave's node ever holds a
-// pod outside its podCIDR, verify passes. Then the move is rolled back in waves, killed once on the way back and
+// resumed each time: every node ends with a podCIDR in NEW, no pod is lost, no PodDisruptionBudget is ever violated
+// (watched from the first kill to the last rollback), no finished wave's node ever holds a pod outside its podCIDR,
+// verify passes. Then the move is rolled back in waves, killed once on the way back and
 // run again: every node is back in the old range with as many pods as before, and a third rollback has nothing
 // left to undo.
 
@@ -10,9 +11,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { completedSteps, readJournal } from '../../src/engine/journal.ts';
 import { useTestbed } from '../testbed/harness.ts';
+import { type PDBWatcher, watchPDBs } from '../testbed/pdb-watch.ts';
 import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
 import { cli, killFigures, type KillPoint } from './helpers.ts';
@@ -54,6 +56,9 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
   let before = 0;
   let waveItems: Array<{ id: string; nodes: string[] }> = [];
   const history: string[] = [];
+  // every PodDisruptionBudget, watched from the first killed run to the last rollback: none may ever be violated
+  let pdbs: PDBWatcher | undefined;
+  after(async () => { await pdbs?.stop(); });
 
   test('killed at every named point of a wave, resumed each time: every node in NEW, nothing lost, no stray pod', { timeout: 1_200_000 }, async () => {
     await populateWorkloads(tb, { namespaces: 1, deploymentsPerNs: 2, replicas: 4, statefulSets: 1, statefulSetReplicas: 2 });
@@ -66,6 +71,9 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
     assert.equal(waveItems.length, 3, 'three waves of two');
     const stop = await tb.restartControllerManager({ allocateNodeCIDRs: false });
     assert.equal(stop.running, true);
+    await assertWorkloadsReady(tb);
+    pdbs = watchPDBs(tb);
+    await pdbs.ready;
     const args = ['resume', planPath, '--yes', '--allow-hook', '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr', ...common(), '--force-unlock'];
     const byPoint = new Map<string, number>();
     let midWave = 0;
@@ -106,6 +114,7 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
     await getJSON(tb, ['get', 'pod', '-n', 'tb-wl-0', 'standalone']);
     const v = await run(['verify', planPath, ...common()]);
     assert.equal(v.code, 0, v.err);
+    assert.deepEqual(pdbs.violations, [], `no PodDisruptionBudget violated while killed mid-wave\n${history.join('\n')}`);
   });
 
   test('rolled back in waves, killed mid-wave and run again: every node back in the old range, as many pods as before, every workload back', { timeout: 1_200_000 }, async () => {
@@ -140,5 +149,10 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
     const again = await run(['rollback', planPath, '--allow-hook', '-o', 'json', ...common()]);
     const out2 = JSON.parse(again.out || '{}');
     for (const w of waveItems) assert.ok(!(out2.undone ?? []).includes(w.id) && !(out2.notUndone ?? []).some((x: any) => x.step === w.id), `${w.id} not rolled back twice: ${again.out}`);
+    assert.ok(pdbs, 'the PodDisruptionBudgets were watched from the first test on');
+    const res = await pdbs.stop();
+    pdbs = undefined;
+    assert.deepEqual(res.violations, [], 'no PodDisruptionBudget violated, killed mid-wave or rolled back in waves');
+    assert.ok(res.observations > 0, 'PodDisruptionBudgets observed');
   });
 });

@@ -3,7 +3,8 @@
 // the container's command with this machine's Node, and writes its stdout/stderr in the CRI log format to a file
 // that kwok's kubelet server serves; the tool reads the reports through the apiserver's pods/log. All probe
 // traffic goes to servers started here on 127.0.0.1 (--dns-server 127.0.0.1:PORT answering 127.0.0.1 for every
-// name, the env client's WEB_SERVICE_HOST=127.0.0.1, --kubernetes-address = the testbed apiserver).
+// name, the env client's WEB_SERVICE_HOST=127.0.0.1, --kubernetes-address = the testbed apiserver, the nodeport
+// client's node address = status.hostIP = the nodes' InternalIP 127.0.0.1).
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -126,6 +127,32 @@ describe('probe --deploy on the real control plane (the test runs the probe cont
     const size = Object.values(files).reduce((n, v) => n + Buffer.byteLength(v), 0);
     assert.ok(size < 100_000, `ConfigMap data ${size} bytes`);
     process.stderr.write(`# probe --deploy: ConfigMap data ${size} bytes, run took ${elapsed} ms for --duration 5s\n`);
+    assert.deepEqual(await leftovers(), []);
+  });
+
+  test('the nodeport client connects to its own node: status.hostIP through the downward API', async () => {
+    // the nodes register InternalIP 127.0.0.1 (kubeletLogs), which kwok gives pods as status.hostIP: the node port
+    // requests go to the echo server on 127.0.0.1 and nowhere else
+    const nodes = (await tb.client.list('/api/v1/nodes')).items;
+    assert.ok(nodes.every((n) => (n.status?.addresses ?? []).some((a: { type: string; address: string }) => a.type === 'InternalIP' && a.address === LOOPBACK)), 'nodes at 127.0.0.1');
+    const before = runner.runs.length;
+    const r = await run(['probe', '--deploy', '--kubeconfig', tb.kubeconfigPath, '-n', NS, '--kinds', 'nodeport', '--nodeport', `web:${echoPort}`,
+      '--interval', '50ms', '--timeout', '5s', '--report-every', '1s', '--duration', '3s', '-o', 'json']);
+    assert.equal(r.code, 0, r.err);
+    const pod = runner.runs[before]!;
+    const c = pod.podObject.spec.containers[0];
+    // (the apiserver adds the fieldRef's apiVersion)
+    assert.deepEqual(c.env, [{ name: 'KUBE_RENUMBER_NODE_IP', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.hostIP' } } }]);
+    assert.ok(!c.args.includes('--node-address'), 'no --node-address: each pod its own node');
+    assert.equal(pod.podObject.status.hostIP, LOOPBACK);
+    const report = JSON.parse(r.out);
+    assert.deepEqual(report.settings.kinds, ['nodeport']);
+    assert.equal(report.settings.nodeAddress, LOOPBACK);
+    assert.deepEqual(report.results.map((x: any) => `${x.service}:${x.port}:${x.kind}`), [`${NS}/web:${echoPort}:nodeport`]);
+    const x = report.results[0];
+    assert.ok(x.requests > 10, `${x.requests} requests`);
+    assert.equal(x.failures, 0, JSON.stringify(x.failuresByReason));
+    assert.deepEqual(Object.keys(x.addresses), [LOOPBACK]);
     assert.deepEqual(await leftovers(), []);
   });
 

@@ -17,6 +17,7 @@ import {
 } from '../../src/engine/restarts.ts';
 import type { StepContext } from '../../src/engine/runner.ts';
 import { connect, type KubeClient } from '../../src/kube/client.ts';
+import { renewNodeLeases } from './helpers.ts';
 import { listAll, PODS } from '../../src/kube/resources.ts';
 import { eventually, useTestbed } from '../testbed/harness.ts';
 
@@ -78,31 +79,6 @@ function objects(): unknown[] {
     deployment('kube-system', 'coredns', 2),
     pdb('coredns', 'coredns', { maxUnavailable: 1 }, 'kube-system'),
   ];
-}
-
-/**
- * Renews a Lease in kube-node-lease for every node every few seconds, as a kubelet does. The testbed's kwok
- * neither holds node Leases nor posts node status often enough: without this the node lifecycle controller
- * marks the nodes NotReady after its grace period and their pods NotReady for good (kwok does not make them
- * Ready again), and no rollout or budget would ever be satisfied after the first minute.
- */
-function renewNodeLeases(client: KubeClient, nodes: string[]): () => void {
-  const base = '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases';
-  const microTime = () => new Date().toISOString().replace('Z', '000Z');
-  const renew = async () => {
-    for (const node of nodes) {
-      try {
-        await client.request('PATCH', `${base}/${node}`, { body: { spec: { renewTime: microTime() } } });
-      } catch (e) {
-        if ((e as { status?: number }).status !== 404) continue;
-        await client.request('POST', base, { body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: node, namespace: 'kube-node-lease' },
-          spec: { holderIdentity: node, leaseDurationSeconds: 40, renewTime: microTime() } } }).catch(() => {});
-      }
-    }
-  };
-  void renew();
-  const timer = setInterval(() => void renew(), 5000);
-  return () => clearInterval(timer);
 }
 
 /** A client that records every write it makes. */

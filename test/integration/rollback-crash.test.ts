@@ -1,8 +1,9 @@
 // Undoing a Service CIDR migration survives what the migration itself survives. The real CLI process is killed
 // (SIGKILL) while `rollback` and `restore` run, at points of distinct phases: right after an in-place Service became
-// ExternalName on its way back, with a write in flight, right after a bridge Service was deleted, right after a
-// state chunk reached the cluster, right after the new ServiceCIDR was deleted; and, for restore, with the create of a
-// deleted Service in flight and right after it. Each is run again to completion. A recreate `apply` killed part way
+// ExternalName on its way back, with a write in flight, right after a bridge Service was deleted, right after a state
+// chunk reached the cluster, right after the new ServiceCIDR was deleted, between a journal line's write and its
+// fsync; and, for restore (which keeps no journal), with the create of a deleted Service in flight and right
+// after it. Each is run again to completion. A recreate `apply` killed part way
 // through a batch (one Service already at its new IP) is undone by `rollback` alone. Then rollback and restore run
 // through the fault-injecting proxy (test/testbed/faults.ts). Nothing may be lost: every Service back with its
 // uid (in place), type, ClusterIPs and nodePorts as the backup holds them, no bridge left.
@@ -31,6 +32,9 @@ const ROLLBACK_KILLS: readonly KillPoint[] = [
   { name: 'rollback: after a bridge was deleted', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/services/:1' } },
   { name: 'rollback: after a state chunk', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/namespaces/kube-renumber/secrets:1' } },
   { name: 'rollback: after the new ServiceCIDR was deleted', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/servicecidrs/:1' } },
+  // last: a rollback journals a line per step undone, so an earlier run killed at its 2nd line would have undone the
+  // whole Service batch, leaving no bridge for the kill points above. Here: the ServiceCIDR step's "rolled-back" line.
+  { name: 'rollback: before a journal line\'s fsync', env: { KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC: '2' } },
 ];
 /** Kill points of a restore. */
 const RESTORE_KILLS: readonly KillPoint[] = [
@@ -80,7 +84,7 @@ describe('rollback and restore killed mid-way, and through the fault proxy: noth
     faultKc = kubeconfigWithToken(proxy.url, tb.token);
   });
 
-  test('in place: rollback killed at five points, then run to completion: every Service back, uid kept', { timeout: 15 * 60_000 }, async () => {
+  test('in place: rollback killed at six points, then run to completion: every Service back, uid kept', { timeout: 15 * 60_000 }, async () => {
     const before = await services();
     const planPath = await plan('in-place');
     const state = join(dir, 'inplace');

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
-import { cli, KILL_POINTS, killFigures, servicesByKey, ServiceGates, specWithoutIPs } from './helpers.ts';
+import { assertHandedOver, cli, KILL_POINTS, killFigures, servicesByKey, ServiceGates, specWithoutIPs, udpServedDeployments } from './helpers.ts';
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';
@@ -34,6 +34,7 @@ for (const strategy of (process.env.KR_CRASH_STRATEGY ? [process.env.KR_CRASH_ST
         '--state-dir', stateDir, '--timeout', '90s', '--propagation-delay', '0s',
       // each killed run is known to be gone: take its Lease at once instead of waiting out its 60 s
       '--force-unlock'];
+      const podUidsBefore = new Set<string>(JSON.parse((await tb.kubectl(['get', 'pods', '-A', '-o', 'json'])).stdout).items.map((p: any) => p.metadata.uid));
       const history: string[] = [];
       let kills = 0;
     const byPoint = new Map<string, number>();
@@ -52,10 +53,15 @@ for (const strategy of (process.env.KR_CRASH_STRATEGY ? [process.env.KR_CRASH_ST
       process.stderr.write(`# ${strategy}: ${kills} kills (${killFigures(byPoint)})\n`);
       assert.ok(KILL_POINTS.every((k) => byPoint.has(k.name)), `every kill point fired: ${killFigures(byPoint)}`);
       assert.ok(gates.both);
-      // the run restarted every workload itself (step restart-workloads), each exactly once across the kills
+      // the run restarted every workload itself (step restart-workloads), each exactly once across the kills: rolled
+      // out, or, serving a UDP Service (CoreDNS), handed over pod by pod
+      const handed = await udpServedDeployments(tb);
+      assert.ok(handed.has('kube-system/coredns'), `CoreDNS is served by a UDP Service: ${[...handed].join(', ')}`);
       for (const d of JSON.parse((await tb.kubectl(['get', 'deployments', '-A', '-o', 'json'])).stdout).items) {
-        assert.ok(d.spec.template.metadata.annotations?.['kube-renumber.io/restart'], `${d.metadata.namespace}/${d.metadata.name} restarted by the run`);
-        assert.equal(d.metadata.annotations['deployment.kubernetes.io/revision'], '2', `${d.metadata.namespace}/${d.metadata.name} rolled out once`);
+        const key = `${d.metadata.namespace}/${d.metadata.name}`;
+        if (handed.has(key)) { await assertHandedOver(tb, key, 1, podUidsBefore); continue; }
+        assert.ok(d.spec.template.metadata.annotations?.['kube-renumber.io/restart'], `${key} restarted by the run`);
+        assert.equal(d.metadata.annotations['deployment.kubernetes.io/revision'], '2', `${key} rolled out once`);
       }
       assert.ok(kills >= 20, `a kill after every write (${kills})`);
 

@@ -11,7 +11,7 @@ import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { fileURLToPath } from 'node:url';
-import { kubeconfigWithToken, servicesByKey, specWithoutIPs } from './helpers.ts';
+import { assertHandedOver, kubeconfigWithToken, servicesByKey, specWithoutIPs, udpServedDeployments } from './helpers.ts';
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';
@@ -72,16 +72,24 @@ describe('Service CIDR migration (in-place) on the real control plane', () => {
     assert.equal(k.spec.clusterIP, '10.100.0.1');
     const deployments = async () => JSON.parse((await tb.kubectl(['get', 'deployments', '-A', '-o', 'json'])).stdout).items;
     const before = await deployments();
+    const podUidsBefore = new Set<string>(JSON.parse((await tb.kubectl(['get', 'pods', '-A', '-o', 'json'])).stdout).items.map((p: any) => p.metadata.uid));
     r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', '-v', ...common()]);
     assert.equal(r.code, 0, r.err);
     assert.doesNotMatch(r.err, /stopped at gate restart-workloads/);
-    // every Deployment restarted once by the run (its pod template carries the run's token), CoreDNS back at its replicas
+    // every Deployment restarted once by the run: rolled out (its pod template carries the run's token), or, serving
+    // a UDP Service (CoreDNS), handed over pod by pod; each back at its replicas
     const after = await deployments();
+    const handed = await udpServedDeployments(tb);
+    assert.ok(handed.has('kube-system/coredns'), `CoreDNS is served by a UDP Service: ${[...handed].join(', ')}`);
     for (const d of after) {
       const key = `${d.metadata.namespace}/${d.metadata.name}`;
-      assert.ok(d.spec.template.metadata.annotations?.['kube-renumber.io/restart'], `${key} restarted by the run`);
       const b = before.find((x: any) => x.metadata.namespace === d.metadata.namespace && x.metadata.name === d.metadata.name);
-      assert.equal(Number(d.metadata.annotations['deployment.kubernetes.io/revision']), Number(b.metadata.annotations['deployment.kubernetes.io/revision']) + 1, `${key} rolled out once`);
+      const revision = Number(b.metadata.annotations['deployment.kubernetes.io/revision']);
+      if (handed.has(key)) await assertHandedOver(tb, key, revision, podUidsBefore);
+      else {
+        assert.ok(d.spec.template.metadata.annotations?.['kube-renumber.io/restart'], `${key} restarted by the run`);
+        assert.equal(Number(d.metadata.annotations['deployment.kubernetes.io/revision']), revision + 1, `${key} rolled out once`);
+      }
       assert.equal(d.spec.replicas, b.spec.replicas, `${key} replicas as before`);
     }
     const journal = readFileSync(join(stateDir, 'journal.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));

@@ -508,6 +508,13 @@ export class Dataplane {
     return n.netns;
   }
 
+  /** Fabric address of a Node's netns (172.31.255.<i+1>): kube-proxy's --bind-address, where it serves NodePorts. */
+  nodeFabricIP(node: string): string {
+    const n = this.#nodes.get(node);
+    if (!n) throw new Error(`node ${node} is not part of the data plane`);
+    return n.fabricIP;
+  }
+
   /** Netns name of a wired (not lingering) pod, or undefined. */
   podNetns(pod: PodRef): string | undefined {
     return this.#pods.get(`${pod.namespace}/${pod.name}`)?.netns;
@@ -950,6 +957,33 @@ export class Dataplane {
       }
       if (missing.length === 0) return;
       if (Date.now() > deadline) throw new Error(`kube-proxy did not program ${missing.length} Service port(s) in ${timeoutMs} ms, e.g. ${missing.slice(0, 3).join(', ')}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+
+  /**
+   * Waits until kube-proxy on every node serves each node port: a `KUBE-NODEPORTS … --dport N -j KUBE-EXT-` rule
+   * (iptables) or a `service-nodeports` map element (nftables).
+   */
+  async waitNodePortsProgrammed(ports: { port: number; protocol?: 'tcp' | 'udp' }[], timeoutMs = 60_000): Promise<void> {
+    const patterns = ports.map((t) => {
+      const proto = t.protocol ?? 'tcp';
+      return {
+        t,
+        re: this.proxyMode === 'nftables'
+          ? new RegExp(`\\b${proto} \\. ${t.port} : goto external-`)
+          : new RegExp(`-A KUBE-NODEPORTS .*-p ${proto} .*--dport ${t.port} -j KUBE-EXT-`),
+      };
+    });
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const missing: string[] = [];
+      for (const node of this.#nodes.keys()) {
+        const rules = await this.proxyRules(node);
+        for (const { t, re } of patterns) if (!re.test(rules)) missing.push(`${node}: node port ${t.port}/${t.protocol ?? 'tcp'}`);
+      }
+      if (missing.length === 0) return;
+      if (Date.now() > deadline) throw new Error(`kube-proxy did not program ${missing.length} node port(s) in ${timeoutMs} ms, e.g. ${missing.slice(0, 3).join(', ')}`);
       await new Promise((r) => setTimeout(r, 250));
     }
   }

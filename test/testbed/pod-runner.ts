@@ -12,8 +12,10 @@
 //   2. write the ConfigMaps its container mounts into a temp dir (the "volume");
 //   3. create a kwok `Logs` object (same name and namespace as the pod) naming the log file;
 //   4. run the container's command and args with this machine's Node (`node` → process.execPath, paths under a
-//      mount → the temp dir), env = the container's `env` values + opts.env, stdout/stderr appended to the log
-//      file in the CRI format (`<RFC3339Nano> stdout F <line>`), which kwok's server reads.
+//      mount → the temp dir), env = the container's `env` values (downward API fieldRefs status.hostIP,
+//      status.podIP, spec.nodeName, metadata.name and metadata.namespace resolved from the pod) + opts.env,
+//      stdout/stderr appended to the log file in the CRI format (`<RFC3339Nano> stdout F <line>`), which kwok's
+//      server reads.
 // When the pod gets a deletionTimestamp: SIGTERM; SIGKILL after terminationGracePeriodSeconds; once the process
 // exited, the pod is deleted with grace 0 (as the kubelet does) and the Logs object removed. A pod that disappears
 // while its process runs (force-deleted) gets its process SIGKILLed.
@@ -151,7 +153,16 @@ export class PodRunner {
     const argv = [...(c.command ?? []), ...(c.args ?? [])].map(String).map(mapPath);
     if (argv[0] === 'node') argv[0] = process.execPath;
     const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-    for (const e of c.env ?? []) if (typeof e.value === 'string') env[e.name] = e.value;
+    for (const e of c.env ?? []) {
+      if (typeof e.value === 'string') env[e.name] = e.value;
+      // the downward API, as the kubelet resolves it when it starts the container
+      const field = e.valueFrom?.fieldRef?.fieldPath as string | undefined;
+      const v = field === undefined ? undefined : ({
+        'status.hostIP': pod.status?.hostIP, 'status.podIP': pod.status?.podIP, 'spec.nodeName': pod.spec?.nodeName,
+        'metadata.name': name, 'metadata.namespace': ns,
+      } as Record<string, string | undefined>)[field];
+      if (v !== undefined) env[e.name] = v;
+    }
     Object.assign(env, this.#opts.env ?? {});
     const child = spawn(argv[0]!, argv.slice(1), { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const cri = (stream: 'stdout' | 'stderr') => {

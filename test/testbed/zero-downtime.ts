@@ -8,15 +8,18 @@
 // Ready only once its server answers and that keeps serving for a grace period after deletion.
 //   - kube-dns at 10.96.0.10 backed by a 2-replica CoreDNS Deployment;
 //   - `services` Deployments zd/web-<i> (`replicas` pods each, the dpnet HTTP server on 8080) behind ClusterIP
-//     Services web-<i>:80;
+//     Services web-<i>:80; the first `nodePorts` of them (default 3) are type NodePort instead, node port
+//     NODE_PORT_BASE+i (externalTrafficPolicy Cluster), served by every node's kube-proxy on its fabric address;
 //   - a 1-replica Deployment zd/prober. Its pods are the clients: for every prober pod the data plane has wired,
 //     this file plays the kubelet and starts `kube-renumber probe` in the pod's netns with what a kubelet would
 //     give the container at start: the cluster DNS server the kubelets hand out at that moment (`clusterDNS`,
 //     changed when the harness acts on the kubelet-cluster-dns gate), `<NAME>_SERVICE_HOST` for every Service of
 //     its namespace and KUBERNETES_SERVICE_HOST (the `kubernetes` client kind connects there, as client-go
-//     does). The probe runs the dns, env, long and kubernetes clients against every Service; when its pod is
-//     deleted it gets SIGTERM and writes its report. A migration's workload restarts restart the prober too,
-//     exactly as they restart every other pod, so old-IP clients live exactly as long as a real pod would.
+//     does). The probe runs the dns, env, long and kubernetes clients against every Service, and the nodeport
+//     client against each NodePort Service at the fabric address of the prober pod's own node (--node-address:
+//     kwok's status.hostIP is not an address of the data plane); when its pod is deleted it gets SIGTERM and
+//     writes its report. A migration's workload restarts restart the prober too, exactly as they restart every
+//     other pod, so old-IP clients live exactly as long as a real pod would.
 //
 // The control plane has two kube-apiservers (advertised at APISERVER_FABRIC_IPS, restarted one at a time with
 // --shutdown-delay-duration, as an HA control plane is rolled), so the `kubernetes` client measures the
@@ -50,6 +53,10 @@ import type { KubeObject } from './kube.ts';
 export const SCENARIOS = ['recreate', 'in-place', 'pod', 'combined', 'control'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 export const KINDS = ['dns', 'env', 'long', 'kubernetes'] as const;
+/** Node port of the NodePort Service web-<i>: NODE_PORT_BASE + i. */
+export const NODE_PORT_BASE = 30100;
+/** How many of the Services are type NodePort unless ZeroDowntimeOptions.nodePorts says otherwise. */
+export const DEFAULT_NODE_PORTS = 3;
 
 export const SVC_OLD = '10.96.0.0/16';
 export const SVC_NEW = '10.100.0.0/16';
@@ -86,6 +93,11 @@ export interface ZeroDowntimeOptions {
   controlWarmupSeconds?: number;
   /** Kubernetes version of the testbed and its data plane (default ZERO_DOWNTIME_VERSION). */
   version?: string;
+  /**
+   * How many of the Services (web-0 …) are type NodePort and probed on their node port by the nodeport client
+   * (default DEFAULT_NODE_PORTS, at most `services`; 0: none, and no nodeport client).
+   */
+  nodePorts?: number;
   log?: (m: string) => void;
 }
 
@@ -95,6 +107,28 @@ export interface KindFigures {
   longestGapMs: number;
   failuresByReason: Record<string, number>;
   breaks?: number;
+}
+
+/**
+ * The nodeport clients' figures, apart from the other kinds: kube-proxy's NodePort rules of a Service moved in place
+ * are gone from a node that syncs between the move's ExternalName write and its last write (docs/service-migration.md).
+ */
+export interface NodePortFigures {
+  /** NodePort Services probed */
+  services: number;
+  requests: number;
+  failures: number;
+  failuresByReason: Record<string, number>;
+  /** failures per phase (from the probes' failure lines) */
+  failuresByPhase: Record<string, number>;
+  /** the longest time without a success of one nodeport client (start and end windows included): the window */
+  longestGapMs: number;
+  /** the phase in which that gap began */
+  longestGapPhase?: string;
+  /** per Service (namespace/name): over all prober runs */
+  byService: Record<string, { nodePort: number; requests: number; failures: number; longestGapMs: number; longestGapPhase?: string }>;
+  /** the first failure lines */
+  sampleFailures: string[];
 }
 
 export interface ScenarioFigures {
@@ -107,20 +141,126 @@ export interface ScenarioFigures {
   dnsFailures: number;
   longestGapMs: number;
   byKind: Record<string, KindFigures>;
-  /** failures per phase of the run (from the probes' failure lines) */
+  /**
+   * failures per phase of the run (from the probes' failure lines); like requests, failures, dnsFailures and
+   * longestGapMs, of the dns, env, long and kubernetes clients: the nodeport client's are in `nodePorts`
+   */
   failuresByPhase: Record<string, number>;
+  /** the nodeport clients (undefined: no NodePort Services) */
+  nodePorts?: NodePortFigures;
   /** phase start, ms since the first prober started */
   phases: Record<string, number>;
   migrationMs: number;
   exitCodes: number[];
   /** prober processes (one per prober pod incarnation) */
   probers: number;
+  /**
+   * Each pod the tool handed over (udp-handover.ts), read in its own netns and on the nodes' conntrack tables:
+   * seconds after it left its Services when it received its last datagram (drained: no node sent it anything after),
+   * and when the tool evicted it (evicted); drained ≤ evicted is the rule holding, evicted − drained how much longer
+   * than needed it stayed.
+   */
+  handovers: HandoverFigures[];
   /** the first failure lines, for a report */
   sampleFailures: string[];
   dir: string;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface HandoverFigures {
+  pod: string;
+  ip: string;
+  /** Most UDP conntrack entries DNATed to it seen at once, summed over the nodes (live or idle). */
+  maxEntries: number;
+  /** UDP datagrams it received after it left its Services (lookups still sent to it). */
+  datagramsAfterRelease: number;
+  /**
+   * Seconds from leaving its Services to the last datagram it received (0: none after it left): from then on no
+   * node sent it anything. Idle conntrack entries to it may live on (up to the 120 s UDP stream timeout): they
+   * carry nothing, so they are not counted.
+   */
+  drainedS?: number;
+  /** Seconds from leaving its Services until the tool evicted it (undefined: not seen). */
+  evictedS?: number;
+}
+
+/**
+ * Every 250 ms, the pods held by a hand-over (label kube-renumber.io/handover): the UDP datagrams each received
+ * (its netns's /proc/net/snmp, Udp InDatagrams) and, on every node, the UDP conntrack entries whose reply comes
+ * from its IP (port 53: DNATed to that pod).
+ */
+function trackHandovers(tb: Testbed, dp: Dataplane): { stop: () => Promise<HandoverFigures[]> } {
+  let on = true;
+  interface Track { pod: string; ns: string; name: string; ip: string; releasedAt?: number; evictedAt?: number; maxEntries: number; inAtRelease?: number; inLast?: number; lastInAt?: number }
+  const seen = new Map<string, Track>();
+  const udpIn = async (h: Track): Promise<number | undefined> => {
+    const netns = dp.podNetns({ namespace: h.ns, name: h.name });
+    if (!netns) return undefined;
+    const r = await dp.exec(netns, 'cat', ['/proc/net/snmp']).catch(() => undefined);
+    const udp = (r?.stdout ?? '').split('\n').filter((l) => l.startsWith('Udp:'));
+    if (udp.length < 2) return undefined;
+    const names = udp[0]!.split(/\s+/);
+    const values = udp[1]!.split(/\s+/);
+    const v = Number(values[names.indexOf('InDatagrams')]);
+    return Number.isFinite(v) ? v : undefined;
+  };
+  const loop = (async () => {
+    while (on) {
+      try {
+        const pods = (await tb.client.list('/api/v1/pods?labelSelector=kube-renumber.io%2Fhandover')).items as KubeObject[];
+        const listed = new Set<string>();
+        for (const p of pods) {
+          const ip = p.status?.podIP as string | undefined;
+          if (!ip) continue;
+          const uid = p.metadata.uid ?? p.metadata.name;
+          listed.add(uid);
+          const h = seen.get(uid) ?? { pod: `${p.metadata.namespace}/${p.metadata.name}`, ns: p.metadata.namespace as string, name: p.metadata.name as string, ip, maxEntries: 0 };
+          seen.set(uid, h);
+          let state: { stage?: string; releasedAt?: string } = {};
+          try { state = JSON.parse(p.metadata.annotations?.['kube-renumber.io/handover'] ?? '{}'); } catch { /* not yet */ }
+          if (state.stage === 'released' && state.releasedAt && h.releasedAt === undefined) h.releasedAt = Date.parse(state.releasedAt);
+          if (p.metadata.deletionTimestamp && h.evictedAt === undefined) h.evictedAt = Date.now();
+        }
+        // gone from the list between two rounds: evicted and deleted at once
+        for (const [uid, h] of seen) if (!listed.has(uid) && h.evictedAt === undefined) h.evictedAt = Date.now();
+        const watch = [...seen.values()].filter((h) => h.releasedAt !== undefined && h.evictedAt === undefined);
+        if (watch.length > 0) {
+          const nodes = (await tb.client.list('/api/v1/nodes')).items.map((n: KubeObject) => n.metadata.name as string);
+          const tables = await Promise.all(nodes.map((n: string) => dp.exec(dp.nodeNetns(n), 'sh', ['-c', "grep ' udp ' /proc/net/nf_conntrack || true"]).then((r) => r.stdout, () => '')));
+          for (const h of watch) {
+            const re = new RegExp(` src=${h.ip.replaceAll('.', '\\.')} dst=\\S+ sport=53 `);
+            const n = tables.reduce((a, t) => a + t.split('\n').filter((l) => re.test(l)).length, 0);
+            h.maxEntries = Math.max(h.maxEntries, n);
+            const count = await udpIn(h);
+            if (count === undefined) continue;
+            if (h.inAtRelease === undefined) h.inAtRelease = count;
+            else if (count > (h.inLast ?? h.inAtRelease)) h.lastInAt = Date.now();
+            h.inLast = count;
+          }
+        }
+      } catch { /* the apiserver restarts meanwhile: next round */ }
+      await sleep(250);
+    }
+  })();
+  return {
+    stop: async () => {
+      on = false;
+      await loop;
+      const s = (t: number | undefined, from: number | undefined) => (t !== undefined && from !== undefined ? round((t - from) / 1000) : undefined);
+      return [...seen.values()].map((h) => {
+        const measured = h.inAtRelease !== undefined;
+        const drainedS = !measured ? undefined : h.lastInAt === undefined ? 0 : s(h.lastInAt, h.releasedAt);
+        const evictedS = s(h.evictedAt, h.releasedAt);
+        return {
+          pod: h.pod, ip: h.ip, maxEntries: h.maxEntries, datagramsAfterRelease: (h.inLast ?? 0) - (h.inAtRelease ?? 0),
+          ...(drainedS !== undefined ? { drainedS } : {}),
+          ...(evictedS !== undefined ? { evictedS } : {}),
+        };
+      });
+    },
+  };
+}
 
 /**
  * The Kubernetes version the zero-downtime scenarios run (control plane and data plane). 1.36 is the first
@@ -201,6 +341,8 @@ interface Prober { pod: string; uid: string; proc: ChildProcess; exited: Promise
  */
 class ProberKubelet {
   clusterDNS = DNS_OLD;
+  /** Give the probe --node-address (the fabric address of its pod's node) for its nodeport client. */
+  nodeAddress = false;
   readonly probers: Prober[] = [];
   #timer: NodeJS.Timeout | undefined;
   #busy = false;
@@ -267,7 +409,8 @@ class ProberKubelet {
     const out = join(this.dir, `probe-${n}.json`);
     const err = join(this.dir, `probe-${n}.stderr`);
     const code = `import { main } from ${JSON.stringify(join(ROOT, 'src/cli/main.ts'))}; process.exitCode = await main(process.argv.slice(1));`;
-    const argv = ['probe', '--dns-server', this.clusterDNS, '--kubernetes-address', k8sAddr, ...this.args];
+    const node = this.nodeAddress ? this.dp.nodeFabricIP(pod.spec.nodeName) : undefined;
+    const argv = ['probe', '--dns-server', this.clusterDNS, '--kubernetes-address', k8sAddr, ...(node ? ['--node-address', node] : []), ...this.args];
     const fo = openSync(out, 'w');
     const fe = openSync(err, 'w');
     const proc = spawn('ip', ['netns', 'exec', netns, process.execPath, '--input-type=module', '-e', code, ...argv], { stdio: ['ignore', fo, fe], env });
@@ -275,7 +418,7 @@ class ProberKubelet {
     closeSync(fe);
     const exited = new Promise<number>((r) => proc.on('close', (c, sig) => r(c ?? (sig ? 128 : 1))));
     this.probers.push({ pod: pod.metadata.name, uid: pod.metadata.uid ?? "", proc, exited, out, err, stopping: false, startedAt: Date.now() });
-    this.log(`prober ${n} started in pod ${NS}/${pod.metadata.name} (dns ${this.clusterDNS}, kubernetes ${k8sAddr})`);
+    this.log(`prober ${n} started in pod ${NS}/${pod.metadata.name} (dns ${this.clusterDNS}, kubernetes ${k8sAddr}${node ? `, node ports at ${node} (${pod.spec.nodeName})` : ''})`);
   }
 
   /** Stops every prober and returns the reports with their failure lines. */
@@ -382,9 +525,17 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     await c.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     await until('default ServiceAccount', () => c.getOrUndefined(`/api/v1/namespaces/${NS}/serviceaccounts/default`));
     const names = Array.from({ length: o.services }, (_, i) => `web-${i}`);
-    for (const name of names) {
+    const nodePortCount = Math.min(o.nodePorts ?? DEFAULT_NODE_PORTS, o.services);
+    const nodePorts = names.slice(0, nodePortCount).map((name, i) => ({ name, nodePort: NODE_PORT_BASE + i }));
+    for (const [i, name] of names.entries()) {
       await c.create(deployment(name, NS, { app: name }, o.replicas, [{ containerPort: 8080 }]));
-      await c.create({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: NS }, spec: { selector: { app: name }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } });
+      const np = nodePorts[i];
+      await c.create({
+        apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: NS },
+        spec: np
+          ? { type: 'NodePort', externalTrafficPolicy: 'Cluster', selector: { app: name }, ports: [{ name: 'http', port: 80, targetPort: 8080, nodePort: np.nodePort }] }
+          : { selector: { app: name }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+      });
     }
     await c.create(deployment('prober', NS, { app: 'prober' }, 1, [{ containerPort: 8080 }]));
     // CoreDNS first (rolloutRestartAll relies on it)
@@ -404,17 +555,21 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
       ...svcIPs.map((ip) => ({ ip, port: 80 })),
       { ip: DNS_OLD, port: 53, protocol: 'udp' as const }, { ip: DNS_OLD, port: 53 },
     ], 120_000);
-    log(`[${scenario}] ${o.services} Services × ${o.replicas} pods serving`);
+    if (nodePorts.length > 0) await dp.waitNodePortsProgrammed(nodePorts.map((np) => ({ port: np.nodePort })), 120_000);
+    log(`[${scenario}] ${o.services} Services × ${o.replicas} pods serving${nodePorts.length ? ` (${nodePorts.length} NodePort: ${nodePorts.map((np) => np.nodePort).join(', ')})` : ''}`);
 
-    const probeArgs = [...names.flatMap((n) => ['-s', `${NS}/${n}:80`]), '--kinds', KINDS.join(','), '--protocol', 'http',
-      '--interval', `${o.intervalMs}ms`, '--timeout', `${o.timeoutMs ?? 1000}ms`, '-v', '-o', 'json'];
+    const kinds = nodePorts.length > 0 ? [...KINDS, 'nodeport'] : [...KINDS];
+    const probeArgs = [...names.flatMap((n) => ['-s', `${NS}/${n}:80`]), ...nodePorts.flatMap((np) => ['--nodeport', `${NS}/${np.name}:${np.nodePort}`]),
+      '--kinds', kinds.join(','), '--protocol', 'http', '--interval', `${o.intervalMs}ms`, '--timeout', `${o.timeoutMs ?? 1000}ms`, '-v', '-o', 'json'];
     kubelet = new ProberKubelet(tb, dp, dir, probeArgs, log);
+    kubelet.nodeAddress = nodePorts.length > 0;
     kubelet.start();
     await until('the prober to run', async () => kubelet!.running().length > 0, 60_000, 100);
     const t0 = kubelet.running()[0]!.startedAt;
     const marks: Record<string, number> = { baseline: 0 };
     const mark = (ph: string) => { marks[ph] = Date.now() - t0; log(`[${scenario}] ${ph} at ${round(marks[ph]! / 1000)} s`); };
     const trace = process.env.KUBE_RENUMBER_ZD_TRACE === '1' ? traceKubeDNS(tb, dp, t0, join(dir, 'trace.log')) : undefined;
+    const handoverTrack = trackHandovers(tb, dp);
     await sleep((o.settleSeconds ?? 3) * 1000);
 
     const planPath = join(dir, 'plan.yaml');
@@ -505,6 +660,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     await sleep((o.settleSeconds ?? 3) * 1000);
     const runs = await kubelet.stop();
     await trace?.stop();
+    const handovers = await handoverTrack.stop();
     kubelet = undefined;
     log(`[${scenario}] ${runs.length} prober run(s); reports and failure lines in ${dir}`);
 
@@ -513,37 +669,53 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     const totals = { requests: 0, failures: 0, dnsFailures: 0 };
     const failuresByPhase: Record<string, number> = {};
     const sampleFailures: string[] = [];
+    const np: NodePortFigures = { services: nodePorts.length, requests: 0, failures: 0, failuresByReason: {}, failuresByPhase: {}, longestGapMs: 0, byService: {}, sampleFailures: [] };
     for (const { report, stderr } of runs) {
-      totals.requests += report.totals.requests;
-      totals.failures += report.totals.failures;
-      totals.dnsFailures += report.totals.dnsFailures;
+      const base = Date.parse(report.startedAt) - t0;
       for (const res of report.results) {
         const k = (byKind[res.kind] ??= { requests: 0, failures: 0, longestGapMs: 0, failuresByReason: {} });
         k.requests += res.requests;
         k.failures += res.failures;
         // the windows before a client's first and after its last success count too: a client of an old IP that
         // fails from a move until its pod is restarted has its outage there (otherwise they are one interval)
-        const gap = Math.max(res.longestGap?.ms ?? 0, res.startGap.ms, res.endGap.ms);
+        const gaps = [res.longestGap, res.startGap, res.endGap].filter((g) => g !== undefined);
+        const widest = gaps.reduce((a, g) => (g.ms > a.ms ? g : a), gaps[0]!);
+        const gap = widest.ms;
         k.longestGapMs = Math.max(k.longestGapMs, round(gap));
-        longest = Math.max(longest, gap);
         for (const [reason, n] of Object.entries(res.failuresByReason)) k.failuresByReason[reason] = (k.failuresByReason[reason] ?? 0) + (n ?? 0);
         if (res.breaks !== undefined) k.breaks = (k.breaks ?? 0) + res.breaks;
+        if (res.kind === 'nodeport') {
+          np.requests += res.requests;
+          np.failures += res.failures;
+          for (const [reason, n] of Object.entries(res.failuresByReason)) np.failuresByReason[reason] = (np.failuresByReason[reason] ?? 0) + (n ?? 0);
+          const phase = phaseOf(widest.fromMs + base, marks);
+          const svc = (np.byService[res.service] ??= { nodePort: res.port, requests: 0, failures: 0, longestGapMs: 0 });
+          svc.requests += res.requests;
+          svc.failures += res.failures;
+          if (gap > svc.longestGapMs) { svc.longestGapMs = round(gap); svc.longestGapPhase = phase; }
+          if (gap > np.longestGapMs) { np.longestGapMs = round(gap); np.longestGapPhase = phase; }
+          continue;
+        }
+        totals.requests += res.requests;
+        totals.failures += res.failures;
+        totals.dnsFailures += res.dnsFailures;
+        longest = Math.max(longest, gap);
       }
       // failure lines "<s>s <kind> <ns/name>[ <addr>]: <reason>..." → phase, on this harness's clock
-      const base = Date.parse(report.startedAt) - t0;
       for (const l of stderr.split('\n')) {
         const m = /^(\d+\.\d+)s (\w+) \S+/.exec(l);
         if (!m) continue;
         const ph = phaseOf(Number(m[1]) * 1000 + base, marks);
-        failuresByPhase[ph] = (failuresByPhase[ph] ?? 0) + 1;
-        if (sampleFailures.length < 20) sampleFailures.push(`[${ph}] ${l}`);
+        const [byPhase, samples] = m[2] === 'nodeport' ? [np.failuresByPhase, np.sampleFailures] : [failuresByPhase, sampleFailures];
+        byPhase[ph] = (byPhase[ph] ?? 0) + 1;
+        if (samples.length < 20) samples.push(`[${ph}] ${l}`);
       }
     }
     return {
       scenario, services: o.services, replicas: o.replicas, proxyMode: o.proxyMode ?? 'iptables',
       requests: totals.requests, failures: totals.failures, dnsFailures: totals.dnsFailures,
-      longestGapMs: round(longest), byKind, failuresByPhase, phases: marks, migrationMs, exitCodes, probers: runs.length,
-      sampleFailures, dir,
+      longestGapMs: round(longest), byKind, failuresByPhase, ...(nodePorts.length > 0 ? { nodePorts: np } : {}),
+      phases: marks, migrationMs, exitCodes, probers: runs.length, handovers, sampleFailures, dir,
     };
   } finally {
     if (kubelet) await kubelet.stop().catch(() => []);

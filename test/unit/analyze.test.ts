@@ -51,7 +51,7 @@ describe('inspect on the bundled kOps + Tailscale cluster (seed 000)', async () 
     assert.deepEqual(r.pools.map((p) => p.cidr), ['100.96.0.0/11']);
     assert.deepEqual(r.masqueradeCIDRs.map((s) => s.cidr), ['100.64.0.0/10']);
     assert.deepEqual(r.nodeCIDRs.map((s) => s.cidr), ['172.20.0.0/16']);
-    assert.equal(r.distribution.kind, 'kops');
+    assert.equal(r.platform.kind, 'kops');
     assert.equal(r.cni.ipam, 'calico-ipam');
     assert.equal(r.serviceCIDRApi, 'v1');
   });
@@ -344,5 +344,33 @@ describe('inspect CLI', () => {
     assert.deepEqual(JSON.parse(j.out).families.map((x: { cidr: string }) => x.cidr), [JSON.parse(j.out).cidr], 'single-stack: one entry in families');
     const w = await run(['suggest', '--for', 'services', '-f', ex('kops-tailscale'), '-o', 'wide']);
     assert.match(w.out, /REJECTED CANDIDATES/);
+  });
+});
+
+describe('readiness: the most nodes the cluster may reach against what its pod range holds', () => {
+  const ca = (nodesFlag: string): KubeObject => ({
+    apiVersion: 'v1', kind: 'Pod', metadata: { name: 'cluster-autoscaler-1', namespace: 'kube-system', labels: { app: 'cluster-autoscaler' } },
+    spec: { containers: [{ name: 'cluster-autoscaler', image: 'registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.0', command: ['./cluster-autoscaler', `--nodes=${nodesFlag}`] }] },
+    status: { phase: 'Running' },
+  });
+  const base = [kcm('10.244.0.0/22'), node('n0', '10.244.0.0/24'), node('n1', '10.244.1.0/24')];
+
+  it('an autoscaler maximum above what node IPAM can give is flagged before the range runs out', () => {
+    const f = inspect(snapshotOf([...base, ca('1:10:asg-a')])).readiness.find((x) => x.id === 'node-reach');
+    assert.equal(f?.ok, false);
+    assert.match(f!.summary, /cluster-autoscaler --nodes allow 10 node\(s\) but 10\.244\.0\.0\/22 at \/24 per node holds only 4/);
+  });
+
+  it('a maximum the range holds is a passing fact; no maximum, no fact', () => {
+    const f = inspect(snapshotOf([...base, ca('1:4:asg-a')])).readiness.find((x) => x.id === 'node-reach');
+    assert.equal(f?.ok, true);
+    assert.match(f!.summary, /allow 4 node\(s\); 10\.244\.0\.0\/22 at \/24 per node holds 4/);
+    assert.equal(inspect(snapshotOf(base)).readiness.find((x) => x.id === 'node-reach'), undefined);
+  });
+
+  it('Calico pools: one block per node at least', () => {
+    const f = inspect(snapshotOf([node('n0'), pool('p', '10.50.0.0/24'), ca('1:10:asg-a')])).readiness.find((x) => x.id === 'node-reach');
+    assert.equal(f?.ok, false);
+    assert.match(f!.summary, /10\.50\.0\.0\/24 in \/26 blocks holds only 4/);
   });
 });

@@ -86,7 +86,7 @@ test('kOps spec: node /24 heuristic only for InternalIPs outside networkCIDR', (
     { configs: [{ apiVersion: 'kops.k8s.io/v1alpha2', kind: 'Cluster', metadata: { name: 'c' }, spec: { networkCIDR: '172.20.0.0/16' } }] },
   ));
   assert.deepEqual(ranges(s, 'node'), ['node 172.20.0.0/16 <kOps networkCIDR>', 'node 10.1.2.0/24 <node InternalIPs>']);
-  assert.equal(s.distribution.kind, 'kops');
+  assert.equal(s.platform.kind, 'kops');
 });
 
 // ---------------------------------------------------------------- kubeadm
@@ -116,7 +116,7 @@ test('kubeadm-config ConfigMap (v1beta3) + kubelet-config + kube-proxy; plain ku
     svc('kube-system', 'kube-dns', { clusterIP: '10.96.0.10', selector: { 'k8s-app': 'kube-dns' } }),
     svc('kube-system', 'other-dns', { clusterIP: '10.96.0.11', selector: { 'k8s-app': 'kube-dns' } }),
   ]));
-  assert.equal(s.distribution.kind, 'kubeadm');
+  assert.equal(s.platform.kind, 'kubeadm');
   assert.deepEqual(s.clusterDNS, ['10.96.0.10']);
   assert.deepEqual(s.kubeadm?.kubeletClusterDNS, ['10.96.0.10']);
   assert.deepEqual(s.dnsService, { namespace: 'kube-system', name: 'kube-dns', clusterIPs: ['10.96.0.10'], foundBy: 'kubelet clusterDNS' });
@@ -132,7 +132,7 @@ test('kubeadm-config ConfigMap (v1beta3) + kubelet-config + kube-proxy; plain ku
 
 test('kubeadm v1beta4 file: dual-stack subnets, list extraArgs, KubeletConfiguration, KubeProxyConfiguration', async () => {
   const s = buildSnapshot(await readInventoryFiles([join(FIX, 'kubeadm-v1beta4.yaml')]));
-  assert.equal(s.distribution.kind, 'kubeadm');
+  assert.equal(s.platform.kind, 'kubeadm');
   assert.deepEqual(s.kubeadm?.podSubnet, ['10.244.0.0/16', 'fd00:10:244::/56']);
   assert.deepEqual(s.kubeadm?.serviceSubnet, ['10.96.0.0/12', 'fd00:10:96::/112']);
   assert.deepEqual(s.kubeadm?.controllerManagerExtraArgs, { 'cluster-cidr': '10.244.0.0/16,fd00:10:244::/56', 'node-cidr-mask-size-ipv4': '24', 'node-cidr-mask-size-ipv6': '64' });
@@ -205,7 +205,7 @@ test('services: types, headless, ExternalName, LB ingress, dual-stack clusterIPs
   assert.deepEqual(by.get('x')?.clusterIPs, []);
   assert.deepEqual(by.get('lb'), {
     namespace: 'default', name: 'lb', type: 'LoadBalancer', clusterIPs: ['10.96.5.5'], headless: false, ports: [{ port: 80, targetPort: 'http', nodePort: 30080 }],
-    loadBalancerIPs: ['203.0.113.9'], loadBalancerSourceRanges: ['0.0.0.0/0'], externalIPs: ['192.0.2.7'], labels: {}, annotations: {},
+    loadBalancerIPs: ['203.0.113.9'], loadBalancerHostnames: ['lb.example.com'], loadBalancerSourceRanges: ['0.0.0.0/0'], externalIPs: ['192.0.2.7'], labels: {}, annotations: {},
   });
 });
 
@@ -343,12 +343,12 @@ test('flannel: host-local, net-conf Network; k3s distribution', () => {
   assert.deepEqual([s.cni.plugin, s.cni.ipam], ['flannel', 'host-local']);
   // The k3s server names no --cluster-cidr: k3s's default applies (src/platform/k3s.ts), labelled as a default.
   assert.deepEqual(ranges(s, 'pod'), ['pod 10.42.0.0/16 <kube-flannel-cfg Network>', 'pod 10.42.0.0/16 <k3s default --cluster-cidr (not set in the k3s.io/node-args of server k3s-1)>']);
-  assert.equal(s.distribution.kind, 'k3s');
+  assert.equal(s.platform.kind, 'k3s');
 });
 
 test('generic distribution, unknown CNI', () => {
   const s = buildSnapshot(inv([node('n', undefined, ['10.0.0.1'])]));
-  assert.equal(s.distribution.kind, 'generic');
+  assert.equal(s.platform.kind, 'generic');
   assert.deepEqual([s.cni.plugin, s.cni.ipam, s.cni.operatorManaged], ['unknown', 'unknown', false]);
 });
 

@@ -30,7 +30,7 @@ test('kops-tailscale (seed 000): kOps defaults colliding with Tailscale 100.64.0
   assert.deepEqual(s.warnings, []);
   assert.equal(s.kubernetesVersion, 'v1.33.4');
   assert.equal(s.serviceCIDRApi, 'v1');
-  assert.equal(s.distribution.kind, 'kops');
+  assert.equal(s.platform.kind, 'kops');
   assert.deepEqual([s.cni.plugin, s.cni.ipam, s.cni.operatorManaged], ['calico', 'calico-ipam', false]);
   assert.deepEqual(ranges(s, 'service', 'pod', 'pool', 'masquerade', 'node'), [
     'service 100.64.0.0/13 <kube-apiserver --service-cluster-ip-range>',
@@ -99,7 +99,7 @@ test('kops-legacy-pool (seed 002): Calico pool = nonMasqueradeCIDR, containing t
   assert.equal(s.kubernetesVersion, 'v1.28.9');
   assert.equal(s.serviceCIDRApi, undefined);
   assert.deepEqual(s.serviceCIDRs, []);
-  assert.equal(s.distribution.kind, 'kops');
+  assert.equal(s.platform.kind, 'kops');
   assert.deepEqual([s.cni.plugin, s.cni.ipam], ['calico', 'calico-ipam']);
   assert.equal(s.kops?.layout, 'legacy');
   assert.deepEqual(s.kops, {
@@ -133,8 +133,8 @@ test('kubeadm-exhausted (seed 004): kubespray/kubeadm + Calico, 64 node CIDRs fo
   assert.deepEqual(s.warnings, []);
   assert.equal(s.kubernetesVersion, 'v1.20.7');
   assert.equal(s.serviceCIDRApi, undefined);
-  assert.equal(s.distribution.kind, 'kubespray');
-  assert.ok(s.distribution.evidence.includes('ConfigMap kube-system/kubeadm-config'));
+  assert.equal(s.platform.kind, 'kubespray');
+  assert.ok(s.platform.evidence.includes('ConfigMap kube-system/kubeadm-config'));
   assert.deepEqual([s.cni.plugin, s.cni.ipam, s.cni.operatorManaged], ['calico', 'calico-ipam', false]);
   assert.deepEqual(ranges(s, 'service', 'pod', 'pool', 'masquerade', 'node'), [
     'service 10.233.0.0/18 <kube-apiserver --service-cluster-ip-range>',

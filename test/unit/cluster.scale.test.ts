@@ -99,7 +99,7 @@ function liveSnapshot(pods: number): Snapshot {
     name: `node-${i}`, podCIDRs: [], internalIPs: [ip4(BASE_NODE + i)], externalIPs: [], labels: {}, unschedulable: false,
   }));
   return {
-    source: { kind: 'file', files: ['scale'] }, distribution: { kind: 'generic', evidence: [] },
+    source: { kind: 'file', files: ['scale'] }, platform: { kind: 'generic', title: 'generic', evidence: [], reserved: [] },
     cni: { plugin: 'unknown', ipam: 'unknown', operatorManaged: false, evidence: [] },
     ranges: [{ cidr: '10.96.0.0/12', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' }],
     serviceCIDRs: [], kubernetesServiceIPs: ['10.96.0.1'], clusterDNS: [], apiservers: [], controllerManagers: [], nodes,

@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { compatibilityCheck } from '../../src/plan/compatibility.ts';
+import { MATRIX_UNBUILT as MATRIX_UNBUILT_DATA } from '../../src/plan/compatibility-data.ts';
+import { buildServicePlan } from '../../src/plan/plan.ts';
+import { kubeadmSnapshot, svc } from './fixtures.ts';
 import { MATRIX_VERSIONS, renderCompatibilityData, renderCompatibilityPage, withReadmeTable, type MatrixResults } from '../matrix/results.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -53,5 +56,22 @@ describe('the version matrix and the planner', () => {
     const data = renderCompatibilityData(results);
     assert.match(data, /\{ minor: 29, version: "v1\.29\.6", path: "node", reason: "plan: kcm exited" \}/);
     assert.match(data, /MATRIX_PASSED_VERSIONS: readonly string\[\] = \["v1\.29\.6"\]/);
+  });
+});
+
+describe('plan consults the version matrix for the Service path', () => {
+  const snapshotOn = (kubernetesVersion: string) => kubeadmSnapshot([svc('default', 'kubernetes', '10.96.0.1', { ports: [{ port: 443 }] }),
+    svc('kube-system', 'kube-dns', '10.96.0.10', { ports: [{ port: 53, protocol: 'UDP' }], selector: { 'k8s-app': 'kube-dns' } })],
+  { kubernetesVersion });
+
+  test('a minor the matrix could not build is a warning in the plan; a minor it ran is not mentioned', () => {
+    const unbuilt = MATRIX_UNBUILT_DATA[0];
+    assert.ok(unbuilt, 'the matrix lists a minor it could not build');
+    const p = buildServicePlan(snapshotOn(`v1.${unbuilt.minor}.2`), { target: '172.24.0.0/16' });
+    const c = p.preflight.find((x) => x.id === 'kubernetes-version');
+    assert.equal(c?.status, 'warn', JSON.stringify(p.preflight.map((x) => x.id)));
+    assert.match(c!.message, /the service path was not run on Kubernetes 1\.\d+/);
+    const ran = buildServicePlan(snapshotOn('v1.37.1'), { target: '172.24.0.0/16' });
+    assert.equal(ran.preflight.find((x) => x.id === 'kubernetes-version'), undefined);
   });
 });

@@ -7,15 +7,15 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { before, describe, it } from 'node:test';
 import * as yaml from 'js-yaml';
-import { bridgeClusterCIDR } from '../../src/plan/distributions/k3s-family.ts';
-import { DISTRIBUTIONS } from '../../src/plan/distributions/registry.ts';
+import { bridgeClusterCIDR } from '../../src/platforms/k3s-family/plan.ts';
+import { plannerOfPlatform } from '../../src/plan/distributions/registry.ts';
 import type { PodCIDRSpec } from '../../src/plan/pod-spec.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import type { Snapshot } from '../../src/cluster/types.ts';
 
-const snap = kubeadmSnapshot([svc('default', 'kubernetes', '10.43.0.1'), svc('kube-system', 'kube-dns', '10.43.0.10')], { distribution: { kind: 'k3s', evidence: ['test'] }, kubeadm: undefined });
+const snap = kubeadmSnapshot([svc('default', 'kubernetes', '10.43.0.1'), svc('kube-system', 'kube-dns', '10.43.0.10')], { platform: { kind: 'k3s', title: 'k3s', evidence: ['test'], reserved: [] }, kubeadm: undefined });
 
 describe('k3s-family distributions', () => {
   it('the cluster-cidr during the move is the smallest range per family holding the old ranges and NEW', () => {
@@ -28,7 +28,7 @@ describe('k3s-family distributions', () => {
 
   it('with allocation off after the move (Calico path): one patch, NEW and allocate-node-cidrs=false in the same edit', () => {
     for (const id of ['k3s', 'rke2'] as const) {
-      const patches = DISTRIBUTIONS[id].podPatches({
+      const patches = plannerOfPlatform(id).podPatches({
         snap, spec: { ipam: 'calico', from: ['10.42.0.0/16'], to: ['10.60.0.0/16'] } as unknown as PodCIDRSpec,
         finalGate: 'pod-cidr-config', allocAfter: false, oldCC: '10.42.0.0/16', to: '10.60.0.0/16', masks: { before: [], after: [] },
       });
@@ -39,7 +39,7 @@ describe('k3s-family distributions', () => {
   });
 
   it('node podCIDR sizes the plan changes go to kube-controller-manager-arg at the final gate', () => {
-    const [, final] = DISTRIBUTIONS.k3s.podPatches({
+    const [, final] = plannerOfPlatform('k3s').podPatches({
       snap, spec: { ipam: 'node', from: ['10.42.0.0/16'], to: ['10.60.0.0/16'] } as unknown as PodCIDRSpec,
       finalGate: 'kcm-cluster-cidr', allocAfter: true, oldCC: '10.42.0.0/16', to: '10.60.0.0/16',
       masks: { before: ['# --node-cidr-mask-size not set: kube-controller-manager\'s default 24'], after: ['--node-cidr-mask-size=26'] },
@@ -49,7 +49,7 @@ describe('k3s-family distributions', () => {
 
   it('each restarts its own units, the joined server first; k3s acknowledges the kcm gates, RKE2\'s mirror pods show the flags', () => {
     for (const [id, server, agent] of [['k3s', 'k3s', 'k3s-agent'], ['rke2', 'rke2-server', 'rke2-agent']] as const) {
-      const d = DISTRIBUTIONS[id];
+      const d = plannerOfPlatform(id);
       for (const gate of ['kcm-stop-allocating', 'kcm-cluster-cidr'] as const) {
         const lines = d.podGateInstructions(gate);
         assert.match(lines[1]!, new RegExp(`^systemctl restart ${server} on each server in turn, first the one the others name in \`server:\``));
@@ -58,15 +58,15 @@ describe('k3s-family distributions', () => {
       assert.ok(d.podGateInstructions('kcm-cluster-cidr').some((l) => l.includes(`systemctl restart ${agent} on each agent`)));
       assert.match(d.reregister, new RegExp(`^systemctl restart ${agent} \\(${server} on a server\\)`));
     }
-    assert.ok(DISTRIBUTIONS.rke2.podGateInstructions('kcm-cluster-cidr').some((l) => l.includes('rollout restart daemonset rke2-canal')));
-    assert.equal(DISTRIBUTIONS.kubeadm.reregister, 'systemctl restart kubelet (it registers the Node again)');
+    assert.ok(plannerOfPlatform('rke2').podGateInstructions('kcm-cluster-cidr').some((l) => l.includes('rollout restart daemonset rke2-canal')));
+    assert.equal(plannerOfPlatform('kubeadm').reregister, 'systemctl restart kubelet (it registers the Node again)');
   });
 });
 
 describe('k3s-family pod checks: the cluster-cidr held while nodes of both ranges exist', () => {
   let example: Snapshot;
   before(async () => { example = buildSnapshot(await readInventoryFiles(['examples/k3s'])); });
-  const check = (to: string, allocAfter = true, from = '10.42.0.0/16') => DISTRIBUTIONS.k3s.podChecks!({
+  const check = (to: string, allocAfter = true, from = '10.42.0.0/16') => plannerOfPlatform('k3s').podChecks!({
     snap: example, spec: { ipam: 'node', from: [from], to: [to] } as unknown as PodCIDRSpec,
     finalGate: 'kcm-cluster-cidr', allocAfter, oldCC: from, to, masks: { before: [], after: [] },
   });

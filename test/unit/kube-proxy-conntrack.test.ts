@@ -45,7 +45,7 @@ describe('kube-proxy UDP conntrack clean-up (kubernetes/kubernetes#135323)', () 
     assert.equal(fact(s), undefined);
   });
 
-  it('the restart-workloads gate says when to restart CoreDNS on a slow kube-proxy, and not otherwise', () => {
+  it('the restart-workloads gate says when to restart CoreDNS on a slow kube-proxy, the step how long it holds, and neither otherwise', () => {
     const gateText = (v: string) => {
       const p = buildServicePlan(snap({ nodes: [node('a', v)] }), { target: '172.24.0.0/16', restartWorkloads: 'manual' });
       const g = p.steps.find((st) => st.id === 'restart-workloads');
@@ -56,7 +56,7 @@ describe('kube-proxy UDP conntrack clean-up (kubernetes/kubernetes#135323)', () 
     assert.doesNotMatch(gateText('v1.36.5'), /conntrack/);
     // the step the tool runs (the default) says it too
     const stepText = (v: string) => buildServicePlan(snap({ nodes: [node('a', v)] }), { target: '172.24.0.0/16' }).steps.find((st) => st.id === 'restart-workloads')!.description;
-    assert.match(stepText('v1.35.4'), /kube-proxy v1\.35\.4 clears stale UDP conntrack entries slowly .*#135323.*quiet hour/);
+    assert.match(stepText('v1.35.4'), /kube-proxy v1\.35\.4 clears stale UDP conntrack entries slowly .*#135323.*held 48 s/);
     assert.doesNotMatch(stepText('v1.36.5'), /conntrack/);
   });
 

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { DistributionKind, NodeInfo, PodInfo, ServiceInfo, Snapshot } from '../../src/cluster/types.ts';
+import type { NodeInfo, PodInfo, ServiceInfo, Snapshot } from '../../src/cluster/types.ts';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import { buildMigrationPlan, type MigrationPlan, type Strategy } from '../../src/plan/plan.ts';
@@ -289,9 +289,11 @@ function dualStack(cni: 'calico' | 'flannel'): Snapshot {
 }
 
 /** A cluster whose current service range is known from nothing: no apiserver flags, ServiceCIDRs or configuration. */
+type DistributionKind = 'kops' | 'kubeadm' | 'kubespray' | 'k3s' | 'generic';
+
 function unknownServiceRange(distribution: DistributionKind): Snapshot {
   return kubeadmSnapshot([svc('default', 'kubernetes', '10.96.0.1'), svc('web', 'api', '10.96.3.4')], {
-    distribution: { kind: distribution, evidence: [] },
+    platform: { kind: distribution, title: distribution, evidence: [], reserved: [] },
     ranges: [], serviceCIDRs: [], apiservers: [], controllerManagers: [], kubeadm: undefined, kubernetesServiceIPs: ['10.96.0.1'],
     cni: { plugin: 'flannel', ipam: 'host-local', operatorManaged: false, evidence: [] },
     nodes: [node('n1', ['10.244.0.0/24'], '192.168.1.11'), node('n2', ['10.244.1.0/24'], '192.168.1.12')],
@@ -399,7 +401,7 @@ function clusterSnapshot(c: GenCluster): Snapshot {
     } as Snapshot['kops']
     : undefined;
   return kubeadmSnapshot(services, {
-    distribution: { kind: c.distribution, evidence: [] },
+    platform: { kind: c.distribution, title: c.distribution, evidence: [], reserved: [] },
     cni: c.cni === 'calico' ? { plugin: 'calico', ipam: 'calico-ipam', operatorManaged: false, evidence: [] }
       : c.cni === 'flannel' ? { plugin: 'flannel', ipam: 'host-local', operatorManaged: false, evidence: [] }
         : { plugin: 'unknown', ipam: 'unknown', operatorManaged: false, evidence: [] },

@@ -72,8 +72,8 @@ function assertInstructionsNameAttachedPatches(p: MigrationPlan): number {
 describe('kOps cluster without its Cluster spec (examples/kops-tailscale without cluster.yaml)', () => {
   it('is still detected as kOps (node labels, kops-controller) and has no spec', async () => {
     const s = await exampleWithout('kops-tailscale', ['cluster.yaml']);
-    assert.equal(s.distribution.kind, 'kops');
-    assert.ok(s.distribution.evidence.some((e) => /kops\.k8s\.io\/instancegroup/.test(e)), s.distribution.evidence.join('; '));
+    assert.equal(s.platform.kind, 'kops');
+    assert.ok(s.platform.evidence.some((e) => /kops\.k8s\.io\/instancegroup/.test(e)), s.platform.evidence.join('; '));
     assert.equal(s.kops, undefined);
   });
 
@@ -196,7 +196,7 @@ describe('kubeadm cluster without its ClusterConfiguration (examples/kubeadm-exh
   it('plan --pod-cidr: written, the kubeadm patches show the flag values, pre-flight names the missing ConfigMap', async () => {
     const s = await kubeadmWithoutConfig();
     assert.equal(s.kubeadm, undefined);
-    assert.ok(s.distribution.kind === 'kubespray' || s.distribution.kind === 'kubeadm', s.distribution.kind);
+    assert.ok(s.platform.kind === 'kubespray' || s.platform.kind === 'kubeadm', s.platform.kind);
     const p = buildMigrationPlan(s, { pod: { target: '10.128.0.0/14' } });
     assert.deepEqual(p.preflight.filter((c) => c.status === 'fail').map((c) => c.id), []);
     const c = check(p, 'kubeadm-config');

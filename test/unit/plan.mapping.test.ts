@@ -21,7 +21,7 @@ function snapshot(services: ServiceInfo[], over: Partial<Snapshot> = {}, service
     source: { kind: 'file', files: ['test'] },
     kubernetesVersion: 'v1.33.4',
     serviceCIDRApi: 'v1',
-    distribution: { kind: 'generic', evidence: [] },
+    platform: { kind: 'generic', title: 'generic', evidence: [], reserved: [] },
     cni: { plugin: 'unknown', ipam: 'unknown', operatorManaged: false, evidence: [] },
     ranges: serviceRanges.map((cidr) => ({ cidr, role: 'service' as const, source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' })),
     serviceCIDRs: [{ name: 'kubernetes', cidrs: serviceRanges, apiVersion: 'networking.k8s.io/v1', deleting: false, ready: true }],

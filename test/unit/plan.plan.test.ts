@@ -146,7 +146,7 @@ describe('buildServicePlan: order', () => {
 
 describe('distribution patches', () => {
   const kops: Partial<Snapshot> = {
-    distribution: { kind: 'kops', evidence: [] }, kubeadm: undefined,
+    platform: { kind: 'kops', title: 'kops', evidence: [], reserved: [] }, kubeadm: undefined,
     kops: { layout: 'networking', serviceClusterIPRange: '10.96.0.0/16', kubeDNSServerIP: '10.96.0.10', nonMasqueradeCIDR: '10.0.0.0/8' },
   };
   it('kOps: serviceClusterIPRange, kubeDNS.serverIP and SANs in one spec edit at the apiserver gate', () => {

@@ -36,7 +36,7 @@ function calicoSnap(over: Partial<Snapshot> = {}): Snapshot {
     source: { kind: 'file', files: ['test'] },
     kubernetesVersion: 'v1.33.4',
     serviceCIDRApi: 'v1',
-    distribution: { kind: 'kubeadm', evidence: [] },
+    platform: { kind: 'kubeadm', title: 'kubeadm', evidence: [], reserved: [] },
     cni: { plugin: 'calico', ipam: 'calico-ipam', operatorManaged: false, evidence: [] },
     ranges: [
       { cidr: '10.96.0.0/16', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' },
@@ -245,7 +245,7 @@ describe('pod plan: node IPAM path', () => {
     assert.deepEqual(p.spec.podCIDR!.barePodNamespaces, ['team-a', 'team-b']);
     const consent = p.steps[0]!;
     assert.match(consent.description, /they run in namespace\(s\) team-a, team-b/);
-    assert.ok(consent.gate!.instructions.some((i) => i.includes('kubectl -n team-a create rolebinding kube-renumber-recreate-pods --clusterrole=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate')));
+    assert.ok(consent.gate!.instructions.some((i) => i.includes('kubectl -n team-a create role kube-renumber-recreate-pods --verb=create --resource=pods') && i.includes('kubectl -n team-a create rolebinding kube-renumber-recreate-pods --role=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate')));
     // written and read back
     assert.deepEqual(planFromYaml(planToYaml(p)).spec.podCIDR!.barePodNamespaces, ['team-a', 'team-b']);
     assert.throws(() => planFromYaml(planToYaml(p).replace('- team-a', '- Team_A')), /barePodNamespaces\[0\]: "Team_A" is not a namespace name/);
@@ -318,7 +318,7 @@ describe('pod plan: node IPAM path', () => {
   });
 
   it('kOps patches: podCIDR and a nonMasqueradeCIDR that contains NEW', () => {
-    const snap = calicoSnap({ distribution: { kind: 'kops', evidence: [] }, kubeadm: undefined, kops: { layout: 'networking', nonMasqueradeCIDR: '100.64.0.0/10', podCIDR: '100.96.0.0/11', serviceClusterIPRange: '100.64.0.0/13' } });
+    const snap = calicoSnap({ platform: { kind: 'kops', title: 'kops', evidence: [], reserved: [] }, kubeadm: undefined, kops: { layout: 'networking', nonMasqueradeCIDR: '100.64.0.0/10', podCIDR: '100.96.0.0/11', serviceClusterIPRange: '100.64.0.0/13' } });
     const patches = podPatches(snap, buildPodSection(snap, { target: '100.128.0.0/11', avoid: [] }).spec!);
     const k = patches.find((x) => x.id === 'kops-pod-cidr')!;
     assert.match(k.after, /podCIDR: 100\.128\.0\.0\/11/);
@@ -390,7 +390,7 @@ describe('pod plan: dual-stack node IPAM', () => {
     assert.match(set.before, /- --node-cidr-mask-size-ipv6=72\n$/);
     assert.match(set.after, /- --node-cidr-mask-size-ipv6=64\n$/);
     assert.doesNotMatch(set.after, /ipv4/);
-    const generic = buildMigrationPlan(dualNodeSnap({ distribution: { kind: 'generic', evidence: [] }, kubeadm: undefined }), { pod: { target: NEW, nodeMaskSize: [24, 72] } });
+    const generic = buildMigrationPlan(dualNodeSnap({ platform: { kind: 'generic', title: 'generic', evidence: [], reserved: [] }, kubeadm: undefined }), { pod: { target: NEW, nodeMaskSize: [24, 72] } });
     const g = generic.steps.find((s) => s.id === 'kcm-cluster-cidr')!.gate!.patches!.find((x) => x.id === 'generic-kcm-pod-cidr')!;
     assert.equal(g.after, '--allocate-node-cidrs=true --cluster-cidr=10.245.0.0/16,fd00:10:245::/56 --node-cidr-mask-size-ipv6=72');
   });

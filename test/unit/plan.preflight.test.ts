@@ -23,7 +23,7 @@ function snapshot(over: Partial<Snapshot> = {}): Snapshot {
     source: { kind: 'file', files: ['test'] },
     kubernetesVersion: 'v1.33.4',
     serviceCIDRApi: 'v1',
-    distribution: { kind: 'kubeadm', evidence: [] },
+    platform: { kind: 'kubeadm', title: 'kubeadm', evidence: [], reserved: [] },
     cni: { plugin: 'calico', ipam: 'calico-ipam', operatorManaged: false, evidence: [] },
     ranges: [
       { cidr: '10.96.0.0/16', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' },
@@ -162,9 +162,9 @@ describe('preflight: the apiserver serving certificate', () => {
     assert.equal(kubeadm.status, 'fail');
     assert.match(kubeadm.fix, /kubeadm init phase certs apiserver/);
     assert.match(kubeadm.fix, /172\.24\.0\.1,10\.96\.0\.1/);
-    const kops = check(run({ distribution: { kind: 'kops', evidence: [] }, kubeadm: undefined, kops: { layout: 'networking', serviceClusterIPRange: '10.96.0.0/16' } }, { apiserverCertSANs: ['10.96.0.1'] }), 'apiserver-cert-san');
+    const kops = check(run({ platform: { kind: 'kops', title: 'kops', evidence: [], reserved: [] }, kubeadm: undefined, kops: { layout: 'networking', serviceClusterIPRange: '10.96.0.0/16' } }, { apiserverCertSANs: ['10.96.0.1'] }), 'apiserver-cert-san');
     assert.match(kops.fix, /spec\.api\.additionalSANs[\s\S]*kops rolling-update cluster --instance-group-roles=control-plane/);
-    const generic = check(run({ distribution: { kind: 'generic', evidence: [] }, kubeadm: undefined }, { apiserverCertSANs: [] }), 'apiserver-cert-san');
+    const generic = check(run({ platform: { kind: 'generic', title: 'generic', evidence: [], reserved: [] }, kubeadm: undefined }, { apiserverCertSANs: [] }), 'apiserver-cert-san');
     assert.match(generic.fix, /reissue the kube-apiserver serving certificate/);
   });
 });
@@ -210,7 +210,7 @@ describe('preflight: admission, HA apiservers, --keep, DNS, kOps', () => {
   });
   it('kOps: NEW outside nonMasqueradeCIDR → warn with a proposal when one fits', () => {
     const kops = {
-      distribution: { kind: 'kops' as const, evidence: [] }, kubeadm: undefined,
+      platform: { kind: 'kops', title: 'kOps', evidence: [], reserved: [] }, kubeadm: undefined,
       kops: { layout: 'networking' as const, nonMasqueradeCIDR: '10.96.0.0/12', podCIDR: '10.100.0.0/16', serviceClusterIPRange: '10.96.0.0/16', networkCIDR: '172.20.0.0/16' },
       ranges: [
         { cidr: '10.96.0.0/16', role: 'service' as const, source: 'kOps serviceClusterIPRange', label: 'x' },

@@ -39,7 +39,7 @@ describe('restart-workloads: a step the tool runs, or a gate', () => {
     const s = step(p, 'restart-workloads');
     assert.equal(s.kind, 'restart-workloads');
     assert.equal(s.gate, undefined);
-    assert.match(s.description, /kube-system\/coredns, app\/web scaled up by one replica .* restarted first, 3 rollout\(s\) at a time/);
+    assert.match(s.description, /kube-system\/coredns, app\/web first \(a Deployment that a Service with a UDP port selects, as the cluster DNS, is handed over pod by pod.*; any other is scaled up by one replica \(at least 2\) and restarted\), 3 rollout\(s\) at a time/);
     assert.match(s.description, /Eviction API \(PodDisruptionBudgets respected/);
     const i = ids(p);
     assert.ok(i.indexOf('kubelet-cluster-dns') < i.indexOf('restart-workloads') && i.indexOf('move-kubernetes') < i.indexOf('restart-workloads'));
@@ -64,7 +64,7 @@ describe('restart-workloads: a step the tool runs, or a gate', () => {
 
   it('kOps: its node rolling update restarts every pod, so the gate is the default and says why; tool on request', () => {
     const kops: Partial<Snapshot> = {
-      pods: PODS, distribution: { kind: 'kops', evidence: [] }, kubeadm: undefined,
+      pods: PODS, platform: { kind: 'kops', title: 'kops', evidence: [], reserved: [] }, kubeadm: undefined,
       kops: { layout: 'networking', serviceClusterIPRange: '10.96.0.0/16', kubeDNSServerIP: '10.96.0.10', nonMasqueradeCIDR: '10.0.0.0/8' },
     };
     const p = buildServicePlan(kubeadmSnapshot(SERVICES, kops), { target: '10.200.0.0/16' });

@@ -16,8 +16,8 @@ import { dump, load } from 'js-yaml';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import type { KubeObject, RawInventory, Snapshot } from '../../src/cluster/types.ts';
-import { readNodeArgs } from '../../src/platform/k3s-node-args.ts';
-import { PLATFORMS } from '../../src/platform/registry.ts';
+import { readNodeArgs } from '../../src/platforms/k3s-family/node-args.ts';
+import { platforms } from '../../src/platform/registry.ts';
 import { run } from './run-cli.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -281,7 +281,7 @@ describe('RKE2', () => {
   });
 
   it('is tried before k3s: a node with signs of both is RKE2; k3s\'s own HelmCharts do not make a cluster RKE2', async () => {
-    assert.ok(PLATFORMS.findIndex((p) => p.kind === 'rke2') < PLATFORMS.findIndex((p) => p.kind === 'k3s'));
+    assert.ok(platforms().findIndex((p) => p.kind === 'rke2') < platforms().findIndex((p) => p.kind === 'k3s'));
     const both = await inventory(RKE2);
     node(both, 'rke2-agent-1').metadata!.labels!['node.kubernetes.io/instance-type'] = 'k3s';
     assert.equal(buildSnapshot(both).platform?.kind, 'rke2');

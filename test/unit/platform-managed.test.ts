@@ -29,7 +29,7 @@ const fixture = (name: string) => snapshotOf(join(FIXTURES, name));
 function input(nodes: PlatformNode[], over: Partial<PlatformInput> = {}): PlatformInput {
   return {
     nodes, objects: new Map(), daemonSets: new Set(), namespaces: new Set(['kube-system']), configMaps: new Map(),
-    distribution: { kind: 'generic', evidence: [] }, ...over,
+    installer: { kind: 'none', evidence: [] }, ...over,
   };
 }
 

@@ -12,7 +12,7 @@ import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import type { KubeObject, RawInventory, Snapshot } from '../../src/cluster/types.ts';
 import { findConflicts } from '../../src/analyze/conflicts.ts';
-import { openshift } from '../../src/platform/openshift.ts';
+import { openshift } from '../../src/platforms/openshift/platform.ts';
 import { platformResources } from '../../src/platform/registry.ts';
 import type { PlatformInput } from '../../src/platform/types.ts';
 import { run } from './run-cli.ts';
@@ -186,7 +186,7 @@ describe('OpenShift 4.12 with OpenShift SDN (fixture)', () => {
 describe('OpenShift detection', () => {
   const input = (over: Partial<PlatformInput>): PlatformInput => ({
     nodes: [], objects: new Map(), daemonSets: new Set(), namespaces: new Set(), configMaps: new Map(),
-    distribution: { kind: 'unknown', evidence: [] }, ...over,
+    installer: { kind: 'unknown', evidence: [] }, ...over,
   });
   const node = (labels: Record<string, string>, kubeletVersion = 'v1.33.4') => ({ name: 'n1', labels, annotations: {}, kubeletVersion });
 

@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import { dump } from 'js-yaml';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
-import { PLATFORMS, capabilityOf, detectPlatform } from '../../src/platform/registry.ts';
+import { capabilityOf, detectPlatform, platforms } from '../../src/platform/registry.ts';
 import { IPAM_OWNERS, detectIpamOwner, ipamResources } from '../../src/ipam/registry.ts';
 import { platformRefusal, podOwnerRefusal } from '../../src/plan/platform-gate.ts';
 import { podTargetRefusals } from '../../src/plan/targets.ts';
@@ -21,11 +21,11 @@ const snapOf = async (dir: string) => buildSnapshot(await readInventoryFiles([di
 
 describe('platform registry', () => {
   test('kinds are unique, every platform cites its sources, and generic comes last and matches anything', () => {
-    const kinds = PLATFORMS.map((p) => p.kind);
+    const kinds = platforms().map((p) => p.kind);
     assert.equal(new Set(kinds).size, kinds.length);
-    for (const p of PLATFORMS as readonly Platform[]) assert.ok(p.sources.length > 0 && p.sources.every((s) => s.startsWith('https://')), p.kind);
+    for (const p of platforms()) assert.ok(p.sources.length > 0 && p.sources.every((s) => s.startsWith('https://')), p.kind);
     assert.equal(kinds.at(-1), 'generic');
-    const none = detectPlatform({ nodes: [], objects: new Map(), daemonSets: new Set(), namespaces: new Set(), configMaps: new Map(), distribution: { kind: 'generic', evidence: [] } });
+    const none = detectPlatform({ nodes: [], objects: new Map(), daemonSets: new Set(), namespaces: new Set(), configMaps: new Map(), installer: { kind: 'none', evidence: [] } });
     assert.equal(none.facts.kind, 'generic');
     assert.ok(none.facts.evidence.length > 0);
   });
@@ -162,7 +162,7 @@ test('docs/platforms.md has a support-table row for every platform and every pod
   const { readFileSync } = await import('node:fs');
   const doc = readFileSync('docs/platforms.md', 'utf8');
   const rows = doc.split('\n').filter((l) => l.startsWith('| '));
-  for (const p of PLATFORMS) assert.ok(rows.some((r) => r.includes(`(\`${p.kind}\``)), `platform ${p.kind}`);
+  for (const p of platforms()) assert.ok(rows.some((r) => r.includes(`(\`${p.kind}\``)), `platform ${p.kind}`);
   for (const o of IPAM_OWNERS) assert.ok(rows.some((r) => r.includes(`(\`${o.kind}\``)), `owner ${o.kind}`);
 });
 
@@ -171,7 +171,7 @@ test('deploy/rbac.yaml grants get and list on every resource a platform reads', 
   const { loadAll } = await import('js-yaml');
   const docs = loadAll(readFileSync('deploy/rbac.yaml', 'utf8')) as any[];
   const rules = docs.filter((d) => d?.kind === 'ClusterRole').flatMap((d) => d.rules ?? []);
-  for (const p of PLATFORMS as readonly Platform[]) {
+  for (const p of platforms()) {
     for (const r of p.reads ?? []) {
       const ok = rules.some((rule: any) => rule.apiGroups?.includes(r.group) && rule.resources?.includes(r.plural)
         && ['get', 'list'].every((v) => rule.verbs?.includes(v)));

@@ -115,9 +115,18 @@ describe('pod paths: one module each, one registry line', () => {
   it('a path in a folder of its own is that folder and one registry line: nothing else in src/ names its kinds or imports it', () => {
     const files = (readdirSync(`${ROOT}src`, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => `src/${f}`);
     const folders = POD_PATH_IDS.filter((id) => files.some((f) => f.startsWith(`src/pod-paths/${id}/`)));
-    assert.deepEqual(folders, ['calico', 'cilium-multi-pool'], 'the paths in folders of their own');
+    assert.deepEqual(folders, ['calico', 'node', 'cilium-multi-pool'], 'the paths in folders of their own');
+    // the node path has its folder, but these files still name its kcm gates (the platforms' gate instructions for
+    // kube-controller-manager) or its kinds (the plan's pod section and its renderer): each must leave this list when it
+    // stops, and no other file may start
+    const NOT_YET: Record<string, string[]> = {
+      node: ['src/platforms/generic/plan.ts', 'src/platforms/k3s-family/plan.ts', 'src/platforms/kops/plan.ts',
+        'src/platforms/kubeadm/plan.ts', 'src/plan/distributions/types.ts', 'src/plan/pod-spec.ts', 'src/plan/render.ts'],
+    };
     for (const id of folders) {
       const folder = `src/pod-paths/${id}/`;
+      const allowed = new Set(NOT_YET[id] ?? []);
+      const leaking = new Set<string>();
       const m = POD_PATH_MODULES[id];
       // pod-cidr-config is also the name of the distributions' patch gate (src/plan/distributions/types.ts), which every path's plan may name
       const own = [...Object.keys(m.stepKinds ?? {}), ...Object.keys(m.gateConditions ?? {}).filter((c) => c !== 'pod-cidr-config')];
@@ -126,9 +135,14 @@ describe('pod paths: one module each, one registry line', () => {
       for (const f of files) {
         if (f.startsWith(folder)) continue;
         const text = readFileSync(`${ROOT}${f}`, 'utf8');
-        for (const k of own) assert.ok(!text.includes(`'${k}'`), `${f} names ${k}, a kind of the ${id} path (it belongs in ${folder})`);
+        for (const k of own) {
+          if (!text.includes(`'${k}'`)) continue;
+          leaking.add(f);
+          assert.ok(allowed.has(f), `${f} names ${k}, a kind of the ${id} path (it belongs in ${folder})`);
+        }
         if (f !== 'src/pod-paths/registry.ts') assert.doesNotMatch(text, imports, `${f} imports from ${folder}`);
       }
+      assert.deepEqual([...allowed].filter((f) => !leaking.has(f)), [], `${id}: files that no longer name its kinds leave NOT_YET`);
     }
   });
 

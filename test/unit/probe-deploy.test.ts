@@ -140,6 +140,35 @@ describe('probe --deploy: the objects', () => {
     assert.equal(back.durationMs, undefined);
   });
 
+  it('node ports: --nodeport per target and --node-address when given; each pod learns its node from status.hostIP', () => {
+    assert.deepEqual(c.env, [{ name: 'KUBE_RENUMBER_NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } }]);
+    const np: PodProbeSettings = { ...SETTINGS, kinds: [...SETTINGS.kinds, 'nodeport'], nodePorts: [{ namespace: 'shop', name: 'cart', nodePort: 30080 }] };
+    const args = podArgs(np);
+    assert.deepEqual(args.slice(0, 8), ['--service', 'shop/cart:8080', '--service', 'default/web:80', '--nodeport', 'shop/cart:30080', '--kinds', 'dns,env,kubernetes,long,nodeport']);
+    assert.ok(!args.includes('--node-address'), 'no flag: the pod uses its own node');
+    const back = parsePodArgs(args, { KUBE_RENUMBER_NODE_IP: '192.0.2.7' });
+    assert.deepEqual(back.nodePorts, np.nodePorts);
+    assert.equal(back.nodeAddress, '192.0.2.7');
+    const fixed = parsePodArgs(podArgs({ ...np, nodeAddress: '172.31.255.2' }), { KUBE_RENUMBER_NODE_IP: '192.0.2.7' });
+    assert.equal(fixed.nodeAddress, '172.31.255.2', 'the flag wins over the downward API');
+    // without node ports nothing changes: four kinds, no node address
+    const plain = parsePodArgs(['-s', 'web', '--dns-server', '10.96.0.10'], { KUBE_RENUMBER_NODE_IP: '192.0.2.7' });
+    assert.deepEqual(plain.kinds, ['dns', 'env', 'kubernetes', 'long']);
+    assert.equal(plain.nodeAddress, undefined);
+    assert.deepEqual(parsePodArgs(['-s', 'web', '--nodeport', 'web:30080', '--dns-server', '10.96.0.10'], { KUBE_RENUMBER_NODE_IP: '192.0.2.7' }).kinds,
+      ['dns', 'env', 'kubernetes', 'long', 'nodeport']);
+    for (const [argv, env, msg] of [
+      [['--nodeport', 'web', '--kinds', 'nodeport'], {}, /--nodeport web: expected \[NAMESPACE\/\]NAME:NODEPORT/],
+      [['--nodeport', 'web:30080', '--kinds', 'nodeport'], {}, /needs the node's address \(--node-address IP, or \$KUBE_RENUMBER_NODE_IP\)/],
+      [['--nodeport', 'web:30080', '--kinds', 'nodeport'], { KUBE_RENUMBER_NODE_IP: 'x' }, /\$KUBE_RENUMBER_NODE_IP x: expected an IP address/],
+      [['--nodeport', 'web:30080', '--kinds', 'nodeport', '--node-address', 'n1'], {}, /--node-address n1: expected an IP address/],
+      [['--kinds', 'nodeport', '--node-address', '10.0.0.1'], {}, /no node ports to probe/],
+      [['-s', 'web', '--nodeport', 'web:30080', '--kinds', 'env', '--node-address', '10.0.0.1'], {}, /--nodeport needs the nodeport client/],
+    ] as const) {
+      assert.throws(() => parsePodArgs([...argv], { ...env }), msg, argv.join(' '));
+    }
+  });
+
   it('the shipped files import only node built-ins and each other', () => {
     const shipped = new Set(PROGRAM_FILES.map((f) => f.replace(/\.js$/, '.ts')));
     for (const f of shipped) {

@@ -13,7 +13,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as tls from 'node:tls';
 import { describe, it } from 'node:test';
-import { parseServiceTarget, parseTargetsDocument, percentile, probe, Series, splitHostPort, type ProbeReport, type ProbeResult } from '../../src/probe/index.ts';
+import {
+  defaultKinds, parseNodePortTarget, parseServiceTarget, parseTargetsDocument, percentile, probe, Series, splitHostPort, type ProbeReport, type ProbeResult,
+} from '../../src/probe/index.ts';
 import { echoFramer, httpFramer } from '../../src/probe/wire.ts';
 import { run } from './run-cli.ts';
 
@@ -174,6 +176,23 @@ describe('probe statistics', () => {
     assert.deepEqual(splitHostPort('fd00::a', 53), { host: 'fd00::a', port: 53 });
     assert.deepEqual(splitHostPort('10.96.0.10', 53), { host: '10.96.0.10', port: 53 });
   });
+
+  it('node-port targets: [NS/]NAME:NODEPORT, the port required', () => {
+    const d = { namespace: 'apps' };
+    assert.deepEqual(parseNodePortTarget('web:30080', d), { namespace: 'apps', name: 'web', nodePort: 30080 });
+    assert.deepEqual(parseNodePortTarget(' shop/cart:31000 ', d), { namespace: 'shop', name: 'cart', nodePort: 31000 });
+    assert.throws(() => parseNodePortTarget('web', d), /expected \[NAMESPACE\/\]NAME:NODEPORT/);
+    assert.throws(() => parseNodePortTarget('web:', d), /NAME:NODEPORT/);
+    assert.throws(() => parseNodePortTarget('web:0', d), /port must be/);
+    assert.throws(() => parseNodePortTarget('web:65536', d), /port must be/);
+    assert.throws(() => parseNodePortTarget('Web:30080', d), /DNS label/);
+    assert.throws(() => parseNodePortTarget('a/b/c:30080', d), /NAME:NODEPORT/);
+  });
+
+  it('default kinds: nodeport only with node-port targets', () => {
+    assert.deepEqual(defaultKinds(false), ['dns', 'env', 'kubernetes', 'long']);
+    assert.deepEqual(defaultKinds(true), ['dns', 'env', 'kubernetes', 'long', 'nodeport']);
+  });
 });
 
 describe('probe clients (servers on 127.0.0.1)', () => {
@@ -242,6 +261,65 @@ describe('probe clients (servers on 127.0.0.1)', () => {
       stop.abort();
       dns.close();
       await srv.stop();
+    }
+  });
+
+  it('nodeport: one request per interval to the node address and the node port; refused while nothing listens there', async () => {
+    const srv = await echoServer();
+    const stop = new AbortController();
+    try {
+      const running = probe({
+        services: [], kinds: ['nodeport'], nodePorts: [{ ...WEB, nodePort: srv.port }], nodeAddress: LOOPBACK,
+        protocol: 'echo', intervalMs: 10, timeoutMs: 500, signal: stop.signal,
+      });
+      await waitFor(() => srv.lines >= 5, 'nodeport client running');
+      await srv.stop();
+      const t = performance.now();
+      await sleep(200);
+      await srv.start();
+      const down = performance.now() - t;
+      const lines = srv.lines;
+      await waitFor(() => srv.lines >= lines + 5, 'nodeport client back');
+      stop.abort();
+      const r = await running;
+      assert.deepEqual(r.settings.kinds, ['nodeport']);
+      assert.equal(r.settings.nodeAddress, LOOPBACK);
+      assert.equal(r.results.length, 1);
+      const x = result(r, 'nodeport');
+      const info = `down ${down} ms: ${JSON.stringify(x)}`;
+      assert.equal(x.port, srv.port, 'the result names the node port');
+      assert.deepEqual(Object.keys(x.addresses), [LOOPBACK]);
+      assert.ok(x.successes >= 10, info);
+      assert.ok((x.failuresByReason['connect-refused'] ?? 0) > 0, info);
+      assert.equal(x.failures, x.failuresByReason['connect-refused'], info);
+      assert.equal(x.dnsFailures, 0);
+      assert.equal(x.breaks, undefined, 'one connection per request: no breaks');
+      assert.ok(x.longestGap && x.longestGap.ms >= down - 5 && x.longestGap.ms < down + 300, info);
+      // each exchange was a new connection that was closed after its answer
+      assert.equal(srv.connections, 0);
+    } finally {
+      stop.abort();
+      await srv.stop();
+    }
+  });
+
+  it('nodeport over http: the Host header names the Service; no node address is an error', async () => {
+    let host = '';
+    const srv = http.createServer((req, res) => { host = req.headers.host ?? ''; res.end('ok'); });
+    await new Promise<void>((r) => srv.listen(0, LOOPBACK, () => r()));
+    const port = (srv.address() as net.AddressInfo).port;
+    try {
+      const r = await probe({
+        services: [], kinds: ['nodeport'], nodePorts: [{ namespace: 'shop', name: 'cart', nodePort: port }], nodeAddress: LOOPBACK,
+        protocol: 'http', intervalMs: 10, timeoutMs: 500, durationMs: 150,
+      });
+      assert.equal(r.totals.failures, 0);
+      assert.ok(result(r, 'nodeport', 'shop/cart').successes >= 3);
+      assert.equal(host, 'cart.shop.svc.cluster.local');
+      await assert.rejects(probe({ services: [], kinds: ['nodeport'], nodePorts: [{ namespace: 'shop', name: 'cart', nodePort: port }], durationMs: 10 }), /nodeAddress/);
+      await assert.rejects(probe({ services: [], kinds: ['nodeport'], nodePorts: [], nodeAddress: 'node-1', durationMs: 10 }), /nodeAddress/);
+    } finally {
+      await new Promise((r) => srv.close(r));
     }
   });
 
@@ -475,6 +553,46 @@ describe('probe command', () => {
     assert.match(wide.out, /START-GAP\s+END-GAP/);
   });
 
+  it('--nodeport with --node-address: a nodeport row per node port, the node address in the settings', async () => {
+    const srv = await echoServer();
+    try {
+      const r = await run(['probe', '--nodeport', `shop/cart:${srv.port}`, '--node-address', LOOPBACK, '--kinds', 'nodeport',
+        '--duration', '300ms', '--interval', '10ms', '-o', 'json']);
+      assert.equal(r.code, 0, r.err);
+      const j = JSON.parse(r.out);
+      assert.deepEqual(j.settings.kinds, ['nodeport']);
+      assert.equal(j.settings.nodeAddress, LOOPBACK);
+      assert.equal(j.results.length, 1);
+      assert.equal(j.results[0].service, 'shop/cart');
+      assert.equal(j.results[0].kind, 'nodeport');
+      assert.equal(j.results[0].port, srv.port);
+      assert.ok(j.results[0].successes > 5);
+      // the node address from the environment (a pod's downward API), table output
+      const t = await run(['probe', '--nodeport', `shop/cart:${srv.port}`, '--kinds', 'nodeport', '--duration', '100ms'],
+        { KUBE_RENUMBER_NODE_IP: LOOPBACK });
+      assert.equal(t.code, 0, t.err);
+      assert.match(t.out, new RegExp(`^shop/cart:${srv.port}\\s+nodeport\\s+\\d+\\s+0\\s+0\\s`, 'm'));
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  it('without --nodeport the default kinds are the four of before, and reports do not mention node ports', async () => {
+    const srv = await echoServer();
+    const dns = await dnsServer({ [WEB_NAME]: LOOPBACK });
+    try {
+      const r = await run(['probe', '-s', `web:${srv.port}`, '--dns-server', dns.address, '--kubernetes-address', `${LOOPBACK}:${srv.port}`,
+        '--duration', '100ms', '-o', 'json'], { WEB_SERVICE_HOST: LOOPBACK, KUBE_RENUMBER_NODE_IP: LOOPBACK });
+      const j = JSON.parse(r.out);
+      assert.deepEqual(j.settings.kinds, ['dns', 'env', 'kubernetes', 'long']);
+      assert.equal('nodeAddress' in j.settings, false);
+      assert.ok(!j.results.some((x: ProbeResult) => x.kind === 'nodeport'));
+    } finally {
+      dns.close();
+      await srv.stop();
+    }
+  });
+
   const tmp = mkdtempSync(join(tmpdir(), 'kr-probe-'));
   writeFileSync(join(tmp, 'targets.yaml'), 'services: {}\n');
   const BAD: Array<{ argv: string[]; code: number; msg: RegExp }> = [
@@ -487,12 +605,19 @@ describe('probe command', () => {
     { argv: ['probe', '-s', 'web', '--kinds', 'env', '--protocol', 'grpc'], code: 2, msg: /--protocol grpc/ },
     { argv: ['probe', '--targets', join(tmp, 'missing.yaml'), '--kinds', 'env'], code: 3, msg: /cannot read targets file/ },
     { argv: ['probe', '--targets', join(tmp, 'targets.yaml'), '--kinds', 'env'], code: 3, msg: /"services" list/ },
+    { argv: ['probe', '--nodeport', 'web', '--node-address', '127.0.0.1'], code: 2, msg: /^error: --nodeport web: expected \[NAMESPACE\/\]NAME:NODEPORT/ },
+    { argv: ['probe', '--nodeport', 'web:70000', '--kinds', 'nodeport', '--node-address', '127.0.0.1'], code: 2, msg: /--nodeport web:70000: port must be/ },
+    { argv: ['probe', '--kinds', 'nodeport', '--node-address', '127.0.0.1'], code: 2, msg: /no node ports to probe/ },
+    { argv: ['probe', '-s', 'web', '--kinds', 'env', '--nodeport', 'web:30080'], code: 2, msg: /--nodeport needs the nodeport client in --kinds/ },
+    { argv: ['probe', '--kinds', 'nodeport', '--nodeport', 'web:30080'], code: 2, msg: /--node-address IP is needed by the nodeport client/ },
+    { argv: ['probe', '--kinds', 'nodeport', '--nodeport', 'web:30080', '--node-address', 'node-1'], code: 2, msg: /--node-address node-1: expected an IP address/ },
   ];
   for (const c of BAD) {
     it(`bad input: ${c.argv.slice(1).join(' ')} → ${c.code}`, async () => {
       const r = await run(c.argv);
       assert.equal(r.code, c.code, r.err);
       assert.match(r.err, c.msg);
+      assert.equal(r.err.trim().split('\n').length, 1, `one error line: ${r.err}`);
       assert.equal(r.out, '');
     });
   }

@@ -2,15 +2,15 @@
 // run of each kind of plan needs is granted to the ServiceAccount kube-renumber-migrate, and no migrate role
 // grants a write that no plan needs. That each path runs under these roles is shown by the integration tests
 // that run it as that ServiceAccount (service-migration, pod-helpers' migrateKubeconfig, state-in-cluster).
-// `create pods` is never cluster-wide: a plan lists its bare pods' namespaces, and the operator binds the
-// ClusterRole kube-renumber-recreate-pods there with the RoleBindings recreateRoleBindings gives.
+// `create pods` is never cluster-wide and deploy/ grants it nowhere: a plan lists its bare pods' namespaces, and the
+// operator makes a Role kube-renumber-recreate-pods and its RoleBinding in each (recreateGrants; kube-renumber rbac PLAN).
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import * as yaml from 'js-yaml';
-import { accessNeeds, needKey, recreateGrantCommands, recreateRoleBindings, type AccessNeed } from '../../src/plan/access.ts';
+import { accessNeeds, needKey, recreateGrantCommands, recreateGrants, type AccessNeed } from '../../src/plan/access.ts';
 import type { MigrationPlan } from '../../src/plan/plan.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -24,11 +24,11 @@ interface Held { rule: Rule; namespace?: string; file: string }
 /** The opt-in file of --read-kubelet-config (get nodes/proxy): never among the default FILES. */
 const CONFIGZ_FILE = 'deploy/rbac-kubelet-configz.yaml';
 
-/** The rules the shipped files give the ServiceAccount, plus those of the per-namespace RoleBindings `extra`. */
+/** The rules the shipped files give the ServiceAccount, plus those of the per-namespace Roles and RoleBindings `extra`. */
 function held(extra: Array<Record<string, unknown>> = [], files: readonly string[] = FILES): Held[] {
   const docs = [
     ...files.flatMap((f) => yaml.loadAll(readFileSync(join(ROOT, f), 'utf8')).filter(Boolean).map((d: any) => ({ ...d, file: f }))),
-    ...extra.map((d) => ({ ...d, file: 'recreateRoleBindings' })),
+    ...extra.map((d) => ({ ...d, file: 'recreateGrants' })),
   ];
   const role = (kind: string, name: string, ns?: string) => docs.find((d: any) => d.kind === kind && d.metadata.name === name && (kind === 'ClusterRole' || d.metadata.namespace === ns));
   const out: Held[] = [];
@@ -60,14 +60,14 @@ const PLANS: Record<string, MigrationPlan> = {
   'pod, Cilium multi-pool': plan({ podCIDR: { ipam: 'cilium-multi-pool', barePodNamespaces: ['default'] } }),
 };
 const bareOf = (p: MigrationPlan) => p.spec.podCIDR?.barePodNamespaces ?? p.spec.serviceCIDR?.restarts?.barePodNamespaces ?? [];
-/** The RoleBindings the operator adds for every plan above. */
-const BINDINGS = recreateRoleBindings([...new Set(Object.values(PLANS).flatMap(bareOf))]);
+/** The Roles and RoleBindings the operator adds for every plan above. */
+const BINDINGS = recreateGrants([...new Set(Object.values(PLANS).flatMap(bareOf))]);
 
 describe('shipped RBAC against what runs need', () => {
   const rules = held(BINDINGS);
   for (const [name, p] of Object.entries(PLANS)) {
-    test(`${name}: every verb the run needs is granted (with the plan's own RoleBindings of create pods)`, () => {
-      const own = held(recreateRoleBindings(bareOf(p)));
+    test(`${name}: every verb the run needs is granted (with the plan's own Roles of create pods)`, () => {
+      const own = held(recreateGrants(bareOf(p)));
       const missing = accessNeeds(p).filter((n) => !own.some((h) => grants(h, n))).map(needKey);
       assert.deepEqual(missing, []);
     });
@@ -81,7 +81,7 @@ describe('shipped RBAC against what runs need', () => {
     const shipped = held();
     const anywhere = (ns: string) => ({ verb: 'create', group: '', resource: 'pods', namespace: ns, file: '', why: '' });
     assert.ok(!shipped.some((h) => grants(h, anywhere('team-a'))), 'the shipped files alone grant no create pods');
-    const own = held(recreateRoleBindings(['team-a']));
+    const own = held(recreateGrants(['team-a']));
     assert.ok(own.some((h) => grants(h, anywhere('team-a'))));
     assert.ok(!own.some((h) => grants(h, anywhere('team-b'))), 'a binding in team-a grants nothing in team-b');
     assert.ok(!own.some((h) => grants(h, anywhere('kube-system'))));
@@ -91,19 +91,34 @@ describe('shipped RBAC against what runs need', () => {
     assert.ok(!own.some((h) => grants(h, old[0]!)));
   });
 
-  test('the commands printed for the operator make the same RoleBindings', () => {
-    const [cmd] = recreateGrantCommands(['team-a']);
-    const [rb] = recreateRoleBindings(['team-a']) as any[];
-    assert.equal(cmd, `kubectl -n team-a create rolebinding ${rb.metadata.name} --clusterrole=${rb.roleRef.name} --serviceaccount=${SA.namespace}:${SA.name}`);
-    const docs = yaml.loadAll(readFileSync(join(ROOT, 'deploy/rbac-migrate-pods.yaml'), 'utf8')) as any[];
-    const role = docs.find((d) => d?.kind === 'ClusterRole' && d.metadata.name === rb.roleRef.name);
-    assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['pods'], verbs: ['create'] }]);
-    assert.ok(!docs.some((d) => d?.kind === 'ClusterRoleBinding' && d.roleRef.name === rb.roleRef.name), 'never bound cluster-wide');
+  test('the commands printed for the operator make the same Role and RoleBinding', () => {
+    const [createRole, createBinding] = recreateGrantCommands(['team-a']);
+    const [r, rb] = recreateGrants(['team-a']) as any[];
+    assert.equal(createRole, `kubectl -n team-a create role ${r.metadata.name} --verb=create --resource=pods`);
+    assert.deepEqual(r.rules, [{ apiGroups: [''], resources: ['pods'], verbs: ['create'] }]);
+    assert.equal(r.kind, 'Role');
+    assert.equal(createBinding, `kubectl -n team-a create rolebinding ${rb.metadata.name} --role=${rb.roleRef.name} --serviceaccount=${SA.namespace}:${SA.name}`);
+    assert.deepEqual([rb.kind, rb.metadata.namespace, rb.roleRef.kind, rb.roleRef.name], ['RoleBinding', 'team-a', 'Role', r.metadata.name]);
+  });
+
+  test('deploy/ grants create pods nowhere: no ClusterRole or Role of any file creates pods', () => {
+    const files = readdirSync(join(ROOT, 'deploy')).filter((f) => /\.ya?ml$/.test(f));
+    const creates: string[] = [];
+    for (const f of files) {
+      for (const d of yaml.loadAll(readFileSync(join(ROOT, 'deploy', f), 'utf8')) as any[]) {
+        if (d?.kind !== 'ClusterRole' && d?.kind !== 'Role') continue;
+        for (const rule of d.rules ?? []) {
+          const pods = (rule.apiGroups ?? []).some((g: string) => g === '' || g === '*') && (rule.resources ?? []).some((r: string) => r === 'pods' || r === '*');
+          if (pods && (rule.verbs ?? []).some((v: string) => v === 'create' || v === '*')) creates.push(`${f}: ${d.kind} ${d.metadata?.name}`);
+        }
+      }
+    }
+    assert.deepEqual(creates, []);
   });
 
   test('a Service plan whose restarts the tool runs needs nothing of deploy/rbac-migrate-pods.yaml but the bare pods\' create pods', () => {
     const p = PLANS['service, restarts by the tool']!;
-    const own = held(recreateRoleBindings(bareOf(p))).filter((h) => h.file !== 'deploy/rbac-migrate-pods.yaml' || h.namespace !== undefined);
+    const own = held(recreateGrants(bareOf(p))).filter((h) => h.file !== 'deploy/rbac-migrate-pods.yaml' || h.namespace !== undefined);
     assert.deepEqual(accessNeeds(p).filter((n) => !own.some((h) => grants(h, n))).map(needKey), []);
     const needs = accessNeeds(p).map(needKey);
     for (const k of ['create pods/eviction', 'patch deployments.apps', 'patch daemonsets.apps', 'patch statefulsets.apps', 'create pods -n team-s']) assert.ok(needs.includes(k), k);

@@ -5,7 +5,7 @@
  */
 import { deniedAccess } from '../../kube/access-review.ts';
 import { connect, type KubeClient } from '../../kube/client.ts';
-import { accessNeeds, needKey, recreateGrantCommands, type AccessNeed } from '../../plan/access.ts';
+import { accessNeeds, needKey, recreateGrantText, type AccessNeed } from '../../plan/access.ts';
 import type { MigrationPlan } from '../../plan/index.ts';
 import { durationFlag, str } from '../common.ts';
 import type { Io, Values } from '../command.ts';
@@ -37,8 +37,8 @@ export async function checkAccess(values: Values, io: Io, plan: MigrationPlan): 
   const files = [...new Set(rest.map((d) => d.file))].join(', ');
   const how = [
     ...(rest.length > 0 ? [`grant the permissions in ${files}`] : []),
-    ...(legacy.length > 0 ? ['the plan does not list its bare pods\' namespaces (spec.podCIDR.barePodNamespaces, written by newer versions): plan again, then bind kube-renumber-recreate-pods where it says'] : []),
-    ...(recreate.length > 0 ? [`bind ClusterRole kube-renumber-recreate-pods (deploy/rbac-migrate-pods.yaml) where the bare pods run: ${recreateGrantCommands(recreate.map((d) => d.namespace!)).join('; ')}`] : []),
+    ...(legacy.length > 0 ? ['the plan does not list its bare pods\' namespaces (spec.podCIDR.barePodNamespaces, written by newer versions): plan again, then grant create pods where it says (kube-renumber rbac PLAN)'] : []),
+    ...(recreate.length > 0 ? [recreateGrantText(recreate.map((d) => d.namespace!))] : []),
   ];
   throw new UserError(`not allowed: ${denied.map((d) => `${needKey(d)} (${d.why})`).join('; ')}; ${how.join('; ')} (nothing was changed)`, 'forbidden');
 }

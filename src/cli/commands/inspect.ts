@@ -67,11 +67,10 @@ export function renderInspect(r: InspectReport, wide: boolean, format: 'text' | 
   out += section('CLUSTER', table(['field', 'value'], [
     ['source', sourceText(r.source)],
     ['kubernetes', `${r.kubernetesVersion ?? 'unknown'} (${api})`],
-    ['distribution', `${r.distribution.kind}${wide && r.distribution.evidence.length ? ` (${r.distribution.evidence.join('; ')})` : ''}`],
-    ...(r.platform ? [['platform', `${r.platform.title}${wide ? ` (${r.platform.evidence.join('; ')})` : ''}`]] : []),
+    ['platform', `${r.platform.title}${wide ? ` (${r.platform.evidence.join('; ')})` : ''}`],
     ['cni / ipam', `${r.cni.plugin} / ${r.cni.ipam}${r.cni.operatorManaged ? ' (operator-managed)' : ''}${wide && r.cni.evidence.length ? ` (${r.cni.evidence.join('; ')})` : ''}`],
     ['pod addresses from', r.cni.owner ? `${r.cni.owner.title}${ownerNote(r.cni.owner.kind)}` : 'unknown'],
-    ...(r.platform?.reserved.length ? [['reserved by platform', r.platform.reserved.map((x) => wide ? `${x.cidr} (${x.reason})` : x.cidr).join(', ')]] : []),
+    ...(r.platform.reserved.length ? [['reserved by platform', r.platform.reserved.map((x) => wide ? `${x.cidr} (${x.reason})` : x.cidr).join(', ')]] : []),
     ['kubernetes service', r.kubernetesServiceIPs.join(', ') || '-'],
     ['cluster DNS', r.dnsService ? `${r.dnsService.namespace}/${r.dnsService.name} ${r.dnsService.clusterIPs.join(',')} (by ${r.dnsService.foundBy})` : 'not found'],
   ]));

@@ -1,6 +1,7 @@
 import { connect as tlsConnect } from 'node:tls';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { buildMigrationPlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRATEGY, mappingCounts, type MigrationPlan, type RestartMode, type Strategy, type TierOrder } from '../../plan/plan.ts';
+import type { LoadBalancerMode } from '../../plan/load-balancers.ts';
 import { refusals } from '../../plan/preflight.ts';
 import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
@@ -25,7 +26,7 @@ const MAX_HEADROOM = 1000;
 
 /** Flags of the Pod CIDR move, and of the Service CIDR move: each needs its move's target. */
 const POD_FLAGS = ['ipam', ...POD_PATH_NAMES.flatMap((id) => podPath(id).flags)] as const;
-const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san', 'restart-workloads', 'cluster-dns'] as const;
+const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san', 'restart-workloads', 'cluster-dns', 'load-balancers'] as const;
 
 /**
  * --node-mask-size: one whole number from 1 to 128 per family of --pod-cidr, comma-separated in its order (one
@@ -67,7 +68,7 @@ export const planCommand: Command = {
   name: 'plan',
   summary: 'write the ordered, reviewable plan that moves the Service CIDR, the Pod CIDR, or both (changes nothing)',
   usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
-    + '[--batch-size N] [--headroom X] [--restart-workloads tool|manual] [--cluster-dns none|NS/NAME] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
+    + '[--batch-size N] [--headroom X] [--restart-workloads tool|manual] [--cluster-dns none|NS/NAME] [--load-balancers keep|move] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
   options: {
     'service-cidr': { type: 'string' },
     keep: { type: 'string', multiple: true },
@@ -79,6 +80,7 @@ export const planCommand: Command = {
     'apiserver-cert-san': { type: 'string', multiple: true },
     'restart-workloads': { type: 'string' },
     'cluster-dns': { type: 'string' },
+    'load-balancers': { type: 'string' },
     'pod-cidr': { type: 'string' },
     ipam: { type: 'string' },
     parallel: { type: 'string' },
@@ -95,7 +97,12 @@ export const planCommand: Command = {
   --service-cidr NEW       the new Service CIDR; dual-stack: one per family, comma-separated
   --pod-cidr NEW           the new Pod CIDR (one per family); with --service-cidr: one combined plan
                            (at least one of the two is required)
-  --keep NS/NAME           keep this Service's ClusterIP (repeatable); LoadBalancer Services are always kept
+  --keep NS/NAME           keep this Service's ClusterIP (repeatable)
+  --load-balancers M       keep (default): LoadBalancer Services keep their ClusterIPs, under ServiceCIDRs kept in
+                           the old range; move: each is re-created in the new range with its external address
+                           kept where its platform allows (MetalLB, spec.loadBalancerIP, GKE/Azure static
+                           addresses, AWS Elastic IPs, the Tailscale operator's hostname), and a gate before each
+                           one whose address changes, naming the address and its external-dns records
   --strategy S             in-place (ExternalName round trip behind a bridge, old and new IP kept answering by
                            a cover Service: no request failed while it worked) or recreate (delete and create at
                            the new IP: clients of the old IP fail until they restart); default ${DEFAULT_STRATEGY}
@@ -134,7 +141,7 @@ Fleet flags (docs/fleet.md):
                            (a new or empty directory)
 
 Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --batch-size,
---apiserver-cert-san, --restart-workloads and --cluster-dns need --service-cidr; --parallel and --critical need
+--apiserver-cert-san, --restart-workloads, --cluster-dns and --load-balancers need --service-cidr; --parallel and --critical need
 --pod-cidr, or --service-cidr without --restart-workloads=manual.
 Output: -o yaml is the file apply reads; markdown is for a change request; html is one self-contained page
 (address map with the targets, steps with the gates, Service mapping); table (default) is a summary.
@@ -179,6 +186,8 @@ refused; nothing is written; 3 the fleet file is not valid.`,
       for (const f of ['parallel', 'critical']) if (values[f] !== undefined) throw new UsageError(`--${f} needs --pod-cidr, or the tool's restarts (not --restart-workloads=manual)`);
     }
     const clusterDNS = str(values, 'cluster-dns');
+    const loadBalancers = str(values, 'load-balancers');
+    if (loadBalancers !== undefined && loadBalancers !== 'keep' && loadBalancers !== 'move') throw new UsageError(`--load-balancers ${loadBalancers} must be keep or move`);
     if (clusterDNS !== undefined && clusterDNS !== 'none') {
       const problem = objectRefProblem(clusterDNS, true);
       if (problem) throw new UsageError(`--cluster-dns ${clusterDNS}: ${problem} (none, or a Service as namespace/name)`);
@@ -261,6 +270,7 @@ refused; nothing is written; 3 the fleet file is not valid.`,
       ...(parallel !== undefined ? { parallel } : {}),
       ...(restartRaw ? { restartWorkloads: restartRaw as RestartMode } : {}),
       ...(clusterDNS !== undefined ? { clusterDNS } : {}),
+      ...(loadBalancers !== undefined ? { loadBalancers: loadBalancers as LoadBalancerMode } : {}),
       } : undefined,
     });
     const refused = refusals(plan.preflight);

@@ -3,11 +3,11 @@ import { connect } from '../../kube/client.ts';
 import { DEFAULT_PROBE_IMAGE, type MergedProbeReport } from '../../probe/deploy.ts';
 import { ProbeCleanupError, runDeployedProbe } from '../../probe/deploy-run.ts';
 import {
-  CLIENT_KINDS, probe, PROTOCOLS, readTargetsFile, parseServiceTarget, splitHostPort, TargetError, TargetFileError,
-  type ClientKind, type ProbeReport, type ProbeResult, type Protocol, type ServiceTarget,
+  CLIENT_KINDS, defaultKinds, probe, PROTOCOLS, readTargetsFile, parseNodePortTarget, parseServiceTarget, splitHostPort, TargetError, TargetFileError,
+  type ClientKind, type NodePortTarget, type ProbeReport, type ProbeResult, type Protocol, type ServiceTarget,
 } from '../../probe/index.ts';
 import { RESOLV_CONF, resolvConfNameserver } from '../../probe/resolv.ts';
-import { PROBE_FLAGS } from '../../probe/pod.ts';
+import { NODE_IP_ENV, PROBE_FLAGS } from '../../probe/pod.ts';
 import { isDnsSubdomain } from '../../plan/targets.ts';
 import { durationFlag, intFlag, list, str } from '../common.ts';
 import { ExitCode, UsageError, UserError } from '../errors.ts';
@@ -17,7 +17,7 @@ import { parseOutput, renderData, section, table } from '../output.ts';
 export const probeCommand: Command = {
   name: 'probe',
   summary: 'run continuous clients against Services and report failed requests and gaps (for use during a migration)',
-  usage: 'kube-renumber probe --service [NS/]NAME[:PORT] ... | --targets FILE  --dns-server IP[:PORT]|auto [--duration D] [-o table|wide|json|yaml]\n'
+  usage: 'kube-renumber probe --service [NS/]NAME[:PORT] ... | --targets FILE  --dns-server IP[:PORT]|auto [--nodeport [NS/]NAME:NODEPORT ... --node-address IP] [--duration D] [-o table|wide|json|yaml]\n'
     + '       kube-renumber probe --deploy [-n NS] [--image IMAGE] [--replicas N] --service ... [--duration D]   (runs in the cluster)',
   options: {
     deploy: { type: 'boolean' },
@@ -37,7 +37,11 @@ export const probeCommand: Command = {
                            --kubernetes-address); auto: the first nameserver of /etc/resolv.conf (in a pod: the
                            cluster DNS). With --deploy the default is auto.
   --cluster-domain D       cluster domain (default cluster.local)
-  --kinds LIST             clients to run, comma-separated: dns, env, kubernetes, long (default all four)
+  --nodeport [NS/]NAME:NODEPORT  a Service's node port for the nodeport client (repeatable)
+  --node-address IP        the node the nodeport client connects to (default $${NODE_IP_ENV}; with --deploy each
+                           pod's own node, status.hostIP)
+  --kinds LIST             clients to run, comma-separated: dns, env, kubernetes, long, nodeport (default dns, env,
+                           kubernetes and long; nodeport too when --nodeport is given)
   --interval DUR           time between requests of one client (default 20ms)
   --timeout DUR            per-request timeout: DNS lookup, connect and answer together (default 1s)
   --duration DUR           stop after DUR, at most 168h (default: run until SIGINT or SIGTERM), then print the report; with
@@ -64,13 +68,15 @@ report. A second Ctrl-C skips the final reports but still deletes both. Permissi
 
 Client kinds: dns resolves the Service name on every request; env connects to the ClusterIP learned at start
 (NAME_SERVICE_HOST, else one DNS lookup) and never re-resolves; kubernetes completes a TLS handshake with
-kubernetes.default.svc; long holds connections and exchanges a message every interval, reconnecting on a break.
+kubernetes.default.svc; long holds connections and exchanges a message every interval, reconnecting on a break;
+nodeport connects to the node address at each --nodeport, one exchange per request, like env.
 Exit 0 when no request failed, 1 when some did; with --deploy also 4 when the cluster cannot be reached, 5 when
 it refuses (RBAC). See docs/probe.md.`,
   async run({ values, io }) {
     const output = parseOutput(str(values, 'output'));
     const kindsRaw = str(values, 'kinds');
-    const kinds = (kindsRaw ?? CLIENT_KINDS.join(',')).split(',').map((k) => k.trim()).filter(Boolean);
+    const nodePortFlags = list(values, 'nodeport');
+    const kinds = (kindsRaw ?? defaultKinds(nodePortFlags.length > 0).join(',')).split(',').map((k) => k.trim()).filter(Boolean);
     for (const k of kinds) {
       if (!(CLIENT_KINDS as readonly string[]).includes(k)) throw new UsageError(`--kinds: "${k}" is not a client kind (use ${CLIENT_KINDS.join(', ')})`);
     }
@@ -109,8 +115,22 @@ it refuses (RBAC). See docs/probe.md.`,
       const k = `${s.namespace}/${s.name}:${s.port}`;
       return seen.has(k) ? false : (seen.add(k), true);
     });
-    const needServices = kinds.some((k) => k !== 'kubernetes');
+    let nodePorts: NodePortTarget[];
+    try {
+      nodePorts = nodePortFlags.map((v) => parseNodePortTarget(v, defaults, `--nodeport ${v}`));
+    } catch (e) {
+      if (e instanceof TargetError) throw new UsageError(e.message);
+      throw e;
+    }
+    nodePorts = nodePorts.filter((t) => {
+      const k = `nodeport ${t.namespace}/${t.name}:${t.nodePort}`;
+      return seen.has(k) ? false : (seen.add(k), true);
+    });
+    const needServices = kinds.some((k) => k !== 'kubernetes' && k !== 'nodeport');
     if (needServices && services.length === 0) throw new UsageError('no Services to probe: give --service [NS/]NAME[:PORT] or --targets FILE (or --kinds kubernetes)');
+    const nodePortKind = kinds.includes('nodeport');
+    if (nodePortKind && nodePorts.length === 0) throw new UsageError('no node ports to probe: the nodeport client needs --nodeport [NS/]NAME:NODEPORT');
+    if (!nodePortKind && nodePorts.length > 0) throw new UsageError('--nodeport needs the nodeport client in --kinds');
 
     const deploy = values.deploy === true;
     if (!deploy) {
@@ -135,6 +155,17 @@ it refuses (RBAC). See docs/probe.md.`,
     }
     const kubernetesAddress = str(values, 'kubernetes-address');
     if (kubernetesAddress !== undefined) checkAddress(kubernetesAddress, '--kubernetes-address', 443, false);
+    const nodeAddressFlag = str(values, 'node-address');
+    if (nodeAddressFlag !== undefined && !isIP(nodeAddressFlag)) throw new UsageError(`--node-address ${nodeAddressFlag}: expected an IP address`);
+    // --deploy: each pod's own node unless the flag names one; here: the flag, else $KUBE_RENUMBER_NODE_IP (set in a
+    // pod through the downward API)
+    let nodeAddress = nodeAddressFlag;
+    if (nodePortKind && !deploy && nodeAddress === undefined) {
+      const fromEnv = io.env[NODE_IP_ENV];
+      if (!fromEnv) throw new UsageError(`--node-address IP is needed by the nodeport client (or $${NODE_IP_ENV})`);
+      if (!isIP(fromEnv)) throw new UsageError(`$${NODE_IP_ENV} ${fromEnv}: expected an IP address`);
+      nodeAddress = fromEnv;
+    }
     if (!dnsServer && !deploy) {
       const needDns = kinds.filter((k) => k === 'dns' || k === 'long' || (k === 'kubernetes' && !kubernetesAddress));
       if (needDns.length) throw new UsageError(`--dns-server IP[:PORT] is needed by the ${needDns.join(', ')} client(s) (the cluster DNS Service ClusterIP, or auto)`);
@@ -174,6 +205,7 @@ it refuses (RBAC). See docs/probe.md.`,
           settings: {
             services, kinds: kinds as ClientKind[], dnsServer, clusterDomain: domain, intervalMs, timeoutMs, protocol,
             httpPath: str(values, 'http-path'), connections, family, kubernetesAddress, reportEveryMs,
+            ...(nodePortKind ? { nodePorts, ...(nodeAddress !== undefined ? { nodeAddress } : {}) } : {}),
           },
           progress: verbose ? (m) => { io.err(`${m}\n`); } : undefined,
           warn: (m) => { io.err(`warning: ${m}\n`); },
@@ -200,11 +232,11 @@ it refuses (RBAC). See docs/probe.md.`,
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     const verbose = values.verbose === true;
-    if (verbose) io.err(`probing ${services.length} Service(s) with ${kinds.join(', ')}${durationMs ? ` for ${durationMs} ms` : ' until SIGINT/SIGTERM'}\n`);
+    if (verbose) io.err(`probing ${services.length} Service(s)${nodePortKind ? ` and ${nodePorts.length} node port(s) at ${nodeAddress}` : ''} with ${kinds.join(', ')}${durationMs ? ` for ${durationMs} ms` : ' until SIGINT/SIGTERM'}\n`);
     let report: ProbeReport;
     try {
       report = await probe({
-        services, kinds: kinds as ClientKind[], dnsServer, clusterDomain: domain, intervalMs, timeoutMs, protocol,
+        services, kinds: kinds as ClientKind[], nodePorts, nodeAddress, dnsServer, clusterDomain: domain, intervalMs, timeoutMs, protocol,
         httpPath: str(values, 'http-path'), connections, family, kubernetesAddress, env: io.env, durationMs,
         signal: stopper.signal,
         onFailure: verbose

@@ -1,7 +1,6 @@
 /**
  * The seam of the Pod CIDR executor: one PodPathEngine per pod path (src/ipam/types.ts PodPathId), each part of
- * its path's module listed once in src/pod-paths/registry.ts (calico and node here, under src/engine/pod-paths/;
- * a path in a folder of its own, src/pod-paths/<id>/engine.ts). An engine has exactly one executor for each
+ * its path's module listed once in src/pod-paths/registry.ts (src/pod-paths/<id>/engine.ts). An engine has exactly one executor for each
  * step kind and each gate condition its path owns (STEP_KINDS / GATE_CONDITION_INFO in src/plan/steps.ts: the
  * types below are mapped over them, so a new kind of the path is a compile error here until it has one), and
  * the path's part of the end-state check. The steps every path shares (scale-critical, restart-pods,
@@ -52,7 +51,7 @@ export interface NodeSteps {
 export interface PodPathHosts extends PodPathHost {
   /** The run token and the rollout timeout (restarts of a CNI's agents). */
   readonly opts: { readonly token: string; readonly rolloutTimeoutMs: number };
-  /** The node path's steps (src/engine/pod-paths/node.ts). */
+  /** The node path's steps (src/pod-paths/node/engine.ts). */
   readonly node: NodeSteps;
 }
 

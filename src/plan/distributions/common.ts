@@ -23,14 +23,6 @@ export function mergeRuntimeConfig(existing: string | undefined, gv: string): st
   return [...parts, `${gv}=true`].join(',');
 }
 
-/** What a kOps patch edits. */
-export const KOPS_EDIT = 'kOps Cluster spec (kops edit cluster, or the cluster manifest your pipeline applies with kops replace)';
-
-/** The first lines of a kOps patch written without the Cluster spec: which layouts the fields may sit in. */
-export const KOPS_UNREAD_HEADER = '# kOps Cluster spec not read (pre-flight kops-spec): change these fields where your spec has them.\n'
-  + '# Networking layout (kops.k8s.io/v1alpha3): podCIDR, serviceClusterIPRange and nonMasqueradeCIDR under spec.networking, SANs in spec.api.additionalSANs;\n'
-  + '# legacy layout (kops.k8s.io/v1alpha2): the same fields directly under spec, SANs in spec.additionalSans.\n';
-
 /** The smallest CIDR containing every one of `cs` (all of one family). */
 export function covering(cs: readonly Cidr[]): Cidr {
   let c = cs[0]!;

@@ -1,29 +1,56 @@
 /**
- * Every distribution whose configuration a plan edits. A new one is one module under src/plan/distributions/,
- * its id in DISTRIBUTION_IDS (types.ts) and one line here; the Record makes the compiler name a missing one.
+ * The planners of the platforms, installed by src/platforms/registry.ts: each platform's (by its kind), and the
+ * fallback platform's for a platform whose configuration the plan does not edit itself (its gates name the flags).
+ * Nothing here names a platform.
  */
-import type { Snapshot } from '../../cluster/types.ts';
-import { generic } from './generic.ts';
-import { k3s } from './k3s.ts';
-import { kops } from './kops.ts';
-import { kubeadm } from './kubeadm.ts';
-import { rke2 } from './rke2.ts';
-import { DISTRIBUTION_IDS, type Distribution, type DistributionPlanner } from './types.ts';
+import { platformKindOf, type Snapshot } from '../../cluster/types.ts';
+import type { Distribution, DistributionPlanner } from './types.ts';
 
-export const DISTRIBUTIONS: Record<Distribution, DistributionPlanner> = {
-  kops,
-  rke2,
-  kubeadm,
-  k3s,
-  generic,
-};
+const BY_PLATFORM = new Map<string, DistributionPlanner>();
+const BY_ID = new Map<Distribution, DistributionPlanner>();
+let FALLBACK: DistributionPlanner | undefined;
 
-/** The distribution family whose procedure the plan follows: kubespray is kubeadm underneath. */
-export function distributionOf(snap: Snapshot): Distribution {
-  return DISTRIBUTION_IDS.find((d) => DISTRIBUTIONS[d].matches(snap)) ?? 'generic';
+/** Installs the planner of platform `kind` (undefined: it plans with the fallback's); `fallback` marks the fallback platform's. */
+export function installPlanner(kind: string, planner: DistributionPlanner | undefined, fallback = false): void {
+  if (BY_PLATFORM.has(kind)) throw new Error(`the planner of platform ${kind} is installed already`);
+  if (fallback) {
+    if (!planner || FALLBACK) throw new Error('one fallback planner, given');
+    FALLBACK = planner;
+  }
+  if (!planner) return;
+  BY_PLATFORM.set(kind, planner);
+  const same = BY_ID.get(planner.id);
+  if (same && same !== planner) throw new Error(`two planners with id ${planner.id}`);
+  BY_ID.set(planner.id, planner);
 }
 
-/** The planner of the snapshot's distribution. */
-export function distributionPlanner(snap: Snapshot): DistributionPlanner {
-  return DISTRIBUTIONS[distributionOf(snap)];
+function fallback(): DistributionPlanner {
+  if (!FALLBACK) throw new Error('no planner installed: import src/platforms/registry.ts first');
+  return FALLBACK;
+}
+
+/** Every installed planner, once each, the fallback's included. */
+export function planners(): DistributionPlanner[] {
+  fallback();
+  return [...BY_ID.values()];
+}
+
+/** The planner of platform `kind`: its own, else the fallback's. */
+export function plannerOfPlatform(kind: string): DistributionPlanner {
+  return BY_PLATFORM.get(kind) ?? fallback();
+}
+
+/** The planner with this id (as a plan's patches name it); the fallback's for an id no longer known. */
+export function plannerById(id: Distribution): DistributionPlanner {
+  return BY_ID.get(id) ?? fallback();
+}
+
+/** The id of the planner whose procedure the plan follows: the snapshot's platform's (kubespray: kubeadm's). */
+export function distributionOf(snap: Snapshot): Distribution {
+  return distributionPlanner(snap).id;
+}
+
+/** The planner of the snapshot's platform. */
+export function distributionPlanner(snap: Pick<Snapshot, 'platform'>): DistributionPlanner {
+  return plannerOfPlatform(platformKindOf(snap));
 }

@@ -1,17 +1,20 @@
 /**
- * The seam of the per-distribution planning facts: one DistributionPlanner per self-managed distribution whose
- * configuration the plan edits (kOps Cluster spec, kubeadm ConfigMaps and static pod manifests, k3s or RKE2
- * config.yaml, or plain flags), each one module under src/plan/distributions/ listed once in registry.ts. A planner gives the
- * configuration patches of a Service and a Pod CIDR move, the commands a person runs at each gate, the
- * certificate fix, and the pre-flight check that its configuration source was read.
+ * The seam of the per-platform planning facts: the planner of a platform whose configuration the plan edits (kOps
+ * Cluster spec, kubeadm ConfigMaps and static pod manifests, k3s or RKE2 config.yaml, or plain flags: the fallback
+ * platform's), in the platform's folder under src/platforms/ and installed by src/platforms/registry.ts into
+ * registry.ts. A planner gives the configuration patches of a Service and a Pod CIDR move, the commands a person
+ * runs at each gate, the certificate fix, and the pre-flight check that its configuration source was read.
  */
-import type { Snapshot } from '../../cluster/types.ts';
+import type { Family, Snapshot } from '../../cluster/types.ts';
+import type { Cidr } from '../../net/index.ts';
 import type { PreflightCheck } from '../check.ts';
 import type { PodCIDRSpec, PodPatchGate } from '../pod-spec.ts';
 
-/** Every distribution, in the order they are tried (the first whose matches() holds is the cluster's; generic last). */
-export const DISTRIBUTION_IDS = ['kops', 'rke2', 'kubeadm', 'k3s', 'generic'] as const;
-export type Distribution = (typeof DISTRIBUTION_IDS)[number];
+/**
+ * A planner's id, written in plans as each patch's `distribution`: the kind of the platform whose folder holds the
+ * planner (a platform may plan with another's planner of its folder, e.g. kubespray with kubeadm's).
+ */
+export type Distribution = string;
 
 export type PatchGate = 'enable-servicecidr-api' | 'restart-apiservers' | 'kubelet-cluster-dns' | 'kcm-stop-allocating' | 'kcm-cluster-cidr' | 'pod-cidr-config';
 
@@ -63,8 +66,6 @@ export interface PodPatchInputs {
 
 export interface DistributionPlanner {
   readonly id: Distribution;
-  /** Whether the snapshot is of this distribution (tried in DISTRIBUTION_IDS order). */
-  matches(snap: Snapshot): boolean;
   /** The configuration patches of a Service CIDR move, in gate order. */
   servicePatches(snap: Snapshot, ctx: PatchContext): DistroPatch[];
   /** The commands run at a Service gate. */
@@ -96,4 +97,8 @@ export interface DistributionPlanner {
   configCheck(snap: Snapshot): PreflightCheck | undefined;
   /** Pre-flight checks of the pod patches' own values (e.g. a range the distribution is given while the move runs). */
   podChecks?(inp: PodPatchInputs): PreflightCheck[];
+  /** Values of the Service patch context the platform computes itself from the targets (kOps: nonMasqueradeCIDR). */
+  serviceContext?(snap: Snapshot, target: ReadonlyMap<Family, Cidr>): Partial<PatchContext>;
+  /** Pre-flight checks of a Service CIDR target against the platform's own configuration (kOps: nonMasqueradeCIDR). */
+  serviceChecks?(snap: Snapshot, target: ReadonlyMap<Family, Cidr>): PreflightCheck[];
 }

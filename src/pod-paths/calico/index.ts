@@ -7,10 +7,12 @@ import type { PodPathModule } from '../module.ts';
 import { calicoEngine } from './engine.ts';
 import { CALICO_GATE_CONDITIONS, CALICO_STEP_KINDS } from './kinds.ts';
 import { calicoPath } from './plan.ts';
+import { CALICO_RBAC } from './rbac.ts';
 
 export const calico: PodPathModule<'calico'> = {
   plan: calicoPath,
   engine: calicoEngine,
   stepKinds: CALICO_STEP_KINDS,
+  rbac: CALICO_RBAC,
   gateConditions: CALICO_GATE_CONDITIONS,
 };

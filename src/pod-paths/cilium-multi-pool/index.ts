@@ -7,10 +7,12 @@ import type { PodPathModule } from '../module.ts';
 import { ciliumMultiPoolEngine } from './engine.ts';
 import { CILIUM_GATE_CONDITIONS, CILIUM_STEP_KINDS } from './kinds.ts';
 import { ciliumMultiPoolPath } from './plan.ts';
+import { CILIUM_MULTI_POOL_RBAC } from './rbac.ts';
 
 export const ciliumMultiPool: PodPathModule<'cilium-multi-pool'> = {
   plan: ciliumMultiPoolPath,
   engine: ciliumMultiPoolEngine,
   stepKinds: CILIUM_STEP_KINDS,
+  rbac: CILIUM_MULTI_POOL_RBAC,
   gateConditions: CILIUM_GATE_CONDITIONS,
 };

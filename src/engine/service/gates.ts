@@ -1,0 +1,70 @@
+/**
+ * The gate checks of a Service CIDR move that read the control plane: every apiserver on the new
+ * --service-cluster-ip-range (restart-apiservers) and the kubelets handing out the new DNS IP (kubelet-cluster-dns).
+ */
+import { EVENTS, getObject, listAll, PODS } from '../../kube/resources.ts';
+import { readJournal, sinceLastRollback } from '../journal.ts';
+import type { StepContext } from '../runner.ts';
+import { kubeletsServeNewDNS } from '../kubelet-dns-gate.ts';
+import { KubernetesStep } from './kubernetes.ts';
+
+export class GateChecks extends KubernetesStep {
+  /**
+   * Every apiserver runs with the new flag: from their mirror pods' flags when the cluster shows them, else
+   * from the apiserver's own complaint that ServiceCIDR/kubernetes does not match its flag (event
+   * KubernetesDefaultServiceCIDRInconsistent naming the new range), else from ServiceCIDR/kubernetes
+   * already holding the new range.
+   */
+  async apiserversOnNewRange(ctx: StepContext, gateId?: string): Promise<boolean> {
+    const want = this.svc.to.join(',');
+    const pods = await listAll(ctx.client, PODS, { namespace: 'kube-system', labelSelector: 'component=kube-apiserver' });
+    const flags = pods.map((pod) => {
+      const c = (pod.spec?.containers ?? []).find((x: any) => x.name === 'kube-apiserver') ?? pod.spec?.containers?.[0];
+      const words: string[] = [...(c?.command ?? []), ...(c?.args ?? [])];
+      const i = words.findIndex((w) => w.startsWith('--service-cluster-ip-range'));
+      if (i < 0) return undefined;
+      return words[i]!.includes('=') ? words[i]!.split('=')[1] : words[i + 1];
+    });
+    if (pods.length > 0) {
+      const ok = flags.every((f) => f === want);
+      if (!ok) ctx.log(`apiserver pods still on: ${[...new Set(flags)].join(' ')}`);
+      return ok;
+    }
+    const sc = await getObject(ctx.client, this.SC, 'kubernetes');
+    if (sc && !sc.metadata?.deletionTimestamp && (sc.spec?.cidrs ?? []).join(',') === want) return true;
+    const events = await listAll(ctx.client, EVENTS, { namespace: 'default', fieldSelector: 'reason=KubernetesDefaultServiceCIDRInconsistent' });
+    const gateSeen = gateId ? this.firstJournalTime(ctx, 'gate', gateId) : undefined;
+    const seen = events.some((e) => {
+      const when = Date.parse(String(e.lastTimestamp ?? e.eventTime ?? e.metadata?.creationTimestamp ?? ""));
+      return String(e.message ?? '').includes(this.svc.to[0]!) && (!gateSeen || when >= gateSeen - 1000);
+    });
+    // Before 1.33 the apiserver raises no KubernetesDefaultServiceCIDRInconsistent event (v1.30.14's default ServiceCIDR
+    // controller only creates the object and sets it Ready): without apiserver pods nothing in the API shows the flag
+    if (!seen) {
+      ctx.log('no kube-apiserver pod and no KubernetesDefaultServiceCIDRInconsistent event show the new --service-cluster-ip-range yet'
+        + (this.scVersion === 'v1'
+          ? ` (a restarted apiserver raises that event): resume once every apiserver runs with ${want}`
+          : ` (networking.k8s.io/${this.scVersion} apiservers raise no such event): once every apiserver runs with ${want}, resume with --ack-gate ${gateId ?? 'restart-apiservers'}`));
+    }
+    return seen;
+  }
+
+  protected firstJournalTime(ctx: StepContext, event: string, step: string): number | undefined {
+    const e = sinceLastRollback(readJournal(ctx.journal.path)).find((x) => x.event === event && x.step === step);
+    return e ? Date.parse(e.ts) : undefined;
+  }
+
+  /** kubelets hand out the new DNS IP: kubeadm's kubelet-config ConfigMap says so, or with readKubeletConfig each Ready kubelet's configz. */
+  async kubeletsOnNewDNS(ctx: StepContext): Promise<boolean> {
+    const dns = this.plan.mapping.find((m) => m.isDNS);
+    if (!dns) return true;
+    if (this.opts.readKubeletConfig) return kubeletsServeNewDNS(ctx, dns.from, dns.to);
+    const cms = await listAll(ctx.client, { group: '', version: 'v1', plural: 'configmaps', namespaced: true }, { namespace: 'kube-system' });
+    const kc = cms.find((c) => /^kubelet-config(-\d+\.\d+)?$/.test(c.metadata?.name ?? ''));
+    if (!kc) {
+      ctx.log('kubelet clusterDNS cannot be read from the cluster: after changing it, resume with --ack-gate kubelet-cluster-dns');
+      return false;
+    }
+    return dns.to.every((ip) => String(kc.data?.kubelet ?? '').includes(ip));
+  }
+}
