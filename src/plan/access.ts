@@ -5,12 +5,13 @@
  * test/unit/rbac.test.ts checks the shipped roles (deploy/rbac*.yaml) against this list both ways: every need is
  * granted, and no role grants a write that no plan needs. Pure.
  */
-import { need, POD_RBAC_FILE, type AccessNeed } from './access-need.ts';
+import { KUBELET_CONFIGZ_RBAC_FILE, need, POD_RBAC_FILE, type AccessNeed } from './access-need.ts';
 import type { MigrationPlan } from './plan.ts';
 import { podPath } from './pod-paths/registry.ts';
 import { RECREATE_ROLE } from './recreate-grants.ts';
 
 export type { AccessNeed } from './access-need.ts';
+export { KUBELET_CONFIGZ_RBAC_FILE } from './access-need.ts';
 export { MIGRATE_SERVICE_ACCOUNT, RECREATE_ROLE, recreateGrantCommands, recreateGrants, recreateGrantText, recreateNamespaces } from './recreate-grants.ts';
 
 /** The namespace kube-renumber keeps runs' state in (engine/cluster-state.ts). */
@@ -87,16 +88,13 @@ function recreateNeeds(namespaces: string[] | undefined): AccessNeed[] {
   return namespaces.map((namespace) => need('create', '', 'pods', RECREATE_FILE, `${why} (Role ${RECREATE_ROLE} in this namespace)`, { namespace }));
 }
 
-/** Everything a run of `plan` needs beyond the read roles, in a stable order without repeats. */
-/** The file granting get nodes/proxy for --read-kubelet-config: never among the default roles (docs/service-migration.md). */
-export const KUBELET_CONFIGZ_RBAC_FILE = 'deploy/rbac-kubelet-configz.yaml';
-
 /** What a run needs beyond its plan: the run's flags that ask more of the API server. */
 export interface RunAccessOptions {
   /** --read-kubelet-config: gate kubelet-cluster-dns reads each Ready kubelet's configz through the node proxy. */
   readKubeletConfig?: boolean;
 }
 
+/** Everything a run of `plan` (and of its flags `run`) needs beyond the read roles, in a stable order without repeats. */
 export function accessNeeds(plan: MigrationPlan, run: RunAccessOptions = {}): AccessNeed[] {
   const dnsGate = (plan.steps ?? []).some((s) => s.kind === 'gate' && s.gate.condition === 'kubelet-cluster-dns');
   const configz = run.readKubeletConfig && dnsGate
