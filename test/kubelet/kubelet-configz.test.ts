@@ -17,7 +17,7 @@ import { ServiceExecutor } from '../../src/engine/service-steps.ts';
 import type { MigrationPlan } from '../../src/plan/plan.ts';
 import { startKubelet, type RealKubelet } from '../testbed/kubelet.ts';
 import { useTestbed } from '../testbed/harness.ts';
-import { migrateKubeconfig } from './pod-helpers.ts';
+import { migrateKubeconfig } from '../integration/pod-helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const OLD_DNS = '10.96.0.10';

@@ -1,6 +1,6 @@
 // Gate kubelet-cluster-dns with --read-kubelet-config against a fake API: which nodes are asked, what counts as
 // "on the new DNS", what the gate says when it does not hold, and that only GETs of configz are sent. The same
-// gate against a real kubelet: test/integration/kubelet-configz.test.ts.
+// gate against a real kubelet: test/kubelet/kubelet-configz.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubeObject } from '../../src/cluster/types.ts';
