@@ -10,8 +10,10 @@
 #   K8S_VERSION  e.g. v1.37.2
 # Output: $KL_ROOT/$K8S_VERSION/bin/{kubelet,fakecri}
 #
-# The Go build cache ($TB_ROOT/go/build-cache) is shared and never removed here: this build runs only when a
-# test needs a real kubelet, after the control plane and data plane of the version were built.
+# The Go build cache is the testbed's ($TB_ROOT/go/build-cache, or KUBE_RENUMBER_GOCACHE when `build-all` set one for
+# its run) and the Go module cache is the testbed's ($TB_ROOT/go/mod): the k8s.io packages the control plane and
+# kube-proxy compiled with the same flags are not compiled again. Neither is removed here: this build runs only
+# when a test needs a real kubelet.
 set -euo pipefail
 
 main() {
@@ -24,7 +26,7 @@ MOD="$VDIR/src/kubelet"
 mkdir -p "$BIN" "$MOD/fakecri"
 
 export GOMODCACHE="$TB_ROOT/go/mod"
-export GOCACHE="$TB_ROOT/go/build-cache"
+export GOCACHE="${KUBE_RENUMBER_GOCACHE:-$TB_ROOT/go/build-cache}"
 export GOPATH="$KL_ROOT/go/path"
 export GOFLAGS="-mod=mod -buildvcs=false"
 export GOTOOLCHAIN=local
@@ -83,7 +85,7 @@ log "go build fakecri"
 go build -trimpath -ldflags "-s -w" -o "$BIN/fakecri" ./fakecri
 log "go build kubelet"
 go build -trimpath -ldflags "$ldf" -o "$BIN/kubelet" k8s.io/kubernetes/cmd/kubelet
-log "done: $(ls "$BIN" | tr '\n' ' ')"
+log "done: $(ls "$BIN" | tr '\n' ' '); build cache $GOCACHE: $(du -sh "$GOCACHE" | cut -f1)"
 }
 
 # one line, parsed whole before main runs: a build script edited during a build still exits cleanly

@@ -5,8 +5,8 @@
 // Only the tests that need a real kubelet (kwok serves no configz) build them: nothing else calls this. They
 // live in ${KUBE_RENUMBER_CACHE:-$HOME/.cache/kube-renumber}/kubelet/<version>/bin with their own stamp
 // (kubelet/<version>/stamp.json, which also records fakecri's source hash), so building them never invalidates
-// the control-plane or data-plane caches. The control plane's Go module cache and build cache (testbed/go/) are
-// shared and left in place. A lock file keeps concurrent builds from running twice.
+// the control-plane or data-plane caches. The control plane's Go module cache and build cache (testbed/go/, or
+// KUBE_RENUMBER_GOCACHE when set) are shared and left in place. A lock file keeps concurrent builds from running twice.
 
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -29,6 +29,8 @@ export interface KubeletStamp {
   builtAt: string;
   /** Wall-clock seconds of the build. */
   seconds: number;
+  /** CPU seconds of the build, user + system, all its processes (GNU time). */
+  cpuSeconds?: number;
   /** Max RSS of the largest single process of the build (GNU time), KiB. */
   maxRssKiB?: number;
   binBytes?: number;
@@ -66,7 +68,7 @@ export function isKubeletBuilt(version: string = DEFAULT_VERSION): boolean {
     && KUBELET_BINARIES.every((b) => existsSync(join(kubeletBinDir(version), b)));
 }
 
-async function runBuildScript(version: string, log: (s: string) => void): Promise<{ seconds: number; maxRssKiB?: number }> {
+async function runBuildScript(version: string, log: (s: string) => void): Promise<{ seconds: number; cpuSeconds?: number; maxRssKiB?: number }> {
   const timeBin = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
   const vdir = kubeletVersionDir(version);
   await mkdir(vdir, { recursive: true });
@@ -85,11 +87,16 @@ async function runBuildScript(version: string, log: (s: string) => void): Promis
   const seconds = Math.round((Date.now() - started) / 1000);
   if (code !== 0) throw new Error(`kubelet build failed (exit ${code}): bash ${buildScript} with KL_ROOT=${kubeletRoot()} TB_ROOT=${testbedRoot()} K8S_VERSION=${version}`);
   let maxRssKiB: number | undefined;
+  let cpuSeconds: number | undefined;
   if (timeBin && existsSync(timeFile)) {
-    const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(await readFile(timeFile, 'utf8'));
+    const text = await readFile(timeFile, 'utf8');
+    const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(text);
     if (m) maxRssKiB = Number(m[1]);
+    const u = /User time \(seconds\): ([\d.]+)/.exec(text);
+    const k = /System time \(seconds\): ([\d.]+)/.exec(text);
+    if (u && k) cpuSeconds = Math.round(Number(u[1]) + Number(k[1]));
   }
-  return { seconds, ...(maxRssKiB !== undefined ? { maxRssKiB } : {}) };
+  return { seconds, ...(cpuSeconds !== undefined ? { cpuSeconds } : {}), ...(maxRssKiB !== undefined ? { maxRssKiB } : {}) };
 }
 
 /** Makes sure kubelet and fakecri exist for `version`, building them if needed; returns the bin dir. */
@@ -111,7 +118,7 @@ export async function ensureKubeletBuilt(opts: { version?: string; log?: (s: str
         ...figures,
         binBytes: await duBytes(kubeletBinDir(version)),
       };
-      log(`built in ${figures.seconds}s, peak RSS ${figures.maxRssKiB ?? '?'} KiB; bin ${mib(stamp.binBytes ?? 0)}`);
+      log(`built in ${figures.seconds}s (CPU ${figures.cpuSeconds ?? '?'}s), peak RSS ${figures.maxRssKiB ?? '?'} KiB; bin ${mib(stamp.binBytes ?? 0)}`);
       await writeFile(stampPath(version), JSON.stringify(stamp, null, 2) + '\n');
     },
     log,
