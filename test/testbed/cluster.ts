@@ -127,7 +127,7 @@ export interface TestbedOptions {
   /**
    * Room for real kubelets next to kwok's nodes (default false; test/testbed/kubelet.ts starts them): kwok manages
    * only the nodes labelled type=kwok (its own), not every node, and the apiservers reach kubelets at their
-   * InternalIP (a real kubelet here registers 127.0.0.1; its node name resolves nowhere).
+   * InternalIP (a real kubelet here has this machine's non-loopback IPv4 address; its node name resolves nowhere).
    */
   realKubelets?: boolean;
   /**

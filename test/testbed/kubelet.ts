@@ -1,6 +1,6 @@
 // A real kubelet (k8s.io/kubernetes cmd/kubelet, built by kubelet-build.ts) registered in a testbed, with the
-// CRI stand-in fakecri behind it: it registers its node (InternalIP 127.0.0.1), reports Ready and serves its
-// API on 127.0.0.1 (configz, healthz), which the apiserver's node proxy reaches. No pod runs on it (the fake
+// CRI stand-in fakecri behind it: it registers its node, reports Ready and serves its API (configz) on this
+// machine's non-loopback IPv4 address, its InternalIP, which the apiserver's node proxy reaches. No pod runs on it (the fake
 // runtime runs nothing): it is there for what kwok does not serve, the kubelet's own configuration.
 //
 //   const tb = await Testbed.start({ nodes: 0, realKubelets: true });
@@ -8,16 +8,22 @@
 //   await k.restart({ clusterDNS: ['10.100.0.10'] });   // as an operator does after changing its config file
 //   await k.stop();
 //
-// The node's InternalIP 127.0.0.1 is set by startKubelet as a cloud controller would (--cloud-provider=external):
-// a kubelet refuses a loopback --node-ip. Everything lives in the testbed's state directory; the kubelet is told
-// to keep off the host: no iptables
-// chains, no QoS cgroups, no node allocatable enforcement, no swap check; authentication anonymous and
-// authorization AlwaysAllow (the testbed's apiserver has no kubelet client certificate), which is why it
-// listens on 127.0.0.1 only.
+// Not 127.0.0.1: the apiserver's node proxy refuses an address that is not global unicast ("address not
+// allowed", isProxyableHostname in k8s.io/kubernetes pkg/registry/core/node/strategy.go), so a kubelet on loopback
+// could register but never answer GET nodes/NODE/proxy/configz. The node's InternalIP is set by startKubelet as a
+// cloud controller would (--cloud-provider=external). Everything lives in the testbed's state directory; the
+// kubelet is told to keep off the host: no iptables chains, no QoS cgroups, no node allocatable enforcement, no
+// swap check. Authentication is anonymous and authorization AlwaysAllow (the testbed's apiserver has no kubelet
+// client certificate): anyone who reaches that address and port while a test runs may call the kubelet's API,
+// which has no pod to act on (the fake runtime runs nothing). Its healthz stays on 127.0.0.1. The kubelet
+// bind-mounts its root directory onto itself (MakeRShared, pkg/kubelet/kubelet.go); stop() unmounts it.
 
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { freePorts, Proc, type Testbed } from './cluster.ts';
 import { ensureKubeletBuilt } from './kubelet-build.ts';
 
@@ -30,7 +36,9 @@ export interface KubeletOptions {
 
 export interface RealKubelet {
   readonly name: string;
-  /** The kubelet API's port on 127.0.0.1. */
+  /** The node's InternalIP, where the kubelet API listens. */
+  readonly address: string;
+  /** The kubelet API's port on `address`. */
   readonly port: number;
   readonly dir: string;
   kubelet(): Proc;
@@ -41,11 +49,39 @@ export interface RealKubelet {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function configYaml(o: { port: number; healthzPort: number; clusterDNS: string[]; clusterDomain: string; cri: string; podLogsDir: string }): string {
+/**
+ * This machine's first IPv4 address that the apiserver's node proxy accepts (global unicast: not loopback, not
+ * link-local, not unspecified).
+ */
+export function kubeletAddress(): string {
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) {
+      if (a.family === 'IPv4' && !a.internal && !a.address.startsWith('169.254.') && a.address !== '0.0.0.0') return a.address;
+    }
+  }
+  throw new Error('a real kubelet needs a non-loopback IPv4 address on this machine: the apiserver\'s node proxy refuses loopback ones');
+}
+
+/** Unmounts every mount at or under `dir` (deepest first): the kubelet's bind mount of its root directory. */
+export async function unmountUnder(dir: string): Promise<void> {
+  const points = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n')
+    .map((l) => l.split(' ')[4]?.replace(/\\040/g, ' '))
+    .filter((p): p is string => !!p && (p === dir || p.startsWith(`${dir}/`)))
+    .sort((a, b) => b.length - a.length);
+  for (const p of points) {
+    try {
+      await promisify(execFile)('umount', [p]);
+    } catch {
+      await promisify(execFile)('umount', ['-l', p]);
+    }
+  }
+}
+
+function configYaml(o: { address: string; port: number; healthzPort: number; clusterDNS: string[]; clusterDomain: string; cri: string; podLogsDir: string }): string {
   return [
     'apiVersion: kubelet.config.k8s.io/v1beta1',
     'kind: KubeletConfiguration',
-    'address: 127.0.0.1',
+    `address: ${o.address}`,
     `port: ${o.port}`,
     'readOnlyPort: 0',
     'healthzBindAddress: 127.0.0.1',
@@ -85,6 +121,7 @@ export async function startKubelet(tb: Testbed, opts: KubeletOptions): Promise<R
   await mkdir(join(dir, 'root'), { recursive: true });
   const sock = join(dir, 'cri.sock');
   const cri = `unix://${sock}`;
+  const address = kubeletAddress();
   const [port, healthzPort] = await freePorts(2);
   const supervisor = join(tb.binDir, 'tbsup');
   const fakecri = new Proc(`fakecri-${name}`, supervisor, join(bin, 'fakecri'), ['-listen', cri], join(dir, 'fakecri.log'), 2);
@@ -95,7 +132,7 @@ export async function startKubelet(tb: Testbed, opts: KubeletOptions): Promise<R
   const clusterDomain = opts.clusterDomain ?? 'cluster.local';
   let proc: Proc | undefined;
   const start = async (clusterDNS: string[]) => {
-    await writeFile(configPath, configYaml({ port: port!, healthzPort: healthzPort!, clusterDNS, clusterDomain, cri, podLogsDir: join(dir, 'pod-logs') }));
+    await writeFile(configPath, configYaml({ address, port: port!, healthzPort: healthzPort!, clusterDNS, clusterDomain, cri, podLogsDir: join(dir, 'pod-logs') }));
     proc = new Proc(`kubelet-${name}`, supervisor, join(bin, 'kubelet'), [
       `--config=${configPath}`,
       `--kubeconfig=${tb.kubeconfigPath}`,
@@ -109,15 +146,17 @@ export async function startKubelet(tb: Testbed, opts: KubeletOptions): Promise<R
       '--node-labels=type=real-kubelet',
       '--v=1',
     ], join(dir, 'kubelet.log'), 10);
-    await waitReady(tb, name, clusterDNS, proc, timeoutMs);
+    await waitReady(tb, name, address, clusterDNS, proc, timeoutMs);
   };
   await start(opts.clusterDNS).catch(async (e) => {
     await proc?.stop();
     await fakecri.stop();
+    await unmountUnder(dir);
     throw e;
   });
   return {
     name,
+    address,
     port: port!,
     dir,
     kubelet: () => proc!,
@@ -128,22 +167,23 @@ export async function startKubelet(tb: Testbed, opts: KubeletOptions): Promise<R
     stop: async () => {
       await proc?.stop();
       await fakecri.stop();
+      await unmountUnder(dir);
     },
   };
 }
 
 /** Waits until node `name` is Ready and its configz (through the apiserver) names `clusterDNS`. */
-async function waitReady(tb: Testbed, name: string, clusterDNS: string[], proc: Proc, timeoutMs: number): Promise<void> {
+async function waitReady(tb: Testbed, name: string, address: string, clusterDNS: string[], proc: Proc, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   for (;;) {
     if (!proc.running()) throw new Error(`kubelet ${name} exited with code ${proc.exitCode}\n${proc.logTail(40)}`);
     try {
       const node = await tb.client.get(`/api/v1/nodes/${name}`);
-      if (!(node.status?.addresses ?? []).some((a: { type: string; address: string }) => a.type === 'InternalIP' && a.address === '127.0.0.1')) {
+      if (!(node.status?.addresses ?? []).some((a: { type: string; address: string }) => a.type === 'InternalIP' && a.address === address)) {
         // what a cloud controller does for an external cloud provider: the node's addresses (kept by the kubelet
         // from then on, restarts included); the apiserver reaches the kubelet at the InternalIP
-        await tb.client.mergePatch(`/api/v1/nodes/${name}/status`, { status: { addresses: [{ type: 'InternalIP', address: '127.0.0.1' }, { type: 'Hostname', address: name }] } });
+        await tb.client.mergePatch(`/api/v1/nodes/${name}/status`, { status: { addresses: [{ type: 'InternalIP', address }, { type: 'Hostname', address: name }] } });
         continue;
       }
       const ready = (node.status?.conditions ?? []).find((c: { type: string }) => c.type === 'Ready');
