@@ -231,6 +231,7 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: S
   const executor = new PlanExecutor(plan, {
     clusterDomain: flags.clusterDomain,
     acknowledgedGates: flags.ackGates,
+    readKubeletConfig: values['read-kubelet-config'] === true,
     timeoutMs: flags.timeoutMs,
     rolloutTimeoutMs: flags.rolloutTimeoutMs,
     propagationDelayMs: flags.propagationDelayMs,

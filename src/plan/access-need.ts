@@ -16,3 +16,6 @@ export const need = (verb: string, group: string, resource: string, file: string
 
 /** The file granting what a Pod CIDR move needs. */
 export const POD_RBAC_FILE = 'deploy/rbac-migrate-pods.yaml';
+
+/** The file granting get nodes/proxy for --read-kubelet-config: never among the default roles (docs/service-migration.md). */
+export const KUBELET_CONFIGZ_RBAC_FILE = 'deploy/rbac-kubelet-configz.yaml';

@@ -5,12 +5,13 @@
  * test/unit/rbac.test.ts checks the shipped roles (deploy/rbac*.yaml) against this list both ways: every need is
  * granted, and no role grants a write that no plan needs. Pure.
  */
-import { need, POD_RBAC_FILE, type AccessNeed } from './access-need.ts';
+import { KUBELET_CONFIGZ_RBAC_FILE, need, POD_RBAC_FILE, type AccessNeed } from './access-need.ts';
 import type { MigrationPlan } from './plan.ts';
 import { podPath } from './pod-paths/registry.ts';
 import { RECREATE_ROLE } from './recreate-grants.ts';
 
 export type { AccessNeed } from './access-need.ts';
+export { KUBELET_CONFIGZ_RBAC_FILE } from './access-need.ts';
 export { MIGRATE_SERVICE_ACCOUNT, RECREATE_ROLE, recreateGrantCommands, recreateGrants, recreateGrantText, recreateNamespaces } from './recreate-grants.ts';
 
 /** The namespace kube-renumber keeps runs' state in (engine/cluster-state.ts). */
@@ -87,9 +88,19 @@ function recreateNeeds(namespaces: string[] | undefined): AccessNeed[] {
   return namespaces.map((namespace) => need('create', '', 'pods', RECREATE_FILE, `${why} (Role ${RECREATE_ROLE} in this namespace)`, { namespace }));
 }
 
-/** Everything a run of `plan` needs beyond the read roles, in a stable order without repeats. */
-export function accessNeeds(plan: MigrationPlan): AccessNeed[] {
-  const all = [...runNeeds(), ...(plan.spec.serviceCIDR ? serviceNeeds(plan) : []), ...(plan.spec.podCIDR ? podNeeds(plan) : [])];
+/** What a run needs beyond its plan: the run's flags that ask more of the API server. */
+export interface RunAccessOptions {
+  /** --read-kubelet-config: gate kubelet-cluster-dns reads each Ready kubelet's configz through the node proxy. */
+  readKubeletConfig?: boolean;
+}
+
+/** Everything a run of `plan` (and of its flags `run`) needs beyond the read roles, in a stable order without repeats. */
+export function accessNeeds(plan: MigrationPlan, run: RunAccessOptions = {}): AccessNeed[] {
+  const dnsGate = (plan.steps ?? []).some((s) => s.kind === 'gate' && s.gate.condition === 'kubelet-cluster-dns');
+  const configz = run.readKubeletConfig && dnsGate
+    ? [need('get', '', 'nodes', KUBELET_CONFIGZ_RBAC_FILE, 'read each Ready kubelet\'s configz for gate kubelet-cluster-dns (--read-kubelet-config)', { subresource: 'proxy' })]
+    : [];
+  const all = [...runNeeds(), ...(plan.spec.serviceCIDR ? serviceNeeds(plan) : []), ...(plan.spec.podCIDR ? podNeeds(plan) : []), ...configz];
   const seen = new Set<string>();
   return all.filter((n) => {
     const k = needKey(n);

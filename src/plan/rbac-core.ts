@@ -5,7 +5,7 @@
  * them together; scripts/rbac.ts writes them. `create pods` is in none of them: a run creates bare pods again only
  * in the namespaces its plan lists, by the Role `kube-renumber rbac PLAN` writes there (./recreate-grants.ts). Pure.
  */
-import { POD_RBAC_FILE } from './access-need.ts';
+import { KUBELET_CONFIGZ_RBAC_FILE, POD_RBAC_FILE } from './access-need.ts';
 import { binding, role, type PathRbac, type RbacDoc, type RbacFile, type RbacRule } from './rbac-manifest.ts';
 import { PLATFORM_READ_RULES } from './rbac-platforms.ts';
 
@@ -202,7 +202,50 @@ function probeFile(): RbacFile {
   };
 }
 
+/**
+ * The opt-in file of --read-kubelet-config: get nodes/proxy, which is far wider than reading a configuration, so
+ * it is in none of the default roles nor in deploy/kustomization.yaml (test/unit/rbac.test.ts checks both).
+ */
+function kubeletConfigzFile(): RbacFile {
+  return {
+    path: KUBELET_CONFIGZ_RBAC_FILE,
+    header: [
+      'OPT-IN, NOT PART OF THE DEFAULT ROLES (not in kustomization.yaml): get on nodes/proxy for',
+      '`kube-renumber apply|resume --read-kubelet-config`, with which gate kubelet-cluster-dns reads each Ready',
+      'node\'s kubelet configuration (GET /api/v1/nodes/NODE/proxy/configz) instead of waiting for',
+      '--ack-gate kubelet-cluster-dns.',
+      '',
+      'READ THIS BEFORE APPLYING IT. nodes/proxy is not a read-only permission, whatever its verb:',
+      '  - the API server proxies the request to the kubelet with its own credentials, so whoever holds it can',
+      '    call every kubelet endpoint that has no finer subresource, on every node: container logs, the pods\'',
+      '    specs, and /exec, /attach, /run, /portForward: commands in any container of the node;',
+      '  - a WebSocket upgrade is an HTTP GET, which the kubelet authorizes as verb get, so `get nodes/proxy`',
+      '    alone is enough to run commands in any container (kubernetes/kubernetes#136550; the Kubernetes docs\'',
+      '    warning "get nodes/proxy", kubelet-authn-authz), and these requests bypass admission and the API',
+      '    server\'s audit of pods/exec.',
+      'A token holding it is as strong as exec into every pod of the cluster. See docs/service-migration.md,',
+      '"Reading the kubelets\' configuration", for the sources and the alternatives (--ack-gate; kubeadm\'s',
+      'kubelet-config ConfigMap; nodes/configz, which serves the same data without exec but only to clients that',
+      'reach the kubelet\'s port themselves).',
+      '',
+      'Bind it only for the run that reaches gate kubelet-cluster-dns, and delete the binding afterwards:',
+      '  kubectl apply -f deploy/rbac-kubelet-configz.yaml',
+      '  kube-renumber resume plan.yaml --read-kubelet-config',
+      '  kubectl delete clusterrolebinding kube-renumber-kubelet-configz',
+      'Written by `npm run rbac` from src/plan/rbac-core.ts; edit that, not this file.',
+    ],
+    docs: [
+      {
+        object: role('kube-renumber-kubelet-configz', [
+          R([''], ['nodes/proxy'], ['get'], { comment: ['get only: the run sends GET .../proxy/configz and nothing else through it'] }),
+        ]),
+      },
+      { object: binding('kube-renumber-kubelet-configz', 'ClusterRole', 'kube-renumber-kubelet-configz', 'kube-renumber-migrate') },
+    ],
+  };
+}
+
 /** Every shipped RBAC file, given what each pod path declares (in the registry's order). */
 export function rbacFiles(paths: readonly PathRbac[]): RbacFile[] {
-  return [readFile(), migrateFile(), migratePodsFile(paths), probeFile()];
+  return [readFile(), migrateFile(), migratePodsFile(paths), probeFile(), kubeletConfigzFile()];
 }

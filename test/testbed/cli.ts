@@ -3,6 +3,7 @@
 //   npm run testbed -- build [--version V]
 //   npm run testbed -- build-dataplane [--version V]   kube-proxy, CoreDNS and dpnet (see dataplane-build.ts)
 //   npm run testbed -- build-all [--oldest-in-background]   what npm test needs, one shared Go build cache (see cmdBuildAll)
+//   npm run testbed -- build-kubelet [--version V]     a real kubelet and its CRI stand-in fakecri (see kubelet-build.ts; not run by npm test)
 //   npm run testbed -- build-cilium [--version V]      cilium-operator-generic (see cilium-build.ts; not run by npm test)
 //   npm run testbed -- build-calico [--version V]      calico-ipam, calico-kube-controllers, calicoctl, CRDs (see calico-build.ts)
 //   npm run testbed -- build-metallb [--version V]     MetalLB's controller and CRDs (see metallb-build.ts)
@@ -42,6 +43,7 @@ import { CALICO_VERSION, calicoBuiltDir, ensureCalicoBuilt, readCalicoStamp } fr
 import { ensureMetalLBBuilt, METALLB_VERSION, metallbBuiltDir, metallbRoot, readMetalLBStamp } from './metallb-build.ts';
 import { cleanupLeftovers } from './dataplane.ts';
 import { COREDNS_VERSION, ensureDataplaneBuilt, isDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
+import { ensureKubeletBuilt, readKubeletStamp } from './kubelet-build.ts';
 import { populate } from './fixture.ts';
 import { KubeClient } from './kube.ts';
 import { NODE_TEMPLATE_FILE, reregisterNode } from './reregister-node.ts';
@@ -131,6 +133,15 @@ async function cmdBuild(args: string[]) {
   const dir = await ensureBuilt({ version: values.version ?? DEFAULT_VERSION });
   const stamp = readStamp(values.version ?? DEFAULT_VERSION);
   process.stderr.write(`[testbed] binaries in ${dir} (${Date.now() - t} ms${stamp?.seconds ? `; last full build took ${stamp.seconds}s` : ''})\n`);
+}
+
+async function cmdBuildKubelet(args: string[]) {
+  const { values } = parseArgs({ args, options: { version: { type: 'string' } } });
+  const version = values.version ?? DEFAULT_VERSION;
+  const t = Date.now();
+  const dir = await ensureKubeletBuilt({ version });
+  const stamp = readKubeletStamp(version);
+  process.stderr.write(`[kubelet] kubelet ${version} and fakecri in ${dir} (${Date.now() - t} ms${stamp?.seconds ? `; last full build took ${stamp.seconds}s` : ''})\n`);
 }
 
 async function cmdBuildDataplane(args: string[]) {
@@ -548,6 +559,9 @@ try {
       break;
     case 'build-dataplane':
       await cmdBuildDataplane(rest);
+      break;
+    case 'build-kubelet':
+      await cmdBuildKubelet(rest);
       break;
     case 'build-cilium':
       await cmdBuildCilium(rest);

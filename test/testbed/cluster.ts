@@ -125,6 +125,12 @@ export interface TestbedOptions {
    */
   kubeletLogs?: boolean;
   /**
+   * Room for real kubelets next to kwok's nodes (default false; test/testbed/kubelet.ts starts them): kwok manages
+   * only the nodes labelled type=kwok (its own), not every node, and the apiservers reach kubelets at their
+   * InternalIP (a real kubelet here has this machine's non-loopback IPv4 address; its node name resolves nowhere).
+   */
+  realKubelets?: boolean;
+  /**
    * The ServiceCIDR API on versions that serve it only behind the MultiCIDRServiceAllocator feature gate (1.29–1.32,
    * serviceCIDRApiOf): 'on' starts every kube-apiserver with the gate and --runtime-config=networking.k8s.io/<its
    * version>=true and kube-controller-manager with the gate; 'off' (default) starts them as such a version does by
@@ -412,6 +418,7 @@ export class Testbed {
       calicoIPAM: opts.calicoIPAM ?? ((process.env.KUBE_RENUMBER_CALICO_IPAM as 'calico' | 'stand-in' | undefined) || 'calico'),
       controllerManagerQPS: opts.controllerManagerQPS ?? 0,
       kubeletLogs: opts.kubeletLogs ?? false,
+      realKubelets: opts.realKubelets ?? false,
       zones: opts.zones ?? 0,
       serviceCIDRApi: opts.serviceCIDRApi ?? 'off',
     };
@@ -543,7 +550,7 @@ export class Testbed {
     const kwok = this.#spawn('kwok', [
       `--kubeconfig=${this.kubeconfigPath}`,
       `--config=${stagesPath}`,
-      '--manage-all-nodes=true',
+      this.options.realKubelets ? '--manage-nodes-with-label-selector=type=kwok' : '--manage-all-nodes=true',
       // renew each node's Lease (kube-node-lease) like a kubelet: without it kwok only posts node status
       // about once a minute and the node lifecycle controller marks nodes, then their pods, NotReady
       '--node-lease-duration-seconds=40',
@@ -792,7 +799,7 @@ export class Testbed {
     else if (this.advertiseAddress) args.push(`--advertise-address=${this.advertiseAddress}`);
     else args.push('--advertise-address=127.0.0.1', '--endpoint-reconciler-type=none');
     // kubeletLogs: reach kwok's kubelet server at the nodes' InternalIP 127.0.0.1, never by looking up a Hostname
-    if (this.options.kubeletLogs) args.push('--kubelet-preferred-address-types=InternalIP');
+    if (this.options.kubeletLogs || this.options.realKubelets) args.push('--kubelet-preferred-address-types=InternalIP');
     // After "HTTPServerStoppedListening" a SIGTERMed kube-apiserver hangs until killed (measured: it sat
     // there the whole 10 s grace); everything it owns is in etcd already, so give it 2 s (HA: after the
     // shutdown delay during which it keeps serving).

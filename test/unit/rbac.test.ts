@@ -21,10 +21,13 @@ interface Rule { apiGroups: string[]; resources: string[]; verbs: string[]; reso
 /** A rule the ServiceAccount holds, where (undefined: cluster-wide), and the file binding it. */
 interface Held { rule: Rule; namespace?: string; file: string }
 
+/** The opt-in file of --read-kubelet-config (get nodes/proxy): never among the default FILES. */
+const CONFIGZ_FILE = 'deploy/rbac-kubelet-configz.yaml';
+
 /** The rules the shipped files give the ServiceAccount, plus those of the per-namespace Roles and RoleBindings `extra`. */
-function held(extra: Array<Record<string, unknown>> = []): Held[] {
+function held(extra: Array<Record<string, unknown>> = [], files: readonly string[] = FILES): Held[] {
   const docs = [
-    ...FILES.flatMap((f) => yaml.loadAll(readFileSync(join(ROOT, f), 'utf8')).filter(Boolean).map((d: any) => ({ ...d, file: f }))),
+    ...files.flatMap((f) => yaml.loadAll(readFileSync(join(ROOT, f), 'utf8')).filter(Boolean).map((d: any) => ({ ...d, file: f }))),
     ...extra.map((d) => ({ ...d, file: 'recreateGrants' })),
   ];
   const role = (kind: string, name: string, ns?: string) => docs.find((d: any) => d.kind === kind && d.metadata.name === name && (kind === 'ClusterRole' || d.metadata.namespace === ns));
@@ -125,7 +128,7 @@ describe('shipped RBAC against what runs need', () => {
   });
 
   test('no migrate role grants a write no plan needs', () => {
-    const needs = Object.values(PLANS).flatMap(accessNeeds);
+    const needs = Object.values(PLANS).flatMap((p) => accessNeeds(p));
     const excess: string[] = [];
     for (const h of rules.filter((x) => x.file !== 'deploy/rbac.yaml')) {
       for (const verb of h.rule.verbs.filter((v) => !['get', 'list', 'watch'].includes(v))) {
@@ -160,5 +163,41 @@ describe('shipped RBAC against what runs need', () => {
 
   test('Secrets only in the state namespace', () => {
     for (const h of rules.filter((x) => x.rule.resources.includes('secrets'))) assert.equal(h.namespace, 'kube-renumber');
+  });
+
+  describe('--read-kubelet-config: get nodes/proxy, only from its own file', () => {
+    const withGate = plan({ serviceCIDR: { from: 'a', to: 'b' }, strategy: 'in-place' });
+    (withGate as any).steps = [{ id: 'kubelet-cluster-dns', kind: 'gate', gate: { condition: 'kubelet-cluster-dns' } }];
+    const proxyGet = { verb: 'get', group: '', resource: 'nodes', subresource: 'proxy', file: '', why: '' };
+
+    test('asked only with the flag and only where the plan has gate kubelet-cluster-dns', () => {
+      const key = 'get nodes/proxy';
+      assert.ok(!accessNeeds(withGate).map(needKey).includes(key));
+      assert.ok(accessNeeds(withGate, { readKubeletConfig: true }).map(needKey).includes(key));
+      assert.equal(accessNeeds(withGate, { readKubeletConfig: true }).find((n) => needKey(n) === key)?.file, CONFIGZ_FILE);
+      assert.ok(!accessNeeds(PLANS['service in place']!, { readKubeletConfig: true }).map(needKey).includes(key), 'no DNS gate, no need');
+    });
+
+    test('the default files grant no nodes/proxy at all, and the kustomize base does not include the opt-in file', () => {
+      for (const f of [...FILES, 'deploy/rbac-probe.yaml']) {
+        const rules = (yaml.loadAll(readFileSync(join(ROOT, f), 'utf8')) as any[]).filter((d) => d?.rules).flatMap((d) => d.rules as Rule[]);
+        const wide = rules.filter((r) => r.resources.some((x) => ['nodes/proxy', 'nodes/*', '*'].includes(x)) || r.verbs.includes('*'));
+        assert.deepEqual(wide, [], `${f} grants nodes/proxy or a wildcard`);
+      }
+      assert.ok(!held().some((h) => grants(h, proxyGet)));
+      const k = yaml.load(readFileSync(join(ROOT, 'deploy/kustomization.yaml'), 'utf8')) as { resources: string[] };
+      assert.ok(!k.resources.includes('rbac-kubelet-configz.yaml'));
+    });
+
+    test('the opt-in file grants exactly get nodes/proxy, to the migrate ServiceAccount, and with it every need of the run', () => {
+      const docs = (yaml.loadAll(readFileSync(join(ROOT, CONFIGZ_FILE), 'utf8')) as any[]).filter(Boolean);
+      const roles = docs.filter((d) => d.kind === 'ClusterRole' || d.kind === 'Role');
+      assert.deepEqual(roles.flatMap((r) => r.rules), [{ apiGroups: [''], resources: ['nodes/proxy'], verbs: ['get'] }]);
+      const own = held([], [...FILES, CONFIGZ_FILE]);
+      assert.ok(own.some((h) => h.file === CONFIGZ_FILE && grants(h, proxyGet)));
+      assert.deepEqual(accessNeeds(withGate, { readKubeletConfig: true }).filter((n) => !own.some((h) => grants(h, n))).map(needKey), []);
+      // the verbs that would make it worse are not there
+      for (const verb of ['create', 'update', 'patch', 'delete', '*']) assert.ok(!own.some((h) => grants(h, { ...proxyGet, verb })), verb);
+    });
   });
 });

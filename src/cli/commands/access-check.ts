@@ -20,7 +20,7 @@ export function clientFor(values: Values, io: Io): KubeClient {
 }
 
 export async function checkAccess(values: Values, io: Io, plan: MigrationPlan): Promise<void> {
-  const needs = accessNeeds(plan);
+  const needs = accessNeeds(plan, { readKubeletConfig: values['read-kubelet-config'] === true });
   const denied = await deniedAccess(clientFor(values, io), needs);
   if (denied === undefined) {
     io.err('warning: the API server does not answer access reviews (SelfSubjectAccessReview): permissions are not checked before the run\n');

@@ -251,6 +251,7 @@ const RUN_OPTIONS = {
   'dry-run': { type: 'string' },
   'allow-hook': { type: 'boolean' },
   'ack-gate': { type: 'string', multiple: true },
+  'read-kubelet-config': { type: 'boolean' },
   only: { type: 'string', multiple: true },
   skip: { type: 'string', multiple: true },
   events: { type: 'string' },
@@ -264,6 +265,9 @@ const RUN_HELP = `Flags:
   --allow-hook             run the plan's node hook (spec.podCIDR.node.hook, through /bin/sh, with only PATH,
                            HOME, KUBECONFIG and KUBE_RENUMBER_NODE set); a plan with a hook is refused without it
   --ack-gate ID            assert by hand that gate ID holds where the cluster cannot show it (repeatable)
+  --read-kubelet-config    gate kubelet-cluster-dns reads each Ready node's kubelet configuration (configz) through
+                           the API server; needs get nodes/proxy, which also reaches the kubelet's exec API: grant it
+                           only knowingly (deploy/rbac-kubelet-configz.yaml, docs/service-migration.md)
   --only STEP[,STEP]       run just these steps (ids or patterns with *); every step before them must be done
   --skip STEP[,STEP]       leave these steps out (journaled as excluded, never counted as done)
   --events ndjson          stream the journal's entries to stdout as they are appended (one JSON object a line;

@@ -29,6 +29,7 @@ export class ServiceExecutorBase {
     this.opts = {
       clusterDomain: opts.clusterDomain ?? 'cluster.local',
       acknowledgedGates: opts.acknowledgedGates ?? [],
+      readKubeletConfig: opts.readKubeletConfig ?? false,
       timeoutMs: opts.timeoutMs ?? 60_000,
       concurrency: opts.concurrency ?? 8,
       covers: opts.covers ?? true,

@@ -13,6 +13,8 @@ export interface ServiceExecOptions {
   clusterDomain?: string;
   /** Gates the operator asserts by hand when the cluster cannot show them (e.g. no kubelet configz). */
   acknowledgedGates?: readonly string[];
+  /** Gate kubelet-cluster-dns reads each Ready node's kubelet configz (needs get nodes/proxy: src/engine/kubelet-dns-gate.ts). */
+  readKubeletConfig?: boolean;
   /** How long to wait for the apiserver/controllers to show an effect (default 60 s). */
   timeoutMs?: number;
   /** Parallel Service moves inside one batch (default 8). */

@@ -8,6 +8,7 @@ import { allocatorDualWrite, DUAL_WRITE_GATE, featureEnabledInMetrics, MULTI_CID
 import { minorOf } from '../../plan/preflight.ts';
 import { readJournal, sinceLastRollback } from '../journal.ts';
 import type { StepContext } from '../runner.ts';
+import { kubeletsServeNewDNS } from '../kubelet-dns-gate.ts';
 import { KubernetesStep } from './kubernetes.ts';
 
 export class GateChecks extends KubernetesStep {
@@ -101,10 +102,11 @@ export class GateChecks extends KubernetesStep {
     return e ? Date.parse(e.ts) : undefined;
   }
 
-  /** kubelets hand out the new DNS IP: kubeadm's kubelet-config ConfigMap says so (configz is not read yet). */
+  /** kubelets hand out the new DNS IP: kubeadm's kubelet-config ConfigMap says so, or with readKubeletConfig each Ready kubelet's configz. */
   async kubeletsOnNewDNS(ctx: StepContext): Promise<boolean> {
     const dns = this.plan.mapping.find((m) => m.isDNS);
     if (!dns) return true;
+    if (this.opts.readKubeletConfig) return kubeletsServeNewDNS(ctx, dns.from, dns.to);
     const cms = await listAll(ctx.client, { group: '', version: 'v1', plural: 'configmaps', namespaced: true }, { namespace: 'kube-system' });
     const kc = cms.find((c) => /^kubelet-config(-\d+\.\d+)?$/.test(c.metadata?.name ?? ''));
     if (!kc) {
