@@ -147,7 +147,7 @@ describe('rollback and restore killed mid-way, and through the fault proxy: noth
     figures.recreatePartial = { services: before.length, movedWhenKilled: movedNow.length, lost: 0 };
   });
 
-  test('recreate: apply killed after Service deletes; restore killed twice, run again; rollback through the fault proxy', { timeout: 15 * 60_000 }, async () => {
+  test('recreate: apply killed after Service deletes; restore killed four times from a state directory of its own, run again; rollback through the fault proxy', { timeout: 15 * 60_000 }, async () => {
     const before = await services();
     const planPath = await plan('recreate');
     const state = join(dir, 'recreate');
