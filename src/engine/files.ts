@@ -24,19 +24,23 @@ function fsyncDir(dir: string): void {
   try { fsyncSync(fd); } finally { closeSync(fd); }
 }
 
-// For the crash tests only: KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC=N SIGKILLs the process between the Nth durable
-// file's write and its fsync (a backup or plan copy written, not yet synced or renamed into place).
-const killBeforeFsyncAt = Number(process.env.KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC ?? 0);
+// For the crash tests only: KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC=N[:TEXT] SIGKILLs the process between the Nth durable
+// file's write and its fsync (a backup or plan copy written, not yet synced or renamed into place); with TEXT, only
+// files whose path contains it count (e.g. Node__cluster: a Node's backup).
+const killBeforeFsyncAt = /^(\d+)(?::(.+))?$/s.exec(process.env.KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC ?? '');
 let durableWrites = 0;
-function killBeforeFsync(): void {
-  if (killBeforeFsyncAt > 0 && ++durableWrites >= killBeforeFsyncAt) process.kill(process.pid, 'SIGKILL');
+function killBeforeFsync(path: string): void {
+  if (killBeforeFsyncAt && Number(killBeforeFsyncAt[1]) > 0 && (!killBeforeFsyncAt[2] || path.includes(killBeforeFsyncAt[2]))
+    && ++durableWrites >= Number(killBeforeFsyncAt[1])) process.kill(process.pid, 'SIGKILL');
 }
-// KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC=N: the same between the Nth appended line's write and its fsync (a
-// journal entry written, not yet synced).
-const killBeforeLineFsyncAt = Number(process.env.KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC ?? 0);
+// KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC=N[:TEXT]: the same between the Nth appended line's write and its fsync (a
+// journal entry written, not yet synced); with TEXT, only lines that contain it count (e.g.
+// "event":"step-start","step":"assign-podcidr-n1").
+const killBeforeLineFsyncAt = /^(\d+)(?::(.+))?$/s.exec(process.env.KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC ?? '');
 let durableLines = 0;
-function killBeforeLineFsync(): void {
-  if (killBeforeLineFsyncAt > 0 && ++durableLines >= killBeforeLineFsyncAt) process.kill(process.pid, 'SIGKILL');
+function killBeforeLineFsync(line: string): void {
+  if (killBeforeLineFsyncAt && Number(killBeforeLineFsyncAt[1]) > 0 && (!killBeforeLineFsyncAt[2] || line.includes(killBeforeLineFsyncAt[2]))
+    && ++durableLines >= Number(killBeforeLineFsyncAt[1])) process.kill(process.pid, 'SIGKILL');
 }
 
 /** Write `data` to `path` atomically and durably, mode 0600. */
@@ -47,7 +51,7 @@ export function writeFileDurable(path: string, data: string): void {
   const fd = openSync(tmp, 'wx', 0o600);
   try {
     writeSync(fd, data);
-    killBeforeFsync();
+    killBeforeFsync(path);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -69,7 +73,7 @@ export function appendLineDurable(path: string, line: string): void {
   const fd = openSync(path, 'a', 0o600);
   try {
     writeSync(fd, line.endsWith('\n') ? line : `${line}\n`);
-    killBeforeLineFsync();
+    killBeforeLineFsync(line);
     fsyncSync(fd);
   } finally {
     closeSync(fd);

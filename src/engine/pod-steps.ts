@@ -733,6 +733,10 @@ export class PodExecutor implements PodPathHosts {
     const off = dir.problem(cidrs);
     if (off) return `node ${it.name} ${off}`;
     if (!(n.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True')) return `node ${it.name} is not Ready`;
+    // assignOne uncordons a node that registered cordoned: one that has its podCIDR but is still cordoned (a run
+    // killed between the two) is not done, or a resume would skip it and leave it cordoned. (On the way back, the
+    // rollback's last uncordon covers it.)
+    if (dir === this.forward && n.spec?.unschedulable === true) return `node ${it.name} is cordoned`;
     const mine = cidrs.map((c) => parseCidr(c));
     const stray = (await this.podsOnNode(client, it.name)).filter((x) => active(x) && ipsOf(x).length > 0 && !ipsOf(x).every((a) => inAny(mine, a)));
     if (stray.length > 0) return `${stray.length} pod(s) on node ${it.name} have addresses outside its podCIDR`;

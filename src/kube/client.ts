@@ -129,6 +129,11 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
   // answer is read: the apiserver may or may not have applied it.
   const inFlight = /^(\d+)(?::(\d+))?$/.exec(env.KUBE_RENUMBER_TEST_KILL_IN_FLIGHT ?? '');
   let inFlightCount = 0;
+  // KUBE_RENUMBER_TEST_KILL_IN_FLIGHT_AT=METHOD:PATH-PART:N[:BODY-PART]: SIGKILL once the Nth request of that method
+  // whose path (and body) contain the parts has been sent in full, before its answer is read: a kill mid-request at a
+  // named write (e.g. PATCH:/nodes/n1:1:"unschedulable":false, an uncordon). The apiserver may or may not apply it.
+  const inFlightAt = /^([A-Z]+):([^:]+):(\d+)(?::(.+))?$/.exec(env.KUBE_RENUMBER_TEST_KILL_IN_FLIGHT_AT ?? '');
+  let inFlightAtCount = 0;
   const counted = (method: Method, path: string) => method !== 'GET' && !path.includes('/leases') && !path.includes('/namespaces/kube-renumber/')
     && !path.includes('/selfsubjectaccessreviews');
 
@@ -156,14 +161,16 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
       const kill = () => process.kill(process.pid, 'SIGKILL');
       if (inFlight[2]) setTimeout(kill, Number(inFlight[2])); else setImmediate(kill);
     }
+    const onSent = inFlightAt && method === inFlightAt[1] && path.includes(inFlightAt[2]!) && (!inFlightAt[4] || (body ?? '').includes(inFlightAt[4]))
+      && ++inFlightAtCount === Number(inFlightAt[3]) ? () => process.kill(process.pid, 'SIGKILL') : undefined;
     // Every request but a watch waits for a slot of the run's window and tells it how the answer went.
     const send = async (): Promise<SendResult> => {
-      if (!limiter || ro.stream) return transport.send(method, full, headers, body, timeoutMs, rk.context, ro.stream);
+      if (!limiter || ro.stream) return transport.send(method, full, headers, body, timeoutMs, rk.context, ro.stream, onSent);
       const release = await limiter.acquire();
       const t0 = performance.now();
       const kind = method !== 'GET' ? 'write' : ro.query?.limit !== undefined ? 'list' : 'get';
       try {
-        const r = await transport.send(method, full, headers, body, timeoutMs, rk.context);
+        const r = await transport.send(method, full, headers, body, timeoutMs, rk.context, undefined, onSent);
         if (r.priorityLevel) limiter.priorityLevel = r.priorityLevel;
         limiter.observe({
           kind, latencyMs: performance.now() - t0, status: r.status, apf: r.priorityLevel !== undefined,

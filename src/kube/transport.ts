@@ -283,7 +283,8 @@ export class Transport {
    * timeout then covers only the wait for the answer's headers, and `stream.signal` ends the exchange early
    * (it resolves as a complete answer with an empty text).
    */
-  async send(method: string, path: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number, context: string, stream?: StreamSink): Promise<SendResult> {
+  async send(method: string, path: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number, context: string, stream?: StreamSink,
+    onSent?: () => void): Promise<SendResult> {
     let creds: Awaited<ReturnType<Transport['credentials']>>;
     try {
       creds = await this.credentials(timeoutMs);
@@ -299,7 +300,7 @@ export class Transport {
     const proxy = this.rk.cluster.proxyUrl ? ` through the proxy ${redactUrl(this.rk.cluster.proxyUrl)}` : '';
     const where = `the API server ${this.rk.displayServer}${proxy} (context "${context}")`;
     try {
-      return await this.exchange(agent, method, prefix + path, all, body, timeoutMs, stream);
+      return await this.exchange(agent, method, prefix + path, all, body, timeoutMs, stream, onSent);
     } catch (e) {
       // A kept-alive connection the server closed just as we reused it: once more on a new one (reads only).
       const stale = (e as { staleSocket?: boolean }).staleSocket && (method === 'GET' || method === 'HEAD');
@@ -313,7 +314,8 @@ export class Transport {
   }
 
   /** One request on the agent; a failure is the raw error with `progress` (and `staleSocket`) attached. */
-  private exchange(agent: http.Agent, method: string, path: string, all: Record<string, string | string[]>, body: string | undefined, timeoutMs: number, stream?: StreamSink): Promise<SendResult> {
+  private exchange(agent: http.Agent, method: string, path: string, all: Record<string, string | string[]>, body: string | undefined, timeoutMs: number, stream?: StreamSink,
+    onSent?: () => void): Promise<SendResult> {
     const server = this.rk.server;
     const mod = this.isHttps ? https : http;
     const progress: Progress = { tcp: false, tls: false, response: false };
@@ -397,7 +399,8 @@ export class Transport {
           });
         });
       });
-      req.end(body);
+      // onSent: the request is written in full (the crash tests' kill mid-request)
+      if (onSent) req.end(body, onSent); else req.end(body);
     });
   }
 

@@ -78,3 +78,27 @@ export async function migrateKubeconfig(tb: Kubectl): Promise<string> {
   assert.equal(tok.code, 0, tok.stderr);
   return kubeconfigWithToken(tb.server, tok.stdout.trim());
 }
+
+/**
+ * Rollouts so far, by workload: a Deployment's revision (its deployment.kubernetes.io/revision annotation), a
+ * StatefulSet's or DaemonSet's ControllerRevisions. Two readings give how often each workload was rolled out between.
+ */
+export async function rollouts(tb: Kubectl): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const d of (await getJSON(tb, ['get', 'deployments', '-A'])).items) {
+    out.set(`Deployment/${d.metadata.namespace}/${d.metadata.name}`, Number(d.metadata.annotations?.['deployment.kubernetes.io/revision'] ?? 0));
+  }
+  for (const cr of (await getJSON(tb, ['get', 'controllerrevisions', '-A'])).items) {
+    const o = (cr.metadata.ownerReferences ?? []).find((x: any) => x.controller);
+    if (o) out.set(`${o.kind}/${cr.metadata.namespace}/${o.name}`, (out.get(`${o.kind}/${cr.metadata.namespace}/${o.name}`) ?? 0) + 1);
+  }
+  return out;
+}
+
+/** No workload of `before` rolled out more than once since (a killed run's restart is not done again), none gone. */
+export async function assertNoWorkloadRestartedTwice(tb: Kubectl, before: Map<string, number>): Promise<void> {
+  const now = await rollouts(tb);
+  const twice = [...before].filter(([k, n]) => (now.get(k) ?? 0) > n + 1).map(([k, n]) => `${k}: ${n} → ${now.get(k)}`);
+  assert.deepEqual(twice, [], 'no workload restarted twice');
+  assert.deepEqual([...before.keys()].filter((k) => !now.has(k)), [], 'no workload gone');
+}

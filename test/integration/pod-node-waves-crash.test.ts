@@ -1,10 +1,10 @@
 // Node waves killed and rolled back, on the node IPAM path against the real control plane: 6 kwok nodes in 2
 // zones, waves of 2 (--max-unavailable 2). The move is killed (SIGKILL) mid-wave at named points of a node's move
-// — after a Node's delete, an eviction, a podCIDR patch, a bare pod created again — and
-// resumed each time: every node ends with a podCIDR in NEW, no pod is lost, no PodDisruptionBudget is ever violated
+// — after a Node's delete, an eviction, a podCIDR patch, a bare pod created again; a Node delete in flight; between a
+// node report's write and its fsync — and resumed each time: every node ends with a podCIDR in NEW, no pod is lost, no PodDisruptionBudget is ever violated
 // (watched from the first kill to the last rollback), no finished wave's node ever holds a pod outside its podCIDR,
-// verify passes. Then the move is rolled back in waves, killed once on the way back and
-// run again: every node is back in the old range with as many pods as before, and a third rollback has nothing
+// no workload rolled out twice, verify passes. Then the move is rolled back in waves, killed on the way back after a
+// podCIDR patch, with a Node delete in flight and before a node report's fsync, and run again: every node is back in the old range with as many pods as before, and a third rollback has nothing
 // left to undo.
 
 import assert from 'node:assert/strict';
@@ -18,7 +18,7 @@ import { type PDBWatcher, watchPDBs } from '../testbed/pdb-watch.ts';
 import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
 import { cli, killFigures, type KillPoint } from './helpers.ts';
-import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, ROOT } from './pod-helpers.ts';
+import { activePodNetworkPods, assertAllPodsIn, assertNoWorkloadRestartedTwice, assertWorkloadsReady, getJSON, inRange, ROOT, rollouts } from './pod-helpers.ts';
 
 const OLD = '10.244.0.0/16';
 const NEW = '10.61.0.0/16';
@@ -31,6 +31,10 @@ const WAVE_KILL_POINTS: readonly KillPoint[] = [
   { name: 'after a Node delete', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/api/v1/nodes/:1' } },
   { name: 'after a podCIDR patch', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/api/v1/nodes/:1:podCIDR' } },
   { name: 'after an eviction', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/eviction:1' } },
+  // mid-request: sent in full, its answer never read
+  { name: 'Node delete in flight', env: { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT_AT: 'DELETE:/api/v1/nodes/:1' } },
+  // mid-fsync: a node's report (written once each node of the wave is done), written and not yet synced
+  { name: 'before a node report\'s fsync', env: { KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC: '1:"event":"report"' } },
   { name: 'after a podCIDR patch', env: { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/api/v1/nodes/:2:podCIDR' } },
   { name: 'after a Node delete', env: { KUBE_RENUMBER_TEST_KILL_AT: 'DELETE:/api/v1/nodes/:1' } },
   { name: 'after an eviction', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/eviction:1' } },
@@ -63,6 +67,7 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
   test('killed at every named point of a wave, resumed each time: every node in NEW, nothing lost, no stray pod', { timeout: 1_200_000 }, async () => {
     await populateWorkloads(tb, { namespaces: 1, deploymentsPerNs: 2, replicas: 4, statefulSets: 1, statefulSetReplicas: 2 });
     before = (await activePodNetworkPods(tb)).length;
+    const rolloutsBefore = await rollouts(tb);
     const hook = `${process.execPath} ${join(ROOT, 'test/testbed/reregister-node.ts')} --kubeconfig ${tb.kubeconfigPath}`;
     const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', NEW, '--ipam', 'node', '--node-hook', hook, '--max-unavailable', '2', '-o', 'json']);
     assert.ok(p.code === 0 || p.code === 1, p.err);
@@ -103,6 +108,7 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
     assert.equal(last?.code, 0, `${last?.err}\n${history.join('\n')}`);
     assert.ok(midWave >= 5, `killed mid-wave at least 5 times\n${history.join('\n')}`);
     assert.ok(afterAFinishedWave >= 2, `killed at least twice once a wave had finished\n${history.join('\n')}`);
+    for (const k of ['Node delete in flight', 'before a node report\'s fsync']) assert.ok(byPoint.has(k), `killed: ${k}\n${history.join('\n')}`);
     const nodes = (await getJSON(tb, ['get', 'nodes'])).items;
     assert.equal(nodes.length, 6);
     for (const n of nodes) assert.ok(inRange(NEW, n.spec.podCIDR.split('/')[0]), `${n.metadata.name} ${n.spec.podCIDR}`);
@@ -115,6 +121,7 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
     const v = await run(['verify', planPath, ...common()]);
     assert.equal(v.code, 0, v.err);
     assert.deepEqual(pdbs.violations, [], `no PodDisruptionBudget violated while killed mid-wave\n${history.join('\n')}`);
+    await assertNoWorkloadRestartedTwice(tb, rolloutsBefore);
   });
 
   test('rolled back in waves, killed mid-wave and run again: every node back in the old range, as many pods as before, every workload back', { timeout: 1_200_000 }, async () => {
@@ -123,15 +130,23 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
     assert.equal(refused.code, 1, refused.err);
     for (const w of waveItems) assert.match(JSON.stringify(JSON.parse(refused.out).notUndone.find((x: any) => x.step === w.id) ?? {}), /--allow-hook/, `${w.id}: ${refused.out}`);
     assert.ok((await getJSON(tb, ['get', 'nodes'])).items.every((n: any) => inRange(NEW, n.spec.podCIDR.split('/')[0])), 'no node moved');
+    const rolloutsBefore = await rollouts(tb);
     // killed on the way back, once the first node of the first wave rolled back has its old podCIDR again
     const k = await cli(['rollback', planPath, '--allow-hook', '-o', 'json', ...common()], { KUBE_RENUMBER_TEST_KILL_AT: 'PATCH:/api/v1/nodes/:1:podCIDR' });
     assert.equal(k.signal, 'SIGKILL', k.err);
     const half = (await getJSON(tb, ['get', 'nodes'])).items.filter((n: any) => n.spec.podCIDR && inRange(OLD, n.spec.podCIDR.split('/')[0]));
     assert.ok(half.length >= 1 && half.length < 6, `killed mid-rollback: ${half.length} node(s) back`);
+    // then with a Node delete in flight, and between a node report's write and its fsync
+    for (const env of [{ KUBE_RENUMBER_TEST_KILL_IN_FLIGHT_AT: 'DELETE:/api/v1/nodes/:1' }, { KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC: '1:"event":"report"' }]) {
+      const kk = await cli(['rollback', planPath, '--allow-hook', '-o', 'json', ...common(), '--force-unlock'], env);
+      assert.equal(kk.signal, 'SIGKILL', `rollback ${JSON.stringify(env)}: the kill point fired (exit ${kk.code}: ${kk.err.slice(-600)})`);
+    }
     const r = await run(['rollback', planPath, '--allow-hook', '-o', 'json', ...common(), '--force-unlock']);
     assert.equal(r.code, 0, `${r.out}\n${r.err}`);
     const out = JSON.parse(r.out || '{}');
-    for (const w of waveItems) assert.ok((out.undone ?? []).includes(w.id), `${w.id} undone: ${r.out}\n${r.err}`);
+    // each wave undone by this run or by a killed one before it (the journal says which)
+    const rolledBack = readJournal(join(stateDir, 'journal.jsonl')).filter((e) => e.event === 'rolled-back').map((e) => e.step);
+    for (const w of waveItems) assert.ok((out.undone ?? []).includes(w.id) || rolledBack.includes(w.id), `${w.id} undone: ${r.out}\n${r.err}`);
     const nodes = (await getJSON(tb, ['get', 'nodes'])).items;
     assert.equal(nodes.length, 6);
     for (const n of nodes) assert.ok(inRange(OLD, n.spec.podCIDR.split('/')[0]), `${n.metadata.name} ${n.spec.podCIDR}`);
@@ -149,6 +164,7 @@ describe('Node waves: killed mid-wave and resumed, then rolled back in waves', (
     const again = await run(['rollback', planPath, '--allow-hook', '-o', 'json', ...common()]);
     const out2 = JSON.parse(again.out || '{}');
     for (const w of waveItems) assert.ok(!(out2.undone ?? []).includes(w.id) && !(out2.notUndone ?? []).some((x: any) => x.step === w.id), `${w.id} not rolled back twice: ${again.out}`);
+    await assertNoWorkloadRestartedTwice(tb, rolloutsBefore);
     assert.ok(pdbs, 'the PodDisruptionBudgets were watched from the first test on');
     const res = await pdbs.stop();
     pdbs = undefined;

@@ -2,8 +2,9 @@
 // (SIGKILL) while `rollback` and `restore` run, at points of distinct phases: right after an in-place Service became
 // ExternalName on its way back, with a write in flight, right after a bridge Service was deleted, right after a state
 // chunk reached the cluster, right after the new ServiceCIDR was deleted, between a journal line's write and its
-// fsync; and, for restore (which keeps no journal), with the create of a deleted Service in flight and right
-// after it. Each is run again to completion. A recreate `apply` killed part way
+// fsync; and, for restore (which keeps no journal) run from a state directory of its own, between the write and the
+// fsync of the journal and of a backup it pulls from the cluster's copy, with the create of a deleted Service in
+// flight and right after it. Each is run again to completion. A recreate `apply` killed part way
 // through a batch (one Service already at its new IP) is undone by `rollback` alone. Then rollback and restore run
 // through the fault-injecting proxy (test/testbed/faults.ts). Nothing may be lost: every Service back with its
 // uid (in place), type, ClusterIPs and nodePorts as the backup holds them, no bridge left.
@@ -11,7 +12,7 @@
 // It prints one JSON line `{"rollbackKills":…}` with the figures (docs/reliability.md quotes one run).
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -36,11 +37,18 @@ const ROLLBACK_KILLS: readonly KillPoint[] = [
   // whole Service batch, leaving no bridge for the kill points above. Here: the ServiceCIDR step's "rolled-back" line.
   { name: 'rollback: before a journal line\'s fsync', env: { KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC: '2' } },
 ];
-/** Kill points of a restore. */
+/**
+ * Kill points of a restore, run from a state directory of its own (another machine's, or the first one lost): it
+ * first writes the plan and pulls the run's journal and backups from the cluster's copy into it, durably.
+ */
 const RESTORE_KILLS: readonly KillPoint[] = [
+  { name: 'restore: before the pulled journal\'s fsync', env: { KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC: '1:journal.jsonl' } },
+  { name: 'restore: before a pulled Service backup\'s fsync', env: { KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC: '2:_Service_' } },
   { name: 'restore: create in flight', env: { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '1' } },
   { name: 'restore: after a create', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/services:1' } },
 ];
+/** The kill points before any create: each must fire (a create in flight may leave nothing for the next one). */
+const RESTORE_FSYNC_KILLS = 2;
 
 const isBridge = (s: any) => s.metadata.labels?.['kube-renumber.io/managed'] === 'true' || s.metadata.labels?.['kube-renumber.io/bridge-for'];
 
@@ -75,6 +83,8 @@ describe('rollback and restore killed mid-way, and through the fault proxy: noth
   }
 
   after(async () => { await proxy?.stop(); });
+  const podList = async () => JSON.parse((await tb.kubectl(['get', 'pods', '-A', '-o', 'json'])).stdout).items.filter((p: any) => !p.metadata.deletionTimestamp);
+  let podsAtStart: any[] = [];
 
   test('a NodePort Service; the fault proxy', async () => {
     const r = await tb.kubectl(['create', 'service', 'nodeport', 'np', '-n', 'default', '--tcp=80:8080', '--node-port=30080']);
@@ -82,6 +92,8 @@ describe('rollback and restore killed mid-way, and through the fault proxy: noth
     const pki = join(tb.stateDir, 'pki', 'apiserver');
     proxy = await FaultProxy.start({ target: tb.server, cert: readFileSync(join(pki, 'apiserver.crt')), key: readFileSync(join(pki, 'apiserver.key')), rate: RATE, seed: SEED });
     faultKc = kubeconfigWithToken(proxy.url, tb.token);
+    podsAtStart = await podList();
+    assert.ok(podsAtStart.length > 0, 'pods at the start');
   });
 
   test('in place: rollback killed at six points, then run to completion: every Service back, uid kept', { timeout: 15 * 60_000 }, async () => {
@@ -135,7 +147,7 @@ describe('rollback and restore killed mid-way, and through the fault proxy: noth
     figures.recreatePartial = { services: before.length, movedWhenKilled: movedNow.length, lost: 0 };
   });
 
-  test('recreate: apply killed after Service deletes; restore killed twice, run again; rollback through the fault proxy', { timeout: 15 * 60_000 }, async () => {
+  test('recreate: apply killed after Service deletes; restore killed four times from a state directory of its own, run again; rollback through the fault proxy', { timeout: 15 * 60_000 }, async () => {
     const before = await services();
     const planPath = await plan('recreate');
     const state = join(dir, 'recreate');
@@ -146,13 +158,19 @@ describe('rollback and restore killed mid-way, and through the fault proxy: noth
     assert.ok(missing.length >= 1, 'a Service deleted when the run died');
 
     let fired = 0;
-    for (const kp of RESTORE_KILLS) {
-      const r = await cli(['restore', planPath, ...common(state), '-o', 'json'], kp.env);
-      // the in-flight create may have been applied, leaving nothing for the second kill point to interrupt
+    const elsewhere = join(dir, 'recreate-elsewhere');
+    for (const [i, kp] of RESTORE_KILLS.entries()) {
+      const r = await cli(['restore', planPath, ...common(elsewhere), '-o', 'json'], kp.env);
+      if (i < RESTORE_FSYNC_KILLS) assert.equal(r.signal, 'SIGKILL', `${kp.name}: the kill point fired (exit ${r.code}: ${r.err.slice(-500)})`);
+      // the in-flight create may have been applied, leaving nothing for the last kill point to interrupt
       if (r.signal === 'SIGKILL') fired++;
       else assert.equal(r.code, 0, `${kp.name}: ${r.err}`);
     }
-    assert.ok(fired >= 1, 'a restore was killed');
+    assert.ok(fired >= RESTORE_FSYNC_KILLS + 1, 'a restore was killed mid-fsync twice and at a create');
+    // the directory the killed restores pulled into holds the run's backups, each whole
+    const pulled = readdirSync(join(elsewhere, 'backups')).filter((f) => f.endsWith('.json') && !f.startsWith('.'));
+    assert.ok(pulled.length >= missing.length, `backups pulled: ${pulled.length}`);
+    for (const f of pulled) JSON.parse(readFileSync(join(elsewhere, 'backups', f), 'utf8'));
     const start = proxy!.stats();
     const rs = await run(['restore', planPath, ...common(state, faultKc), '-o', 'json']);
     assert.equal(rs.code, 0, `${rs.err}\n${rs.out}`);
@@ -162,6 +180,9 @@ describe('rollback and restore killed mid-way, and through the fault proxy: noth
     const rb = await run(['rollback', planPath, ...common(state, faultKc)]);
     assert.equal(rb.code, 0, `rollback: ${rb.err}`);
     await assertAsBefore(before, { uid: false });
+    // nothing else was touched: every pod of the start still there (same uid: none lost, none restarted)
+    const podsNow = new Set((await podList()).map((p: any) => p.metadata.uid));
+    assert.deepEqual(podsAtStart.filter((p: any) => !podsNow.has(p.metadata.uid)).map((p: any) => `${p.metadata.namespace}/${p.metadata.name}`), [], 'no pod lost or restarted');
     figures.recreate = { services: before.length, missingAfterKill: missing.length, restoreKills: fired, lost: 0, faults: delta(start, proxy!.stats()) };
     console.log(JSON.stringify({ rollbackKills: { points: [...ROLLBACK_KILLS, ...RESTORE_KILLS].map((x) => x.name), ...figures } }));
   });

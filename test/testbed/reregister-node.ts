@@ -9,6 +9,7 @@
 //   --template    default: $KUBE_RENUMBER_TESTBED_NODE_TEMPLATE, else node-template.json next to the
 //                 kubeconfig (the testbed writes it into its state dir when it creates nodes)
 //   --timeout     seconds to wait for Ready (default 30)
+//   --unschedulable  register the Node cordoned (spec.unschedulable: true): the move must uncordon it
 //
 // If the Node still exists but is being deleted, it waits for it to go away first; if it exists and is
 // not being deleted, nothing is created (exit 0 once Ready). Exit 1 on errors or timeout.
@@ -80,6 +81,8 @@ export async function reregisterNode(opts: {
   name: string;
   templatePath: string;
   timeoutMs?: number;
+  /** Register the Node cordoned (spec.unschedulable: true). */
+  unschedulable?: boolean;
   log?: (msg: string) => void;
 }): Promise<KubeObject> {
   const { client, name } = opts;
@@ -95,8 +98,10 @@ export async function reregisterNode(opts: {
     }
     if (!cur) {
       try {
-        await client.post('/api/v1/nodes', nodeFromTemplate(template, name));
-        log(`created Node ${name}`);
+        const node = nodeFromTemplate(template, name);
+        if (opts.unschedulable) node.spec = { ...node.spec, unschedulable: true };
+        await client.post('/api/v1/nodes', node);
+        log(`created Node ${name}${opts.unschedulable ? ' (cordoned)' : ''}`);
       } catch (e) {
         if (!(e instanceof ApiError && e.status === 409)) throw e;
       }
@@ -120,6 +125,7 @@ async function main(argv: string[]): Promise<void> {
   let kubeconfig = process.env.KUBECONFIG;
   let template = process.env[NODE_TEMPLATE_ENV];
   let timeoutSec = 30;
+  let unschedulable = false;
   let name: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -133,6 +139,7 @@ async function main(argv: string[]): Promise<void> {
     if (a === '--kubeconfig' || a.startsWith('--kubeconfig=')) kubeconfig = val();
     else if (a === '--template' || a.startsWith('--template=')) template = val();
     else if (a === '--timeout' || a.startsWith('--timeout=')) timeoutSec = Number(val());
+    else if (a === '--unschedulable') unschedulable = true;
     else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
     else if (name === undefined) name = a;
     else throw new Error(`unexpected argument ${a}`);
@@ -150,6 +157,7 @@ async function main(argv: string[]): Promise<void> {
       name,
       templatePath: template,
       timeoutMs: timeoutSec * 1000,
+      unschedulable,
       log: (m) => process.stderr.write(`reregister-node: ${m}\n`),
     });
   } finally {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -85,6 +85,25 @@ describe('journal reader', () => {
     assert.equal(r.signal, 'SIGKILL', String(r.stderr));
     // the line written before the kill is whole: the next run reads it, and nothing after it
     assert.deepEqual(readJournal(p).map((e) => e.event), ['run-start', 'step-start']);
+  });
+
+  it('with :TEXT, only the lines and files that contain it count', () => {
+    const d = tmp();
+    const p = join(d, 'journal.jsonl');
+    const src = `import { Journal } from ${JSON.stringify(new URL('../../src/engine/journal.ts', import.meta.url).href)};
+      const j = new Journal(${JSON.stringify(p)}, 'r');
+      j.append('step-start', { step: 'a' }); j.append('step-start', { step: 'b' }); j.append('step-done', { step: 'b' }); j.append('step-done', { step: 'c' });`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', src], { env: { ...process.env, KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC: '2:"step":"b"' } });
+    assert.equal(r.signal, 'SIGKILL', String(r.stderr));
+    assert.deepEqual(readJournal(p).map((e) => `${e.event} ${e.step}`), ['step-start a', 'step-start b', 'step-done b']);
+    const files = `import { writeFileDurable } from ${JSON.stringify(new URL('../../src/engine/files.ts', import.meta.url).href)};
+      for (const n of ['core_Pod_x_p.json', 'core_Node__cluster_n1.json', 'core_Node__cluster_n2.json']) writeFileDurable(${JSON.stringify(d)} + '/b/' + n, '{}');`;
+    const f = spawnSync(process.execPath, ['--input-type=module', '-e', files], { env: { ...process.env, KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC: '2:Node__cluster' } });
+    assert.equal(f.signal, 'SIGKILL', String(f.stderr));
+    // the second Node's file was written under its temporary name, never renamed into place
+    const names = readdirSync(join(d, 'b')).sort();
+    assert.deepEqual(names.filter((n) => !n.startsWith('.')), ['core_Node__cluster_n1.json', 'core_Pod_x_p.json']);
+    assert.equal(names.filter((n) => n.endsWith('.tmp')).length, 1);
   });
 });
 

@@ -3,6 +3,7 @@
 // applying a write (its answer lost), and expires continue tokens.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -398,4 +399,42 @@ describe('the sweep of stragglers when its writes\' answers are lost', () => {
       assert.equal(await step.check(ctx), true);
     });
   }
+});
+
+describe('KUBE_RENUMBER_TEST_KILL_IN_FLIGHT_AT: a kill mid-request at a named write', () => {
+  test('the process dies once the matching request was sent in full, before its answer; earlier ones are answered', async () => {
+    const got: string[] = [];
+    const server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (d) => chunks.push(d));
+      req.on('end', () => {
+        got.push(`${req.method} ${req.url} ${Buffer.concat(chunks).toString('utf8')}`);
+        // the uncordon is never answered: only the kill ends its exchange
+        if (Buffer.concat(chunks).toString('utf8').includes('"unschedulable":false')) return;
+        res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"kind":"Node","apiVersion":"v1","metadata":{"name":"n1"}}');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const kc = kubeconfigFile(dir, { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+      const src = `import { connect } from ${JSON.stringify(new URL('../../src/kube/client.ts', import.meta.url).href)};
+        const c = connect({ kubeconfig: ${JSON.stringify(kc)}, env: process.env });
+        const patch = (u) => c.request('PATCH', '/api/v1/nodes/n1', { body: { spec: { unschedulable: u } } });
+        await patch(true); await patch(false); process.stdout.write('answered');`;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', src], {
+        env: { ...env, KUBE_RENUMBER_TEST_KILL_IN_FLIGHT_AT: 'PATCH:/nodes/n1:1:"unschedulable":false' }, stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (d) => { out += d; });
+      child.stderr.on('data', (d) => { out += d; });
+      const signal = await new Promise((r) => child.on('close', (_c, s) => r(s)));
+      assert.equal(signal, 'SIGKILL', out);
+      // what the dead process had written still reaches the server
+      for (let i = 0; i < 40 && got.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(got, ['PATCH /api/v1/nodes/n1 {"spec":{"unschedulable":true}}', 'PATCH /api/v1/nodes/n1 {"spec":{"unschedulable":false}}'], 'the uncordon reached the server in full');
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
 });
