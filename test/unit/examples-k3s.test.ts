@@ -37,8 +37,15 @@ describe('examples/k3s', () => {
     const patches = plan.steps.flatMap((s: any) => s.gate?.patches ?? []);
     assert.deepEqual(patches.map((p: any) => p.id), ['k3s-enable-servicecidr-api', 'k3s-server-config'], 'v1.31 needs the ServiceCIDR API enabled first');
     assert.ok(patches.every((p: any) => p.target === '/etc/rancher/k3s/config.yaml on every server (k3s-server-1)'));
-    assert.deepEqual(yaml.load(patches[1].after), { 'service-cidr': '10.96.0.0/16', 'cluster-dns': '10.96.0.10', 'tls-san': ['10.43.0.1', '10.96.0.1'] });
-    assert.deepEqual(yaml.load(patches[1].before), { 'service-cidr': '10.43.0.0/16', 'cluster-dns': '10.43.0.10', 'tls-san': null });
+    // v1.31: the allocator's dual write into the old bitmap is turned off with the new range (src/plan/allocator-dual-write.ts)
+    assert.deepEqual(yaml.load(patches[1].after), {
+      'service-cidr': '10.96.0.0/16', 'cluster-dns': '10.96.0.10', 'tls-san': ['10.43.0.1', '10.96.0.1'],
+      'kube-apiserver-arg': ['feature-gates=MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=true'],
+    });
+    // the first patch's feature gate, which this one replaces with both gates
+    assert.deepEqual(yaml.load(patches[1].before), {
+      'service-cidr': '10.43.0.0/16', 'cluster-dns': '10.43.0.10', 'tls-san': null, 'kube-apiserver-arg': ['feature-gates=MultiCIDRServiceAllocator=true'],
+    });
     const api = yaml.load(patches[0].after) as any;
     assert.deepEqual(api['kube-apiserver-arg'], ['feature-gates=MultiCIDRServiceAllocator=true', 'runtime-config=networking.k8s.io/v1beta1=true']);
     const gate = plan.steps.find((s: any) => s.id === 'restart-apiservers');

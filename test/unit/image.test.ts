@@ -84,8 +84,10 @@ describe('scripts/image.ts', () => {
     assert.equal(pod.securityContext.runAsUser, IMAGE_UID);
     assert.equal(pod.securityContext.runAsGroup, IMAGE_GID);
     const k = yaml.load(readFileSync(join(ROOT, 'deploy/kustomization.yaml'), 'utf8')) as any;
-    // every manifest of deploy/ the migration Job needs is in the base (rbac-probe.yaml is `probe --deploy`'s, run from a workstation)
-    const files = spawnSync('ls', [join(ROOT, 'deploy')], { encoding: 'utf8' }).stdout.split('\n').filter((f) => /^(rbac.*|job-apply)\.yaml$/.test(f) && f !== 'rbac-probe.yaml').sort();
+    // every manifest of deploy/ the migration Job needs is in the base (rbac-probe.yaml is `probe --deploy`'s, run from a
+    // workstation; rbac-kubelet-configz.yaml is opt-in: --read-kubelet-config, get nodes/proxy, docs/service-migration.md)
+    const optIn = new Set(['rbac-probe.yaml', 'rbac-kubelet-configz.yaml']);
+    const files = spawnSync('ls', [join(ROOT, 'deploy')], { encoding: 'utf8' }).stdout.split('\n').filter((f) => /^(rbac.*|job-apply)\.yaml$/.test(f) && !optIn.has(f)).sort();
     assert.deepEqual([...k.resources].sort(), files);
     const vol = pod.volumes.find((v: any) => v.configMap);
     const gen = k.configMapGenerator.find((g: any) => g.name === vol.configMap.name);

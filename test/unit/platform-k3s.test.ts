@@ -159,8 +159,11 @@ describe('k3s', () => {
     const gate = plan.steps.find((s: any) => s.id === 'restart-apiservers');
     assert.deepEqual(gate.gate.patches.map((p: any) => [p.id, p.target]), [['k3s-server-config', '/etc/rancher/k3s/config.yaml on every server (k3s-server-1)']]);
     const [patch] = gate.gate.patches;
-    assert.equal(patch.before, 'service-cidr: 10.43.0.0/16\ncluster-dns: 10.43.0.10\ntls-san:\n  # ...existing entries\n');
-    assert.equal(patch.after, 'service-cidr: 10.96.0.0/16\ncluster-dns: 10.96.0.10\ntls-san:\n  # ...existing entries\n  - 10.43.0.1\n  - 10.96.0.1\n');
+    // v1.31 with the ServiceCIDR API already enabled: its feature gate is kept and DisableAllocatorDualWrite joins it
+    assert.equal(patch.before, 'service-cidr: 10.43.0.0/16\ncluster-dns: 10.43.0.10\ntls-san:\n  # ...existing entries\n'
+      + 'kube-apiserver-arg:\n  # ...existing entries\n  - feature-gates=MultiCIDRServiceAllocator=true\n');
+    assert.equal(patch.after, 'service-cidr: 10.96.0.0/16\ncluster-dns: 10.96.0.10\ntls-san:\n  # ...existing entries\n  - 10.43.0.1\n  - 10.96.0.1\n'
+      + 'kube-apiserver-arg:\n  # ...existing entries\n  - feature-gates=MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=true\n');
     assert.match(gate.gate.instructions[1], /^systemctl restart k3s on each server in turn, first the one the others name in `server:`/);
     const dns = plan.steps.find((s: any) => s.id === 'kubelet-cluster-dns');
     assert.match(dns.gate.instructions[0], /systemctl restart k3s-agent on every agent/);
