@@ -110,7 +110,7 @@ export function clusterCIDRs(snap: Snapshot): Array<{ cidr: Cidr; source: string
     [kcm?.clusterCIDR, 'kube-controller-manager --cluster-cidr'],
     [snap.kubeadm?.podSubnet, 'kubeadm podSubnet'],
     [snap.kops?.podCIDR ? [snap.kops.podCIDR] : undefined, 'kOps podCIDR'],
-    // k3s and RKE2 servers' cluster-cidr (their node-args, else their documented default; src/platform/k3s.ts)
+    // a platform's own pod range (k3s and RKE2 servers' cluster-cidr: node-args, else the documented default; src/platforms/)
     [platformClusterCIDR(snap), 'the servers\' cluster-cidr'],
     [snap.kubeProxy?.clusterCIDR ? snap.kubeProxy.clusterCIDR.split(',') : undefined, 'kube-proxy clusterCIDR'],
   ];
