@@ -171,7 +171,7 @@ export function inPod(args: string[], secrets: string | undefined, env: NodeJS.P
   ].join('\n');
   return new Promise((resolve) => {
     const p = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', ...args], {
-      env: { PATH: process.env.PATH, KR_NODE: process.execPath, KR_CLI: join(ROOT, 'bin/kube-renumber.js'), KR_SECRETS: secrets ?? '', ...env },
+      env: { PATH: process.env.PATH, ...(process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}), KR_NODE: process.execPath, KR_CLI: join(ROOT, 'bin/kube-renumber.js'), KR_SECRETS: secrets ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

@@ -89,6 +89,8 @@ export function runCli(args: string[], opts: { cwd: string; env: NodeJS.ProcessE
 
 function baseEnv(dir: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { HOME: join(dir, 'home'), PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
+  // node's compile cache (set by npm run test:unit, outside the checkout): each case starts the CLI from its sources
+  if (process.env.NODE_COMPILE_CACHE) env.NODE_COMPILE_CACHE = process.env.NODE_COMPILE_CACHE;
   return env;
 }
 
