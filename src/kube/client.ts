@@ -11,7 +11,7 @@ import type { ErrorKind } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import { resolveKubeConfig } from './kubeconfig.ts';
 import { KubeApiError, UnreachableError } from './errors.ts';
-import { AdaptiveLimiter } from './limiter.ts';
+import { AdaptiveLimiter, requestKind } from './limiter.ts';
 import { isRetryableRead, parseRetryAfter, withRetry } from './retry.ts';
 import { type SendResult, type StreamSink, Transport } from './transport.ts';
 
@@ -168,7 +168,7 @@ export function connect(opts: ConnectOptions = {}): KubeClient {
       if (!limiter || ro.stream) return transport.send(method, full, headers, body, timeoutMs, rk.context, ro.stream, onSent);
       const release = await limiter.acquire();
       const t0 = performance.now();
-      const kind = method !== 'GET' ? 'write' : ro.query?.limit !== undefined ? 'list' : 'get';
+      const kind = requestKind(method, path, ro.query);
       try {
         const r = await transport.send(method, full, headers, body, timeoutMs, rk.context, undefined, onSent);
         if (r.priorityLevel) limiter.priorityLevel = r.priorityLevel;

@@ -2,8 +2,8 @@
  * One adaptive concurrency window for all requests of a run, so the run is a well-behaved client of the apiserver:
  *
  *  - the window (how many requests may be in flight at once) grows by about one per round of requests while their
- *    smoothed latency stays within 2 × the unloaded latency of their kind (get, list, write; the 10th percentile of
- *    its recent answers), and shrinks to ¾ when it rises above 3 × (and above 50 ms: a loopback apiserver's jitter is
+ *    smoothed latency stays within 2 × the unloaded latency of their kind (verb, resource, a list's scope:
+ *    requestKind; the 10th percentile of its recent answers), and shrinks to ¾ when it rises above 3 × (and above 50 ms: a loopback apiserver's jitter is
  *    not load); additive increase, multiplicative decrease, as TCP's congestion window;
  *  - an answer that says the apiserver is overloaded halves it at once: 429 from API Priority and Fairness (the
  *    answer carries X-Kubernetes-PF-FlowSchema-UID / X-Kubernetes-PF-PriorityLevel-UID, i.e. it was classified and
@@ -50,9 +50,34 @@ export function describeWindow(w: LimiterStats): string {
     + `${w.priorityLevel ? `, API Priority and Fairness level ${w.priorityLevel}` : ''}`;
 }
 
+/**
+ * What a request is, for its unloaded latency: verb, resource (and subresource) and, for a list, its scope. A list
+ * of the pods on one node and a list of every pod in the cluster differ a hundredfold in latency at 1,000 nodes on
+ * an idle apiserver; measured against one baseline (the small lists' 10th percentile), every large list looks like
+ * load and shrinks the window, over and over, to its minimum. So each kind here has its own baseline:
+ * `list pods selected` (a label or field selector), `list pods ns` (one namespace), `list pods all`,
+ * `get nodes`, `get pods/log`, `POST pods/eviction`, `PATCH nodes`, … (a name never, so the kinds stay few).
+ */
+export function requestKind(method: string, path: string, query?: Readonly<Record<string, string | number | boolean | undefined>>): string {
+  const q = path.indexOf('?');
+  const segs = (q < 0 ? path : path.slice(0, q)).split('/').filter((x) => x !== '');
+  // /api/v1/… or /apis/GROUP/VERSION/…
+  let i = segs[0] === 'api' ? 2 : segs[0] === 'apis' ? 3 : segs.length;
+  let namespaced = false;
+  if (segs[i] === 'namespaces' && segs.length > i + 2) { namespaced = true; i += 2; }
+  const resource = segs[i] ?? (segs.length ? segs.join('/') : 'root');
+  const named = segs.length > i + 1;
+  const sub = segs.length > i + 2 ? `/${segs[i + 2]}` : '';
+  if (method !== 'GET') return `${method} ${resource}${sub}`;
+  if (named && query?.limit === undefined) return `get ${resource}${sub}`;
+  const fromPath = q < 0 ? '' : path.slice(q);
+  const selected = query?.labelSelector !== undefined || query?.fieldSelector !== undefined || /[?&](labelSelector|fieldSelector)=/.test(fromPath);
+  return `list ${resource} ${selected ? 'selected' : namespaced ? 'ns' : 'all'}`;
+}
+
 /** What one answer said, as the limiter reads it. */
 export interface Observation {
-  /** get | list | write (each has its own lowest latency). */
+  /** What the request was (requestKind): each kind has its own unloaded latency. */
   kind: string;
   latencyMs: number;
   /** HTTP status; 0 when the request failed on the network. */

@@ -2,7 +2,7 @@
 // apiserver that answers 429 with Retry-After is shown by test/integration/limiter-faults.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AdaptiveLimiter } from '../../src/kube/limiter.ts';
+import { AdaptiveLimiter, requestKind } from '../../src/kube/limiter.ts';
 
 function clock(start = 1_000_000) {
   let t = start;
@@ -179,6 +179,49 @@ describe('AdaptiveLimiter', () => {
     while (gates.length > 0 || running > 0) { gates.shift()?.(); await settle(); }
     await Promise.all(tasks);
     assert.equal(most, 3);
+  });
+});
+
+describe('requestKind: what a request is, for its unloaded latency', () => {
+  it('names verb, resource, subresource and a list\'s scope, never an object\'s name', () => {
+    const cases: Array<[string, string, Record<string, string | number | undefined> | undefined, string]> = [
+      ['GET', '/api/v1/nodes/tb-node-7', undefined, 'get nodes'],
+      ['GET', '/api/v1/namespaces/kube-system', undefined, 'get namespaces'],
+      ['GET', '/api/v1/namespaces/a/pods/web-1', undefined, 'get pods'],
+      ['GET', '/api/v1/namespaces/a/pods/web-1/log', undefined, 'get pods/log'],
+      ['GET', '/api/v1/pods', { limit: 500 }, 'list pods all'],
+      ['GET', '/api/v1/pods', { limit: 500, fieldSelector: 'spec.nodeName=n1' }, 'list pods selected'],
+      ['GET', '/api/v1/pods?fieldSelector=spec.nodeName%3Dn1', undefined, 'list pods selected'],
+      ['GET', '/api/v1/namespaces/a/pods', { limit: 500 }, 'list pods ns'],
+      ['GET', '/apis/policy/v1/namespaces/a/poddisruptionbudgets', { limit: 500, labelSelector: 'x=y' }, 'list poddisruptionbudgets selected'],
+      ['GET', '/apis/networking.k8s.io/v1/servicecidrs', undefined, 'list servicecidrs all'],
+      ['POST', '/api/v1/namespaces/a/pods/web-1/eviction', undefined, 'POST pods/eviction'],
+      ['PATCH', '/api/v1/nodes/tb-node-7', undefined, 'PATCH nodes'],
+      ['DELETE', '/api/v1/nodes/tb-node-7', undefined, 'DELETE nodes'],
+      ['PUT', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-renumber', undefined, 'PUT leases'],
+      ['GET', '/version', undefined, 'list version all'],
+    ];
+    for (const [m, p, q, want] of cases) assert.equal(requestKind(m, p, q), want, `${m} ${p} ${JSON.stringify(q ?? {})}`);
+  });
+
+  it('cluster-wide lists among many small ones: with a baseline per kind the window holds; with one for every list it collapses', () => {
+    // What a 1,000-node wave sends: lists of one node's pods (~8 ms) and now and then a list of every pod (~900 ms),
+    // at an apiserver whose latencies do not change (no load). Fed as one kind, the large lists look like load.
+    const feed = (kindOf: (selected: boolean) => string) => {
+      const c = clock();
+      const l = new AdaptiveLimiter({ initial: 16, now: c.now });
+      for (let round = 0; round < 60; round++) {
+        for (let i = 0; i < 30; i++) { c.advance(10); l.observe({ kind: kindOf(true), latencyMs: 8, status: 200 }); }
+        c.advance(900);
+        l.observe({ kind: kindOf(false), latencyMs: 900, status: 200 });
+      }
+      return l;
+    };
+    const split = feed((sel) => requestKind('GET', '/api/v1/pods', { limit: 500, ...(sel ? { fieldSelector: 'spec.nodeName=n' } : {}) }));
+    assert.equal(split.window, 16, JSON.stringify(split.stats()));
+    assert.equal(split.stats().latencyShrinks, 0);
+    const mixed = feed(() => 'list');
+    assert.ok(mixed.window <= 2, `one baseline for every list: window ${mixed.window} (${JSON.stringify(mixed.stats())})`);
   });
 });
 
