@@ -154,6 +154,7 @@ export async function run(args: string[]): Promise<number> {
   try { parseMaxUnavailable(max); } catch (e) { process.stderr.write(`error: --${(e as Error).message}\n`); return 2; }
 
   const dir = await mkdtemp(join(tmpdir(), 'kr-bench-cpload-'));
+  let keep = true; // removed only after a run that completed
   log(`starting a ${nodes}-node testbed in ${zones} zone(s)`);
   const from = oldRange(nodes);
   const to = targets(nodes)[0]!;
@@ -245,10 +246,12 @@ export async function run(args: string[]): Promise<number> {
       + `p99 ratio ${fig.otherClientP99Ratio}; completed ${fig.completed} (waves ${fig.resumeSeconds} s); Lease losses ${leaseLosses}, longest renewal gap ${fig.longestLeaseRenewalGapSeconds} s; `
       + `pods lost ${lost}; PDB violations ${fig.pdbViolations}\n`);
     process.stdout.write(`${JSON.stringify(fig)}\n`);
+    keep = !completed;
     return completed ? 0 : 1;
   } finally {
     await probe?.stop();
     await tb.stop();
-    await rm(dir, { recursive: true, force: true });
+    if (keep) log(`kept for a look: ${dir} (plan, state, journal)`);
+    else await rm(dir, { recursive: true, force: true });
   }
 }
