@@ -1,8 +1,8 @@
 // A node:test reporter that prints, once the run ends, each test file's time (the sum of its top-level tests' and
 // suites' durations, which run one after another in a file; its process start and imports not counted) and its
 // result, slowest first, then the run's wall time: where a suite's minutes go, at the end of its output where a CI
-// log's tail shows it. A test declared by a helper module counts under that module's name. Used next to the spec reporter by
-// `npm run test:unit` and `npm run test:integration` (package.json).
+// log's tail shows it. A test declared by a helper module counts under that module's name. Used next to the spec
+// reporter by `npm run test:unit` and `npm run test:integration` (package.json).
 
 import { relative } from 'node:path';
 

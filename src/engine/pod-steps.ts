@@ -42,14 +42,14 @@ type NodeItem = { name: string; from: string[]; to: string[] };
 type Mark = ((phase: string) => void) & { count?: (what: string, n: number) => void };
 const noMark: Mark = () => {};
 
+/** One listing of every Node, shared by the drains of a step, and whether it found a moved node ready. */
+interface CordonAll { at: number; done: boolean; anyNew: boolean; cordoned: Set<string>; p: Promise<boolean> }
+
 /**
  * Which way nodes move: forward (the migration: from the old range to NEW, podCIDRs `to`) or back (rollback:
  * from NEW to the old range, podCIDRs `from`, the ones each node had). Drain, re-registration and podCIDR are the
  * same moves either way.
  */
-/** One listing of every Node, shared by the drains of a step, and whether it found a moved node ready. */
-interface CordonAll { at: number; done: boolean; anyNew: boolean; cordoned: Set<string>; p: Promise<boolean> }
-
 interface NodeDirection {
   /** The ranges the nodes leave: a pod with an address in them must go. */
   readonly leaves: readonly Cidr[];
@@ -138,9 +138,9 @@ export class PodExecutor implements PodPathHosts {
     };
   }
 
-  /** The migration's way: old range to NEW. */
   /** Per step: the listing of every Node that cordoned the ones still to move (cordonForDrain). */
   private readonly cordonedLeaving = new Map<string, CordonAll>();
+  /** The migration's way: old range to NEW. */
   private readonly forward: NodeDirection;
   /** The rollback's way: NEW back to the old range, each node to the podCIDRs it had. */
   private readonly back: NodeDirection;

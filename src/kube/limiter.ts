@@ -3,8 +3,9 @@
  *
  *  - the window (how many requests may be in flight at once) grows by about one per round of requests while their
  *    smoothed latency stays within 2 × the unloaded latency of their kind (verb, resource, a list's scope:
- *    requestKind; the 10th percentile of its recent answers), and shrinks to ¾ when it rises above 3 × (and above 50 ms: a loopback apiserver's jitter is
- *    not load); additive increase, multiplicative decrease, as TCP's congestion window;
+ *    requestKind; the 10th percentile of its recent answers), and shrinks to ¾ when it rises above 3 × (and above
+ *    50 ms: a loopback apiserver's jitter is not load); additive increase, multiplicative decrease, as TCP's
+ *    congestion window;
  *  - an answer that says the apiserver is overloaded halves it at once: 429 from API Priority and Fairness (the
  *    answer carries X-Kubernetes-PF-FlowSchema-UID / X-Kubernetes-PF-PriorityLevel-UID, i.e. it was classified and
  *    its priority level's queues were full), any other 429 but an eviction's PodDisruptionBudget refusal (a
