@@ -23,41 +23,30 @@
 //   starts) at that CPU priority (default 10; 0: the same as the control plane), so what the probe sees is the
 //   apiserver's answer to our requests rather than our CPU.
 
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { connect, type KubeClient } from '../src/kube/client.ts';
 import { parseCidr } from '../src/net/cidr.ts';
 import { contains } from '../src/net/range.ts';
 import { LEASE_NAME, LEASE_NAMESPACE } from '../src/engine/lock.ts';
 import { parseMaxUnavailable, waveSize } from '../src/plan/node-waves.ts';
+import { compileCacheEnv } from '../test/child-env.ts';
 import { Testbed } from '../test/testbed/cluster.ts';
 import { watchPDBs } from '../test/testbed/pdb-watch.ts';
 import { populateWorkloads } from '../test/testbed/workloads.ts';
+import { runCli } from '../test/unit/bad-input/harness.ts';
 import { cli, oldRange, settle, targets, writeHook } from './node-waves.ts';
 
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 const MAX_NODES = 1024;
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** The CLI from the sources in a process of its own, at CPU priority `nice` (0: unchanged). */
-function cliProcess(argv: string[], nice: number): Promise<{ code: number; out: string; err: string }> {
-  const node = [process.execPath, '--import', join(ROOT, 'src/pod-paths/registry.ts'), join(ROOT, 'test/unit/bad-input/entry.ts'), ...argv];
-  const env: NodeJS.ProcessEnv = { HOME: '/nonexistent', PATH: process.env.PATH ?? '/usr/bin:/bin',
-    ...(process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}) };
-  return new Promise((resolve, reject) => {
-    const child = nice > 0 ? spawn('nice', ['-n', String(nice), ...node], { env }) : spawn(node[0]!, node.slice(1), { env });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (d) => { out += d; });
-    child.stderr.setEncoding('utf8').on('data', (d) => { err += d; });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? 1, out, err }));
-  });
+async function cliProcess(argv: string[], nice: number): Promise<{ code: number; out: string; err: string }> {
+  const r = await runCli(argv, { env: { HOME: '/nonexistent', PATH: process.env.PATH ?? '/usr/bin:/bin', ...compileCacheEnv() }, nice });
+  return { code: r.code ?? 1, out: r.out, err: r.err };
 }
 
 /** The q-quantile (0..1) of `v`, nearest rank; 0 for none. */

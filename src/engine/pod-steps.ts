@@ -43,7 +43,7 @@ type Mark = ((phase: string) => void) & { count?: (what: string, n: number) => v
 const noMark: Mark = () => {};
 
 /** One listing of every Node, shared by the drains of a step, and whether it found a moved node ready. */
-interface CordonAll { at: number; done: boolean; anyNew: boolean; cordoned: Set<string>; p: Promise<boolean> }
+interface CordonAll { /** when the listing ended */ at: number; done: boolean; anyNew: boolean; cordoned: Set<string>; p: Promise<boolean> }
 
 /**
  * Which way nodes move: forward (the migration: from the old range to NEW, podCIDRs `to`) or back (rollback:
@@ -484,7 +484,7 @@ export class PodExecutor implements PodPathHosts {
     // once it found a moved node ready (until then each drain looks again).
     let e = this.cordonedLeaving.get(step);
     if (!e || (e.done && (!e.anyNew || Date.now() - e.at > 30_000))) {
-      const entry: CordonAll = { at: Date.now(), done: false, anyNew: false, cordoned: new Set(), p: Promise.resolve(false) };
+      const entry: CordonAll = { at: 0, done: false, anyNew: false, cordoned: new Set(), p: Promise.resolve(false) };
       entry.p = (async () => {
         const nodes = await withRetry(() => listAll(ctx.client, NODES));
         const ready = (x: KubeObject) => (x.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../../src/kube/client.ts';
+import { compileCacheEnv } from '../child-env.ts';
 import { run } from '../unit/run-cli.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -171,7 +172,7 @@ export function inPod(args: string[], secrets: string | undefined, env: NodeJS.P
   ].join('\n');
   return new Promise((resolve) => {
     const p = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', ...args], {
-      env: { PATH: process.env.PATH, ...(process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}), KR_NODE: process.execPath, KR_CLI: join(ROOT, 'bin/kube-renumber.js'), KR_SECRETS: secrets ?? '', ...env },
+      env: { PATH: process.env.PATH, ...compileCacheEnv(), KR_NODE: process.execPath, KR_CLI: join(ROOT, 'bin/kube-renumber.js'), KR_SECRETS: secrets ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

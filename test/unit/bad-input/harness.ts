@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { compileCacheEnv } from '../../child-env.ts';
 
 export const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const ENTRY = fileURLToPath(new URL('./entry.ts', import.meta.url));
@@ -71,15 +72,18 @@ function tree(dir: string): Map<string, string> {
   return m;
 }
 
-export function runCli(args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; stdin?: string | Buffer; timeoutMs: number }): Promise<RunResult> {
+/** The CLI from its sources in a child process: at CPU priority `nice` when given (> 0), killed after `timeoutMs` when given. */
+export function runCli(args: string[], opts: { cwd?: string; env: NodeJS.ProcessEnv; stdin?: string | Buffer; timeoutMs?: number; nice?: number }): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [ENTRY, ...args], { cwd: opts.cwd, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const argv = [process.execPath, ENTRY, ...args];
+    const [cmd, ...rest] = opts.nice ? ['nice', '-n', String(opts.nice), ...argv] : argv;
+    const child = spawn(cmd!, rest, { cwd: opts.cwd, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     let timedOut = false;
     child.stdout.setEncoding('utf8').on('data', (d) => { out += d; });
     child.stderr.setEncoding('utf8').on('data', (d) => { err += d; });
-    const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, opts.timeoutMs);
+    const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, opts.timeoutMs);
     child.on('error', reject);
     child.on('close', (code, signal) => { clearTimeout(timer); resolve({ code, out, err, signal, timedOut }); });
     child.stdin.on('error', () => { /* the CLI may exit before reading stdin */ });
@@ -88,10 +92,7 @@ export function runCli(args: string[], opts: { cwd: string; env: NodeJS.ProcessE
 }
 
 function baseEnv(dir: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { HOME: join(dir, 'home'), PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
-  // node's compile cache (set by npm run test:unit, outside the checkout): each case starts the CLI from its sources
-  if (process.env.NODE_COMPILE_CACHE) env.NODE_COMPILE_CACHE = process.env.NODE_COMPILE_CACHE;
-  return env;
+  return { HOME: join(dir, 'home'), PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', ...compileCacheEnv() };
 }
 
 /** Check one run against the case. Returns the failures as text (empty: the run is right). */
