@@ -18,7 +18,7 @@ set -euo pipefail
 # Everything is inside main(), parsed before it runs: editing this file during a build is harmless.
 main() {
 
-: "${TB_ROOT:?}" "${K8S_VERSION:?}" "${ETCD_VERSION:?}" "${KWOK_VERSION:?}"
+: "${TB_ROOT:?}" "${K8S_VERSION:?}" "${ETCD_VERSION:?}" "${KWOK_VERSION:?}" "${KWOK_BUILD:?}"
 
 VDIR="$TB_ROOT/$K8S_VERSION"
 BIN="$VDIR/bin"
@@ -151,21 +151,52 @@ EOF
 }
 
 # ---------------------------------------------------------------------------- kwok
+# One patch, applied to a copy of the module source: kwok deletes a pod by name only (grace 0, no precondition), so
+# a delete it queued for a pod that is gone can delete a new pod of the same name, e.g. a bare pod the tool has just
+# created again. A kubelet deletes with the pod's UID as precondition "to prevent deleting a newly created pod with
+# the same name and namespace" (pkg/kubelet/status/status_manager.go); the patched kwok does the same. The shared
+# copy is named by KWOK_BUILD (the version and the patch), so an unpatched build is never reused.
+patch_kwok() {
+  local f="$1/pkg/kwok/controllers/pod_controller.go"
+  local old='	err := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOpt)'
+  local new='	opt := deleteOpt
+	opt.Preconditions = metav1.NewUIDPreconditions(string(pod.UID))
+	err := c.typedClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opt)'
+  grep -qF "$old" "$f" || { echo "kwok patch does not apply: $f has no line: $old" >&2; exit 1; }
+  OLD="$old" NEW="$new" perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/' "$f"
+  grep -qF 'metav1.NewUIDPreconditions(string(pod.UID))' "$f" || { echo "kwok patch failed: $f" >&2; exit 1; }
+  log "patched kwok's pod_controller.go: a pod is deleted with its UID as precondition, as a kubelet deletes it"
+}
+
 build_kwok() {
-  from_shared kwok "$KWOK_VERSION" && return 0
+  from_shared kwok "$KWOK_BUILD" && return 0
   local mod="$SRC/kwok"
+  rm -rf "$mod"
   mkdir -p "$mod"
   cd "$mod"
+  log "go mod download sigs.k8s.io/kwok@$KWOK_VERSION"
+  local json dir
+  json="$(GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION")"
+  dir="$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [ -d "$dir" ] || { echo "cannot download sigs.k8s.io/kwok@$KWOK_VERSION" >&2; exit 1; }
+  cp -r "$dir" "$mod/kwok-src"
+  chmod -R u+w "$mod/kwok-src"
+  patch_kwok "$mod/kwok-src"
   cat > go.mod <<EOF
 module kube-renumber.local/testbed/kwok
 
 go 1.25
+
+require sigs.k8s.io/kwok $KWOK_VERSION
+
+replace sigs.k8s.io/kwok => ./kwok-src
 EOF
-  log "go get sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-  quiet_go_get kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  log "go get sigs.k8s.io/kwok/cmd/kwok (patched $KWOK_VERSION)"
+  quiet_go_get kwok "sigs.k8s.io/kwok/cmd/kwok"
   log "go build kwok"
   go build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" -o "$BIN/kwok" sigs.k8s.io/kwok/cmd/kwok
-  to_shared kwok "$KWOK_VERSION"
+  to_shared kwok "$KWOK_BUILD"
+  rm -rf "$mod/kwok-src"
 }
 
 # ---------------------------------------------------------------------------- tbsup (our supervisor)
