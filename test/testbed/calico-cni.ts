@@ -312,8 +312,11 @@ export class CalicoCni {
     this.stats.addMs += r.ms;
     this.#lastError.delete(uid);
     try {
+      // the uid is a precondition (409 otherwise): a pod of the same name created since (a StatefulSet's, a bare pod
+      // created again) must not get this pod's address
       await this.#o.client.mergePatch(`/api/v1/namespaces/${st.namespace}/pods/${st.name}`, {
         metadata: {
+          uid,
           annotations: {
             [CALICO_CONTAINERID_ANNOTATION]: uid,
             [CALICO_PODIP_ANNOTATION]: `${ip}/32`,
@@ -325,7 +328,8 @@ export class CalicoCni {
       this.#log(`assigned ${ip} to ${st.namespace}/${st.name} on ${st.node} (calico-ipam ADD ${r.ms} ms)`);
     } catch (e) {
       this.#log(`annotating ${st.namespace}/${st.name}: ${e instanceof Error ? e.message : String(e)}`);
-      if (e instanceof ApiError && e.status === 404) this.#delQ.set(uid, st);
+      // gone (404) or replaced by a pod of the same name (409 on the uid): its DEL gives the address back
+      if (e instanceof ApiError && (e.status === 404 || e.status === 409)) this.#delQ.set(uid, st);
       else {
         this.#delQ.set(uid, st);
         this.#pendingReAdd.add(uid);

@@ -731,8 +731,10 @@ export class CalicoIpam {
       return;
     }
     try {
+      // the uid is a precondition (409 otherwise): a pod of the same name created since must not get this address
       await this.#client.mergePatch(`/api/v1/namespaces/${pod.namespace}/pods/${pod.name}`, {
         metadata: {
+          uid,
           annotations: {
             [CALICO_PODIP_ANNOTATION]: `${ip}/32`,
             [CALICO_PODIPS_ANNOTATION]: `${ip}/32`,
@@ -743,8 +745,8 @@ export class CalicoIpam {
       this.#log(`assigned ${ip} (block ${cidr}) to ${pod.namespace}/${pod.name} on ${pod.node}`);
     } catch (e) {
       this.#log(`annotating ${pod.namespace}/${pod.name}: ${e instanceof Error ? e.message : String(e)}`);
-      if (e instanceof ApiError && e.status === 404) {
-        // gone before we could annotate it: give the address back
+      if (e instanceof ApiError && (e.status === 404 || e.status === 409)) {
+        // gone, or replaced by a pod of the same name, before we could annotate it: give the address back
         this.#releaseQ.add(uid);
         this.#kick();
       }
