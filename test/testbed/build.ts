@@ -261,13 +261,18 @@ async function buildPart(version: string, need: Exclude<Need, 'none'>, log: (s: 
 /** A Kubernetes release as the module proxy names it: vX.Y.Z, or a pre-release such as v1.38.0-beta.0. */
 export const K8S_VERSION_PATTERN = /^v\d+\.\d+\.\d+(-(alpha|beta|rc)\.\d+)?$/;
 
+/** Throws unless `version` is a release as K8S_VERSION_PATTERN names it (every build checks its version so). */
+export function checkK8sVersion(version: string): void {
+  if (!K8S_VERSION_PATTERN.test(version)) throw new Error(`bad kubernetes version ${version} (want vX.Y.Z or vX.Y.Z-beta.N)`);
+}
+
 /**
  * Makes sure the binaries for `version` exist, building them if needed; returns the bin directory.
  * Returns in milliseconds when the stamp says they are built.
  */
 export async function ensureBuilt(opts: { version?: string; log?: (s: string) => void } = {}): Promise<string> {
   const version = opts.version ?? DEFAULT_VERSION;
-  if (!K8S_VERSION_PATTERN.test(version)) throw new Error(`bad kubernetes version ${version} (want vX.Y.Z or vX.Y.Z-beta.N)`);
+  checkK8sVersion(version);
   const log = opts.log ?? ((s: string) => process.stderr.write(`[testbed] ${s}\n`));
   if (whatIsNeeded(version) === 'none') return binDir(version);
   await withLock(join(versionDir(version), '.build.lock'), async () => {

@@ -328,12 +328,10 @@ export class CalicoCni {
       this.#log(`assigned ${ip} to ${st.namespace}/${st.name} on ${st.node} (calico-ipam ADD ${r.ms} ms)`);
     } catch (e) {
       this.#log(`annotating ${st.namespace}/${st.name}: ${e instanceof Error ? e.message : String(e)}`);
-      // gone (404) or replaced by a pod of the same name (409 on the uid): its DEL gives the address back
-      if (e instanceof ApiError && (e.status === 404 || e.status === 409)) this.#delQ.set(uid, st);
-      else {
-        this.#delQ.set(uid, st);
-        this.#pendingReAdd.add(uid);
-      }
+      // its DEL gives the address back; then it is added again, unless it is gone (404) or replaced by a pod of the
+      // same name (409 on the uid)
+      this.#delQ.set(uid, st);
+      if (!(e instanceof ApiError && (e.status === 404 || e.status === 409))) this.#pendingReAdd.add(uid);
     }
     // gone or going while the ADD ran: its DEL
     const now = this.#pods.get(uid);

@@ -15,7 +15,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot, DEFAULT_VERSION, K8S_VERSION_PATTERN, mib, takeTrimFigure, testbedRoot, withLock } from './build.ts';
+import { cacheRoot, checkK8sVersion, DEFAULT_VERSION, mib, takeTrimFigure, testbedRoot, withLock } from './build.ts';
 
 export const COREDNS_VERSION = 'v1.15.0';
 export const DATAPLANE_BINARIES = ['kube-proxy', 'coredns', 'dpnet'] as const;
@@ -168,7 +168,7 @@ export async function ensureHostPackages(log: (s: string) => void = (s) => proce
 
 export async function ensureDataplaneBuilt(opts: { version?: string; log?: (s: string) => void } = {}): Promise<string> {
   const version = opts.version ?? DEFAULT_VERSION;
-  if (!K8S_VERSION_PATTERN.test(version)) throw new Error(`bad kubernetes version ${version} (want vX.Y.Z or vX.Y.Z-beta.N)`);
+  checkK8sVersion(version);
   const log = opts.log ?? ((s: string) => process.stderr.write(`[dataplane] ${s}\n`));
   if (process.getuid?.() === 0) await ensureHostPackages(log);
   if (whatIsNeeded(version) === 'none') return dataplaneBinDir(version);

@@ -14,7 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot, DEFAULT_VERSION, K8S_VERSION_PATTERN, mib, testbedRoot, withLock } from './build.ts';
+import { cacheRoot, checkK8sVersion, DEFAULT_VERSION, mib, testbedRoot, withLock } from './build.ts';
 import { duBytes } from './dataplane-build.ts';
 
 export const KUBELET_BINARIES = ['kubelet', 'fakecri'] as const;
@@ -102,7 +102,7 @@ async function runBuildScript(version: string, log: (s: string) => void): Promis
 /** Makes sure kubelet and fakecri exist for `version`, building them if needed; returns the bin dir. */
 export async function ensureKubeletBuilt(opts: { version?: string; log?: (s: string) => void } = {}): Promise<string> {
   const version = opts.version ?? DEFAULT_VERSION;
-  if (!K8S_VERSION_PATTERN.test(version)) throw new Error(`bad kubernetes version ${version} (want vX.Y.Z or vX.Y.Z-beta.N)`);
+  checkK8sVersion(version);
   const log = opts.log ?? ((s: string) => process.stderr.write(`[kubelet] ${s}\n`));
   if (isKubeletBuilt(version)) return kubeletBinDir(version);
   await mkdir(kubeletVersionDir(version), { recursive: true });
