@@ -295,8 +295,9 @@ describe('probe clients (servers on 127.0.0.1)', () => {
       assert.equal(x.dnsFailures, 0);
       assert.equal(x.breaks, undefined, 'one connection per request: no breaks');
       assert.ok(x.longestGap && x.longestGap.ms >= down - 5 && x.longestGap.ms < down + 300, info);
-      // each exchange was a new connection that was closed after its answer
-      assert.equal(srv.connections, 0);
+      // each exchange was a new connection that was closed after its answer (the server sees the last close a moment
+      // after the probe returns: a connection kept open times out here)
+      await waitFor(() => srv.connections === 0, `every connection closed (${srv.connections} open)`, 2000);
     } finally {
       stop.abort();
       await srv.stop();
