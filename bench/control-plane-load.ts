@@ -2,6 +2,7 @@
 //
 //   npm run bench -- control-plane-load [--nodes 1000] [--max-unavailable 10%] [--zones 3] [--deployments 4]
 //                                       [--idle-seconds 20] [--probe-interval-ms 100] [--kcm-qps 100] [--tool-nice 10]
+//                                       [--control]
 //
 //   A testbed with --nodes kwok nodes (as node-waves builds it: Deployments of one replica per node, each with a
 //   PodDisruptionBudget, a DaemonSet, a bare pod, a Job), then a probe: another client of the same apiserver (its
@@ -22,6 +23,12 @@
 //   the apiserver, etcd and kwok, which a production apiserver does not; --tool-nice N runs it (and the node hooks it
 //   starts) at that CPU priority (default 10; 0: the same as the control plane), so what the probe sees is the
 //   apiserver's answer to our requests rather than our CPU.
+//
+//   --control: the same node replacement in waves of the same size without kube-renumber (bench/node-replace-control.ts:
+//   cordon, evict, delete, the same hook, podCIDR, wait for every replica), so the probe's ratio there is the control
+//   plane's reaction to the churn itself: the floor under any tool's figure on this machine. The figures add each
+//   component's CPU seconds during the probed part ("bench": this process and its children, the tool's process and
+//   the hooks included).
 
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -37,7 +44,8 @@ import { Testbed } from '../test/testbed/cluster.ts';
 import { watchPDBs } from '../test/testbed/pdb-watch.ts';
 import { populateWorkloads } from '../test/testbed/workloads.ts';
 import { runCli } from '../test/unit/bad-input/harness.ts';
-import { cli, oldRange, settle, targets, writeHook } from './node-waves.ts';
+import { replaceNodesWithoutTool, type ControlFigures } from './node-replace-control.ts';
+import { cli, cpuNow, oldRange, settle, targets, writeHook } from './node-waves.ts';
 
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
@@ -121,7 +129,7 @@ export async function run(args: string[]): Promise<number> {
     options: {
       nodes: { type: 'string' }, 'max-unavailable': { type: 'string' }, zones: { type: 'string' }, deployments: { type: 'string' },
       'idle-seconds': { type: 'string' }, 'probe-interval-ms': { type: 'string' }, 'kcm-qps': { type: 'string' },
-      'tool-nice': { type: 'string' },
+      'tool-nice': { type: 'string' }, control: { type: 'boolean' },
     },
   });
   const nodes = Number(values.nodes ?? 1000);
@@ -132,6 +140,7 @@ export async function run(args: string[]): Promise<number> {
   const intervalMs = Number(values['probe-interval-ms'] ?? 100);
   const kcmQPS = Number(values['kcm-qps'] ?? 100);
   const toolNice = Number(values['tool-nice'] ?? 10);
+  const control = values.control === true;
   if (!Number.isInteger(toolNice) || toolNice < 0 || toolNice > 19) {
     process.stderr.write('error: --tool-nice must be a whole number from 0 to 19\n');
     return 2;
@@ -162,22 +171,25 @@ export async function run(args: string[]): Promise<number> {
     const idleLoad = loadavg()[0]!;
     log(`idle: ${idle.ms.length} probes, p99 ${round(quantile(idle.ms, 0.99), 1)} ms, load ${round(idleLoad, 2)}`);
 
-    const planPath = join(dir, 'plan.yaml');
-    const stateDir = join(dir, 'state');
     const hook = await writeHook(tb, dir);
-    const p = await cli(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', to, '--ipam', 'node', '--node-hook', hook, '--max-unavailable', max, '-o', 'yaml']);
-    if (p.code !== 0 && p.code !== 1) throw new Error(`plan exited ${p.code}: ${p.err}`);
-    await writeFile(planPath, p.out);
-    const common = ['--kubeconfig', tb.kubeconfigPath, '--state-dir', stateDir, '--yes', '--allow-hook', '--timeout', '300s'];
-    const a = await cli(['apply', planPath, ...common]);
-    if (a.code !== 7) throw new Error(`apply exited ${a.code}, expected gate kcm-stop-allocating: ${a.err.slice(-2000)}`);
+    const size = waveSize(parseMaxUnavailable(max), nodes);
+    const common = ['--kubeconfig', tb.kubeconfigPath, '--state-dir', join(dir, 'state'), '--yes', '--allow-hook', '--timeout', '300s'];
+    const planPath = join(dir, 'plan.yaml');
+    if (!control) {
+      const p = await cli(['plan', '--kubeconfig', tb.kubeconfigPath, '--pod-cidr', to, '--ipam', 'node', '--node-hook', hook, '--max-unavailable', max, '-o', 'yaml']);
+      if (p.code !== 0 && p.code !== 1) throw new Error(`plan exited ${p.code}: ${p.err}`);
+      await writeFile(planPath, p.out);
+      const a = await cli(['apply', planPath, ...common]);
+      if (a.code !== 7) throw new Error(`apply exited ${a.code}, expected gate kcm-stop-allocating: ${a.err.slice(-2000)}`);
+    }
     if (!(await tb.restartControllerManager({ clusterCIDR: from, allocateNodeCIDRs: false })).running) throw new Error('kube-controller-manager did not start with --allocate-node-cidrs=false');
     const watcher = watchPDBs(tb);
     await watcher.ready;
-    log(`${nodes} nodes, --max-unavailable ${max}: moving ${from} → ${to} with the probe running`);
+    log(`${nodes} nodes, --max-unavailable ${max}: moving ${from} → ${to} with the probe running${control ? ', without kube-renumber (--control)' : ''}`);
     probe.take();
-    probe.watchLease(true);
+    probe.watchLease(!control);
     const t0 = performance.now();
+    const cpu0 = cpuNow(tb);
     // progress on stderr once a minute: nodes on the new range (a LIST of nodes through the probe's own client, outside
     // its latency figures), so a run that crawls is seen crawling, with its rate and the time it would still need
     const moved: { s: number; nodes: number }[] = [];
@@ -195,31 +207,49 @@ export async function run(args: string[]): Promise<number> {
         } catch { /* the next tick tries again */ }
       })();
     }, 60_000);
-    // -v: the run's closing figures (its request window) are written only in verbose mode
-    const r = await cliProcess(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating', '-v'], toolNice).finally(() => clearInterval(ticker));
+    let stderr = '';
+    let completed = false;
+    let controlFigures: ControlFigures | undefined;
+    try {
+      if (control) {
+        const c = connect({ kubeconfig: tb.kubeconfigPath, limiter: false, env: { HOME: '/nonexistent' } });
+        controlFigures = await replaceNodesWithoutTool(c, { to, size, hook, log });
+      } else {
+        // -v: the run's closing figures (its request window) are written only in verbose mode
+        const r = await cliProcess(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating', '-v'], toolNice);
+        stderr = r.err;
+        completed = r.code === 7 && /stopped at gate kcm-cluster-cidr/.test(stderr);
+        if (!completed) log(`resume exited ${r.code}: ${stderr.slice(-2000)}`);
+      }
+    } finally { clearInterval(ticker); }
     const seconds = (performance.now() - t0) / 1000;
+    const cpu1 = cpuNow(tb);
+    const cpuSeconds = Object.fromEntries(Object.keys(cpu1).map((k) => [k === 'cli' ? 'bench' : k, round(cpu1[k]! - (cpu0[k] ?? 0), 1)]));
     probe.watchLease(false);
     const during = probe.take();
     const duringLoad = loadavg()[0]!;
     const pdb = await watcher.stop();
-    const stderr = r.err;
-    let completed = r.code === 7 && /stopped at gate kcm-cluster-cidr/.test(stderr);
-    if (completed) {
+    if (control) {
+      if (!(await tb.restartControllerManager({ clusterCIDR: to, allocateNodeCIDRs: true })).running) throw new Error('kube-controller-manager did not start on the new range');
+      let off = 0;
+      for await (const x of other.list('/api/v1/nodes') as AsyncIterable<{ spec?: { podCIDR?: string } }>) {
+        if (x.spec?.podCIDR === undefined || !contains(parseCidr(to), parseCidr(x.spec.podCIDR))) off++;
+      }
+      completed = off === 0;
+      if (!completed) log(`${off} node(s) not on ${to} after the control's waves`);
+    } else if (completed) {
       if (!(await tb.restartControllerManager({ clusterCIDR: to, allocateNodeCIDRs: true })).running) throw new Error('kube-controller-manager did not start on the new range');
       await settle(tb);
       const done = await cliProcess(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating', '--ack-gate', 'kcm-cluster-cidr'], toolNice);
       completed = done.code === 0;
       if (!completed) log(`final resume exited ${done.code}: ${done.err.slice(-1000)}`);
-    } else {
-      log(`resume exited ${r.code}: ${stderr.slice(-2000)}`);
     }
     const leaseLosses = (stderr.match(/could not renew Lease|lost Lease|Lease \S+ was deleted/g) ?? []).length;
     const lost = await settle(tb);
     const idleP99 = quantile(idle.ms, 0.99);
     const duringP99 = quantile(during.ms, 0.99);
-    const size = waveSize(parseMaxUnavailable(max), nodes);
     const fig = {
-      scenario: 'control-plane-load', nodes, pods: summary.totalPods, maxUnavailable: max, waveSize: size, waves: Math.ceil(nodes / size),
+      scenario: 'control-plane-load', mode: control ? 'control' : 'tool', nodes, pods: summary.totalPods, maxUnavailable: max, waveSize: size, waves: Math.ceil(nodes / size),
       idle: { probes: idle.ms.length, errors: idle.errors, p50Ms: round(quantile(idle.ms, 0.5), 1), p99Ms: round(idleP99, 1), loadAvg1m: round(idleLoad, 2) },
       during: { probes: during.ms.length, errors: during.errors, p50Ms: round(quantile(during.ms, 0.5), 1), p99Ms: round(duringP99, 1), loadAvg1m: round(duringLoad, 2) },
       otherClientP99Ratio: idleP99 > 0 ? round(duringP99 / idleP99, 2) : null,
@@ -227,13 +257,15 @@ export async function run(args: string[]): Promise<number> {
       leaseLosses, leaseRenewals: probe.renewals().length, longestLeaseRenewalGapSeconds: round(longestGap(probe.renewals()), 1),
       podsLost: lost, pdbViolations: pdb.violations.length, cores: availableParallelism(), toolNice,
       limiter: requestWindow(stderr), nodesMovedByMinute: moved.map((m) => [round(m.s / 60, 1), m.nodes]),
+      cpuSeconds, ...(controlFigures ? { control: controlFigures } : {}),
     };
-    process.stdout.write(`CONTROL-PLANE-LOAD (${nodes} nodes, ${summary.totalPods} pods, --max-unavailable ${max}: ${fig.waves} wave(s) of up to ${size}; the tool's process at nice ${toolNice})\n`
+    process.stdout.write(`CONTROL-PLANE-LOAD (${nodes} nodes, ${summary.totalPods} pods, --max-unavailable ${max}: ${fig.waves} wave(s) of up to ${size}; ${control ? 'without kube-renumber (--control)' : `the tool's process at nice ${toolNice}`})\n`
       + `probe (GET + LIST page every ${intervalMs} ms)   probes  errors  p50 ms  p99 ms  load1m\n`
       + `idle                                      ${String(fig.idle.probes).padStart(6)}  ${String(fig.idle.errors).padStart(6)}  ${String(fig.idle.p50Ms).padStart(6)}  ${String(fig.idle.p99Ms).padStart(6)}  ${fig.idle.loadAvg1m}\n`
       + `during the waves                          ${String(fig.during.probes).padStart(6)}  ${String(fig.during.errors).padStart(6)}  ${String(fig.during.p50Ms).padStart(6)}  ${String(fig.during.p99Ms).padStart(6)}  ${fig.during.loadAvg1m}\n`
       + `p99 ratio ${fig.otherClientP99Ratio}; completed ${fig.completed} (waves ${fig.resumeSeconds} s); Lease losses ${leaseLosses}, longest renewal gap ${fig.longestLeaseRenewalGapSeconds} s; `
-      + `pods lost ${lost}; PDB violations ${fig.pdbViolations}\n`);
+      + `pods lost ${lost}; PDB violations ${fig.pdbViolations}\n`
+      + `CPU seconds during the waves: ${Object.entries(cpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}\n`);
     process.stdout.write(`${JSON.stringify(fig)}\n`);
     keep = !completed;
     return completed ? 0 : 1;

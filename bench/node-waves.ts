@@ -145,7 +145,7 @@ function parents(): Map<number, number> {
  * CPU seconds so far of each testbed component (the supervisor's descendants: the component itself) and of this
  * process with its reaped children (the CLI runs in-process; its node hooks are its children).
  */
-function cpuNow(tb: Testbed): Record<string, number> {
+export function cpuNow(tb: Testbed): Record<string, number> {
   const pp = parents();
   const out: Record<string, number> = {};
   for (const p of tb.processes()) {

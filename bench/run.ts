@@ -45,6 +45,10 @@ const SCENARIOS: Record<string, Scenario> = {
     summary: 'inspect of a live testbed with 10,000 pods and 5,000 Services vs kubectl get of the same resources as JSON',
     load: () => import('./inspect-live.ts'),
   },
+  'live-index': {
+    summary: 'the live-address index for 150,000 pods and a quarter of them: every live check and 1,000 target queries, 4x the pods costs under 10x / 3x',
+    load: () => import('./live-index.ts'),
+  },
   'large-list': {
     summary: 'one ~1.7 GB `kubectl get pods -A -o json` List (150k pods): inspect -f end to end vs JSON.parse of the same items, time and peak RSS',
     load: () => import('./large-list.ts'),

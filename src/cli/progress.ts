@@ -170,7 +170,7 @@ export class ProgressView {
       case 'waited':
         this.waits.delete(e.what);
         if (this.opts.tty) this.draw();
-        else this.say(`${e.what}: done after ${(e.ms / 1000).toFixed(1)}s`);
+        else this.say(`${e.what}: ${e.ended === 'failed' ? 'failed' : e.ended === 'timed-out' ? 'timed out' : 'done'} after ${(e.ms / 1000).toFixed(1)}s`);
         return;
     }
   }

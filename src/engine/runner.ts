@@ -24,14 +24,15 @@ export type DryRun = 'none' | 'client' | 'server';
  * - step: the runner starts, finishes, skips or stops at step n of total;
  * - count: a step's items so far (Services moved 4 of 6, workloads restarted 12 of 40);
  * - inflight: what runs at once now (rollouts, with their names);
- * - wait / waited: a wait for the cluster (or a fixed delay) begins, with its limit, and ends.
+ * - wait / waited: a wait for the cluster (or a fixed delay) begins, with its limit, and ends (`ended`: it failed or
+ *   timed out rather than saw its condition).
  */
 export type ProgressEvent =
   | { type: 'step'; step: string; n: number; total: number; title: string; state: 'start' | 'done' | 'skip' | 'excluded' | 'gate' | 'confirm' | 'failed' }
   | { type: 'count'; what: string; done: number; total: number }
   | { type: 'inflight'; what: string; names: string[] }
   | { type: 'wait'; what: string; timeoutMs?: number }
-  | { type: 'waited'; what: string; ms: number };
+  | { type: 'waited'; what: string; ms: number; ended?: 'failed' | 'timed-out' };
 
 export interface StepContext {
   client: KubeClient;

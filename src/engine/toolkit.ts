@@ -139,19 +139,19 @@ export async function poll<T>(what: string, fn: (note: (detail: string) => void)
   const sink = progressScope.getStore();
   const t0 = now();
   let waiting = false;
-  const done = () => { if (waiting) sink?.({ type: 'waited', what, ms: now() - t0 }); };
+  const done = (ended?: 'failed' | 'timed-out') => { if (waiting) sink?.({ type: 'waited', what, ms: now() - t0, ...(ended ? { ended } : {}) }); };
   for (;;) {
     let v: T | undefined;
     try {
       v = await fn(note);
     } catch (e) {
-      if (!(opts.tolerateTransient && isTransient(e))) { done(); throw e; }
+      if (!(opts.tolerateTransient && isTransient(e))) { done('failed'); throw e; }
       detail = `API error: ${firstLine(e)}`;
       v = undefined;
     }
     if (v !== undefined) { done(); return v; }
     const left = deadline - now();
-    if (left <= 0) { done(); throw new PollTimeout(what, timeoutMs, detail); }
+    if (left <= 0) { done('timed-out'); throw new PollTimeout(what, timeoutMs, detail); }
     if (!waiting) { waiting = true; sink?.({ type: 'wait', what, timeoutMs }); }
     await wait(Math.max(1, Math.min(delay, left)));
     delay = Math.min(max, delay * factor);

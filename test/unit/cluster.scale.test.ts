@@ -88,74 +88,17 @@ test('5,000 nodes / 100,000 pods / 20,000 services build correctly', () => {
 
 import { findConflicts } from '../../src/analyze/conflicts.ts';
 import { liveIndex } from '../../src/analyze/live.ts';
-import { suggest } from '../../src/analyze/suggest.ts';
-import type { Snapshot } from '../../src/cluster/types.ts';
-import { targetChecks } from '../../src/plan/preflight.ts';
 import { podTargetRefusals } from '../../src/plan/targets.ts';
+import { allChecks, LIVE_NODES, LIVE_SERVICES, liveSnapshot } from '../../bench/live-index.ts';
 
-/** A snapshot (no parsing: the model directly) of `pods` pods on NODES nodes and SERVICES Services, no pod range configured. */
-function liveSnapshot(pods: number): Snapshot {
-  const nodes = Array.from({ length: NODES }, (_, i) => ({
-    name: `node-${i}`, podCIDRs: [], internalIPs: [ip4(BASE_NODE + i)], externalIPs: [], labels: {}, unschedulable: false,
-  }));
-  return {
-    source: { kind: 'file', files: ['scale'] }, platform: { kind: 'generic', title: 'generic', evidence: [], reserved: [] },
-    cni: { plugin: 'unknown', ipam: 'unknown', operatorManaged: false, evidence: [] },
-    ranges: [{ cidr: '10.96.0.0/12', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' }],
-    serviceCIDRs: [], kubernetesServiceIPs: ['10.96.0.1'], clusterDNS: [], apiservers: [], controllerManagers: [], nodes,
-    services: Array.from({ length: SERVICES }, (_, i) => ({
-      namespace: `ns-${i % 200}`, name: `svc-${i}`, type: 'ClusterIP' as const, clusterIPs: [ip4(BASE_SVC + 1 + i)], headless: false,
-      ports: [{ port: 80 }], loadBalancerIPs: [], loadBalancerSourceRanges: [], externalIPs: [], labels: {}, annotations: {},
-    })),
-    // Pods on 100.64.0.0/10 (EKS custom networking): every one of them is a live address in a catalog range.
-    pods: Array.from({ length: pods }, (_, i) => ({
-      namespace: `ns-${i % 200}`, name: `p-${i}`, nodeName: `node-${i % NODES}`, podIPs: [ip4(((100 << 24) | (64 << 16)) + 2 + i)],
-      hostNetwork: false, phase: 'Running', labels: {},
-    })),
-    pools: [], blocks: [], blockAffinities: [], warnings: [],
-  };
-}
-
-/**
- * The fastest of three runs of `work` on a fresh copy of the snapshot (the live index is cached per snapshot
- * object): with `warm`, the copy's index is built before the clock starts.
- */
-function fastest(snap: Snapshot, work: (s: Snapshot) => void, warm = false): number {
-  let best = Infinity;
-  for (let i = 0; i < 3; i++) {
-    const copy = { ...snap };
-    if (warm) liveIndex(copy);
-    const t = performance.now();
-    work(copy);
-    best = Math.min(best, performance.now() - t);
-  }
-  return best;
-}
-
-test('live addresses: 150,000 pods and 20,000 Services are indexed once, and every check using them stays linear', () => {
-  const all = (s: Snapshot) => {
-    liveIndex(s);
-    findConflicts(s);
-    podTargetRefusals(s, { target: '100.64.0.0/16' });
-    targetChecks(s, { target: '172.24.0.0/16' });
-    suggest(s, { for: 'services' });
-  };
+test('live addresses: 150,000 pods and 20,000 Services, each check right at that size (its speed: npm run bench -- live-index)', () => {
   const big = liveSnapshot(150_000);
-  const quarter = liveSnapshot(37_500);
+  allChecks(big);
   // Right at that size: the refusal names the first pod, counts the rest; the CGNAT conflict counts every pod.
   assert.deepEqual(podTargetRefusals(big, { target: '100.64.0.0/16' }).slice(0, 1),
     ['100.64.0.0/16 contains 100.64.0.2, the IP of pod ns-0/p-0 (and 65533 more live addresses)']);
   const cgnat = findConflicts(big).find((c) => c.kind === 'live-address' && c.b.cidr === '100.64.0.0/10');
   assert.equal(cgnat?.a.cidr, '150000 pod IPs');
-  assert.equal(liveIndex(big).families.get(4)!.values.length, 150_000 + SERVICES + NODES);
-  // Linear (n log n for the one sort): 4x the pods costs about 4x, far from the 16x of a scan per address.
-  const tq = fastest(quarter, all);
-  const tb = fastest(big, all);
-  assert.ok(tb / tq < 10, `150,000 pods took ${tb.toFixed(0)} ms, 37,500 took ${tq.toFixed(0)} ms: ${(tb / tq).toFixed(1)}x for 4x the pods`);
-  // A range query is a binary search: a thousand of them cost about the same at either size.
-  const queries = (s: Snapshot) => { for (let i = 0; i < 1000; i++) podTargetRefusals(s, { target: `10.${i % 200}.0.0/16` }); };
-  const qq = fastest(quarter, queries, true);
-  const qb = fastest(big, queries, true);
-  process.stderr.write(`live scale: all checks ${tq.toFixed(0)} → ${tb.toFixed(0)} ms, 1,000 target checks ${qq.toFixed(0)} → ${qb.toFixed(0)} ms\n`);
-  assert.ok(qb / qq < 3, `1,000 target checks: ${qb.toFixed(0)} ms at 150,000 pods, ${qq.toFixed(0)} ms at 37,500`);
+  assert.equal(liveIndex(big).families.get(4)!.values.length, 150_000 + LIVE_SERVICES + LIVE_NODES);
+  assert.deepEqual(podTargetRefusals(big, { target: '10.7.0.0/16' }), [], 'a range with no live address is not refused');
 });

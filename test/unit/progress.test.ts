@@ -13,7 +13,7 @@ import { BackupStore } from '../../src/engine/backup.ts';
 import { Journal, JournalTail } from '../../src/engine/journal.ts';
 import { runWaves, type RestartResult, type Workload } from '../../src/engine/restarts.ts';
 import { runSteps, type ProgressEvent, type Step, type StepContext } from '../../src/engine/runner.ts';
-import { poll, waitFor, withProgress } from '../../src/engine/toolkit.ts';
+import { poll, PollTimeout, waitFor, withProgress } from '../../src/engine/toolkit.ts';
 import { run } from './run-cli.ts';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'kr-progress-'));
@@ -56,6 +56,24 @@ describe('progress events from the engine', () => {
     ]);
     const waited = events.find((e) => e.type === 'waited' && e.what === 'caches to catch up') as { ms: number };
     assert.ok(waited.ms >= 19, `waited ${waited.ms} ms`);
+  });
+
+  it('a poll that ends in an error or its deadline says so, never "done"', async () => {
+    const events: ProgressEvent[] = [];
+    let tries = 0;
+    await assert.rejects(withProgress((e) => events.push(e), () => poll('a failing check', async () => {
+      if (++tries >= 2) throw new Error('stuck');
+      return undefined;
+    }, { intervalMs: 1, timeoutMs: 5000 })), /stuck/);
+    await assert.rejects(withProgress((e) => events.push(e), () => poll('a slow check', async () => undefined, { intervalMs: 1, timeoutMs: 10 })), PollTimeout);
+    const ended = events.filter((e) => e.type === 'waited').map((e) => e.type === 'waited' && `${e.what} ${e.ended}`);
+    assert.deepEqual(ended, ['a failing check failed', 'a slow check timed-out']);
+    let out = '';
+    const v = new ProgressView((s) => { out += s; }, { tty: false });
+    for (const e of events) v.event(e);
+    assert.match(out, /a failing check: failed after \d+\.\ds\n/);
+    assert.match(out, /a slow check: timed out after \d+\.\ds\n/);
+    assert.doesNotMatch(out, /done after/);
   });
 
   it('a poll that holds at once is no wait; outside a step nothing is told', async () => {

@@ -1,0 +1,91 @@
+// The control of control-plane-load (`--control`): the same node replacement as the node path's waves, done without
+// kube-renumber, as a plain script would do it. For each wave of `size` nodes (by name, as the plan orders them): cordon,
+// evict every pod that is not a DaemonSet's (eviction API; a 429 from a budget is retried after 5 s, as `kubectl drain`
+// does), delete the Node, run the same node hook (the Node created again and Ready), give it its podCIDR in the new
+// range, then wait until every Deployment and DaemonSet is available again before the next wave. Requests go out at a
+// fixed concurrency of 8 with no adaptive window. What the other client sees during it is the control plane's reaction
+// to the churn (scheduling, controllers re-creating pods, kwok), with as little client traffic as the job allows.
+
+import { spawn } from 'node:child_process';
+import type { KubeClient } from '../src/kube/client.ts';
+import { KubeApiError } from '../src/kube/errors.ts';
+import { formatCidr, parseCidr, split } from '../src/net/cidr.ts';
+
+/** Runs `f` over `items`, at most `n` at once. */
+async function pool<T>(items: readonly T[], n: number, f: (x: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
+    while (next < items.length) await f(items[next++]!);
+  }));
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function runHook(hook: string, node: string): Promise<void> {
+  const [cmd, ...args] = hook.split(' ');
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd!, args, { env: { ...process.env, KUBE_RENUMBER_NODE: node }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (b: Buffer) => { err += b; });
+    p.on('error', reject);
+    p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`hook for ${node} exited ${code}: ${err.trim()}`))));
+  });
+}
+
+/** Evicts a pod, retrying a budget's 429 every 5 s; the number of retries. */
+async function evict(client: KubeClient, ns: string, name: string): Promise<number> {
+  const body = { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace: ns } };
+  for (let retries = 0; ; retries++) {
+    try { await client.request('POST', `/api/v1/namespaces/${ns}/pods/${name}/eviction`, { body }); return retries; } catch (e) {
+      if (e instanceof KubeApiError && e.status === 404) return retries;
+      if (e instanceof KubeApiError && e.status === 429) { await sleep(5000); continue; }
+      throw e;
+    }
+  }
+}
+
+/** Until every Deployment and DaemonSet is available (at most `limitMs`); the number still missing. */
+async function available(client: KubeClient, limitMs: number): Promise<number> {
+  const end = Date.now() + limitMs;
+  for (;;) {
+    let missing = 0;
+    for await (const d of client.list('/apis/apps/v1/deployments') as AsyncIterable<any>) missing += Math.max(0, (d.spec?.replicas ?? 1) - (d.status?.availableReplicas ?? 0));
+    for await (const d of client.list('/apis/apps/v1/daemonsets') as AsyncIterable<any>) missing += Math.max(0, (d.status?.desiredNumberScheduled ?? 0) - (d.status?.numberAvailable ?? 0));
+    if (missing === 0 || Date.now() > end) return missing;
+    await sleep(1000);
+  }
+}
+
+export interface ControlFigures { waves: number; evictions: number; evictionRetries: number; missingAfterWaves: number[] }
+
+/** Moves every node to a /24 of `to` in waves of `size`, as described above. */
+export async function replaceNodesWithoutTool(client: KubeClient, opts: { to: string; size: number; hook: string; log: (m: string) => void }): Promise<ControlFigures> {
+  const names: string[] = [];
+  for await (const n of client.list('/api/v1/nodes')) names.push(n.metadata!.name!);
+  names.sort();
+  const blocks = split(parseCidr(opts.to), 24, names.length).map(formatCidr);
+  const cidrOf = new Map(names.map((n, i) => [n, blocks[i]!]));
+  const figures: ControlFigures = { waves: 0, evictions: 0, evictionRetries: 0, missingAfterWaves: [] };
+  for (let w = 0; w * opts.size < names.length; w++) {
+    const wave = names.slice(w * opts.size, (w + 1) * opts.size);
+    await pool(wave, 8, (n) => client.request('PATCH', `/api/v1/nodes/${n}`, { body: { spec: { unschedulable: true } } }).then(() => {}));
+    const pods: Array<{ ns: string; name: string }> = [];
+    await pool(wave, 8, async (n) => {
+      for await (const p of client.list('/api/v1/pods', { fieldSelector: `spec.nodeName=${n}` }) as AsyncIterable<any>) {
+        if (!(p.metadata.ownerReferences ?? []).some((o: any) => o.kind === 'DaemonSet')) pods.push({ ns: p.metadata.namespace, name: p.metadata.name });
+      }
+    });
+    await pool(pods, 8, async (p) => { figures.evictionRetries += await evict(client, p.ns, p.name); });
+    figures.evictions += pods.length;
+    await pool(wave, 8, async (n) => {
+      try { await client.request('DELETE', `/api/v1/nodes/${n}`); } catch (e) { if (!(e instanceof KubeApiError && e.status === 404)) throw e; }
+    });
+    await pool(wave, 8, (n) => runHook(opts.hook, n));
+    await pool(wave, 8, (n) => client.request('PATCH', `/api/v1/nodes/${n}`, { body: { spec: { podCIDR: cidrOf.get(n), podCIDRs: [cidrOf.get(n)] } } }).then(() => {}));
+    const missing = await available(client, 300_000);
+    figures.waves++;
+    figures.missingAfterWaves.push(missing);
+    opts.log(`control wave ${w + 1}: ${wave.length} nodes replaced, ${pods.length} pods evicted, ${missing} replica(s) still missing after it`);
+  }
+  return figures;
+}
