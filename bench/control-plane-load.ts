@@ -116,6 +116,37 @@ export function requestWindow(stderr: string): { min: number; max: number; last:
   return { min, max, last, latencyShrinks, overloadShrinks };
 }
 
+/**
+ * What podsLost counted, object by object, for the log of a run that lost something: each Deployment short of its
+ * replicas, and for each DaemonSet short of its pods, every node that has no available pod of it (with that node's
+ * podCIDR, unschedulable flag and Ready condition, and the pod's phase, conditions and age where one exists).
+ */
+async function whatIsMissing(tb: Testbed): Promise<string[]> {
+  const out: string[] = [];
+  for (const d of (await tb.client.list('/apis/apps/v1/deployments')).items) {
+    const short = (d.spec?.replicas ?? 1) - (d.status?.availableReplicas ?? 0);
+    if (short > 0) out.push(`Deployment ${d.metadata.namespace}/${d.metadata.name}: ${short} replica(s) not available`);
+  }
+  const nodes = (await tb.client.list('/api/v1/nodes')).items;
+  for (const ds of (await tb.client.list('/apis/apps/v1/daemonsets')).items) {
+    if ((ds.status?.numberAvailable ?? 0) >= (ds.status?.desiredNumberScheduled ?? 0)) continue;
+    const pods = (await tb.client.list(`/api/v1/namespaces/${ds.metadata.namespace}/pods`)).items
+      .filter((p: any) => (p.metadata.ownerReferences ?? []).some((o: any) => o.uid === ds.metadata.uid));
+    const ready = (p: any) => (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
+    for (const n of nodes) {
+      const mine = pods.filter((p: any) => p.spec?.nodeName === n.metadata.name);
+      if (mine.some(ready)) continue;
+      const nodeReady = (n.status?.conditions ?? []).find((c: any) => c.type === 'Ready')?.status;
+      const podText = mine.map((p: any) => `pod ${p.metadata.name} ${p.status?.phase} created ${p.metadata.creationTimestamp}${p.metadata.deletionTimestamp ? ' deleting' : ''}`
+        + ` conditions ${(p.status?.conditions ?? []).map((c: any) => `${c.type}=${c.status}`).join(',')}`).join('; ') || 'no pod';
+      out.push(`DaemonSet ${ds.metadata.namespace}/${ds.metadata.name} on node ${n.metadata.name} (podCIDR ${n.spec?.podCIDR ?? 'none'}, `
+        + `unschedulable ${n.spec?.unschedulable === true}, Ready ${nodeReady}, created ${n.metadata.creationTimestamp}): ${podText}`);
+    }
+  }
+  if (!(await tb.client.getOrUndefined('/api/v1/namespaces/tb-wl-0/pods/standalone'))) out.push('bare pod tb-wl-0/standalone gone');
+  return out;
+}
+
 /** The longest gap (s) between renewals seen one after another. */
 function longestGap(times: readonly number[]): number {
   let gap = 0;
@@ -246,6 +277,7 @@ export async function run(args: string[]): Promise<number> {
     }
     const leaseLosses = (stderr.match(/could not renew Lease|lost Lease|Lease \S+ was deleted/g) ?? []).length;
     const lost = await settle(tb);
+    if (lost > 0) for (const line of await whatIsMissing(tb)) log(`missing: ${line}`);
     const idleP99 = quantile(idle.ms, 0.99);
     const duringP99 = quantile(during.ms, 0.99);
     const fig = {

@@ -92,11 +92,12 @@ export async function run(args: string[]): Promise<number> {
     checksMs: { quarter: Math.round(tq), full: Math.round(tb) }, checksRatio: Math.round((tb / tq) * 100) / 100,
     queriesMs: { quarter: Math.round(qq), full: Math.round(qb) }, queriesRatio: Math.round((qb / qq) * 100) / 100,
   };
+  const pass = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
   const met = fig.checksRatio < 10 && fig.queriesRatio < 3;
   process.stdout.write(`LIVE-INDEX (${LIVE_NODES} nodes, ${LIVE_SERVICES} Services; fastest of 3)\n`
     + `                      ${String(fig.quarter).padStart(8)} pods  ${String(pods).padStart(8)} pods  ratio  goal\n`
-    + `every live check      ${String(fig.checksMs.quarter).padStart(8)} ms    ${String(fig.checksMs.full).padStart(8)} ms    ${String(fig.checksRatio).padStart(5)}  < 10\n`
-    + `1,000 target queries  ${String(fig.queriesMs.quarter).padStart(8)} ms    ${String(fig.queriesMs.full).padStart(8)} ms    ${String(fig.queriesRatio).padStart(5)}  < 3\n`);
+    + `every live check      ${String(fig.checksMs.quarter).padStart(8)} ms    ${String(fig.checksMs.full).padStart(8)} ms    ${String(fig.checksRatio).padStart(5)}  < 10  ${pass(fig.checksRatio < 10)}\n`
+    + `1,000 target queries  ${String(fig.queriesMs.quarter).padStart(8)} ms    ${String(fig.queriesMs.full).padStart(8)} ms    ${String(fig.queriesRatio).padStart(5)}  < 3   ${pass(fig.queriesRatio < 3)}\n`);
   process.stdout.write(`${JSON.stringify({ ...fig, goalsMet: met })}\n`);
   return met ? 0 : 1;
 }
