@@ -1,10 +1,11 @@
 // The control of control-plane-load (`--control`): the same node replacement as the node path's waves, done without
-// kube-renumber, as a plain script would do it. For each wave of `size` nodes (by name, as the plan orders them): cordon,
-// evict every pod that is not a DaemonSet's (eviction API; a 429 from a budget is retried after 5 s, as `kubectl drain`
-// does), delete the Node, run the same node hook (the Node created again and Ready), give it its podCIDR in the new
-// range, then wait until every Deployment and DaemonSet is available again before the next wave. Requests go out at a
-// fixed concurrency of 8 with no adaptive window. What the other client sees during it is the control plane's reaction
-// to the churn (scheduling, controllers re-creating pods, kwok), with as little client traffic as the job allows.
+// kube-renumber, as a plain script would do it. For each wave of `size` nodes (by name, as the plan orders them):
+// cordon; evict every pod a controller other than a DaemonSet owns (eviction API; a budget's 429 retried after 5 s, as
+// `kubectl drain` does; a bare pod is left where it is, as drain without --force leaves it); delete the Node; run the
+// same node hook (the Node created again and Ready); give it its podCIDR in the new range; then wait until every
+// Deployment and DaemonSet is available again before the next wave. Requests go out 8 at a time, with no adaptive
+// window. What another client sees meanwhile is the control plane's reaction to the churn (scheduling, controllers
+// re-creating pods, kwok), with as little client traffic as the job allows.
 
 import { spawn } from 'node:child_process';
 import type { KubeClient } from '../src/kube/client.ts';
@@ -72,7 +73,8 @@ export async function replaceNodesWithoutTool(client: KubeClient, opts: { to: st
     const pods: Array<{ ns: string; name: string }> = [];
     await pool(wave, 8, async (n) => {
       for await (const p of client.list('/api/v1/pods', { fieldSelector: `spec.nodeName=${n}` }) as AsyncIterable<any>) {
-        if (!(p.metadata.ownerReferences ?? []).some((o: any) => o.kind === 'DaemonSet')) pods.push({ ns: p.metadata.namespace, name: p.metadata.name });
+        const owners: any[] = p.metadata.ownerReferences ?? [];
+        if (owners.length > 0 && !owners.some((o) => o.kind === 'DaemonSet')) pods.push({ ns: p.metadata.namespace, name: p.metadata.name });
       }
     });
     await pool(pods, 8, async (p) => { figures.evictionRetries += await evict(client, p.ns, p.name); });
