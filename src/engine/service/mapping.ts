@@ -189,7 +189,9 @@ export class MappingSteps extends CoverSteps {
       for (const ip of it.to) {
         const a = await withRetry(() => getObject(client, this.IPADDR, formatIP(parseIP(ip))));
         const ref = a?.spec?.parentRef;
-        if (!a || ref?.name !== it.name || ref?.namespace !== it.namespace) problems.push(`IPAddress ${ip} does not point at Service ${it.namespace}/${it.name}`);
+        if (!a || ref?.name !== it.name || ref?.namespace !== it.namespace) {
+          problems.push(`IPAddress ${ip} does not point at Service ${it.namespace}/${it.name} (${!a ? 'there is no IPAddress object for it' : `it points at ${ref?.resource ?? 'resource'} ${ref?.namespace}/${ref?.name}`})`);
+        }
       }
     });
     const withSelector = items.filter((it) => { const s = view.get(itemKey(it)); return s?.spec?.selector && Object.keys(s.spec.selector).length > 0; });
