@@ -148,3 +148,27 @@ export function itemProblem(it: StepItem, svc: KubeObject | undefined, bridge: K
 export function writtenAt(ev: MoveEvidence | undefined, ips: readonly string[]): boolean {
   return !!ev?.wrote && !!ev.service && ev.service.spec?.type !== 'ExternalName' && sameIPs(ipsOf(ev.service), ips);
 }
+
+/**
+ * A moved Service at its IP with no IPAddress object for it: the apiserver stored the Service, then undid the IP's
+ * allocation because the create reported an error (a client that died while its create was in flight cancels the
+ * request's context after etcd committed: k8s.io/apiserver registry/generic/registry/store.go Create calls the
+ * finish function with false, and pkg/registry/core/service/storage's Revert deletes the IPAddress). The apiserver's
+ * IPAddress repair re-creates it on its next full pass (pkg/registry/core/service/ipallocator/controller/repairip.go,
+ * every 3 minutes: repairLoopInterval in pkg/controlplane/instance.go).
+ */
+export const MISSING_IPADDRESS = 'there is no IPAddress object for it';
+/** The IPAddress repair's interval plus a margin: how long a batch waits for it. */
+export const IPADDRESS_REPAIR_WAIT_MS = 200_000;
+
+/** The problem text of a moved Service's IP whose IPAddress object is missing, or points elsewhere. */
+export function ipAddressProblem(ip: string, it: { namespace: string; name: string }, a: KubeObject | undefined): string | undefined {
+  const ref = a?.spec?.parentRef;
+  if (a && ref?.name === it.name && ref?.namespace === it.namespace) return undefined;
+  return `IPAddress ${ip} does not point at Service ${it.namespace}/${it.name} (${!a ? MISSING_IPADDRESS : `it points at ${ref?.resource ?? 'resource'} ${ref?.namespace}/${ref?.name}`})`;
+}
+
+/** True when every problem is an IPAddress the apiserver's repair will re-create (and there is at least one). */
+export function onlyMissingIPAddresses(problems: readonly string[]): boolean {
+  return problems.length > 0 && problems.every((p) => p.endsWith(`(${MISSING_IPADDRESS})`));
+}
