@@ -25,7 +25,7 @@
 //   apiserver's answer to our requests rather than our CPU.
 //
 //   --control: the same node replacement in waves of the same size without kube-renumber (bench/node-replace-control.ts:
-//   cordon, evict, delete, the same hook, podCIDR, wait for every replica), so the probe's ratio there is the control
+//   cordon, evict, delete, the same hook at --tool-nice, podCIDR, wait for every replica), so the probe's ratio there is the control
 //   plane's reaction to the churn itself: the floor under any tool's figure on this machine. The figures add each
 //   component's CPU seconds during the probed part ("bench": this process and its children, the tool's process and
 //   the hooks included).
@@ -244,7 +244,7 @@ export async function run(args: string[]): Promise<number> {
     try {
       if (control) {
         const c = connect({ kubeconfig: tb.kubeconfigPath, limiter: false, env: { HOME: '/nonexistent' } });
-        controlFigures = await replaceNodesWithoutTool(c, { to, size, hook, log });
+        controlFigures = await replaceNodesWithoutTool(c, { to, size, hook, nice: toolNice, log });
       } else {
         // -v: the run's closing figures (its request window) are written only in verbose mode
         const r = await cliProcess(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating', '-v'], toolNice);

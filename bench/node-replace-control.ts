@@ -22,10 +22,10 @@ async function pool<T>(items: readonly T[], n: number, f: (x: T) => Promise<void
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function runHook(hook: string, node: string): Promise<void> {
-  const [cmd, ...args] = hook.split(' ');
+/** The node hook for `node`, at CPU priority `nice` as the tool's process runs its hooks (control-plane-load --tool-nice). */
+function runHook(hook: string, node: string, nice: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const p = spawn(cmd!, args, { env: { ...process.env, KUBE_RENUMBER_NODE: node }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn('nice', ['-n', String(nice), ...hook.split(' ')], { env: { ...process.env, KUBE_RENUMBER_NODE: node }, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     p.stderr.on('data', (b: Buffer) => { err += b; });
     p.on('error', reject);
@@ -60,7 +60,7 @@ async function available(client: KubeClient, limitMs: number): Promise<number> {
 export interface ControlFigures { waves: number; evictions: number; evictionRetries: number; missingAfterWaves: number[] }
 
 /** Moves every node to a /24 of `to` in waves of `size`, as described above. */
-export async function replaceNodesWithoutTool(client: KubeClient, opts: { to: string; size: number; hook: string; log: (m: string) => void }): Promise<ControlFigures> {
+export async function replaceNodesWithoutTool(client: KubeClient, opts: { to: string; size: number; hook: string; nice: number; log: (m: string) => void }): Promise<ControlFigures> {
   const names: string[] = [];
   for await (const n of client.list('/api/v1/nodes')) names.push(n.metadata!.name!);
   names.sort();
@@ -82,7 +82,7 @@ export async function replaceNodesWithoutTool(client: KubeClient, opts: { to: st
     await pool(wave, 8, async (n) => {
       try { await client.request('DELETE', `/api/v1/nodes/${n}`); } catch (e) { if (!(e instanceof KubeApiError && e.status === 404)) throw e; }
     });
-    await pool(wave, 8, (n) => runHook(opts.hook, n));
+    await pool(wave, 8, (n) => runHook(opts.hook, n, opts.nice));
     await pool(wave, 8, (n) => client.request('PATCH', `/api/v1/nodes/${n}`, { body: { spec: { podCIDR: cidrOf.get(n), podCIDRs: [cidrOf.get(n)] } } }).then(() => {}));
     const missing = await available(client, 300_000);
     figures.waves++;
