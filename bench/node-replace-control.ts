@@ -10,15 +10,8 @@
 import { spawn } from 'node:child_process';
 import type { KubeClient } from '../src/kube/client.ts';
 import { KubeApiError } from '../src/kube/errors.ts';
+import { mapLimit } from '../src/engine/toolkit.ts';
 import { formatCidr, parseCidr, split } from '../src/net/cidr.ts';
-
-/** Runs `f` over `items`, at most `n` at once. */
-async function pool<T>(items: readonly T[], n: number, f: (x: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (next < items.length) await f(items[next++]!);
-  }));
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -69,21 +62,21 @@ export async function replaceNodesWithoutTool(client: KubeClient, opts: { to: st
   const figures: ControlFigures = { waves: 0, evictions: 0, evictionRetries: 0, missingAfterWaves: [] };
   for (let w = 0; w * opts.size < names.length; w++) {
     const wave = names.slice(w * opts.size, (w + 1) * opts.size);
-    await pool(wave, 8, (n) => client.request('PATCH', `/api/v1/nodes/${n}`, { body: { spec: { unschedulable: true } } }).then(() => {}));
+    await mapLimit(wave, 8, (n) => client.request('PATCH', `/api/v1/nodes/${n}`, { body: { spec: { unschedulable: true } } }));
     const pods: Array<{ ns: string; name: string }> = [];
-    await pool(wave, 8, async (n) => {
+    await mapLimit(wave, 8, async (n) => {
       for await (const p of client.list('/api/v1/pods', { fieldSelector: `spec.nodeName=${n}` }) as AsyncIterable<any>) {
         const owners: any[] = p.metadata.ownerReferences ?? [];
         if (owners.length > 0 && !owners.some((o) => o.kind === 'DaemonSet')) pods.push({ ns: p.metadata.namespace, name: p.metadata.name });
       }
     });
-    await pool(pods, 8, async (p) => { figures.evictionRetries += await evict(client, p.ns, p.name); });
+    await mapLimit(pods, 8, async (p) => { figures.evictionRetries += await evict(client, p.ns, p.name); });
     figures.evictions += pods.length;
-    await pool(wave, 8, async (n) => {
+    await mapLimit(wave, 8, async (n) => {
       try { await client.request('DELETE', `/api/v1/nodes/${n}`); } catch (e) { if (!(e instanceof KubeApiError && e.status === 404)) throw e; }
     });
-    await pool(wave, 8, (n) => runHook(opts.hook, n, opts.nice));
-    await pool(wave, 8, (n) => client.request('PATCH', `/api/v1/nodes/${n}`, { body: { spec: { podCIDR: cidrOf.get(n), podCIDRs: [cidrOf.get(n)] } } }).then(() => {}));
+    await mapLimit(wave, 8, (n) => runHook(opts.hook, n, opts.nice));
+    await mapLimit(wave, 8, (n) => client.request('PATCH', `/api/v1/nodes/${n}`, { body: { spec: { podCIDR: cidrOf.get(n), podCIDRs: [cidrOf.get(n)] } } }));
     const missing = await available(client, 300_000);
     figures.waves++;
     figures.missingAfterWaves.push(missing);
