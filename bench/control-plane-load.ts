@@ -28,8 +28,10 @@
 //   cordon, evict, delete, the same hook at --tool-nice, podCIDR, wait for every replica), so the probe's ratio there is the control
 //   plane's reaction to the churn itself: the floor under any tool's figure on this machine. The figures add each
 //   component's CPU seconds during the probed part ("bench": this process and its children, the tool's process and
-//   the hooks included).
+//   the hooks included), and how many of the machine's cores were busy idle and during the waves (`busyCores`, from
+//   /proc/stat: every process of the machine, so the figure counts what the CPU had left for the probe's answers).
 
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -147,6 +149,21 @@ async function whatIsMissing(tb: Testbed): Promise<string[]> {
   return out;
 }
 
+/** The machine's CPU time so far (/proc/stat's first line, in clock ticks): busy (user, nice, system, irq, softirq, steal) and all. */
+export function machineTicks(stat = readFileSync('/proc/stat', 'utf8')): { busy: number; all: number } {
+  const f = (stat.split('\n')[0] ?? '').trim().split(/\s+/).slice(1, 9).map(Number);
+  if (f.length < 8 || f.some((x) => !Number.isFinite(x))) throw new Error('/proc/stat: no cpu line');
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = f as [number, number, number, number, number, number, number, number];
+  const busy = user + nice + system + irq + softirq + steal;
+  return { busy, all: busy + idle + iowait };
+}
+
+/** Cores busy on average between two machineTicks readings (of `cores`). */
+export function busyCores(a: { busy: number; all: number }, b: { busy: number; all: number }, cores: number): number {
+  const all = b.all - a.all;
+  return all > 0 ? ((b.busy - a.busy) / all) * cores : 0;
+}
+
 /** The longest gap (s) between renewals seen one after another. */
 function longestGap(times: readonly number[]): number {
   let gap = 0;
@@ -197,8 +214,15 @@ export async function run(args: string[]): Promise<number> {
     // the probe: our kube layer, but its own connection and no window (it stands for another tool on the cluster)
     const other = connect({ kubeconfig: tb.kubeconfigPath, limiter: false, env: { HOME: '/nonexistent' } });
     probe = startProbe(other, intervalMs);
+    const idleTicks0 = machineTicks();
+    const idleCpu0 = cpuNow(tb);
+    const idleT0 = performance.now();
     await new Promise((r) => setTimeout(r, idleSeconds * 1000));
     const idle = probe.take();
+    const idleTicks1 = machineTicks();
+    const idleCpu1 = cpuNow(tb);
+    const idleS = (performance.now() - idleT0) / 1000;
+    const cpuPerSecondIdle = Object.fromEntries(Object.keys(idleCpu1).map((k) => [k === 'cli' ? 'bench' : k, round((idleCpu1[k]! - (idleCpu0[k] ?? 0)) / idleS, 2)]));
     const idleLoad = loadavg()[0]!;
     log(`idle: ${idle.ms.length} probes, p99 ${round(quantile(idle.ms, 0.99), 1)} ms, load ${round(idleLoad, 2)}`);
 
@@ -221,6 +245,7 @@ export async function run(args: string[]): Promise<number> {
     probe.watchLease(!control);
     const t0 = performance.now();
     const cpu0 = cpuNow(tb);
+    const ticks0 = machineTicks();
     // progress on stderr once a minute: nodes on the new range (a LIST of nodes through the probe's own client, outside
     // its latency figures), so a run that crawls is seen crawling, with its rate and the time it would still need
     const moved: { s: number; nodes: number }[] = [];
@@ -255,6 +280,7 @@ export async function run(args: string[]): Promise<number> {
     } finally { clearInterval(ticker); }
     const seconds = (performance.now() - t0) / 1000;
     const cpu1 = cpuNow(tb);
+    const ticks1 = machineTicks();
     const cpuSeconds = Object.fromEntries(Object.keys(cpu1).map((k) => [k === 'cli' ? 'bench' : k, round(cpu1[k]! - (cpu0[k] ?? 0), 1)]));
     probe.watchLease(false);
     const during = probe.take();
@@ -289,7 +315,9 @@ export async function run(args: string[]): Promise<number> {
       leaseLosses, leaseRenewals: probe.renewals().length, longestLeaseRenewalGapSeconds: round(longestGap(probe.renewals()), 1),
       podsLost: lost, pdbViolations: pdb.violations.length, cores: availableParallelism(), toolNice,
       limiter: requestWindow(stderr), nodesMovedByMinute: moved.map((m) => [round(m.s / 60, 1), m.nodes]),
-      cpuSeconds, ...(controlFigures ? { control: controlFigures } : {}),
+      cpuSeconds, cpuPerSecondIdle,
+      busyCores: { idle: round(busyCores(idleTicks0, idleTicks1, availableParallelism()), 2), during: round(busyCores(ticks0, ticks1, availableParallelism()), 2) },
+      ...(controlFigures ? { control: controlFigures } : {}),
     };
     process.stdout.write(`CONTROL-PLANE-LOAD (${nodes} nodes, ${summary.totalPods} pods, --max-unavailable ${max}: ${fig.waves} wave(s) of up to ${size}; ${control ? 'without kube-renumber (--control)' : `the tool's process at nice ${toolNice}`})\n`
       + `probe (GET + LIST page every ${intervalMs} ms)   probes  errors  p50 ms  p99 ms  load1m\n`
@@ -297,7 +325,8 @@ export async function run(args: string[]): Promise<number> {
       + `during the waves                          ${String(fig.during.probes).padStart(6)}  ${String(fig.during.errors).padStart(6)}  ${String(fig.during.p50Ms).padStart(6)}  ${String(fig.during.p99Ms).padStart(6)}  ${fig.during.loadAvg1m}\n`
       + `p99 ratio ${fig.otherClientP99Ratio}; completed ${fig.completed} (waves ${fig.resumeSeconds} s); Lease losses ${leaseLosses}, longest renewal gap ${fig.longestLeaseRenewalGapSeconds} s; `
       + `pods lost ${lost}; PDB violations ${fig.pdbViolations}\n`
-      + `CPU seconds during the waves: ${Object.entries(cpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}\n`);
+      + `CPU seconds during the waves: ${Object.entries(cpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}\n`
+      + `busy cores of ${fig.cores}: idle ${fig.busyCores.idle}, during the waves ${fig.busyCores.during}; CPU seconds a second idle: ${Object.entries(cpuPerSecondIdle).map(([k, v]) => `${k} ${v}`).join(', ')}\n`);
     process.stdout.write(`${JSON.stringify(fig)}\n`);
     keep = !completed;
     return completed ? 0 : 1;
