@@ -1,8 +1,8 @@
 // Benchmark: how hard a node-IPAM move in waves presses the apiserver, seen by another client of it.
 //
 //   npm run bench -- control-plane-load [--nodes 1000] [--max-unavailable 10%] [--zones 3] [--deployments 4]
-//                                       [--idle-seconds 20] [--probe-interval-ms 100] [--kcm-qps 100] [--tool-nice 10]
-//                                       [--control]
+//                                       [--idle-seconds 60] [--probe-interval-ms 100] [--kcm-qps 100] [--tool-nice 10]
+//                                       [--control | --compare]
 //
 //   A testbed with --nodes kwok nodes (as node-waves builds it: Deployments of one replica per node, each with a
 //   PodDisruptionBudget, a DaemonSet, a bare pod, a Job), then a probe: another client of the same apiserver (its
@@ -30,6 +30,11 @@
 //   component's CPU seconds during the probed part ("bench": this process and its children, the tool's process and
 //   the hooks included), and how many of the machine's cores were busy idle and during the waves (`busyCores`, from
 //   /proc/stat: every process of the machine, so the figure counts what the CPU had left for the probe's answers).
+//
+//   --compare: both, one fresh testbed each (the control first), then a verdict (compareVerdict): PASS when the tool's
+//   run completed with no Lease loss, nothing lost and no budget violated, and the other client's p99 during the tool's
+//   waves is at most COMPARE_MAX_P99 × its p99 during the control's (the control completed too). The last line is the
+//   verdict's JSON (`control`, `tool`: each run's JSON; `toolOverControlP99`; `pass`); exit 0 on PASS, 1 on FAIL.
 
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -171,20 +176,71 @@ function longestGap(times: readonly number[]): number {
   return gap / 1000;
 }
 
-export async function run(args: string[]): Promise<number> {
+/**
+ * How much worse the other client's p99 during the tool's waves may be than during the control's (--compare): the
+ * runs of one size differed by 0.05 % (200 nodes: 195.8 and 195.7 ms) and 4 % (1,000 nodes: 450.3 and 469.9 ms), so a
+ * quarter more is what the tool's own requests would add, not the testbed's noise.
+ */
+export const COMPARE_MAX_P99 = 1.25;
+
+/** A run's figures as --compare reads them (the JSON line). */
+export interface RunLine {
+  mode: string; completed: number; leaseLosses: number; podsLost: number; pdbViolations: number;
+  during: { p99Ms: number }; idle: { p99Ms: number }; otherClientP99Ratio: number | null; resumeSeconds: number;
+}
+
+/** --compare's verdict on a control run and a tool run of the same size. */
+export function compareVerdict(control: RunLine, tool: RunLine, maxP99 = COMPARE_MAX_P99): { pass: boolean; toolOverControlP99: number | null; failures: string[] } {
+  const failures: string[] = [];
+  if (control.mode !== 'control' || tool.mode !== 'tool') failures.push(`modes are ${control.mode} and ${tool.mode}, not control and tool`);
+  if (control.completed !== 1) failures.push('the control did not complete: nothing to compare with');
+  if (tool.completed !== 1) failures.push("the tool's run did not complete");
+  if (tool.leaseLosses > 0) failures.push(`the tool's run lost its Lease ${tool.leaseLosses} time(s)`);
+  if (tool.podsLost > 0 || control.podsLost > 0) failures.push(`pods lost: tool ${tool.podsLost}, control ${control.podsLost}`);
+  if (tool.pdbViolations > 0) failures.push(`the tool's run violated a PodDisruptionBudget ${tool.pdbViolations} time(s)`);
+  const ratio = control.during.p99Ms > 0 ? tool.during.p99Ms / control.during.p99Ms : null;
+  if (ratio === null) failures.push('the control has no p99 during its waves');
+  else if (ratio > maxP99) failures.push(`the other client's p99 during the tool's waves is ${round(ratio, 2)} × the control's (${tool.during.p99Ms} against ${control.during.p99Ms} ms), above ${maxP99}`);
+  return { pass: failures.length === 0, toolOverControlP99: ratio === null ? null : round(ratio, 2), failures };
+}
+
+/** --compare: the control, then the tool, each on a fresh testbed, then the verdict. */
+async function compare(args: string[]): Promise<number> {
+  const rest = args.filter((a) => a !== '--compare' && a !== '--control');
+  const lines: RunLine[] = [];
+  for (const control of [true, false]) {
+    let last = '';
+    const code = await run(control ? [...rest, '--control'] : rest, (s) => { process.stdout.write(s); last = s; });
+    if (code === 2) return 2;
+    try { lines.push(JSON.parse(last.trim()) as RunLine); } catch { log(`the ${control ? 'control' : "tool's"} run printed no figures`); return 1; }
+  }
+  const [c, t] = lines as [RunLine, RunLine];
+  const v = compareVerdict(c, t);
+  process.stdout.write(`COMPARE: p99 during the waves, tool ${t.during.p99Ms} ms (${t.resumeSeconds} s) against control ${c.during.p99Ms} ms (${c.resumeSeconds} s): `
+    + `${v.toolOverControlP99} × (at most ${COMPARE_MAX_P99}); ratio to idle: tool ${t.otherClientP99Ratio}, control ${c.otherClientP99Ratio}\n`
+    + `${v.pass ? 'PASS' : `FAIL: ${v.failures.join('; ')}`}\n`);
+  process.stdout.write(`${JSON.stringify({ scenario: 'control-plane-load', mode: 'compare', maxToolOverControlP99: COMPARE_MAX_P99, ...v, control: c, tool: t })}\n`);
+  return v.pass ? 0 : 1;
+}
+
+export async function run(args: string[], out: (s: string) => void = (s) => { process.stdout.write(s); }): Promise<number> {
+  if (args.includes('--compare')) {
+    if (args.includes('--control')) { process.stderr.write('error: --compare runs the control itself; leave out --control\n'); return 2; }
+    return compare(args);
+  }
   const { values } = parseArgs({
     args,
     options: {
       nodes: { type: 'string' }, 'max-unavailable': { type: 'string' }, zones: { type: 'string' }, deployments: { type: 'string' },
       'idle-seconds': { type: 'string' }, 'probe-interval-ms': { type: 'string' }, 'kcm-qps': { type: 'string' },
-      'tool-nice': { type: 'string' }, control: { type: 'boolean' },
+      'tool-nice': { type: 'string' }, control: { type: 'boolean' }, compare: { type: 'boolean' },
     },
   });
   const nodes = Number(values.nodes ?? 1000);
   const max = values['max-unavailable'] ?? '10%';
   const zones = Number(values.zones ?? 3);
   const deployments = Number(values.deployments ?? 4);
-  const idleSeconds = Number(values['idle-seconds'] ?? 20);
+  const idleSeconds = Number(values['idle-seconds'] ?? 60);
   const intervalMs = Number(values['probe-interval-ms'] ?? 100);
   const kcmQPS = Number(values['kcm-qps'] ?? 100);
   const toolNice = Number(values['tool-nice'] ?? 10);
@@ -319,7 +375,7 @@ export async function run(args: string[]): Promise<number> {
       busyCores: { idle: round(busyCores(idleTicks0, idleTicks1, availableParallelism()), 2), during: round(busyCores(ticks0, ticks1, availableParallelism()), 2) },
       ...(controlFigures ? { control: controlFigures } : {}),
     };
-    process.stdout.write(`CONTROL-PLANE-LOAD (${nodes} nodes, ${summary.totalPods} pods, --max-unavailable ${max}: ${fig.waves} wave(s) of up to ${size}; ${control ? 'without kube-renumber (--control)' : `the tool's process at nice ${toolNice}`})\n`
+    out(`CONTROL-PLANE-LOAD (${nodes} nodes, ${summary.totalPods} pods, --max-unavailable ${max}: ${fig.waves} wave(s) of up to ${size}; ${control ? 'without kube-renumber (--control)' : `the tool's process at nice ${toolNice}`})\n`
       + `probe (GET + LIST page every ${intervalMs} ms)   probes  errors  p50 ms  p99 ms  load1m\n`
       + `idle                                      ${String(fig.idle.probes).padStart(6)}  ${String(fig.idle.errors).padStart(6)}  ${String(fig.idle.p50Ms).padStart(6)}  ${String(fig.idle.p99Ms).padStart(6)}  ${fig.idle.loadAvg1m}\n`
       + `during the waves                          ${String(fig.during.probes).padStart(6)}  ${String(fig.during.errors).padStart(6)}  ${String(fig.during.p50Ms).padStart(6)}  ${String(fig.during.p99Ms).padStart(6)}  ${fig.during.loadAvg1m}\n`
@@ -327,7 +383,7 @@ export async function run(args: string[]): Promise<number> {
       + `pods lost ${lost}; PDB violations ${fig.pdbViolations}\n`
       + `CPU seconds during the waves: ${Object.entries(cpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}\n`
       + `busy cores of ${fig.cores}: idle ${fig.busyCores.idle}, during the waves ${fig.busyCores.during}; CPU seconds a second idle: ${Object.entries(cpuPerSecondIdle).map(([k, v]) => `${k} ${v}`).join(', ')}\n`);
-    process.stdout.write(`${JSON.stringify(fig)}\n`);
+    out(`${JSON.stringify(fig)}\n`);
     keep = !completed;
     return completed ? 0 : 1;
   } finally {
