@@ -2,7 +2,7 @@
 //
 //   npm run bench -- control-plane-load [--nodes 1000] [--max-unavailable 10%] [--zones 3] [--deployments 4]
 //                                       [--idle-seconds 60] [--probe-interval-ms 100] [--kcm-qps 100] [--tool-nice 10]
-//                                       [--control | --compare]
+//                                       [--control [--pace N] | --compare]
 //
 //   A testbed with --nodes kwok nodes (as node-waves builds it: Deployments of one replica per node, each with a
 //   PodDisruptionBudget, a DaemonSet, a bare pod, a Job), then a probe: another client of the same apiserver (its
@@ -234,7 +234,7 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     options: {
       nodes: { type: 'string' }, 'max-unavailable': { type: 'string' }, zones: { type: 'string' }, deployments: { type: 'string' },
       'idle-seconds': { type: 'string' }, 'probe-interval-ms': { type: 'string' }, 'kcm-qps': { type: 'string' },
-      'tool-nice': { type: 'string' }, control: { type: 'boolean' }, compare: { type: 'boolean' },
+      'tool-nice': { type: 'string' }, control: { type: 'boolean' }, compare: { type: 'boolean' }, pace: { type: 'string' },
     },
   });
   const nodes = Number(values.nodes ?? 1000);
@@ -246,6 +246,11 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
   const kcmQPS = Number(values['kcm-qps'] ?? 100);
   const toolNice = Number(values['tool-nice'] ?? 10);
   const control = values.control === true;
+  const pace = values.pace === undefined ? undefined : Number(values.pace);
+  if (pace !== undefined && (!control || !(pace > 0))) {
+    process.stderr.write('error: --pace (nodes a minute, more than 0) goes with --control: kube-renumber has no pace setting\n');
+    return 2;
+  }
   if (!Number.isInteger(toolNice) || toolNice < 0 || toolNice > 19) {
     process.stderr.write('error: --tool-nice must be a whole number from 0 to 19\n');
     return 2;
@@ -326,7 +331,7 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     try {
       if (control) {
         const c = connect({ kubeconfig: tb.kubeconfigPath, limiter: false, env: { HOME: '/nonexistent' } });
-        controlFigures = await replaceNodesWithoutTool(c, { to, size, hook, nice: toolNice, log });
+        controlFigures = await replaceNodesWithoutTool(c, { to, size, hook, nice: toolNice, pace, log });
       } else {
         // -v: the run's closing figures (its request window) are written only in verbose mode
         const r = await cliProcess(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating', '-v'], toolNice);
@@ -366,20 +371,22 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     const fig = {
       scenario: 'control-plane-load', mode: control ? 'control' : 'tool', nodes, pods: summary.totalPods, maxUnavailable: max, waveSize: size, waves: Math.ceil(nodes / size),
       idle: { probes: idle.ms.length, errors: idle.errors, p50Ms: round(quantile(idle.ms, 0.5), 1), p99Ms: round(idleP99, 1), loadAvg1m: round(idleLoad, 2) },
-      during: { probes: during.ms.length, errors: during.errors, p50Ms: round(quantile(during.ms, 0.5), 1), p99Ms: round(duringP99, 1), loadAvg1m: round(duringLoad, 2) },
+      during: { probes: during.ms.length, errors: during.errors, p50Ms: round(quantile(during.ms, 0.5), 1), p99Ms: round(duringP99, 1), loadAvg1m: round(duringLoad, 2),
+        // answers slower than 2 × the idle p99: the ratio is ≤ 2 when these are at most 1 % of them (nearest rank)
+        over2xIdleP99: during.ms.filter((x) => x > 2 * idleP99).length },
       otherClientP99Ratio: idleP99 > 0 ? round(duringP99 / idleP99, 2) : null,
       completed: completed ? 1 : 0, resumeSeconds: round(seconds, 1),
       leaseLosses, leaseRenewals: probe.renewals().length, longestLeaseRenewalGapSeconds: round(longestGap(probe.renewals()), 1),
       podsLost: lost, pdbViolations: pdb.violations.length, cores: availableParallelism(), toolNice,
       limiter: requestWindow(stderr), nodesMovedByMinute: moved.map((m) => [round(m.s / 60, 1), m.nodes]),
-      cpuSeconds, cpuPerSecondIdle,
+      ...(pace ? { pace } : {}), cpuSeconds, cpuPerSecondIdle,
       busyCores: { idle: round(busyCores(idleTicks0, idleTicks1, availableParallelism()), 2), during: round(busyCores(ticks0, ticks1, availableParallelism()), 2) },
       ...(controlFigures ? { control: controlFigures } : {}),
     };
     out(`CONTROL-PLANE-LOAD (${nodes} nodes, ${summary.totalPods} pods, --max-unavailable ${max}: ${fig.waves} wave(s) of up to ${size}; ${control ? 'without kube-renumber (--control)' : `the tool's process at nice ${toolNice}`})\n`
       + `probe (GET + LIST page every ${intervalMs} ms)   probes  errors  p50 ms  p99 ms  load1m\n`
       + `idle                                      ${String(fig.idle.probes).padStart(6)}  ${String(fig.idle.errors).padStart(6)}  ${String(fig.idle.p50Ms).padStart(6)}  ${String(fig.idle.p99Ms).padStart(6)}  ${fig.idle.loadAvg1m}\n`
-      + `during the waves                          ${String(fig.during.probes).padStart(6)}  ${String(fig.during.errors).padStart(6)}  ${String(fig.during.p50Ms).padStart(6)}  ${String(fig.during.p99Ms).padStart(6)}  ${fig.during.loadAvg1m}\n`
+      + `during the waves                          ${String(fig.during.probes).padStart(6)}  ${String(fig.during.errors).padStart(6)}  ${String(fig.during.p50Ms).padStart(6)}  ${String(fig.during.p99Ms).padStart(6)}  ${fig.during.loadAvg1m}; ${fig.during.over2xIdleP99} answer(s) slower than 2 × idle p99\n`
       + `p99 ratio ${fig.otherClientP99Ratio}; completed ${fig.completed} (waves ${fig.resumeSeconds} s); Lease losses ${leaseLosses}, longest renewal gap ${fig.longestLeaseRenewalGapSeconds} s; `
       + `pods lost ${lost}; PDB violations ${fig.pdbViolations}\n`
       + `CPU seconds during the waves: ${Object.entries(cpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}\n`

@@ -5,7 +5,8 @@
 // same node hook (the Node created again and Ready); give it its podCIDR in the new range; then wait until every
 // Deployment and DaemonSet is available again before the next wave. Requests go out 8 at a time, with no adaptive
 // window. What another client sees meanwhile is the control plane's reaction to the churn (scheduling, controllers
-// re-creating pods, kwok), with as little client traffic as the job allows.
+// re-creating pods, kwok), with as little client traffic as the job allows. With `pace` (nodes a minute) a wave starts
+// only once the nodes before it have taken their share of time: the same work spread out, to see what a rate costs.
 
 import { spawn } from 'node:child_process';
 import type { KubeClient } from '../src/kube/client.ts';
@@ -53,14 +54,16 @@ async function available(client: KubeClient, limitMs: number): Promise<number> {
 export interface ControlFigures { waves: number; evictions: number; evictionRetries: number; missingAfterWaves: number[] }
 
 /** Moves every node to a /24 of `to` in waves of `size`, as described above. */
-export async function replaceNodesWithoutTool(client: KubeClient, opts: { to: string; size: number; hook: string; nice: number; log: (m: string) => void }): Promise<ControlFigures> {
+export async function replaceNodesWithoutTool(client: KubeClient, opts: { to: string; size: number; hook: string; nice: number; pace?: number; log: (m: string) => void }): Promise<ControlFigures> {
   const names: string[] = [];
   for await (const n of client.list('/api/v1/nodes')) names.push(n.metadata!.name!);
   names.sort();
   const blocks = split(parseCidr(opts.to), 24, names.length).map(formatCidr);
   const cidrOf = new Map(names.map((n, i) => [n, blocks[i]!]));
   const figures: ControlFigures = { waves: 0, evictions: 0, evictionRetries: 0, missingAfterWaves: [] };
+  const t0 = Date.now();
   for (let w = 0; w * opts.size < names.length; w++) {
+    if (opts.pace) await sleep(t0 + ((w * opts.size) / opts.pace) * 60_000 - Date.now());
     const wave = names.slice(w * opts.size, (w + 1) * opts.size);
     await mapLimit(wave, 8, (n) => client.request('PATCH', `/api/v1/nodes/${n}`, { body: { spec: { unschedulable: true } } }));
     const pods: Array<{ ns: string; name: string }> = [];
