@@ -52,7 +52,7 @@ import { watchPDBs } from '../test/testbed/pdb-watch.ts';
 import { populateWorkloads } from '../test/testbed/workloads.ts';
 import { runCli } from '../test/unit/bad-input/harness.ts';
 import { replaceNodesWithoutTool, type ControlFigures } from './node-replace-control.ts';
-import { cli, cpuNow, oldRange, settle, targets, writeHook } from './node-waves.ts';
+import { cli, cpuNow, idleCpu, oldRange, settle, targets, writeHook } from './node-waves.ts';
 
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
@@ -169,6 +169,11 @@ export function busyCores(a: { busy: number; all: number }, b: { busy: number; a
   return all > 0 ? ((b.busy - a.busy) / all) * cores : 0;
 }
 
+/** Each component's CPU figure as printed: the bench's own process (`cli` in cpuNow) named `bench`, rounded to `digits`. */
+function byComponent(x: Record<string, number>, digits: number): Record<string, number> {
+  return Object.fromEntries(Object.entries(x).map(([k, v]) => [k === 'cli' ? 'bench' : k, round(v, digits)]));
+}
+
 /** The longest gap (s) between renewals seen one after another. */
 function longestGap(times: readonly number[]): number {
   let gap = 0;
@@ -234,7 +239,7 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     options: {
       nodes: { type: 'string' }, 'max-unavailable': { type: 'string' }, zones: { type: 'string' }, deployments: { type: 'string' },
       'idle-seconds': { type: 'string' }, 'probe-interval-ms': { type: 'string' }, 'kcm-qps': { type: 'string' },
-      'tool-nice': { type: 'string' }, control: { type: 'boolean' }, compare: { type: 'boolean' }, pace: { type: 'string' },
+      'tool-nice': { type: 'string' }, control: { type: 'boolean' }, pace: { type: 'string' },
     },
   });
   const nodes = Number(values.nodes ?? 1000);
@@ -277,14 +282,9 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     const other = connect({ kubeconfig: tb.kubeconfigPath, limiter: false, env: { HOME: '/nonexistent' } });
     probe = startProbe(other, intervalMs);
     const idleTicks0 = machineTicks();
-    const idleCpu0 = cpuNow(tb);
-    const idleT0 = performance.now();
-    await new Promise((r) => setTimeout(r, idleSeconds * 1000));
+    const cpuPerSecondIdle = byComponent(await idleCpu(tb, idleSeconds * 1000), 2); // the idle window itself
     const idle = probe.take();
     const idleTicks1 = machineTicks();
-    const idleCpu1 = cpuNow(tb);
-    const idleS = (performance.now() - idleT0) / 1000;
-    const cpuPerSecondIdle = Object.fromEntries(Object.keys(idleCpu1).map((k) => [k === 'cli' ? 'bench' : k, round((idleCpu1[k]! - (idleCpu0[k] ?? 0)) / idleS, 2)]));
     const idleLoad = loadavg()[0]!;
     log(`idle: ${idle.ms.length} probes, p99 ${round(quantile(idle.ms, 0.99), 1)} ms, load ${round(idleLoad, 2)}`);
 
@@ -343,7 +343,7 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     const seconds = (performance.now() - t0) / 1000;
     const cpu1 = cpuNow(tb);
     const ticks1 = machineTicks();
-    const cpuSeconds = Object.fromEntries(Object.keys(cpu1).map((k) => [k === 'cli' ? 'bench' : k, round(cpu1[k]! - (cpu0[k] ?? 0), 1)]));
+    const cpuSeconds = byComponent(Object.fromEntries(Object.keys(cpu1).map((k) => [k, cpu1[k]! - (cpu0[k] ?? 0)])), 1);
     probe.watchLease(false);
     const during = probe.take();
     const duringLoad = loadavg()[0]!;
@@ -368,6 +368,7 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     if (lost > 0) for (const line of await whatIsMissing(tb)) log(`missing: ${line}`);
     const idleP99 = quantile(idle.ms, 0.99);
     const duringP99 = quantile(during.ms, 0.99);
+    const cores = availableParallelism();
     const fig = {
       scenario: 'control-plane-load', mode: control ? 'control' : 'tool', nodes, pods: summary.totalPods, maxUnavailable: max, waveSize: size, waves: Math.ceil(nodes / size),
       idle: { probes: idle.ms.length, errors: idle.errors, p50Ms: round(quantile(idle.ms, 0.5), 1), p99Ms: round(idleP99, 1), loadAvg1m: round(idleLoad, 2) },
@@ -377,10 +378,10 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
       otherClientP99Ratio: idleP99 > 0 ? round(duringP99 / idleP99, 2) : null,
       completed: completed ? 1 : 0, resumeSeconds: round(seconds, 1),
       leaseLosses, leaseRenewals: probe.renewals().length, longestLeaseRenewalGapSeconds: round(longestGap(probe.renewals()), 1),
-      podsLost: lost, pdbViolations: pdb.violations.length, cores: availableParallelism(), toolNice,
+      podsLost: lost, pdbViolations: pdb.violations.length, cores, toolNice,
       limiter: requestWindow(stderr), nodesMovedByMinute: moved.map((m) => [round(m.s / 60, 1), m.nodes]),
       ...(pace ? { pace } : {}), cpuSeconds, cpuPerSecondIdle,
-      busyCores: { idle: round(busyCores(idleTicks0, idleTicks1, availableParallelism()), 2), during: round(busyCores(ticks0, ticks1, availableParallelism()), 2) },
+      busyCores: { idle: round(busyCores(idleTicks0, idleTicks1, cores), 2), during: round(busyCores(ticks0, ticks1, cores), 2) },
       ...(controlFigures ? { control: controlFigures } : {}),
     };
     out(`CONTROL-PLANE-LOAD (${nodes} nodes, ${summary.totalPods} pods, --max-unavailable ${max}: ${fig.waves} wave(s) of up to ${size}; ${control ? 'without kube-renumber (--control)' : `the tool's process at nice ${toolNice}`})\n`

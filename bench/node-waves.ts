@@ -170,7 +170,7 @@ function nodePhaseSeconds(journal: string): number {
 }
 
 /** CPU seconds per second of each component with nothing moving, over `ms`. */
-async function idleCpu(tb: Testbed, ms: number): Promise<Record<string, number>> {
+export async function idleCpu(tb: Testbed, ms: number): Promise<Record<string, number>> {
   const a = cpuNow(tb);
   await new Promise((r) => setTimeout(r, ms));
   const b = cpuNow(tb);
