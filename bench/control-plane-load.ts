@@ -232,6 +232,8 @@ async function compare(args: string[]): Promise<number> {
 export async function run(args: string[], out: (s: string) => void = (s) => { process.stdout.write(s); }): Promise<number> {
   if (args.includes('--compare')) {
     if (args.includes('--control')) { process.stderr.write('error: --compare runs the control itself; leave out --control\n'); return 2; }
+    // the tool's run would refuse it, but only after the control's whole run
+    if (args.some((a) => a === '--pace' || a.startsWith('--pace='))) { process.stderr.write('error: --pace goes with --control alone: --compare runs the tool too, which has no pace setting\n'); return 2; }
     return compare(args);
   }
   const { values } = parseArgs({
