@@ -2,7 +2,7 @@
 //
 //   npm run bench -- control-plane-load [--nodes 1000] [--max-unavailable 10%] [--zones 3] [--deployments 4]
 //                                       [--idle-seconds 60] [--probe-interval-ms 100] [--kcm-qps 100] [--tool-nice 10]
-//                                       [--control [--pace N] | --compare]
+//                                       [--control | --compare] [--pace N]
 //
 //   A testbed with --nodes kwok nodes (as node-waves builds it: Deployments of one replica per node, each with a
 //   PodDisruptionBudget, a DaemonSet, a bare pod, a Job), then a probe: another client of the same apiserver (its
@@ -30,6 +30,9 @@
 //   component's CPU seconds during the probed part ("bench": this process and its children, the tool's process and
 //   the hooks included), and how many of the machine's cores were busy idle and during the waves (`busyCores`, from
 //   /proc/stat: every process of the machine, so the figure counts what the CPU had left for the probe's answers).
+//
+//   --pace N (nodes a minute): the tool's run with --node-interval 60/N s (its drains start one per interval, the
+//   waves' size unchanged); the control's waves start once the nodes before them have taken their share of time.
 //
 //   --compare: both, one fresh testbed each (the control first), then a verdict (compareVerdict): PASS when the tool's
 //   run completed with no Lease loss, nothing lost and no budget violated, and the other client's p99 during the tool's
@@ -232,8 +235,6 @@ async function compare(args: string[]): Promise<number> {
 export async function run(args: string[], out: (s: string) => void = (s) => { process.stdout.write(s); }): Promise<number> {
   if (args.includes('--compare')) {
     if (args.includes('--control')) { process.stderr.write('error: --compare runs the control itself; leave out --control\n'); return 2; }
-    // the tool's run would refuse it, but only after the control's whole run
-    if (args.some((a) => a === '--pace' || a.startsWith('--pace='))) { process.stderr.write('error: --pace goes with --control alone: --compare runs the tool too, which has no pace setting\n'); return 2; }
     return compare(args);
   }
   const { values } = parseArgs({
@@ -254,8 +255,8 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
   const toolNice = Number(values['tool-nice'] ?? 10);
   const control = values.control === true;
   const pace = values.pace === undefined ? undefined : Number(values.pace);
-  if (pace !== undefined && (!control || !(pace > 0))) {
-    process.stderr.write('error: --pace (nodes a minute, more than 0) goes with --control: kube-renumber has no pace setting\n');
+  if (pace !== undefined && !(pace > 0 && Number.isFinite(pace))) {
+    process.stderr.write(`error: --pace ${values.pace} must be a number of nodes a minute, more than 0\n`);
     return 2;
   }
   if (!Number.isInteger(toolNice) || toolNice < 0 || toolNice > 19) {
@@ -336,7 +337,9 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
         controlFigures = await replaceNodesWithoutTool(c, { to, size, hook, nice: toolNice, pace, log });
       } else {
         // -v: the run's closing figures (its request window) are written only in verbose mode
-        const r = await cliProcess(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating', '-v'], toolNice);
+        // --pace N: one node's drain every 60/N s (--node-interval), the waves' size unchanged
+        const paced = pace ? ['--node-interval', `${Math.round(60_000 / pace)}ms`] : [];
+        const r = await cliProcess(['resume', planPath, ...common, ...paced, '--ack-gate', 'kcm-stop-allocating', '-v'], toolNice);
         stderr = r.err;
         completed = r.code === 7 && /stopped at gate kcm-cluster-cidr/.test(stderr);
         if (!completed) log(`resume exited ${r.code}: ${stderr.slice(-2000)}`);

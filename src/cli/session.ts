@@ -55,12 +55,17 @@ export interface Flags {
   timeoutMs?: number;
   rolloutTimeoutMs?: number;
   propagationDelayMs?: number;
+  /** --node-interval: least time between two node drains starting (0: a wave's nodes at once). */
+  nodeIntervalMs?: number;
   ackGates: string[];
   only: string[];
   skip: string[];
   /** --events ndjson: the journal's entries on stdout as they are appended. */
   events: boolean;
 }
+
+/** --node-interval at most this: an hour between two drains is 42 days for 1,000 nodes. */
+const MAX_NODE_INTERVAL_MS = 3_600_000;
 
 /** A DNS domain such as cluster.local: labels of lowercase letters, digits and "-", at most 253 in all. */
 const DOMAIN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
@@ -83,6 +88,7 @@ export function checkFlags(values: Values): Flags {
   const timeoutMs = positiveDuration(values, 'timeout');
   const rolloutTimeoutMs = positiveDuration(values, 'rollout-timeout');
   const propagationDelayMs = durationFlag(values, 'propagation-delay');
+  const nodeIntervalMs = durationFlag(values, 'node-interval', MAX_NODE_INTERVAL_MS);
   durationFlag(values, 'request-timeout');
   const ackGates = list(values, 'ack-gate');
   for (const g of ackGates) if (g.trim() === '') throw new UsageError('--ack-gate needs the id of a gate step of the plan');
@@ -90,7 +96,7 @@ export function checkFlags(values: Values): Flags {
   if (events !== undefined && events !== 'ndjson') throw new UsageError(`--events ${events} is not a known event format (use ndjson)`);
   if (events !== undefined && output !== 'table') throw new UsageError(`--events ndjson writes the events to stdout: it cannot go with -o ${output}`);
   return {
-    output, dryRun, stateDir, clusterDomain, timeoutMs, rolloutTimeoutMs, propagationDelayMs, ackGates, only: list(values, 'only'), skip: list(values, 'skip'),
+    output, dryRun, stateDir, clusterDomain, timeoutMs, rolloutTimeoutMs, propagationDelayMs, nodeIntervalMs, ackGates, only: list(values, 'only'), skip: list(values, 'skip'),
     events: events !== undefined,
   };
 }
@@ -235,6 +241,7 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: S
     timeoutMs: flags.timeoutMs,
     rolloutTimeoutMs: flags.rolloutTimeoutMs,
     propagationDelayMs: flags.propagationDelayMs,
+    ...(flags.nodeIntervalMs !== undefined ? { nodeIntervalMs: flags.nodeIntervalMs } : {}),
     covers: values['no-covers'] === true ? false : undefined,
     token: id,
     // the node hook gets PATH, HOME and the kubeconfig this run uses, nothing else of our environment

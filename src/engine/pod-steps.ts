@@ -29,7 +29,7 @@ import {
 import { missingBarePods, recreateMissing, reportWarnings, restartInWaves } from './restart-run.ts';
 import { backUpLate, withPlanSupersessions, type Step, type StepContext } from './runner.ts';
 import { nodeMetadataRestored, restoreNodeMetadata } from './node-metadata.ts';
-import { evictRespectingPdb, mapLimit, poll, retryOnConflict, sleep, withRetry } from './toolkit.ts';
+import { evictRespectingPdb, mapLimit, Pacer, poll, retryOnConflict, sleep, withRetry } from './toolkit.ts';
 import { jobEvictionRefusal, jobEvictionRisk } from './job-eviction.ts';
 
 /** A node of a node step: its name, its podCIDRs today and in NEW. */
@@ -80,6 +80,11 @@ export interface PodExecOptions {
   hookEnv?: Readonly<Record<string, string>>;
   /** May the node hook run (--allow-hook)? apply and resume check it before; a rollback's node steps here (default false). */
   hookAllowed?: boolean;
+  /**
+   * Least time between two node drains starting, across waves (--node-interval; default 0: a wave's nodes drain
+   * at once). A wave's nodes are still cordoned together; their drains start one per interval.
+   */
+  nodeIntervalMs?: number;
   /** Called with a summary of each restart wave (benchmarks read it). */
   onWaves?: (r: { totalSeconds: number; sumSeconds: number; maxInFlight: number; workloads: number }) => void;
 }
@@ -108,6 +113,8 @@ export class PodExecutor implements PodPathHosts {
   readonly old: Cidr[];
   readonly target: Cidr[];
   readonly opts: Required<Omit<PodExecOptions, 'onWaves'>> & Pick<PodExecOptions, 'onWaves'>;
+  /** Turns for node drains, one per --node-interval, for the whole run (every wave, and a rollback's). */
+  private readonly drains: Pacer;
 
   /** The run (the plan id), as PodPathHost names it. */
   get run(): string { return this.opts.token; }
@@ -135,8 +142,11 @@ export class PodExecutor implements PodPathHosts {
       onWaves: opts.onWaves,
       hookEnv: opts.hookEnv ?? hookEnvironment(process.env),
       hookAllowed: opts.hookAllowed ?? false,
+      nodeIntervalMs: opts.nodeIntervalMs ?? 0,
     };
+    this.drains = new Pacer(this.opts.nodeIntervalMs);
   }
+
 
   /** Per step: the listing of every Node that cordoned the ones still to move (cordonForDrain). */
   private readonly cordonedLeaving = new Map<string, CordonAll>();
@@ -514,6 +524,7 @@ export class PodExecutor implements PodPathHosts {
       await this.cordonForDrain(ctx, n, step, dir);
       mark('cordon');
       if (ctx.dryRun === 'client') return;
+      if (ctx.dryRun === 'none') { await this.drains.turn(); mark('pace'); }
       await this.drainPods(ctx, it.name);
       mark('evict');
       if (ctx.dryRun === 'server') return;

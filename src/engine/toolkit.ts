@@ -179,6 +179,37 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (t:
   return results;
 }
 
+// ---- pacing ----------------------------------------------------------------------------------------
+
+/**
+ * Spreads starts out in time: each `turn()` returns once `intervalMs` has passed since the turn before it began
+ * (the first at once). Turns go in call order, so callers that ask together (a wave's nodes) start one after
+ * the other. An interval of 0 never waits. The node path's `--node-interval`: the control plane's reaction to a
+ * drain (evictions, replacements scheduled and started, a node deleted and registered again) comes in a burst
+ * per node, and a wave whose nodes all start at once stacks the bursts (docs/benchmarks.md, control-plane-load).
+ */
+export class Pacer {
+  readonly intervalMs: number;
+  private readonly now: () => number;
+  private readonly wait: (ms: number) => Promise<void>;
+  private next = Number.NEGATIVE_INFINITY;
+  constructor(intervalMs: number, now: () => number = () => Date.now(), wait: (ms: number) => Promise<void> = sleep) {
+    this.intervalMs = intervalMs;
+    this.now = now;
+    this.wait = wait;
+  }
+
+  /** Waits for this caller's turn; returns the ms it waited. */
+  async turn(): Promise<number> {
+    if (!(this.intervalMs > 0)) return 0;
+    const t = this.now();
+    const at = Math.max(t, this.next);
+    this.next = at + this.intervalMs;
+    if (at > t) await this.wait(at - t);
+    return at - t;
+  }
+}
+
 // ---- eviction --------------------------------------------------------------------------------------
 
 /** The Eviction API refuses a pod selected by more than one budget with a 500 naming them. */

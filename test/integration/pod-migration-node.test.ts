@@ -62,7 +62,8 @@ describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registere
     assert.equal(stop.running, true);
     watcher = watchPDBs(tb);
     await watcher.ready;
-    const r = await run(['resume', planPath, '--yes', '--allow-hook', '--ack-gate', 'kcm-stop-allocating', ...common()]);
+    // --node-interval 1s: each wave's 5 drains start a second apart (asserted below from the journal)
+    const r = await run(['resume', planPath, '--yes', '--allow-hook', '--ack-gate', 'kcm-stop-allocating', '--node-interval', '1s', ...common()]);
     assert.equal(r.code, 7, r.err);
     assert.match(r.err, /stopped at gate kcm-cluster-cidr/);
     assert.equal(tb.controllerManagerAlive(), true, 'kube-controller-manager kept running while nodes of both ranges existed');
@@ -79,6 +80,21 @@ describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registere
     // each wave's nodes moved at once, each journaled
     const reports = readJournal(join(stateDir, 'journal.jsonl')).filter((e) => e.event === 'report' && e.detail?.includes('"node"')).map((e) => JSON.parse(e.detail!).node);
     assert.equal(reports.filter((x: any) => x.status === 'done').length, 20);
+    // --node-interval: within each wave, the seconds from the wave's start to each node's drain (its phases up to and
+    // including its wait for a turn) are at least one interval apart
+    const byWave = new Map<string, number[]>();
+    for (const e of readJournal(join(stateDir, 'journal.jsonl')).filter((x) => x.event === 'report' && x.detail?.includes('"node"'))) {
+      const n = JSON.parse(e.detail!).node;
+      if (n.phases?.pace === undefined) continue;
+      const starts = byWave.get(e.step!) ?? [];
+      starts.push((n.phases.check ?? 0) + (n.phases.cordon ?? 0) + n.phases.pace);
+      byWave.set(e.step!, starts);
+    }
+    assert.equal([...byWave.values()].flat().length, 20, 'every node waited its turn');
+    for (const [wave, starts] of byWave) {
+      const s = starts.sort((a, b) => a - b);
+      for (let i = 1; i < s.length; i++) assert.ok(s[i]! - s[i - 1]! >= 0.95, `${wave}: drains ${i - 1} and ${i} started ${(s[i]! - s[i - 1]!).toFixed(2)} s apart: ${s.join(', ')}`);
+    }
   });
 
   test('end state: pods in NEW, workloads back, nothing cordoned, verify passes', async () => {

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import type { KubeObject } from '../../src/cluster/types.ts';
 import { KubeApiError, type KubeClient, type Method, type RequestOptions, UnreachableError } from '../../src/kube/client.ts';
 import {
-  ConflictError, EvictionBlocked, evictionVerdict, evictRespectingPdb, isConflict, mapLimit, poll, pollDelays, PollTimeout, retryOnConflict,
+  ConflictError, EvictionBlocked, evictionVerdict, evictRespectingPdb, isConflict, mapLimit, Pacer, poll, pollDelays, PollTimeout, retryOnConflict,
 } from '../../src/engine/toolkit.ts';
 
 const api = (status: number, reason = '', message = `status ${status}`) => new KubeApiError('POST', '/x', status, reason, message);
@@ -82,6 +82,44 @@ describe('poll', () => {
     assert.equal(v, true);
     await assert.rejects(poll('x', async () => { throw api(503); }, { sleep: c.sleep, now: c.now }), /status 503/);
     await assert.rejects(poll('x', async () => { throw api(403); }, { tolerateTransient: true, sleep: c.sleep, now: c.now }), /status 403/);
+  });
+});
+
+describe('Pacer (--node-interval)', () => {
+  /** A clock the test moves; each sleep recorded (and over at once: the turns are computed when they are asked for). */
+  const clock = () => {
+    const c = { t: 1_000, slept: [] as number[] };
+    const pacer = (ms: number) => new Pacer(ms, () => c.t, async (d) => { c.slept.push(d); });
+    return { c, pacer };
+  };
+
+  it('callers asking together start one interval apart, in the order they asked', async () => {
+    const { c, pacer } = clock();
+    const p = pacer(3_000);
+    const order: number[] = [];
+    // a wave of four nodes asks for its turns at the same moment
+    const waits = await Promise.all([0, 1, 2, 3].map(async (i) => { const w = await p.turn(); order.push(i); return w; }));
+    assert.deepEqual(waits, [0, 3_000, 6_000, 9_000]);
+    assert.deepEqual(order, [0, 1, 2, 3]);
+    assert.deepEqual(c.slept, [3_000, 6_000, 9_000]);
+  });
+
+  it('a turn asked for after the interval has passed starts at once; one asked for sooner waits the rest', async () => {
+    const { c, pacer } = clock();
+    const p = pacer(3_000);
+    assert.equal(await p.turn(), 0);
+    c.t += 5_000; // the next wave asks later than one interval after
+    assert.equal(await p.turn(), 0);
+    c.t += 1_000; // and its second node a second after its first
+    assert.equal(await p.turn(), 2_000);
+    assert.deepEqual(c.slept, [2_000]);
+  });
+
+  it('an interval of 0 never waits', async () => {
+    const { c, pacer } = clock();
+    const p = pacer(0);
+    assert.deepEqual(await Promise.all([p.turn(), p.turn(), p.turn()]), [0, 0, 0]);
+    assert.deepEqual(c.slept, []);
   });
 });
 

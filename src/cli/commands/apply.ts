@@ -41,6 +41,7 @@ const SESSION_OPTIONS = {
   timeout: { type: 'string' },
   'rollout-timeout': { type: 'string' },
   'propagation-delay': { type: 'string' },
+  'node-interval': { type: 'string' },
   'no-covers': { type: 'boolean' },
 } as const;
 
@@ -59,6 +60,9 @@ const SESSION_HELP = `  --state-dir DIR          journal, backups and lock (defa
   --rollout-timeout DUR    how long one workload's restart or one eviction may take (default 5m)
   --propagation-delay DUR  how long a Service change needs to reach every node's kube-proxy and DNS caches
                            (default 5s); in-place moves wait it after putting up covers and before removing them
+  --node-interval DUR      least time between two node drains starting, across waves (node IPAM moves; default 0:
+                           a wave's nodes drain at once); each node's drain brings a burst of evictions, scheduling
+                           and registration, and spreading them keeps other clients' answers fast
   --no-covers              in-place moves without cover Services (no LoadBalancer-typed helpers; each moved
                            Service's old and new IP may not answer for up to kube-proxy's sync period)`;
 

@@ -79,6 +79,9 @@ add('--rollout-timeout -1s', ['resume', 'plan.yaml', '--rollout-timeout=-1s'], /
 add('--propagation-delay -1s', ['apply', 'plan.yaml', '--propagation-delay', '-1s'], /--propagation-delay/);
 add('--propagation-delay=-1s', ['apply', 'plan.yaml', '--propagation-delay=-1s'], /--propagation-delay -1s must not be negative/);
 add('--propagation-delay 1h1m', ['apply', 'plan.yaml', '--propagation-delay', '24h1m'], /--propagation-delay 24h1m is too long: at most 24h/);
+add('--node-interval -1s', ['resume', 'plan.yaml', '--node-interval=-1s'], /--node-interval -1s must not be negative/);
+add('--node-interval 1x', ['apply', 'plan.yaml', '--node-interval', '1x'], /--node-interval 1x is not a duration/);
+add('--node-interval 1h1s', ['apply', 'plan.yaml', '--node-interval', '1h0m1s'], /--node-interval 1h0m1s is too long: at most 1h/);
 add('probe --interval 1x', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--interval', '1x'], /--interval 1x is not a duration/);
 add('probe --duration 0', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--duration', '0'], /--duration must be more than 0/);
 add('probe --duration 168h1s', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--duration', '168h0m1s'], /--duration 168h0m1s is too long: at most 168h/);
