@@ -237,14 +237,22 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     if (args.includes('--control')) { process.stderr.write('error: --compare runs the control itself; leave out --control\n'); return 2; }
     return compare(args);
   }
-  const { values } = parseArgs({
-    args,
-    options: {
-      nodes: { type: 'string' }, 'max-unavailable': { type: 'string' }, zones: { type: 'string' }, deployments: { type: 'string' },
-      'idle-seconds': { type: 'string' }, 'probe-interval-ms': { type: 'string' }, 'kcm-qps': { type: 'string' },
-      'tool-nice': { type: 'string' }, control: { type: 'boolean' }, pace: { type: 'string' },
-    },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      options: {
+        nodes: { type: 'string' }, 'max-unavailable': { type: 'string' }, zones: { type: 'string' }, deployments: { type: 'string' },
+        'idle-seconds': { type: 'string' }, 'probe-interval-ms': { type: 'string' }, 'kcm-qps': { type: 'string' },
+        'tool-nice': { type: 'string' }, control: { type: 'boolean' }, pace: { type: 'string' },
+      },
+    });
+  } catch (e) {
+    // an unknown flag, a value missing: one line, as any bad input
+    process.stderr.write(`error: ${(e as Error).message.split('\n')[0]}\n`);
+    return 2;
+  }
+  const { values } = parsed;
   const nodes = Number(values.nodes ?? 1000);
   const max = values['max-unavailable'] ?? '10%';
   const zones = Number(values.zones ?? 3);

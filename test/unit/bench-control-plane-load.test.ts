@@ -1,7 +1,7 @@
 // control-plane-load's own figures: busy cores from two /proc/stat readings, and --compare's verdict.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { busyCores, COMPARE_MAX_P99, compareVerdict, machineTicks, type RunLine } from '../../bench/control-plane-load.ts';
+import { busyCores, COMPARE_MAX_P99, compareVerdict, machineTicks, run, type RunLine } from '../../bench/control-plane-load.ts';
 
 const stat = (user: number, nice: number, system: number, idle: number, iowait: number, irq: number, softirq: number, steal: number) =>
   `cpu  ${user} ${nice} ${system} ${idle} ${iowait} ${irq} ${softirq} ${steal} 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nintr 1 2 3\n`;
@@ -52,4 +52,26 @@ test('compareVerdict: FAIL names each reason', () => {
   }
   assert.match(compareVerdict(line({ mode: 'control', p99: 0 }), line()).failures.join(), /no p99 during/);
   assert.match(compareVerdict(line(), line()).failures.join(), /modes are tool and tool/);
+});
+
+test('bad input: one error line, exit 2, before any testbed starts', async (t) => {
+  const cases: Array<[string[], RegExp]> = [
+    [['--pace', '0'], /^error: --pace 0 must be a number of nodes a minute, more than 0\n$/],
+    [['--control', '--pace', 'fast'], /^error: --pace fast must be/],
+    [['--compare', '--control'], /^error: --compare runs the control itself; leave out --control\n$/],
+    // --compare hands its flags to each run: the control's refuses them before its testbed
+    [['--compare', '--pace=-1'], /^error: --pace -1 must be/],
+    [['--pase', '20'], /^error: Unknown option '--pase'/],
+    [['--tool-nice', '20'], /^error: --tool-nice must be a whole number from 0 to 19\n$/],
+    [['--nodes', '2000'], /^error: --nodes \(at most 1024\)/],
+  ];
+  for (const [args, want] of cases) {
+    const written: string[] = [];
+    const w = t.mock.method(process.stderr, 'write', (s: string) => { written.push(String(s)); return true; });
+    let code: number;
+    try { code = await run(args, () => { throw new Error('nothing goes to stdout'); }); } finally { w.mock.restore(); }
+    assert.equal(code, 2, args.join(' '));
+    assert.equal(written.length, 1, `${args.join(' ')}: ${written.join('')}`);
+    assert.match(written[0]!, want);
+  }
 });
