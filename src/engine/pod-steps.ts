@@ -147,7 +147,6 @@ export class PodExecutor implements PodPathHosts {
     this.drains = new Pacer(this.opts.nodeIntervalMs);
   }
 
-
   /** Per step: the listing of every Node that cordoned the ones still to move (cordonForDrain). */
   private readonly cordonedLeaving = new Map<string, CordonAll>();
   /** The migration's way: old range to NEW. */
