@@ -55,7 +55,7 @@ import { watchPDBs } from '../test/testbed/pdb-watch.ts';
 import { populateWorkloads } from '../test/testbed/workloads.ts';
 import { runCli } from '../test/unit/bad-input/harness.ts';
 import { replaceNodesWithoutTool, type ControlFigures } from './node-replace-control.ts';
-import { cli, cpuNow, idleCpu, oldRange, settle, targets, writeHook } from './node-waves.ts';
+import { cli, cpuNow, cpuSince, idleCpu, oldRange, settle, targets, writeHook } from './node-waves.ts';
 
 const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
@@ -356,7 +356,7 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     const seconds = (performance.now() - t0) / 1000;
     const cpu1 = cpuNow(tb);
     const ticks1 = machineTicks();
-    const cpuSeconds = byComponent(Object.fromEntries(Object.keys(cpu1).map((k) => [k, cpu1[k]! - (cpu0[k] ?? 0)])), 1);
+    const cpuSeconds = byComponent(cpuSince(cpu0, cpu1), 1);
     probe.watchLease(false);
     const during = probe.take();
     const duringLoad = loadavg()[0]!;

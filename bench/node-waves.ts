@@ -169,12 +169,16 @@ function nodePhaseSeconds(journal: string): number {
   return (Date.parse(end.ts) - Date.parse(start.ts)) / 1000;
 }
 
+/** Each component's CPU seconds between two cpuNow readings (a component that started since counts from 0). */
+export function cpuSince(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.keys(b).map((k) => [k, b[k]! - (a[k] ?? 0)]));
+}
+
 /** CPU seconds per second of each component with nothing moving, over `ms`. */
 export async function idleCpu(tb: Testbed, ms: number): Promise<Record<string, number>> {
   const a = cpuNow(tb);
   await new Promise((r) => setTimeout(r, ms));
-  const b = cpuNow(tb);
-  return Object.fromEntries(Object.keys(b).map((k) => [k, (b[k]! - (a[k] ?? 0)) / (ms / 1000)]));
+  return Object.fromEntries(Object.entries(cpuSince(a, cpuNow(tb))).map(([k, v]) => [k, v / (ms / 1000)]));
 }
 
 async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max: string, nodes: number, i: number, idle: Record<string, number>): Promise<RunFigures> {
@@ -196,7 +200,7 @@ async function moveOnce(tb: Testbed, dir: string, from: string, to: string, max:
   const r = await cli(['resume', planPath, ...common, '--ack-gate', 'kcm-stop-allocating']);
   const seconds = (performance.now() - t0) / 1000;
   const cpu1 = cpuNow(tb);
-  const cpu = Object.fromEntries(Object.keys(cpu1).map((k) => [k, round(cpu1[k]! - (cpu0[k] ?? 0), 1)]));
+  const cpu = Object.fromEntries(Object.entries(cpuSince(cpu0, cpu1)).map(([k, v]) => [k, round(v, 1)]));
   const load = loadavg()[0]!;
   if (r.code !== 7 || !/stopped at gate kcm-cluster-cidr/.test(r.err)) throw new Error(`resume exited ${r.code}, expected gate kcm-cluster-cidr: ${r.err.slice(-2000)}`);
   const pdb = await watcher.stop();

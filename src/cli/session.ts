@@ -241,7 +241,7 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: S
     timeoutMs: flags.timeoutMs,
     rolloutTimeoutMs: flags.rolloutTimeoutMs,
     propagationDelayMs: flags.propagationDelayMs,
-    ...(flags.nodeIntervalMs !== undefined ? { nodeIntervalMs: flags.nodeIntervalMs } : {}),
+    nodeIntervalMs: flags.nodeIntervalMs,
     covers: values['no-covers'] === true ? false : undefined,
     token: id,
     // the node hook gets PATH, HOME and the kubeconfig this run uses, nothing else of our environment

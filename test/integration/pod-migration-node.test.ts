@@ -78,17 +78,17 @@ describe('Pod CIDR migration, node IPAM: nodes drained, deleted and re-registere
     assert.deepEqual(res.violations, [], 'no PodDisruptionBudget was ever violated');
     assert.ok(res.observations >= summary.pdbs.length);
     // each wave's nodes moved at once, each journaled
-    const reports = readJournal(join(stateDir, 'journal.jsonl')).filter((e) => e.event === 'report' && e.detail?.includes('"node"')).map((e) => JSON.parse(e.detail!).node);
-    assert.equal(reports.filter((x: any) => x.status === 'done').length, 20);
+    const entries = readJournal(join(stateDir, 'journal.jsonl')).filter((e) => e.event === 'report' && e.detail?.includes('"node"'))
+      .map((e) => ({ step: e.step!, node: JSON.parse(e.detail!).node }));
+    assert.equal(entries.filter((x) => x.node.status === 'done').length, 20);
     // --node-interval: within each wave, the seconds from the wave's start to each node's drain (its phases up to and
     // including its wait for a turn) are at least one interval apart
     const byWave = new Map<string, number[]>();
-    for (const e of readJournal(join(stateDir, 'journal.jsonl')).filter((x) => x.event === 'report' && x.detail?.includes('"node"'))) {
-      const n = JSON.parse(e.detail!).node;
+    for (const { step, node: n } of entries) {
       if (n.phases?.pace === undefined) continue;
-      const starts = byWave.get(e.step!) ?? [];
+      const starts = byWave.get(step) ?? [];
       starts.push((n.phases.check ?? 0) + (n.phases.cordon ?? 0) + n.phases.pace);
-      byWave.set(e.step!, starts);
+      byWave.set(step, starts);
     }
     assert.equal([...byWave.values()].flat().length, 20, 'every node waited its turn');
     for (const [wave, starts] of byWave) {
