@@ -109,6 +109,9 @@ export async function writeHook(tb: Testbed, dir: string): Promise<string> {
   const path = join(dir, 'hook.sh');
   await writeFile(path, `#!/bin/sh
 set -e
+# a machine boots after its old Node is gone: wait (60s at most) until the garbage collector has deleted the
+# old Node's Lease, so kwok starts the new Node with a Lease of its own rather than renewing the old one
+${kubectl} wait --for=delete --timeout=60s -n kube-node-lease lease/"$KUBE_RENUMBER_NODE" >/dev/null 2>&1 || :
 ${kubectl} create -f ${nodesDir}/"$KUBE_RENUMBER_NODE".json >/dev/null
 `
     + `exec ${kubectl} wait --for=condition=Ready --timeout=120s node/"$KUBE_RENUMBER_NODE" >/dev/null
