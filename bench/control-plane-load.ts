@@ -2,7 +2,7 @@
 //
 //   npm run bench -- control-plane-load [--nodes 1000] [--max-unavailable 10%] [--zones 3] [--deployments 4]
 //                                       [--idle-seconds 60] [--probe-interval-ms 100] [--kcm-qps 100] [--tool-nice 10]
-//                                       [--control | --compare] [--pace N]
+//                                       [--control | --compare] [--pace N] [--idle-only]
 //
 //   A testbed with --nodes kwok nodes (as node-waves builds it: Deployments of one replica per node, each with a
 //   PodDisruptionBudget, a DaemonSet, a bare pod, a Job), then a probe: another client of the same apiserver (its
@@ -33,6 +33,10 @@
 //
 //   --pace N (nodes a minute): the tool's run with --node-interval 60/N s (its drains start one per interval, the
 //   waves' size unchanged); the control's waves start once the nodes before them have taken their share of time.
+//
+//   --idle-only: nothing moves; the testbed and the probe as above, then two windows of --idle-seconds, quiet and with
+//   the waves' once-a-minute progress LIST of every node (idleTail): how far the p99 of one idle minute, which the
+//   ratio divides by, is from the p99 of a long window with nothing moving.
 //
 //   --compare: both, one fresh testbed each (the control first), then a verdict (compareVerdict): PASS when the tool's
 //   run completed with no Lease loss, nothing lost and no budget violated, and the other client's p99 during the tool's
@@ -116,6 +120,40 @@ function startProbe(client: KubeClient, intervalMs: number): Probe {
     renewals: () => [...renewTimes].sort((a, b) => a - b),
     async stop() { stopped = true; await loop; },
   };
+}
+
+/**
+ * --idle-only: nothing moves. Two windows of `seconds` each, the probe answering throughout: first quiet, then with
+ * the waves' once-a-minute progress LIST of every node (`tick`) and nothing else. For each: its p99 over the whole
+ * window, the p99 of each minute (lowest, median, highest), and how many answers were slower than 2 × the p99 of the
+ * quiet window's first minute (what a 60 s idle window, as the waves' ratio divides by, would have set).
+ */
+async function idleTail(probe: Probe, seconds: number, tick: () => Promise<void>) {
+  const minutes = Math.max(1, Math.round(seconds / 60));
+  const window = async (withTick: boolean) => {
+    probe.take();
+    const perMinute: number[][] = [];
+    for (let m = 0; m < minutes; m++) {
+      if (withTick) void tick().catch(() => { /* the next minute's tick tries again */ });
+      await new Promise((r) => setTimeout(r, 60_000));
+      perMinute.push(probe.take().ms);
+      log(`idle-only ${withTick ? 'with the progress LIST' : 'quiet'}: minute ${m + 1} of ${minutes}, p99 ${round(quantile(perMinute.at(-1)!, 0.99), 1)} ms`);
+    }
+    return perMinute;
+  };
+  const quiet = await window(false);
+  const ticked = await window(true);
+  const firstMinuteP99 = quantile(quiet[0]!, 0.99);
+  const summarize = (w: number[][]) => {
+    const all = w.flat();
+    const p99s = w.map((x) => quantile(x, 0.99)).sort((a, b) => a - b);
+    return {
+      probes: all.length, p50Ms: round(quantile(all, 0.5), 1), p99Ms: round(quantile(all, 0.99), 1),
+      minuteP99Ms: { min: round(p99s[0]!, 1), median: round(p99s[Math.floor(p99s.length / 2)]!, 1), max: round(p99s.at(-1)!, 1) },
+      over2xFirstMinuteP99: all.filter((x) => x > 2 * firstMinuteP99).length,
+    };
+  };
+  return { minutes, firstMinuteP99Ms: round(firstMinuteP99, 1), quiet: summarize(quiet), withProgressList: summarize(ticked) };
 }
 
 /** The run's closing "request window: MIN-MAX (now N), L shrink(s) for latency, O for ..." line (-v), as numbers; undefined without it. */
@@ -244,7 +282,7 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
       options: {
         nodes: { type: 'string' }, 'max-unavailable': { type: 'string' }, zones: { type: 'string' }, deployments: { type: 'string' },
         'idle-seconds': { type: 'string' }, 'probe-interval-ms': { type: 'string' }, 'kcm-qps': { type: 'string' },
-        'tool-nice': { type: 'string' }, control: { type: 'boolean' }, pace: { type: 'string' },
+        'tool-nice': { type: 'string' }, control: { type: 'boolean' }, pace: { type: 'string' }, 'idle-only': { type: 'boolean' },
       },
     });
   } catch (e) {
@@ -262,6 +300,7 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
   const kcmQPS = Number(values['kcm-qps'] ?? 100);
   const toolNice = Number(values['tool-nice'] ?? 10);
   const control = values.control === true;
+  const idleOnly = values['idle-only'] === true;
   const pace = values.pace === undefined ? undefined : Number(values.pace);
   if (pace !== undefined && !(pace > 0 && Number.isFinite(pace))) {
     process.stderr.write(`error: --pace ${values.pace} must be a number of nodes a minute, more than 0\n`);
@@ -292,6 +331,12 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     // the probe: our kube layer, but its own connection and no window (it stands for another tool on the cluster)
     const other = connect({ kubeconfig: tb.kubeconfigPath, limiter: false, env: { HOME: '/nonexistent' } });
     probe = startProbe(other, intervalMs);
+    if (idleOnly) {
+      const fig = await idleTail(probe, idleSeconds, async () => { for await (const _ of other.list('/api/v1/nodes')) { /* read through, as the progress ticker does */ } });
+      out(`${JSON.stringify({ scenario: 'control-plane-load', mode: 'idle-only', nodes, pods: summary.totalPods, cores: availableParallelism(), ...fig })}\n`);
+      keep = false;
+      return 0;
+    }
     const idleTicks0 = machineTicks();
     const cpuPerSecondIdle = byComponent(await idleCpu(tb, idleSeconds * 1000), 2); // the idle window itself
     const idle = probe.take();
