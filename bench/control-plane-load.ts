@@ -146,10 +146,10 @@ async function idleTail(probe: Probe, seconds: number, tick: () => Promise<void>
   const firstMinuteP99 = quantile(quiet[0]!, 0.99);
   const summarize = (w: number[][]) => {
     const all = w.flat();
-    const p99s = w.map((x) => quantile(x, 0.99)).sort((a, b) => a - b);
+    const p99s = w.map((x) => quantile(x, 0.99));
     return {
       probes: all.length, p50Ms: round(quantile(all, 0.5), 1), p99Ms: round(quantile(all, 0.99), 1),
-      minuteP99Ms: { min: round(p99s[0]!, 1), median: round(p99s[Math.floor(p99s.length / 2)]!, 1), max: round(p99s.at(-1)!, 1) },
+      minuteP99Ms: { min: round(quantile(p99s, 0), 1), median: round(quantile(p99s, 0.5), 1), max: round(quantile(p99s, 1), 1) },
       over2xFirstMinuteP99: all.filter((x) => x > 2 * firstMinuteP99).length,
     };
   };

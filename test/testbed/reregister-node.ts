@@ -97,8 +97,8 @@ export async function reregisterNode(opts: {
       break;
     }
     if (!cur) {
-      // a machine boots after its old Node is gone: wait (until the deadline at most) for the garbage collector to
-      // delete the old Node's Lease (10 s at most), so kwok starts the new Node with a Lease of its own
+      // a machine boots after its old Node is gone: wait (10 s at most, never past the deadline) for the garbage
+      // collector to delete the old Node's Lease, so kwok starts the new Node with a Lease of its own
       const lease = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${encodeURIComponent(name)}`;
       const leaseDeadline = Math.min(deadline, Date.now() + 10_000);
       while (Date.now() < leaseDeadline && await client.getOrUndefined(lease)) await sleep(200);
