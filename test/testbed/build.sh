@@ -168,6 +168,59 @@ patch_kwok() {
   log "patched kwok's pod_controller.go: a pod is deleted with its UID as precondition, as a kubelet deletes it"
 }
 
+# A second patch, to its node lease controller: kwok renews a node's Lease from a delay queue keyed by the node's
+# name, and nothing keeps a name in that queue once. A renewal already handed to a worker when the Node is deleted
+# survives the delete (ReleaseHold cancels only what is still delayed) and, once the Node is registered again under
+# that name, runs beside the renewal the new hold queues: from then on the node has two renewals that each queue
+# themselves again, and more follow. Seen on a 1,000-node run (2026-11-29): tb-node-163, registered again at
+# 15:47:28, renewed its Lease 3 to 5 times every 10 s, all but one failing with a conflict. The queue's heap
+# (pkg/utils/heap) indexes an item once, so a second entry for a name leaves the first behind where Cancel cannot
+# reach it. Patched: one worker at a time syncs a node (another that gets the same name drops it: the first queues
+# it again), and a worker cancels the node's queued renewal before it queues the next, so a name is queued once.
+patch_kwok_lease() {
+  local f="$1/pkg/kwok/controllers/node_lease_controller.go"
+  local -a olds news
+  olds[0]='	holdLeaseSet maps.SyncMap[string, bool]'
+  news[0]='	holdLeaseSet maps.SyncMap[string, bool]
+	syncing      maps.SyncMap[string, bool]'
+  olds[1]='		first, ok := c.holdLeaseSet.Load(nodeName)
+		if !ok {
+			continue
+		}
+'
+  news[1]='		first, ok := c.holdLeaseSet.Load(nodeName)
+		if !ok {
+			continue
+		}
+		if _, busy := c.syncing.LoadOrStore(nodeName, true); busy {
+			continue
+		}
+'
+  olds[2]='			c.delayQueue.AddWeightAfter(nodeName, 1, dur)'
+  news[2]='			c.requeue(nodeName, 1, dur)'
+  olds[3]='		c.delayQueue.AddWeightAfter(nodeName, 2, nextTry)'
+  news[3]='		c.requeue(nodeName, 2, nextTry)'
+  olds[4]='func (c *NodeLeaseController) interval() time.Duration {'
+  news[4]='// requeue queues the next sync of nodeName in place of any still queued, then lets another worker sync it.
+func (c *NodeLeaseController) requeue(nodeName string, weight int, after time.Duration) {
+	_ = c.delayQueue.Cancel(nodeName)
+	c.delayQueue.AddWeightAfter(nodeName, weight, after)
+	c.syncing.Delete(nodeName)
+}
+
+func (c *NodeLeaseController) interval() time.Duration {'
+  local i
+  for i in 0 1 2 3 4; do
+    grep -qF "${olds[$i]%%$'\n'*}" "$f" || { echo "kwok lease patch does not apply: $f has no line: ${olds[$i]%%$'\n'*}" >&2; exit 1; }
+    OLD="${olds[$i]}" NEW="${news[$i]}" perl -0pi -e 's/\Q$ENV{OLD}\E/$ENV{NEW}/g' "$f"
+  done
+  # every renewal the sync worker queues goes through requeue (it frees the node for the next worker)
+  [ "$(grep -c 'c.delayQueue.AddWeightAfter' "$f")" = 1 ] && [ "$(grep -c 'c.requeue(nodeName' "$f")" = 3 ] \
+    && grep -qF 'c.syncing.LoadOrStore(nodeName, true)' "$f" \
+    || { echo "kwok lease patch failed: $f" >&2; exit 1; }
+  log "patched kwok's node_lease_controller.go: a node's Lease renewal is queued once and synced by one worker at a time"
+}
+
 build_kwok() {
   from_shared kwok "$KWOK_BUILD" && return 0
   local mod="$SRC/kwok"
@@ -182,6 +235,7 @@ build_kwok() {
   cp -r "$dir" "$mod/kwok-src"
   chmod -R u+w "$mod/kwok-src"
   patch_kwok "$mod/kwok-src"
+  patch_kwok_lease "$mod/kwok-src"
   cat > go.mod <<EOF
 module kube-renumber.local/testbed/kwok
 
@@ -192,7 +246,8 @@ require sigs.k8s.io/kwok $KWOK_VERSION
 replace sigs.k8s.io/kwok => ./kwok-src
 EOF
   log "go get sigs.k8s.io/kwok/cmd/kwok (patched $KWOK_VERSION)"
-  quiet_go_get kwok "sigs.k8s.io/kwok/cmd/kwok"
+  # at its version: without one, go get takes the newest kwok's version for the module the replace stands for
+  quiet_go_get kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
   log "go build kwok"
   go build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" -o "$BIN/kwok" sigs.k8s.io/kwok/cmd/kwok
   to_shared kwok "$KWOK_BUILD"

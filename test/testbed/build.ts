@@ -26,9 +26,10 @@ export const DEFAULT_VERSION = process.env.KUBE_RENUMBER_K8S_VERSION || 'v1.37.2
 export const OLDEST_VERSION = 'v1.30.14';
 export const ETCD_VERSION = 'v3.6.16';
 export const KWOK_VERSION = 'v0.7.0';
-/** kwok as built here: its version and the one patch build.sh applies (pods deleted with their UID as
- *  precondition, as a kubelet deletes them). A build stamped otherwise rebuilds kwok alone. */
-export const KWOK_BUILD = `${KWOK_VERSION}-delete-uid`;
+/** kwok as built here: its version and the two patches build.sh applies (pods deleted with their UID as
+ *  precondition, as a kubelet deletes them; a node's Lease renewal queued once). A build stamped otherwise
+ *  rebuilds kwok alone. */
+export const KWOK_BUILD = `${KWOK_VERSION}-delete-uid-lease-once`;
 export const BINARIES = [
   'tbsup',
   'etcd',
