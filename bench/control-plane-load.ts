@@ -156,6 +156,18 @@ async function idleTail(probe: Probe, seconds: number, tick: () => Promise<void>
   return { minutes, firstMinuteP99Ms: round(firstMinuteP99, 1), quiet: summarize(quiet), withProgressList: summarize(ticked) };
 }
 
+/** How many of the cluster's nodes have a podCIDR inside `to`, and how many in all: one LIST of every node through `client`. */
+async function nodesOn(client: KubeClient, to: string): Promise<{ on: number; all: number }> {
+  const range = parseCidr(to);
+  let on = 0;
+  let all = 0;
+  for await (const x of client.list('/api/v1/nodes') as AsyncIterable<{ spec?: { podCIDR?: string } }>) {
+    all++;
+    if (x.spec?.podCIDR !== undefined && contains(range, parseCidr(x.spec.podCIDR))) on++;
+  }
+  return { on, all };
+}
+
 /** The run's closing "request window: MIN-MAX (now N), L shrink(s) for latency, O for ..." line (-v), as numbers; undefined without it. */
 export function requestWindow(stderr: string): { min: number; max: number; last: number; latencyShrinks: number; overloadShrinks: number } | undefined {
   const m = /request window: (\d+)-(\d+) \(now (\d+)\), (\d+) shrink\(s\) for latency, (\d+) for/.exec(stderr);
@@ -332,7 +344,7 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     const other = connect({ kubeconfig: tb.kubeconfigPath, limiter: false, env: { HOME: '/nonexistent' } });
     probe = startProbe(other, intervalMs);
     if (idleOnly) {
-      const fig = await idleTail(probe, idleSeconds, async () => { for await (const _ of other.list('/api/v1/nodes')) { /* read through, as the progress ticker does */ } });
+      const fig = await idleTail(probe, idleSeconds, async () => { await nodesOn(other, to); });
       out(`${JSON.stringify({ scenario: 'control-plane-load', mode: 'idle-only', nodes, pods: summary.totalPods, cores: availableParallelism(), ...fig })}\n`);
       keep = false;
       return 0;
@@ -370,10 +382,7 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     const ticker = setInterval(() => {
       void (async () => {
         try {
-          let n = 0;
-          for await (const x of other.list('/api/v1/nodes') as AsyncIterable<{ spec?: { podCIDR?: string } }>) {
-            if (x.spec?.podCIDR !== undefined && contains(parseCidr(to), parseCidr(x.spec.podCIDR))) n++;
-          }
+          const n = (await nodesOn(other, to)).on;
           const s = (performance.now() - t0) / 1000;
           moved.push({ s, nodes: n });
           const rate = n / (s / 60);
@@ -408,10 +417,8 @@ export async function run(args: string[], out: (s: string) => void = (s) => { pr
     const pdb = await watcher.stop();
     if (control) {
       if (!(await tb.restartControllerManager({ clusterCIDR: to, allocateNodeCIDRs: true })).running) throw new Error('kube-controller-manager did not start on the new range');
-      let off = 0;
-      for await (const x of other.list('/api/v1/nodes') as AsyncIterable<{ spec?: { podCIDR?: string } }>) {
-        if (x.spec?.podCIDR === undefined || !contains(parseCidr(to), parseCidr(x.spec.podCIDR))) off++;
-      }
+      const { on, all } = await nodesOn(other, to);
+      const off = all - on;
       completed = off === 0;
       if (!completed) log(`${off} node(s) not on ${to} after the control's waves`);
     } else if (completed) {
