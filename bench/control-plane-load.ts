@@ -55,6 +55,7 @@ import { LEASE_NAME, LEASE_NAMESPACE } from '../src/engine/lock.ts';
 import { parseMaxUnavailable, waveSize } from '../src/plan/node-waves.ts';
 import { compileCacheEnv } from '../test/child-env.ts';
 import { Testbed } from '../test/testbed/cluster.ts';
+import type { KubeObject } from '../test/testbed/kube.ts';
 import { watchPDBs } from '../test/testbed/pdb-watch.ts';
 import { populateWorkloads } from '../test/testbed/workloads.ts';
 import { runCli } from '../test/unit/bad-input/harness.ts';
@@ -176,6 +177,16 @@ export function requestWindow(stderr: string): { min: number; max: number; last:
   return { min, max, last, latencyShrinks, overloadShrinks };
 }
 
+/** The node an unbound DaemonSet pod is for: the one its required node affinity names by metadata.name (undefined if none). */
+export function daemonPodNode(pod: KubeObject): string | undefined {
+  for (const term of pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []) {
+    for (const f of term.matchFields ?? []) {
+      if (f.key === 'metadata.name' && f.operator === 'In' && f.values?.length === 1) return f.values[0];
+    }
+  }
+  return undefined;
+}
+
 /**
  * What podsLost counted, object by object, for the log of a run that lost something: each Deployment short of its
  * replicas, and for each DaemonSet short of its pods, every node that has no available pod of it (with that node's
@@ -194,13 +205,16 @@ async function whatIsMissing(tb: Testbed): Promise<string[]> {
       .filter((p: any) => (p.metadata.ownerReferences ?? []).some((o: any) => o.uid === ds.metadata.uid));
     const ready = (p: any) => (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
     for (const n of nodes) {
-      const mine = pods.filter((p: any) => p.spec?.nodeName === n.metadata.name);
+      // a DaemonSet's pod names its node by affinity before it is bound (spec.nodeName is set by the binding)
+      const mine = pods.filter((p: any) => (p.spec?.nodeName ?? daemonPodNode(p)) === n.metadata.name);
       if (mine.some(ready)) continue;
       const nodeReady = (n.status?.conditions ?? []).find((c: any) => c.type === 'Ready')?.status;
-      const podText = mine.map((p: any) => `pod ${p.metadata.name} ${p.status?.phase} created ${p.metadata.creationTimestamp}${p.metadata.deletionTimestamp ? ' deleting' : ''}`
-        + ` conditions ${(p.status?.conditions ?? []).map((c: any) => `${c.type}=${c.status}`).join(',')}`).join('; ') || 'no pod';
+      const podText = mine.map((p: any) => `pod ${p.metadata.name} ${p.status?.phase}${p.spec?.nodeName ? '' : ' (not bound)'} created ${p.metadata.creationTimestamp}${p.metadata.deletionTimestamp ? ' deleting' : ''}`
+        + ` conditions ${(p.status?.conditions ?? []).map((c: any) => `${c.type}=${c.status}${c.status === 'False' && c.message ? ` (${c.message})` : ''}`).join(',')}`).join('; ') || 'no pod';
+      const alloc = n.status?.allocatable;
       out.push(`DaemonSet ${ds.metadata.namespace}/${ds.metadata.name} on node ${n.metadata.name} (podCIDR ${n.spec?.podCIDR ?? 'none'}, `
-        + `unschedulable ${n.spec?.unschedulable === true}, Ready ${nodeReady}, created ${n.metadata.creationTimestamp}): ${podText}`);
+        + `unschedulable ${n.spec?.unschedulable === true}, Ready ${nodeReady}, allocatable ${alloc ? `cpu ${alloc.cpu} pods ${alloc.pods}` : 'none'}, `
+        + `created ${n.metadata.creationTimestamp}): ${podText}`);
     }
   }
   if (!(await tb.client.getOrUndefined('/api/v1/namespaces/tb-wl-0/pods/standalone'))) out.push('bare pod tb-wl-0/standalone gone');

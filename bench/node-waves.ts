@@ -101,8 +101,8 @@ export async function writeHook(tb: Testbed, dir: string): Promise<string> {
   const nodesDir = join(dir, 'nodes');
   await mkdir(nodesDir, { recursive: true });
   for (const n of (await tb.client.list('/api/v1/nodes')).items) {
+    // registered as a kubelet registers it: with addresses, capacity and allocatable (nodeFromTemplate)
     const obj = nodeFromTemplate(file, n.metadata.name);
-    delete obj.status;
     await writeFile(join(nodesDir, `${n.metadata.name}.json`), JSON.stringify(obj));
   }
   const kubectl = `${join(tb.binDir, 'kubectl')} --kubeconfig ${tb.kubeconfigPath}`;

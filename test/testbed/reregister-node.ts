@@ -61,14 +61,33 @@ export function readNodeTemplate(path: string): NodeTemplateFile {
   return f;
 }
 
-/** The Node object a kubelet for `name` registers: spec without podCIDR; status with its addresses. */
+/**
+ * What a testbed node has to give: kwok's own defaults (its node-initialize Stage, kustomize/stage/node/fast), so a
+ * Node registered with them ends as one kwok initialized itself.
+ */
+export const NODE_RESOURCES = { cpu: '1k', memory: '1Ti', pods: '1M' } as const;
+
+/**
+ * The Node object a kubelet for `name` registers: spec without podCIDR; status with its addresses, capacity and
+ * allocatable. A kubelet creates its Node with the status its setters compute (pkg/kubelet/kubelet_node_status.go:
+ * initialNode ends with setNodeStatus, whose MachineInfo setter sets capacity and allocatable), not an empty one.
+ * The conditions are left to kwok, whose node-initialize Stage plays only while Ready is not True and keeps the
+ * addresses, capacity and allocatable given. Registering them matters when a Node is deleted and registered again
+ * under its name: kwok keys its node jobs by name, and a heartbeat it had queued for the old Node can land on the new
+ * one first, setting Ready=True and nothing else. Without capacity the new Node then fits no pod, and kwok's
+ * node-initialize no longer plays (1,000-node control-plane-load run, 2026-11-29: tb-node-367's DaemonSet pod stayed
+ * Pending, "Insufficient cpu, Insufficient memory, Too many pods").
+ */
 export function nodeFromTemplate(file: NodeTemplateFile, name: string): KubeObject {
   const node = JSON.parse(JSON.stringify(file.node).replaceAll('${NODE}', name)) as KubeObject;
   const extra = file.labels?.[name];
   if (extra) node.metadata.labels = { ...node.metadata.labels, ...extra };
   const ip = file.internalIPs[name];
-  // a kubelet registers with status (addresses); kwok's node-initialize Stage keeps given addresses
-  if (ip) node.status = { addresses: [{ type: 'InternalIP', address: ip }, { type: 'Hostname', address: name }] };
+  node.status = {
+    ...(ip ? { addresses: [{ type: 'InternalIP', address: ip }, { type: 'Hostname', address: name }] } : {}),
+    capacity: { ...NODE_RESOURCES },
+    allocatable: { ...NODE_RESOURCES },
+  };
   return node;
 }
 

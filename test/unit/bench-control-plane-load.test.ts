@@ -1,7 +1,7 @@
 // control-plane-load's own figures: busy cores from two /proc/stat readings, and --compare's verdict.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { busyCores, COMPARE_MAX_P99, compareVerdict, machineTicks, run, type RunLine } from '../../bench/control-plane-load.ts';
+import { busyCores, COMPARE_MAX_P99, compareVerdict, daemonPodNode, machineTicks, run, type RunLine } from '../../bench/control-plane-load.ts';
 
 const stat = (user: number, nice: number, system: number, idle: number, iowait: number, irq: number, softirq: number, steal: number) =>
   `cpu  ${user} ${nice} ${system} ${idle} ${iowait} ${irq} ${softirq} ${steal} 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nintr 1 2 3\n`;
@@ -74,4 +74,19 @@ test('bad input: one error line, exit 2, before any testbed starts', async (t) =
     assert.equal(written.length, 1, `${args.join(' ')}: ${written.join('')}`);
     assert.match(written[0]!, want);
   }
+});
+
+// podsLost's account names an unbound DaemonSet pod's node: the DaemonSet controller pins each pod to its node by a
+// required affinity on metadata.name, and spec.nodeName stays empty until the scheduler binds it
+test('daemonPodNode: the node a DaemonSet pod is pinned to before it is bound', () => {
+  const pinned = (fields: unknown[]) => ({
+    apiVersion: 'v1', kind: 'Pod', metadata: { name: 'agent-x', namespace: 'tb-wl-0' },
+    spec: { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: fields }] } } } },
+  });
+  assert.equal(daemonPodNode(pinned([{ key: 'metadata.name', operator: 'In', values: ['tb-node-367'] }])), 'tb-node-367');
+  // not a pin to one node: another field, another operator, several names
+  assert.equal(daemonPodNode(pinned([{ key: 'spec.unschedulable', operator: 'In', values: ['false'] }])), undefined);
+  assert.equal(daemonPodNode(pinned([{ key: 'metadata.name', operator: 'NotIn', values: ['tb-node-367'] }])), undefined);
+  assert.equal(daemonPodNode(pinned([{ key: 'metadata.name', operator: 'In', values: ['a', 'b'] }])), undefined);
+  assert.equal(daemonPodNode({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: {} }), undefined);
 });

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { contains, parseCidr, parseIP } from '../../src/net/index.ts';
-import { testbedNodeIP } from '../testbed/reregister-node.ts';
+import { NODE_RESOURCES, nodeFromTemplate, testbedNodeIP, type NodeTemplateFile } from '../testbed/reregister-node.ts';
 
 const SET_ASIDE = ['192.0.2.0/24', '198.51.100.0/24', '198.18.0.0/15'].map((c) => parseCidr(c));
 
@@ -29,5 +29,36 @@ describe('testbedNodeIP', () => {
     assert.equal(testbedNodeIP(508 + 2 ** 17 - 2), undefined);
     assert.equal(testbedNodeIP(-1), undefined);
     assert.equal(testbedNodeIP(1.5), undefined);
+  });
+});
+
+// A testbed Node registers as a kubelet's does: with its addresses, capacity and allocatable, so a Node registered
+// again under its name fits pods even when kwok's heartbeat for the old Node lands on it before kwok initializes it.
+describe('nodeFromTemplate', () => {
+  const file = (): NodeTemplateFile => ({
+    node: { apiVersion: 'v1', kind: 'Node', metadata: { name: '${NODE}', labels: { 'kubernetes.io/hostname': '${NODE}', type: 'kwok' } }, spec: {} },
+    internalIPs: { 'tb-node-7': '192.0.2.8' },
+    labels: { 'tb-node-7': { 'topology.kubernetes.io/zone': 'zone-1' } },
+  });
+
+  it('registers with its addresses, capacity and allocatable (kwok\'s own defaults), and no conditions', () => {
+    const n = nodeFromTemplate(file(), 'tb-node-7');
+    assert.equal(n.metadata.name, 'tb-node-7');
+    assert.deepEqual(n.metadata.labels, { 'kubernetes.io/hostname': 'tb-node-7', type: 'kwok', 'topology.kubernetes.io/zone': 'zone-1' });
+    assert.deepEqual(n.status.addresses, [{ type: 'InternalIP', address: '192.0.2.8' }, { type: 'Hostname', address: 'tb-node-7' }]);
+    assert.deepEqual(n.status.capacity, { cpu: '1k', memory: '1Ti', pods: '1M' });
+    assert.deepEqual(n.status.allocatable, NODE_RESOURCES);
+    // kwok's node-initialize Stage plays only while Ready is not True: the conditions are kwok's to set
+    assert.equal(n.status.conditions, undefined);
+  });
+
+  it('gives a node without an address capacity and allocatable too, and each Node its own copy', () => {
+    const f = file();
+    const a = nodeFromTemplate(f, 'tb-node-9');
+    assert.equal(a.status.addresses, undefined);
+    assert.deepEqual(a.status.allocatable, NODE_RESOURCES);
+    a.status.allocatable.pods = '110';
+    assert.equal(nodeFromTemplate(f, 'tb-node-9').status.allocatable.pods, '1M');
+    assert.equal(f.node.status, undefined, 'the template is left as it was');
   });
 });
