@@ -175,8 +175,9 @@ patch_kwok() {
 # themselves again, and more follow. Seen on a 1,000-node run (2026-11-29): tb-node-163, registered again at
 # 15:47:28, renewed its Lease 2 to 5 times every 10 s, all but one failing with a conflict. The queue's heap
 # (pkg/utils/heap) indexes an item once, so a second entry for a name leaves the first behind where Cancel cannot
-# reach it, and once due it blocks the heap for good: from 15:47:38 on kwok renewed no other node's Lease. Patched: one worker at a time syncs a node (another that gets the same name drops it: the first queues
-# it again), and a worker cancels the node's queued renewal before it queues the next, so a name is queued once.
+# reach it, and once due it blocks the heap for good: from 15:47:38 on kwok renewed no other node's Lease.
+# Patched: one worker at a time syncs a node (another that gets the same name drops it: the first queues it
+# again), and a worker cancels the node's queued renewal before it queues the next, so a name is queued once.
 patch_kwok_lease() {
   local f="$1/pkg/kwok/controllers/node_lease_controller.go"
   local -a olds news
