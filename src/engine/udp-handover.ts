@@ -234,6 +234,17 @@ async function serving(client: KubeClient, ns: string, services: readonly KubeOb
   return new Map(services.map((s) => [s.metadata!.name!, [...readyAddresses(slices, s.metadata!.name!)].filter((a) => !held.has(a)).length]));
 }
 
+/** What a wait for a serving replacement sees, for its timeout's message: each Service's count, and the pods it selects. */
+async function replacementsSeen(client: KubeClient, ns: string, services: readonly KubeObject[], counts: ReadonlyMap<string, number>): Promise<string> {
+  const pods = await withRetry(() => listAll(client, PODS, { namespace: ns }));
+  const parts = services.map((s) => {
+    const sel = pods.filter((p) => serviceSelects(s, p.metadata?.labels)).map((p) => `${p.metadata?.name} ${p.status?.phase ?? 'no phase'}`
+      + `${isReady(p) ? ' ready' : ''}${p.metadata?.deletionTimestamp ? ' terminating' : ''}${handoverState(p) ? ' held' : ''} ${p.status?.podIP ?? 'no IP'}`);
+    return `${s.metadata?.name}: ${counts.get(s.metadata!.name!) ?? 0} serving; selects ${sel.length === 0 ? 'no pod' : sel.slice(0, 6).join(', ')}`;
+  });
+  return parts.join('; ');
+}
+
 /**
  * Steps 1 (when `pod` is not held yet) and 2 for one pod, then step 3 as a promise the caller awaits later.
  * `need` per UDP Service: the serving addresses to wait for before the pod leaves (its replacement's in).
@@ -271,7 +282,12 @@ async function handOverOne(ctx: StepContext, opts: HandoverOptions, hold: { ms: 
   } else if (state.stage === 'replaced') {
     // resumed: the replacement was started before the run stopped; wait until every UDP Service has a serving address
     const udp = udpServicesFor(pod.metadata?.labels, services);
-    await poll(`a serving replacement of pod ${ns}/${name}`, async () => ([...(await serving(ctx.client, ns, udp)).values()].every((n) => n >= 1) ? true : undefined), pollOpts);
+    await poll(`a serving replacement of pod ${ns}/${name}`, async (note) => {
+      const now = await serving(ctx.client, ns, udp);
+      if ([...now.values()].every((n) => n >= 1)) return true;
+      note(await replacementsSeen(ctx.client, ns, udp, now));
+      return undefined;
+    }, pollOpts);
     await waitFor(`kube-proxy to program the replacement of pod ${ns}/${name}`, SYNC_MS);
   }
   if (state.stage === 'replaced') {

@@ -39,6 +39,92 @@ export const KILL_POINTS: readonly KillPoint[] = [
   { name: 'after a state chunk', env: { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/namespaces/kube-renumber/secrets:1' } },
 ];
 
+/**
+ * How the crash tests sweep their kill points. `npm test` samples: run i takes kill point i (in turn, so every point
+ * fires) at its Nth matching write, N drawn from 1..SAMPLE_STRIDE by a seeded generator, so a sweep kills about once
+ * every 2.5 writes instead of at every one, and another seed kills at other writes. `npm run test:full`
+ * (KUBE_RENUMBER_TEST_FULL=1) kills at every write (N = 1). KUBE_RENUMBER_TEST_SEED=S replays a sample: the seed is
+ * printed at the start of every sweep and in every failure message.
+ */
+export const FULL_SWEEP = process.env.KUBE_RENUMBER_TEST_FULL === '1';
+export const SAMPLE_STRIDE = 4;
+
+/** mulberry32: a small seeded generator (uniform in [0, 1)), so a printed seed replays the same kill offsets. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A kill point's environment with its count set to `n`: every KILL_* variable's N (the Nth write, request or file). */
+export function atNth(env: NodeJS.ProcessEnv, n: number): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) continue;
+    if (k === 'KUBE_RENUMBER_TEST_KILL_AT' || k === 'KUBE_RENUMBER_TEST_KILL_IN_FLIGHT_AT') out[k] = v.replace(/^([A-Z]+:[^:]+:)\d+/, `$1${n}`);
+    else if (k === 'KUBE_RENUMBER_TEST_KILL_AFTER_WRITES') out[k] = String(n);
+    else if (k === 'KUBE_RENUMBER_TEST_KILL_IN_FLIGHT' || k === 'KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC' || k === 'KUBE_RENUMBER_TEST_KILL_BEFORE_JOURNAL_FSYNC') out[k] = v.replace(/^\d+/, String(n));
+    else out[k] = v;
+  }
+  return out;
+}
+
+/** One sweep's kill points, run after run: see FULL_SWEEP. */
+export class KillSweep {
+  readonly seed: number;
+  readonly full: boolean;
+  private readonly rng: () => number;
+  /** What each run was given, for the failure messages. */
+  readonly offsets: string[] = [];
+
+  readonly what: string;
+  readonly points: readonly KillPoint[];
+
+  constructor(what: string, points: readonly KillPoint[] = KILL_POINTS, opts: { full?: boolean; seed?: number } = {}) {
+    this.what = what;
+    this.points = points;
+    this.full = opts.full ?? FULL_SWEEP;
+    const fromEnv = Number.parseInt(process.env.KUBE_RENUMBER_TEST_SEED ?? '', 10);
+    this.seed = opts.seed ?? (Number.isFinite(fromEnv) ? fromEnv : Math.floor(Math.random() * 2 ** 31));
+    this.rng = seededRandom(this.seed);
+  }
+
+  /** The line printed at the start and added to failure messages: how to replay this sweep. */
+  describe(): string {
+    return this.full ? `${this.what}: full kill sweep (every write)`
+      : `${this.what}: sampled kill sweep, seed ${this.seed} (KUBE_RENUMBER_TEST_SEED=${this.seed} replays it; KUBE_RENUMBER_TEST_FULL=1 kills at every write)`;
+  }
+
+  /** Run i's kill point and the environment that makes the CLI kill itself there. */
+  next(i: number): { point: KillPoint; env: NodeJS.ProcessEnv; nth: number } {
+    const point = this.points[i % this.points.length]!;
+    const nth = this.full ? 1 : 1 + Math.floor(this.rng() * SAMPLE_STRIDE);
+    this.offsets.push(`${i}: ${point.name} #${nth}`);
+    return { point, env: nth === 1 ? point.env : atNth(point.env, nth), nth };
+  }
+}
+
+/**
+ * Run a sweep's test body; when it fails, the sweep (its seed) and the whole history of its runs are printed to stderr
+ * and added to the error, so a failure in CI says how to replay it and what each killed run last did.
+ */
+export async function withHistory(sweep: KillSweep, history: readonly string[], body: () => Promise<void>): Promise<void> {
+  process.stderr.write(`# ${sweep.describe()}\n`);
+  try {
+    await body();
+  } catch (e) {
+    const tail = `\n--- ${sweep.describe()}\n--- history of the runs:\n${history.join('\n')}\n--- kill offsets:\n${sweep.offsets.join('\n')}`;
+    process.stderr.write(`${tail}\n`);
+    if (e instanceof Error) e.message += tail;
+    throw e;
+  }
+}
+
 /** Kills by kill point, for the tests' figures: "after a write: 20, write in flight: 7, ...". */
 export function killFigures(kills: Map<string, number>): string {
   return [...kills.entries()].map(([k, n]) => `${k}: ${n}`).join(', ');

@@ -29,7 +29,7 @@
 // ${XDG_RUNTIME_DIR:-/tmp}/kube-renumber-testbed/. If the keeper dies, so do the components.
 
 import { spawn } from 'node:child_process';
-import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { existsSync, openSync, closeSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, rm, writeFile, rename } from 'node:fs/promises';
 import { createServer, type IncomingMessage, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
@@ -215,6 +215,10 @@ async function cmdBuildAll(args: string[] = []) {
 
 /** The background half of `build-all --oldest-in-background`: MetalLB's controller, the oldest control plane, then the shared cache's removal. */
 async function cmdBuildOldest(args: string[]) {
+  // Spawned detached, this build runs in a session of its own, and with the kernel's autogroups on (the default) its
+  // `nice 10` then weighs only against itself: its session's group gets as much CPU as the whole test suite's. The
+  // group's own nice (sched(7), /proc/PID/autogroup) puts it behind the tests; without autogroups the file is absent.
+  try { writeFileSync('/proc/self/autogroup', '19'); } catch { /* no autogroups: the process's nice applies */ }
   const m = Date.now();
   if (!metallbBuiltDir(METALLB_VERSION)) {
     await ensureMetalLBBuilt({ version: METALLB_VERSION });

@@ -1,0 +1,52 @@
+// The crash tests' kill sweeps (test/integration/helpers.ts KillSweep): a full sweep kills every run at its first
+// matching write; a sampled one at its 1st to SAMPLE_STRIDE-th, drawn from a seed that replays the same offsets.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { atNth, KILL_POINTS, KillSweep, SAMPLE_STRIDE, seededRandom } from '../integration/helpers.ts';
+
+describe('kill sweeps', () => {
+  test('atNth sets the count of every kind of kill point and leaves the rest of its value alone', () => {
+    assert.deepEqual(atNth({ KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: '1' }, 3), { KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: '3' });
+    assert.deepEqual(atNth({ KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '1:50' }, 2), { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT: '2:50' });
+    assert.deepEqual(atNth({ KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC: '1:Node__cluster' }, 4), { KUBE_RENUMBER_TEST_KILL_BEFORE_FSYNC: '4:Node__cluster' });
+    assert.deepEqual(atNth({ KUBE_RENUMBER_TEST_KILL_AT: 'POST:/namespaces/kube-renumber/secrets:1' }, 2),
+      { KUBE_RENUMBER_TEST_KILL_AT: 'POST:/namespaces/kube-renumber/secrets:2' });
+    assert.deepEqual(atNth({ KUBE_RENUMBER_TEST_KILL_IN_FLIGHT_AT: 'PATCH:/nodes/n1:1:"unschedulable":false' }, 3),
+      { KUBE_RENUMBER_TEST_KILL_IN_FLIGHT_AT: 'PATCH:/nodes/n1:3:"unschedulable":false' });
+    assert.deepEqual(atNth({ OTHER: '1' }, 3), { OTHER: '1' });
+  });
+
+  test('a full sweep kills each run at its first write, every point in turn', () => {
+    const s = new KillSweep('x', KILL_POINTS, { full: true, seed: 1 });
+    for (let i = 0; i < 2 * KILL_POINTS.length; i++) {
+      const n = s.next(i);
+      assert.equal(n.nth, 1);
+      assert.equal(n.point, KILL_POINTS[i % KILL_POINTS.length]);
+      assert.deepEqual(n.env, n.point.env);
+    }
+    assert.match(s.describe(), /full kill sweep/);
+  });
+
+  test('a sample draws 1..SAMPLE_STRIDE from its seed: the same seed, the same offsets; every offset occurs', () => {
+    const offsets = (seed: number) => { const s = new KillSweep('x', KILL_POINTS, { full: false, seed }); return Array.from({ length: 200 }, (_, i) => s.next(i).nth); };
+    const a = offsets(42);
+    assert.deepEqual(offsets(42), a);
+    assert.notDeepEqual(offsets(43), a);
+    for (const n of a) assert.ok(n >= 1 && n <= SAMPLE_STRIDE, String(n));
+    for (let n = 1; n <= SAMPLE_STRIDE; n++) assert.ok(a.includes(n), `offset ${n} drawn`);
+    const mean = a.reduce((x, y) => x + y, 0) / a.length;
+    assert.ok(mean > 2 && mean < 3, `mean offset ${mean}`);
+    const s = new KillSweep('x', KILL_POINTS, { full: false, seed: 42 });
+    assert.match(s.describe(), /KUBE_RENUMBER_TEST_SEED=42/);
+    const first = s.next(0);
+    assert.equal(first.env.KUBE_RENUMBER_TEST_KILL_AFTER_WRITES, String(first.nth));
+  });
+
+  test('the generator is uniform enough and in [0, 1)', () => {
+    const r = seededRandom(7);
+    const buckets = [0, 0, 0, 0];
+    for (let i = 0; i < 4000; i++) { const x = r(); assert.ok(x >= 0 && x < 1); buckets[Math.floor(x * 4)]!++; }
+    for (const b of buckets) assert.ok(b > 850 && b < 1150, buckets.join(','));
+  });
+});
