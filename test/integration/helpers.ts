@@ -40,9 +40,10 @@ export const KILL_POINTS: readonly KillPoint[] = [
 ];
 
 /**
- * How the crash tests sweep their kill points. `npm test` samples: run i takes kill point i (in turn, so every point
- * fires) at its Nth matching write, N drawn from 1..SAMPLE_STRIDE by a seeded generator, so a sweep kills about once
- * every 2.5 writes instead of at every one, and another seed kills at other writes. `npm run test:full`
+ * How the crash tests sweep their kill points. `npm test` samples: run i takes kill point i (in turn); the first round
+ * kills each point at its first matching write, as a full sweep does, so every point fires whatever the draw; after
+ * it, each run dies at its Nth matching write, N drawn from 1..SAMPLE_STRIDE by a seeded generator, so the sweep kills
+ * about once every 2.5 writes instead of at every one, and another seed kills at other writes. `npm run test:full`
  * (KUBE_RENUMBER_TEST_FULL=1) kills at every write (N = 1). KUBE_RENUMBER_TEST_SEED=S replays a sample: the seed is
  * printed at the start of every sweep and in every failure message.
  */
@@ -94,6 +95,14 @@ export class KillSweep {
     this.rng = seededRandom(this.seed);
   }
 
+  /**
+   * The fewest kills a sweep that ran to the end must have made: `full` (a test's figure: its migration has at least that
+   * many writes) for a full sweep; a sample guarantees only its first round, one kill per point.
+   */
+  minKills(full: number): number {
+    return this.full ? full : Math.min(full, this.points.length);
+  }
+
   /** The line printed at the start and added to failure messages: how to replay this sweep. */
   describe(): string {
     return this.full ? `${this.what}: full kill sweep (every write)`
@@ -103,7 +112,7 @@ export class KillSweep {
   /** Run i's kill point and the environment that makes the CLI kill itself there. */
   next(i: number): { point: KillPoint; env: NodeJS.ProcessEnv; nth: number } {
     const point = this.points[i % this.points.length]!;
-    const nth = this.full ? 1 : 1 + Math.floor(this.rng() * SAMPLE_STRIDE);
+    const nth = this.full || i < this.points.length ? 1 : 1 + Math.floor(this.rng() * SAMPLE_STRIDE);
     this.offsets.push(`${i}: ${point.name} #${nth}`);
     return { point, env: nth === 1 ? point.env : atNth(point.env, nth), nth };
   }

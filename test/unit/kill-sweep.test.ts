@@ -28,19 +28,28 @@ describe('kill sweeps', () => {
     assert.match(s.describe(), /full kill sweep/);
   });
 
-  test('a sample draws 1..SAMPLE_STRIDE from its seed: the same seed, the same offsets; every offset occurs', () => {
+  test('a sample kills its first round at the first write, then draws 1..SAMPLE_STRIDE from its seed: the same seed, the same offsets', () => {
     const offsets = (seed: number) => { const s = new KillSweep('x', KILL_POINTS, { full: false, seed }); return Array.from({ length: 200 }, (_, i) => s.next(i).nth); };
-    const a = offsets(42);
-    assert.deepEqual(offsets(42), a);
-    assert.notDeepEqual(offsets(43), a);
+    const all = offsets(42);
+    assert.deepEqual(all.slice(0, KILL_POINTS.length), KILL_POINTS.map(() => 1), 'every point fires in the first round');
+    const a = all.slice(KILL_POINTS.length);
+    assert.deepEqual(offsets(42), all);
+    assert.notDeepEqual(offsets(43), all);
     for (const n of a) assert.ok(n >= 1 && n <= SAMPLE_STRIDE, String(n));
     for (let n = 1; n <= SAMPLE_STRIDE; n++) assert.ok(a.includes(n), `offset ${n} drawn`);
     const mean = a.reduce((x, y) => x + y, 0) / a.length;
     assert.ok(mean > 2 && mean < 3, `mean offset ${mean}`);
     const s = new KillSweep('x', KILL_POINTS, { full: false, seed: 42 });
     assert.match(s.describe(), /KUBE_RENUMBER_TEST_SEED=42/);
-    const first = s.next(0);
-    assert.equal(first.env.KUBE_RENUMBER_TEST_KILL_AFTER_WRITES, String(first.nth));
+    for (let i = 0; i < KILL_POINTS.length; i++) s.next(i);
+    const later = Array.from({ length: 20 }, (_, i) => s.next(KILL_POINTS.length + i)).find((n) => n.env.KUBE_RENUMBER_TEST_KILL_AFTER_WRITES !== undefined && n.nth > 1)!;
+    assert.equal(later.env.KUBE_RENUMBER_TEST_KILL_AFTER_WRITES, String(later.nth), 'the drawn offset is the one the CLI is given');
+  });
+
+  test('the fewest kills: the test\'s figure for a full sweep, one per point for a sample', () => {
+    assert.equal(new KillSweep('x', KILL_POINTS, { full: true, seed: 1 }).minKills(20), 20);
+    assert.equal(new KillSweep('x', KILL_POINTS, { full: false, seed: 1 }).minKills(20), KILL_POINTS.length);
+    assert.equal(new KillSweep('x', KILL_POINTS, { full: false, seed: 1 }).minKills(3), 3);
   });
 
   test('the generator is uniform enough and in [0, 1)', () => {
