@@ -7,16 +7,13 @@ import { deniedAccess } from '../../kube/access-review.ts';
 import { connect, type KubeClient } from '../../kube/client.ts';
 import { accessNeeds, needKey, recreateGrantText, type AccessNeed } from '../../plan/access.ts';
 import type { MigrationPlan } from '../../plan/index.ts';
-import { durationFlag, str } from '../common.ts';
+import { connectOptions } from '../common.ts';
 import type { Io, Values } from '../command.ts';
 import { UserError } from '../errors.ts';
 
 /** A client for the kubeconfig and context of the command's flags. */
 export function clientFor(values: Values, io: Io): KubeClient {
-  return connect({
-    kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
-    requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env,
-  });
+  return connect(connectOptions(values, io));
 }
 
 export async function checkAccess(values: Values, io: Io, plan: MigrationPlan): Promise<void> {
