@@ -123,11 +123,12 @@ const LIVE_FLAGS = ['kubeconfig', 'context', 'cluster', 'server'] as const;
 /**
  * Does the command read a live cluster? Yes without -f; with -f only when --kubeconfig, --context, --cluster or
  * --server is given too (then -f adds distribution configs to the live read: see loadSnapshot). Reading files
- * only, the flags about the connection are refused: they would change nothing.
+ * only, the flags about the connection (but --request-timeout) are refused: they would change nothing.
  */
 export function readsLive(values: Values): boolean {
   if (list(values, 'from-file').length === 0 || LIVE_FLAGS.some((f) => values[f] !== undefined)) return true;
-  const unused = CONNECTION_FLAGS.find((f) => values[f] !== undefined);
+  // (--request-timeout stays accepted with -f, as it always was: a script may pass it to every command)
+  const unused = CONNECTION_FLAGS.find((f) => f !== 'request-timeout' && values[f] !== undefined);
   if (unused) throw new UsageError(`--${unused} is about the connection to a cluster, and -f alone reads files: give --kubeconfig, --context or --server for a live read, or leave out --${unused}`);
   return false;
 }

@@ -1,9 +1,11 @@
 // kubectl's connection flags against the real apiserver (authorization Node,RBAC): --as a user with no rights is
-// refused naming the user and what is missing; --as a user bound to the read ClusterRole of deploy/rbac.yaml
+// refused naming the user and what is missing (the list, and apply's access check); --as a user bound to the read ClusterRole of deploy/rbac.yaml
 // reads the cluster; --as-group grants through a group; --server/--token/--insecure-skip-tls-verify connect without
 // a kubeconfig; -v=6 prints one line per request and never the token.
 
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +34,16 @@ describe('kubectl connection flags against the real apiserver', () => {
     const reader = await run(['inspect', ...kc, '--as', 'reader', '-o', 'json']);
     assert.equal(reader.code, 0, reader.err);
     assert.equal(JSON.parse(reader.out).capacity.nodes.total, 1);
+
+    // the access check before a run's first write (SelfSubjectAccessReviews) names the user it asked for
+    // (the testbed's serving certificate names 10.96.0.1 and 10.100.0.1: the pre-flight checks pass)
+    const planned = await run(['plan', ...kc, '--service-cidr', '10.100.0.0/16', '--cluster-dns', 'none', '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '-o', 'yaml']);
+    assert.equal(planned.code, 0, planned.err);
+    const planPath = join(mkdtempSync(join(tmpdir(), 'kr-flags-')), 'plan.yaml');
+    writeFileSync(planPath, planned.out);
+    const applied = await run(['apply', planPath, ...kc, '--as', 'reader', '--yes', '--state-dir', join(planPath, '..', 'state')]);
+    assert.equal(applied.code, 5, applied.err);
+    assert.match(applied.err, /^error: not allowed for user "reader": .*create leases\.coordination\.k8s\.io -n kube-system .*\(nothing was changed\)$/m);
 
     const group = await run(['inspect', ...kc, '--as', 'someone', '--as-group', 'readers', '--as-group', 'system:authenticated', '-o', 'json']);
     assert.equal(group.code, 0, group.err);

@@ -154,3 +154,44 @@ describe('-v=6: one line per request, never a credential', () => {
     assert.equal((await run(['inspect', '--server', server, '-v=11'], env)).code, 2);
   });
 });
+
+describe('who a refusal names', () => {
+  test('whoAmI: the SelfSubjectReview\'s user name (with --as the impersonated one); undefined when the server does not answer it', async () => {
+    const { whoAmI } = await import('../../src/kube/access-review.ts');
+    const asked: string[] = [];
+    const answering = { request: async (m: string, p: string) => { asked.push(`${m} ${p}`); return { status: { userInfo: { username: 'jane', groups: ['system:authenticated'] } } }; } };
+    assert.equal(await whoAmI(answering as never), 'jane');
+    assert.deepEqual(asked, ['POST /apis/authentication.k8s.io/v1/selfsubjectreviews']);
+    const old = { request: async () => { throw Object.assign(new Error('404'), { status: 404 }); } };
+    assert.equal(await whoAmI(old as never), undefined);
+    assert.equal(await whoAmI({ request: async () => ({}) } as never), undefined);
+  });
+});
+
+describe('one meaning per flag, unused flags refused', () => {
+  const KOPS = join(import.meta.dirname, '../../examples/kops-tailscale');
+  const cases: Array<[string[], RegExp]> = [
+    [['version', '-o', 'wide'], /^error: version -o wide: version prints json or yaml/],
+    [['rbac', 'plan.yaml', '-o', 'json'], /^error: rbac does not take --output: it writes the Roles as YAML manifests/],
+    [['calc', '10.0.0.0/8', '--as', 'jane'], /^error: calc does not take --as: it reads no cluster/],
+    [['probe', '--service', 'web', '--keep'], /^error: probe --keep is now --keep-deployment \(--keep is plan's/],
+    [['probe', '--service', 'web', '--dns-server', '10.0.0.10', '-s', 'web'], /^error: --server \(-s\) needs --deploy: without it probe reads no cluster \(-s is --server, as in kubectl; a Service to probe is --service/],
+    [['inspect', '-f', KOPS, '--as', 'jane'], /^error: --as is about the connection to a cluster, and -f alone reads files/],
+    [['inspect', '--server', 'https://127.0.0.1:1', '--as-uid', 'u-1'], /^error: --as-group and --as-uid need --as USER/],
+    [['inspect', '--server', 'https://127.0.0.1:1', '--certificate-authority', 'ca.crt', '--insecure-skip-tls-verify'], /^error: --certificate-authority cannot go with --insecure-skip-tls-verify/],
+    [['inspect', '-f', KOPS, '-v=x'], /^error: -v x: the log level is a whole number from 0 to 10/],
+  ];
+  for (const [argv, msg] of cases) {
+    test(argv.join(' '), async () => {
+      const r = await run(argv, env);
+      assert.equal(r.code, 2, r.err);
+      assert.match(r.err, msg);
+      assert.equal(r.err.trim().split('\n').length, 1, `one error line: ${r.err}`);
+    });
+  }
+  test('inspect -f with --request-timeout and -v=1 still reads the files (offline)', async () => {
+    const r = await run(['inspect', '-f', KOPS, '--request-timeout', '5s', '-v=1', '-o', 'json'], env);
+    assert.equal(r.code === 0 || r.code === 1, true, r.err);
+    assert.match(r.err, /read \d+ objects from 1 path/);
+  });
+});
