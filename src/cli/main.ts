@@ -67,8 +67,8 @@ const GLOBAL_HELP: ReadonlyArray<readonly [string, string]> = [
   ['namespace', '  -n, --namespace NS       limit namespaced work to NS'],
   ['from-file', `  -f, --from-file PATH     read the cluster from kubectl get -o yaml|json dumps, kOps or kubeadm config
                            instead of a live cluster (repeatable; a directory reads every *.yaml/*.yml/*.json);
-                           with --kubeconfig or --context: a kOps Cluster spec or kubeadm ClusterConfiguration
-                           added to the live read`],
+                           with --kubeconfig, --context, --cluster or --server: a kOps Cluster spec or kubeadm
+                           ClusterConfiguration added to the live read`],
   ['avoid', '  --avoid CIDR[=REASON]    a range to keep clear of (repeatable)'],
   ['config', '  --config PATH            config file (default: KUBE_RENUMBER_CONFIG, then ~/.config/kube-renumber/config.yaml)'],
   ['output', '  -o, --output FORMAT      table | wide | json | yaml (also -o=json, --output=json)'],
