@@ -7,14 +7,25 @@ import { basename } from 'node:path';
 import type { Io, Options } from './command.ts';
 import { UsageError } from './errors.ts';
 
-/** `-o=json` → `-o json` for a short flag that takes a value (before any `--`); everything else untouched. */
+/**
+ * `-o=json` → `-o json` for a short flag that takes a value (before any `--`), and kubectl's log level in each of
+ * its spellings (`-v=6`, `-v6`, `-v 6`, `--v=6`, `--v 6`) → `--v=6`; `-v` alone stays the boolean -v (--verbose).
+ * Everything else untouched.
+ */
 export function normalizeArgs(args: readonly string[], options: Options): string[] {
   const shorts = new Set(Object.values(options).filter((o) => o.type === 'string' && o.short).map((o) => o.short!));
+  const level = 'v' in options;
   const out: string[] = [];
   let ended = false;
-  for (const a of args) {
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
     if (ended) { out.push(a); continue; }
     if (a === '--') { ended = true; out.push(a); continue; }
+    if (level) {
+      const v = a.match(/^(?:-v=?|--v=)(.*)$/s);
+      if (v && (a.startsWith('--v=') || a.startsWith('-v=') || /^\d+$/.test(v[1]!))) { out.push(`--v=${v[1]}`); continue; }
+      if ((a === '-v' || a === '--v') && /^\d+$/.test(args[i + 1] ?? '')) { out.push(`--v=${args[++i]}`); continue; }
+    }
     const m = a.match(/^-([A-Za-z])=(.*)$/s);
     if (m && shorts.has(m[1]!)) out.push(`-${m[1]}`, m[2]!);
     else out.push(a);

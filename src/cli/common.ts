@@ -2,7 +2,7 @@ import type { AvoidRange } from '../analyze/catalog.ts';
 import { buildSnapshot } from '../cluster/build.ts';
 import { readInventoryFiles } from '../cluster/files.ts';
 import type { Snapshot } from '../cluster/types.ts';
-import { connect } from '../kube/client.ts';
+import { connect, type ConnectionOverrides, type ConnectOptions } from '../kube/client.ts';
 import { readLiveInventory } from '../kube/discover.ts';
 import { loadConfig, parseAvoid } from './config.ts';
 import { UsageError } from './errors.ts';
@@ -77,18 +77,60 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
+/** The flags that pick the cluster and the user: kubectl's, laid over the kubeconfig's context. */
+export const CLUSTER_FLAGS = ['context', 'cluster', 'user', 'server', 'token', 'certificate-authority', 'insecure-skip-tls-verify'] as const;
+/** Every flag about the connection to the API server: those, the kubeconfig, who to act as, the request timeout. */
+export const CONNECTION_FLAGS = ['kubeconfig', ...CLUSTER_FLAGS, 'as', 'as-group', 'as-uid', 'request-timeout'] as const;
+
+/** -v=N (0 to 10; -v and --verbose alone are 1): 1 and more show progress and stack traces, 6 and more each API request. */
+export function verbosity(values: Values): number {
+  const v = str(values, 'v');
+  if (v !== undefined && (!/^\d+$/.test(v) || Number(v) > 10)) throw new UsageError(`-v ${v}: the log level is a whole number from 0 to 10 (-v alone: 1)`);
+  return v !== undefined ? Number(v) : values.verbose === true ? 1 : 0;
+}
+
+/** kubectl's connection flags as the kube layer takes them. */
+export function connectionOverrides(values: Values): ConnectionOverrides {
+  const groups = list(values, 'as-group');
+  return {
+    cluster: str(values, 'cluster'), user: str(values, 'user'), server: str(values, 'server'), token: str(values, 'token'),
+    certificateAuthority: str(values, 'certificate-authority'), insecureSkipTlsVerify: values['insecure-skip-tls-verify'] === true,
+    as: str(values, 'as'), ...(groups.length > 0 ? { asGroups: groups } : {}), asUid: str(values, 'as-uid'),
+  };
+}
+
+/** How to reach the cluster the flags name: kubeconfig, context, kubectl's connection flags, timeout, -v=6 request lines. */
+export function connectOptions(values: Values, io: Io): ConnectOptions {
+  return {
+    kubeconfig: str(values, 'kubeconfig'),
+    context: str(values, 'context'),
+    overrides: connectionOverrides(values),
+    requestTimeoutMs: durationFlag(values, 'request-timeout'),
+    env: io.env,
+    ...(verbosity(values) >= 6 ? { trace: (line: string) => io.err(`${line}\n`) } : {}),
+  };
+}
+
 /** --avoid flags plus the config file's list. */
 export function avoidList(values: Values, io: Io): AvoidRange[] {
   const cfg = loadConfig(str(values, 'config'), io.env);
   return [...list(values, 'avoid').map((a) => parseAvoid(a)), ...cfg.avoid];
 }
 
+/** The flags that name a cluster to read: with -f, one of them makes the read live (see loadSnapshot). */
+const LIVE_FLAGS = ['kubeconfig', 'context', 'cluster', 'server'] as const;
+
 /**
- * Does the command read a live cluster? Yes without -f; with -f only when --kubeconfig or --context is given
- * too (then -f adds distribution configs to the live read: see loadSnapshot).
+ * Does the command read a live cluster? Yes without -f; with -f only when --kubeconfig, --context, --cluster or
+ * --server is given too (then -f adds distribution configs to the live read: see loadSnapshot). Reading files
+ * only, the flags about the connection (but --request-timeout) are refused: they would change nothing.
  */
 export function readsLive(values: Values): boolean {
-  return list(values, 'from-file').length === 0 || values.kubeconfig !== undefined || values.context !== undefined;
+  if (list(values, 'from-file').length === 0 || LIVE_FLAGS.some((f) => values[f] !== undefined)) return true;
+  // (--request-timeout stays accepted with -f, as it always was: a script may pass it to every command)
+  const unused = CONNECTION_FLAGS.find((f) => f !== 'request-timeout' && values[f] !== undefined);
+  if (unused) throw new UsageError(`--${unused} is about the connection to a cluster, and -f alone reads files: give --kubeconfig, --context or --server for a live read, or leave out --${unused}`);
+  return false;
 }
 
 /**
@@ -108,7 +150,7 @@ export async function loadSnapshot(values: Values, io: Io): Promise<Snapshot> {
   }
   const extra = files.length > 0 ? await readInventoryFiles(files) : undefined;
   if (extra) {
-    const live = values.kubeconfig !== undefined ? '--kubeconfig' : '--context';
+    const live = `--${LIVE_FLAGS.find((f) => values[f] !== undefined)}`;
     if (extra.objects.length > 0) {
       const o = extra.objects[0]!;
       throw new UsageError(`with ${live}, -f adds distribution configs (a kOps Cluster spec, a kubeadm ClusterConfiguration) to the live read, `
@@ -121,12 +163,7 @@ export async function loadSnapshot(values: Values, io: Io): Promise<Snapshot> {
     }
     progress(`read ${extra.configs.length} distribution config(s) from ${files.length} path(s)`);
   }
-  const client = connect({
-    kubeconfig: str(values, 'kubeconfig'),
-    context: str(values, 'context'),
-    requestTimeoutMs: durationFlag(values, 'request-timeout'),
-    env: io.env,
-  });
+  const client = connect(connectOptions(values, io));
   progress(`reading cluster ${client.server} (context "${client.context}")`);
   const inv = await readLiveInventory(client, { onProgress: progress });
   progress(`${client.requestCount} API requests`);

@@ -24,7 +24,7 @@ import { planFromYaml, planToYaml, shellWord } from '../plan/render.ts';
 import { certSanProblem, isDnsLabel, podTargetRefusals } from '../plan/targets.ts';
 import { renderPlanHtml } from '../render/html.ts';
 import type { Io, Values } from './command.ts';
-import { avoidList, intFlag, list, loadSnapshot, str } from './common.ts';
+import { avoidList, CLUSTER_FLAGS, intFlag, list, loadSnapshot, str } from './common.ts';
 import { parseAvoid } from './config.ts';
 import { EXIT_CODE_OF_KIND, ExitCode, InputError, UsageError, UserError } from './errors.ts';
 import { redact } from '../kube/redact.ts';
@@ -270,7 +270,7 @@ export async function planFleet(values: Values, io: Io, deps: FleetPlanDeps = {}
   const dir = str(values, 'output-directory');
   if (!dir || dir.trim() === '') throw new UsageError('plan --fleet writes one plan per cluster: give the directory with --output-directory DIR');
   const output = parseOutput(str(values, 'output'));
-  for (const f of ['service-cidr', 'pod-cidr', 'from-file', 'context']) {
+  for (const f of ['service-cidr', 'pod-cidr', 'from-file', ...CLUSTER_FLAGS]) {
     if (values[f] !== undefined) throw new UsageError(`--${f} cannot go with --fleet: the fleet file names each cluster, and the assignment picks the ranges`);
   }
   if (existsSync(dir) && readdirSync(dir).length > 0) throw new UsageError(`--output-directory ${dir} is not empty: give a new or empty directory (nothing was written)`);
@@ -461,7 +461,7 @@ export const FLEET_RUN_FLAGS = { fleet: { type: 'string' }, 'parallel-clusters':
 /** apply --fleet DIR (resume --fleet DIR): the fleet run; `runOne` is apply's run of one plan. */
 export async function applyFleet(values: Values, io: Io, runOne: (values: Values, positionals: string[], io: Io, stopBefore: () => string | undefined) => Promise<number>): Promise<number> {
   const dir = str(values, 'fleet')!;
-  for (const f of ['state-dir', 'only', 'skip', 'events', 'context', 'from-file']) {
+  for (const f of ['state-dir', 'only', 'skip', 'events', ...CLUSTER_FLAGS, 'from-file']) {
     if (values[f] !== undefined) throw new UsageError(`--${f} cannot go with --fleet (each cluster of the fleet runs its whole plan, with its state in ${join(dir, 'state')})`);
   }
   const parallel = intFlag(values, 'parallel-clusters', 1, 100) ?? 1;

@@ -17,7 +17,8 @@ import { rbacCommand } from './commands/rbac.ts';
 import { suggestCommand } from './commands/suggest.ts';
 import { EXIT_CODE_OF_KIND, ExitCode, UsageError, UserError } from './errors.ts';
 import { redact } from '../kube/redact.ts';
-import { durationFlag, list, str } from './common.ts';
+import { CONNECTION_FLAGS, connectionOverrides, durationFlag, list, str, verbosity } from './common.ts';
+import { checkOverrides } from '../kube/client.ts';
 import { colorFor, parseOutput, renderData, setTableStyle } from './output.ts';
 import { parseAvoid } from './config.ts';
 import { VERSION } from './version.ts';
@@ -28,6 +29,15 @@ export type { Command, Io, Options, Values } from './command.ts';
 export const GLOBAL_OPTIONS: Options = {
   kubeconfig: { type: 'string' },
   context: { type: 'string' },
+  cluster: { type: 'string' },
+  user: { type: 'string' },
+  server: { type: 'string', short: 's' },
+  token: { type: 'string' },
+  'certificate-authority': { type: 'string' },
+  'insecure-skip-tls-verify': { type: 'boolean' },
+  as: { type: 'string' },
+  'as-group': { type: 'string', multiple: true },
+  'as-uid': { type: 'string' },
   namespace: { type: 'string', short: 'n' },
   output: { type: 'string', short: 'o' },
   'from-file': { type: 'string', multiple: true, short: 'f' },
@@ -36,6 +46,8 @@ export const GLOBAL_OPTIONS: Options = {
   'request-timeout': { type: 'string' },
   'no-headers': { type: 'boolean' },
   verbose: { type: 'boolean', short: 'v' },
+  // kubectl's log level: -v=6, -v 6, --v=6 (normalizeArgs); -v alone is --verbose
+  v: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 };
 
@@ -43,11 +55,20 @@ export const GLOBAL_OPTIONS: Options = {
 const GLOBAL_HELP: ReadonlyArray<readonly [string, string]> = [
   ['kubeconfig', '  --kubeconfig PATH        kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster)'],
   ['context', '  --context NAME           kubeconfig context to use'],
+  ['cluster', '  --cluster NAME           kubeconfig cluster to use instead of the context\'s'],
+  ['user', '  --user NAME              kubeconfig user to use instead of the context\'s'],
+  ['server', '  -s, --server URL         API server address instead of the cluster\'s (kubectl\'s -s; no kubeconfig needed)'],
+  ['token', '  --token TOKEN            bearer token instead of the user\'s credentials (a client certificate stays)'],
+  ['certificate-authority', '  --certificate-authority PATH  CA file to trust the API server with, instead of the cluster\'s'],
+  ['insecure-skip-tls-verify', '  --insecure-skip-tls-verify  do not check the API server\'s certificate (insecure)'],
+  ['as', '  --as USER                user to act as (impersonation: the Impersonate-User header, like kubectl)'],
+  ['as-group', '  --as-group GROUP         group to act as (repeatable; needs --as)'],
+  ['as-uid', '  --as-uid UID             uid to act as (needs --as)'],
   ['namespace', '  -n, --namespace NS       limit namespaced work to NS'],
   ['from-file', `  -f, --from-file PATH     read the cluster from kubectl get -o yaml|json dumps, kOps or kubeadm config
                            instead of a live cluster (repeatable; a directory reads every *.yaml/*.yml/*.json);
-                           with --kubeconfig or --context: a kOps Cluster spec or kubeadm ClusterConfiguration
-                           added to the live read`],
+                           with --kubeconfig, --context, --cluster or --server: a kOps Cluster spec or kubeadm
+                           ClusterConfiguration added to the live read`],
   ['avoid', '  --avoid CIDR[=REASON]    a range to keep clear of (repeatable)'],
   ['config', '  --config PATH            config file (default: KUBE_RENUMBER_CONFIG, then ~/.config/kube-renumber/config.yaml)'],
   ['output', '  -o, --output FORMAT      table | wide | json | yaml (also -o=json, --output=json)'],
@@ -55,6 +76,8 @@ const GLOBAL_HELP: ReadonlyArray<readonly [string, string]> = [
   ['request-timeout', `  --request-timeout DUR    per-request timeout for the API server, a Go duration such as 30s or 1m30s;
                            0 waits as long as the server takes, like kubectl (default 30s)`],
   ['verbose', '  -v, --verbose            progress on stderr, and a stack trace with any error'],
+  ['v', `  -v=N, --v=N              log level 0-10 as kubectl's: 1 and above as -v; 6 and above also one line per
+                           API request on stderr (verb, URL, status, milliseconds; never headers or tokens)`],
   ['help', '  -h, --help               help'],
 ];
 
@@ -65,6 +88,9 @@ const versionCommand: Command = {
   options: {},
   async run({ values, io }) {
     const output = parseOutput(str(values, 'output'));
+    if (values.output !== undefined && output !== 'json' && output !== 'yaml') {
+      throw new UsageError(`version -o ${output}: version prints json or yaml (without -o: the version alone)`);
+    }
     if (output === 'json' || output === 'yaml') {
       io.out(renderData({ version: VERSION, nodeVersion: process.version, platform: `${platform()}/${arch()}` }, output));
     } else {
@@ -91,7 +117,7 @@ kubectl_complete-renumber program installed next to kubectl-renumber: nothing to
   },
 };
 
-const COMMANDS: Command[] = [
+export const COMMANDS: Command[] = [
   inspectCommand, calcCommand, suggestCommand, planCommand,
   applyCommand, resumeCommand, statusCommand, verifyCommand, rollbackCommand, restoreCommand, probeCommand, rbacCommand,
   versionCommand, completionCommand,
@@ -182,6 +208,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
     }
     const cmd = COMMANDS.find((c) => c.name === name);
     if (!cmd) throw unknownCommand(name);
+    checkRenamed(cmd, rest);
     const options = { ...GLOBAL_OPTIONS, ...cmd.options };
     let parsed;
     try {
@@ -196,6 +223,8 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
     const values = parsed.values as Values;
     checkUnusedGlobals(cmd, values);
     checkValues(cmd, values);
+    // -v=1 and above: what -v alone shows (progress, stack traces), for every reader of values.verbose
+    if (verbosity(values) >= 1) values.verbose = true;
     checkPositionals(cmd, parsed.positionals, values);
     const output = str(values, 'output') ?? 'table';
     if (values['no-headers'] === true && output !== 'table' && output !== 'wide') {
@@ -218,6 +247,28 @@ function unknownCommand(name: string): UsageError {
   return new UsageError(`unknown command "${name}"${hint || ` (commands: ${names.join(', ')})`}`);
 }
 
+/**
+ * Flag spellings that changed meaning, refused with the new one named (one meaning per flag name across commands).
+ */
+const RENAMED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  probe: {
+    '--keep': 'probe --keep is now --keep-deployment (--keep is plan\'s: a Service whose ClusterIP is kept)',
+  },
+};
+
+function checkRenamed(cmd: Command, args: readonly string[]): void {
+  const end = args.indexOf('--');
+  for (const a of end < 0 ? args : args.slice(0, end)) {
+    const why = RENAMED[cmd.name]?.[a.split('=')[0]!];
+    if (why) throw new UsageError(`${why} (see "kube-renumber ${cmd.name} --help")`);
+  }
+}
+
+/** `flags` each with the reason `why`. */
+function because(flags: readonly string[], why: string): Record<string, string> {
+  return Object.fromEntries(flags.map((f) => [f, why]));
+}
+
 const NO_CLUSTER = 'it reads no cluster';
 /** What the commands that run or check a plan do not take: the plan holds the cluster and the ranges. */
 const PLAN_RUNS: Readonly<Record<string, string>> = {
@@ -235,8 +286,12 @@ const NOTHING_TO_READ = 'it reads nothing';
  */
 const UNUSED_GLOBALS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   calc: {
-    kubeconfig: NO_CLUSTER, context: NO_CLUSTER, namespace: NO_CLUSTER, 'from-file': NO_CLUSTER, 'request-timeout': NO_CLUSTER,
+    ...because(CONNECTION_FLAGS, NO_CLUSTER), namespace: NO_CLUSTER, 'from-file': NO_CLUSTER,
     avoid: 'it does address math on the CIDR given', config: 'it does address math on the CIDR given',
+  },
+  rbac: {
+    ...because(CONNECTION_FLAGS, 'it reads the plan, not the cluster'), namespace: 'the plan names the namespaces', 'from-file': 'it reads the plan',
+    avoid: 'it reads the plan', config: 'it reads the plan', output: 'it writes the Roles as YAML manifests, always', 'no-headers': 'it prints no table',
   },
   inspect: { namespace: WHOLE_CLUSTER },
   suggest: { namespace: WHOLE_CLUSTER },
@@ -245,8 +300,8 @@ const UNUSED_GLOBALS: Readonly<Record<string, Readonly<Record<string, string>>>>
   ...Object.fromEntries(['apply', 'resume', 'status', 'verify', 'rollback', 'restore'].map((c) => [c, PLAN_RUNS])),
   probe: { 'from-file': 'it measures a live cluster', avoid: 'it measures a live cluster', config: 'it measures a live cluster' },
   ...Object.fromEntries(['version', 'completion'].map((c) => [c, {
-    kubeconfig: NOTHING_TO_READ, context: NOTHING_TO_READ, namespace: NOTHING_TO_READ, 'from-file': NOTHING_TO_READ,
-    'request-timeout': NOTHING_TO_READ, avoid: NOTHING_TO_READ, config: NOTHING_TO_READ,
+    ...because(CONNECTION_FLAGS, NOTHING_TO_READ), namespace: NOTHING_TO_READ, 'from-file': NOTHING_TO_READ,
+    avoid: NOTHING_TO_READ, config: NOTHING_TO_READ,
     'no-headers': 'it prints no table', ...(c === 'completion' ? { output: 'it prints a shell script' } : {}),
   }])),
 };
@@ -272,6 +327,8 @@ function checkValues(cmd: Command, values: Values): void {
   }
   // 0: no timeout, as kubectl reads it
   durationFlag(values, 'request-timeout');
+  verbosity(values);
+  checkOverrides(connectionOverrides(values));
   const ns = values.namespace;
   if (typeof ns === 'string' && !isDnsLabel(ns)) {
     throw new UsageError(`--namespace ${JSON.stringify(ns)} is not a valid namespace name (lower-case letters, digits and "-", at most 63, starting and ending alphanumeric)`);
@@ -335,11 +392,12 @@ export function installCrashHandlers(io: Io = defaultIo(), argv: readonly string
   process.on('unhandledRejection', crash);
 }
 
-/** -v or --verbose among the flags (not after "--", where words are positionals). */
+/** -v, --verbose or -v=N with N of 1 or more among the flags (not after "--", where words are positionals). */
 function isVerbose(argv: readonly string[]): boolean {
-  const end = argv.indexOf('--');
-  const flags = end < 0 ? argv : argv.slice(0, end);
-  return flags.includes('-v') || flags.includes('--verbose');
+  const args = normalizeArgs(argv, GLOBAL_OPTIONS);
+  const end = args.indexOf('--');
+  const flags = end < 0 ? args : args.slice(0, end);
+  return flags.includes('-v') || flags.includes('--verbose') || flags.some((f) => /^--v=0*[1-9]\d*$/.test(f));
 }
 
 export function exitCodeOf(e: unknown): number {

@@ -22,7 +22,7 @@ import { planFromYaml, type MigrationPlan } from '../plan/index.ts';
 import { MAX_PLAN_BYTES } from '../plan/render.ts';
 import { clientFor } from './commands/access-check.ts';
 import { attachClusterState, journalWithCopy, readOnlyStateDir, readStateCopy } from './commands/state-copy.ts';
-import { durationFlag, list, str } from './common.ts';
+import { connectOptions, durationFlag, list, str } from './common.ts';
 import { InputError, UsageError } from './errors.ts';
 import type { Io, Values } from './command.ts';
 import { parseOutput, type OutputFormat } from './output.ts';
@@ -194,10 +194,7 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: S
   const { flags, read: { plan, text }, id } = pre;
   const dry = opts.dryRun !== undefined && opts.dryRun !== 'none';
   const verbose = values.verbose === true;
-  const connection = (limiter?: false) => connect({
-    kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
-    requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env, ...(limiter === false ? { limiter } : {}),
-  });
+  const connection = (limiter?: false) => connect({ ...connectOptions(values, io), ...(limiter === false ? { limiter } : {}) });
   // every request of the run goes through this client's one adaptive window (src/kube/limiter.ts)
   const client = opts.client ?? connection();
   // the Lease renews on a connection of its own (own keep-alive agent, no window): the run's queue never delays it

@@ -48,3 +48,20 @@ export async function deniedAccess<T extends ResourceAccess>(client: KubeClient,
   if (unanswered) return undefined;
   return wanted.filter((_, i) => !allowed[i]);
 }
+
+/**
+ * Who the server takes us for, as `kubectl auth whoami` asks it (a SelfSubjectReview: any authenticated user may
+ * create one; it changes nothing): the user name, with --as the impersonated one. Undefined when the server does not
+ * answer it (before Kubernetes 1.28, or refused): a refusal then names no user rather than fail for it.
+ */
+export async function whoAmI(client: KubeClient): Promise<string | undefined> {
+  try {
+    const r = await client.request<{ status?: { userInfo?: { username?: string } } }>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    });
+    const name = r?.status?.userInfo?.username;
+    return typeof name === 'string' && name !== '' ? name : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -9,24 +9,21 @@ import { StringDecoder } from 'node:string_decoder';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ErrorKind } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
-import { resolveKubeConfig } from './kubeconfig.ts';
+import { resolveKubeConfig, type KubeConfigOptions } from './kubeconfig.ts';
 import { KubeApiError, UnreachableError } from './errors.ts';
 import { AdaptiveLimiter, requestKind } from './limiter.ts';
 import { isRetryableRead, parseRetryAfter, withRetry } from './retry.ts';
 import { type SendResult, type StreamSink, Transport } from './transport.ts';
 
 export { KubeApiError, UnreachableError } from './errors.ts';
-export { resolveKubeConfig, type ResolvedKubeConfig } from './kubeconfig.ts';
+export { checkOverrides, resolveKubeConfig, type ConnectionOverrides, type ResolvedKubeConfig } from './kubeconfig.ts';
 
-export interface ConnectOptions {
-  /** --kubeconfig: use exactly this file. */
-  kubeconfig?: string;
-  /** --context */
-  context?: string;
+/** The kubeconfig to resolve (--kubeconfig, --context, the connection flags, the environment) and how to send. */
+export interface ConnectOptions extends KubeConfigOptions {
+  /** Called with one line per HTTP request (kubectl's -v=6 line: verb, URL, status, time); default none. */
+  trace?: (line: string) => void;
   /** Per-request timeout (ms); default 30 s. */
   requestTimeoutMs?: number;
-  /** Environment to resolve KUBECONFIG and in-cluster config from (tests pass their own). */
-  env?: NodeJS.ProcessEnv;
   /**
    * The adaptive window every request but watches goes through (src/kube/limiter.ts); `false` for none (the
    * Lease's own client). Default: the process's one window for this apiserver, shared by every client of it.
@@ -110,7 +107,7 @@ function sharedLimiter(server: string): AdaptiveLimiter {
 export function connect(opts: ConnectOptions = {}): KubeClient {
   const rk = resolveKubeConfig(opts);
   const env = opts.env ?? process.env;
-  const transport = new Transport(rk, env);
+  const transport = new Transport(rk, env, opts.trace);
   const server = rk.displayServer;
   const timeout = opts.requestTimeoutMs ?? 30_000;
   const limiter = opts.limiter === false ? undefined : opts.limiter ?? sharedLimiter(rk.server.href);

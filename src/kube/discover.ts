@@ -163,8 +163,10 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
         return [];
       }
       if (s.required && e instanceof KubeApiError && e.status === 403) {
+        // the apiserver's refusal names who asked (User "jane", or system:serviceaccount:…): so does ours
+        const who = /\bUser "([^"]*)"/.exec(e.message)?.[1];
         throw new KubeApiError(e.method, e.path, e.status, e.reason,
-          `not allowed to list ${s.what} (403 Forbidden): kube-renumber needs the read permissions in deploy/rbac.yaml`);
+          `not allowed to list ${s.what}${who !== undefined ? ` as user "${who}"` : ''} (403 Forbidden): kube-renumber needs the read permissions in deploy/rbac.yaml`);
       }
       throw e;
     }

@@ -46,6 +46,37 @@ export interface KubeConfigOptions {
   context?: string;
   /** Environment to resolve KUBECONFIG, HOME and in-cluster config from. */
   env?: NodeJS.ProcessEnv;
+  /** kubectl's connection flags, laid over the selected context as kubectl lays them (see ConnectionOverrides). */
+  overrides?: ConnectionOverrides;
+}
+
+/**
+ * kubectl's connection flags (client-go clientcmd's ConfigOverrides): each one, when given, replaces what the
+ * selected context says. --cluster and --user pick other kubeconfig entries than the context's; --server,
+ * --certificate-authority and --insecure-skip-tls-verify replace fields of the cluster (a CA file drops the
+ * kubeconfig's certificate-authority-data, --insecure-skip-tls-verify drops both, --server drops tls-server-name);
+ * --token replaces the user's credentials but a client certificate; --as, --as-group, --as-uid replace the
+ * user's as, as-groups, as-uid. With --server and no kubeconfig at all, the flags alone make the connection.
+ */
+export interface ConnectionOverrides {
+  cluster?: string;
+  user?: string;
+  server?: string;
+  token?: string;
+  certificateAuthority?: string;
+  insecureSkipTlsVerify?: boolean;
+  as?: string;
+  asGroups?: string[];
+  asUid?: string;
+}
+
+/** Who the requests act as (the Impersonate-* headers), as client-go sends them. */
+export interface Impersonation {
+  user: string;
+  groups: string[];
+  uid?: string;
+  /** as-user-extra: Impersonate-Extra-KEY headers, one per value. */
+  extra: Record<string, string[]>;
 }
 
 /** An exec credential plugin, as the kubeconfig's users[].user.exec gives it. */
@@ -78,8 +109,8 @@ export interface ResolvedKubeConfig {
   exec?: ExecConfig;
   /** The token read from token-file, trimmed like kubectl. */
   tokenFromFile?: string;
-  /** users[].user.as-groups */
-  impersonateGroups: string[];
+  /** users[].user.as, as-groups, as-uid, as-user-extra with --as, --as-group, --as-uid over them; none without a user to act as. */
+  impersonate?: Impersonation;
   /** True when the config came from the in-cluster service account. */
   inCluster: boolean;
 }
@@ -165,7 +196,7 @@ function isUtf8(buf: Buffer): boolean {
 }
 
 /** The files to read, and how they were named (for messages). */
-function locate(opts: KubeConfigOptions, env: NodeJS.ProcessEnv): { files: string[]; named: string } | 'in-cluster' {
+function locate(opts: KubeConfigOptions, env: NodeJS.ProcessEnv): { files: string[]; named: string } | 'in-cluster' | 'flags' {
   if (opts.kubeconfig !== undefined) {
     if (opts.kubeconfig.trim() === '') throw new UsageError('--kubeconfig needs a file path');
     return { files: [opts.kubeconfig], named: 'named by --kubeconfig' };
@@ -183,6 +214,8 @@ function locate(opts: KubeConfigOptions, env: NodeJS.ProcessEnv): { files: strin
   const home = env.HOME || homedir();
   const file = join(home, '.kube', 'config');
   if (existsSync(file)) return { files: [file], named: 'the default kubeconfig' };
+  // like kubectl: --server with no kubeconfig is a connection of the flags alone, not the in-cluster one
+  if (opts.overrides?.server !== undefined) return 'flags';
   if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT) return 'in-cluster';
   throw new UnreachableError('no kubeconfig found (~/.kube/config, KUBECONFIG) and not running in a cluster: use --kubeconfig, or --from-file for offline input');
 }
@@ -257,8 +290,11 @@ function sourceOf(file: string): string { return `kubeconfig ${file}`; }
 /** Resolve and check the kubeconfig: the selected context, its cluster and user. */
 export function resolveKubeConfig(opts: KubeConfigOptions = {}): ResolvedKubeConfig {
   const env = opts.env ?? process.env;
+  const o = opts.overrides ?? {};
+  checkOverrides(o);
   const where = locate(opts, env);
-  if (where === 'in-cluster') return inCluster(env, opts.context);
+  if (where === 'in-cluster') return inCluster(env, opts.context, o);
+  if (where === 'flags') return fromFlags(o);
 
   const parsed = where.files.map((f) => parseFile(f, where.named));
   const describe = where.files.length === 1 ? `kubeconfig ${where.files[0]}` : `the kubeconfig (KUBECONFIG=${where.files.join(delimiter)})`;
@@ -290,12 +326,14 @@ export function resolveKubeConfig(opts: KubeConfigOptions = {}): ResolvedKubeCon
 
   const ctxWhere = `context "${ctx.name}" in ${sourceOf(ctx.file)}`;
   if (!ctx.body) throw new InputError(`${ctxWhere} has no context mapping (cluster, user)`);
-  const clusterName = strField(ctx.body, 'cluster', ctxWhere);
+  const clusterName = o.cluster ?? strField(ctx.body, 'cluster', ctxWhere);
   if (!clusterName) throw new InputError(`${ctxWhere} names no cluster`);
-  const userName = strField(ctx.body, 'user', ctxWhere);
+  const userName = o.user ?? strField(ctx.body, 'user', ctxWhere);
   const cEntry = clusters.get(clusterName);
+  if (!cEntry && o.cluster !== undefined) throw new UsageError(`--cluster "${o.cluster}" is not in the kubeconfig (clusters: ${names(clusters)})`);
   if (!cEntry) throw new InputError(`${ctxWhere} names cluster "${clusterName}", which is not in the kubeconfig (clusters: ${names(clusters)})`);
   const uEntry = userName ? users.get(userName) : undefined;
+  if (userName && !uEntry && o.user !== undefined) throw new UsageError(`--user "${o.user}" is not in the kubeconfig (users: ${names(users)})`);
   if (userName && !uEntry) throw new InputError(`${ctxWhere} names user "${userName}", which is not in the kubeconfig (users: ${names(users)})`);
 
   // The cluster.
@@ -303,14 +341,16 @@ export function resolveKubeConfig(opts: KubeConfigOptions = {}): ResolvedKubeCon
   const cb = cEntry.body;
   if (!cb) throw new InputError(`${cWhere} has no cluster mapping (server, certificate-authority-data)`);
   const serverRaw = strField(cb, 'server', cWhere);
-  if (serverRaw === undefined) throw new InputError(`${cWhere} has no server`);
-  const { url, userinfo } = parseServer(serverRaw, cWhere);
+  if (serverRaw === undefined && o.server === undefined) throw new InputError(`${cWhere} has no server`);
+  const { url, userinfo } = o.server !== undefined ? serverFlag(o.server) : parseServer(serverRaw!, cWhere);
   const base = dirname(resolve(cEntry.file));
   const abs = (p: string, b: string) => (isAbsolute(p) ? p : join(b, p));
-  const skipTLSVerify = boolField(cb, 'insecure-skip-tls-verify', cWhere) ?? false;
-  const caFileRaw = strField(cb, 'certificate-authority', cWhere);
-  const caData = base64Field(cb, 'certificate-authority-data', cWhere);
-  const tlsServerName = strField(cb, 'tls-server-name', cWhere);
+  // --insecure-skip-tls-verify drops the kubeconfig's CA, --certificate-authority its certificate-authority-data
+  const skipTLSVerify = o.insecureSkipTlsVerify === true || (boolField(cb, 'insecure-skip-tls-verify', cWhere) ?? false);
+  const caFileRaw = o.insecureSkipTlsVerify ? undefined : o.certificateAuthority !== undefined ? resolve(o.certificateAuthority) : strField(cb, 'certificate-authority', cWhere);
+  const caData = o.insecureSkipTlsVerify || o.certificateAuthority !== undefined ? undefined : base64Field(cb, 'certificate-authority-data', cWhere);
+  // a --server of its own is not the name the kubeconfig's tls-server-name was written for
+  const tlsServerName = o.server !== undefined ? undefined : strField(cb, 'tls-server-name', cWhere);
   const proxyUrl = strField(cb, 'proxy-url', cWhere);
   if (proxyUrl !== undefined) {
     registerSecret(proxyUrl);
@@ -334,18 +374,20 @@ export function resolveKubeConfig(opts: KubeConfigOptions = {}): ResolvedKubeCon
   let user: User | null = null;
   let exec: ExecConfig | undefined;
   let tokenFromFile: string | undefined;
-  let impersonateGroups: string[] = [];
+  let impersonate: Impersonation | undefined;
   const userSource = uEntry ? sourceOf(uEntry.file) : '';
   if (uEntry) {
     const uWhere = `user "${uEntry.name}" in ${sourceOf(uEntry.file)}`;
     const ub: Raw = uEntry.body ?? {};
     const ubase = dirname(resolve(uEntry.file));
-    const token = strField(ub, 'token', uWhere);
+    // --token replaces the user's own credentials but a client certificate
+    const own = o.token === undefined;
+    const token = own ? strField(ub, 'token', uWhere) : o.token;
     registerSecret(token);
-    const password = strField(ub, 'password', uWhere);
+    const password = own ? strField(ub, 'password', uWhere) : undefined;
     registerSecret(password);
-    const username = strField(ub, 'username', uWhere);
-    const tokenFile = strField(ub, 'token-file', uWhere);
+    const username = own ? strField(ub, 'username', uWhere) : undefined;
+    const tokenFile = own ? strField(ub, 'token-file', uWhere) : undefined;
     if (tokenFile !== undefined && !token) {
       const t = readReferencedFile(abs(tokenFile, ubase), `${uWhere}: token-file`).toString('utf8').trim();
       registerSecret(t);
@@ -360,13 +402,8 @@ export function resolveKubeConfig(opts: KubeConfigOptions = {}): ResolvedKubeCon
     const certData = base64Field(ub, 'client-certificate-data', uWhere);
     registerSecret(ub['client-key-data']);
     const keyData = base64Field(ub, 'client-key-data', uWhere);
-    const impersonate = strField(ub, 'as', uWhere);
-    const groups = ub['as-groups'];
-    if (groups !== undefined && groups !== null) {
-      if (!Array.isArray(groups) || groups.some((g) => typeof g !== 'string')) throw new InputError(`${uWhere}: as-groups must be a list of strings`);
-      impersonateGroups = groups as string[];
-    }
-    const ap = ub['auth-provider'];
+    impersonate = impersonation(ub, uWhere, o);
+    const ap = own ? ub['auth-provider'] : undefined;
     if (ap !== undefined && ap !== null) {
       if (!isMap(ap)) throw new InputError(`${uWhere}: auth-provider must be a mapping, found ${typeName(ap)}`);
       const cfg = ap.config;
@@ -374,7 +411,7 @@ export function resolveKubeConfig(opts: KubeConfigOptions = {}): ResolvedKubeCon
       if (typeof ap.name !== 'string' || !ap.name) throw new InputError(`${uWhere}: auth-provider has no name`);
       if (cfg !== undefined && cfg !== null && !isMap(cfg)) throw new InputError(`${uWhere}: auth-provider config must be a mapping, found ${typeName(cfg)}`);
     }
-    const ex = ub.exec;
+    const ex = own ? ub.exec : undefined;
     if (ex !== undefined && ex !== null) exec = parseExec(ex, uWhere, ubase);
     const certFile = certFileRaw ? abs(certFileRaw, ubase) : undefined;
     const keyFile = keyFileRaw ? abs(keyFileRaw, ubase) : undefined;
@@ -386,19 +423,21 @@ export function resolveKubeConfig(opts: KubeConfigOptions = {}): ResolvedKubeCon
     if (cert && key) checkClientPair(cert, key, uWhere);
     user = {
       name: uEntry.name, token: token || undefined, password, username, certData, certFile, keyData, keyFile,
-      impersonateUser: impersonate, authProvider: isMap(ap) ? ap : undefined,
+      authProvider: isMap(ap) ? ap : undefined,
       // The exec plugin is run by our transport (timeouts, redaction), never by client-node.
       exec: undefined,
     };
   }
 
+  if (!uEntry && o.token !== undefined) user = { name: '', token: o.token };
+  if (!uEntry) impersonate = impersonation({}, '', o);
   const kc = new (clientNode().KubeConfig)();
   const context: Context = { name: ctx.name, cluster: cEntry.name, user: uEntry?.name ?? '' };
   kc.loadFromOptions({ clusters: [cluster], users: user ? [user] : [], contexts: [context], currentContext: ctx.name });
   return {
     kc, context: ctx.name, cluster, user, clusterSource: sourceOf(cEntry.file), userSource,
     server: url, displayServer: redactUrl(url.toString()).replace(/\/$/, ''), urlUserinfo: userinfo,
-    exec, tokenFromFile, impersonateGroups, inCluster: false,
+    exec, tokenFromFile, ...(impersonate ? { impersonate } : {}), inCluster: false,
   };
 }
 
@@ -443,8 +482,10 @@ function parseExec(ex: unknown, uWhere: string, base: string): ExecConfig {
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-function inCluster(env: NodeJS.ProcessEnv, context: string | undefined): ResolvedKubeConfig {
+function inCluster(env: NodeJS.ProcessEnv, context: string | undefined, o: ConnectionOverrides): ResolvedKubeConfig {
   if (context !== undefined) throw new UsageError(`--context "${context}": there is no kubeconfig (running in-cluster)`);
+  if (o.cluster !== undefined) throw new UsageError(`--cluster "${o.cluster}": there is no kubeconfig (running in-cluster)`);
+  if (o.user !== undefined) throw new UsageError(`--user "${o.user}": there is no kubeconfig (running in-cluster)`);
   const dir = SA_DIR;
   const tokenPath = join(dir, 'token');
   if (!existsSync(tokenPath)) {
@@ -454,17 +495,94 @@ function inCluster(env: NodeJS.ProcessEnv, context: string | undefined): Resolve
   const port = env.KUBERNETES_SERVICE_PORT!;
   const where = 'in-cluster config (KUBERNETES_SERVICE_HOST/PORT)';
   const { url } = parseServer(`https://${host.includes(':') ? `[${host}]` : host}:${port}`, where);
-  const caFile = join(dir, 'ca.crt');
-  checkCertificates(readReferencedFile(caFile, `${where}: CA`), `${where}: CA ${caFile}`);
+  const caFile = o.insecureSkipTlsVerify ? undefined : o.certificateAuthority !== undefined ? resolve(o.certificateAuthority) : join(dir, 'ca.crt');
+  if (caFile) checkCertificates(readReferencedFile(caFile, `${where}: CA`), `${where}: CA ${caFile}`);
   const token = readReferencedFile(tokenPath, `${where}: token`).toString('utf8').trim();
   registerSecret(token);
-  const cluster: Cluster = { name: 'in-cluster', server: url.toString().replace(/\/$/, ''), caFile, skipTLSVerify: false };
+  const cluster: Cluster = { name: 'in-cluster', server: url.toString().replace(/\/$/, ''), caFile, skipTLSVerify: o.insecureSkipTlsVerify === true };
   // The token file is read again by the transport (it is rotated); authProvider tokenFile is client-node's.
-  const user: User = { name: 'in-cluster', authProvider: { name: 'tokenFile', config: { tokenFile: tokenPath } } };
+  const user: User = o.token !== undefined ? { name: 'in-cluster', token: o.token }
+    : { name: 'in-cluster', authProvider: { name: 'tokenFile', config: { tokenFile: tokenPath } } };
+  const impersonate = impersonation({}, '', o);
   const kc = new (clientNode().KubeConfig)();
   kc.loadFromOptions({ clusters: [cluster], users: [user], contexts: [{ name: 'in-cluster', cluster: 'in-cluster', user: 'in-cluster' }], currentContext: 'in-cluster' });
   return {
     kc, context: '', cluster, user, clusterSource: where, userSource: where, server: url,
-    displayServer: redactUrl(url.toString()).replace(/\/$/, ''), impersonateGroups: [], inCluster: true,
+    displayServer: redactUrl(url.toString()).replace(/\/$/, ''), ...(impersonate ? { impersonate } : {}), inCluster: true,
   };
+}
+
+/** The connection flags' own checks, before any file is read: kubectl's refusals, as usage errors. */
+export function checkOverrides(o: ConnectionOverrides): void {
+  if (o.insecureSkipTlsVerify && o.certificateAuthority !== undefined) {
+    throw new UsageError('--certificate-authority cannot go with --insecure-skip-tls-verify: one trusts a CA, the other trusts any server (give one)');
+  }
+  if (o.token !== undefined) {
+    registerSecret(o.token);
+    if (!/^[\x21-\x7e]+$/.test(o.token.trim())) throw new UsageError('--token holds characters a bearer token cannot have');
+  }
+  for (const [flag, v] of [['--as', o.as], ['--as-uid', o.asUid], ...(o.asGroups ?? []).map((g) => ['--as-group', g] as const)] as const) {
+    if (v !== undefined && (v.trim() === '' || /[\r\n\0]/.test(v))) throw new UsageError(`${flag} ${JSON.stringify(v)} is not a user, group or uid name`);
+  }
+}
+
+/** --server as a URL, or a usage error naming the flag. */
+function serverFlag(raw: string): ReturnType<typeof parseServer> {
+  try {
+    return parseServer(raw, '--server');
+  } catch (e) {
+    if (e instanceof InputError) throw new UsageError(e.message.replace(/^--server: server /, '--server '));
+    throw e;
+  }
+}
+
+/** With --server and no kubeconfig anywhere: a connection of the flags alone, as kubectl makes one. */
+function fromFlags(o: ConnectionOverrides): ResolvedKubeConfig {
+  if (o.cluster !== undefined || o.user !== undefined) {
+    throw new UsageError(`${o.cluster !== undefined ? `--cluster "${o.cluster}"` : `--user "${o.user}"`}: there is no kubeconfig to name it in (only --server and the other flags)`);
+  }
+  const where = 'the command line (--server)';
+  const { url, userinfo } = serverFlag(o.server!);
+  const caFile = o.certificateAuthority !== undefined ? resolve(o.certificateAuthority) : undefined;
+  if (caFile && url.protocol === 'https:') checkCertificates(readReferencedFile(caFile, '--certificate-authority'), `--certificate-authority ${caFile}`);
+  const cluster: Cluster = { name: 'flags', server: url.toString().replace(/\/$/, ''), caFile, skipTLSVerify: o.insecureSkipTlsVerify === true };
+  const user: User | null = o.token !== undefined ? { name: '', token: o.token } : null;
+  const impersonate = impersonation({}, '', o);
+  const kc = new (clientNode().KubeConfig)();
+  kc.loadFromOptions({ clusters: [cluster], users: user ? [user] : [], contexts: [{ name: '', cluster: 'flags', user: '' }], currentContext: '' });
+  return {
+    kc, context: '', cluster, user, clusterSource: where, userSource: where, server: url,
+    displayServer: redactUrl(url.toString()).replace(/\/$/, ''), urlUserinfo: userinfo, ...(impersonate ? { impersonate } : {}), inCluster: false,
+  };
+}
+
+/**
+ * Who to act as, as client-go takes it: the user's as, as-groups, as-uid and as-user-extra, each replaced by its
+ * flag when given (--as-group replaces the whole list). Groups, a uid or extra without a user to act as are refused
+ * (client-go refuses them too): naming the flag when a flag brought them, else the kubeconfig user.
+ */
+function impersonation(ub: Raw, uWhere: string, o: ConnectionOverrides): Impersonation | undefined {
+  const user = o.as ?? strField(ub, 'as', uWhere);
+  let groups: string[] = [];
+  const g = ub['as-groups'];
+  if (g !== undefined && g !== null) {
+    if (!Array.isArray(g) || g.some((x) => typeof x !== 'string')) throw new InputError(`${uWhere}: as-groups must be a list of strings`);
+    groups = g as string[];
+  }
+  if (o.asGroups && o.asGroups.length > 0) groups = o.asGroups;
+  const uid = o.asUid ?? strField(ub, 'as-uid', uWhere);
+  const extra: Record<string, string[]> = {};
+  const x = ub['as-user-extra'];
+  if (x !== undefined && x !== null) {
+    if (!isMap(x) || Object.values(x).some((v) => !Array.isArray(v) || v.some((e) => typeof e !== 'string'))) {
+      throw new InputError(`${uWhere}: as-user-extra must be a mapping of names to lists of strings`);
+    }
+    for (const [k, v] of Object.entries(x)) extra[k] = v as string[];
+  }
+  if (!user) {
+    if ((o.asGroups?.length ?? 0) > 0 || o.asUid !== undefined) throw new UsageError('--as-group and --as-uid need --as USER (the user to act as; the kubeconfig user names none)');
+    if (groups.length > 0 || uid !== undefined || Object.keys(extra).length > 0) throw new InputError(`${uWhere}: as-groups, as-uid or as-user-extra without as (the user to act as)`);
+    return undefined;
+  }
+  return { user, groups, ...(uid !== undefined ? { uid } : {}), extra };
 }

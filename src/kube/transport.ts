@@ -39,6 +39,17 @@ function seconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
+/**
+ * One request as kubectl -v=6 logs it (klog's header, then "GET https://… 200 OK in 12 milliseconds"; no status
+ * when no answer came). Never headers or bodies: they may hold credentials; the URL is redacted.
+ */
+export function requestLine(method: string, url: string, status: number | undefined, ms: number, now = new Date()): string {
+  const p = (n: number, w = 2) => String(n).padStart(w, '0');
+  const stamp = `I${p(now.getMonth() + 1)}${p(now.getDate())} ${p(now.getHours())}:${p(now.getMinutes())}:${p(now.getSeconds())}.${p(now.getMilliseconds(), 3)}`;
+  const answer = status === undefined ? '(no answer)' : `${status} ${http.STATUS_CODES[status] ?? ''}`.trim();
+  return `${stamp} ${method} ${redactUrl(url)} ${answer} in ${Math.round(ms)} milliseconds`;
+}
+
 /** Where a request was when it failed. */
 interface Progress { tcp: boolean; tls: boolean; response: boolean }
 
@@ -67,6 +78,23 @@ export function describeFailure(e: unknown, p: Progress, overTls: boolean): stri
   return msg;
 }
 
+/**
+ * The Impersonate-* headers as client-go's ImpersonatingRoundTripper sends them: Impersonate-User,
+ * Impersonate-Uid, one Impersonate-Group header per group, and one Impersonate-Extra-KEY header per value (KEY
+ * percent-encoded where an HTTP header name cannot hold the character).
+ */
+export function impersonationHeaders(imp: ResolvedKubeConfig['impersonate']): Record<string, string | string[]> {
+  if (!imp) return {};
+  const h: Record<string, string | string[]> = { 'Impersonate-User': imp.user };
+  if (imp.uid !== undefined) h['Impersonate-Uid'] = imp.uid;
+  if (imp.groups.length > 0) h['Impersonate-Group'] = [...imp.groups];
+  for (const [k, v] of Object.entries(imp.extra)) {
+    const name = [...Buffer.from(k, 'utf8')].map((b) => /[A-Za-z0-9!#$&'*+\-.^_`|~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+    h[`Impersonate-Extra-${name}`] = [...v];
+  }
+  return h;
+}
+
 export class Transport {
   readonly rk: ResolvedKubeConfig;
   private readonly env: NodeJS.ProcessEnv;
@@ -78,9 +106,13 @@ export class Transport {
   private pending: Promise<Credential> | undefined;
   private caCache: Buffer | undefined;
 
-  constructor(rk: ResolvedKubeConfig, env: NodeJS.ProcessEnv) {
+  /** Each request's line at -v=6 and above (requestLine), or none. */
+  private readonly trace: ((line: string) => void) | undefined;
+
+  constructor(rk: ResolvedKubeConfig, env: NodeJS.ProcessEnv, trace?: (line: string) => void) {
     this.rk = rk;
     this.env = env;
+    this.trace = trace;
     this.isHttps = rk.server.protocol === 'https:';
     if (rk.cluster.proxyUrl || rk.user?.authProvider) {
       // client-node builds proxy agents and runs auth-providers; for an http:// server it insists on
@@ -111,8 +143,7 @@ export class Transport {
     const token = u?.token ?? rk.tokenFromFile;
     if (token) headers.Authorization = `Bearer ${token.trim()}`;
     else if (u?.username) headers.Authorization = `Basic ${Buffer.from(`${u.username}:${u.password ?? ''}`).toString('base64')}`;
-    if (u?.impersonateUser) headers['Impersonate-User'] = u.impersonateUser;
-    if (rk.impersonateGroups.length) headers['Impersonate-Group'] = rk.impersonateGroups;
+    Object.assign(headers, impersonationHeaders(rk.impersonate));
     if (u?.certFile || u?.certData) {
       cert = u.certFile ? readFileSync(u.certFile) : Buffer.from(u.certData!, 'base64');
       key = u.keyFile ? readFileSync(u.keyFile) : Buffer.from(u.keyData!, 'base64');
@@ -299,9 +330,14 @@ export class Transport {
     if (body !== undefined) all['Content-Length'] = String(Buffer.byteLength(body));
     const proxy = this.rk.cluster.proxyUrl ? ` through the proxy ${redactUrl(this.rk.cluster.proxyUrl)}` : '';
     const where = `the API server ${this.rk.displayServer}${proxy} (context "${context}")`;
+    const t0 = performance.now();
+    const traced = (status: number | undefined) => this.trace?.(requestLine(method, `${this.rk.displayServer}${path}`, status, performance.now() - t0));
     try {
-      return await this.exchange(agent, method, prefix + path, all, body, timeoutMs, stream, onSent);
+      const r = await this.exchange(agent, method, prefix + path, all, body, timeoutMs, stream, onSent);
+      traced(r.status);
+      return r;
     } catch (e) {
+      traced(undefined);
       // A kept-alive connection the server closed just as we reused it: once more on a new one (reads only).
       const stale = (e as { staleSocket?: boolean }).staleSocket && (method === 'GET' || method === 'HEAD');
       const failure = stale ? await this.exchange(agent, method, prefix + path, all, body, timeoutMs, stream).then(

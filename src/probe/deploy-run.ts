@@ -319,10 +319,10 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
     failure = e;
   }
 
-  // Clean up on every way out (unless --keep after a run that got going).
+  // Clean up on every way out (unless --keep-deployment after a run that got going).
   let cleanupError: unknown;
   if (o.keep) {
-    if (created.configMap || created.deployment) warn(`left ${created.deployment ? 'Deployment and ' : ''}ConfigMap ${namespace}/${name} in place (--keep); delete them with: ${manual}`);
+    if (created.configMap || created.deployment) warn(`left ${created.deployment ? 'Deployment and ' : ''}ConfigMap ${namespace}/${name} in place (--keep-deployment); delete them with: ${manual}`);
   } else {
     const leftover: string[] = [];
     if (created.deployment && !deploymentDeleted) {
@@ -345,6 +345,6 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
     }
   }
   if (failure !== undefined) throw failure;
-  if (store.size === 0) throw new UserError(`no probe pod printed a report before the run ended (--keep leaves the pods to look at: kubectl -n ${namespace} logs -l ${RUN_LABEL}=${runId})`, 'findings');
+  if (store.size === 0) throw new UserError(`no probe pod printed a report before the run ended (--keep-deployment leaves the pods to look at: kubectl -n ${namespace} logs -l ${RUN_LABEL}=${runId})`, 'findings');
   return store.merged(stoppedBy);
 }

@@ -65,7 +65,7 @@ export interface PodRunSettings {
 
 /** The flags of the probe's clients, shared by `kube-renumber probe` and the in-pod program (parseArgs form). */
 export const PROBE_FLAGS = {
-  service: { type: 'string', short: 's', multiple: true },
+  service: { type: 'string', multiple: true },
   kinds: { type: 'string' },
   'dns-server': { type: 'string' },
   'cluster-domain': { type: 'string' },

@@ -83,7 +83,7 @@ describe('Pod CIDR migration, node IPAM, killed on the node steps and resumed', 
       '--force-unlock'];
     const refused = await run(['apply', planPath, ...common]);
     assert.equal(refused.code, 5, refused.err);
-    assert.match(refused.err, /^error: not allowed: create pods -n tb-wl-0 .*kube-renumber rbac PLAN \| kubectl apply -f -, or kubectl -n tb-wl-0 create role kube-renumber-recreate-pods --verb=create --resource=pods; kubectl -n tb-wl-0 create rolebinding kube-renumber-recreate-pods --role=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate \(nothing was changed\)$/m);
+    assert.match(refused.err, /^error: not allowed for user "system:serviceaccount:[^"]+": create pods -n tb-wl-0 .*kube-renumber rbac PLAN \| kubectl apply -f -, or kubectl -n tb-wl-0 create role kube-renumber-recreate-pods --verb=create --resource=pods; kubectl -n tb-wl-0 create rolebinding kube-renumber-recreate-pods --role=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate \(nothing was changed\)$/m);
     assert.deepEqual(await grantRecreate(tb, p.out), ['tb-wl-0']);
     const a = await run(['apply', planPath, ...common]);
     assert.equal(a.code, 7, a.err);

@@ -55,7 +55,7 @@ describe('Pod CIDR migration, Calico IPAM: 20 nodes, 500+ pods, PDBs, least priv
     // refused before its first write, told the command to run
     const refused = await run(['apply', planPath, '--yes', ...common()]);
     assert.equal(refused.code, 5, refused.err);
-    assert.match(refused.err, /^error: not allowed: create pods -n tb-wl-0 .*kube-renumber rbac PLAN \| kubectl apply -f -, or kubectl -n tb-wl-0 create role kube-renumber-recreate-pods --verb=create --resource=pods; kubectl -n tb-wl-0 create rolebinding kube-renumber-recreate-pods --role=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate \(nothing was changed\)$/m);
+    assert.match(refused.err, /^error: not allowed for user "system:serviceaccount:[^"]+": create pods -n tb-wl-0 .*kube-renumber rbac PLAN \| kubectl apply -f -, or kubectl -n tb-wl-0 create role kube-renumber-recreate-pods --verb=create --resource=pods; kubectl -n tb-wl-0 create rolebinding kube-renumber-recreate-pods --role=kube-renumber-recreate-pods --serviceaccount=kube-system:kube-renumber-migrate \(nothing was changed\)$/m);
     assert.deepEqual(await grantRecreate(tb, r.out), ['tb-wl-0']);
     assert.match(r.out, /ipam: calico/);
     assert.match(r.out, /kube-system\/coredns/);

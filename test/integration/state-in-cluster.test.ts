@@ -43,7 +43,7 @@ describe('state directory deleted mid-run: resume, rollback and restore from an 
     const ro = kubeconfigWithToken(tb.server, tok.stdout.trim());
     const r = await run(['apply', planPath, '--yes', '--kubeconfig', ro, '--state-dir', join(dir, 'ro')]);
     assert.equal(r.code, 5, r.err);
-    assert.match(r.err, /^error: not allowed: create leases\.coordination\.k8s\.io -n kube-system .*patch services .*grant the permissions in deploy\/rbac-migrate\.yaml \(nothing was changed\)$/m);
+    assert.match(r.err, /^error: not allowed for user "system:serviceaccount:kube-system:kube-renumber": create leases\.coordination\.k8s\.io -n kube-system .*patch services .*grant the permissions in deploy\/rbac-migrate\.yaml \(nothing was changed\)$/m);
     const lease = await tb.kubectl(['get', 'lease', '-n', 'kube-system', 'kube-renumber']);
     assert.notEqual(lease.code, 0, 'no Lease taken');
     const secrets = await tb.kubectl(['get', 'secrets', '-n', 'kube-renumber', '-o', 'name']);

@@ -152,10 +152,10 @@ describe('probe --deploy: the objects', () => {
     const fixed = parsePodArgs(podArgs({ ...np, nodeAddress: '172.31.255.2' }), { KUBE_RENUMBER_NODE_IP: '192.0.2.7' });
     assert.equal(fixed.nodeAddress, '172.31.255.2', 'the flag wins over the downward API');
     // without node ports nothing changes: four kinds, no node address
-    const plain = parsePodArgs(['-s', 'web', '--dns-server', '10.96.0.10'], { KUBE_RENUMBER_NODE_IP: '192.0.2.7' });
+    const plain = parsePodArgs(['--service', 'web', '--dns-server', '10.96.0.10'], { KUBE_RENUMBER_NODE_IP: '192.0.2.7' });
     assert.deepEqual(plain.kinds, ['dns', 'env', 'kubernetes', 'long']);
     assert.equal(plain.nodeAddress, undefined);
-    assert.deepEqual(parsePodArgs(['-s', 'web', '--nodeport', 'web:30080', '--dns-server', '10.96.0.10'], { KUBE_RENUMBER_NODE_IP: '192.0.2.7' }).kinds,
+    assert.deepEqual(parsePodArgs(['--service', 'web', '--nodeport', 'web:30080', '--dns-server', '10.96.0.10'], { KUBE_RENUMBER_NODE_IP: '192.0.2.7' }).kinds,
       ['dns', 'env', 'kubernetes', 'long', 'nodeport']);
     for (const [argv, env, msg] of [
       [['--nodeport', 'web', '--kinds', 'nodeport'], {}, /--nodeport web: expected \[NAMESPACE\/\]NAME:NODEPORT/],
@@ -163,7 +163,7 @@ describe('probe --deploy: the objects', () => {
       [['--nodeport', 'web:30080', '--kinds', 'nodeport'], { KUBE_RENUMBER_NODE_IP: 'x' }, /\$KUBE_RENUMBER_NODE_IP x: expected an IP address/],
       [['--nodeport', 'web:30080', '--kinds', 'nodeport', '--node-address', 'n1'], {}, /--node-address n1: expected an IP address/],
       [['--kinds', 'nodeport', '--node-address', '10.0.0.1'], {}, /no node ports to probe/],
-      [['-s', 'web', '--nodeport', 'web:30080', '--kinds', 'env', '--node-address', '10.0.0.1'], {}, /--nodeport needs the nodeport client/],
+      [['--service', 'web', '--nodeport', 'web:30080', '--kinds', 'env', '--node-address', '10.0.0.1'], {}, /--nodeport needs the nodeport client/],
     ] as const) {
       assert.throws(() => parsePodArgs([...argv], { ...env }), msg, argv.join(' '));
     }
@@ -208,11 +208,11 @@ describe('--dns-server auto: resolv.conf', () => {
     await new Promise<void>((r) => srv.listen(0, LOOPBACK, () => r()));
     try {
       const port = (srv.address() as net.AddressInfo).port;
-      const r = await run(['probe', '-s', `web:${port}`, '--kinds', 'env', '--dns-server', 'auto', '--duration', '100ms', '-o', 'json'],
+      const r = await run(['probe', '--service', `web:${port}`, '--kinds', 'env', '--dns-server', 'auto', '--duration', '100ms', '-o', 'json'],
         { WEB_SERVICE_HOST: LOOPBACK, KUBE_RENUMBER_RESOLV_CONF: join(dir, 'resolv.conf') });
       assert.equal(r.code, 0, r.err);
       assert.equal(JSON.parse(r.out).settings.dnsServer, '127.0.0.1');
-      const none = await run(['probe', '-s', 'web', '--kinds', 'dns', '--dns-server', 'auto'], { KUBE_RENUMBER_RESOLV_CONF: join(dir, 'missing') });
+      const none = await run(['probe', '--service', 'web', '--kinds', 'dns', '--dns-server', 'auto'], { KUBE_RENUMBER_RESOLV_CONF: join(dir, 'missing') });
       assert.equal(none.code, 2);
       assert.match(none.err, /^error: --dns-server auto: cannot read .*missing/);
     } finally {
@@ -221,15 +221,15 @@ describe('--dns-server auto: resolv.conf', () => {
   });
 
   it('deploy-only flags need --deploy; a bad image is refused before any request', async () => {
-    for (const argv of [['--image', 'node:22'], ['--replicas', '2'], ['--keep'], ['--report-every', '1s']]) {
-      const r = await run(['probe', '-s', 'web', '--kinds', 'env', ...argv]);
+    for (const argv of [['--image', 'node:22'], ['--replicas', '2'], ['--keep-deployment'], ['--report-every', '1s']]) {
+      const r = await run(['probe', '--service', 'web', '--kinds', 'env', ...argv]);
       assert.equal(r.code, 2);
       assert.match(r.err, /needs --deploy/);
     }
-    const bad = await run(['probe', '--deploy', '-s', 'web', '--image', 'node 24']);
+    const bad = await run(['probe', '--deploy', '--service', 'web', '--image', 'node 24']);
     assert.equal(bad.code, 2);
     assert.match(bad.err, /--image "node 24" is not an image reference/);
-    const reps = await run(['probe', '--deploy', '-s', 'web', '--replicas', '0']);
+    const reps = await run(['probe', '--deploy', '--service', 'web', '--replicas', '0']);
     assert.equal(reps.code, 2);
   });
 
@@ -239,7 +239,7 @@ describe('--dns-server auto: resolv.conf', () => {
     writeFileSync(join(dir, 'kc'), ['apiVersion: v1', 'kind: Config', 'current-context: c',
       `clusters: [{name: c, cluster: {server: "https://127.0.0.1:${closed}", insecure-skip-tls-verify: true}}]`,
       'users: [{name: u, user: {token: "secret-token-value"}}]', 'contexts: [{name: c, context: {cluster: c, user: u}}]', ''].join('\n'));
-    const r = await run(['probe', '--deploy', '--kubeconfig', join(dir, 'kc'), '-s', 'web', '--duration', '1s']);
+    const r = await run(['probe', '--deploy', '--kubeconfig', join(dir, 'kc'), '--service', 'web', '--duration', '1s']);
     assert.equal(r.code, 4, r.err);
     assert.equal(r.err.trim().split('\n').length, 1);
     assert.match(r.err, /^error: cannot reach the API server/);
@@ -364,7 +364,7 @@ describe('the in-pod program (src/probe/pod.ts, run by node)', () => {
     await new Promise<void>((r) => srv.listen(0, LOOPBACK, () => r()));
     const dns = await dnsServer();
     const port = (srv.address() as net.AddressInfo).port;
-    const child = spawn(process.execPath, [podEntry(), '-s', `web:${port}`, '--kinds', 'dns,env,long',
+    const child = spawn(process.execPath, [podEntry(), '--service', `web:${port}`, '--kinds', 'dns,env,long',
       '--dns-server', dns.address, '--interval', '10ms', '--report-every', '150ms', '--linger', '30s'],
     { env: { PATH: process.env.PATH, WEB_SERVICE_HOST: LOOPBACK }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -399,7 +399,7 @@ describe('the in-pod program (src/probe/pod.ts, run by node)', () => {
   });
 
   it('a bad flag: exit 2 with one error line', async () => {
-    const child = spawn(process.execPath, [podEntry(), '-s', 'web', '--kinds', 'ping'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [podEntry(), '--service', 'web', '--kinds', 'ping'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d) => { err += d; });
     const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
@@ -597,7 +597,7 @@ describe('probe --deploy run (fake API server)', () => {
     assert.equal(kube.objects.size, 0);
   });
 
-  it('--keep: nothing deleted, the warning says how', async () => {
+  it('--keep-deployment: nothing deleted, the warning says how', async () => {
     const kube = new FakeKube();
     kube.pods = [{ name: 'p', uid: 'u', log: line(report({ startedAt: T, durationMs: 1000, stoppedBy: 'running', results: [{ ok: [1] }] })), running: true }];
     const { opts, warnings } = baseOpts(kube, { durationMs: 100, keep: true });

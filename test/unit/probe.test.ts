@@ -513,7 +513,7 @@ describe('probe command', () => {
     const srv = await echoServer();
     const dns = await dnsServer({ [WEB_NAME]: LOOPBACK });
     try {
-      const r = await run(['probe', '-s', `web:${srv.port}`, '--dns-server', dns.address, '--kinds', 'dns,env,long',
+      const r = await run(['probe', '--service', `web:${srv.port}`, '--dns-server', dns.address, '--kinds', 'dns,env,long',
         '--duration', '500ms', '--interval', '10ms', '-o', 'json'], { WEB_SERVICE_HOST: LOOPBACK });
       assert.equal(r.code, 0, r.err);
       const j = JSON.parse(r.out);
@@ -544,13 +544,13 @@ describe('probe command', () => {
   it('table output, exit 1 when requests failed', async () => {
     const srv = await echoServer();
     await srv.stop();
-    const r = await run(['probe', '-s', `apps/web:${srv.port}`, '--kinds', 'env', '--duration', '150ms', '--timeout', '100ms'],
+    const r = await run(['probe', '--service', `apps/web:${srv.port}`, '--kinds', 'env', '--duration', '150ms', '--timeout', '100ms'],
       { WEB_SERVICE_HOST: LOOPBACK });
     assert.equal(r.code, 1);
     assert.match(r.out, /^SERVICE\s+KIND\s+REQUESTS\s+FAILURES\s+DNS-FAIL\s+LONGEST-GAP\s+P50\s+P99\s+BREAKS\s+REASONS$/m);
     assert.match(r.out, new RegExp(`^apps/web:${srv.port}\\s+env\\s+\\d+\\s+\\d+\\s+0\\s+-\\s+-\\s+-\\s+-\\s+connect-refused=\\d+$`, 'm'));
     assert.match(r.err, /request\(s\) failed/);
-    const wide = await run(['probe', '-s', `apps/web:${srv.port}`, '--kinds', 'env', '--duration', '50ms', '-o', 'wide'], { WEB_SERVICE_HOST: LOOPBACK });
+    const wide = await run(['probe', '--service', `apps/web:${srv.port}`, '--kinds', 'env', '--duration', '50ms', '-o', 'wide'], { WEB_SERVICE_HOST: LOOPBACK });
     assert.match(wide.out, /START-GAP\s+END-GAP/);
   });
 
@@ -582,7 +582,7 @@ describe('probe command', () => {
     const srv = await echoServer();
     const dns = await dnsServer({ [WEB_NAME]: LOOPBACK });
     try {
-      const r = await run(['probe', '-s', `web:${srv.port}`, '--dns-server', dns.address, '--kubernetes-address', `${LOOPBACK}:${srv.port}`,
+      const r = await run(['probe', '--service', `web:${srv.port}`, '--dns-server', dns.address, '--kubernetes-address', `${LOOPBACK}:${srv.port}`,
         '--duration', '100ms', '-o', 'json'], { WEB_SERVICE_HOST: LOOPBACK, KUBE_RENUMBER_NODE_IP: LOOPBACK });
       const j = JSON.parse(r.out);
       assert.deepEqual(j.settings.kinds, ['dns', 'env', 'kubernetes', 'long']);
@@ -598,18 +598,18 @@ describe('probe command', () => {
   writeFileSync(join(tmp, 'targets.yaml'), 'services: {}\n');
   const BAD: Array<{ argv: string[]; code: number; msg: RegExp }> = [
     { argv: ['probe', '--dns-server', '127.0.0.1'], code: 2, msg: /no Services to probe/ },
-    { argv: ['probe', '-s', 'web', '--kinds', 'dns,ping', '--dns-server', '127.0.0.1'], code: 2, msg: /"ping" is not a client kind/ },
-    { argv: ['probe', '-s', 'web', '--kinds', 'dns'], code: 2, msg: /--dns-server IP\[:PORT\] is needed by the dns client/ },
-    { argv: ['probe', '-s', 'web', '--dns-server', 'kube-dns'], code: 2, msg: /expected an IP address/ },
-    { argv: ['probe', '-s', 'web:0', '--kinds', 'env'], code: 2, msg: /port must be/ },
-    { argv: ['probe', '-s', 'web', '--kinds', 'env', '--interval', 'soon'], code: 2, msg: /not a duration/ },
-    { argv: ['probe', '-s', 'web', '--kinds', 'env', '--protocol', 'grpc'], code: 2, msg: /--protocol grpc/ },
+    { argv: ['probe', '--service', 'web', '--kinds', 'dns,ping', '--dns-server', '127.0.0.1'], code: 2, msg: /"ping" is not a client kind/ },
+    { argv: ['probe', '--service', 'web', '--kinds', 'dns'], code: 2, msg: /--dns-server IP\[:PORT\] is needed by the dns client/ },
+    { argv: ['probe', '--service', 'web', '--dns-server', 'kube-dns'], code: 2, msg: /expected an IP address/ },
+    { argv: ['probe', '--service', 'web:0', '--kinds', 'env'], code: 2, msg: /port must be/ },
+    { argv: ['probe', '--service', 'web', '--kinds', 'env', '--interval', 'soon'], code: 2, msg: /not a duration/ },
+    { argv: ['probe', '--service', 'web', '--kinds', 'env', '--protocol', 'grpc'], code: 2, msg: /--protocol grpc/ },
     { argv: ['probe', '--targets', join(tmp, 'missing.yaml'), '--kinds', 'env'], code: 3, msg: /cannot read targets file/ },
     { argv: ['probe', '--targets', join(tmp, 'targets.yaml'), '--kinds', 'env'], code: 3, msg: /"services" list/ },
     { argv: ['probe', '--nodeport', 'web', '--node-address', '127.0.0.1'], code: 2, msg: /^error: --nodeport web: expected \[NAMESPACE\/\]NAME:NODEPORT/ },
     { argv: ['probe', '--nodeport', 'web:70000', '--kinds', 'nodeport', '--node-address', '127.0.0.1'], code: 2, msg: /--nodeport web:70000: port must be/ },
     { argv: ['probe', '--kinds', 'nodeport', '--node-address', '127.0.0.1'], code: 2, msg: /no node ports to probe/ },
-    { argv: ['probe', '-s', 'web', '--kinds', 'env', '--nodeport', 'web:30080'], code: 2, msg: /--nodeport needs the nodeport client in --kinds/ },
+    { argv: ['probe', '--service', 'web', '--kinds', 'env', '--nodeport', 'web:30080'], code: 2, msg: /--nodeport needs the nodeport client in --kinds/ },
     { argv: ['probe', '--kinds', 'nodeport', '--nodeport', 'web:30080'], code: 2, msg: /--node-address IP is needed by the nodeport client/ },
     { argv: ['probe', '--kinds', 'nodeport', '--nodeport', 'web:30080', '--node-address', 'node-1'], code: 2, msg: /--node-address node-1: expected an IP address/ },
   ];

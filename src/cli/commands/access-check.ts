@@ -3,25 +3,23 @@
  * needs (plan/access.ts) is asked of the API server with a SelfSubjectAccessReview, and a missing one stops the
  * run, named with the file of deploy/ that grants it, before the Lease is taken or anything is written (exit 5).
  */
-import { deniedAccess } from '../../kube/access-review.ts';
+import { deniedAccess, whoAmI } from '../../kube/access-review.ts';
 import { connect, type KubeClient } from '../../kube/client.ts';
 import { accessNeeds, needKey, recreateGrantText, type AccessNeed } from '../../plan/access.ts';
 import type { MigrationPlan } from '../../plan/index.ts';
-import { durationFlag, str } from '../common.ts';
+import { connectOptions } from '../common.ts';
 import type { Io, Values } from '../command.ts';
 import { UserError } from '../errors.ts';
 
 /** A client for the kubeconfig and context of the command's flags. */
 export function clientFor(values: Values, io: Io): KubeClient {
-  return connect({
-    kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
-    requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env,
-  });
+  return connect(connectOptions(values, io));
 }
 
 export async function checkAccess(values: Values, io: Io, plan: MigrationPlan): Promise<void> {
   const needs = accessNeeds(plan, { readKubeletConfig: values['read-kubelet-config'] === true });
-  const denied = await deniedAccess(clientFor(values, io), needs);
+  const client = clientFor(values, io);
+  const denied = await deniedAccess(client, needs);
   if (denied === undefined) {
     io.err('warning: the API server does not answer access reviews (SelfSubjectAccessReview): permissions are not checked before the run\n');
     return;
@@ -40,5 +38,6 @@ export async function checkAccess(values: Values, io: Io, plan: MigrationPlan): 
     ...(legacy.length > 0 ? ['the plan does not list its bare pods\' namespaces (spec.podCIDR.barePodNamespaces, written by newer versions): plan again, then grant create pods where it says (kube-renumber rbac PLAN)'] : []),
     ...(recreate.length > 0 ? [recreateGrantText(recreate.map((d) => d.namespace!))] : []),
   ];
-  throw new UserError(`not allowed: ${denied.map((d) => `${needKey(d)} (${d.why})`).join('; ')}; ${how.join('; ')} (nothing was changed)`, 'forbidden');
+  const who = await whoAmI(client);
+  throw new UserError(`not allowed${who !== undefined ? ` for user "${who}"` : ''}: ${denied.map((d) => `${needKey(d)} (${d.why})`).join('; ')}; ${how.join('; ')} (nothing was changed)`, 'forbidden');
 }

@@ -21,7 +21,7 @@ import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
 import { MANAGED_LABEL } from '../../plan/plan.ts';
 import type { MigrationPlan } from '../../plan/index.ts';
 import { shellWord, withPlanPath } from '../../plan/render.ts';
-import { durationFlag, loadSnapshot, str } from '../common.ts';
+import { connectOptions, durationFlag, loadSnapshot, str } from '../common.ts';
 import { platformKindOf } from '../../cluster/types.ts';
 import { movesOf, platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
 import { platformOf } from '../../platform/registry.ts';
@@ -102,10 +102,7 @@ function checkBinding(values: Values, io: Io, plan: MigrationPlan, live: LiveIde
 
 /** Reads the live cluster's identity alone (rollback, restore): one GET of namespace kube-system. */
 async function readLiveIdentity(values: Values, io: Io): Promise<LiveIdentity> {
-  const client = connect({
-    kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'),
-    requestTimeoutMs: durationFlag(values, 'request-timeout'), env: io.env,
-  });
+  const client = connect(connectOptions(values, io));
   try {
     return { uid: await readClusterUID(client), server: client.server };
   } catch (e) {
@@ -388,7 +385,11 @@ export const verifyCommand: Command = {
   positionals: PLAN_POSITIONAL,
   summary: "check the cluster is in the plan's end state; exit 6 if anything is off",
   usage: 'kube-renumber verify PLAN.yaml [-o table|json|yaml]',
-  options: SESSION_OPTIONS,
+  // it waits for nothing and changes nothing: of the run's flags only where the backups are
+  options: { 'state-dir': SESSION_OPTIONS['state-dir'] },
+  help: `Flags:
+  --state-dir DIR          the run's state directory, whose backups the end state is checked against
+                           (default ~/.local/state/kube-renumber/<plan id>)`,
   async run({ values, positionals, io }) {
     const pre = prepare(values, positionals, io, { write: false, journal: false, backups: true });
     const { output } = pre.flags;

@@ -13,7 +13,7 @@ import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
 import { parsePodTarget } from '../../plan/pod-plan.ts';
 import { certSanProblem, isDnsSubdomain, isQualifiedName, objectRefProblem, podTargetRefusals } from '../../plan/targets.ts';
 import { NetError } from '../../net/index.ts';
-import { avoidList, durationFlag, intFlag, list, loadSnapshot, numberFlag, readsLive, str } from '../common.ts';
+import { avoidList, connectOptions, durationFlag, intFlag, list, loadSnapshot, numberFlag, readsLive, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
 import type { Command, Io, Values } from '../command.ts';
 import { parseOutput, section, table } from '../output.ts';
@@ -313,7 +313,7 @@ refused; nothing is written; 3 the fleet file is not valid.`,
 export async function readServingCertSANs(values: Values, io: Io): Promise<string[] | undefined> {
   let url: URL;
   try {
-    const kc = loadKubeConfig({ kubeconfig: str(values, 'kubeconfig'), context: str(values, 'context'), env: io.env });
+    const kc = loadKubeConfig(connectOptions(values, io));
     url = new URL(kc.getCurrentCluster()!.server);
   } catch {
     return undefined;

@@ -9,7 +9,7 @@ import {
 import { RESOLV_CONF, resolvConfNameserver } from '../../probe/resolv.ts';
 import { NODE_IP_ENV, PROBE_FLAGS } from '../../probe/pod.ts';
 import { isDnsSubdomain } from '../../plan/targets.ts';
-import { durationFlag, intFlag, list, str } from '../common.ts';
+import { CONNECTION_FLAGS, connectOptions, durationFlag, intFlag, list, str } from '../common.ts';
 import { ExitCode, UsageError, UserError } from '../errors.ts';
 import type { Command } from '../command.ts';
 import { parseOutput, renderData, section, table } from '../output.ts';
@@ -23,7 +23,7 @@ export const probeCommand: Command = {
     deploy: { type: 'boolean' },
     image: { type: 'string' },
     replicas: { type: 'string' },
-    keep: { type: 'boolean' },
+    'keep-deployment': { type: 'boolean' },
     'report-every': { type: 'string' },
     'start-timeout': { type: 'string' },
     ...PROBE_FLAGS,
@@ -31,7 +31,7 @@ export const probeCommand: Command = {
     port: { type: 'string' },
   },
   help: `Flags:
-  -s, --service [NS/]NAME[:PORT]  a Service to probe (repeatable; NS defaults to -n or "default", PORT to --port)
+  --service [NS/]NAME[:PORT]  a Service to probe (repeatable; NS defaults to -n or "default", PORT to --port)
   --targets FILE           Services from a YAML/JSON list of "[NS/]NAME[:PORT]" or {namespace, name, port}
   --dns-server IP[:PORT]|auto  the cluster DNS Service address (needed by dns and long, and by kubernetes without
                            --kubernetes-address); auto: the first nameserver of /etc/resolv.conf (in a pod: the
@@ -64,7 +64,7 @@ report. A second Ctrl-C skips the final reports but still deletes both. Permissi
   --replicas N             probe pods (default 1)
   --report-every DUR       how often each pod prints its cumulative report, and the log is read (default 5s)
   --start-timeout DUR      give up when no probe pod runs after DUR (default 2m; exit 1)
-  --keep                   leave the Deployment and ConfigMap in place (for debugging; prints how to delete them)
+  --keep-deployment        leave the Deployment and ConfigMap in place (for debugging; prints how to delete them)
 
 Client kinds: dns resolves the Service name on every request; env connects to the ClusterIP learned at start
 (NAME_SERVICE_HOST, else one DNS lookup) and never re-resolves; kubernetes completes a TLS handshake with
@@ -134,8 +134,14 @@ it refuses (RBAC). See docs/probe.md.`,
 
     const deploy = values.deploy === true;
     if (!deploy) {
-      for (const f of ['image', 'replicas', 'keep', 'report-every', 'start-timeout']) {
+      for (const f of ['image', 'replicas', 'keep-deployment', 'report-every', 'start-timeout']) {
         if (values[f] !== undefined) throw new UsageError(`--${f} needs --deploy`);
+      }
+      // -s was --service here until kubectl's meaning (--server) took it over: say so rather than ignore it
+      const cluster = CONNECTION_FLAGS.find((f) => values[f] !== undefined);
+      if (cluster) {
+        throw new UsageError(`--${cluster}${cluster === 'server' ? ' (-s)' : ''} needs --deploy: without it probe reads no cluster`
+          + `${cluster === 'server' ? ' (-s is --server, as in kubectl; a Service to probe is --service [NS/]NAME[:PORT])' : ''}`);
       }
     }
     const dnsRaw = str(values, 'dns-server');
@@ -177,12 +183,7 @@ it refuses (RBAC). See docs/probe.md.`,
       const replicas = intFlag(values, 'replicas', 1, 100) ?? 1;
       const reportEveryMs = positiveDuration(values, 'report-every') ?? 5000;
       const startTimeoutMs = positiveDuration(values, 'start-timeout') ?? 120_000;
-      const client = connect({
-        kubeconfig: str(values, 'kubeconfig'),
-        context: str(values, 'context'),
-        requestTimeoutMs: durationFlag(values, 'request-timeout'),
-        env: io.env,
-      });
+      const client = connect(connectOptions(values, io));
       const stop = new AbortController();
       const hardStop = new AbortController();
       let signals = 0;
@@ -201,7 +202,7 @@ it refuses (RBAC). See docs/probe.md.`,
       try {
         report = await runDeployedProbe({
           client, namespace: defaults.namespace, image, replicas, durationMs, stop: stop.signal, hardStop: hardStop.signal,
-          keep: values.keep === true, startTimeoutMs,
+          keep: values['keep-deployment'] === true, startTimeoutMs,
           settings: {
             services, kinds: kinds as ClientKind[], dnsServer, clusterDomain: domain, intervalMs, timeoutMs, protocol,
             httpPath: str(values, 'http-path'), connections, family, kubernetesAddress, reportEveryMs,

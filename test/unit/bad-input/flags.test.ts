@@ -20,7 +20,7 @@ const VALID: Record<string, string[]> = {
   verify: ['plan.yaml'],
   rollback: ['plan.yaml'],
   restore: ['plan.yaml'],
-  probe: ['-s', 'web', '--dns-server', '10.0.0.10', '--duration', '1s'],
+  probe: ['--service', 'web', '--dns-server', '10.0.0.10', '--duration', '1s'],
 };
 
 const cases: BadInputCase[] = [];
@@ -82,9 +82,9 @@ add('--propagation-delay 1h1m', ['apply', 'plan.yaml', '--propagation-delay', '2
 add('--node-interval -1s', ['resume', 'plan.yaml', '--node-interval=-1s'], /--node-interval -1s must not be negative/);
 add('--node-interval 1x', ['apply', 'plan.yaml', '--node-interval', '1x'], /--node-interval 1x is not a duration/);
 add('--node-interval 1h1s', ['apply', 'plan.yaml', '--node-interval', '1h0m1s'], /--node-interval 1h0m1s is too long: at most 1h/);
-add('probe --interval 1x', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--interval', '1x'], /--interval 1x is not a duration/);
-add('probe --duration 0', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--duration', '0'], /--duration must be more than 0/);
-add('probe --duration 168h1s', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--duration', '168h0m1s'], /--duration 168h0m1s is too long: at most 168h/);
+add('probe --interval 1x', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--interval', '1x'], /--interval 1x is not a duration/);
+add('probe --duration 0', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--duration', '0'], /--duration must be more than 0/);
+add('probe --duration 168h1s', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--duration', '168h0m1s'], /--duration 168h0m1s is too long: at most 168h/);
 
 // ---- kubectl habits: --flag=value, -o=FORMAT, did you mean, --no-headers, version, help, completion ----
 add('unknown flag: did you mean', ['inspect', '--kubconfig', 'x'], /^unknown flag --kubconfig for inspect \(did you mean --kubeconfig or --config\?\)$/);
@@ -156,7 +156,7 @@ add('calc: two CIDRs', ['calc', '10.0.0.0/16', '10.1.0.0/16'], /unexpected argum
 add('calc: no CIDR', ['calc'], /calc takes exactly one CIDR, got none/);
 add('calc: no CIDR, only flags', ['calc', '--node-mask', '24'], /calc takes exactly one CIDR/);
 add('probe: a Service as a positional', ['probe', 'default/web'], /did you mean --service default\/web\?/);
-add('probe: an address as a positional', ['probe', '-s', 'web', '10.0.0.1'], /unexpected argument "10\.0\.0\.1": probe takes no arguments/);
+add('probe: an address as a positional', ['probe', '--service', 'web', '10.0.0.1'], /unexpected argument "10\.0\.0\.1": probe takes no arguments/);
 add('apply: two plans', ['apply', 'a.yaml', 'b.yaml'], /unexpected argument "b\.yaml": apply takes exactly one PLAN/);
 add('status: no plan', ['status'], /status takes exactly one PLAN, got none/);
 add('verify: three plans', ['verify', 'a', 'b', 'c'], /unexpected argument "b"/);
@@ -277,23 +277,23 @@ const NUMBER_CASES: Array<[string, string[], RegExp]> = [
   ['plan --node-mask-size one for two families', ['plan', '--pod-cidr', '10.0.0.0/11,fd00:10:245::/56', '--ipam', 'node', '--node-mask-size', '24', '-f', KOPS], /--node-mask-size 24 gives 1 size\(s\), --pod-cidr .* has 2 families: give one size per family in the order of --pod-cidr, e\.g\. --node-mask-size 24,64/],
   ['plan --node-mask-size two for one family', ['plan', '--pod-cidr', '10.0.0.0/11', '--ipam', 'node', '--node-mask-size', '24,64', '-f', KOPS], /--node-mask-size 24,64 gives 2 size\(s\), --pod-cidr 10\.0\.0\.0\/11 has 1 family/],
   ['plan --node-mask-size empty part', ['plan', '--pod-cidr', '10.0.0.0/11,fd00:10:245::/56', '--ipam', 'node', '--node-mask-size', '24,', '-f', KOPS], /--node-mask-size 24, must be a whole number from 1 to 128 per family \(got ""\)/],
-  ['probe --port 0', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--port', '0'], /--port 0/],
-  ['probe --port 65536', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--port', '65536'], /--port 65536/],
-  ['probe --connections 0', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--connections', '0'], /--connections 0/],
-  ['probe --replicas 101', ['probe', '--deploy', '-s', 'web', '--replicas', '101'], /--replicas 101/],
+  ['probe --port 0', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--port', '0'], /--port 0/],
+  ['probe --port 65536', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--port', '65536'], /--port 65536/],
+  ['probe --connections 0', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--connections', '0'], /--connections 0/],
+  ['probe --replicas 101', ['probe', '--deploy', '--service', 'web', '--replicas', '101'], /--replicas 101/],
 ];
 for (const [name, args, msg] of NUMBER_CASES) add(name, args, msg);
 
 // ---- durations ----
 const DURATION_CASES: Array<[string, string[], RegExp]> = [
-  ['probe --interval 0', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--interval', '0'], /--interval must be more than 0/],
-  ['probe --interval word', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--interval', 'often'], /--interval often is not a duration/],
-  ['probe --timeout 25h', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--timeout', '25h'], /--timeout 25h is too long: at most 24h/],
-  ['probe --duration 200h', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--duration', '200h'], /--duration 200h is too long: at most 168h/],
-  ['probe --duration overflow', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--duration', '9'.repeat(400)], /too long/],
-  ['probe --report-every without --deploy', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--report-every', '1s'], /--report-every needs --deploy/],
-  ['probe --start-timeout word', ['probe', '--deploy', '-s', 'web', '--start-timeout', 'later'], /--start-timeout later is not a duration/],
-  ['probe --start-timeout 48h', ['probe', '--deploy', '-s', 'web', '--start-timeout', '48h'], /at most 24h/],
+  ['probe --interval 0', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--interval', '0'], /--interval must be more than 0/],
+  ['probe --interval word', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--interval', 'often'], /--interval often is not a duration/],
+  ['probe --timeout 25h', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--timeout', '25h'], /--timeout 25h is too long: at most 24h/],
+  ['probe --duration 200h', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--duration', '200h'], /--duration 200h is too long: at most 168h/],
+  ['probe --duration overflow', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--duration', '9'.repeat(400)], /too long/],
+  ['probe --report-every without --deploy', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--report-every', '1s'], /--report-every needs --deploy/],
+  ['probe --start-timeout word', ['probe', '--deploy', '--service', 'web', '--start-timeout', 'later'], /--start-timeout later is not a duration/],
+  ['probe --start-timeout 48h', ['probe', '--deploy', '--service', 'web', '--start-timeout', '48h'], /at most 24h/],
 ];
 for (const [name, args, msg] of DURATION_CASES) add(name, args, msg);
 
@@ -318,25 +318,25 @@ const NAME_CASES: Array<[string, string[], RegExp]> = [
   ['--keep dotted Service name', ['plan', '--service-cidr', '10.200.0.0/16', '--keep', 'prod/web.v2', '-f', KOPS], /name "web\.v2" is not a valid Service name/],
   ['--critical without a name', ['plan', '--pod-cidr', '10.0.0.0/11', '--critical', 'kube-system', '-f', KOPS], /--critical kube-system: must be namespace\/name/],
   ['--critical bad name', ['plan', '--pod-cidr', '10.0.0.0/11', '--critical', 'kube-system/Core_DNS', '-f', KOPS], /--critical kube-system\/Core_DNS: name "Core_DNS"/],
-  ['probe --cluster-domain double dot', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--cluster-domain', 'cluster..local'], /--cluster-domain cluster\.\.local is not a domain name/],
-  ['probe --cluster-domain leading dash', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--cluster-domain=-x.local'], /--cluster-domain -x\.local/],
-  ['probe --http-path without a slash', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--protocol', 'http', '--http-path', 'healthz'], /--http-path "healthz" must start with "\/"/],
-  ['probe --http-path with a space', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--protocol', 'http', '--http-path', '/a b'], /--http-path "\/a b"/],
-  ['probe --http-path with a newline', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--protocol', 'http', '--http-path', '/a\r\nHost: x'], /--http-path/],
-  ['probe --http-path with echo', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--http-path', '/healthz'], /--http-path needs --protocol http/],
-  ['probe --image with a space', ['probe', '--deploy', '-s', 'web', '--image', 'node 24'], /--image "node 24" is not an image reference/],
-  ['probe --image upper-case path', ['probe', '--deploy', '-s', 'web', '--image', 'library/Node:24'], /--image "library\/Node:24"/],
-  ['probe --image bad tag', ['probe', '--deploy', '-s', 'web', '--image', 'node:-24'], /--image "node:-24"/],
-  ['probe --image without --deploy', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--image', 'node:24'], /--image needs --deploy/],
-  ['probe bad Service name', ['probe', '-s', 'Web_1', '--dns-server', '10.0.0.10'], /Service name "Web_1"/],
-  ['probe bad Service port', ['probe', '-s', 'web:0', '--dns-server', '10.0.0.10'], /port must be a whole number from 1 to 65535/],
-  ['probe --dns-server a name', ['probe', '-s', 'web', '--dns-server', 'kube-dns'], /--dns-server kube-dns: expected an IP address/],
-  ['probe --kinds unknown', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--kinds', 'dns,ping'], /"ping" is not a client kind/],
-  ['probe --kinds empty list', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--kinds', ','], /--kinds is empty/],
-  ['probe --protocol ftp', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--protocol', 'ftp'], /--protocol ftp/],
-  ['probe --family 5', ['probe', '-s', 'web', '--dns-server', '10.0.0.10', '--family', '5'], /--family 5 must be 4, 6 or any/],
+  ['probe --cluster-domain double dot', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--cluster-domain', 'cluster..local'], /--cluster-domain cluster\.\.local is not a domain name/],
+  ['probe --cluster-domain leading dash', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--cluster-domain=-x.local'], /--cluster-domain -x\.local/],
+  ['probe --http-path without a slash', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--protocol', 'http', '--http-path', 'healthz'], /--http-path "healthz" must start with "\/"/],
+  ['probe --http-path with a space', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--protocol', 'http', '--http-path', '/a b'], /--http-path "\/a b"/],
+  ['probe --http-path with a newline', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--protocol', 'http', '--http-path', '/a\r\nHost: x'], /--http-path/],
+  ['probe --http-path with echo', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--http-path', '/healthz'], /--http-path needs --protocol http/],
+  ['probe --image with a space', ['probe', '--deploy', '--service', 'web', '--image', 'node 24'], /--image "node 24" is not an image reference/],
+  ['probe --image upper-case path', ['probe', '--deploy', '--service', 'web', '--image', 'library/Node:24'], /--image "library\/Node:24"/],
+  ['probe --image bad tag', ['probe', '--deploy', '--service', 'web', '--image', 'node:-24'], /--image "node:-24"/],
+  ['probe --image without --deploy', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--image', 'node:24'], /--image needs --deploy/],
+  ['probe bad Service name', ['probe', '--service', 'Web_1', '--dns-server', '10.0.0.10'], /Service name "Web_1"/],
+  ['probe bad Service port', ['probe', '--service', 'web:0', '--dns-server', '10.0.0.10'], /port must be a whole number from 1 to 65535/],
+  ['probe --dns-server a name', ['probe', '--service', 'web', '--dns-server', 'kube-dns'], /--dns-server kube-dns: expected an IP address/],
+  ['probe --kinds unknown', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--kinds', 'dns,ping'], /"ping" is not a client kind/],
+  ['probe --kinds empty list', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--kinds', ','], /--kinds is empty/],
+  ['probe --protocol ftp', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--protocol', 'ftp'], /--protocol ftp/],
+  ['probe --family 5', ['probe', '--service', 'web', '--dns-server', '10.0.0.10', '--family', '5'], /--family 5 must be 4, 6 or any/],
   ['probe without Services', ['probe', '--dns-server', '10.0.0.10'], /no Services to probe/],
-  ['probe without --dns-server', ['probe', '-s', 'web'], /--dns-server IP\[:PORT\] is needed/],
+  ['probe without --dns-server', ['probe', '--service', 'web'], /--dns-server IP\[:PORT\] is needed/],
 ];
 for (const [name, args, msg] of NAME_CASES) add(name, args, msg);
 
