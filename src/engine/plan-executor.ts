@@ -8,6 +8,7 @@ import type { BackupStore } from './backup.ts';
 import { PodExecutor, type PodExecOptions } from './pod-steps.ts';
 import type { Step } from './runner.ts';
 import { ServiceExecutor, type ServiceExecOptions } from './service-steps.ts';
+import { referencesGateStep } from './references-gate.ts';
 
 export type PlanExecOptions = ServiceExecOptions & Omit<PodExecOptions, 'acknowledgedGates' | 'timeoutMs'>;
 
@@ -15,8 +16,10 @@ export class PlanExecutor {
   readonly plan: MigrationPlan;
   readonly service?: ServiceExecutor;
   readonly pod?: PodExecutor;
+  private readonly acknowledged: readonly string[];
   constructor(plan: MigrationPlan, opts: PlanExecOptions) {
     this.plan = plan;
+    this.acknowledged = opts.acknowledgedGates ?? [];
     if (plan.spec.serviceCIDR) this.service = new ServiceExecutor(plan, opts);
     if (plan.spec.podCIDR) this.pod = new PodExecutor(plan, opts);
   }
@@ -26,7 +29,10 @@ export class PlanExecutor {
 
   steps(): Step[] {
     const pod = this.pod;
-    const other = (p: MigrationPlan['steps'][number]) => (pod?.handles(p) ? pod.step(p) : undefined);
+    // the gates of both migrations (the references gate), then the Pod CIDR steps
+    const other = (p: MigrationPlan['steps'][number]) => (p.kind === 'gate' && p.gate.condition === 'references'
+      ? referencesGateStep(this.plan, p, this.acknowledged)
+      : pod?.handles(p) ? pod.step(p) : undefined);
     if (this.service) return this.service.steps(other);
     return this.plan.steps.map((p) => {
       // a Pod plan's confirmations (the Service executor builds those of a plan with both)
