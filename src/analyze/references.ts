@@ -446,7 +446,7 @@ function scanAddress(ctx: Ctx, src: ReferenceSource): void {
         continue;
       }
       const what = svc ? `the ClusterIP of Service ${svc.namespace}/${svc.name}` : `an address in the old Service range ${formatCidr(m.from)} that no Service holds now`;
-      const note = `${x.entry.text} is ${what}: after the move nothing answers at it. `
+      const note = `${x.entry.text} is ${what}: after the move nothing answers at it. ${src.why ? `${src.why}. ` : ''}`
         + (to ? `Change it to ${to}${mapped ? ' (the plan\'s mapping)' : ''} once the Service has moved (during the move both answer).` : 'Review by hand.');
       ctx.out.push(ref(src, m, svc || src.strict ? 'error' : 'warning', x.entry.text, note, proposed));
     }

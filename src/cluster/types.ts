@@ -200,6 +200,8 @@ export interface ReferenceSource {
   strict?: boolean;
   /** The whole text the values came from, when the proposal rewrites it (a webhook URL). */
   whole?: string;
+  /** Why a value there breaks, when the source knows better than its use says (a Helm release pinning it). */
+  why?: string;
   /** For an ipBlock.except list: the ipBlock's cidr (every except entry must lie inside it). */
   within?: string;
 }

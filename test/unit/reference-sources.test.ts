@@ -7,6 +7,7 @@ import type { KubeObject } from '../../src/cluster/types.ts';
 import { scanReferences, type RangeMove, type Reference } from '../../src/analyze/references.ts';
 import { REFERENCE_SOURCES, referenceLists } from '../../src/cluster/references/registry.ts';
 import { slimPod } from '../../src/kube/discover.ts';
+import { gzipSync } from 'node:zlib';
 
 const POD: RangeMove = { role: 'pod', from: '10.244.0.0/16', to: '10.200.0.0/16' };
 const SVC: RangeMove = { role: 'service', from: '10.96.0.0/16', to: '10.100.0.0/16' };
@@ -125,6 +126,32 @@ describe('reference sources', () => {
       ],
     }]);
     assert.deepEqual(lines(refs), ['error service ValidatingWebhookConfiguration policy webhooks[0].clientConfig.url (a.example.com): 10.96.5.5 → https://10.100.5.5:8443/validate']);
+  });
+
+  test('Helm: a deployed release whose manifest or values pin a clusterIP in the old range; the data is not printed', () => {
+    // as helm's secrets driver stores it: data.release = base64(base64(gzip(JSON of the release)))
+    const secret = (status: string, release: Record<string, unknown>, gzip = true): KubeObject => {
+      const json = Buffer.from(JSON.stringify(release));
+      const stored = (gzip ? gzipSync(json) : json).toString('base64');
+      return {
+        apiVersion: 'v1', kind: 'Secret', type: 'helm.sh/release.v1',
+        metadata: { name: `sh.helm.release.v1.web.v${status === 'deployed' ? 2 : 1}`, namespace: 'app', labels: { owner: 'helm', name: 'web', status } },
+        data: { release: Buffer.from(stored).toString('base64') },
+      };
+    };
+    const release = {
+      name: 'web', config: { service: { clusterIP: '10.96.7.7', type: 'ClusterIP' }, password: 'hunter2' },
+      manifest: '---\n# Source: web/templates/svc.yaml\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  clusterIP: 10.96.7.7\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: headless\nspec:\n  clusterIP: None\n',
+    };
+    const refs = scan([secret('deployed', release), secret('superseded', release, false)], [SVC], new Map([['10.96.7.7', '10.100.9.9']]));
+    assert.deepEqual(lines(refs), [
+      'error service Secret app/sh.helm.release.v1.web.v2 release web: manifest Service web spec.clusterIP: 10.96.7.7 → 10.100.9.9',
+      'error service Secret app/sh.helm.release.v1.web.v2 release web: values service.clusterIP: 10.96.7.7 → 10.100.9.9',
+    ]);
+    assert.match(refs[0]!.note, /next helm upgrade renders it again/);
+    assert.equal(JSON.stringify(refs).includes('hunter2'), false);
+    // a release stored before compression (no gzip header) is read as well
+    assert.equal(scan([secret('deployed', release, false)], [SVC]).length, 2);
   });
 
   test('the registry: every source reads, and the live lists name each resource once', () => {
