@@ -437,6 +437,7 @@ function scanAddress(ctx: Ctx, src: ReferenceSource): void {
       }
       const svc = m.move.role === 'service' ? serviceWithClusterIP(ctx.snap, x.entry.text) : undefined;
       const mapped = ctx.clusterIPs.get(x.entry.text);
+      if (src.onlyMoved && !mapped) continue;
       const to = m.move.role === 'service' ? (mapped ?? img) : undefined;
       const proposed = to === undefined ? undefined : src.whole !== undefined ? src.whole.replace(x.entry.text, to) : to;
       if (m.move.role === 'pod') {

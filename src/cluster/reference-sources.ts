@@ -52,10 +52,14 @@ function isCalico(av: string): boolean {
  */
 export class ReferenceCollector {
   private readonly list: ReferenceSource[] = [];
+  /** The records of each source of ./references/, in the registry's order. */
+  private readonly bySource: ReferenceSource[][] = Object.values(REFERENCE_SOURCES).map(() => []);
   private readonly calico = new Map<string, { v3: boolean; sources: ReferenceSource[] }>();
 
   add(o: KubeObject): void {
-    this.list.push(...withoutRepeats(Object.values(REFERENCE_SOURCES).flatMap((s) => s.read(o))));
+    const own = Object.values(REFERENCE_SOURCES).flatMap((s, i) => s.read(o).map((r) => ({ i, r })));
+    const kept = withoutRepeats(own.map((x) => x.r));
+    own.forEach(({ i }, k) => { if (kept[k]) this.bySource[i]!.push(kept[k]); });
     const av = typeof o.apiVersion === 'string' ? o.apiVersion : '';
     switch (o.kind) {
       case 'NetworkPolicy':
@@ -87,21 +91,24 @@ export class ReferenceCollector {
   }
 
   sources(): ReferenceSource[] {
-    return [...this.list, ...[...this.calico.values()].flatMap((c) => c.sources)];
+    const modules = Object.values(REFERENCE_SOURCES);
+    const own = this.bySource.flatMap((records, i) => modules[i]!.resolve?.(records) ?? records);
+    return [...this.list, ...[...this.calico.values()].flatMap((c) => c.sources), ...own];
   }
 }
 
 /**
- * One object's sources, a value of a free-text field left out where a structured source of the same field already
- * holds it (a ConfigMap key's text and the Istio or Linkerd setting read from it).
+ * One object's sources, each in its place: a value of a free-text field left out where a structured source of the
+ * same field already holds it (a ConfigMap key's text and the Istio or Linkerd setting read from it); undefined
+ * where nothing is left.
  */
-function withoutRepeats(sources: ReferenceSource[]): ReferenceSource[] {
-  return sources.flatMap((s) => {
-    if (s.format !== 'text') return [s];
+function withoutRepeats(sources: ReferenceSource[]): Array<ReferenceSource | undefined> {
+  return sources.map((s) => {
+    if (s.format !== 'text') return s;
     const held = sources.filter((o) => o !== s && o.format !== 'text' && o.field.startsWith(s.field))
       .flatMap((o) => (o.format === 'csv' ? o.values.flatMap(splitAddressList) : o.values));
     const values = s.values.filter((v) => !held.includes(v));
-    return values.length === 0 ? [] : [{ ...s, values }];
+    return values.length === s.values.length ? s : values.length === 0 ? undefined : { ...s, values };
   });
 }
 

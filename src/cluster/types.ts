@@ -202,6 +202,10 @@ export interface ReferenceSource {
   whole?: string;
   /** Why a value there breaks, when the source knows better than its use says (a Helm release pinning it). */
   why?: string;
+  /** Reported only for an address the plan's mapping moves (a GitOps-managed Service). */
+  onlyMoved?: boolean;
+  /** The Argo CD Application said to track it, until the GitOps source settles it (src/cluster/references/gitops.ts). */
+  gitopsApp?: string;
   /** For an ipBlock.except list: the ipBlock's cidr (every except entry must lie inside it). */
   within?: string;
 }

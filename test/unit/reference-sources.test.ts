@@ -154,6 +154,31 @@ describe('reference sources', () => {
     assert.equal(scan([secret('deployed', release, false)], [SVC]).length, 2);
   });
 
+  test('GitOps: a moved Service that Flux applies, or an Argo CD Application syncs with selfHeal, names what to suspend', () => {
+    const svc = (name: string, ip: string, meta: { labels?: Record<string, string>; annotations?: Record<string, string> }): KubeObject => ({
+      apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: 'app', ...meta }, spec: { type: 'ClusterIP', clusterIP: ip, clusterIPs: [ip], ports: [{ port: 80 }] },
+    });
+    const app = (name: string, selfHeal: boolean): KubeObject => ({
+      apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name, namespace: 'argocd' },
+      spec: { syncPolicy: { automated: { prune: true, selfHeal } } },
+    });
+    const objects = [
+      svc('flux', '10.96.1.1', { labels: { 'kustomize.toolkit.fluxcd.io/name': 'apps', 'kustomize.toolkit.fluxcd.io/namespace': 'flux-system' } }),
+      svc('argo', '10.96.1.2', { annotations: { 'argocd.argoproj.io/tracking-id': 'shop:/Service:app/argo' } }),
+      svc('argo-manual', '10.96.1.3', { labels: { 'app.kubernetes.io/instance': 'manual' } }),
+      svc('kept', '10.96.1.4', { labels: { 'helm.toolkit.fluxcd.io/name': 'kept', 'helm.toolkit.fluxcd.io/namespace': 'flux-system' } }),
+      app('shop', true), app('manual', false),
+    ];
+    const moved = new Map([['10.96.1.1', '10.100.1.1'], ['10.96.1.2', '10.100.1.2'], ['10.96.1.3', '10.100.1.3']]);
+    const refs = scan(objects, [SVC], moved);
+    assert.deepEqual(lines(refs), [
+      'error service Service app/flux spec.clusterIPs: 10.96.1.1 → 10.100.1.1',
+      'error service Service app/argo spec.clusterIPs: 10.96.1.2 → 10.100.1.2',
+    ]);
+    assert.match(refs[0]!.note, /Flux Kustomization flux-system\/apps .*flux suspend kustomization apps -n flux-system\) before step move-services/);
+    assert.match(refs[1]!.note, /Argo CD Application argocd\/shop syncs this Service with selfHeal/);
+  });
+
   test('the registry: every source reads, and the live lists name each resource once', () => {
     assert.ok(Object.values(REFERENCE_SOURCES).every((s) => typeof s.read === 'function'));
     const keys = referenceLists().map((l) => `${l.group}/${l.plural}`);

@@ -7,6 +7,7 @@
 import { calicoBgp } from './calico-bgp.ts';
 import { configMaps } from './config-maps.ts';
 import { endpointSlices } from './endpoint-slices.ts';
+import { gitops } from './gitops.ts';
 import { helmReleases } from './helm.ts';
 import { hostAliases } from './host-aliases.ts';
 import { istio } from './istio.ts';
@@ -15,7 +16,7 @@ import type { ReferenceList, ReferenceSourceModule } from './types.ts';
 import { webhooks } from './webhooks.ts';
 import { workloads } from './workloads.ts';
 
-export type ReferenceSourceId = 'calico-bgp' | 'istio' | 'linkerd' | 'workloads' | 'config-maps' | 'host-aliases' | 'endpoint-slices' | 'webhooks' | 'helm-releases';
+export type ReferenceSourceId = 'calico-bgp' | 'istio' | 'linkerd' | 'workloads' | 'config-maps' | 'host-aliases' | 'endpoint-slices' | 'webhooks' | 'helm-releases' | 'gitops';
 
 export const REFERENCE_SOURCES: { readonly [I in ReferenceSourceId]: ReferenceSourceModule } = {
   'calico-bgp': calicoBgp,
@@ -27,6 +28,7 @@ export const REFERENCE_SOURCES: { readonly [I in ReferenceSourceId]: ReferenceSo
   'endpoint-slices': endpointSlices,
   webhooks,
   'helm-releases': helmReleases,
+  gitops,
 };
 
 /** What the live read lists for the sources, each resource once. */

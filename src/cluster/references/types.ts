@@ -20,6 +20,8 @@ export interface ReferenceSourceModule {
   readonly lists: readonly ReferenceList[];
   /** The places in `o` that name addresses, for this source (none when `o` is not what it reads). */
   read(o: KubeObject): ReferenceSource[];
+  /** Once every object was read: this source's records, settled against each other (GitOps: Services and Applications). */
+  resolve?(sources: ReferenceSource[]): ReferenceSource[];
 }
 
 /** kind, apiVersion, namespace and name of a ReferenceSource, from its object. */
