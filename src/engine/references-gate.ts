@@ -8,7 +8,7 @@ import { scanReferences } from '../analyze/references.ts';
 import { buildSnapshot } from '../cluster/build.ts';
 import { readLiveInventory } from '../kube/discover.ts';
 import type { GateStep, MigrationPlan } from '../plan/plan.ts';
-import { mappedClusterIPs, planMoves, referenceLine } from '../plan/references-gate.ts';
+import { gateErrors, mappedClusterIPs, planMoves, referenceLine } from '../plan/references-gate.ts';
 import type { Step } from './runner.ts';
 
 export function referencesGateStep(plan: MigrationPlan, p: GateStep, acknowledged: readonly string[]): Step {
@@ -21,7 +21,7 @@ export function referencesGateStep(plan: MigrationPlan, p: GateStep, acknowledge
       }
       if (ctx.journal.entries().some((e) => e.event === 'step-skip' && e.step === p.id)) return true;
       const snap = buildSnapshot(await readLiveInventory(ctx.client));
-      const errors = scanReferences(snap, planMoves(plan.spec), { clusterIPs: mappedClusterIPs(plan.mapping) }).filter((r) => r.severity === 'error');
+      const errors = gateErrors(scanReferences(snap, planMoves(plan.spec), { clusterIPs: mappedClusterIPs(plan.mapping) }), plan.spec);
       for (const r of errors) ctx.log(`${referenceLine(r)} still names the old ${r.role === 'service' ? 'Service' : 'pod'} range`);
       return errors.length === 0;
     },

@@ -820,7 +820,7 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
       const refs = moves.length > 0 ? scanReferences(snap, moves, { clusterIPs: mappedClusterIPs(p.mapping) }) : [];
       if (refs.length > 0) p.references = refs;
       // before the first change: the run stops until the errors are gone or accepted
-      const gate = p.steps.length > 0 ? referencesGate(refs) : undefined;
+      const gate = p.steps.length > 0 ? referencesGate(refs, p.spec) : undefined;
       if (gate) p.steps.unshift(gate);
     } catch { /* a move that is not two CIDRs of one family: nothing to scan */ }
     return p;

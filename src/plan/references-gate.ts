@@ -40,9 +40,20 @@ export function referenceLine(r: Reference): string {
   return `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name} ${r.field}: ${r.value}${r.proposed ? ` → ${r.proposed}` : ''}`;
 }
 
-/** The gate before the first change, when the scan found errors; undefined when it found none. */
-export function referencesGate(refs: readonly Reference[]): PlanStep | undefined {
-  const errors = refs.filter((r) => r.severity === 'error');
+/**
+ * The errors the gate holds for: every error-severity reference but those the plan's own steps handle. kube-proxy's
+ * clusterCIDR in a plan that moves the Pod CIDR is one (pre-flight check pod-kube-proxy says what to set, and the
+ * pod path's gate waits for it: pod-cidr-config, kcm-cluster-cidr).
+ */
+export function gateErrors(refs: readonly Reference[], spec: { podCIDR?: unknown }): Reference[] {
+  const handled = (r: Reference) => spec.podCIDR !== undefined && r.role === 'pod' && r.kind === 'ConfigMap' && r.namespace === 'kube-system'
+    && r.name === 'kube-proxy' && r.field.endsWith('.clusterCIDR');
+  return refs.filter((r) => r.severity === 'error' && !handled(r));
+}
+
+/** The gate before the first change, when the scan found errors the plan does not handle; undefined otherwise. */
+export function referencesGate(refs: readonly Reference[], spec: { podCIDR?: unknown }): PlanStep | undefined {
+  const errors = gateErrors(refs, spec);
   if (errors.length === 0) return undefined;
   return {
     id: REFERENCES_GATE, kind: 'gate',
@@ -53,8 +64,8 @@ export function referencesGate(refs: readonly Reference[]): PlanStep | undefined
       reason: 'configuration outside the tool names the old ranges; moving first would break what it configures',
       instructions: [
         ...errors.map((r) => `${referenceLine(r)} (${r.role})`),
-        'change each as proposed (the plan\'s references section says why; a GitOps-managed object is changed in git),',
-        `or accept the list as it is with --ack-gate ${REFERENCES_GATE}`,
+        'change each as proposed (the plan\'s references section says why; a GitOps-managed object is changed in git)',
+        `or accept the list as it is: resume with --ack-gate ${REFERENCES_GATE}`,
       ],
       check: 'a new scan of the cluster finds no error-severity reference (or --ack-gate references)',
     },

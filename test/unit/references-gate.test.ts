@@ -9,6 +9,8 @@ import { buildMigrationPlan } from '../../src/plan/plan.ts';
 import { planFromYaml, planToYaml } from '../../src/plan/render.ts';
 import { renderPlanTable } from '../../src/cli/commands/plan.ts';
 import { PlanExecutor } from '../../src/engine/plan-executor.ts';
+import { gateErrors } from '../../src/plan/references-gate.ts';
+import type { Reference } from '../../src/analyze/references.ts';
 import type { StepContext } from '../../src/engine/runner.ts';
 import { KubeApiError, type KubeClient } from '../../src/kube/client.ts';
 
@@ -70,6 +72,13 @@ describe('references gate', () => {
     const text = renderPlanTable(held, false);
     assert.match(text, /REFERENCES: 1 error\(s\)/);
     assert.match(text, /ValidatingWebhookConfiguration policy/);
+  });
+
+  test('kube-proxy clusterCIDR in a Pod CIDR plan is the plan\'s own (pod-kube-proxy, pod-cidr-config): no gate for it', () => {
+    const kp: Reference = { kind: 'ConfigMap', namespace: 'kube-system', name: 'kube-proxy', field: 'data["config.conf"].clusterCIDR', value: '10.244.0.0/16', role: 'pod', severity: 'error', note: '' };
+    const np: Reference = { ...kp, kind: 'NetworkPolicy', namespace: 'app', name: 'np', field: 'spec.ingress[0].from[0].ipBlock.cidr' };
+    assert.deepEqual(gateErrors([kp, np], { podCIDR: {} }), [np]);
+    assert.deepEqual(gateErrors([kp, np], {}), [kp, np]);
   });
 
   test('the check scans the cluster again: it holds once the error is gone, or by --ack-gate', async () => {
