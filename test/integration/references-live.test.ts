@@ -123,17 +123,24 @@ describe('references scan against the real apiserver', () => {
     // the objects of the tests above name the old ranges too: away with them, this test has its own
     const del = await tb.kubectl(['delete', '--ignore-not-found', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects().filter((o: any) => o.kind !== 'Namespace') }) });
     assert.equal(del.code, 0, del.stderr);
-    const crd = {
-      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'applications.argoproj.io' },
-      spec: { group: 'argoproj.io', scope: 'Namespaced', names: { kind: 'Application', plural: 'applications', singular: 'application', listKind: 'ApplicationList' },
-        versions: [{ name: 'v1alpha1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
-    };
-    let r = await tb.kubectl(['apply', '-f', '-'], { input: JSON.stringify(crd) });
+    // the testbed has neither Argo CD's nor Calico's BGP CRD: each as its project names it, schema left open
+    const crd = (group: string, version: string, kind: string, plural: string, scope: string) => ({
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: `${plural}.${group}` },
+      spec: { group, scope, names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
+        versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
+    });
+    let r = await tb.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [
+      crd('argoproj.io', 'v1alpha1', 'Application', 'applications', 'Namespaced'),
+      crd('crd.projectcalico.org', 'v1', 'BGPConfiguration', 'bgpconfigurations', 'Cluster'),
+    ] }) });
     assert.equal(r.code, 0, r.stderr);
-    await tb.kubectl(['wait', '--for=condition=Established', 'crd/applications.argoproj.io', '--timeout=60s']);
+    for (const name of ['applications.argoproj.io', 'bgpconfigurations.crd.projectcalico.org']) {
+      assert.equal((await tb.kubectl(['wait', '--for=condition=Established', `crd/${name}`, '--timeout=60s'])).code, 0);
+    }
     const web = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: NS, annotations: { 'argocd.argoproj.io/tracking-id': 'shop:/Service:refs/web' } },
       spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } };
     r = await tb.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
       web,
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'argocd' } },
       { apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'shop', namespace: 'argocd' }, spec: { syncPolicy: { automated: { selfHeal: true } } } },
@@ -151,10 +158,10 @@ describe('references scan against the real apiserver', () => {
     const dir = mkdtempSync(join(tmpdir(), 'kr-refs-gate-'));
     const planPath = join(dir, 'plan.yaml');
     const common = ['--kubeconfig', tb.kubeconfigPath, '--state-dir', join(dir, 'state'), '--timeout', '120s', '--propagation-delay', '0s'];
-    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', '10.100.0.0/16', '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '-o', 'yaml']);
+    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', '10.100.0.0/16', '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '--cluster-dns', 'none', '-o', 'yaml']);
     assert.ok(p.code === 0 || p.code === 1, p.err);
     writeFileSync(planPath, p.out);
-    const table = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', '10.100.0.0/16', '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1']);
+    const table = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', '10.100.0.0/16', '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '--cluster-dns', 'none']);
     assert.match(table.out, /REFERENCES: 3 error\(s\)/);
 
     let a = await run(['apply', planPath, '--yes', ...common]);
