@@ -3,7 +3,7 @@
  * PodExecutor, in the plan's order, through the same runner, journal, backups and locks.
  */
 import type { KubeClient } from '../kube/client.ts';
-import type { MigrationPlan } from '../plan/plan.ts';
+import type { ControlGateCondition, GateStep, MigrationPlan } from '../plan/plan.ts';
 import type { BackupStore } from './backup.ts';
 import { PodExecutor, type PodExecOptions } from './pod-steps.ts';
 import type { Step } from './runner.ts';
@@ -17,6 +17,10 @@ export class PlanExecutor {
   readonly service?: ServiceExecutor;
   readonly pod?: PodExecutor;
   private readonly acknowledged: readonly string[];
+  /** One check per gate condition of both migrations (family control in GATE_CONDITION_INFO, src/plan/steps.ts). */
+  static readonly gates: { readonly [C in ControlGateCondition]: (plan: MigrationPlan, p: GateStep, acknowledged: readonly string[]) => Step } = {
+    references: referencesGateStep,
+  };
   constructor(plan: MigrationPlan, opts: PlanExecOptions) {
     this.plan = plan;
     this.acknowledged = opts.acknowledgedGates ?? [];
@@ -30,9 +34,12 @@ export class PlanExecutor {
   steps(): Step[] {
     const pod = this.pod;
     // the gates of both migrations (the references gate), then the Pod CIDR steps
-    const other = (p: MigrationPlan['steps'][number]) => (p.kind === 'gate' && p.gate.condition === 'references'
-      ? referencesGateStep(this.plan, p, this.acknowledged)
-      : pod?.handles(p) ? pod.step(p) : undefined);
+    const gates = PlanExecutor.gates as Partial<Record<string, (plan: MigrationPlan, p: GateStep, acknowledged: readonly string[]) => Step>>;
+    const other = (p: MigrationPlan['steps'][number]) => {
+      const control = p.kind === 'gate' ? gates[p.gate.condition] : undefined;
+      if (control && p.kind === 'gate') return control(this.plan, p, this.acknowledged);
+      return pod?.handles(p) ? pod.step(p) : undefined;
+    };
     if (this.service) return this.service.steps(other);
     return this.plan.steps.map((p) => {
       // a Pod plan's confirmations (the Service executor builds those of a plan with both)

@@ -85,7 +85,7 @@ export type RestartMode = 'tool' | 'manual';
 export {
   GATE_CONDITION_INFO, GATE_CONDITIONS, markSupersessions, POD_GATE_CONDITIONS, POD_STEP_KINDS, SERVICE_GATE_CONDITIONS, SERVICE_STEP_KINDS,
   STEP_KIND_NAMES, STEP_KINDS, stepKindPath,
-  type ActionKind, type GateConditionInfo, type PathGateCondition, type PathStepKind, type ServiceActionKind, type ServiceGateCondition,
+  type ActionKind, type ControlGateCondition, type GateConditionInfo, type PathGateCondition, type PathStepKind, type ServiceActionKind, type ServiceGateCondition,
   type SharedPodStepKind, type StepFamily, type StepKindInfo, type ActionStep, type ConfirmStep, type Gate, type GateCondition, type GateStep, type Pause, type PlanStep,
   type ServiceCIDRSpec, type StepItem, type StepKind,
 } from './steps.ts';

@@ -114,6 +114,8 @@ export type PathStepKind<P extends PodPathId> = KindsWhere<{ path: P }>;
 export type SharedPodStepKind = Exclude<KindsWhere<{ family: 'pod' }>, KindsWhere<{ path: PodPathId }>>;
 /** The gate conditions the Service executor checks. */
 export type ServiceGateCondition = ConditionsWhere<{ family: 'service' }>;
+/** The gate conditions the plan executor checks, whichever migrations the plan holds. */
+export type ControlGateCondition = ConditionsWhere<{ family: 'control' }>;
 /** The gate conditions one pod path checks. */
 export type PathGateCondition<P extends PodPathId> = ConditionsWhere<{ path: P }>;
 
