@@ -2,7 +2,9 @@
  * The references scan: what still names an old range and would break once the range moves, with a proposed
  * change for each. Sources: NetworkPolicy ipBlocks, Calico (Global)NetworkPolicy nets/notNets and network
  * sets, Service loadBalancerSourceRanges, Ingress and Service allow-list annotations, kube-proxy's
- * clusterCIDR, ip-masq-agent's nonMasqueradeCIDRs, CoreDNS Corefiles and any other kube-system ConfigMap text.
+ * clusterCIDR, ip-masq-agent's nonMasqueradeCIDRs, CoreDNS Corefiles and any other kube-system ConfigMap text,
+ * and the sources of src/cluster/references/ (Calico BGP, Istio and Linkerd capture ranges, container command/args/env,
+ * other ConfigMaps, hostAliases, EndpointSlices not managed by their controller, webhook URLs; docs/references.md).
  * Pure: a function of the Snapshot and the moves.
  *
  * A value is a reference when it overlaps a move's `from`. Where the old addresses go (the "image") is `to`
@@ -239,6 +241,8 @@ interface Ctx {
   out: Reference[];
   /** Every ReferenceSource, for coverage by sibling peers of the same policy rule. */
   all: ReferenceSource[];
+  /** Old ClusterIP → new, from the plan's mapping. */
+  clusterIPs: ReadonlyMap<string, string>;
 }
 
 function ref(src: ReferenceSource, m: ParsedMove, severity: Reference['severity'], value: string, note: string, proposed?: string): Reference {
@@ -293,6 +297,11 @@ const LIST_WHY: Record<string, (olds: string, news: string, src: ReferenceSource
   deny: (_o, n) => `${n || 'the new range'} is no longer excluded, so what this list kept out is let in`,
   nomasq: (_o, n) => `ip-masq-agent masquerades (SNATs) traffic to ${n || 'the new range'} until it is listed`,
   set: (_o, n) => `policies selecting this network set no longer match ${n || 'the new range'}`,
+  advertise: (_o, n) => `Calico does not advertise ${n || 'the new range'} over BGP, so routers outside the cluster have no route to it`,
+  capture: (_o, n, src) => (src.kind === 'ConfigMap' && src.name === 'linkerd-config'
+    ? `Linkerd's proxies do not treat ${n || 'the new range'} as the cluster's network (no service discovery or opaque ports for it)`
+    : `the sidecar no longer captures traffic to ${n || 'the new range'}: it bypasses the mesh (no mTLS, no mesh policy)`),
+  nocapture: (_o, n) => `traffic to ${n || 'the new range'} is captured by the sidecar, which the exclusion was there to avoid`,
 };
 
 /** Allow-lists, deny-lists, network sets, ip-masq-agent: one Reference per (list, move); one proposed list for all moves. */
@@ -410,6 +419,41 @@ function scanText(ctx: Ctx, src: ReferenceSource): void {
   }
 }
 
+/**
+ * Addresses used as they are (container command, args and env, ConfigMaps outside kube-system, hostAliases,
+ * EndpointSlices, webhook URLs): a Service's ClusterIP, or any address of a strict source, in an old range is an
+ * error, with the mapped address where the plan has one; other values are warnings to check.
+ */
+function scanAddress(ctx: Ctx, src: ReferenceSource): void {
+  const entries = parseEntries(src.values);
+  for (const m of ctx.moves) {
+    for (const x of matchesOf(entries, m, [], ctx.snap)) {
+      const img = x.image ? formatToken(x.image, x.entry.form) : undefined;
+      if (x.wide || x.entry.form !== 'ip') {
+        const note = x.wide ? `${how(x, m)}. ${wideTodo([x], m, src)}`
+          : `${how(x, m)}: if it configures something (trusted proxies, allowed clients) it must name ${img ?? formatCidr(m.to)} too during the move and only that after it.`;
+        ctx.out.push(ref(src, m, 'warning', x.entry.text, note, x.wide ? undefined : img));
+        continue;
+      }
+      const svc = m.move.role === 'service' ? serviceWithClusterIP(ctx.snap, x.entry.text) : undefined;
+      const mapped = ctx.clusterIPs.get(x.entry.text);
+      if (src.onlyMoved && !mapped) continue;
+      const to = m.move.role === 'service' ? (mapped ?? img) : undefined;
+      const proposed = to === undefined ? undefined : src.whole !== undefined ? src.whole.replace(x.entry.text, to) : to;
+      if (m.move.role === 'pod') {
+        const note = `${x.entry.text} is a pod address in the old pod range ${formatCidr(m.from)}: pods get new addresses in ${formatCidr(m.to)} `
+          + 'when they move, so nothing answers at it afterwards. Name a Service instead, or write the new address once the pod has moved.';
+        ctx.out.push(ref(src, m, src.strict ? 'error' : 'warning', x.entry.text, note));
+        continue;
+      }
+      const what = svc ? `the ClusterIP of Service ${svc.namespace}/${svc.name}` : `an address in the old Service range ${formatCidr(m.from)} that no Service holds now`;
+      const note = `${x.entry.text} is ${what}: after the move nothing answers at it. ${src.why ? `${src.why}. ` : ''}`
+        + (to ? `Change it to ${to}${mapped ? ' (the plan\'s mapping)' : ''} once the Service has moved (during the move both answer).` : 'Review by hand.');
+      ctx.out.push(ref(src, m, svc || src.strict ? 'error' : 'warning', x.entry.text, note, proposed));
+    }
+  }
+}
+
 /** Service allow-lists as ReferenceSources: spec.loadBalancerSourceRanges and the source-ranges annotation. */
 function serviceSources(snap: Snapshot): ReferenceSource[] {
   const out: ReferenceSource[] = [];
@@ -435,14 +479,16 @@ function parseMove(m: RangeMove): ParsedMove {
 
 /**
  * Everything in the snapshot that names an old range and would break after the moves, errors first (in the
- * order found within a severity). Throws NetError on a move that is not a CIDR pair of one family.
+ * order found within a severity). `clusterIPs` (old → new, the plan's mapping) gives the new value of a ClusterIP
+ * written somewhere. Throws NetError on a move that is not a CIDR pair of one family.
  */
-export function scanReferences(snap: Snapshot, moves: readonly RangeMove[]): Reference[] {
+export function scanReferences(snap: Snapshot, moves: readonly RangeMove[], opts: { clusterIPs?: ReadonlyMap<string, string> } = {}): Reference[] {
   const all = [...(snap.referenceSources ?? []), ...serviceSources(snap)];
-  const ctx: Ctx = { snap, moves: moves.map(parseMove), out: [], all };
+  const ctx: Ctx = { snap, moves: moves.map(parseMove), out: [], all, clusterIPs: opts.clusterIPs ?? new Map() };
   if (ctx.moves.length === 0) return [];
   for (const src of all) {
-    if (src.format === 'text') scanText(ctx, src);
+    if (src.use === 'address') scanAddress(ctx, src);
+    else if (src.format === 'text') scanText(ctx, src);
     else if (src.use === 'cluster') scanClusterCIDR(ctx, src);
     else if (src.format === 'cidr') scanSingle(ctx, src);
     else scanList(ctx, src);

@@ -93,7 +93,7 @@ export function collectObjects(objects: KubeObject[], configs: KubeObject[], b: 
   const pass: Pass = { b, cni, c };
   for (const o of objects) {
     if (!o || typeof o !== 'object') continue;
-    if (o.kind !== 'Pod') c.references.add(o);
+    c.references.add(o);
     const ns = o.metadata?.namespace;
     if (typeof ns === 'string' && ns !== '') c.platform.namespaces.add(ns);
     collectObject(pass, o);

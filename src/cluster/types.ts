@@ -186,10 +186,26 @@ export interface ReferenceSource {
    * What the addresses do: 'allow' let through (policy peers, allow-lists); 'deny' taken out of an allow
    * (ipBlock.except, notNets, deny-lists); 'cluster' the range a component treats as the cluster's own
    * (kube-proxy clusterCIDR); 'nomasq' destinations not masqueraded (ip-masq-agent); 'dns' a CoreDNS Corefile;
-   * 'set' a Calico network set (used by policy selectors); 'text' any other config text.
+   * 'set' a Calico network set (used by policy selectors); 'text' any other config text; 'advertise' Service ranges
+   * Calico advertises over BGP; 'capture' / 'nocapture' ranges a mesh's proxy captures or leaves alone (Istio,
+   * Linkerd); 'address' container command, args and env, ConfigMaps outside kube-system, hostAliases, EndpointSlices
+   * and webhook URLs.
    */
-  use: 'allow' | 'deny' | 'cluster' | 'nomasq' | 'dns' | 'set' | 'text';
+  use: 'allow' | 'deny' | 'cluster' | 'nomasq' | 'dns' | 'set' | 'text' | 'advertise' | 'capture' | 'nocapture' | 'address';
   values: string[];
+  /**
+   * For 'address' text: every address in it is used as it is (a hostAlias, an EndpointSlice address, a webhook URL),
+   * so one in an old range breaks; without it only a Service's ClusterIP does (other values are to check).
+   */
+  strict?: boolean;
+  /** The whole text the values came from, when the proposal rewrites it (a webhook URL). */
+  whole?: string;
+  /** Why a value there breaks, when the source knows better than its use says (a Helm release pinning it). */
+  why?: string;
+  /** Reported only for an address the plan's mapping moves (a GitOps-managed Service). */
+  onlyMoved?: boolean;
+  /** The Argo CD Application said to track it, until the GitOps source settles it (src/cluster/references/gitops.ts). */
+  gitopsApp?: string;
   /** For an ipBlock.except list: the ipBlock's cidr (every except entry must lie inside it). */
   within?: string;
 }

@@ -3,11 +3,12 @@
  * PodExecutor, in the plan's order, through the same runner, journal, backups and locks.
  */
 import type { KubeClient } from '../kube/client.ts';
-import type { MigrationPlan } from '../plan/plan.ts';
+import type { ControlGateCondition, GateStep, MigrationPlan } from '../plan/plan.ts';
 import type { BackupStore } from './backup.ts';
 import { PodExecutor, type PodExecOptions } from './pod-steps.ts';
 import type { Step } from './runner.ts';
 import { ServiceExecutor, type ServiceExecOptions } from './service-steps.ts';
+import { referencesGateStep } from './references-gate.ts';
 
 export type PlanExecOptions = ServiceExecOptions & Omit<PodExecOptions, 'acknowledgedGates' | 'timeoutMs'>;
 
@@ -15,8 +16,14 @@ export class PlanExecutor {
   readonly plan: MigrationPlan;
   readonly service?: ServiceExecutor;
   readonly pod?: PodExecutor;
+  private readonly acknowledged: readonly string[];
+  /** One check per gate condition of both migrations (family control in GATE_CONDITION_INFO, src/plan/steps.ts). */
+  static readonly gates: { readonly [C in ControlGateCondition]: (plan: MigrationPlan, p: GateStep, acknowledged: readonly string[]) => Step } = {
+    references: referencesGateStep,
+  };
   constructor(plan: MigrationPlan, opts: PlanExecOptions) {
     this.plan = plan;
+    this.acknowledged = opts.acknowledgedGates ?? [];
     if (plan.spec.serviceCIDR) this.service = new ServiceExecutor(plan, opts);
     if (plan.spec.podCIDR) this.pod = new PodExecutor(plan, opts);
   }
@@ -26,7 +33,13 @@ export class PlanExecutor {
 
   steps(): Step[] {
     const pod = this.pod;
-    const other = (p: MigrationPlan['steps'][number]) => (pod?.handles(p) ? pod.step(p) : undefined);
+    // the gates of both migrations (the references gate), then the Pod CIDR steps
+    const gates = PlanExecutor.gates as Partial<Record<string, (plan: MigrationPlan, p: GateStep, acknowledged: readonly string[]) => Step>>;
+    const other = (p: MigrationPlan['steps'][number]) => {
+      const control = p.kind === 'gate' ? gates[p.gate.condition] : undefined;
+      if (control && p.kind === 'gate') return control(this.plan, p, this.acknowledged);
+      return pod?.handles(p) ? pod.step(p) : undefined;
+    };
     if (this.service) return this.service.steps(other);
     return this.plan.steps.map((p) => {
       // a Pod plan's confirmations (the Service executor builds those of a plan with both)

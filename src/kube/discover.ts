@@ -9,6 +9,9 @@ import { platformResources } from '../platform/registry.ts';
 import { ipamResources } from '../ipam/registry.ts';
 import { NODE_LIMIT_RESOURCES } from '../cluster/node-limits.ts';
 import type { ApiResource } from '../vocabulary.ts';
+import { slimReferenceConfig } from '../cluster/references/slim.ts';
+import { referenceLists } from '../cluster/references/registry.ts';
+import { slimWorkload } from '../cluster/references/types.ts';
 
 /** ServiceCIDR API versions, newest first. */
 export const SERVICE_CIDR_VERSIONS = ['v1', 'v1beta1', 'v1alpha1'] as const;
@@ -18,6 +21,7 @@ interface Source {
   what: string;
   required: boolean;
   slim?: (o: KubeObject) => KubeObject;
+  fieldSelector?: string;
 }
 
 /** Keep only what the model reads of a pod; full specs only for kube-system (mirror pods carry flags). */
@@ -25,6 +29,8 @@ export function slimPod(p: KubeObject): KubeObject {
   const ns = p.metadata?.namespace;
   if (ns === 'kube-system') return p;
   const owners = (p.metadata?.ownerReferences ?? []).filter((o) => o.controller);
+  // a bare pod is its own template: the references scan reads its containers and hostAliases
+  const bare = owners.length === 0 ? slimWorkload(p).spec : {};
   return {
     apiVersion: p.apiVersion ?? 'v1',
     kind: 'Pod',
@@ -35,7 +41,7 @@ export function slimPod(p: KubeObject): KubeObject {
       labels: p.metadata?.labels,
       ownerReferences: owners.length ? owners : undefined,
     },
-    spec: { nodeName: p.spec?.nodeName, hostNetwork: p.spec?.hostNetwork },
+    spec: { ...bare, nodeName: p.spec?.nodeName, hostNetwork: p.spec?.hostNetwork },
     status: { phase: p.status?.phase, podIP: p.status?.podIP, podIPs: p.status?.podIPs, hostIP: p.status?.hostIP },
   };
 }
@@ -44,19 +50,7 @@ export function slimPod(p: KubeObject): KubeObject {
  * Objects read only for the addresses they name (policies, Ingress annotations): drop managedFields and
  * kubectl's last-applied copy, which repeat the object and can be most of its size.
  */
-export function slimReferenceObject(o: KubeObject): KubeObject {
-  const md = o.metadata;
-  if (!md) return o;
-  const { managedFields, ...rest } = md;
-  void managedFields;
-  const ann = rest.annotations;
-  if (ann && 'kubectl.kubernetes.io/last-applied-configuration' in ann) {
-    const { 'kubectl.kubernetes.io/last-applied-configuration': last, ...keep } = ann;
-    void last;
-    rest.annotations = keep;
-  }
-  return { ...o, metadata: rest };
-}
+export const slimReferenceObject = slimReferenceConfig;
 
 /** Calico resources read for the references scan, listed when the server has them. */
 export const CALICO_REFERENCE_RESOURCES = ['networkpolicies', 'globalnetworkpolicies', 'networksets', 'globalnetworksets'] as const;
@@ -137,8 +131,16 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
       if (calico.has(r)) sources.push({ path: `/apis/crd.projectcalico.org/v1/${r}`, what: `${r}.crd.projectcalico.org`, required: false, slim: slimReferenceObject });
     }
   }
-  // What the IPAM owners read (src/ipam/), when served: Cilium's CiliumPodIPPools, ...
+  // The references scan's other sources (src/cluster/references/), when served: workloads, webhooks, BGP configuration, ...
   const servedGV = new Map<string, Promise<Set<string>>>();
+  for (const l of referenceLists()) {
+    const what = `${l.plural}${l.group ? `.${l.group}` : ''}`;
+    const extra = { ...(l.slim ? { slim: l.slim } : {}), ...(l.fieldSelector ? { fieldSelector: l.fieldSelector } : {}) };
+    if (l.group === '') { sources.push({ path: `/api/${l.version}/${l.plural}`, what, required: false, ...extra }); continue; }
+    const [found] = await declaredSources(client, groups, servedGV, [l]);
+    if (found) sources.push({ ...found, ...extra });
+  }
+  // What the IPAM owners read (src/ipam/), when served: Cilium's CiliumPodIPPools, ...
   sources.push(...await declaredSources(client, groups, servedGV, ipamResources()));
   if (groups.get('operator.tigera.io')?.includes('v1')) {
     sources.push({ path: '/apis/operator.tigera.io/v1/installations', what: 'installations.operator.tigera.io', required: false });
@@ -156,7 +158,7 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
   const lists = await Promise.all(sources.map(async (s) => {
     const items: KubeObject[] = [];
     try {
-      for await (const o of client.list(s.path)) items.push(s.slim ? s.slim(o) : o);
+      for await (const o of client.list(s.path, s.fieldSelector ? { fieldSelector: s.fieldSelector } : {})) items.push(s.slim ? s.slim(o) : o);
     } catch (e) {
       if (!s.required && e instanceof KubeApiError && (e.status === 403 || e.status === 404)) {
         gaps.push(`could not list ${s.what} (${e.status === 403 ? 'forbidden' : 'not found'}): facts from them are missing`);

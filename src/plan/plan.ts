@@ -5,7 +5,8 @@
  */
 import type { AvoidRange } from '../analyze/catalog.ts';
 import { barePodNamespaces, buildPodSection, DEFAULT_PARALLEL, dnsDeployment, type PodCIDRSpec, type PodPlanOptions } from './pod-plan.ts';
-import { scanReferences, type RangeMove, type Reference } from '../analyze/references.ts';
+import { scanReferences, type Reference } from '../analyze/references.ts';
+import { mappedClusterIPs, planMoves, referencesGate } from './references-gate.ts';
 import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts';
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
 import { compatibilityCheck } from './compatibility.ts';
@@ -84,7 +85,7 @@ export type RestartMode = 'tool' | 'manual';
 export {
   GATE_CONDITION_INFO, GATE_CONDITIONS, markSupersessions, POD_GATE_CONDITIONS, POD_STEP_KINDS, SERVICE_GATE_CONDITIONS, SERVICE_STEP_KINDS,
   STEP_KIND_NAMES, STEP_KINDS, stepKindPath,
-  type ActionKind, type GateConditionInfo, type PathGateCondition, type PathStepKind, type ServiceActionKind, type ServiceGateCondition,
+  type ActionKind, type ControlGateCondition, type GateConditionInfo, type PathGateCondition, type PathStepKind, type ServiceActionKind, type ServiceGateCondition,
   type SharedPodStepKind, type StepFamily, type StepKindInfo, type ActionStep, type ConfirmStep, type Gate, type GateCondition, type GateStep, type Pause, type PlanStep,
   type ServiceCIDRSpec, type StepItem, type StepKind,
 } from './steps.ts';
@@ -814,19 +815,13 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
   const withRefs = (p: MigrationPlan): MigrationPlan => {
     // first of the pre-flight checks: is the plan bound to the cluster it was read from
     p.preflight = [identityCheck(snap), ...p.preflight.filter((c) => c.id !== 'cluster-identity')];
-    const moves: RangeMove[] = [];
-    const pair = (role: 'service' | 'pod', from: string[], to: string[]) => {
-      for (const f of from) {
-        const fc = tryParseCidr(f);
-        const t = to.map((x) => tryParseCidr(x)).find((x) => x && fc && x.family === fc.family);
-        if (fc && t && formatCidr(fc) !== formatCidr(t)) moves.push({ role, from: formatCidr(fc), to: formatCidr(t) });
-      }
-    };
-    if (p.spec.serviceCIDR) pair('service', p.spec.serviceCIDR.from, p.spec.serviceCIDR.target);
-    if (p.spec.podCIDR) pair('pod', p.spec.podCIDR.from, p.spec.podCIDR.to);
+    const moves = planMoves(p.spec);
     try {
-      const refs = moves.length > 0 ? scanReferences(snap, moves) : [];
+      const refs = moves.length > 0 ? scanReferences(snap, moves, { clusterIPs: mappedClusterIPs(p.mapping) }) : [];
       if (refs.length > 0) p.references = refs;
+      // before the first change: the run stops until the errors are gone or accepted
+      const gate = p.steps.length > 0 ? referencesGate(refs, p.spec) : undefined;
+      if (gate) p.steps.unshift(gate);
     } catch { /* a move that is not two CIDRs of one family: nothing to scan */ }
     return p;
   };

@@ -8,12 +8,29 @@
 import { KUBELET_CONFIGZ_RBAC_FILE, POD_RBAC_FILE } from './access-need.ts';
 import { binding, role, type PathRbac, type RbacDoc, type RbacFile, type RbacRule } from './rbac-manifest.ts';
 import { PLATFORM_READ_RULES } from './rbac-platforms.ts';
+import { referenceLists } from '../cluster/references/registry.ts';
 
 const R = (apiGroups: string[], resources: string[], verbs: string[], more: Pick<RbacRule, 'comment' | 'resourceNames'> = {}): RbacRule => ({
   ...(more.comment ? { comment: more.comment } : {}), apiGroups, resources, ...(more.resourceNames ? { resourceNames: more.resourceNames } : {}), verbs,
 });
 const GL = ['get', 'list'];
 const serviceAccount = (name: string): RbacDoc => ({ object: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: 'kube-system' } } });
+
+/**
+ * What the references scan's sources list (src/cluster/references/registry.ts), one rule per API group in the
+ * registry's order: ConfigMaps cluster-wide (those of kube-system by the Role below as well), workloads' pod
+ * templates (command, args, env values and hostAliases are all that is kept), EndpointSlices, webhook
+ * configurations, Calico's BGPConfiguration.
+ */
+function referenceReadRules(): RbacRule[] {
+  const byGroup = new Map<string, string[]>();
+  for (const l of referenceLists()) byGroup.set(l.group, [...(byGroup.get(l.group) ?? []), l.plural]);
+  return [...byGroup].map(([group, plurals], i) => R([group], plurals, GL, i === 0 ? {
+    comment: ['Read to find what still names an old range or ClusterIP (src/cluster/references/): ConfigMaps in every namespace,',
+      'the pod templates of Deployments, StatefulSets and DaemonSets, EndpointSlices, admission webhook configurations,',
+      'Calico BGPConfigurations. Secrets are not read.'],
+  } : {}));
+}
 
 function readFile(): RbacFile {
   return {
@@ -38,6 +55,7 @@ function readFile(): RbacFile {
           R(['crd.projectcalico.org'], ['networkpolicies', 'globalnetworkpolicies', 'networksets', 'globalnetworksets'], GL),
           R(['operator.tigera.io'], ['installations'], GL),
           R(['cilium.io'], ['ciliumpodippools'], GL, { comment: ['Cilium multi-pool IPAM: the pools pods take their addresses from.'] }),
+          ...referenceReadRules(),
           ...PLATFORM_READ_RULES,
           R(['cluster.x-k8s.io'], ['machinedeployments', 'machinesets', 'machinepools'], GL, {
             comment: ['The most nodes the cluster may reach, read to size new pod ranges: Cluster API\'s max-size annotations on its', 'machine groups, Karpenter NodePools\' limits (src/cluster/node-limits.ts).'],
@@ -47,7 +65,7 @@ function readFile(): RbacFile {
       },
       { object: binding('kube-renumber-read', 'ClusterRole', 'kube-renumber-read', 'kube-renumber') },
       {
-        comment: ['ConfigMaps are read in kube-system only (kubeadm-config, kubelet-config, kube-proxy, calico-config).'],
+        comment: ['ConfigMaps of kube-system (kubeadm-config, kubelet-config, kube-proxy, calico-config); the ClusterRole reads those of', 'the other namespaces for the references scan.'],
         object: role('kube-renumber-read-config', [R([''], ['configmaps'], GL)], 'kube-system'),
       },
       { object: binding('kube-renumber-read-config', 'Role', 'kube-renumber-read-config', 'kube-renumber', 'kube-system') },

@@ -70,7 +70,8 @@ export const STEP_KINDS: { readonly [K in StepKind]: StepKindTable[K] } = {} as 
 
 /** What a gate condition is: one entry of GATE_CONDITION_INFO. */
 export interface GateConditionInfo {
-  readonly family: Exclude<StepFamily, 'control'>;
+  /** control: the plan executor checks it, whichever migrations the plan holds. */
+  readonly family: StepFamily;
   /** Pod conditions: the pod path whose gates check it (src/engine/pod-paths/<path>.ts). */
   readonly path?: PodPathId;
   /** The gate names what it waits for in its first item. */
@@ -91,6 +92,8 @@ const CORE_GATE_CONDITIONS = {
   'kubelet-cluster-dns': { family: 'service' },
   'workloads-restarted': { family: 'service' },
   'load-balancer-address': { family: 'service', firstItem: true },
+  // no error-severity reference is left (src/plan/references-gate.ts; src/engine/references-gate.ts checks it)
+  references: { family: 'control' },
 } as const satisfies Record<string, GateConditionInfo>;
 
 /** The gate conditions of the pod paths in folders of their own, merged in by `declare module`. */
@@ -111,6 +114,8 @@ export type PathStepKind<P extends PodPathId> = KindsWhere<{ path: P }>;
 export type SharedPodStepKind = Exclude<KindsWhere<{ family: 'pod' }>, KindsWhere<{ path: PodPathId }>>;
 /** The gate conditions the Service executor checks. */
 export type ServiceGateCondition = ConditionsWhere<{ family: 'service' }>;
+/** The gate conditions the plan executor checks, whichever migrations the plan holds. */
+export type ControlGateCondition = ConditionsWhere<{ family: 'control' }>;
 /** The gate conditions one pod path checks. */
 export type PathGateCondition<P extends PodPathId> = ConditionsWhere<{ path: P }>;
 
@@ -135,7 +140,8 @@ function addKinds(kinds: Readonly<Record<string, StepKindInfo>>, conditions: Rea
   for (const [c, info] of Object.entries(conditions)) {
     (GATE_CONDITION_INFO as Record<string, GateConditionInfo>)[c] = info;
     (GATE_CONDITIONS as string[]).push(c);
-    ((info.family === 'service' ? SERVICE_GATE_CONDITIONS : POD_GATE_CONDITIONS) as string[]).push(c);
+    if (info.family === 'service') (SERVICE_GATE_CONDITIONS as string[]).push(c);
+    if (info.family === 'pod') (POD_GATE_CONDITIONS as string[]).push(c);
   }
 }
 addKinds(CORE_STEP_KINDS, CORE_GATE_CONDITIONS);

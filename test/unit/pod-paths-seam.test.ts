@@ -39,6 +39,7 @@ function executorsOf(kind: StepKind): string[] {
 /** Who checks a gate condition: the Service executor or a pod path's engine. */
 function checkersOf(c: GateCondition): string[] {
   return [
+    ...(has(PlanExecutor.gates, c) ? ['plan'] : []),
     ...(has(ServiceExecutor.gates, c) ? ['service'] : []),
     ...POD_PATH_IDS.filter((id) => has(podPathEngine(id).gates, c)).map((id) => `path ${id}`),
   ];
@@ -85,9 +86,9 @@ describe('step kinds: one table, one executor each', () => {
   it('every gate condition has exactly one check, the one GATE_CONDITION_INFO names', () => {
     for (const c of GATE_CONDITIONS) {
       const info: GateConditionInfo = GATE_CONDITION_INFO[c];
-      assert.deepEqual(checkersOf(c), [info.family === 'service' ? 'service' : `path ${info.path}`], c);
+      assert.deepEqual(checkersOf(c), [info.family === 'control' ? 'plan' : info.family === 'service' ? 'service' : `path ${info.path}`], c);
     }
-    const tables = [ServiceExecutor.gates, ...POD_PATH_IDS.map((id) => podPathEngine(id).gates)];
+    const tables = [PlanExecutor.gates, ServiceExecutor.gates, ...POD_PATH_IDS.map((id) => podPathEngine(id).gates)];
     for (const t of tables) for (const k of Object.keys(t)) assert.ok((GATE_CONDITIONS as readonly string[]).includes(k), `${k} is in GATE_CONDITION_INFO`);
   });
 });

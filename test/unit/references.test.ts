@@ -159,7 +159,7 @@ describe('sources', () => {
     }
   });
 
-  test('CoreDNS Corefile: addresses are errors, zones warnings; any kube-system ConfigMap text is a warning; other namespaces are not read', () => {
+  test('CoreDNS Corefile: addresses are errors, zones warnings; any kube-system ConfigMap text is a warning; other namespaces\' text by the ConfigMap source', () => {
     const s = snap([
       configMap('coredns', { Corefile: '.:53 {\n    kubernetes cluster.local 244.10.in-addr.arpa 10.96.0.0/12 {\n       pods insecure\n    }\n    forward . /etc/resolv.conf\n}\nexample.org:53 {\n    forward . 10.96.0.53:53\n}\n' }),
       configMap('nodelocaldns', { Corefile: 'cluster.local:53 {\n  bind 169.254.20.10 10.96.0.10\n  forward . 10.96.0.10\n}\n' }),
@@ -173,6 +173,7 @@ describe('sources', () => {
       'warning pod ConfigMap kube-system/coredns data["Corefile"]: 244.10.in-addr.arpa → 200.10.in-addr.arpa',
       'warning service ConfigMap kube-system/coredns data["Corefile"]: 10.96.0.0/12 → 172.20.0.0/16',
       'warning pod ConfigMap kube-system/my-agent data["agent.yaml"]: 10.244.3.4 → 10.200.3.4',
+      'warning pod ConfigMap default/elsewhere data["x"]: 10.244.0.0/16 → 10.200.0.0/16',
     ]);
     const dns = scanReferences(s, [SVC]).find((r) => r.name === 'nodelocaldns')!;
     assert.match(dns.note, /ClusterIP of Service kube-system\/kube-dns/);

@@ -17,6 +17,7 @@ import { avoidList, connectOptions, durationFlag, intFlag, list, loadSnapshot, n
 import { ExitCode, UsageError } from '../errors.ts';
 import type { Command, Io, Values } from '../command.ts';
 import { parseOutput, section, table } from '../output.ts';
+import type { Reference } from '../../analyze/references.ts';
 import { VERSION } from '../version.ts';
 import { inspect } from '../../analyze/inspect.ts';
 import { renderPlanHtml } from '../../render/html.ts';
@@ -361,5 +362,20 @@ export function renderPlanTable(plan: MigrationPlan, wide: boolean): string {
   out += section('STEPS', plan.steps.length > 0
     ? table(['#', 'step', 'kind', 'what'], plan.steps.map((s, i) => [i + 1, s.id, s.kind, (s.items ? `${s.items.length} item(s): ` : '') + (wide || s.description.length <= 100 ? s.description : `${s.description.slice(0, 99)}…`)]))
     : 'none: the pre-flight checks stop the migration\n');
+  out += referencesSection(plan.references ?? [], wide);
   return out.trimEnd() + '\n';
+}
+
+/**
+ * REFERENCES: how many places name an old range, by severity, and each error (each warning too with -o wide):
+ * object, field, value, proposed value. The notes are in -o markdown, yaml and html.
+ */
+export function referencesSection(refs: readonly Reference[], wide: boolean): string {
+  if (refs.length === 0) return '';
+  const errors = refs.filter((r) => r.severity === 'error').length;
+  const shown = refs.filter((r) => wide || r.severity === 'error');
+  const title = `REFERENCES: ${errors} error(s), ${refs.length - errors} warning(s)${wide || errors === refs.length ? '' : ' (warnings: -o wide)'}`;
+  return section(title, shown.length > 0
+    ? table(['severity', 'role', 'object', 'field', 'value', 'proposed'], shown.map((r) => [r.severity, r.role, `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`, r.field, r.value, r.proposed ?? '-']))
+    : 'no errors\n');
 }

@@ -1,0 +1,76 @@
+/**
+ * Helm releases (Helm 3's Secrets of type helm.sh/release.v1): a chart's rendered manifest or its values that pin a
+ * Service's clusterIP. The next `helm upgrade` renders the old address again and fights the move. Of the Secret only
+ * the pinned addresses are kept in the references; its data is never printed (docs/references.md).
+ *
+ * Storage (helm pkg/storage/driver): data.release is the base64 of base64(gzip(JSON of the release)); releases
+ * stored before compression have no gzip header. The release JSON has `manifest` (the rendered YAML) and `config`
+ * (the values given).
+ */
+import { gunzipSync } from 'node:zlib';
+import { loadAll } from 'js-yaml';
+import type { KubeObject, ReferenceSource } from '../types.ts';
+import { sourceBase, type ReferenceSourceModule } from './types.ts';
+
+export const HELM_RELEASE_TYPE = 'helm.sh/release.v1';
+
+interface Pin { field: string; value: string }
+
+/** The release JSON of a release Secret; undefined when it cannot be read. */
+function decodeRelease(data: string): any {
+  try {
+    let b = Buffer.from(Buffer.from(data, 'base64').toString('latin1'), 'base64');
+    if (b[0] === 0x1f && b[1] === 0x8b) b = gunzipSync(b);
+    return JSON.parse(b.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every string value of a key named clusterIP or clusterIPs in the values, with its path. */
+function valuePins(v: unknown, path: string, out: Pin[]): void {
+  if (Array.isArray(v)) { v.forEach((x, i) => valuePins(x, `${path}[${i}]`, out)); return; }
+  if (!v || typeof v !== 'object') return;
+  for (const [k, x] of Object.entries(v)) {
+    const at = path === '' ? k : `${path}.${k}`;
+    if ((k === 'clusterIP' || k === 'clusterIPs') && (typeof x === 'string' || Array.isArray(x))) {
+      for (const ip of (Array.isArray(x) ? x : [x])) if (typeof ip === 'string' && ip !== '' && ip !== 'None') out.push({ field: `values ${at}`, value: ip });
+    } else valuePins(x, at, out);
+  }
+}
+
+/** The clusterIPs a release pins: in its rendered Services' spec, and in its values. */
+export function releasePins(release: any): Pin[] {
+  const out: Pin[] = [];
+  let docs: unknown[] = [];
+  try { docs = typeof release?.manifest === 'string' ? loadAll(release.manifest) : []; } catch { docs = []; }
+  for (const d of docs as any[]) {
+    if (d?.kind !== 'Service') continue;
+    const ips = [d.spec?.clusterIP, ...(Array.isArray(d.spec?.clusterIPs) ? d.spec.clusterIPs : [])];
+    for (const ip of new Set(ips)) {
+      if (typeof ip === 'string' && ip !== '' && ip !== 'None') out.push({ field: `manifest Service ${d.metadata?.name ?? ''} spec.clusterIP`, value: ip });
+    }
+  }
+  valuePins(release?.config, '', out);
+  return out;
+}
+
+function read(o: KubeObject): ReferenceSource[] {
+  if (o.kind !== 'Secret' || o.type !== HELM_RELEASE_TYPE) return [];
+  // superseded revisions are history: only the deployed one is upgraded from
+  if (o.metadata?.labels?.status !== undefined && o.metadata.labels.status !== 'deployed') return [];
+  const data = typeof o.data?.release === 'string' ? decodeRelease(o.data.release) : undefined;
+  const pins = data ? releasePins(data) : [];
+  const release = o.metadata?.labels?.name ?? o.metadata?.name ?? '';
+  return pins.map((p) => ({
+    ...sourceBase(o), field: `release ${release}: ${p.field}`, format: 'text', use: 'address', strict: true, values: [p.value],
+    why: `Helm release ${release} pins it: the next helm upgrade renders it again and fights the move, so change the release's values (or chart) to the new address`,
+  }));
+}
+
+/**
+ * Not listed live: RBAC cannot grant Secrets by type, so listing them (even with fieldSelector type=helm.sh/release.v1)
+ * takes `list secrets` in every namespace, which the read role does not grant (Secrets only in the state namespace).
+ * Read from files: --from-file with the release Secrets (kubectl get secrets -A --field-selector type=helm.sh/release.v1).
+ */
+export const helmReleases: ReferenceSourceModule = { lists: [], read };
