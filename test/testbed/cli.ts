@@ -218,8 +218,8 @@ async function cmdBuildOldest(args: string[]) {
   // Spawned detached, this build runs in a session of its own, and with the kernel's autogroups on (the default) its
   // `nice 10` then weighs only against itself: its session's group gets as much CPU as the whole test suite's. The
   // group's own nice (sched(7), /proc/PID/autogroup) puts it behind the tests: nice 10 gives it the cores the tests
-  // leave idle and about a tenth of the rest, so it still ends before the files that wait for it start (19 starved
-  // it: 20 minutes for one control plane while the suite ran). Without autogroups the process's nice applies.
+  // leave idle and about a tenth of the rest, so it still ends before the files that wait for it start (at 19 the
+  // v1.30.14 control plane took 2,033 s beside the suite and other low-priority work). Without autogroups the process's nice applies.
   try { writeFileSync('/proc/self/autogroup', '10'); } catch { /* no autogroup file: the process's nice applies */ }
   const m = Date.now();
   if (!metallbBuiltDir(METALLB_VERSION)) {
