@@ -139,7 +139,7 @@ add('inspect: a yaml file name without -f', ['inspect', 'dump.yaml'], /did you m
 add('inspect: a CIDR as a positional', ['inspect', '-f', KOPS, '10.8.0.0/16'], /did you mean --avoid 10\.8\.0\.0\/16\?/);
 add('inspect: a word after the flags', ['inspect', '-f', KOPS, 'now'], /unexpected argument "now": inspect takes no arguments besides flags/);
 add('inspect: words after --', ['inspect', '-f', KOPS, '--', '-v'], /unexpected argument "-v"/);
-add('suggest: two values for --for', ['suggest', '--for', 'pods', 'services', '-f', KOPS], /unexpected argument "services".*--for takes one value/);
+add('suggest: two values for --for', ['suggest', '--for', 'pods', 'services', '-f', KOPS], /unexpected argument "services".*did you mean --for services,pods\?/);
 add('suggest: stray word', ['suggest', 'pods', '-f', KOPS], /unexpected argument "pods"/);
 // a dual-stack cluster suggests for both families; a --node-mask would fit only one of them
 const DUAL = [
