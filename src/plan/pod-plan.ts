@@ -152,9 +152,9 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
   checks.push(...sized.checks);
   checks.push(podGrowthCheck(snap, target, opts.nodeMaskSize));
   checks.push(...podEnvironmentChecks(snap, target, old.from, newText, path, dns));
-  checks.push(...distroPodChecks(snap, spec));
+  checks.push(...distroPodChecks(snap, spec, opts.serviceAfter));
 
-  const lists = podStepLists(path, spec, distributionOf(snap), podPatches(snap, spec));
+  const lists = podStepLists(path, spec, distributionOf(snap), podPatches(snap, spec, opts.serviceAfter));
   out.prepare.push(...lists.prepare);
   out.restart.push(...lists.restart);
   out.finish.push(...lists.finish);
@@ -283,26 +283,26 @@ function kopsNonMasqueradeCheck(snap: Snapshot, target: Map<Family, Cidr>, newTe
 }
 
 /** What a distribution's pod patches and pod checks are computed from. */
-function podPatchInputs(snap: Snapshot, spec: PodCIDRSpec): PodPatchInputs {
+function podPatchInputs(snap: Snapshot, spec: PodCIDRSpec, serviceAfter?: ReadonlyMap<Family, Cidr>): PodPatchInputs {
   const path = podPath(spec.ipam);
   const kcm = snap.controllerManagers[0];
   const oldCC = kcm?.clusterCIDR?.join(',') ?? snap.kubeadm?.podSubnet?.join(',') ?? snap.kops?.podCIDR ?? spec.from.join(',');
   // kube-controller-manager stops allocating at a first gate and allocates from NEW again at the final one, or
   // allocation is turned off at the final gate (a path that does not use node podCIDRs)
   const stopGate = path.stopAllocatingGate;
-  return { snap, spec, finalGate: path.finalGate, stopGate, allocAfter: stopGate !== undefined, oldCC, to: spec.to.join(','), masks: kcmMaskLines(snap, spec) };
+  return { snap, spec, finalGate: path.finalGate, stopGate, allocAfter: stopGate !== undefined, oldCC, to: spec.to.join(','), masks: kcmMaskLines(snap, spec), ...(serviceAfter ? { serviceAfter } : {}) };
 }
 
 /** The distribution's own pre-flight checks of the values its pod patches give. */
-export function distroPodChecks(snap: Snapshot, spec: PodCIDRSpec): PreflightCheck[] {
-  return distributionPlanner(snap).podChecks?.(podPatchInputs(snap, spec)) ?? [];
+export function distroPodChecks(snap: Snapshot, spec: PodCIDRSpec, serviceAfter?: ReadonlyMap<Family, Cidr>): PreflightCheck[] {
+  return distributionPlanner(snap).podChecks?.(podPatchInputs(snap, spec, serviceAfter)) ?? [];
 }
 
 /** Distribution changes of a Pod CIDR migration, as before/after text. */
-export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
+export function podPatches(snap: Snapshot, spec: PodCIDRSpec, serviceAfter?: ReadonlyMap<Family, Cidr>): DistroPatch[] {
   const out: DistroPatch[] = [];
   const distro = distributionPlanner(snap);
-  const inp = podPatchInputs(snap, spec);
+  const inp = podPatchInputs(snap, spec, serviceAfter);
   const { finalGate, oldCC } = inp;
   out.push(...distro.podPatches(inp));
   if (distro.kubeProxyPatch && (snap.kubeProxy?.clusterCIDR !== undefined || distro.kubeProxyPatch.always)) {
