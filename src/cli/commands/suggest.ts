@@ -117,7 +117,7 @@ function printPairs(all: PairSuggestion[], output: ReturnType<typeof parseOutput
         `holds both${x.envelopeIs ? ` (the new kOps ${x.envelopeIs})` : ''}; alternatives: ${x.alternatives.join(', ') || '-'}`],
     ]);
     io.out(table([...(multi ? ['family'] : []), 'for', 'cidr', 'sized for'], rows));
-    io.out(`\nplan both in one: plan --service-cidr ${found.map((x) => x.services.cidr).join(',')} --pod-cidr ${found.map((x) => x.pods.cidr).join(',')}\n`);
+    io.err(`plan both in one: kube-renumber plan --service-cidr ${found.map((x) => x.services.cidr).join(',')} --pod-cidr ${found.map((x) => x.pods.cidr).join(',')}\n`);
     if (output === 'wide') {
       for (const x of found) {
         io.out(`\nREJECTED ENVELOPES${multi ? ` (IPv${x.family})` : ''} (searched ${x.searched.join(', ')})\n`);
