@@ -1,4 +1,4 @@
-import { platformKindOf, type Snapshot } from '../cluster/types.ts';
+import type { Snapshot } from '../cluster/types.ts';
 import {
   alignUp, bits, cidrLast, formatCidr, formatIP, NetError, parseCidr, smallestPrefixFor, tryParseCidr,
   type Cidr, type Family,
@@ -307,7 +307,7 @@ export interface PairSuggestion {
   envelope?: string;
   prefix: number;
   /** What the envelope becomes on this platform (kOps: nonMasqueradeCIDR). */
-  envelopeIs?: 'nonMasqueradeCIDR';
+  envelopeIs?: string;
   services: Suggestion;
   pods: Suggestion;
   /** Further free envelopes, each holding the pair the same way. */
@@ -344,7 +344,7 @@ export function suggestPair(snap: Snapshot, opts: Omit<SuggestOptions, 'for'>): 
     family: svc.family,
     envelope: env ? formatCidr(env) : undefined,
     prefix,
-    ...(platformKindOf(snap) === 'kops' ? { envelopeIs: 'nonMasqueradeCIDR' as const } : {}),
+    ...(snap.platform.envelopeSetting ? { envelopeIs: snap.platform.envelopeSetting } : {}),
     services: part('services', svc, placed?.services),
     pods: part('pods', pod, placed?.pods),
     alternatives: search.found.slice(1).map(formatCidr),

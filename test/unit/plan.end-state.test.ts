@@ -56,6 +56,9 @@ describe('suggest --for services,pods', () => {
     assert.equal(table.code, 0);
     for (const v of [j.services.cidr, j.pods.cidr, j.envelope]) assert.ok(table.out.includes(v), `table lacks ${v}`);
     assert.match(table.out, /envelope .*nonMasqueradeCIDR/);
+    // elsewhere the envelope is named as such, no platform setting
+    const k3s = JSON.parse((await run(['suggest', '--for', 'services,pods', '-f', join(ROOT, 'examples/k3s'), '-o', 'json'])).out);
+    assert.equal(k3s.envelopeIs, undefined);
   });
 
   it('--for with anything else is refused with exit 2', async () => {

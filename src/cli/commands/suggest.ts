@@ -114,7 +114,7 @@ function printPairs(all: PairSuggestion[], output: ReturnType<typeof parseOutput
       [...(multi ? [`IPv${x.family}`] : []), 'services', x.services.cidr!, sizedForText(x.services)],
       [...(multi ? [`IPv${x.family}`] : []), 'pods', x.pods.cidr!, sizedForText(x.pods)],
       [...(multi ? [`IPv${x.family}`] : []), 'envelope', x.envelope!,
-        `holds both${x.envelopeIs ? ` (the new kOps ${x.envelopeIs})` : ''}; alternatives: ${x.alternatives.join(', ') || '-'}`],
+        `holds both${x.envelopeIs ? ` (the new ${x.envelopeIs})` : ''}; alternatives: ${x.alternatives.join(', ') || '-'}`],
     ]);
     io.out(table([...(multi ? ['family'] : []), 'for', 'cidr', 'sized for'], rows));
     io.err(`plan both in one: kube-renumber plan --service-cidr ${found.map((x) => x.services.cidr).join(',')} --pod-cidr ${found.map((x) => x.pods.cidr).join(',')}\n`);
