@@ -101,6 +101,26 @@ describe('plans computed from where the cluster ends (kOps nonMasqueradeCIDR)', 
     }
   });
 
+  it('the pair in one plan: pod-kops-nonmasquerade judges the nonMasqueradeCIDR the Service part sets; kops-interim-spec warns of the spec between the two kOps edits', async () => {
+    const pair = await pairOf(KOPS);
+    assert.ok(pair);
+    const snap = buildSnapshot(await readInventoryFiles([KOPS]));
+    const plan = buildMigrationPlan(snap, { service: { target: pair.services }, pod: { target: pair.pods } });
+    const nm = plan.preflight.find((c) => c.id === 'pod-kops-nonmasquerade')!;
+    assert.equal(nm.status, 'pass', nm.message);
+    assert.match(nm.message, new RegExp(`nonMasqueradeCIDR ${pair.envelope.replaceAll('.', '\\.')} \\(set with the Service range at gate restart-apiservers`));
+    // between the gates: serviceClusterIPRange and nonMasqueradeCIDR new, podCIDR still 100.96.0.0/11 outside it
+    const interim = plan.preflight.find((c) => c.id === 'kops-interim-spec')!;
+    assert.equal(interim.status, 'warn');
+    assert.ok(!contains(parseCidr(pair.envelope), parseCidr('100.96.0.0/11')));
+    assert.match(interim.message, /podCIDR 100\.96\.0\.0\/11 outside nonMasqueradeCIDR/);
+    assert.match(interim.fix, /kops update cluster without --yes/);
+    // a single-range plan edits the spec once: no interim spec
+    const single = buildMigrationPlan(snap, { service: { target: '100.32.0.0/16' } });
+    assert.ok(!single.preflight.some((c) => c.id === 'kops-interim-spec'));
+    assert.ok(!single.preflight.some((c) => c.status === 'fail'), single.preflight.filter((c) => c.status === 'fail').map((c) => c.message).join('; '));
+  });
+
   it('a single-range plan with no valid nonMasqueradeCIDR exits 2 naming the pair', async () => {
     const pair = await pairOf(KOPS);
     assert.ok(pair);

@@ -294,11 +294,29 @@ function nonMasqueradeChecks(snap: Snapshot, target: ReadonlyMap<Family, Cidr>, 
       fix: 'plan the pair kube-renumber suggest --for services,pods gives, in one plan',
     }];
   }
-  if (!nm) return [];
-  return [{
+  const interim = interimCheck(snap, value, out.family, podsAfter);
+  if (!nm) return interim;
+  return [...interim, {
     id: 'kops-non-masquerade', status: 'warn',
     message: `${formatCidr(out)} is outside kOps nonMasqueradeCIDR ${formatCidr(nm)}; kOps validation (the versions read) rejects a serviceClusterIPRange or podCIDR outside it; kops update cluster without --yes shows whether yours does`,
     fix: `set nonMasqueradeCIDR to ${value} (holds the new service range and ${podsText}) in the same kops edit (see the restart-apiservers patch)`,
+  }];
+}
+
+/**
+ * A combined plan edits the Cluster spec twice: serviceClusterIPRange and nonMasqueradeCIDR at gate restart-apiservers,
+ * podCIDR at the pod range's final gate. When the new nonMasqueradeCIDR does not hold today's pod range, the spec between the
+ * two gates has podCIDR outside it, which kOps validation rejects: say so before anything runs.
+ */
+function interimCheck(snap: Snapshot, value: string, family: Family, podsAfter?: ReadonlyMap<Family, Cidr>): PreflightCheck[] {
+  if (!podsAfter) return [];
+  const nm = tryParseCidr(value.split(',')[0] ?? '');
+  const podsNow = kopsPodRange(snap, family);
+  if (!nm || !podsNow || nm.family !== podsNow.family || contains(nm, podsNow)) return [];
+  return [{
+    id: 'kops-interim-spec', status: 'warn',
+    message: `between gate restart-apiservers (serviceClusterIPRange and nonMasqueradeCIDR ${value}, patch kops-service-range) and the pod range's gate (podCIDR, patch kops-pod-cidr) the kOps Cluster spec has podCIDR ${formatCidr(podsNow)} outside nonMasqueradeCIDR ${value}; kOps validation (the versions read) rejects a podCIDR outside it, so kops update cluster may refuse the first edit`,
+    fix: 'at gate restart-apiservers run kops update cluster without --yes first; if it refuses the spec, do not force it and do not resume: kube-renumber rollback undoes the steps so far',
   }];
 }
 
