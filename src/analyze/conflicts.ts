@@ -8,7 +8,7 @@ import { holderText, LIVE_KIND_NAME, liveIn, liveIndex, MAX_COLLISIONS, type Liv
 
 export type ConflictKind =
   | 'overlap'                    // two cluster ranges of roles that must be disjoint overlap
-  | 'legacy-kops-pool'           // seed 002: the Calico pool is the whole nonMasqueradeCIDR, so it holds the service range
+  | 'legacy-kops-pool'           // examples/kops-legacy-pool: the Calico pool is the whole nonMasqueradeCIDR, so it holds the service range
   | 'pool-outside-cluster-cidr'  // a Calico pool outside every pod range kube-proxy/kube-controller-manager know
   | 'outside-masquerade'         // kOps: pod/service range not inside nonMasqueradeCIDR
   | 'catalog'                    // a cluster range overlaps a well-known range

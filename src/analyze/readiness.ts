@@ -136,7 +136,7 @@ export function readiness(snap: Snapshot): ReadinessFact[] {
   }
 
   // The most nodes the cluster may reach (autoscaler, InstanceGroups, Cluster API, Karpenter) against the most its
-  // pod range can give an address range: a maximum above it is a Pod CIDR move waiting to happen (seed 004).
+  // pod range can give an address range: a maximum above it is a Pod CIDR move waiting to happen (examples/kubeadm-exhausted).
   const reach = nodeReach(snap);
   const room = reach ? podRangeNodeRoom(snap) : undefined;
   if (reach && room) {

@@ -210,26 +210,32 @@ function assignable(hostBits: number): bigint {
   return n > 2n ? n - 2n : n;
 }
 
+/** The free aligned blocks a search found, and the runs of candidates it rejected on the way and why. */
+interface BlockSearch {
+  found: Cidr[];
+  rejected: Rejection[];
+  searched: string[];
+  avoided: number;
+}
+
 /**
- * The smallest aligned range that fits the need (never below the floor) and overlaps nothing known, searched in
+ * The lowest `want` aligned blocks of `prefix` that overlap no obstacle and hold no live address, searched in
  * SEARCH_SPACES order; with the runs of candidates rejected on the way and why. Pure.
  */
-export function suggest(snap: Snapshot, opts: SuggestOptions): Suggestion {
-  const { family, prefix, need, sizedFor } = rangeSize(snap, opts);
+function freeBlocks(snap: Snapshot, family: Family, prefix: number, avoid: readonly AvoidRange[], want: number): BlockSearch {
   const width = bits(family);
-  const obs = obstacles(snap, opts.avoid ?? []).filter((o) => o.cidr.family === family);
+  const obs = obstacles(snap, avoid).filter((o) => o.cidr.family === family);
   const live = liveIndex(snap);
   const spaces = SEARCH_SPACES[family].map((s) => parseCidr(s));
   const found: Cidr[] = [];
   const rejected: Rejection[] = [];
-  const wantMore = 1 + (opts.alternatives ?? 3);
   const blockSize = 1n << BigInt(width - prefix);
   for (const space of spaces) {
-    if (found.length >= wantMore || space.prefix > prefix) continue;
+    if (found.length >= want || space.prefix > prefix) continue;
     const spaceEnd = cidrLast(space);
     let cand = space.network;
     let lastBy: Rejection | undefined;
-    while (cand + blockSize - 1n <= spaceEnd && found.length < wantMore) {
+    while (cand + blockSize - 1n <= spaceEnd && found.length < want) {
       const end = cand + blockSize - 1n;
       const hit = obs.filter((o) => o.cidr.network <= end && cidrLast(o.cidr) >= cand);
       if (hit.length === 0) {
@@ -265,16 +271,98 @@ export function suggest(snap: Snapshot, opts: SuggestOptions): Suggestion {
       cand = next;
     }
   }
+  return { found, rejected, searched: spaces.map(formatCidr), avoided: obs.length };
+}
+
+/**
+ * The smallest aligned range that fits the need (never below the floor) and overlaps nothing known, searched in
+ * SEARCH_SPACES order; with the runs of candidates rejected on the way and why. Pure.
+ */
+export function suggest(snap: Snapshot, opts: SuggestOptions): Suggestion {
+  const { family, prefix, need, sizedFor } = rangeSize(snap, opts);
+  const { found, rejected, searched, avoided } = freeBlocks(snap, family, prefix, opts.avoid ?? [], 1 + (opts.alternatives ?? 3));
   return {
     for: opts.for,
     family,
     cidr: found[0] ? formatCidr(found[0]) : undefined,
     prefix,
     need,
-    searched: spaces.map(formatCidr),
+    searched,
     alternatives: found.slice(1).map(formatCidr),
     rejected,
-    avoided: obs.length,
+    avoided,
     sizedFor,
   };
+}
+
+/**
+ * A Service range and a Pod range chosen together: disjoint, each sized as `suggest` sizes it, and placed inside
+ * one aligned range, the envelope (the larger range at its start, the smaller at the start of its other half).
+ * The whole envelope overlaps nothing `suggest` avoids, so one range names both: on kOps the nonMasqueradeCIDR
+ * (clear of networkCIDR, the node network), elsewhere what a firewall rule, route or mesh setting names.
+ */
+export interface PairSuggestion {
+  family: Family;
+  /** The envelope holding both ranges; undefined when no free block of its size was found. */
+  envelope?: string;
+  prefix: number;
+  /** What the envelope becomes on this platform (kOps: nonMasqueradeCIDR). */
+  envelopeIs?: string;
+  services: Suggestion;
+  pods: Suggestion;
+  /** Further free envelopes, each holding the pair the same way. */
+  alternatives: string[];
+  searched: string[];
+  rejected: Rejection[];
+  avoided: number;
+}
+
+/** Both ranges inside `envelope`: the larger (pods on a tie) at its start, the other at the start of its second half. */
+export function placePair(envelope: Cidr, servicePrefix: number, podPrefix: number): { services: Cidr; pods: Cidr } {
+  const half = 1n << BigInt(bits(envelope.family) - envelope.prefix - 1);
+  const first = envelope.network;
+  const second = envelope.network + half;
+  return podPrefix <= servicePrefix
+    ? { pods: { family: envelope.family, network: first, prefix: podPrefix }, services: { family: envelope.family, network: second, prefix: servicePrefix } }
+    : { services: { family: envelope.family, network: first, prefix: servicePrefix }, pods: { family: envelope.family, network: second, prefix: podPrefix } };
+}
+
+/** The pair for one family (`opts.family`, else the cluster's primary one). Pure. */
+export function suggestPair(snap: Snapshot, opts: Omit<SuggestOptions, 'for'>): PairSuggestion {
+  const svc = rangeSize(snap, { ...opts, for: 'services' });
+  const pod = rangeSize(snap, { ...opts, for: 'pods', family: svc.family });
+  const prefix = Math.min(svc.prefix, pod.prefix) - 1;
+  if (prefix < 1) throw new NetError(`a /${svc.prefix} service range and a /${pod.prefix} pod range need more than half of the IPv${svc.family} space`);
+  const search = freeBlocks(snap, svc.family, prefix, opts.avoid ?? [], 1 + (opts.alternatives ?? 3));
+  const env = search.found[0];
+  const placed = env ? placePair(env, svc.prefix, pod.prefix) : undefined;
+  const part = (what: 'services' | 'pods', size: RangeSize, c: Cidr | undefined): Suggestion => ({
+    for: what, family: size.family, cidr: c ? formatCidr(c) : undefined, prefix: size.prefix, need: size.need, sizedFor: size.sizedFor,
+    searched: search.searched, alternatives: [], rejected: [], avoided: search.avoided,
+  });
+  return {
+    family: svc.family,
+    envelope: env ? formatCidr(env) : undefined,
+    prefix,
+    ...(snap.platform.envelopeSetting ? { envelopeIs: snap.platform.envelopeSetting } : {}),
+    services: part('services', svc, placed?.services),
+    pods: part('pods', pod, placed?.pods),
+    alternatives: search.found.slice(1).map(formatCidr),
+    searched: search.searched,
+    rejected: search.rejected,
+    avoided: search.avoided,
+  };
+}
+
+/**
+ * One pair per family: `opts.family` when given, else every family the cluster uses for both services and pods
+ * (the primary first), else the default family. Throws NetError as suggestFamilies does.
+ */
+export function suggestPairFamilies(snap: Snapshot, opts: Omit<SuggestOptions, 'for'>): PairSuggestion[] {
+  const pods = new Set(clusterFamilies(snap, 'pods'));
+  const fams = opts.family === undefined ? clusterFamilies(snap, 'services').filter((f) => pods.has(f)) : [];
+  if (fams.length < 2) return [suggestPair(snap, { ...opts, ...(fams[0] !== undefined && opts.family === undefined ? { family: fams[0] } : {}) })];
+  if (opts.nodeMask !== undefined) throw new NetError(`--node-mask ${opts.nodeMask} on a dual-stack cluster needs --family 4 or 6: each family has its own node mask`);
+  if (opts.minPrefix !== undefined) throw new NetError(`--min-prefix ${opts.minPrefix} on a dual-stack cluster needs --family 4 or 6: each family has its own prefix lengths`);
+  return fams.map((family) => suggestPair(snap, { ...opts, family }));
 }

@@ -344,7 +344,7 @@ function looksLikeCidr(word: string): boolean {
 export function strayHint(cmd: Command, word: string): string {
   const w = word.trim();
   const q = /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replaceAll("'", "'\\''")}'`;
-  if (cmd.name === 'suggest' && (w === 'pods' || w === 'services')) return ' (--for takes one value: run suggest once with --for pods and once with --for services)';
+  if (cmd.name === 'suggest' && (w === 'pods' || w === 'services')) return ' (did you mean --for services,pods? it chooses both ranges together)';
   if (cmd.name === 'plan' && looksLikeCidr(w)) return ` (did you mean --service-cidr ${q} or --pod-cidr ${q}?)`;
   if (takesGlobal(cmd, 'avoid') && looksLikeCidr(w)) return ` (did you mean --avoid ${q}?)`;
   if (cmd.name === 'probe' && /^([a-z0-9-]+\/)?[a-z0-9-]+(:\d+)?$/.test(w)) return ` (did you mean --service ${q}?)`;

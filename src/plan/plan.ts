@@ -4,8 +4,8 @@
  * steps; docs/plan.md explains the order.
  */
 import type { AvoidRange } from '../analyze/catalog.ts';
-import { barePodNamespaces, buildPodSection, DEFAULT_PARALLEL, dnsDeployment, type PodCIDRSpec, type PodPlanOptions } from './pod-plan.ts';
-import { scanReferences, type Reference } from '../analyze/references.ts';
+import { barePodNamespaces, buildPodSection, DEFAULT_PARALLEL, dnsDeployment, parsePodTarget, type PodCIDRSpec, type PodPlanOptions } from './pod-plan.ts';
+import { scanReferences, type RangeMove, type Reference } from '../analyze/references.ts';
 import { mappedClusterIPs, planMoves, referencesGate } from './references-gate.ts';
 import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts';
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
@@ -23,7 +23,7 @@ import {
 import { distributionPlanner } from './distributions/registry.ts';
 import { planDistributionOf } from '../platform/registry.ts';
 import {
-  currentServiceRanges, DEFAULT_TIER_KEY, keptRanges, mapServices, MIN_KEPT_PREFIX, serviceKey, type ServiceMapping,
+  currentServiceRanges, DEFAULT_TIER_KEY, keptRanges, mapServices, parseTarget, MIN_KEPT_PREFIX, serviceKey, type ServiceMapping,
   type Tier,
 } from './service-mapping.ts';
 
@@ -77,6 +77,8 @@ export interface PlanOptions {
   loadBalancers?: LoadBalancerMode;
   /** --nodeport-cover: cover the node ports of NodePort Services moved in place (src/plan/nodeport-cover.ts); absent: off. */
   nodePortCover?: NodePortCover;
+  /** The new Pod CIDR of the same plan (buildMigrationPlan sets it): platform values are computed from where the cluster ends. */
+  podsAfter?: ReadonlyMap<Family, Cidr>;
 }
 
 /** Who restarts the workloads after a Service move: the tool (a step) or the operator (a gate). */
@@ -285,6 +287,7 @@ export function buildServicePlan(read: Snapshot, opts: PlanOptions): ServicePlan
   plan.preflight = [...tc.checks, ...(version ? [version] : []), ...clusterChecks(snap, target, mapping, {
     target: opts.target, strategy: settings.strategy, headroom: settings.headroom, apiserverCertSANs: opts.apiserverCertSANs, avoid: opts.avoid, keep: settings.keep,
     ...(opts.clusterDNS !== undefined ? { clusterDNS: opts.clusterDNS, detectedDNS } : {}),
+    ...(opts.podsAfter ? { podsAfter: opts.podsAfter } : {}),
   })];
   if (opts.nodePortCover !== undefined) plan.preflight.push(nodePortCoverCheck(snap, mapping, settings.strategy, opts.nodePortCover));
 
@@ -298,7 +301,7 @@ export function buildServicePlan(read: Snapshot, opts: PlanOptions): ServicePlan
   if (api.state === 'unsupported') return plan; // preflight explains; nothing can be planned
 
   const special = specialServices(mapping);
-  const ctx = patchContext(snap, api, target, oldFlag, newFlag, special);
+  const ctx = patchContext(snap, api, target, oldFlag, newFlag, special, opts.podsAfter);
   const restarts = restartSettings(snap, opts, special.dnsMoves);
   plan.spec.options.restartWorkloads = restarts.mode;
   if (restarts.spec) plan.spec.serviceCIDR.restarts = restarts.spec;
@@ -486,6 +489,7 @@ function changedIPs(m: ServiceMapping | undefined): Array<readonly [string, stri
 /** The values the distribution patches and gate instructions are written from. */
 function patchContext(
   snap: Snapshot, api: ServiceCIDRApiState, target: Map<Family, Cidr>, oldFlag: string[], newFlag: string[], special: SpecialServices,
+  podsAfter?: ReadonlyMap<Family, Cidr>,
 ): PatchContext {
   const { kube, dns, kubeMoves, dnsMoves } = special;
   const ctx: PatchContext = {
@@ -496,7 +500,7 @@ function patchContext(
   };
   const gates = dualWriteFlags(api.minor ?? minorOf(snap.kubernetesVersion), snap.apiservers[0]?.featureGates, api.version !== undefined);
   if (gates) ctx.apiserverFeatureGates = gates;
-  return { ...ctx, ...distributionPlanner(snap).serviceContext?.(snap, target) };
+  return { ...ctx, ...distributionPlanner(snap).serviceContext?.(snap, target, podsAfter) };
 }
 
 /** Everything the Service steps are built from. */
@@ -544,7 +548,7 @@ function createServiceCIDRSteps(inp: ServiceStepInputs): PlanStep[] {
   const { targetSC, keptSC, keptIPs, kept } = inp.layout;
   const steps: PlanStep[] = [{
     id: 'create-target-servicecidr', kind: 'create-servicecidrs',
-    description: `create ServiceCIDR ${targetSC.name} for ${inp.ctx.newFlag.join(',')} so the new range can be allocated (upstream step 1)`,
+    description: `create ServiceCIDR ${targetSC.name} for ${inp.ctx.newFlag.join(',')} so the new range can be allocated`,
     serviceCIDRs: [targetSC],
     rollback: `delete ServiceCIDR ${targetSC.name} (it stays Terminating while Services hold IPs in it)`,
   }];
@@ -696,7 +700,7 @@ function drainOldServiceCIDRsStep(inp: ServiceStepInputs): PlanStep {
   const { oldFlag } = inp.ctx;
   return {
     id: 'drain-old-servicecidrs', kind: 'drain-servicecidrs',
-    description: `delete ServiceCIDR ${oldSC.map((s) => s.name).join(', ')}: each stays Terminating (finalizer networking.k8s.io/service-cidr-finalizer) while it holds IPs no other ServiceCIDR covers, and allocates no new IPs (upstream step 2)`,
+    description: `delete ServiceCIDR ${oldSC.map((s) => s.name).join(', ')}: each stays Terminating (finalizer networking.k8s.io/service-cidr-finalizer) while it holds IPs no other ServiceCIDR covers, and allocates no new IPs`,
     serviceCIDRs: oldSC,
     rollback: `a deleted ServiceCIDR cannot be restored: create ServiceCIDR ${OBJECT_PREFIX}-rollback-${cidrSlug(oldFlag)} with ${oldFlag.join(',')} to make the old range allocatable again`,
   };
@@ -727,7 +731,7 @@ function moveKubernetesStep(inp: ServiceStepInputs): PlanStep {
         ? `move Service default/kubernetes in place to ${kube.to.join(',')} (the first IP of the new range, where the apiserver would recreate it) behind a cover, `
           + `keeping its uid, and create the selectorless bridge default/${bridgeName('kubernetes')} at ${oldK.join(',')} with an EndpointSlice copying default/kubernetes's endpoints, `
           + 'for pods whose KUBERNETES_SERVICE_HOST still names the old IP; the name and both IPs answer throughout'
-        : `delete Service default/kubernetes; the apiserver recreates it at ${kube.to.join(',')} (upstream step 5); then create the selectorless bridge default/${bridgeName('kubernetes')} `
+        : `delete Service default/kubernetes; the apiserver recreates it at ${kube.to.join(',')}; then create the selectorless bridge default/${bridgeName('kubernetes')} `
           + `at ${oldK.join(',')} with an EndpointSlice copying default/kubernetes's endpoints, for pods whose KUBERNETES_SERVICE_HOST still names the old IP`),
     items: [{ namespace: 'default', name: 'kubernetes', from: [...kube.from], to: [...kube.to], bridge: bridgeName('kubernetes') }],
     serviceCIDRs: bridgeSC,
@@ -755,7 +759,7 @@ function finalizeServiceCIDRsStep(inp: ServiceStepInputs): PlanStep {
     id: 'finalize-servicecidrs', kind: 'finalize-servicecidrs',
     description: `wait until the old ServiceCIDR/kubernetes is gone and the apiserver has recreated it with ${inp.ctx.newFlag.join(',')}; `
       + 'if it came back with the old range (an apiserver still on the old flag recreated it), delete it again; '
-      + `then delete ServiceCIDR ${targetSC.name} (upstream step 6)`,
+      + `then delete ServiceCIDR ${targetSC.name}`,
     serviceCIDRs: [targetSC],
     rollback: `create ServiceCIDR ${targetSC.name} again (harmless: ServiceCIDRs may overlap)`,
   };
@@ -797,9 +801,13 @@ export interface CombinedPlanOptions {
 export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): MigrationPlan {
   const podTargets = opts.pod ? String(opts.pod.target).split(',').map((t) => t.trim()).filter(Boolean) : [];
   const svcTargets = opts.service ? (typeof opts.service.target === 'string' ? opts.service.target.split(',') : [...opts.service.target]).map((t) => t.trim()).filter(Boolean) : [];
+  // Each part computes its platform values (kOps nonMasqueradeCIDR) from where the cluster ends: the other part's target.
+  const parsedAfter = (parse: () => Map<Family, Cidr>): Map<Family, Cidr> | undefined => { try { return parse(); } catch { return undefined; } };
+  const podsAfter = opts.pod && opts.service ? parsedAfter(() => parsePodTarget(opts.pod!.target)) : undefined;
+  const serviceAfter = opts.pod && opts.service ? parsedAfter(() => parseTarget(opts.service!.target)) : undefined;
   const asAvoid = (cidrs: string[], what: string): AvoidRange[] => cidrs.filter((c) => tryParseCidr(c)).map((c) => ({ cidr: c, reason: what, from: 'this plan' }) as AvoidRange);
   const base: MigrationPlan = opts.service
-    ? buildServicePlan(snap, { ...opts.service, avoid: [...(opts.service.avoid ?? []), ...asAvoid(podTargets, 'the new pod CIDR of this plan')], ...(opts.generator ? { generator: opts.generator } : {}) })
+    ? buildServicePlan(snap, { ...opts.service, ...(podsAfter ? { podsAfter } : {}), avoid: [...(opts.service.avoid ?? []), ...asAvoid(podTargets, 'the new pod CIDR of this plan')], ...(opts.generator ? { generator: opts.generator } : {}) })
     : {
       apiVersion: PLAN_API_VERSION, kind: PLAN_KIND,
       metadata: {
@@ -832,7 +840,7 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
     delete base.spec.options;
   }
   if (!opts.pod) return withRefs(base);
-  const pod = buildPodSection(snap, { ...opts.pod, avoid: [...(opts.pod.avoid ?? []), ...asAvoid(svcTargets, 'the new Service CIDR of this plan')] });
+  const pod = buildPodSection(snap, { ...opts.pod, ...(serviceAfter ? { serviceAfter } : {}), avoid: [...(opts.pod.avoid ?? []), ...asAvoid(svcTargets, 'the new Service CIDR of this plan')] });
   base.preflight = [...base.preflight, ...pod.preflight.filter((c) => !base.preflight.some((b) => b.id === c.id))];
   if (pod.spec) base.spec.podCIDR = pod.spec;
   if (!pod.spec || (opts.service && base.steps.length === 0)) {

@@ -151,10 +151,10 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
   Object.assign(spec, sized.section);
   checks.push(...sized.checks);
   checks.push(podGrowthCheck(snap, target, opts.nodeMaskSize));
-  checks.push(...podEnvironmentChecks(snap, target, old.from, newText, path, dns));
-  checks.push(...distroPodChecks(snap, spec));
+  checks.push(...podEnvironmentChecks(snap, target, old.from, newText, path, dns, opts.serviceAfter));
+  checks.push(...distroPodChecks(snap, spec, opts.serviceAfter));
 
-  const lists = podStepLists(path, spec, distributionOf(snap), podPatches(snap, spec));
+  const lists = podStepLists(path, spec, distributionOf(snap), podPatches(snap, spec, opts.serviceAfter));
   out.prepare.push(...lists.prepare);
   out.restart.push(...lists.restart);
   out.finish.push(...lists.finish);
@@ -214,11 +214,12 @@ function podConflictCheck(snap: Snapshot, opts: PodPlanOptions, target: Map<Fami
 /** Checks of what else depends on the pod range: kube-proxy's clusterCIDR, kOps nonMasqueradeCIDR, unread configuration, the DNS Deployment. */
 function podEnvironmentChecks(
   snap: Snapshot, target: Map<Family, Cidr>, from: Cidr[], newText: string[], path: PodPath, dns: string | undefined,
+  serviceAfter?: ReadonlyMap<Family, Cidr>,
 ): PreflightCheck[] {
   const checks: PreflightCheck[] = [];
   const kubeProxy = kubeProxyCheck(snap, target, from, newText, path);
   if (kubeProxy) checks.push(kubeProxy);
-  const nonMasquerade = kopsNonMasqueradeCheck(snap, target, newText);
+  const nonMasquerade = kopsNonMasqueradeCheck(snap, target, newText, serviceAfter);
   if (nonMasquerade) checks.push(nonMasquerade);
   const unread = distroConfigCheck(snap);
   if (unread) checks.push(unread);
@@ -272,37 +273,43 @@ export function kubeProxyAfter(current: string, to: readonly string[]): string {
   return out.join(',');
 }
 
-/** Check `pod-kops-nonmasquerade`: the kOps nonMasqueradeCIDR (when known) contains NEW. */
-function kopsNonMasqueradeCheck(snap: Snapshot, target: Map<Family, Cidr>, newText: string[]): PreflightCheck | undefined {
+/**
+ * Check `pod-kops-nonmasquerade`: the kOps nonMasqueradeCIDR (when known) contains NEW when the pods move: today's, or
+ * the one the Service part of the same plan sets at gate restart-apiservers (patch kops-service-range).
+ */
+function kopsNonMasqueradeCheck(snap: Snapshot, target: Map<Family, Cidr>, newText: string[], serviceAfter?: ReadonlyMap<Family, Cidr>): PreflightCheck | undefined {
   if (!snap.kops?.nonMasqueradeCIDR) return undefined;
-  const nm = tryParseCidr(snap.kops.nonMasqueradeCIDR);
+  const bySvc = serviceAfter ? distributionPlanner(snap).serviceContext?.(snap, serviceAfter, target)?.nonMasqueradeCIDR : undefined;
+  const current = bySvc || snap.kops.nonMasqueradeCIDR;
+  const what = bySvc ? `kOps nonMasqueradeCIDR ${current} (set with the Service range at gate restart-apiservers, patch kops-service-range)` : `kOps nonMasqueradeCIDR ${current}`;
+  const nm = tryParseCidr(current);
   const outside = [...target.values()].filter((t) => nm && nm.family === t.family && !contains(nm, t));
   return outside.length > 0
-    ? { id: 'pod-kops-nonmasquerade', status: 'warn', message: `kOps nonMasqueradeCIDR ${snap.kops.nonMasqueradeCIDR} does not contain ${outside.map(formatCidr).join(',')}: traffic from NEW would be masqueraded`, fix: 'the pod-cidr-config gate changes nonMasqueradeCIDR with podCIDR (patch kops-pod-cidr)' }
-    : pass('pod-kops-nonmasquerade', `kOps nonMasqueradeCIDR ${snap.kops.nonMasqueradeCIDR} contains ${newText.join(',')}`);
+    ? { id: 'pod-kops-nonmasquerade', status: 'warn', message: `${what} does not contain ${outside.map(formatCidr).join(',')}: traffic from NEW would be masqueraded`, fix: 'the pod-cidr-config gate changes nonMasqueradeCIDR with podCIDR (patch kops-pod-cidr)' }
+    : pass('pod-kops-nonmasquerade', `${what} contains ${newText.join(',')}`);
 }
 
 /** What a distribution's pod patches and pod checks are computed from. */
-function podPatchInputs(snap: Snapshot, spec: PodCIDRSpec): PodPatchInputs {
+function podPatchInputs(snap: Snapshot, spec: PodCIDRSpec, serviceAfter?: ReadonlyMap<Family, Cidr>): PodPatchInputs {
   const path = podPath(spec.ipam);
   const kcm = snap.controllerManagers[0];
   const oldCC = kcm?.clusterCIDR?.join(',') ?? snap.kubeadm?.podSubnet?.join(',') ?? snap.kops?.podCIDR ?? spec.from.join(',');
   // kube-controller-manager stops allocating at a first gate and allocates from NEW again at the final one, or
   // allocation is turned off at the final gate (a path that does not use node podCIDRs)
   const stopGate = path.stopAllocatingGate;
-  return { snap, spec, finalGate: path.finalGate, stopGate, allocAfter: stopGate !== undefined, oldCC, to: spec.to.join(','), masks: kcmMaskLines(snap, spec) };
+  return { snap, spec, finalGate: path.finalGate, stopGate, allocAfter: stopGate !== undefined, oldCC, to: spec.to.join(','), masks: kcmMaskLines(snap, spec), ...(serviceAfter ? { serviceAfter } : {}) };
 }
 
 /** The distribution's own pre-flight checks of the values its pod patches give. */
-export function distroPodChecks(snap: Snapshot, spec: PodCIDRSpec): PreflightCheck[] {
-  return distributionPlanner(snap).podChecks?.(podPatchInputs(snap, spec)) ?? [];
+export function distroPodChecks(snap: Snapshot, spec: PodCIDRSpec, serviceAfter?: ReadonlyMap<Family, Cidr>): PreflightCheck[] {
+  return distributionPlanner(snap).podChecks?.(podPatchInputs(snap, spec, serviceAfter)) ?? [];
 }
 
 /** Distribution changes of a Pod CIDR migration, as before/after text. */
-export function podPatches(snap: Snapshot, spec: PodCIDRSpec): DistroPatch[] {
+export function podPatches(snap: Snapshot, spec: PodCIDRSpec, serviceAfter?: ReadonlyMap<Family, Cidr>): DistroPatch[] {
   const out: DistroPatch[] = [];
   const distro = distributionPlanner(snap);
-  const inp = podPatchInputs(snap, spec);
+  const inp = podPatchInputs(snap, spec, serviceAfter);
   const { finalGate, oldCC } = inp;
   out.push(...distro.podPatches(inp));
   if (distro.kubeProxyPatch && (snap.kubeProxy?.clusterCIDR !== undefined || distro.kubeProxyPatch.always)) {

@@ -39,6 +39,8 @@ export interface PreflightOptions {
    */
   clusterDNS?: string;
   detectedDNS?: Snapshot['dnsService'];
+  /** The new Pod CIDR of the same plan, when it moves too: the pod range where the cluster ends. */
+  podsAfter?: ReadonlyMap<Family, Cidr>;
 }
 
 /** The largest service range the apiserver flag accepts: IPv4 /12 (2^20 addresses), IPv6 /108. */
@@ -333,7 +335,7 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
         id: 'servicecidr-api', status: 'fail',
         message: `Kubernetes ${v} has no ServiceCIDR API (it arrived as v1alpha1 in 1.29): the service range lives only in the apiserver flag, `
           + 'and the allocator keeps a bitmap in a RangeAllocation object in etcd that goes stale when the range changes ("range is full"); '
-          + 'Zendesk (seed 003) had to patch kube-proxy and the apiserver and delete that object with kube-controller-manager stopped',
+          + 'clusters moved that way have had to patch kube-proxy and the apiserver and delete that object with kube-controller-manager stopped',
         fix: 'upgrade to 1.29+ (1.33+ serves networking.k8s.io/v1 by default), then plan again; kube-renumber does not migrate without the ServiceCIDR API',
       });
       break;
@@ -439,7 +441,7 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
   if (unread) checks.push(unread);
 
   // The platform's own checks of the target (kOps: nonMasqueradeCIDR).
-  checks.push(...distributionPlanner(snap).serviceChecks?.(snap, target) ?? []);
+  checks.push(...distributionPlanner(snap).serviceChecks?.(snap, target, opts.podsAfter) ?? []);
 
   // An earlier run left traces.
   const ours = snap.serviceCIDRs.filter((s) => s.name.startsWith('kube-renumber-'));

@@ -16,7 +16,7 @@ export const DEFAULT_TIER_KEY = 'kube-renumber.io/tier';
  * The smallest ServiceCIDR we create to keep kept IPs of a drained range allocated: IPv4 /30, IPv6 /120.
  * Measured on the real apiserver (test/integration/kept-servicecidr.test.ts, v1.35.4 and v1.36.4): a ServiceCIDR serves only
  * its usable addresses. A /32 or /31 serves none (an explicit clusterIP there is refused, and the drained
- * range's finalizer does not count the IP as covered: it stays Terminating, seed 000's "a /32 won't work"); a
+ * range's finalizer does not count the IP as covered: it stays Terminating: "a /32 won't work"); a
  * /30 serves its two middle addresses; the network and broadcast address of any ServiceCIDR are never served.
  * So each kept IP gets the smallest block of at least this prefix in which it is neither the first nor the
  * last address (`keptBlock`). IPv6 is not measured yet (the testbed is IPv4): /120, same interior rule.

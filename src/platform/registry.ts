@@ -43,7 +43,7 @@ export function detectPlatform(input: PlatformInput): { platform: Platform; fact
     const evidence = p.detect(input);
     if (!evidence || evidence.length === 0) continue;
     const reserved: ReservedRange[] = p.reserved?.(input) ?? [];
-    return { platform: p, facts: { kind: p.kind, title: p.title, evidence, reserved }, ranges: p.ranges?.(input) ?? [] };
+    return { platform: p, facts: { kind: p.kind, title: p.title, evidence, reserved, ...(p.envelopeSetting ? { envelopeSetting: p.envelopeSetting } : {}) }, ranges: p.ranges?.(input) ?? [] };
   }
   throw new Error('no platform matched: the fallback platform must be last and always match');
 }

@@ -167,6 +167,11 @@ export interface Platform<K extends string = string> {
    * platform's kind, so plans read the same as before.
    */
   readonly namedInPlans?: boolean;
+  /**
+   * The setting of this platform that must be one range holding both the service and the pod range (kOps:
+   * nonMasqueradeCIDR): `suggest --for services,pods` names its envelope so.
+   */
+  readonly envelopeSetting?: string;
 }
 
 /** The snapshot's record of the platform: which one, why, and what it reserves. */
@@ -175,6 +180,8 @@ export interface PlatformFacts {
   title: string;
   evidence: string[];
   reserved: ReservedRange[];
+  /** The platform's envelopeSetting, when it has one. */
+  envelopeSetting?: string;
 }
 
 /** A capability that is supported. */

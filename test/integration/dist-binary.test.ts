@@ -167,7 +167,7 @@ describe('the linux-amd64 single-file executable, alone in an empty directory wi
   });
 
   test('plan --service-cidr -f writes the plan the sources write', async () => {
-    const args = ['plan', '--service-cidr', '10.200.0.0/16', '-f', EXAMPLE, '-o', 'json'];
+    const args = ['plan', '--service-cidr', '100.32.0.0/16', '-f', EXAMPLE, '-o', 'json'];
     const r = await exe(args);
     const src = await run(args);
     assert.equal(r.code, src.code, r.err);

@@ -57,7 +57,7 @@ describe('HTML address map in headless Chromium', { skip }, () => {
       assert.equal(r.code, 0, r.err);
       return r.out;
     };
-    const planArgs = ['plan', '-f', EX, '--service-cidr', '172.24.0.0/16', '--pod-cidr', '10.100.0.0/16'];
+    const planArgs = ['plan', '-f', EX, '--service-cidr', '10.6.0.0/20', '--pod-cidr', '10.4.0.0/15'];
     const report = JSON.parse(await get(['inspect', '-f', EX, '-o', 'json']));
     writeFileSync(join(dir, 'inspect.html'), await get(['inspect', '-f', EX, '-o', 'html']));
     writeFileSync(join(dir, 'plan.html'), await get([...planArgs, '-o', 'html']));

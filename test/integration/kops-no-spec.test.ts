@@ -15,8 +15,10 @@ import { run } from '../unit/run-cli.ts';
 
 const SVC_OLD = '100.64.0.0/13';
 const POD_OLD = '100.96.0.0/11';
-const POD_NEW = '10.1.0.0/20';
-const SVC_NEW = '10.2.0.0/24';
+// kOps refuses a plan moving one range where no nonMasqueradeCIDR of /8 or smaller holds it and the unmoved one:
+// the new ranges sit next to the old ones, outside 100.64.0.0/10 (nonMasqueradeCIDR 100.0.0.0/9 for one, 100.0.0.0/10 for both)
+const POD_NEW = '100.0.0.0/14';
+const SVC_NEW = '100.32.0.0/24';
 
 /** The exit code `plan` documents for a written plan: 1 when a pre-flight check failed, else 0. */
 function documentedCode(p: MigrationPlan): number {
@@ -75,9 +77,9 @@ describe('plan on a live kOps cluster without its Cluster spec', () => {
     assert.ok(k, patches(p).map((x) => x.id).join(', '));
     assert.match(k.description, /spec\.networking\.podCIDR, legacy layout spec\.podCIDR/);
     assert.match(k.before, /^\s+podCIDR: 100\.96\.0\.0\/11$/m);
-    assert.match(k.after, /^\s+podCIDR: 10\.1\.0\.0\/20$/m);
-    assert.match(k.after, /^\s+clusterCIDR: 10\.1\.0\.0\/20\b/m);
-    assert.match(k.after, /nonMasqueradeCIDR: .*10\.1\.0\.0\/20/);
+    assert.match(k.after, /^\s+podCIDR: 100\.0\.0\.0\/14$/m);
+    assert.match(k.after, /^\s+clusterCIDR: 100\.0\.0\.0\/14\b/m);
+    assert.match(k.after, /nonMasqueradeCIDR: .*100\.0\.0\.0\/14/);
     assert.match(k.after, /^\s+allocateNodeCIDRs: false$/m);
   });
 
@@ -89,9 +91,9 @@ describe('plan on a live kOps cluster without its Cluster spec', () => {
     assert.ok(k, patches(p).map((x) => x.id).join(', '));
     assert.match(k.description, /spec\.networking\.serviceClusterIPRange, legacy layout spec\.serviceClusterIPRange/);
     assert.match(k.before, /^\s+serviceClusterIPRange: 100\.64\.0\.0\/13$/m);
-    assert.match(k.after, /^\s+serviceClusterIPRange: 10\.2\.0\.0\/24$/m);
-    assert.match(k.after, /^\s+serverIP: 10\.2\.0\.10$/m);
-    assert.match(k.after, /- 100\.64\.0\.1\n\s+- 10\.2\.0\.1\n/);
+    assert.match(k.after, /^\s+serviceClusterIPRange: 100\.32\.0\.0\/24$/m);
+    assert.match(k.after, /^\s+serverIP: 100\.32\.0\.10$/m);
+    assert.match(k.after, /- 100\.64\.0\.1\n\s+- 100\.32\.0\.1\n/);
   });
 
   test('with -f cluster.yaml alongside --kubeconfig: the spec joins the live read, its layout names the fields', async () => {
@@ -112,7 +114,7 @@ describe('plan on a live kOps cluster without its Cluster spec', () => {
     const k = patches(p).find((x) => x.id === 'kops-service-range')!;
     assert.ok(k, patches(p).map((x) => x.id).join(', '));
     assert.doesNotMatch(k.description, /spec\.networking\.serviceClusterIPRange/, `the spec's own (legacy) layout only: ${k.description}`);
-    assert.match(k.after, /^\s*serviceClusterIPRange: 10\.2\.0\.0\/24$/m);
+    assert.match(k.after, /^\s*serviceClusterIPRange: 100\.32\.0\.0\/24$/m);
 
     // Kubernetes objects in -f next to a live read are refused, before the cluster is read
     const objs = join(dir, 'services.yaml');

@@ -249,7 +249,7 @@ describe('colour and --no-headers', () => {
     assert.ok(!(await cli(['inspect', '-f', KOPS], { tty: true, env: { NO_COLOR: '1' } })).out.includes(ESC), 'none with NO_COLOR');
     assert.ok(!(await cli(['inspect', '-f', KOPS, '-o', 'json'], { tty: true })).out.includes(ESC), 'none with -o json');
     assert.ok((await cli(['inspect', '-f', KOPS, '-o', 'wide'], { tty: true })).out.includes(ESC), 'colour with -o wide');
-    const plan = await cli(['plan', '--service-cidr', '172.24.0.0/15', '-f', KOPS], { tty: true });
+    const plan = await cli(['plan', '--service-cidr', '100.32.0.0/15', '-f', KOPS], { tty: true });
     assert.match(plan.out, /\x1b\[32mPASS\x1b\[0m/);
   });
 

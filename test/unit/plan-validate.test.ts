@@ -12,10 +12,10 @@ async function planOf(args: string[], example: string): Promise<any> {
   return yaml.load(r.out);
 }
 
-const SERVICE = await planOf(['--service-cidr', '172.24.0.0/16'], 'kops-tailscale');
-const CALICO = await planOf(['--pod-cidr', '10.128.0.0/14'], 'kops-tailscale');
-const NODE = await planOf(['--pod-cidr', '10.128.0.0/14', '--ipam', 'node'], 'kops-tailscale');
-const BOTH = await planOf(['--pod-cidr', '10.128.0.0/14', '--service-cidr', '172.24.0.0/16'], 'kops-tailscale');
+const SERVICE = await planOf(['--service-cidr', '100.32.0.0/16'], 'kops-tailscale');
+const CALICO = await planOf(['--pod-cidr', '100.0.0.0/14'], 'kops-tailscale');
+const NODE = await planOf(['--pod-cidr', '100.0.0.0/14', '--ipam', 'node'], 'kops-tailscale');
+const BOTH = await planOf(['--pod-cidr', '100.0.0.0/14', '--service-cidr', '100.32.0.0/16'], 'kops-tailscale');
 
 function refused(base: any, mut: (d: any) => void, re: RegExp): void {
   const d = structuredClone(base);
@@ -57,7 +57,7 @@ describe('validatePlan', () => {
     refused(NODE, (d) => { d.spec.podCIDR.node.maskSize = 24; }, /node\.maskSize: set together with maskSizes/);
     refused(NODE, (d) => { delete d.spec.podCIDR.node.maskSizes; d.spec.podCIDR.node.maskSize = 12; }, /node\.maskSize: \/12 is larger than spec\.podCIDR\.to/);
     const dual = (d: any) => {
-      d.spec.podCIDR.to = ['10.128.0.0/14', 'fd00:10:245::/56'];
+      d.spec.podCIDR.to = ['100.0.0.0/14', 'fd00:10:245::/56'];
       d.spec.podCIDR.node.maskSizes = { ipv4: 24, ipv6: 64 };
       d.spec.podCIDR.node.nodes.forEach((n: any, i: number) => { n.to = [n.to[0], `fd00:10:245:${i.toString(16)}::/64`]; });
       for (const s of d.steps) for (const it of s.items ?? []) { const n = d.spec.podCIDR.node.nodes.find((x: any) => x.name === it.name); if (n) it.to = n.to; }
@@ -80,7 +80,7 @@ describe('validatePlan', () => {
   it('checks every CIDR and address, and that they lie in their ranges and families', () => {
     refused(SERVICE, (d) => { d.spec.serviceCIDR.target[0] = 'banana'; }, /^invalid plan: spec\.serviceCIDR\.target\[0\]: "banana" is not a CIDR/);
     refused(SERVICE, (d) => { d.spec.serviceCIDR.from[0] = '100.64.0.1/13'; }, /spec\.serviceCIDR\.from\[0\]: "100\.64\.0\.1\/13" is not a CIDR \(host bits are set/);
-    refused(SERVICE, (d) => { d.spec.serviceCIDR.to[0] = '172.24.0.0/33'; }, /spec\.serviceCIDR\.to\[0\]: "172\.24\.0\.0\/33" is not a CIDR/);
+    refused(SERVICE, (d) => { d.spec.serviceCIDR.to[0] = '100.32.0.0/33'; }, /spec\.serviceCIDR\.to\[0\]: "100\.32\.0\.0\/33" is not a CIDR/);
     refused(SERVICE, (d) => { d.spec.serviceCIDR.target = ['fd00::/108']; d.spec.serviceCIDR.to = ['fd00::/108']; }, /target\[0\]: fd00::\/108 is IPv6, but from has no IPv6 range/);
     refused(SERVICE, (d) => { d.spec.serviceCIDR.kept = ['10.0.0.0/28']; }, /kept\[0\]: 10\.0\.0\.0\/28 is not inside from/);
     refused(SERVICE, (d) => { moved(d).to[0] = '999.0.0.1'; }, /mapping\[\d+\]\.to\[0\]: "999\.0\.0\.1" is not an IP address/);
@@ -88,16 +88,16 @@ describe('validatePlan', () => {
     refused(SERVICE, (d) => { moved(d).to[0] = 'fd00::5'; }, /is IPv6, from\[0\] is IPv4/);
     refused(SERVICE, (d) => { moved(d).to = []; }, /must have as many addresses as from/);
     refused(SERVICE, (d) => { stepOf(d, 'move-services').items[0].to[0] = 'x.y'; }, /steps\[\d+\]\.items\[0\]\.to\[0\]: "x\.y" is not an IP address/);
-    refused(SERVICE, (d) => { stepOf(d, 'create-servicecidrs').serviceCIDRs[0].cidrs = ['172.24.0.0/16', '172.25.0.0/16']; }, /cidrs\[1\]: .*at most one IPv4 CIDR/);
+    refused(SERVICE, (d) => { stepOf(d, 'create-servicecidrs').serviceCIDRs[0].cidrs = ['100.32.0.0/16', '100.33.0.0/16']; }, /cidrs\[1\]: .*at most one IPv4 CIDR/);
     refused(CALICO, (d) => { d.spec.podCIDR.calico.newPools[0].cidr = '192.168.0.0/16'; }, /newPools\[0\]\.cidr: 192\.168\.0\.0\/16 is not inside spec\.podCIDR\.to/);
     refused(CALICO, (d) => { d.spec.podCIDR.calico.newPools[0].blockSize = 8; }, /newPools\[0\]\.blockSize: must be a whole number from 14 to 32/);
     refused(CALICO, (d) => { d.spec.podCIDR.from = ['fd00::/56']; }, /spec\.podCIDR\.from\[0\]: fd00::\/56 is IPv6, but to has no IPv6 range/);
     refused(NODE, (d) => { d.spec.podCIDR.node.maskSizes.ipv4 = 40; }, /maskSizes\.ipv4: must be a whole number from 1 to 32/);
-    refused(NODE, (d) => { d.spec.podCIDR.node.maskSizes.ipv4 = 12; }, /maskSizes\.ipv4: \/12 is larger than spec\.podCIDR\.to's 10\.128\.0\.0\/14/);
+    refused(NODE, (d) => { d.spec.podCIDR.node.maskSizes.ipv4 = 12; }, /maskSizes\.ipv4: \/12 is larger than spec\.podCIDR\.to's 100\.0\.0\.0\/14/);
     refused(NODE, (d) => { d.spec.podCIDR.node.maskSizes = { ipv4: 24, ipv6: 64 }; }, /maskSizes\.ipv6: unknown field \(expected ipv4\)/);
-    refused(NODE, (d) => { d.spec.podCIDR.node.maskSizes = {}; }, /maskSizes\.ipv4: missing \(spec\.podCIDR\.to has the IPv4 range 10\.128\.0\.0\/14\)/);
-    refused(NODE, (d) => { d.spec.podCIDR.node.nodes[1].to = ['10.128.0.0/24']; }, /nodes\[1\]\.to\[0\]: 10\.128\.0\.0\/24 is node .*'s too/);
-    refused(NODE, (d) => { d.spec.podCIDR.node.nodes[1].to = ['10.128.0.0/25']; }, /nodes\[1\]\.to\[0\]: 10\.128\.0\.0\/25 is not a \/24 \(maskSizes\.ipv4\)/);
+    refused(NODE, (d) => { d.spec.podCIDR.node.maskSizes = {}; }, /maskSizes\.ipv4: missing \(spec\.podCIDR\.to has the IPv4 range 100\.0\.0\.0\/14\)/);
+    refused(NODE, (d) => { d.spec.podCIDR.node.nodes[1].to = ['100.0.0.0/24']; }, /nodes\[1\]\.to\[0\]: 100\.0\.0\.0\/24 is node .*'s too/);
+    refused(NODE, (d) => { d.spec.podCIDR.node.nodes[1].to = ['100.0.0.0/25']; }, /nodes\[1\]\.to\[0\]: 100\.0\.0\.0\/25 is not a \/24 \(maskSizes\.ipv4\)/);
     refused(NODE, (d) => { d.spec.podCIDR.node.nodes[1].to = ['10.200.0.0/24']; }, /nodes\[1\]\.to\[0\]: 10\.200\.0\.0\/24 is not inside spec\.podCIDR\.to/);
   });
 

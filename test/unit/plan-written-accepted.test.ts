@@ -140,9 +140,9 @@ const exampleSnaps: Array<[string, Snapshot]> = await Promise.all(readdirSync(EX
   .map(async (d) => [d.name, buildSnapshot(await readInventoryFiles([join(EXAMPLES, d.name)]))] as [string, Snapshot]));
 
 /** Free-looking targets for an example: the first that `plan` writes is used. */
-const SERVICE_TARGETS = ['172.24.0.0/16', '10.200.0.0/16', '192.168.200.0/22', '172.30.0.0/20'];
+const SERVICE_TARGETS = ['100.32.0.0/16', '10.200.0.0/16', '192.168.200.0/22', '172.30.0.0/20'];
 // the last one is next to the Cilium examples' 10.42.0.0/16: their native-routing CIDR must hold both ranges during the move
-const POD_TARGETS = ['10.128.0.0/14', '172.16.0.0/13', '10.64.0.0/12', '10.192.0.0/12', '172.20.0.0/14', '10.44.0.0/14'];
+const POD_TARGETS = ['100.0.0.0/14', '172.16.0.0/13', '10.64.0.0/12', '10.192.0.0/12', '172.20.0.0/14', '10.44.0.0/14'];
 
 function firstWritten(snap: Snapshot, asks: Ask[]): [Ask, MigrationPlan] | undefined {
   for (const a of asks) {
@@ -219,16 +219,16 @@ describe('every plan the tool writes is one it accepts, with no empty value', ()
     const services = load(readFileSync(join(EXAMPLES, 'kops-tailscale', 'services.yaml'), 'utf8')) as { items: Array<{ metadata: { name: string; namespace: string } }> };
     services.items = services.items.filter((o) => !(o.metadata.namespace === 'default' && o.metadata.name === 'kubernetes'));
     writeFileSync(join(dir, 'services.yaml'), dump(services));
-    for (const args of [['--service-cidr', '172.24.0.0/16'], ['--service-cidr', '172.24.0.0/16', '--pod-cidr', '10.128.0.0/14'], ['--service-cidr', '172.24.0.0/16', '-o', 'yaml']]) {
+    for (const args of [['--service-cidr', '100.32.0.0/16'], ['--service-cidr', '100.32.0.0/16', '--pod-cidr', '100.0.0.0/14'], ['--service-cidr', '100.32.0.0/16', '-o', 'yaml']]) {
       const r = await run(['plan', ...args, '-f', dir]);
       assert.equal(r.code, 2, r.err);
       assert.equal(r.out, '');
-      assert.match(r.err, /^error: --service-cidr 172\.24\.0\.0\/16 .*refused: the current service range is unknown: .*nothing can be planned from it[^\n]*\n$/);
+      assert.match(r.err, /^error: --service-cidr 100\.32\.0\.0\/16 .*refused: the current service range is unknown: .*nothing can be planned from it[^\n]*\n$/);
     }
   });
 
   it('the scan finds what it looks for', () => {
-    const plan = written(kubeadmSnapshot([svc('default', 'web', '10.96.0.20')]), { service: '172.24.0.0/16' })!;
+    const plan = written(kubeadmSnapshot([svc('default', 'web', '10.96.0.20')]), { service: '100.32.0.0/16' })!;
     assert.deepEqual(emptyValues(plan), []);
     const bad = structuredClone(plan);
     const gate = bad.steps.find((s) => s.gate?.patches?.length)!;
@@ -300,19 +300,19 @@ function unknownServiceRange(distribution: DistributionKind): Snapshot {
   });
 }
 
-const DUAL_SVC = '172.24.0.0/16,fd00:10:97::/112';
+const DUAL_SVC = '100.32.0.0/16,fd00:10:97::/112';
 const DUAL_POD = '10.245.0.0/16,fd00:10:245::/56';
 const FIXTURES: Array<[string, Snapshot, Ask[]]> = [
   ['kubeadm fixture', kubeadmSnapshot([svc('kube-system', 'kube-dns', '10.96.0.10'), svc('default', 'kubernetes', '10.96.0.1'), svc('web', 'api', '10.96.3.4')]),
-    [{ service: '172.24.0.0/16' }, { service: '172.24.0.0/16', strategy: 'recreate' }]],
+    [{ service: '100.32.0.0/16' }, { service: '100.32.0.0/16', strategy: 'recreate' }]],
   ['dual-stack node IPAM', dualStack('flannel'), [
     { pod: DUAL_POD }, { pod: DUAL_POD, nodeHook: 'hook.sh' }, { pod: DUAL_POD, nodeMaskSize: [25, 72] },
     { service: DUAL_SVC }, { service: DUAL_SVC, strategy: 'recreate' }, { service: DUAL_SVC, pod: DUAL_POD }, { service: 'fd00:10:97::/112' }, { pod: '10.245.0.0/16' },
   ]],
   ['dual-stack Calico', dualStack('calico'), [{ pod: DUAL_POD }, { service: DUAL_SVC, pod: DUAL_POD, strategy: 'recreate' }, { pod: 'fd00:10:245::/56' }]],
-  ['unknown service range, generic', unknownServiceRange('generic'), [{ service: '172.24.0.0/16' }, { service: '172.24.0.0/16', pod: '10.245.0.0/16' }, { pod: '10.245.0.0/16' }]],
-  ['unknown service range, kubeadm', unknownServiceRange('kubeadm'), [{ service: '172.24.0.0/16' }, { service: '172.24.0.0/16', pod: '10.245.0.0/16', strategy: 'recreate' }, { pod: '10.245.0.0/16' }]],
-  ['unknown service range, kOps without its spec', unknownServiceRange('kops'), [{ service: '172.24.0.0/16' }, { service: '172.24.0.0/16', pod: '10.245.0.0/16' }, { pod: '10.245.0.0/16' }]],
+  ['unknown service range, generic', unknownServiceRange('generic'), [{ service: '100.32.0.0/16' }, { service: '100.32.0.0/16', pod: '10.245.0.0/16' }, { pod: '10.245.0.0/16' }]],
+  ['unknown service range, kubeadm', unknownServiceRange('kubeadm'), [{ service: '100.32.0.0/16' }, { service: '100.32.0.0/16', pod: '10.245.0.0/16', strategy: 'recreate' }, { pod: '10.245.0.0/16' }]],
+  ['unknown service range, kOps without its spec', unknownServiceRange('kops'), [{ service: '100.32.0.0/16' }, { service: '100.32.0.0/16', pod: '10.245.0.0/16' }, { pod: '10.245.0.0/16' }]],
 ];
 
 // ---------------------------------------------------------------- generated clusters
@@ -367,8 +367,8 @@ const askArb = fc.record({
 function askFor(c: GenCluster, a: typeof askArb extends fc.Arbitrary<infer R> ? R : never): Ask {
   const fams = [...(c.v4 && a.families !== 'v6' ? [4] : []), ...(c.v6 && a.families !== 'v4' ? [6] : [])];
   const use = fams.length > 0 ? fams : [c.v4 ? 4 : 6];
-  const service = use.map((f) => (f === 4 ? '172.24.0.0/16' : 'fd00:10:97::/112')).join(',');
-  const podT = use.map((f) => (f === 4 ? '10.128.0.0/14' : 'fd00:10:245::/56')).join(',');
+  const service = use.map((f) => (f === 4 ? '100.32.0.0/16' : 'fd00:10:97::/112')).join(',');
+  const podT = use.map((f) => (f === 4 ? '100.0.0.0/14' : 'fd00:10:245::/56')).join(',');
   return {
     ...(a.which !== 'pod' ? { service, strategy: a.strategy } : {}),
     ...(a.which !== 'service' ? { pod: podT, ...(a.ipam ? { ipam: a.ipam } : {}), ...(a.hook ? { nodeHook: 'hook.sh' } : {}), ...(a.mask ? { nodeMaskSize: use.map((f) => (f === 4 ? 24 : 64)) } : {}) } : {}),

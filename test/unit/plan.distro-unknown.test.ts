@@ -36,8 +36,10 @@ async function kubeadmWithoutConfig(over: Partial<Snapshot> = {}): Promise<Snaps
   return { ...buildSnapshot(inv), ...over };
 }
 
-const POD = '10.1.0.0/20';
-const SVC = '10.2.0.0/24';
+// kOps refuses a range no nonMasqueradeCIDR of /8 or smaller holds with the unmoved one (services 100.64.0.0/13,
+// pods 100.96.0.0/11): the targets sit next to them, outside 100.64.0.0/10 (nonMasqueradeCIDR 100.0.0.0/9)
+const POD = '100.0.0.0/14';
+const SVC = '100.32.0.0/24';
 
 const gateSteps = (p: MigrationPlan): PlanStep[] => p.steps.filter((s) => s.gate);
 const allPatches = (p: MigrationPlan): DistroPatch[] => gateSteps(p).flatMap((s) => s.gate!.patches ?? []);
@@ -108,12 +110,23 @@ describe('kOps cluster without its Cluster spec (examples/kops-tailscale without
     // before: the pod range read from the cluster itself; after: NEW everywhere the pod range is set
     assert.match(k.before, /^\s+podCIDR: 100\.96\.0\.0\/11$/m);
     assert.match(k.before, /^\s+clusterCIDR: 100\.96\.0\.0\/11\b/m);
-    assert.match(k.after, /^\s+podCIDR: 10\.1\.0\.0\/20$/m);
-    assert.match(k.after, /^\s+clusterCIDR: 10\.1\.0\.0\/20\b/m);
+    assert.match(k.after, /^\s+podCIDR: 100\.0\.0\.0\/14$/m);
+    assert.match(k.after, /^\s+clusterCIDR: 100\.0\.0\.0\/14\b/m);
     assert.match(k.after, /^\s+allocateNodeCIDRs: false$/m);
-    // nonMasqueradeCIDR: unknown today; no sensible range holds NEW and the service range 100.64.0.0/13
+    // nonMasqueradeCIDR: unknown today; after: the smallest range holding NEW and the service range 100.64.0.0/13, clear of the VPC
     assert.match(k.before, /nonMasqueradeCIDR: \(not read/);
-    assert.match(k.after, /nonMasqueradeCIDR: TODO if the current one does not contain 10\.1\.0\.0\/20: .*100\.64\.0\.0\/13/);
+    assert.match(k.after, /nonMasqueradeCIDR: 100\.0\.0\.0\/9 +# only if the current one does not contain 100\.0\.0\.0\/14 and 100\.64\.0\.0\/13/);
+    assert.ok(assertInstructionsNameAttachedPatches(p) > 0);
+  });
+
+  it('plan --pod-cidr that no nonMasqueradeCIDR holds with the service range: refused (check kops-pod-non-masquerade) naming the pair', async () => {
+    const s = await exampleWithout('kops-tailscale', ['cluster.yaml']);
+    const p = buildMigrationPlan(s, { pod: { target: '10.1.0.0/20' } });
+    const c = check(p, 'kops-pod-non-masquerade');
+    assert.equal(c.status, 'fail');
+    assert.match(c.message, /podCIDR 10\.1\.0\.0\/20 and the serviceClusterIPRange 100\.64\.0\.0\/13/);
+    assert.match(c.message, /--service-cidr \S+ --pod-cidr \S+ \(kube-renumber suggest --for services,pods/);
+    assert.ok(!allPatches(p).some((x) => /TODO/.test(x.after)), 'no placeholder');
     assert.ok(assertInstructionsNameAttachedPatches(p) > 0);
   });
 
@@ -140,13 +153,13 @@ describe('kOps cluster without its Cluster spec (examples/kops-tailscale without
     assert.match(k.description, /spec\.networking\.serviceClusterIPRange/);
     assert.match(k.description, /spec\.serviceClusterIPRange/);
     assert.match(k.before, /^\s+serviceClusterIPRange: 100\.64\.0\.0\/13$/m);
-    assert.match(k.after, /^\s+serviceClusterIPRange: 10\.2\.0\.0\/24$/m);
+    assert.match(k.after, /^\s+serviceClusterIPRange: 100\.32\.0\.0\/24$/m);
     assert.match(k.before, /^\s+serverIP: 100\.64\.0\.10\b/m);
-    assert.match(k.after, /^\s+serverIP: 10\.2\.0\.10$/m);
-    assert.match(k.after, /^\s+clusterDNS: 10\.2\.0\.10\b/m);
-    assert.match(k.after, /additionalSANs:\n\s+# \.\.\.existing entries\n\s+- 100\.64\.0\.1\n\s+- 10\.2\.0\.1\n/);
+    assert.match(k.after, /^\s+serverIP: 100\.32\.0\.10$/m);
+    assert.match(k.after, /^\s+clusterDNS: 100\.32\.0\.10\b/m);
+    assert.match(k.after, /additionalSANs:\n\s+# \.\.\.existing entries\n\s+- 100\.64\.0\.1\n\s+- 100\.32\.0\.1\n/);
     assert.match(k.after, /spec\.additionalSans/, 'the legacy place of the SANs');
-    assert.match(k.after, /nonMasqueradeCIDR: .*10\.2\.0\.0\/24/);
+    assert.match(k.after, /nonMasqueradeCIDR: .*100\.32\.0\.0\/24/);
     // the certificate fix names both layouts too
     assert.match(check(p, 'apiserver-cert-san').fix, /spec\.api\.additionalSANs.*spec\.additionalSans/);
     const gate = p.steps.find((x) => x.id === 'restart-apiservers')!;
@@ -159,8 +172,8 @@ describe('kOps cluster without its Cluster spec (examples/kops-tailscale without
     const p = buildMigrationPlan(s, { service: { target: SVC }, pod: { target: POD } });
     assert.deepEqual(p.preflight.filter((c) => c.status === 'fail').map((c) => c.id), []);
     assert.equal(check(p, 'kops-spec').status, 'warn');
-    assert.match(patch(p, 'kops-service-range').after, /serviceClusterIPRange: 10\.2\.0\.0\/24/);
-    assert.match(patch(p, 'kops-pod-cidr').after, /podCIDR: 10\.1\.0\.0\/20/);
+    assert.match(patch(p, 'kops-service-range').after, /serviceClusterIPRange: 100\.32\.0\.0\/24/);
+    assert.match(patch(p, 'kops-pod-cidr').after, /podCIDR: 100\.0\.0\.0\/14/);
     assert.ok(p.spec.serviceCIDR && p.spec.podCIDR);
     assertInstructionsNameAttachedPatches(p);
     assert.deepEqual(planFromYaml(planToYaml(p)), JSON.parse(JSON.stringify(p)));
@@ -181,14 +194,14 @@ describe('kOps cluster without its Cluster spec (examples/kops-tailscale without
     assert.equal(p.preflight.find((c) => c.id === 'kops-spec'), undefined);
     const k = patch(p, 'kops-pod-cidr');
     assert.doesNotMatch(k.after, /not read|legacy layout/);
-    assert.match(k.after, /^spec:\n {2}networking:\n {4}podCIDR: 10\.1\.0\.0\/20\n/);
+    assert.match(k.after, /^spec:\n {2}networking:\n {4}podCIDR: 100\.0\.0\.0\/14\n/);
     assert.doesNotMatch(k.after, /networking\.podCIDR/, 'no dotted keys');
     assertInstructionsNameAttachedPatches(p);
 
     const legacy = buildMigrationPlan(await exampleWithout('kops-legacy-pool', []), { pod: { target: POD } });
     const kl = patch(legacy, 'kops-pod-cidr');
     assert.match(kl.after, /^spec:\n {2}nonMasqueradeCIDR: /, 'legacy layout: directly under spec');
-    assert.match(kl.after, /kubeControllerManager:\n {4}clusterCIDR: 10\.1\.0\.0\/20\n/, 'the field the legacy spec gives its pod range in');
+    assert.match(kl.after, /kubeControllerManager:\n {4}clusterCIDR: 100\.0\.0\.0\/14\n/, 'the field the legacy spec gives its pod range in');
   });
 });
 
@@ -197,7 +210,7 @@ describe('kubeadm cluster without its ClusterConfiguration (examples/kubeadm-exh
     const s = await kubeadmWithoutConfig();
     assert.equal(s.kubeadm, undefined);
     assert.ok(s.platform.kind === 'kubespray' || s.platform.kind === 'kubeadm', s.platform.kind);
-    const p = buildMigrationPlan(s, { pod: { target: '10.128.0.0/14' } });
+    const p = buildMigrationPlan(s, { pod: { target: '100.0.0.0/14' } });
     assert.deepEqual(p.preflight.filter((c) => c.status === 'fail').map((c) => c.id), []);
     const c = check(p, 'kubeadm-config');
     assert.equal(c.status, 'warn');
@@ -205,14 +218,14 @@ describe('kubeadm cluster without its ClusterConfiguration (examples/kubeadm-exh
     assert.match(c.fix, /kubectl -n kube-system get configmap kubeadm-config -o yaml/);
     const sub = patch(p, 'kubeadm-config-pod-subnet');
     assert.match(sub.before, /podSubnet: 10\.233\.64\.0\/18/, 'from kube-controller-manager --cluster-cidr');
-    assert.match(sub.after, /podSubnet: 10\.128\.0\.0\/14/);
+    assert.match(sub.after, /podSubnet: 100\.0\.0\.0\/14/);
     assertInstructionsNameAttachedPatches(p);
     assert.equal(readiness(s).find((f) => f.id === 'kubeadm-config')?.ok, null);
   });
 
   it('plan --service-cidr and both (on a version with the ServiceCIDR API): written, kubeadm patches from the flags', async () => {
     const s = await kubeadmWithoutConfig({ kubernetesVersion: 'v1.33.4', serviceCIDRApi: 'v1' });
-    const p = buildMigrationPlan(s, { service: { target: '10.240.0.0/20' }, pod: { target: '10.128.0.0/14' } });
+    const p = buildMigrationPlan(s, { service: { target: '10.240.0.0/20' }, pod: { target: '100.0.0.0/14' } });
     assert.deepEqual(p.preflight.filter((c) => c.status === 'fail').map((c) => c.id), []);
     assert.equal(check(p, 'kubeadm-config').status, 'warn');
     const sub = patch(p, 'kubeadm-config-service-subnet');

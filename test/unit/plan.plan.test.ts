@@ -41,13 +41,13 @@ const idx = (p: MigrationPlan, id: string) => {
 };
 
 describe('buildServicePlan: order', () => {
-  const plan = buildServicePlan(snapshot(TIERED), { target: '172.24.0.0/16', batchSize: 2 });
+  const plan = buildServicePlan(snapshot(TIERED), { target: '100.32.0.0/16', batchSize: 2 });
 
   it('is a MigrationPlan of kube-renumber.io/v1 with the ranges and options', () => {
     assert.equal(plan.apiVersion, 'kube-renumber.io/v1');
     assert.equal(plan.kind, 'MigrationPlan');
     assert.deepEqual(plan.spec.serviceCIDR.from, ['10.96.0.0/16']);
-    assert.deepEqual(plan.spec.serviceCIDR.to, ['172.24.0.0/16']);
+    assert.deepEqual(plan.spec.serviceCIDR.to, ['100.32.0.0/16']);
     assert.deepEqual(plan.spec.serviceCIDR.kept, ['10.96.7.0/28']);
     assert.equal(plan.spec.options.batchSize, 2);
     assert.equal(plan.metadata.kubernetesVersion, 'v1.33.4');
@@ -67,7 +67,7 @@ describe('buildServicePlan: order', () => {
   });
 
   it('descending tier order for criticality labels', () => {
-    const p = buildServicePlan(snapshot(TIERED), { target: '172.24.0.0/16', tierOrder: 'descending' });
+    const p = buildServicePlan(snapshot(TIERED), { target: '100.32.0.0/16', tierOrder: 'descending' });
     assert.deepEqual(p.steps.filter((s) => s.kind === 'move-services' && s.id !== 'move-dns').map((s) => s.tier), [null, 2, 1]);
     assert.ok(compareTiers(1, 'gold') < 0 && compareTiers(null, 0) < 0 && compareTiers(3, 1, 'descending') < 0);
   });
@@ -75,7 +75,7 @@ describe('buildServicePlan: order', () => {
   it('creates the target and kept ServiceCIDRs first; never moves kept, skipped, DNS or kubernetes in tiers', () => {
     // the restarts' confirmation before the first write (the tool restarts the workloads: the default)
     assert.deepEqual(ids(plan).slice(0, 3), ['confirm-pod-disruption', 'create-target-servicecidr', 'create-kept-servicecidrs']);
-    assert.deepEqual(plan.steps[1]!.serviceCIDRs, [{ name: 'kube-renumber-172-24-0-0-16', cidrs: ['172.24.0.0/16'], purpose: 'target' }]);
+    assert.deepEqual(plan.steps[1]!.serviceCIDRs, [{ name: 'kube-renumber-100-32-0-0-16', cidrs: ['100.32.0.0/16'], purpose: 'target' }]);
     assert.deepEqual(plan.steps[2]!.serviceCIDRs, [{ name: 'kube-renumber-keep-10-96-7-0-28', cidrs: ['10.96.7.0/28'], purpose: 'keep' }]);
     const moved = plan.steps.filter((s) => s.id.startsWith('move-tier-')).flatMap((s) => s.items!.map((i) => i.name));
     for (const n of ['lb', 'headless', 'kube-dns', 'kubernetes']) assert.ok(!moved.includes(n), n);
@@ -85,7 +85,7 @@ describe('buildServicePlan: order', () => {
     const d = idx(plan, 'move-dns');
     assert.ok(d > idx(plan, 'move-tier-3-batch-3'));
     assert.equal(plan.steps[d - 1]!.id, 'confirm-dns');
-    assert.deepEqual(plan.steps[d]!.items, [{ namespace: 'kube-system', name: 'kube-dns', from: ['10.96.0.10'], to: ['172.24.0.10'], bridge: 'kube-dns-kr-old' }]);
+    assert.deepEqual(plan.steps[d]!.items, [{ namespace: 'kube-system', name: 'kube-dns', from: ['10.96.0.10'], to: ['100.32.0.10'], bridge: 'kube-dns-kr-old' }]);
   });
 
   it('then: apiservers restarted before the old range is drained, default/kubernetes moved, kubelets, workloads, bridges, finalize, verify', () => {
@@ -100,12 +100,12 @@ describe('buildServicePlan: order', () => {
     }
     assert.equal(plan.steps[idx(plan, 'restart-workloads')]!.kind, 'restart-workloads');
     const k = plan.steps[idx(plan, 'move-kubernetes')]!;
-    assert.deepEqual(k.items, [{ namespace: 'default', name: 'kubernetes', from: ['10.96.0.1'], to: ['172.24.0.1'], bridge: 'kubernetes-kr-old' }]);
+    assert.deepEqual(k.items, [{ namespace: 'default', name: 'kubernetes', from: ['10.96.0.1'], to: ['100.32.0.1'], bridge: 'kubernetes-kr-old' }]);
     assert.deepEqual(k.serviceCIDRs, [{ name: 'kube-renumber-bridge-10-96-0-0-30', cidrs: ['10.96.0.0/30'], purpose: 'bridge' }]);
     const drain = plan.steps[idx(plan, 'drain-old-servicecidrs')]!;
     assert.deepEqual(drain.serviceCIDRs, [{ name: 'kubernetes', cidrs: ['10.96.0.0/16'], purpose: 'old' }]);
     const fin = plan.steps[idx(plan, 'finalize-servicecidrs')]!;
-    assert.deepEqual(fin.serviceCIDRs!.map((s) => s.name), ['kube-renumber-172-24-0-0-16']);
+    assert.deepEqual(fin.serviceCIDRs!.map((s) => s.name), ['kube-renumber-100-32-0-0-16']);
     const rm = plan.steps[idx(plan, 'remove-bridges')]!;
     // in-place (the default): every moved Service has a bridge; the DNS and kubernetes bridges go last
     const moved = plan.steps.filter((s) => s.id.startsWith('move-tier-')).flatMap((s) => s.items!.map((i) => `${i.namespace}/${i.name}-kr-old`));
@@ -115,8 +115,8 @@ describe('buildServicePlan: order', () => {
   });
 
   it('recreate bridges only the DNS Service; in-place bridges every moved Service', () => {
-    const recreate = buildServicePlan(snapshot(TIERED), { target: '172.24.0.0/16', strategy: 'recreate' });
-    const inPlace = buildServicePlan(snapshot(TIERED), { target: '172.24.0.0/16', strategy: 'in-place' });
+    const recreate = buildServicePlan(snapshot(TIERED), { target: '100.32.0.0/16', strategy: 'recreate' });
+    const inPlace = buildServicePlan(snapshot(TIERED), { target: '100.32.0.0/16', strategy: 'in-place' });
     const tierItems = (p: MigrationPlan) => p.steps.filter((s) => s.id.startsWith('move-tier-')).flatMap((s) => s.items!);
     assert.ok(tierItems(recreate).every((i) => i.bridge === undefined));
     assert.ok(tierItems(inPlace).every((i) => i.bridge === bridgeName(i.name)));
@@ -124,7 +124,7 @@ describe('buildServicePlan: order', () => {
   });
 
   it('no DNS step when the DNS Service is not found; no kubelet gate either', () => {
-    const p = buildServicePlan(snapshot(TIERED, { dnsService: undefined }), { target: '172.24.0.0/16' });
+    const p = buildServicePlan(snapshot(TIERED, { dnsService: undefined }), { target: '100.32.0.0/16' });
     assert.ok(!ids(p).includes('move-dns') && !ids(p).includes('kubelet-cluster-dns'));
     assert.ok(ids(p).includes('restart-workloads'));
   });
@@ -173,23 +173,23 @@ describe('distribution patches', () => {
     assert.deepEqual(after.spec.additionalSans, ['10.96.0.1', '10.112.0.1']);
   });
   it('kubeadm: kubeadm-config serviceSubnet and certSANs, both static pod manifests, kubelet-config clusterDNS', () => {
-    const p = buildServicePlan(snapshot(BASE), { target: '172.24.0.0/16' });
+    const p = buildServicePlan(snapshot(BASE), { target: '100.32.0.0/16' });
     const api = p.steps.find((s) => s.id === 'restart-apiservers')!.gate!;
     const byId = Object.fromEntries(api.patches!.map((x) => [x.id, x]));
-    assert.equal((yaml.load(byId['kubeadm-config-service-subnet']!.after) as any).networking.serviceSubnet, '172.24.0.0/16');
-    assert.deepEqual((yaml.load(byId['kubeadm-config-service-subnet']!.after) as any).apiServer.certSANs, ['10.96.0.1', '172.24.0.1']);
+    assert.equal((yaml.load(byId['kubeadm-config-service-subnet']!.after) as any).networking.serviceSubnet, '100.32.0.0/16');
+    assert.deepEqual((yaml.load(byId['kubeadm-config-service-subnet']!.after) as any).apiServer.certSANs, ['10.96.0.1', '100.32.0.1']);
     assert.match(byId['kubeadm-apiserver-manifest']!.before, /--service-cluster-ip-range=10\.96\.0\.0\/16/);
-    assert.match(byId['kubeadm-apiserver-manifest']!.after, /--service-cluster-ip-range=172\.24\.0\.0\/16/);
+    assert.match(byId['kubeadm-apiserver-manifest']!.after, /--service-cluster-ip-range=100\.32\.0\.0\/16/);
     assert.ok(byId['kubeadm-controller-manager-manifest']);
     assert.match(api.instructions.join('\n'), /kubeadm init phase certs apiserver/);
     const kubelet = p.steps.find((s) => s.id === 'kubelet-cluster-dns')!.gate!.patches![0]!;
     assert.deepEqual(yaml.load(kubelet.before), { clusterDNS: ['10.96.0.10'] });
-    assert.deepEqual(yaml.load(kubelet.after), { clusterDNS: ['172.24.0.10'] });
+    assert.deepEqual(yaml.load(kubelet.after), { clusterDNS: ['100.32.0.10'] });
   });
 });
 
 describe('render', () => {
-  const plan = buildServicePlan(snapshot(TIERED), { target: '172.24.0.0/16', batchSize: 3, keep: ['a/plain'] });
+  const plan = buildServicePlan(snapshot(TIERED), { target: '100.32.0.0/16', batchSize: 3, keep: ['a/plain'] });
 
   it('YAML round trip', () => {
     const text = planToYaml(plan);
@@ -223,10 +223,10 @@ describe('render', () => {
   it('Markdown for a change request has the summary, pre-flight table, mapping, steps with gates, rollback notes', () => {
     const md = planToMarkdown(plan);
     for (const re of [
-      /^# Migration: Service CIDR 10\.96\.0\.0\/16 → 172\.24\.0\.0\/16$/m,
+      /^# Migration: Service CIDR 10\.96\.0\.0\/16 → 100\.32\.0\.0\/16$/m,
       /^\| Services \| 10 moved, 2 kept, 1 skipped \|$/m,
-      /^\| Cluster DNS \| kube-system\/kube-dns 10\.96\.0\.10 → 172\.24\.0\.10 \(move\) \|$/m,
-      /^\| default\/kubernetes \| 10\.96\.0\.1 → 172\.24\.0\.1 \|$/m,
+      /^\| Cluster DNS \| kube-system\/kube-dns 10\.96\.0\.10 → 100\.32\.0\.10 \(move\) \|$/m,
+      /^\| default\/kubernetes \| 10\.96\.0\.1 → 100\.32\.0\.1 \|$/m,
       /^\| Tier order \| untiered → 1 → 2 /m,
       /^## Pre-flight checks$/m,
       /^\| `target-conflicts` \| PASS \|/m,
@@ -237,7 +237,7 @@ describe('render', () => {
       /^### Skipped \(1\)$/m,
       /^### \d+\. `restart-apiservers` \(gate\)$/m,
       /^\*\*Gate\*\*: /m,
-      /^Resume checks \(apiservers-on-new-range\): every kube-apiserver pod runs with --service-cluster-ip-range=172\.24\.0\.0\/16/m,
+      /^Resume checks \(apiservers-on-new-range\): every kube-apiserver pod runs with --service-cluster-ip-range=100\.32\.0\.0\/16/m,
       /^Counts as done once the run reaches `remove-bridges` \(which undoes part of it on purpose\)\.$/m,
       /^\*\*Patch `kubeadm-apiserver-manifest`\*\*/m,
       /^\*\*Confirm\*\* \(apply --yes skips it\)/m,
@@ -264,13 +264,13 @@ async function plan(argv: string[]): Promise<{ code: number; out: string; err: s
 describe('kube-renumber plan (examples/kops-tailscale, the seed-000 cluster)', () => {
   const ex = `${ROOT}examples/kops-tailscale`;
 
-  it('writes a plan: 100.64.0.10 → 172.24.0.10, kubernetes → 172.24.0.1, the LoadBalancer kept in a /28', async () => {
-    const r = await plan(['--service-cidr', '172.24.0.0/15', '-f', ex, '-o', 'yaml']);
+  it('writes a plan: 100.64.0.10 → 100.32.0.10, kubernetes → 100.32.0.1, the LoadBalancer kept in a /28', async () => {
+    const r = await plan(['--service-cidr', '100.32.0.0/15', '-f', ex, '-o', 'yaml']);
     assert.equal(r.code, 0, r.err);
     const p = planFromYaml(r.out);
     const m = (n: string) => p.mapping.find((x) => x.name === n)!;
-    assert.deepEqual(m('kube-dns').to, ['172.24.0.10']);
-    assert.deepEqual(m('kubernetes').to, ['172.24.0.1']);
+    assert.deepEqual(m('kube-dns').to, ['100.32.0.10']);
+    assert.deepEqual(m('kubernetes').to, ['100.32.0.1']);
     assert.equal(m('ingress-nginx-controller').action, 'keep');
     assert.equal(m('web-headless').action, 'skip');
     assert.deepEqual(p.spec.serviceCIDR!.kept, ['100.66.133.0/28']);
@@ -278,12 +278,12 @@ describe('kube-renumber plan (examples/kops-tailscale, the seed-000 cluster)', (
   });
 
   it('-o markdown and the table summary', async () => {
-    const md = await plan(['--service-cidr', '172.24.0.0/15', '-f', ex, '-o', 'markdown']);
+    const md = await plan(['--service-cidr', '100.32.0.0/15', '-f', ex, '-o', 'markdown']);
     assert.equal(md.code, 0);
-    assert.match(md.out, /^# Migration: Service CIDR 100\.64\.0\.0\/13 → 172\.24\.0\.0\/15$/m);
-    const t = await plan(['--service-cidr', '172.24.0.0/15', '-f', ex]);
+    assert.match(md.out, /^# Migration: Service CIDR 100\.64\.0\.0\/13 → 100\.32\.0\.0\/15$/m);
+    const t = await plan(['--service-cidr', '100.32.0.0/15', '-f', ex]);
     assert.match(t.out, /^PRE-FLIGHT$/m);
-    assert.match(t.out, /^move\s+kube-system\/kube-dns \(DNS\)\s+ClusterIP\s+-\s+100\.64\.0\.10\s+172\.24\.0\.10$/m);
+    assert.match(t.out, /^move\s+kube-system\/kube-dns \(DNS\)\s+ClusterIP\s+-\s+100\.64\.0\.10\s+100\.32\.0\.10$/m);
   });
 
   it('a refused target exits 2 with one error line naming the conflict, and prints no plan', async () => {
@@ -291,14 +291,14 @@ describe('kube-renumber plan (examples/kops-tailscale, the seed-000 cluster)', (
     assert.equal(r.code, 2);
     assert.equal(r.out, '');
     // The live address it holds first (a node's InternalIP), then the configured range it overlaps.
-    assert.match(r.err, /^error: --service-cidr 172\.20\.0\.0\/15 refused: 172\.20\.0\.0\/15 contains 172\.20\.\d+\.\d+, the InternalIP of node i-\w+ \(and 5 more live addresses\), 172\.20\.0\.0\/15 overlaps 172\.20\.0\.0\/16 \(node network \(kOps networkCIDR\)\)\n$/);
+    assert.match(r.err, /^error: --service-cidr 172\.20\.0\.0\/15 refused: 172\.20\.0\.0\/15 contains 172\.20\.\d+\.\d+, the InternalIP of node i-\w+ \(and 5 more live addresses\), 172\.20\.0\.0\/15 overlaps 172\.20\.0\.0\/16 \(node network \(kOps networkCIDR\)\); no kOps nonMasqueradeCIDR of \/8 or smaller holds serviceClusterIPRange 172\.20\.0\.0\/15 and the pod range 100\.96\.0\.0\/11 without overlapping the node network: move both ranges in one plan: --service-cidr 10\.6\.0\.0\/20 --pod-cidr 10\.4\.0\.0\/15 \(kube-renumber suggest --for services,pods: both inside nonMasqueradeCIDR 10\.4\.0\.0\/14, clear of the node network\)\n$/);
     const tailscale = await plan(['--service-cidr', '100.100.0.0/16', '-f', ex]);
     assert.equal(tailscale.code, 2);
     assert.match(tailscale.err, /CGNAT \/ Tailscale/);
   });
 
   it('other pre-flight failures print the plan and exit 1', async () => {
-    const r = await plan(['--service-cidr', '172.24.0.0/15', '-f', ex, '-o', 'yaml', '--apiserver-cert-san', '100.64.0.1']);
+    const r = await plan(['--service-cidr', '100.32.0.0/15', '-f', ex, '-o', 'yaml', '--apiserver-cert-san', '100.64.0.1']);
     assert.equal(r.code, 1);
     assert.match(r.err, /pre-flight check\(s\) failed \(apiserver-cert-san\)/);
     assert.equal(planFromYaml(r.out).preflight.find((c) => c.id === 'apiserver-cert-san')!.status, 'fail');
@@ -306,8 +306,8 @@ describe('kube-renumber plan (examples/kops-tailscale, the seed-000 cluster)', (
 
   it('usage errors exit 2', async () => {
     assert.equal((await plan(['-f', ex])).code, 2);
-    assert.equal((await plan(['--service-cidr', '172.24.0.0/15', '-f', ex, '--strategy', 'yolo'])).code, 2);
-    assert.equal((await plan(['--service-cidr', '172.24.0.0/15', '-f', ex, '--keep', 'nonamespace'])).code, 2);
-    assert.equal((await plan(['--service-cidr', '172.24.0.0/15', '-f', ex, '--batch-size', '0'])).code, 2);
+    assert.equal((await plan(['--service-cidr', '100.32.0.0/15', '-f', ex, '--strategy', 'yolo'])).code, 2);
+    assert.equal((await plan(['--service-cidr', '100.32.0.0/15', '-f', ex, '--keep', 'nonamespace'])).code, 2);
+    assert.equal((await plan(['--service-cidr', '100.32.0.0/15', '-f', ex, '--batch-size', '0'])).code, 2);
   });
 });

@@ -318,7 +318,13 @@ describe('pod plan: node IPAM path', () => {
   });
 
   it('kOps patches: podCIDR and a nonMasqueradeCIDR that contains NEW', () => {
-    const snap = calicoSnap({ platform: { kind: 'kops', title: 'kops', evidence: [], reserved: [] }, kubeadm: undefined, kops: { layout: 'networking', nonMasqueradeCIDR: '100.64.0.0/10', podCIDR: '100.96.0.0/11', serviceClusterIPRange: '100.64.0.0/13' } });
+    const base = calicoSnap();
+    // the cluster's service range is the spec's (nonMasqueradeCIDR must hold NEW and it: 100.0.0.0/8)
+    const snap = calicoSnap({
+      platform: { kind: 'kops', title: 'kops', evidence: [], reserved: [] }, kubeadm: undefined,
+      kops: { layout: 'networking', nonMasqueradeCIDR: '100.64.0.0/10', podCIDR: '100.96.0.0/11', serviceClusterIPRange: '100.64.0.0/13' },
+      ranges: base.ranges.map((r) => (r.role === 'service' ? { ...r, cidr: '100.64.0.0/13' } : r)),
+    });
     const patches = podPatches(snap, buildPodSection(snap, { target: '100.128.0.0/11', avoid: [] }).spec!);
     const k = patches.find((x) => x.id === 'kops-pod-cidr')!;
     assert.match(k.after, /podCIDR: 100\.128\.0\.0\/11/);

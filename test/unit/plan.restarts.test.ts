@@ -32,7 +32,7 @@ describe('restart-workloads: a step the tool runs, or a gate', () => {
   const snap = kubeadmSnapshot(SERVICES, { pods: PODS });
 
   it('by default the tool restarts: the step after the moves, its settings recorded, the restarts confirmed before the first write', () => {
-    const p = buildServicePlan(snap, { target: '172.24.0.0/16', parallel: 3, critical: ['app/web'] });
+    const p = buildServicePlan(snap, { target: '100.32.0.0/16', parallel: 3, critical: ['app/web'] });
     assert.equal(p.spec.options.restartWorkloads, 'tool');
     // the cluster DNS Deployment (from the DNS Service's pods) first, then --critical; bare pods' namespaces listed
     assert.deepEqual(p.spec.serviceCIDR.restarts, { parallel: 3, critical: ['kube-system/coredns', 'app/web'], barePodNamespaces: ['team-b'] });
@@ -51,14 +51,14 @@ describe('restart-workloads: a step the tool runs, or a gate', () => {
   });
 
   it('--restart-workloads=manual keeps the gate, asks no confirmation, records no restarts, and needs no restart RBAC', () => {
-    const p = buildServicePlan(snap, { target: '172.24.0.0/16', restartWorkloads: 'manual' });
+    const p = buildServicePlan(snap, { target: '100.32.0.0/16', restartWorkloads: 'manual' });
     assert.equal(p.spec.options.restartWorkloads, 'manual');
     assert.equal(p.spec.serviceCIDR.restarts, undefined);
     assert.equal(step(p, 'restart-workloads').kind, 'gate');
     assert.ok(!ids(p).includes('confirm-pod-disruption'));
     const needs = accessNeeds(p).map(needKey);
     assert.ok(!needs.some((k) => k.includes('.apps') || k.startsWith('create pods')), needs.join(', '));
-    const tool = accessNeeds(buildServicePlan(snap, { target: '172.24.0.0/16' })).map(needKey);
+    const tool = accessNeeds(buildServicePlan(snap, { target: '100.32.0.0/16' })).map(needKey);
     for (const k of ['create pods/eviction', 'patch deployments.apps', 'create pods -n team-b']) assert.ok(tool.includes(k), k);
   });
 
@@ -77,7 +77,7 @@ describe('restart-workloads: a step the tool runs, or a gate', () => {
   });
 
   it('the plan file carries the settings through YAML, and a damaged value is refused naming the field', () => {
-    const p = buildServicePlan(snap, { target: '172.24.0.0/16' });
+    const p = buildServicePlan(snap, { target: '100.32.0.0/16' });
     const back = planFromYaml(planToYaml(p));
     assert.deepEqual(back.spec.serviceCIDR!.restarts, p.spec.serviceCIDR.restarts);
     assert.equal(back.spec.options!.restartWorkloads, 'tool');
@@ -157,14 +157,14 @@ describe('kube-renumber plan: the flags', () => {
   const ex = new URL('../../examples/kops-tailscale', import.meta.url).pathname;
 
   it('bad values and flags without their move exit 2', async () => {
-    assert.equal((await plan(['--service-cidr', '172.24.0.0/15', '-f', ex, '--restart-workloads', 'later'])).code, 2);
-    assert.equal((await plan(['--service-cidr', '172.24.0.0/15', '-f', ex, '--cluster-dns', 'nonamespace'])).code, 2);
-    assert.equal((await plan(['--pod-cidr', '172.24.0.0/15', '-f', ex, '--cluster-dns', 'none'])).code, 2);
-    assert.equal((await plan(['--service-cidr', '172.24.0.0/15', '-f', ex, '--restart-workloads', 'manual', '--parallel', '3'])).code, 2);
+    assert.equal((await plan(['--service-cidr', '100.32.0.0/15', '-f', ex, '--restart-workloads', 'later'])).code, 2);
+    assert.equal((await plan(['--service-cidr', '100.32.0.0/15', '-f', ex, '--cluster-dns', 'nonamespace'])).code, 2);
+    assert.equal((await plan(['--pod-cidr', '100.32.0.0/15', '-f', ex, '--cluster-dns', 'none'])).code, 2);
+    assert.equal((await plan(['--service-cidr', '100.32.0.0/15', '-f', ex, '--restart-workloads', 'manual', '--parallel', '3'])).code, 2);
   });
 
   it('--cluster-dns and --restart-workloads reach the plan', async () => {
-    const r = await plan(['--service-cidr', '172.24.0.0/15', '-f', ex, '-o', 'yaml', '--cluster-dns', 'kube-system/kube-dns', '--restart-workloads', 'tool', '--parallel', '2']);
+    const r = await plan(['--service-cidr', '100.32.0.0/15', '-f', ex, '-o', 'yaml', '--cluster-dns', 'kube-system/kube-dns', '--restart-workloads', 'tool', '--parallel', '2']);
     assert.equal(r.code, 0, r.err);
     const p = planFromYaml(r.out);
     assert.equal(p.spec.options!.clusterDNS, 'kube-system/kube-dns');

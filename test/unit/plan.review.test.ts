@@ -83,7 +83,7 @@ describe('unified diff', () => {
 
 describe('plan -o markdown', () => {
   it('shows each patch as a diff block, not as separate before/after YAML', async () => {
-    for (const args of [['--service-cidr', '172.24.0.0/15', '-f', KOPS], ['--pod-cidr', '10.0.0.0/14', '--ipam', 'node', '-f', KUBEADM]]) {
+    for (const args of [['--service-cidr', '100.32.0.0/15', '-f', KOPS], ['--pod-cidr', '10.0.0.0/14', '--ipam', 'node', '-f', KUBEADM]]) {
       const r = await run(['plan', ...args, '-o', 'markdown']);
       assert.ok(r.code === 0 || r.code === 1, r.err);
       const patches = r.out.match(/^\*\*Patch `[^`]+`\*\*/gm) ?? [];
@@ -97,7 +97,7 @@ describe('plan -o markdown', () => {
   });
 
   it('every resume hint in a gate names the plan file', async () => {
-    const r = await run(['plan', '--service-cidr', '172.24.0.0/15', '-f', KOPS, '-o', 'markdown']);
+    const r = await run(['plan', '--service-cidr', '100.32.0.0/15', '-f', KOPS, '-o', 'markdown']);
     const hints = r.out.match(/kube-renumber (resume|status)[^`\n]*/g) ?? [];
     assert.ok(hints.length > 0);
     for (const h of hints) assert.match(h, /^kube-renumber (resume|status) PLAN\.yaml\b/, h);

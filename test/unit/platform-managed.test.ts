@@ -119,7 +119,7 @@ test('a kOps cluster on AWS stays kOps: aws:/// providerIDs, and even an aws-nod
     assert.equal(s.platform?.kind, 'kops');
     assert.ok(s.nodes.length > 0);
   }
-  const r = await run(['plan', '-f', join(ROOT, 'examples', 'kops-tailscale'), '--service-cidr', '10.200.0.0/16', '-o', 'yaml']);
+  const r = await run(['plan', '-f', join(ROOT, 'examples', 'kops-tailscale'), '--service-cidr', '100.32.0.0/16', '-o', 'yaml']); // kOps: next to the pods 100.96.0.0/11 (nonMasqueradeCIDR 100.0.0.0/9)
   assert.doesNotMatch(r.err, /refused on/);
   assert.match(r.out, /kind: MigrationPlan|serviceCIDR/);
 });

@@ -212,7 +212,7 @@ describe('following a journal (status --watch)', () => {
   it('status --watch prints the entries and ends with the run: exit code from the run-end', async () => {
     const dir = tmp();
     const planPath = join(dir, 'plan.yaml');
-    const p = await run(['plan', '--service-cidr', '172.24.0.0/15', '-f', join(process.cwd(), 'examples/kops-tailscale'), '-o', 'yaml']);
+    const p = await run(['plan', '--service-cidr', '100.32.0.0/15', '-f', join(process.cwd(), 'examples/kops-tailscale'), '-o', 'yaml']);
     writeFileSync(planPath, p.out);
     const state = join(dir, 'state');
     const j = new Journal(join(state, 'journal.jsonl'), 'r1');

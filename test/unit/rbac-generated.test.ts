@@ -44,7 +44,7 @@ describe('kube-renumber rbac PLAN', () => {
   const write = (name: string, d: unknown) => { const p = join(dir, name); writeFileSync(p, yaml.dump(d, { lineWidth: -1 })); return p; };
 
   test('a Role of create pods and its RoleBinding in each namespace of the plan\'s bare pods, nothing cluster-wide', async () => {
-    const d = await plan(['--pod-cidr', '10.128.0.0/14', '--ipam', 'node'], 'kops-tailscale');
+    const d = await plan(['--pod-cidr', '100.0.0.0/14', '--ipam', 'node'], 'kops-tailscale');
     d.spec.podCIDR.barePodNamespaces = ['team-a', 'team-b'];
     if (d.spec.serviceCIDR?.restarts) d.spec.serviceCIDR.restarts.barePodNamespaces = [];
     const r = await run(['rbac', write('pod.yaml', d)]);
@@ -62,7 +62,7 @@ describe('kube-renumber rbac PLAN', () => {
   });
 
   test('a Service-only plan whose restarts meet bare pods: the same Roles, from spec.serviceCIDR.restarts.barePodNamespaces', async () => {
-    const d = await plan(['--service-cidr', '172.24.0.0/16', '--restart-workloads', 'tool'], 'kops-tailscale');
+    const d = await plan(['--service-cidr', '100.32.0.0/16', '--restart-workloads', 'tool'], 'kops-tailscale');
     assert.ok(d.spec.serviceCIDR.restarts, 'the tool restarts the workloads');
     d.spec.serviceCIDR.restarts.barePodNamespaces = ['team-s'];
     const r = await run(['rbac', write('svc.yaml', d)]);
@@ -72,7 +72,7 @@ describe('kube-renumber rbac PLAN', () => {
   });
 
   test('a plan that creates no bare pod again: nothing to grant', async () => {
-    const d = await plan(['--pod-cidr', '10.128.0.0/14', '--ipam', 'node'], 'kops-tailscale');
+    const d = await plan(['--pod-cidr', '100.0.0.0/14', '--ipam', 'node'], 'kops-tailscale');
     d.spec.podCIDR.barePodNamespaces = [];
     const r = await run(['rbac', write('none.yaml', d)]);
     assert.equal(r.code, 0, r.err);

@@ -170,7 +170,7 @@ describe('inspect -o html', () => {
     writeFileSync(join(dir, 'services.yaml'), yaml.dump(svcs));
 
     const ins = await ok(['inspect', '-f', dir, '-o', 'html']);
-    const plan = await ok(['plan', '-f', dir, '--service-cidr', '172.24.0.0/16', '-o', 'html']);
+    const plan = await ok(['plan', '-f', dir, '--service-cidr', '100.32.0.0/16', '-o', 'html']);
     for (const html of [ins, plan]) {
       const doc = parseHtml(html);
       assert.equal(all(doc, (e) => e.tag === 'script').length, 1, 'only the page\'s own script');
@@ -209,7 +209,8 @@ describe('inspect -o html', () => {
 });
 
 describe('plan -o html', () => {
-  const argv = ['plan', '-f', EX, '--service-cidr', '172.24.0.0/16', '--pod-cidr', '10.100.0.0/16'];
+  // kOps: the pair suggest --for services,pods gives (both inside the new nonMasqueradeCIDR 10.4.0.0/14)
+  const argv = ['plan', '-f', EX, '--service-cidr', '10.6.0.0/20', '--pod-cidr', '10.4.0.0/15'];
 
   it('draws the targets, the mapping old → new, and every step with its gates', async () => {
     const plan = JSON.parse(await ok([...argv, '-o', 'json'])) as MigrationPlan;

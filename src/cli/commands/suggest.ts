@@ -1,7 +1,7 @@
-import { suggestFamilies, type Suggestion } from '../../analyze/suggest.ts';
+import { suggestFamilies, suggestPairFamilies, type PairSuggestion, type Suggestion } from '../../analyze/suggest.ts';
 import { avoidList, intFlag, loadSnapshot, numberFlag, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
-import type { Command } from '../command.ts';
+import type { Command, Io } from '../command.ts';
 import { parseOutput, renderData, table } from '../output.ts';
 
 /** "512 nodes of /24: kOps InstanceGroups maxSize (3 groups)"; with the need when the floor decided. */
@@ -13,8 +13,8 @@ export function sizedForText(x: Suggestion): string {
 
 export const suggestCommand: Command = {
   name: 'suggest',
-  summary: 'suggest the smallest free range for pods or services that overlaps nothing known',
-  usage: 'kube-renumber suggest --for pods|services [--nodes N] [--node-mask N] [--services N] [--headroom X] [--min-prefix N] [--family 4|6]',
+  summary: 'suggest the smallest free range for pods or services, or the pair of both, that overlaps nothing known',
+  usage: 'kube-renumber suggest --for pods|services|services,pods [--nodes N] [--node-mask N] [--services N] [--headroom X] [--min-prefix N] [--family 4|6]',
   options: {
     for: { type: 'string' },
     nodes: { type: 'string' },
@@ -27,6 +27,10 @@ export const suggestCommand: Command = {
   },
   help: `Flags:
   --for pods|services      what the range is for (required)
+  --for services,pods      both ranges, chosen together: disjoint, each sized as alone, inside one aligned
+                           range (the envelope) that overlaps nothing below; on kOps the envelope is the new
+                           nonMasqueradeCIDR (clear of networkCIDR), elsewhere the one range a firewall rule,
+                           route or mesh setting names. Give the pair to one plan: plan --service-cidr --pod-cidr
   --nodes N                pods: nodes to plan for, times --headroom (default: the most nodes the cluster may
                            reach where it says so: kOps InstanceGroups maxSize, cluster-autoscaler --nodes or its status
                            ConfigMap, Cluster API max-size annotations, Karpenter NodePool limits.nodes;
@@ -44,14 +48,15 @@ aligned block that overlaps no cluster range (current ones included), live addre
 node address), catalog entry or --avoid range wins. Each suggestion says what it was sized for (SIZED FOR;
 -o json: sizedFor). -o wide lists the rejected candidates and why.`,
   async run({ values, io }) {
-    const what = str(values, 'for');
-    if (what !== 'pods' && what !== 'services') throw new UsageError('--for must be "pods" or "services"');
+    const raw = str(values, 'for');
+    const words = (raw ?? '').split(',').map((w) => w.trim()).sort().join(',');
+    const what = words === 'pods,services' ? 'pair' : raw;
+    if (what !== 'pods' && what !== 'services' && what !== 'pair') throw new UsageError('--for must be "pods", "services" or "services,pods"');
     const output = parseOutput(str(values, 'output'));
     const famRaw = str(values, 'family');
     if (famRaw !== undefined && famRaw !== '4' && famRaw !== '6') throw new UsageError(`--family ${famRaw} must be 4 or 6`);
     const avoid = avoidList(values, io);
     const opts = {
-      for: what,
       family: famRaw ? (Number(famRaw) as 4 | 6) : undefined,
       nodes: intFlag(values, 'nodes', 1, 1_000_000),
       nodeMask: intFlag(values, 'node-mask', 1, 128),
@@ -62,8 +67,9 @@ node address), catalog entry or --avoid range wins. Each suggestion says what it
       avoid,
     } as const;
     const snap = await loadSnapshot(values, io);
+    if (what === 'pair') return printPairs(suggestPairFamilies(snap, opts), output, io);
     // Dual-stack without --family: one suggestion per family, the primary first.
-    const all = suggestFamilies(snap, opts);
+    const all = suggestFamilies(snap, { ...opts, for: what });
     const s = all[0]!;
     const allFound = all.every((x) => x.cidr);
     if (output === 'json' || output === 'yaml') {
@@ -92,3 +98,36 @@ node address), catalog entry or --avoid range wins. Each suggestion says what it
     return ExitCode.ok;
   },
 };
+
+/** `suggest --for services,pods`: each family's pair and envelope, as a table (-o wide: the rejected envelopes) or data. */
+function printPairs(all: PairSuggestion[], output: ReturnType<typeof parseOutput>, io: Io): number {
+  const allFound = all.every((x) => x.envelope);
+  if (output === 'json' || output === 'yaml') {
+    // The primary family's pair as the top level, and `families`: one pair per family.
+    io.out(renderData({ for: 'services,pods', ...all[0]!, families: all }, output));
+    return allFound ? ExitCode.ok : ExitCode.findings;
+  }
+  const found = all.filter((x) => x.envelope);
+  const multi = all.length > 1;
+  if (found.length > 0) {
+    const rows = found.flatMap((x) => [
+      [...(multi ? [`IPv${x.family}`] : []), 'services', x.services.cidr!, sizedForText(x.services)],
+      [...(multi ? [`IPv${x.family}`] : []), 'pods', x.pods.cidr!, sizedForText(x.pods)],
+      [...(multi ? [`IPv${x.family}`] : []), 'envelope', x.envelope!,
+        `holds both${x.envelopeIs ? ` (the new ${x.envelopeIs})` : ''}; alternatives: ${x.alternatives.join(', ') || '-'}`],
+    ]);
+    io.out(table([...(multi ? ['family'] : []), 'for', 'cidr', 'sized for'], rows));
+    io.err(`plan both in one: kube-renumber plan --service-cidr ${found.map((x) => x.services.cidr).join(',')} --pod-cidr ${found.map((x) => x.pods.cidr).join(',')}\n`);
+    if (output === 'wide') {
+      for (const x of found) {
+        io.out(`\nREJECTED ENVELOPES${multi ? ` (IPv${x.family})` : ''} (searched ${x.searched.join(', ')})\n`);
+        io.out(table(['from', 'to', 'count', 'overlaps', 'reason'], x.rejected.map((r) => [r.from, r.to, r.count, r.by, r.reason])));
+      }
+    }
+  }
+  if (!allFound) {
+    io.err(`error: ${all.filter((x) => !x.envelope).map((x) => `no free /${x.prefix} in ${x.searched.join(', ')} avoids every known range (an envelope holding a /${x.services.prefix} service range and a /${x.pods.prefix} pod range)`).join('; ')}\n`);
+    return ExitCode.findings;
+  }
+  return ExitCode.ok;
+}

@@ -48,7 +48,7 @@ export interface PatchContext {
   newKubernetesIP?: string;
   /** Set when the plan has to enable the ServiceCIDR API. */
   enableApi?: 'v1' | 'v1beta1' | 'v1alpha1';
-  /** kOps: a new nonMasqueradeCIDR when NEW is outside the current one ('' when none fits). */
+  /** kOps: a new nonMasqueradeCIDR when NEW is outside the current one ('' when none fits: a failed pre-flight check says why). */
   nonMasqueradeCIDR?: string;
   /**
    * kube-apiserver --feature-gates before and from the restart-apiservers gate on, when that gate changes them: the
@@ -76,6 +76,8 @@ export interface PodPatchInputs {
   to: string;
   /** The node podCIDR size flags that change, before and after (kcmMaskLines). */
   masks: { before: string[]; after: string[] };
+  /** The new Service CIDR of the same plan, when it moves too: the service range where the cluster ends. */
+  serviceAfter?: ReadonlyMap<Family, Cidr>;
 }
 
 export interface DistributionPlanner {
@@ -111,8 +113,8 @@ export interface DistributionPlanner {
   configCheck(snap: Snapshot): PreflightCheck | undefined;
   /** Pre-flight checks of the pod patches' own values (e.g. a range the distribution is given while the move runs). */
   podChecks?(inp: PodPatchInputs): PreflightCheck[];
-  /** Values of the Service patch context the platform computes itself from the targets (kOps: nonMasqueradeCIDR). */
-  serviceContext?(snap: Snapshot, target: ReadonlyMap<Family, Cidr>): Partial<PatchContext>;
+  /** Values of the Service patch context the platform computes itself from the targets, and the new Pod CIDR when the same plan moves it (kOps: nonMasqueradeCIDR). */
+  serviceContext?(snap: Snapshot, target: ReadonlyMap<Family, Cidr>, podsAfter?: ReadonlyMap<Family, Cidr>): Partial<PatchContext>;
   /** Pre-flight checks of a Service CIDR target against the platform's own configuration (kOps: nonMasqueradeCIDR). */
-  serviceChecks?(snap: Snapshot, target: ReadonlyMap<Family, Cidr>): PreflightCheck[];
+  serviceChecks?(snap: Snapshot, target: ReadonlyMap<Family, Cidr>, podsAfter?: ReadonlyMap<Family, Cidr>): PreflightCheck[];
 }

@@ -44,6 +44,8 @@ export interface PodPlanOptions {
   maxUnavailable?: number | string;
   /** Minimum free room in NEW: blocks or node podCIDRs for today's nodes times this (default 2). */
   headroom?: number;
+  /** The new Service CIDR of the same plan (buildMigrationPlan sets it): platform values are computed from where the cluster ends. */
+  serviceAfter?: ReadonlyMap<Family, Cidr>;
 }
 
 /** The steps before the restarts (pools or allocation, scale-up), the restarts, and the clean-up after them. */

@@ -6,7 +6,7 @@
  */
 import { addressPlan } from '../../analyze/addressing.ts';
 import { clusterCIDRs } from '../../analyze/capacity.ts';
-import { CATALOG } from '../../analyze/catalog.ts';
+import { suggestPair, type PairSuggestion } from '../../analyze/suggest.ts';
 import type { Family, Snapshot } from '../../cluster/types.ts';
 import { bits, contains, formatCidr, overlaps, parseCidr, supernet, tryParseCidr, type Cidr } from '../../net/index.ts';
 import { currentServiceRanges } from '../../plan/service-mapping.ts';
@@ -28,7 +28,7 @@ function kopsPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
     };
     out.push({
       id: 'kops-enable-servicecidr-api', distribution: 'kops', gate: 'enable-servicecidr-api', target: edit,
-      description: `serve ${gv} (seed 001's snippet); merge into any featureGates/runtimeConfig already set`,
+      description: `serve ${gv} (the keys kOps passes to kube-apiserver, kube-controller-manager and kubelet); merge into any featureGates/runtimeConfig already set`,
       before: '# spec.kubeAPIServer.featureGates / runtimeConfig without these keys\n',
       after: dump({ spec: after }),
     });
@@ -46,7 +46,9 @@ function kopsPatches(snap: Snapshot, ctx: PatchContext): DistroPatch[] {
   const netAfter: Record<string, unknown> = { serviceClusterIPRange: ctx.newFlag[0] };
   if (ctx.nonMasqueradeCIDR !== undefined && k.nonMasqueradeCIDR) {
     netBefore.nonMasqueradeCIDR = k.nonMasqueradeCIDR;
-    netAfter.nonMasqueradeCIDR = ctx.nonMasqueradeCIDR || 'TODO: a range holding serviceClusterIPRange and podCIDR (see preflight kops-non-masquerade)';
+    // '' (none fits) is refused by the failed check kops-non-masquerade: the line is left out, never a placeholder
+    if (ctx.nonMasqueradeCIDR) netAfter.nonMasqueradeCIDR = ctx.nonMasqueradeCIDR;
+    else delete netBefore.nonMasqueradeCIDR;
   }
   Object.assign(before, at(net, netBefore));
   Object.assign(after, at(net, netAfter));
@@ -101,14 +103,12 @@ export const KOPS_UNREAD_HEADER = '# kOps Cluster spec not read (pre-flight kops
  */
 function kopsServiceRangeUnread(snap: Snapshot, ctx: PatchContext): DistroPatch {
   const newSvc = ctx.newFlag[0]!;
-  const parsed = tryParseCidr(newSvc);
-  const nm = parsed ? proposeNonMasquerade(snap, parsed) : undefined;
+  const nm = ctx.nonMasqueradeCIDR;
   const b: string[] = ['spec:', '  networking:                # legacy layout: these fields directly under spec', `    serviceClusterIPRange: ${ctx.oldFlag.join(',')}`,
     '    nonMasqueradeCIDR: (not read; kOps default 100.64.0.0/10)'];
   const a: string[] = ['spec:', '  networking:', `    serviceClusterIPRange: ${newSvc}`,
-    nm
-      ? `    nonMasqueradeCIDR: ${nm}   # only if the current one does not contain ${newSvc} and the pod range`
-      : `    nonMasqueradeCIDR: TODO if the current one does not contain ${newSvc}: no range clear of the node network and well-known ranges holds serviceClusterIPRange ${newSvc} and the pod range; move the Pod CIDR next to the new service range first or together`];
+    // none fits: the failed check kops-non-masquerade refuses the plan, naming the spec or the pair it needs
+    ...(nm ? [`    nonMasqueradeCIDR: ${nm}   # only if the current one does not contain ${newSvc} and the pod range`] : [])];
   if (ctx.newDNS) {
     b.push('  kubeDNS:', `    serverIP: ${ctx.oldDNS}      # when set (kOps derives it from the range otherwise)`, '  kubelet:', `    clusterDNS: ${ctx.oldDNS}    # when set`);
     a.push('  kubeDNS:', `    serverIP: ${ctx.newDNS}`, '  kubelet:', `    clusterDNS: ${ctx.newDNS}    # when set (other entries unchanged)`);
@@ -155,12 +155,9 @@ function kopsPodPatches(inp: PodPatchInputs): DistroPatch[] {
   }
   const tail = allocAfter ? 'allocates from it again' : 'keeps allocateNodeCIDRs false so it starts while nodes keep old podCIDRs';
   if (k) {
-    // nonMasqueradeCIDR must contain the pod (and service) range: the current one widened to hold NEW, if sensible.
-    const nm = k.nonMasqueradeCIDR ? tryParseCidr(k.nonMasqueradeCIDR) : undefined;
-    const outside = nm ? newCidrs.filter((c) => c.family === nm.family && !contains(nm, c)) : [];
-    const widened = nm && outside.length > 0 ? sensibleNonMasquerade(snap, [nm, ...outside]) : undefined;
-    const newNm = !nm || outside.length === 0 ? k.nonMasqueradeCIDR
-      : widened ?? `TODO: no range of /8 or smaller clear of the node network holds podCIDR ${to} and serviceClusterIPRange ${k.serviceClusterIPRange ?? 'the service range'}; move the Service CIDR next to the new pod range first or together`;
+    // nonMasqueradeCIDR must contain the pod and service ranges where the plan ends (none fits: check kops-pod-non-masquerade fails)
+    const { now: nmNow, after: newNm } = podNonMasquerade(inp);
+    const widened = newNm !== nmNow ? newNm : undefined;
     const viaKcm = snap.ranges.some((r) => r.source === 'kOps podCIDR' && r.label.includes('kubeControllerManager.clusterCIDR'));
     const legacy = k.layout === 'legacy';
     const netLines = (pod: string, nmv: string | undefined): string[] => {
@@ -171,17 +168,15 @@ function kopsPodPatches(inp: PodPatchInputs): DistroPatch[] {
     const kcmLines = (pod: string, alloc: boolean | string) => ['  kubeControllerManager:', ...(viaKcm ? [`    clusterCIDR: ${pod}`] : []), `    allocateNodeCIDRs: ${alloc}`];
     out.push({
       id: 'kops-pod-cidr', distribution: 'kops', gate: finalGate, target: edit,
-      description: `pod range ${to}${newNm === k.nonMasqueradeCIDR ? '' : widened ? ` and nonMasqueradeCIDR ${widened} (must contain the pod and service ranges)` : ' and a nonMasqueradeCIDR that contains it and the service range (see after)'}; kube-controller-manager ${tail}`,
-      before: ['spec:', ...netLines(k.podCIDR ?? oldCC, k.nonMasqueradeCIDR), ...kcmLines(k.podCIDR ?? oldCC, allocAfter ? false : k.allocateNodeCIDRs ?? true)].join('\n') + '\n',
+      description: `pod range ${to}${widened ? ` and nonMasqueradeCIDR ${widened} (must contain the pod and service ranges)` : ''}; kube-controller-manager ${tail}`,
+      before: ['spec:', ...netLines(k.podCIDR ?? oldCC, newNm && nmNow), ...kcmLines(k.podCIDR ?? oldCC, allocAfter ? false : k.allocateNodeCIDRs ?? true)].join('\n') + '\n',
       after: ['spec:', ...netLines(to, newNm), ...kcmLines(to, allocAfter)].join('\n') + '\n',
     });
     return out;
   }
   // Without the spec: nonMasqueradeCIDR must hold NEW and the service range, whatever it is today.
-  const svc = currentServiceRanges(snap);
-  const perFamily = newCidrs.map((c) => sensibleNonMasquerade(snap, [c, ...svc.filter((x) => x.family === c.family)]));
-  const nm = perFamily.every((x): x is string => !!x) ? perFamily.join(',') : undefined;
-  const svcText = svc.map(formatCidr).join(',') || 'the service range';
+  const svcText = newCidrs.flatMap((c) => serviceRangeAfter(snap, c.family, inp.serviceAfter)).map(formatCidr).join(',') || 'the service range';
+  const nm = podNonMasquerade(inp).after;
   out.push({
     id: 'kops-pod-cidr', distribution: 'kops', gate: finalGate, target: edit,
     description: `pod range ${to} (spec.networking.podCIDR, legacy layout spec.podCIDR; and spec.kubeControllerManager.clusterCIDR where the spec sets it), `
@@ -199,9 +194,7 @@ function kopsPodPatches(inp: PodPatchInputs): DistroPatch[] {
       'spec:',
       '  networking:',
       `    podCIDR: ${to}`,
-      nm
-        ? `    nonMasqueradeCIDR: ${nm}   # only if the current one does not contain ${to} and ${svcText}`
-        : `    nonMasqueradeCIDR: TODO if the current one does not contain ${to}: no range of /8 or smaller clear of the node network holds podCIDR ${to} and serviceClusterIPRange ${svcText}; move the Service CIDR next to the new pod range first or together`,
+      ...(nm ? [`    nonMasqueradeCIDR: ${nm}   # only if the current one does not contain ${to} and ${svcText}`] : []),
       '  kubeControllerManager:',
       `    clusterCIDR: ${to}    # only where the spec sets it`,
       `    allocateNodeCIDRs: ${allocAfter}`,
@@ -233,21 +226,35 @@ function kopsPodRange(snap: Snapshot, family: Family): Cidr | undefined {
   return all.length === 0 ? undefined : covering(all);
 }
 
+/** The pod range where the plan ends in `family`: the new Pod CIDR of the same plan, else today's (kopsPodRange). */
+function podRangeAfter(snap: Snapshot, family: Family, podsAfter?: ReadonlyMap<Family, Cidr>): Cidr[] {
+  const c = podsAfter?.get(family) ?? kopsPodRange(snap, family);
+  return c ? [c] : [];
+}
+
+/** The service range where the plan ends in `family`: the new Service CIDR of the same plan, else today's. */
+function serviceRangeAfter(snap: Snapshot, family: Family, serviceAfter?: ReadonlyMap<Family, Cidr>): Cidr[] {
+  const c = serviceAfter?.get(family);
+  return c ? [c] : currentServiceRanges(snap).filter((x) => x.family === family);
+}
+
 /**
- * A nonMasqueradeCIDR holding both `svc` and the kOps pod range (the spec's, else the cluster's): the
- * smallest common supernet, if it overlaps no node network and no error/warning catalog range.
+ * The nonMasqueradeCIDR where the plan ends: `nm` (today's, when read) if it holds every range of `ends`; else `nm`
+ * widened to hold them, else the smallest range holding `ends` alone, whichever is sensible first (no wider than
+ * /8, clear of the node network); undefined when neither is.
  */
-export function proposeNonMasquerade(snap: Snapshot, svc: Cidr): string | undefined {
-  const pod = kopsPodRange(snap, svc.family);
-  if (!pod) return undefined;
-  let p = Math.min(pod.prefix, svc.prefix);
-  while (p > 0 && !contains(supernet(svc, p), pod)) p--;
-  const c = supernet(svc, p);
-  if (p < 8 || bits(c.family) === 128 && p < 16) return undefined;
-  const nodes = addressPlan(snap).filter((g) => g.role === 'node');
-  if (nodes.some((n) => overlaps(n.parsed, c))) return undefined;
-  if (CATALOG.some((k) => k.severity !== 'info' && overlaps(parseCidr(k.cidr), c))) return undefined;
-  return formatCidr(c);
+function endNonMasquerade(snap: Snapshot, nm: Cidr | undefined, ends: readonly Cidr[]): string | undefined {
+  if (nm && ends.every((c) => contains(nm, c))) return formatCidr(nm);
+  return (nm ? sensibleNonMasquerade(snap, [nm, ...ends]) : undefined) ?? sensibleNonMasquerade(snap, ends);
+}
+
+/** How to get a nonMasqueradeCIDR when none fits: the pair `suggest --for services,pods` gives, moved in one plan. */
+function pairAdvice(snap: Snapshot, family: Family): string {
+  let pair: PairSuggestion | undefined;
+  try { pair = suggestPair(snap, { family }); } catch { pair = undefined; /* sizing refused: name the command only */ }
+  return pair?.envelope
+    ? `move both ranges in one plan: --service-cidr ${pair.services.cidr} --pod-cidr ${pair.pods.cidr} (kube-renumber suggest --for services,pods: both inside nonMasqueradeCIDR ${pair.envelope}, clear of the node network)`
+    : 'move both ranges in one plan, to a pair one range of /8 or smaller holds clear of the node network (kube-renumber suggest --for services,pods)';
 }
 
 /** The first target outside nonMasqueradeCIDR, when the Cluster spec was read. */
@@ -258,28 +265,93 @@ function outsideNonMasquerade(snap: Snapshot, target: ReadonlyMap<Family, Cidr>)
   return nm && out ? { nm, out } : undefined;
 }
 
+/**
+ * The nonMasqueradeCIDR the Service part sets ('' when none fits), computed from where the plan ends: when the new
+ * service range is outside today's (spec read), or always when the spec was not read; undefined: unchanged.
+ */
+function serviceNonMasquerade(snap: Snapshot, target: ReadonlyMap<Family, Cidr>, podsAfter?: ReadonlyMap<Family, Cidr>): { value: string; out: Cidr; nm?: Cidr } | undefined {
+  if (snap.kops) {
+    const found = outsideNonMasquerade(snap, target);
+    if (!found) return undefined;
+    return { value: endNonMasquerade(snap, found.nm, [found.out, ...podRangeAfter(snap, found.out.family, podsAfter)]) ?? '', out: found.out, nm: found.nm };
+  }
+  const out = [...target.values()][0];
+  return out ? { value: endNonMasquerade(snap, undefined, [out, ...podRangeAfter(snap, out.family, podsAfter)]) ?? '', out } : undefined;
+}
+
 /** kOps: serviceClusterIPRange must sit inside nonMasqueradeCIDR (kOps validation). */
-function nonMasqueradeChecks(snap: Snapshot, target: ReadonlyMap<Family, Cidr>): PreflightCheck[] {
-  const found = outsideNonMasquerade(snap, target);
+function nonMasqueradeChecks(snap: Snapshot, target: ReadonlyMap<Family, Cidr>, podsAfter?: ReadonlyMap<Family, Cidr>): PreflightCheck[] {
+  const found = serviceNonMasquerade(snap, target, podsAfter);
   if (!found) return [];
-  const { nm, out } = found;
-  const proposal = proposeNonMasquerade(snap, out);
-  return [{
+  const { value, out, nm } = found;
+  const pods = podRangeAfter(snap, out.family, podsAfter).map(formatCidr).join(',') || 'the pod range';
+  const podsText = `${podsAfter ? 'the new pod range' : 'the pod range'} ${pods}`;
+  if (!value) {
+    return [{
+      id: 'kops-non-masquerade', status: 'fail', target: true,
+      message: `no kOps nonMasqueradeCIDR of /8 or smaller holds serviceClusterIPRange ${formatCidr(out)} and ${podsText} without overlapping the node network`
+        + `${snap.kops ? '' : ' (the Cluster spec was not read: its nonMasqueradeCIDR may hold them already; give it with -f cluster.yaml)'}: ${pairAdvice(snap, out.family)}`,
+      fix: 'plan the pair kube-renumber suggest --for services,pods gives, in one plan',
+    }];
+  }
+  const interim = interimCheck(snap, value, out.family, podsAfter);
+  if (!nm) return interim;
+  return [...interim, {
     id: 'kops-non-masquerade', status: 'warn',
     message: `${formatCidr(out)} is outside kOps nonMasqueradeCIDR ${formatCidr(nm)}; kOps validation (the versions read) rejects a serviceClusterIPRange or podCIDR outside it; kops update cluster without --yes shows whether yours does`,
-    fix: proposal
-      ? `set nonMasqueradeCIDR to ${proposal} (holds the new service range and the pod range) in the same kops edit (see the restart-apiservers patch)`
-      : 'no single nonMasqueradeCIDR holds both the new service range and today\'s pod range without overlapping the node network: '
-        + 'move the Pod CIDR next to the new service range first or together (seed 000 ended with nonMasqueradeCIDR 172.16.0.0/12 holding services 172.24.0.0/15 and pods 172.16.0.0/13)',
+    fix: `set nonMasqueradeCIDR to ${value} (holds the new service range and ${podsText}) in the same kops edit (see the restart-apiservers patch)`,
+  }];
+}
+
+/**
+ * A combined plan edits the Cluster spec twice: serviceClusterIPRange and nonMasqueradeCIDR at gate restart-apiservers,
+ * podCIDR at the pod range's final gate. When the new nonMasqueradeCIDR does not hold today's pod range, the spec between the
+ * two gates has podCIDR outside it, which kOps validation rejects: say so before anything runs.
+ */
+function interimCheck(snap: Snapshot, value: string, family: Family, podsAfter?: ReadonlyMap<Family, Cidr>): PreflightCheck[] {
+  if (!podsAfter) return [];
+  const nm = tryParseCidr(value.split(',')[0] ?? '');
+  const podsNow = kopsPodRange(snap, family);
+  if (!nm || !podsNow || nm.family !== podsNow.family || contains(nm, podsNow)) return [];
+  return [{
+    id: 'kops-interim-spec', status: 'warn',
+    message: `between gate restart-apiservers (serviceClusterIPRange and nonMasqueradeCIDR ${value}, patch kops-service-range) and the pod range's gate (podCIDR, patch kops-pod-cidr) the kOps Cluster spec has podCIDR ${formatCidr(podsNow)} outside nonMasqueradeCIDR ${value}; kOps validation (the versions read) rejects a podCIDR outside it, so kops update cluster may refuse the first edit`,
+    fix: 'at gate restart-apiservers run kops update cluster without --yes first; if it refuses the spec, do not force it and do not resume: kube-renumber rollback undoes the steps so far',
+  }];
+}
+
+/** The Pod part's nonMasqueradeCIDR: where the Service part of the same plan left it (`now`), and where the plan ends (`after`; undefined: none fits). */
+function podNonMasquerade(inp: PodPatchInputs): { now?: string; after?: string; unset?: true } {
+  const { snap, spec, serviceAfter } = inp;
+  if (snap.kops && !snap.kops.nonMasqueradeCIDR) return { unset: true }; // the spec sets none: nothing to change
+  const news = spec.to.map((t) => parseCidr(t));
+  const pods = new Map(news.map((c) => [c.family, c]));
+  const now = (serviceAfter ? serviceNonMasquerade(snap, serviceAfter, pods)?.value : undefined) || snap.kops?.nonMasqueradeCIDR;
+  const nm = now ? tryParseCidr(now) : undefined;
+  const perFamily = news.map((c) => endNonMasquerade(snap, nm?.family === c.family ? nm : undefined, [c, ...serviceRangeAfter(snap, c.family, serviceAfter)]));
+  const after = perFamily.every((x): x is string => !!x) ? [...new Set(perFamily)].join(',') : undefined;
+  return { now, after };
+}
+
+/** kOps: a Pod CIDR move whose nonMasqueradeCIDR cannot be computed is refused (exit 2), naming the pair that fits. */
+function podNonMasqueradeChecks(inp: PodPatchInputs): PreflightCheck[] {
+  const nm = podNonMasquerade(inp);
+  if (nm.after || nm.unset) return [];
+  const family = parseCidr(inp.spec.to[0]!).family;
+  const svc = inp.spec.to.flatMap((t) => serviceRangeAfter(inp.snap, parseCidr(t).family, inp.serviceAfter)).map(formatCidr).join(',') || 'the service range';
+  return [{
+    id: 'kops-pod-non-masquerade', status: 'fail', target: true,
+    message: `no kOps nonMasqueradeCIDR of /8 or smaller holds podCIDR ${inp.to} and ${inp.serviceAfter ? 'the new' : 'the'} serviceClusterIPRange ${svc} without overlapping the node network: ${pairAdvice(inp.snap, family)}`,
+    fix: 'plan the pair kube-renumber suggest --for services,pods gives, in one plan',
   }];
 }
 
 export const kops: DistributionPlanner = {
   id: 'kops',
   servicePatches: kopsPatches,
-  serviceContext(snap, target) {
-    const found = outsideNonMasquerade(snap, target);
-    return found ? { nonMasqueradeCIDR: proposeNonMasquerade(snap, found.out) ?? '' } : {};
+  serviceContext(snap, target, podsAfter) {
+    const found = serviceNonMasquerade(snap, target, podsAfter);
+    return found ? { nonMasqueradeCIDR: found.value } : {};
   },
   serviceChecks: nonMasqueradeChecks,
   serviceGateInstructions(_snap, gate) {
@@ -305,6 +377,7 @@ export const kops: DistributionPlanner = {
   certFix: (snap, both) => `add ${both} to ${!snap.kops ? 'spec.api.additionalSANs (legacy field layout: spec.additionalSans)' : snap.kops.layout === 'legacy' ? 'spec.additionalSans' : 'spec.api.additionalSANs'} (kops edit cluster), then kops update cluster --yes and `
     + 'kops rolling-update cluster --instance-group-roles=control-plane --yes (kOps issues the serving certificate when the control plane rolls)',
   podPatches: kopsPodPatches,
+  podChecks: podNonMasqueradeChecks,
   kubeProxyPatch: { always: false, distribution: 'kops' },
   podGateInstructions: (gate, role) => (role === 'stop-allocating'
     ? ['kops edit cluster (patch kops-stop-allocating)', 'kops update cluster --yes', 'kops rolling-update cluster --instance-group-roles=control-plane --yes', `kube-renumber resume --ack-gate ${gate} (when kube-controller-manager has no mirror pod)`]

@@ -19,6 +19,7 @@ export const kops: Platform<'kops'> = {
   configFiles: { groups: KOPS_GROUPS, kinds: ['Cluster', 'InstanceGroup'], validated: ['Cluster'] },
   nodeGroups: { what: 'kOps InstanceGroups maxSize', read: kopsNodeGroups },
   namedInPlans: true,
+  envelopeSetting: 'nonMasqueradeCIDR',
   sources: [
     'https://kops.sigs.k8s.io/networking/', 'https://kops.sigs.k8s.io/operations/updates_and_upgrades/',
     'https://kops.sigs.k8s.io/instance_groups/',

@@ -139,7 +139,7 @@ add('inspect: a yaml file name without -f', ['inspect', 'dump.yaml'], /did you m
 add('inspect: a CIDR as a positional', ['inspect', '-f', KOPS, '10.8.0.0/16'], /did you mean --avoid 10\.8\.0\.0\/16\?/);
 add('inspect: a word after the flags', ['inspect', '-f', KOPS, 'now'], /unexpected argument "now": inspect takes no arguments besides flags/);
 add('inspect: words after --', ['inspect', '-f', KOPS, '--', '-v'], /unexpected argument "-v"/);
-add('suggest: two values for --for', ['suggest', '--for', 'pods', 'services', '-f', KOPS], /unexpected argument "services".*--for takes one value/);
+add('suggest: two values for --for', ['suggest', '--for', 'pods', 'services', '-f', KOPS], /unexpected argument "services".*did you mean --for services,pods\?/);
 add('suggest: stray word', ['suggest', 'pods', '-f', KOPS], /unexpected argument "pods"/);
 // a dual-stack cluster suggests for both families; a --node-mask would fit only one of them
 const DUAL = [
@@ -257,7 +257,7 @@ const NUMBER_CASES: Array<[string, string[], RegExp]> = [
   ['suggest --min-prefix larger than a service range may be', ['suggest', '--for', 'services', '--min-prefix', '8', '-f', KOPS], /the floor \/8 is larger than the largest service range the apiserver accepts \(\/12\)/],
   ['suggest --family 5', ['suggest', '--for', 'pods', '--family', '5', '-f', KOPS], /--family 5 must be 4 or 6/],
   ['suggest --family ipv4', ['suggest', '--for', 'pods', '--family', 'ipv4', '-f', KOPS], /--family ipv4/],
-  ['suggest --for lunch', ['suggest', '--for', 'lunch', '-f', KOPS], /--for must be "pods" or "services"/],
+  ['suggest --for lunch', ['suggest', '--for', 'lunch', '-f', KOPS], /--for must be "pods", "services" or "services,pods"/],
   ['suggest huge need', ['suggest', '--for', 'pods', '--nodes', '1000000', '--headroom', '1000', '-f', KOPS], /need more than half of the IPv4 space/],
   ['calc --node-mask 129', ['calc', '10.0.0.0/16', '--node-mask', '129'], /--node-mask 129/],
   ['calc --node-mask shorter than the prefix', ['calc', '10.0.0.0/16', '--node-mask', '8'], /--node-mask 8 does not fit/],

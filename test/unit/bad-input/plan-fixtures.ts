@@ -16,12 +16,17 @@ async function planText(args: string[], example: string): Promise<string> {
   return r.out;
 }
 
+/*
+ * kOps (examples/kops-tailscale: services 100.64.0.0/13, pods 100.96.0.0/11, nonMasqueradeCIDR 100.64.0.0/10, VPC
+ * 172.20.0.0/16) refuses a plan moving one range where no nonMasqueradeCIDR of /8 or smaller holds it and the unmoved
+ * range: single-range plans here stay next to the other range (nonMasqueradeCIDR 100.0.0.0/9), clear of 100.64.0.0/10.
+ */
 /** Service CIDR plan (kOps, Tailscale collision): passes its pre-flight checks, has gates and a move-kubernetes step. */
-export const SERVICE_PLAN = await planText(['--service-cidr', '172.24.0.0/16'], 'kops-tailscale');
+export const SERVICE_PLAN = await planText(['--service-cidr', '100.32.0.0/16'], 'kops-tailscale');
 /** Pod CIDR plan, Calico IPAM. */
-export const CALICO_PLAN = await planText(['--pod-cidr', '10.128.0.0/14'], 'kops-tailscale');
+export const CALICO_PLAN = await planText(['--pod-cidr', '100.0.0.0/11'], 'kops-tailscale');
 /** Pod CIDR plan, node IPAM (drain-node, reregister gates). */
-export const NODE_PLAN = await planText(['--pod-cidr', '10.128.0.0/14', '--ipam', 'node'], 'kops-tailscale');
+export const NODE_PLAN = await planText(['--pod-cidr', '100.0.0.0/11', '--ipam', 'node'], 'kops-tailscale');
 /** A plan whose pre-flight checks failed (kubeadm cluster without the ServiceCIDR API). */
 export const FAILED_PLAN = await planText(['--service-cidr', '172.24.0.0/16'], 'kubeadm-exhausted');
 

@@ -48,7 +48,7 @@ cases.push(
   field('two IPv4 ranges in to', 'apply', mutate(SERVICE_PLAN, (d) => { d.spec.serviceCIDR.to.push('172.25.0.0/16'); }),
     /spec\.serviceCIDR\.to\[1\]: "172\.25\.0\.0\/16": at most one IPv4 CIDR/),
   field('target not in to', 'rollback', mutate(SERVICE_PLAN, (d) => { d.spec.serviceCIDR.to = ['172.25.0.0/16']; }),
-    /spec\.serviceCIDR\.target\[0\]: 172\.24\.0\.0\/16 is not in to/),
+    /spec\.serviceCIDR\.target\[0\]: 100\.32\.0\.0\/16 is not in to/),
   field('kept range outside the old range', 'apply', mutate(SERVICE_PLAN, (d) => { d.spec.serviceCIDR.kept = ['192.168.0.0/28']; }),
     /spec\.serviceCIDR\.kept\[0\]: 192\.168\.0\.0\/28 is not inside from/),
   field('target empty', 'apply', mutate(SERVICE_PLAN, (d) => { d.spec.serviceCIDR.target = []; }), /spec\.serviceCIDR\.target: must name at least one CIDR/),
