@@ -77,7 +77,9 @@ it (its kwok pods run no code), so here the plan is told which addresses the cer
 
 \`apply\` runs the steps in order; each one checks the live state, backs up what it changes, applies, verifies
 and writes a journal line. Where a person (or a pipeline) has to act outside the API, it stops at a **gate**
-with exit 7 and says what to do. Without \`--yes\` it shows the plan and asks first.`,
+with exit 7 and says what to do. \`--yes\` only answers the plan's confirmation steps (before the pod restarts,
+between tiers, before the DNS Service): without it, each of them asks \`proceed? [y/N]\` on a terminal, and
+elsewhere stops the run there (exit 7) until \`resume --yes\`.`,
     { say: '', show: 'kube-renumber apply plan.yaml --yes', argv: cli('apply', 'plan.yaml', '--yes'), code: 7 },
     { say: 'Every Service has moved; the API server still allocates from the old range. On a real cluster you change `--service-cluster-ip-range` in its manifest (kubeadm, kOps: the plan shows the patch); on the testbed:', show: `npm run testbed -- restart-apiserver --service-cidr ${NEW}`, argv: testbed('restart-apiserver', '--service-cidr', NEW), code: 0 },
     { say: '`resume` goes on from the journal. The gate is checked against the cluster, so nothing needs acknowledging:', show: 'kube-renumber resume plan.yaml --yes', argv: cli('resume', 'plan.yaml', '--yes'), code: 7 },

@@ -23,6 +23,8 @@ export interface Command {
   options: Options;
   /** Extra help text after the flags. */
   help?: string;
+  /** -o formats the command takes besides table, wide, json and yaml (its help's -o line lists them). */
+  outputs?: readonly string[];
   /**
    * The positional arguments the command takes (default: none). main() refuses fewer than `min` (when set) and
    * more than `max` with exit 2 before the command runs; `name` names one of them in the message (e.g. "CIDR").

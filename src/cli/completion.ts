@@ -23,8 +23,8 @@ const FLAG_VALUES: Readonly<Record<string, readonly string[]>> = {
   family: ['4', '6'],
   events: ['ndjson'],
 };
-/** Extra -o formats by command. */
-const EXTRA_OUTPUT: Readonly<Record<string, readonly string[]>> = { plan: ['markdown'], inspect: ['markdown'] };
+/** Extra -o formats by command, where the command does not list them itself (Command.outputs). */
+const EXTRA_OUTPUT: Readonly<Record<string, readonly string[]>> = { plan: ['markdown'] };
 /** Flags whose value is a path: the shell completes file names. */
 const PATH_FLAGS = new Set(['kubeconfig', 'from-file', 'config', 'state-dir', 'targets']);
 
@@ -50,7 +50,7 @@ export function completeWords(words: readonly string[], commands: readonly Comma
   const long = (k: string) => `--${k}`;
   const valueOf = (flag: string): string[] | 'files' | undefined => {
     if (PATH_FLAGS.has(flag)) return 'files';
-    if (flag === 'output') return [...FLAG_VALUES.output!, ...(EXTRA_OUTPUT[cmd.name] ?? [])];
+    if (flag === 'output') return [...FLAG_VALUES.output!, ...(cmd.outputs ?? EXTRA_OUTPUT[cmd.name] ?? [])];
     const v = FLAG_VALUES[flag];
     return v ? [...v] : undefined;
   };

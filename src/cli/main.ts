@@ -143,7 +143,9 @@ Exit codes: 0 ok; 1 findings; 2 bad command line (flag, argument, CIDR, value, u
 }
 
 function commandHelp(c: Command): string {
-  const globals = GLOBAL_HELP.filter(([flag]) => takesGlobal(c, flag)).map(([, line]) => line).join('\n');
+  const globals = GLOBAL_HELP.filter(([flag]) => takesGlobal(c, flag))
+    .map(([flag, line]) => (flag === 'output' && c.outputs ? line.replace('| yaml', `| yaml | ${c.outputs.join(' | ')}`) : line))
+    .join('\n');
   return `${c.summary}\n\nUsage: ${c.usage}\n${c.help ? `\n${c.help}\n` : ''}\nGlobal flags:\n${globals}\n`;
 }
 

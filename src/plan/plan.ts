@@ -5,7 +5,7 @@
  */
 import type { AvoidRange } from '../analyze/catalog.ts';
 import { barePodNamespaces, buildPodSection, DEFAULT_PARALLEL, dnsDeployment, parsePodTarget, type PodCIDRSpec, type PodPlanOptions } from './pod-plan.ts';
-import { scanReferences, type RangeMove, type Reference } from '../analyze/references.ts';
+import { scanReferences, type Reference } from '../analyze/references.ts';
 import { mappedClusterIPs, planMoves, referencesGate } from './references-gate.ts';
 import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts';
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';

@@ -193,7 +193,7 @@ describe('completion', () => {
     const ask = async (...words: string[]) => (await cli(['__complete', ...words])).out;
     assert.equal(await ask('ap'), 'apply\n:4\n');
     assert.equal(await ask('inspect', '--kube'), '--kubeconfig\n:4\n');
-    assert.equal(await ask('inspect', '-o', ''), 'table\nwide\njson\nyaml\nmarkdown\n:4\n');
+    assert.equal(await ask('inspect', '-o', ''), 'table\nwide\njson\nyaml\nmarkdown\nhtml\n:4\n');
     assert.equal(await ask('suggest', '--for', 'p'), 'pods\n:4\n');
     assert.equal(await ask('plan', '--output=m'), '--output=markdown\n:4\n');
     assert.equal(await ask('inspect', '-f', ''), ':0\n', 'file names for -f');
@@ -278,5 +278,24 @@ describe('inspect -o markdown', () => {
     assert.match(r.out, /^\| Severity \| Range \| Is \| Overlaps \| Which is \| Why \|$/im);
     assert.match(r.out, /^\| service \| 100\.64\.0\.0\/13 \| /m);
     assert.match(r.out, /100\.64\.0\.0\/10/);
+  });
+});
+
+describe('inspect --help lists the -o formats inspect takes', () => {
+  it('the -o line and the usage line name the same formats, each of them runs, and the refusal names no other', async () => {
+    const help = (await cli(['inspect', '--help'])).out;
+    const line = /^ {2}-o, --output FORMAT +(.*)$/m.exec(help)?.[1] ?? '';
+    const listed = line.replace(/\s*\(.*$/, '').split(' | ');
+    const usage = /\[-o ([a-z|]+)\]/.exec(help)?.[1]?.split('|') ?? [];
+    assert.deepEqual(listed, usage);
+    for (const f of listed) {
+      const r = await cli(['inspect', '-f', KOPS, '-o', f]);
+      assert.equal(r.code, 0, `inspect -o ${f}: ${r.err}`);
+    }
+    const bad = await cli(['inspect', '-f', KOPS, '-o', 'nope']);
+    assert.equal(bad.code, 2);
+    const accepted = /\(use ([^)]*)\)/.exec(bad.err)?.[1]?.split(', ') ?? [];
+    // md is markdown's short alias
+    assert.deepEqual(accepted.filter((f) => f !== 'md'), listed);
   });
 });

@@ -14,6 +14,7 @@ export const inspectCommand: Command = {
   name: 'inspect',
   summary: "show the cluster's ranges, every conflict, capacity and migration readiness (changes nothing)",
   usage: 'kube-renumber inspect [--from-file PATH ...] [--avoid CIDR[=REASON] ...] [--exit-code [--fail-on SEVERITY]] [-o table|wide|json|yaml|markdown|html]',
+  outputs: ['markdown', 'html'],
   options: {
     'exit-code': { type: 'boolean' },
     'fail-on': { type: 'string' },
@@ -23,7 +24,7 @@ export const inspectCommand: Command = {
   --fail-on SEVERITY       error | warning | info (default warning)
 Output: -o html writes one self-contained HTML page (address map, conflicts, capacity) to stdout.`,
   async run({ values, io }) {
-    const output = parseOutput(str(values, 'output'), ['markdown', 'md', 'html']) as string;
+    const output = parseOutput(str(values, 'output'), [...inspectCommand.outputs!, 'md']) as string;
     const failOn = (str(values, 'fail-on') ?? 'warning') as Severity;
     if (!SEVERITIES.includes(failOn)) throw new UsageError(`--fail-on ${failOn} must be one of ${SEVERITIES.join(', ')}`);
     const avoid = avoidList(values, io);
