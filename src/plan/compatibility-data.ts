@@ -13,6 +13,5 @@ export const COMPATIBILITY_FAILURES: readonly CompatibilityFailure[] = [
 
 /** Versions whose testbed could not be built here: no path ran on them. */
 export const MATRIX_UNBUILT: readonly { minor: number; version: string; reason: string }[] = [
-  { minor: 29, version: "v1.29.6", reason: "the Go module proxy refuses k8s.io/kube-controller-manager@v0.29.6 (403 Forbidden), k8s.io/legacy-cloud-providers@v0.29.6 (403 Forbidden), k8s.io/endpointslice@v0.29.6 (403 Forbidden): \"This module version is not available.\"" },
   { minor: 38, version: "v1.38.0-beta.0", reason: "the Go module proxy refuses k8s.io/apiextensions-api@v0.38.0-beta.0 (403 Forbidden): \"This module version is not available.\"" },
 ];
