@@ -6,13 +6,12 @@ export type CompatibilityPath = 'service' | 'node' | 'calico';
 export interface CompatibilityFailure { minor: number; version: string; path: CompatibilityPath; reason: string }
 
 /** Versions on which at least one path ran and passed. */
-export const MATRIX_PASSED_VERSIONS: readonly string[] = ["v1.30.14","v1.31.0","v1.32.2","v1.33.13","v1.34.4","v1.35.4","v1.36.4","v1.37.2"];
+export const MATRIX_PASSED_VERSIONS: readonly string[] = ["v1.29.15","v1.30.14","v1.31.0","v1.32.2","v1.33.13","v1.34.4","v1.35.4","v1.36.4","v1.37.2"];
 
 export const COMPATIBILITY_FAILURES: readonly CompatibilityFailure[] = [
 ];
 
 /** Versions whose testbed could not be built here: no path ran on them. */
 export const MATRIX_UNBUILT: readonly { minor: number; version: string; reason: string }[] = [
-  { minor: 29, version: "v1.29.6", reason: "the Go module proxy refuses k8s.io/kube-controller-manager@v0.29.6 (403 Forbidden), k8s.io/legacy-cloud-providers@v0.29.6 (403 Forbidden), k8s.io/endpointslice@v0.29.6 (403 Forbidden): \"This module version is not available.\"" },
   { minor: 38, version: "v1.38.0-beta.0", reason: "the Go module proxy refuses k8s.io/apiextensions-api@v0.38.0-beta.0 (403 Forbidden): \"This module version is not available.\"" },
 ];

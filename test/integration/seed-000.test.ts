@@ -1,5 +1,5 @@
-// Seed 000 on the oldest Kubernetes of the matrix that builds here (OLDEST_VERSION, 1.30; the seed ran 1.29, which the
-// Go proxy does not serve whole: docs/testbed.md): kOps' default Service range 100.64.0.0/13, which collides with
+// Seed 000 on the oldest Kubernetes `npm test` builds (OLDEST_VERSION, 1.30; the seed ran 1.29, served whole at v1.29.15,
+// the matrix's 1.29: docs/testbed.md): kOps' default Service range 100.64.0.0/13, which collides with
 // Tailscale, moved in place to 172.24.0.0/15 as the seed did, with ServiceCIDR served only as networking.k8s.io/v1alpha1
 // once the MultiCIDRServiceAllocator gate and its runtime-config are on (as on 1.29): the plan opens with that gate, the
 // test plays it, kube-dns and default/kubernetes move in place; verify; a second run rolled back.

@@ -9,6 +9,12 @@
 #   KWOK_VERSION   e.g. v0.7.0
 #   DP_ROOT        the data plane's cache root (optional): while its build of K8S_VERSION is still to run,
 #                  the Go build cache is kept for it
+#   KUBE_RENUMBER_TESTBED_GOCACHE  a Go build cache of this build's own (optional; default $TB_ROOT/go/build-cache,
+#                  shared by every build). A build that ends may trim the shared cache (go clean -cache), and
+#                  npm test's build-all removes it at its end: a build of another version running beside them loses the
+#                  compiled packages it has not linked yet ("could not import fmt (open …/build-cache/…-d: no such
+#                  file or directory)", a v1.29.15 build of 2026-12-02 after 31 minutes), so a long build that others
+#                  may overlap takes a cache of its own
 # Output: $TB_ROOT/$K8S_VERSION/bin/{tbsup,etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kwok}
 #
 # Wrapper modules are generated under $TB_ROOT/$K8S_VERSION/src, never inside the checkout. The Go
@@ -26,7 +32,7 @@ SRC="$VDIR/src"
 mkdir -p "$BIN" "$SRC"
 
 export GOMODCACHE="$TB_ROOT/go/mod"
-export GOCACHE="$TB_ROOT/go/build-cache"
+export GOCACHE="${KUBE_RENUMBER_TESTBED_GOCACHE:-$TB_ROOT/go/build-cache}"
 export GOPATH="$TB_ROOT/go/path"
 export GOFLAGS="-mod=mod -buildvcs=false"
 export GOTOOLCHAIN=local
