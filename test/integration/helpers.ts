@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { compileCacheEnv } from '../child-env.ts';
+import { seeded } from '../testbed/faults.ts';
 import { run } from '../unit/run-cli.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -50,18 +51,6 @@ export const KILL_POINTS: readonly KillPoint[] = [
 export const FULL_SWEEP = process.env.KUBE_RENUMBER_TEST_FULL === '1';
 export const SAMPLE_STRIDE = 4;
 
-/** mulberry32: a small seeded generator (uniform in [0, 1)), so a printed seed replays the same kill offsets. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** A kill point's environment with its count set to `n`: every KILL_* variable's N (the Nth write, request or file). */
 export function atNth(env: NodeJS.ProcessEnv, n: number): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
@@ -92,7 +81,7 @@ export class KillSweep {
     this.full = opts.full ?? FULL_SWEEP;
     const fromEnv = Number.parseInt(process.env.KUBE_RENUMBER_TEST_SEED ?? '', 10);
     this.seed = opts.seed ?? (Number.isFinite(fromEnv) ? fromEnv : Math.floor(Math.random() * 2 ** 31));
-    this.rng = seededRandom(this.seed);
+    this.rng = seeded(this.seed);
   }
 
   /**

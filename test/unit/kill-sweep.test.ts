@@ -3,7 +3,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { atNth, KILL_POINTS, KillSweep, SAMPLE_STRIDE, seededRandom } from '../integration/helpers.ts';
+import { atNth, KILL_POINTS, KillSweep, SAMPLE_STRIDE } from '../integration/helpers.ts';
+import { seeded } from '../testbed/faults.ts';
 
 describe('kill sweeps', () => {
   test('atNth sets the count of every kind of kill point and leaves the rest of its value alone', () => {
@@ -53,7 +54,7 @@ describe('kill sweeps', () => {
   });
 
   test('the generator is uniform enough and in [0, 1)', () => {
-    const r = seededRandom(7);
+    const r = seeded(7);
     const buckets = [0, 0, 0, 0];
     for (let i = 0; i < 4000; i++) { const x = r(); assert.ok(x >= 0 && x < 1); buckets[Math.floor(x * 4)]!++; }
     for (const b of buckets) assert.ok(b > 850 && b < 1150, buckets.join(','));
