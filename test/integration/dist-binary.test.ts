@@ -196,7 +196,7 @@ describe('the linux-amd64 single-file executable, alone in an empty directory wi
     try {
       const kc = join(work, 'kubeconfig');
       writeFileSync(kc, readFileSync(tb.kubeconfigPath));
-      const r = await exe(['probe', '--deploy', '--kubeconfig', kc, '-n', NS, '-s', `web:${echoPort}`, '--kinds', 'env,dns',
+      const r = await exe(['probe', '--deploy', '--kubeconfig', kc, '-n', NS, '--service', `web:${echoPort}`, '--kinds', 'env,dns',
         '--dns-server', dns.address, '--interval', '50ms', '--timeout', '5s', '--report-every', '1s', '--duration', '5s', '-o', 'json'], 180_000);
       assert.equal(r.code, 0, r.err.slice(-3000));
       const report = JSON.parse(r.out);

@@ -89,7 +89,7 @@ describe('inspect against the real apiserver', () => {
     assert.equal(r.code, 5, r.err);
     assert.equal(r.out, '');
     assert.equal(r.err.trimEnd().split('\n').length, 1);
-    assert.match(r.err, /^error: not allowed to list (nodes|services|pods) \(403 Forbidden\): .*deploy\/rbac\.yaml/);
+    assert.match(r.err, /^error: not allowed to list (nodes|services|pods) as user "system:serviceaccount:[^"]+" \(403 Forbidden\): .*deploy\/rbac\.yaml/);
     assert.ok(!r.err.includes(token));
   });
 

@@ -69,7 +69,7 @@ describe('probe --deploy on the real control plane (the test runs the probe cont
     const env = { WEB_SERVICE_HOST: LOOPBACK };
     runner = PodRunner.start(tb, { namespace: NS, labelSelector: APP, env });
     runnerDefault = PodRunner.start(tb, { namespace: 'default', labelSelector: APP, env });
-    probeArgs = ['-s', `web:${echoPort}`, '--kinds', 'dns,env,long,kubernetes', '--dns-server', dns.address,
+    probeArgs = ['--service', `web:${echoPort}`, '--kinds', 'dns,env,long,kubernetes', '--dns-server', dns.address,
       '--kubernetes-address', `${LOOPBACK}:${new URL(tb.server).port}`, '--interval', '50ms', '--timeout', '5s', '--report-every', '1s'];
   });
 
@@ -290,7 +290,7 @@ describe('probe --deploy on the real control plane (the test runs the probe cont
   });
 
   test('--keep leaves both objects; a missing namespace is a usage error with nothing created', async () => {
-    const r = await run(['probe', '--deploy', '--kubeconfig', tb.kubeconfigPath, '-n', NS, ...probeArgs, '--duration', '2s', '--keep', '-o', 'json']);
+    const r = await run(['probe', '--deploy', '--kubeconfig', tb.kubeconfigPath, '-n', NS, ...probeArgs, '--duration', '2s', '--keep-deployment', '-o', 'json']);
     assert.equal(r.code, 0, r.err);
     const kept = await leftovers();
     assert.equal(kept.length, 2, kept.join());

@@ -566,7 +566,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     log(`[${scenario}] ${o.services} Services × ${o.replicas} pods serving${nodePorts.length ? ` (${nodePorts.length} NodePort: ${nodePorts.map((np) => np.nodePort).join(', ')})` : ''}`);
 
     const kinds = nodePorts.length > 0 ? [...KINDS, 'nodeport'] : [...KINDS];
-    const probeArgs = [...names.flatMap((n) => ['-s', `${NS}/${n}:80`]), ...nodePorts.flatMap((np) => ['--nodeport', `${NS}/${np.name}:${np.nodePort}`]),
+    const probeArgs = [...names.flatMap((n) => ['--service', `${NS}/${n}:80`]), ...nodePorts.flatMap((np) => ['--nodeport', `${NS}/${np.name}:${np.nodePort}`]),
       '--kinds', kinds.join(','), '--protocol', 'http', '--interval', `${o.intervalMs}ms`, '--timeout', `${o.timeoutMs ?? 1000}ms`, '-v', '-o', 'json'];
     kubelet = new ProberKubelet(tb, dp, dir, probeArgs, log);
     kubelet.nodeAddress = nodePorts.length > 0;

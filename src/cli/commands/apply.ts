@@ -385,11 +385,10 @@ export const verifyCommand: Command = {
   positionals: PLAN_POSITIONAL,
   summary: "check the cluster is in the plan's end state; exit 6 if anything is off",
   usage: 'kube-renumber verify PLAN.yaml [-o table|json|yaml]',
-  // it waits for nothing and changes nothing: of the run's flags only where the backups are
-  options: { 'state-dir': SESSION_OPTIONS['state-dir'] },
-  help: `Flags:
-  --state-dir DIR          the run's state directory, whose backups the end state is checked against
-                           (default ~/.local/state/kube-renumber/<plan id>)`,
+  // it changes nothing, but its steps' checks wait (up to --timeout) for what a step's verify waits for, and it takes the
+  // run's other flags so that the command that ran a plan can check it with the same flags
+  options: SESSION_OPTIONS,
+  help: `Flags:\n${SESSION_HELP}`,
   async run({ values, positionals, io }) {
     const pre = prepare(values, positionals, io, { write: false, journal: false, backups: true });
     const { output } = pre.flags;

@@ -103,7 +103,7 @@ cases.push(
   flag('apply -f', 'apply', ['-f', '$D/plan.yaml'], /apply does not take --from-file/),
   flag('apply --namespace', 'apply', ['-n', 'shop'], /apply does not take --namespace/),
   flag('resume --timeout 0', 'resume', ['--timeout', '0'], /--timeout 0 must be more than 0/),
-  flag('verify --timeout: verify waits for nothing', 'verify', ['--timeout', 'banana'], /unknown flag --timeout for verify/),
+  flag('verify --timeout: a bad duration', 'verify', ['--timeout', 'banana'], /--timeout banana is not a duration/),
   flag('rollback --cluster-domain with underscores', 'rollback', ['--cluster-domain', 'My_Cluster.local'], /--cluster-domain "My_Cluster\.local" is not a DNS domain/),
   flag('restore --propagation-delay banana', 'restore', ['--propagation-delay', 'banana'], /--propagation-delay banana is not a duration/),
   flag('status -o xml', 'status', ['-o', 'xml'], /-o xml is not a known output format/),
