@@ -97,7 +97,7 @@ describe('fleet: three clusters built alike get ranges of their own and migrate 
     assert.equal(crb.code, 0, crb.stderr);
     r = await run(['resume', ...common]);
     assert.equal(r.code, 5, r.err);
-    assert.match(r.err, /\[ap-1\] error: not allowed to \w+ \w+ \(403 Forbidden\)/);
+    assert.match(r.err, /\[ap-1\] error: not allowed to \w+ \w+( as user "[^"]+")? \(403 Forbidden\)/);
     assert.match(r.err, /\[us-1\] stopped before [\w-]+: cluster ap-1 of the fleet failed \(exit 5\)/);
     st = await run(['status', '--fleet', out, '-o', 'json']);
     const us1 = JSON.parse(st.out).clusters[1];
