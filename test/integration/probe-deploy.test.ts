@@ -289,13 +289,13 @@ describe('probe --deploy on the real control plane (the test runs the probe cont
     assert.equal(restore.code, 0, restore.stderr);
   });
 
-  test('--keep leaves both objects; a missing namespace is a usage error with nothing created', async () => {
+  test('--keep-deployment leaves both objects; a missing namespace is a usage error with nothing created', async () => {
     const r = await run(['probe', '--deploy', '--kubeconfig', tb.kubeconfigPath, '-n', NS, ...probeArgs, '--duration', '2s', '--keep-deployment', '-o', 'json']);
     assert.equal(r.code, 0, r.err);
     const kept = await leftovers();
     assert.equal(kept.length, 2, kept.join());
     const id = kept[0]!.replace(/^.*kube-renumber-probe-/, '');
-    assert.match(r.err, new RegExp(`--keep\\); delete them with: kubectl -n ${NS} delete deployment,configmap -l kube-renumber.io/probe-run=${id}`));
+    assert.match(r.err, new RegExp(`--keep-deployment\\); delete them with: kubectl -n ${NS} delete deployment,configmap -l kube-renumber.io/probe-run=${id}`));
     assert.equal(JSON.parse(r.out).sources[0].final, false, 'nothing was stopped, so the last periodic report');
     const del = await tb.kubectl(['-n', NS, 'delete', 'deployment,configmap', '-l', `kube-renumber.io/probe-run=${id}`]);
     assert.equal(del.code, 0, del.stderr);
