@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
 import fileTimes from './file-times.ts';
+import { cacheRoot } from './testbed/build.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIR = join(ROOT, 'test', 'integration');
@@ -91,8 +92,7 @@ function main(argv: string[]): number | undefined {
     }
   }
   const list = files.length > 0 ? files : orderedFiles();
-  const cache = process.env.KUBE_RENUMBER_CACHE || join(process.env.HOME ?? '/root', '.cache', 'kube-renumber');
-  process.env.NODE_COMPILE_CACHE = join(cache, 'node-compile-cache');
+  process.env.NODE_COMPILE_CACHE = join(cacheRoot(), 'node-compile-cache');
   // the events of every file go to both reporters, as `node --test` with two --test-reporter flags (spec on stdout,
   // times on stderr); each run()'s own summary is left out: the counts below are the whole run's
   const toSpec = new PassThrough({ objectMode: true });
