@@ -1,13 +1,14 @@
 // Runs the integration files (test/integration/**/*.test.ts) with node's test runner: three at a time, but at most two
-// of the HEAVY ones at once, and last the files that wait for a build `build-all --oldest-in-background` is still doing
-// (MetalLB's controller, the oldest control plane). Measured on 2 cores: two at a time, the suite used about a third of
-// the cores on average (13 % user, 20 % system over ten minutes: it waits on the control plane more than it computes),
-// but a file that populates hundreds of pods saturates them while it does; four at a time with the four heaviest
-// started together, the 533-pod Calico populate of pod-migration-calico.test.ts timed out (300 s) and so did
-// k3s-rke2-migration.test.ts. Two heavy files at once is what the suite always passed with. Each file runs in a process
-// of its own (node's run(), one call per file), its events go to the spec reporter (stdout) and the per-file times
-// (stderr), and the last line counts the tests: "integration: N passed, N failed, N skipped". A file missing from these
-// lists runs in name order; one named here that no longer exists is skipped.
+// of the HEAVY ones at once, and a file that needs a build `build-all --background` is still doing (WAITS_FOR: the data
+// plane, cilium-operator, MetalLB's controller, the oldest control plane) only once that build is done: the others run
+// meanwhile. Measured on 2 cores: two at a time, the suite used about a third of the cores on average (13 % user, 20 %
+// system over ten minutes: it waits on the control plane more than it computes), but a file that populates hundreds of
+// pods saturates them while it does; four at a time with the four heaviest started together, the 533-pod Calico populate
+// of pod-migration-calico.test.ts timed out (300 s) and so did k3s-rke2-migration.test.ts. Two heavy files at once is what
+// the suite always passed with. Each file runs in a process of its own (node's run(), one call per file), its events go
+// to the spec reporter (stdout) and the per-file times (stderr), and the last line counts the tests: "integration: N
+// passed, N failed, N skipped". A file missing from these lists runs in name order; one named here that no longer exists
+// is skipped.
 //
 //   node test/run-integration.ts [--concurrency N] [FILE …]   FILEs: run only these, in this order
 
@@ -19,6 +20,7 @@ import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
 import fileTimes from './file-times.ts';
 import { cacheRoot } from './testbed/build.ts';
+import { BACKGROUND_BUILDS, pendingInBackground, type BackgroundBuild } from './testbed/background.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIR = join(ROOT, 'test', 'integration');
@@ -28,35 +30,58 @@ export const HEAVY = [
   'pod-migration-calico', 'pod-migration-node', 'k3s-rke2-migration', 'zero-downtime', 'service-migration',
   'pod-migration-node-dual', 'fleet', 'testbed-workloads',
 ];
-/** Files that wait for what `build-all --oldest-in-background` builds while the suite runs, in the order it builds it. */
-export const LAST = ['load-balancers-metallb', 'seed-000'];
+/**
+ * Files that need a build `build-all --background` may still be doing when the suite starts (test/testbed/background.ts):
+ * each starts once that build is done, or at once when nobody is building it (the file then builds it itself).
+ */
+export const WAITS_FOR: Readonly<Record<string, BackgroundBuild>> = {
+  'zero-downtime': 'dataplane',
+  dataplane: 'dataplane',
+  'cilium-operator': 'cilium',
+  'pod-migration-cilium': 'cilium',
+  'load-balancers-metallb': 'metallb',
+  'seed-000': 'oldest',
+};
 /** Heavy files at once, whatever the concurrency. */
 export const MAX_HEAVY = 2;
 
-/** Every integration test file, relative to the repository: the heavy ones first (longest first), the rest, LAST. */
+/** Every integration test file, relative to the repository: the heavy ones first (longest first), then the rest. */
 export function orderedFiles(dir = DIR): string[] {
   const all = readdirSync(dir).filter((f) => f.endsWith('.test.ts')).map((f) => f.slice(0, -'.test.ts'.length)).sort();
   const heavy = HEAVY.filter((n) => all.includes(n));
-  const rest = all.filter((n) => !HEAVY.includes(n) && !LAST.includes(n));
-  return [...heavy, ...rest, ...LAST.filter((n) => all.includes(n))].map((n) => relative(ROOT, join(dir, `${n}.test.ts`)));
+  const rest = all.filter((n) => !HEAVY.includes(n));
+  return [...heavy, ...rest].map((n) => relative(ROOT, join(dir, `${n}.test.ts`)));
 }
 
-const isHeavy = (file: string) => HEAVY.some((n) => file.endsWith(`/${n}.test.ts`));
+const baseName = (file: string) => file.replace(/^.*\//, '').replace(/\.test\.ts$/, '');
+const isHeavy = (file: string) => HEAVY.includes(baseName(file));
+/** A file may start: it needs no build still running in the background. */
+const isReady = (file: string) => {
+  const b = WAITS_FOR[baseName(file)];
+  return b === undefined || !pendingInBackground(b);
+};
 
 /**
  * Start `files` in order, `concurrency` at a time and at most `maxHeavy` heavy ones at once: a free slot takes the first
- * file that may start now (a heavy one waits while `maxHeavy` run; the files behind it go first).
+ * file that may start now (a heavy one waits while `maxHeavy` run, a file that is not `ready` waits for its build; the
+ * files behind them go first). While a slot is free and only files that are not ready are left, it looks again every
+ * `pollMs`.
  */
 export async function schedule(files: readonly string[], concurrency: number, maxHeavy: number, heavy: (f: string) => boolean,
-  runOne: (f: string) => Promise<void>): Promise<void> {
+  runOne: (f: string) => Promise<void>, ready: (f: string) => boolean = () => true, pollMs = 2000): Promise<void> {
   const queue = [...files];
   let running = 0;
   let heavyRunning = 0;
+  let timer: NodeJS.Timeout | undefined;
   await new Promise<void>((resolve) => {
     const pump = () => {
+      if (timer) { clearTimeout(timer); timer = undefined; }
       while (running < concurrency) {
-        const i = queue.findIndex((f) => !heavy(f) || heavyRunning < maxHeavy);
-        if (i < 0) break;
+        const i = queue.findIndex((f) => (!heavy(f) || heavyRunning < maxHeavy) && ready(f));
+        if (i < 0) {
+          if (queue.some((f) => !ready(f))) timer = setTimeout(pump, pollMs);
+          break;
+        }
         const f = queue.splice(i, 1)[0]!;
         const h = heavy(f);
         running++;
@@ -101,6 +126,7 @@ function main(argv: string[]): number | undefined {
   (toTimes.compose(fileTimes as (s: AsyncIterable<never>) => AsyncGenerator<string>) as unknown as NodeJS.ReadableStream).pipe(process.stderr);
   const counts = { passed: 0, failed: 0, skipped: 0 };
   const t0 = Date.now();
+  const held = new Set<string>();
   void schedule(list, concurrency, MAX_HEAVY, isHeavy, (f) => new Promise<void>((resolve) => {
     const stream = run({ files: [join(ROOT, f)], concurrency: 1, cwd: ROOT, execArgv: ['--import', './src/pod-paths/registry.ts'] });
     stream.on('data', (ev: { type: string; data?: { nesting?: number; skip?: unknown; details?: { type?: string } } }) => {
@@ -112,7 +138,14 @@ function main(argv: string[]): number | undefined {
       toTimes.write(ev);
     });
     stream.on('end', () => resolve());
-  })).then(() => {
+  }), (f) => {
+    const ok = isReady(f);
+    if (!ok && !held.has(f)) {
+      held.add(f);
+      process.stderr.write(`[integration] ${f} waits for the background build of ${BACKGROUND_BUILDS[WAITS_FOR[baseName(f)]!].what}\n`);
+    }
+    return ok;
+  }).then(() => {
     toSpec.end();
     toTimes.end();
     toTimes.once('end', () => {

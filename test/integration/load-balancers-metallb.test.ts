@@ -6,7 +6,7 @@
 // Service's status, rollback puts each one back at its old ClusterIP with the same external IP, and a run to the end
 // leaves the old range empty: no kept ServiceCIDR, verify passes.
 // No speaker runs (the testbed's nodes are kwok's): no packet goes to the pool's addresses (TEST-NET-1).
-// Part of `npm test`: the controller is built by `build-all --oldest-in-background` (or here, when missing).
+// Part of `npm test`: the controller is built by `build-all --background` (or here, when missing).
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -26,7 +26,7 @@ const POOL = '192.0.2.0/28';
 const NS = 'shop';
 const LBS = ['api', 'front'];
 
-// built here when missing; in `npm test`, build-all --oldest-in-background builds it and this waits on its lock
+// built here when missing; in `npm test`, build-all --background builds it and the runner starts this file once it is built
 await ensureMetalLBBuilt({ version: METALLB_VERSION });
 
 describe(`LoadBalancer Services moved with MetalLB ${METALLB_VERSION} (--load-balancers move)`, () => {

@@ -2,7 +2,7 @@
 //
 //   npm run testbed -- build [--version V]
 //   npm run testbed -- build-dataplane [--version V]   kube-proxy, CoreDNS and dpnet (see dataplane-build.ts)
-//   npm run testbed -- build-all [--oldest-in-background]   what npm test needs, one shared Go build cache (see cmdBuildAll)
+//   npm run testbed -- build-all [--background]   what npm test needs, one shared Go build cache (see cmdBuildAll)
 //   npm run testbed -- build-kubelet [--version V]     a real kubelet and its CRI stand-in fakecri (see kubelet-build.ts; not run by npm test)
 //   npm run testbed -- build-cilium [--version V]      cilium-operator-generic (see cilium-build.ts; not run by npm test)
 //   npm run testbed -- build-calico [--version V]      calico-ipam, calico-kube-controllers, calicoctl, CRDs (see calico-build.ts)
@@ -35,14 +35,15 @@ import { createServer, type IncomingMessage, request as httpRequest } from 'node
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DEFAULT_VERSION, ensureBuilt, isBuilt, OLDEST_VERSION, readStamp, testbedRoot, versionDir } from './build.ts';
+import { DEFAULT_VERSION, ensureBuilt, isBuilt, readStamp, testbedRoot } from './build.ts';
+import { BACKGROUND_BUILDS, backgroundBuilds, clearBackground, recordBackground, type BackgroundBuild } from './background.ts';
 import { Testbed } from './cluster.ts';
 import { ensureChromium } from './chromium.ts';
 import { CILIUM_VERSION, ensureCiliumOperatorBuilt, readCiliumStamp } from './cilium-build.ts';
 import { CALICO_VERSION, calicoBuiltDir, ensureCalicoBuilt, readCalicoStamp } from './calico-build.ts';
-import { ensureMetalLBBuilt, METALLB_VERSION, metallbBuiltDir, metallbRoot, readMetalLBStamp } from './metallb-build.ts';
+import { ensureMetalLBBuilt, METALLB_VERSION, readMetalLBStamp } from './metallb-build.ts';
 import { cleanupLeftovers } from './dataplane.ts';
-import { COREDNS_VERSION, ensureDataplaneBuilt, isDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
+import { COREDNS_VERSION, ensureDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
 import { ensureKubeletBuilt, readKubeletStamp } from './kubelet-build.ts';
 import { populate } from './fixture.ts';
 import { KubeClient } from './kube.ts';
@@ -157,14 +158,15 @@ async function cmdBuildDataplane(args: string[]) {
 }
 
 /**
- * Everything `npm test` needs, in one process: the suite's control plane and data plane (DEFAULT_VERSION), the
- * oldest version's control plane (OLDEST_VERSION), cilium-operator, Calico's IPAM plugin, kube-controllers and calicoctl.
- * Every build of the run shares one Go build cache
+ * Everything `npm test` needs: the control plane (DEFAULT_VERSION) and Calico's IPAM plugin, kube-controllers and
+ * calicoctl in the foreground, then the builds of test/testbed/background.ts (the data plane, cilium-operator, MetalLB's
+ * controller; with KUBE_RENUMBER_TEST_FULL=1 also the oldest version's control plane), in the background with
+ * `--background`, else in the foreground too. Every build of the run shares one Go build cache
  * (test/testbed/go/build-cache: a package compiled for one build is not compiled again by the next), removed at the
  * end when anything was built (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it). Each step prints its time.
  */
 async function cmdBuildAll(args: string[] = []) {
-  const { values } = parseArgs({ args, options: { 'oldest-in-background': { type: 'boolean' } } });
+  const { values } = parseArgs({ args, options: { background: { type: 'boolean' } } });
   const keep = process.env.KUBE_RENUMBER_TESTBED_KEEP_GOCACHE === '1';
   process.env.KUBE_RENUMBER_TESTBED_KEEP_GOCACHE = '1';
   process.env.KUBE_RENUMBER_GOCACHE = join(testbedRoot(), 'go', 'build-cache');
@@ -177,59 +179,55 @@ async function cmdBuildAll(args: string[] = []) {
     built ||= !was;
     process.stderr.write(`[build-all] ${what}: ${was ? 'cached' : `built in ${Math.round((Date.now() - t) / 1000)} s`}\n`);
   };
-  // what the first test files need, in the order they need it; the oldest control plane last: only seed-000 (late in
-  // the suite's order) runs it
+  // what most test files need: the control plane and Calico's IPAM (the testbed's default pod IPAM with Calico's CRDs)
   await step(`control plane ${DEFAULT_VERSION}`, () => isBuilt(DEFAULT_VERSION), () => ensureBuilt({ version: DEFAULT_VERSION }));
-  await step(`data plane ${DEFAULT_VERSION}`, () => isDataplaneBuilt(DEFAULT_VERSION), () => ensureDataplaneBuilt({ version: DEFAULT_VERSION }));
-  await step(`cilium-operator ${CILIUM_VERSION}`, () => readCiliumStamp(CILIUM_VERSION) !== undefined, () => ensureCiliumOperatorBuilt({ version: CILIUM_VERSION }));
   await step('calico-ipam, calico-kube-controllers, calicoctl', () => calicoBuiltDir(CALICO_VERSION) !== undefined, () => ensureCalicoBuilt({ version: CALICO_VERSION }));
   const cache = process.env.KUBE_RENUMBER_GOCACHE;
-  if (values['oldest-in-background'] && (!isBuilt(OLDEST_VERSION) || !metallbBuiltDir(METALLB_VERSION))) {
-    // `npm test`: the oldest control plane builds at a lower priority while the integration suite runs (its waits
-    // leave the cores idle); the testbed of seed-000 waits on the build's lock (withLock) like any second builder.
-    // The child takes that lock before this returns, so no test can start a build of its own meanwhile; it removes
-    // the shared build cache when it ends.
-    const log = join(testbedRoot(), `build-${OLDEST_VERSION}.log`);
+  const rest = backgroundBuilds().filter((b) => !BACKGROUND_BUILDS[b].built());
+  if (values.background && rest.length > 0) {
+    // `npm test`: the rest builds at a lower priority while the integration files that do not need it run (their waits
+    // leave the cores idle about half of the time); test/run-integration.ts holds back the files that need one of these
+    // builds until it is done (test/testbed/background.ts). The child records its list before this returns, and takes
+    // each build's lock as it reaches it: a file run meanwhile that needs one waits on that lock like any second builder.
+    const log = join(testbedRoot(), 'build-background.log');
     await mkdir(testbedRoot(), { recursive: true });
     const fd = openSync(log, 'w');
-    const child = spawn('nice', ['-n', '10', process.execPath, self, '__build-oldest', ...(keep ? [] : ['--remove-cache'])], {
+    const child = spawn('nice', ['-n', '10', process.execPath, self, '__build-background', ...(keep ? [] : ['--remove-cache']), ...rest], {
       detached: true, stdio: ['ignore', fd, fd], env: { ...process.env },
     });
     closeSync(fd);
     child.unref();
-    // the child's first build: MetalLB's controller (load-balancers-metallb), then the oldest control plane (seed-000)
-    const lock = metallbBuiltDir(METALLB_VERSION) ? join(versionDir(OLDEST_VERSION), '.build.lock') : join(metallbRoot(), METALLB_VERSION, '.build.lock');
-    const holds = () => { try { return readFileSync(lock, 'utf8').trim() === String(child.pid); } catch { return false; } };
-    const until = Date.now() + 60_000;
-    while (!holds() && Date.now() < until) {
-      if (child.exitCode !== null) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    process.stderr.write(`[build-all] metallb-controller ${METALLB_VERSION} and control plane ${OLDEST_VERSION}: building in the background (pid ${child.pid}, nice 10; log ${log})\n`);
+    await recordBackground(child.pid!, rest);
+    process.stderr.write(`[build-all] ${rest.map((b) => BACKGROUND_BUILDS[b].what).join(', ')}: building in the background (pid ${child.pid}, nice 10; log ${log})\n`);
   } else {
-    await step(`control plane ${OLDEST_VERSION}`, () => isBuilt(OLDEST_VERSION), () => ensureBuilt({ version: OLDEST_VERSION }));
+    for (const b of rest) await step(BACKGROUND_BUILDS[b].what, BACKGROUND_BUILDS[b].built, BACKGROUND_BUILDS[b].build);
     if (built && !keep) await removeSharedCache(cache);
   }
   process.stderr.write(`[build-all] done in ${Math.round((Date.now() - t0) / 1000)} s\n`);
 }
 
-/** The background half of `build-all --oldest-in-background`: MetalLB's controller, the oldest control plane, then the shared cache's removal. */
-async function cmdBuildOldest(args: string[]) {
+/** The background half of `build-all --background`: the builds named, in order, then the shared cache's removal. */
+async function cmdBuildBackground(args: string[]) {
   // Spawned detached, this build runs in a session of its own, and with the kernel's autogroups on (the default) its
   // `nice 10` then weighs only against itself: its session's group gets as much CPU as the whole test suite's. The
   // group's own nice (sched(7), /proc/PID/autogroup) puts it behind the tests: nice 10 gives it the cores the tests
-  // leave idle and about a tenth of the rest, so it still ends before the files that wait for it start (at 19 the
-  // v1.30.14 control plane took 2,033 s beside the suite and other low-priority work). Without autogroups the process's nice applies.
+  // leave idle and about a tenth of the rest (at 19 the v1.30.14 control plane took 2,033 s beside the suite and other
+  // low-priority work). Without autogroups the process's nice applies.
   try { writeFileSync('/proc/self/autogroup', '10'); } catch { /* no autogroup file: the process's nice applies */ }
-  const m = Date.now();
-  if (!metallbBuiltDir(METALLB_VERSION)) {
-    await ensureMetalLBBuilt({ version: METALLB_VERSION });
-    process.stderr.write(`[build-all] metallb-controller ${METALLB_VERSION}: built in ${Math.round((Date.now() - m) / 1000)} s (background)\n`);
+  await recordBackground(process.pid, args.filter((a): a is BackgroundBuild => a in BACKGROUND_BUILDS));
+  try {
+    for (const a of args) {
+      if (!(a in BACKGROUND_BUILDS)) continue;
+      const b = BACKGROUND_BUILDS[a as BackgroundBuild];
+      const t = Date.now();
+      const was = b.built();
+      await b.build();
+      process.stderr.write(`[build-all] ${b.what}: ${was ? 'cached' : `built in ${Math.round((Date.now() - t) / 1000)} s`} (background)\n`);
+    }
+    if (args.includes('--remove-cache')) await removeSharedCache(process.env.KUBE_RENUMBER_GOCACHE);
+  } finally {
+    await clearBackground(process.pid);
   }
-  const t = Date.now();
-  await ensureBuilt({ version: OLDEST_VERSION });
-  process.stderr.write(`[build-all] control plane ${OLDEST_VERSION}: built in ${Math.round((Date.now() - t) / 1000)} s (background)\n`);
-  if (args.includes('--remove-cache')) await removeSharedCache(process.env.KUBE_RENUMBER_GOCACHE);
 }
 
 /** Removes build-all's shared Go build cache (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it). */
@@ -607,8 +605,8 @@ try {
     case 'build-all':
       await cmdBuildAll(rest);
       break;
-    case '__build-oldest':
-      await cmdBuildOldest(rest);
+    case '__build-background':
+      await cmdBuildBackground(rest);
       break;
     case 'enable-servicecidr-api':
       await cmdEnableServiceCIDRApi();
