@@ -51,13 +51,12 @@ function serviceNeeds(plan: MigrationPlan): AccessNeed[] {
   ];
 }
 
-/** An extension plan (spec.serviceExtension): its ServiceCIDR, and the dry-run Service of verify-extension. */
+/** An extension plan (spec.serviceExtension): its ServiceCIDR. */
 function extensionNeeds(): AccessNeed[] {
   const m = 'deploy/rbac-migrate.yaml';
   return [
     need('create', 'networking.k8s.io', 'servicecidrs', m, 'the added range'),
     need('delete', 'networking.k8s.io', 'servicecidrs', m, 'the added range, at rollback while no Service holds an address in it'),
-    need('create', '', 'services', m, 'verify-extension: a server-side dry-run create at a free address of the added range (nothing is written)'),
   ];
 }
 

@@ -8,7 +8,7 @@
 import type { AvoidRange } from '../analyze/catalog.ts';
 import { scanReferences, type RangeMove, type Reference } from '../analyze/references.ts';
 import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts';
-import { bits, formatCidr, type Cidr } from '../net/index.ts';
+import { bits, formatCidr, overlaps, type Cidr } from '../net/index.ts';
 import { planDistributionOf } from '../platform/registry.ts';
 import { ipamOwnerFacts, podPathOf } from './platform-gate.ts';
 import { compatibilityCheck } from './compatibility.ts';
@@ -67,8 +67,20 @@ export function buildExtensionPlan(snap: Snapshot, opts: ExtensionPlanOptions): 
   const target = tc.target;
   if (!target || tc.checks.some((c) => c.status === 'fail' && c.target)) return plan;
   const add = [...target.values()].map(formatCidr);
-  const from = currentServiceRanges(snap, target);
   const name = extensionName(add);
+  // every Service range, those inside ADD too (the move's obstacles pass a ServiceCIDR inside NEW as its own target),
+  // but the ServiceCIDR this plan itself creates (planned again after apply)
+  const own = (r: Snapshot['ranges'][number]) => r.source === `ServiceCIDR/${name}`;
+  const from = currentServiceRanges({ ...snap, ranges: snap.ranges.filter((r) => !own(r)) });
+  const hit = from.filter((f) => { const t = target.get(f.family); return !!t && overlaps(t, f); });
+  if (hit.length > 0) {
+    plan.preflight = plan.preflight.map((c) => (c.id === 'target-conflicts' ? {
+      ...c, status: 'fail' as const,
+      message: `${add.join(',')} overlaps the current service range ${hit.map(formatCidr).join(', ')}: an extension adds addresses next to it, never over it`,
+      fix: 'choose a range that overlaps nothing the cluster uses: `kube-renumber suggest --for services` finds one',
+    } : c));
+    return plan;
+  }
   if (from.length === 0 || flag.length === 0) {
     plan.preflight.push({
       id: 'service-current-range', status: 'fail', target: true,
@@ -178,7 +190,7 @@ function extensionSteps(snap: Snapshot, ext: ServiceExtensionSpec, enable?: Retu
   });
   steps.push({
     id: VERIFY_EXTENSION_STEP, kind: 'verify-extension',
-    description: `check that ServiceCIDR ${ext.name} is Ready and that a Service can be allocated in ${ext.add.join(',')} (a server-side dry-run create at a free address of it; nothing is written)`,
+    description: `check that ServiceCIDR ${ext.name} is Ready with ${ext.add.join(',')}: the apiserver allocates ClusterIPs from every Ready ServiceCIDR`,
     serviceCIDRs: [sc],
     rollback: 'nothing to undo',
   });

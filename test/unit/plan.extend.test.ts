@@ -73,6 +73,16 @@ describe('buildExtensionPlan', () => {
     });
   }
 
+  it('refuses a range holding the Service range when only ServiceCIDR kubernetes names it (no apiserver flag read)', () => {
+    const only = snap({ apiservers: [], kubeadm: undefined, ranges: [{ cidr: '10.96.0.0/16', role: 'service', source: 'ServiceCIDR/kubernetes', label: 'Service CIDR' }] });
+    const p = buildExtensionPlan(only, { add: '10.96.0.0/12' });
+    const failed = p.preflight.filter((c) => c.status === 'fail' && c.target);
+    assert.deepEqual(failed.map((c) => c.id), ['target-conflicts']);
+    assert.match(failed[0]!.message, /overlaps the current service range 10\.96\.0\.0\/16/);
+    const own = snap({ ranges: [...snap().ranges, { cidr: '172.24.0.0/20', role: 'service', source: 'ServiceCIDR/kube-renumber-extend-172-24-0-0-20', label: 'Service CIDR' }] });
+    assert.deepEqual(buildExtensionPlan(own, { add: '172.24.0.0/20' }).preflight.filter((c) => c.status === 'fail'), [], 'its own ServiceCIDR, planned again after apply');
+  });
+
   it('refuses a family the Service range does not use, a range too small to serve an address, and a version without the API', () => {
     assert.equal(buildExtensionPlan(snap(), { add: 'fd00:10::/112' }).preflight.find((c) => c.status === 'fail')?.id, 'target-family');
     const tiny = buildExtensionPlan(snap(), { add: '172.24.0.0/31' }).preflight.find((c) => c.status === 'fail');
@@ -133,9 +143,9 @@ describe('buildExtensionPlan', () => {
     assert.match(now[0]!.message, /172\.24\.1\.9/);
   });
 
-  it('asks for create/delete servicecidrs and a dry-run create services, nothing of a move', () => {
+  it('asks for create/delete servicecidrs, nothing of a move', () => {
     const keys = accessNeeds(buildExtensionPlan(snap(), { add: '172.24.0.0/20' })).map(needKey);
-    for (const k of ['create servicecidrs.networking.k8s.io', 'delete servicecidrs.networking.k8s.io', 'create services']) assert.ok(keys.includes(k), `${k} in ${keys.join('; ')}`);
+    for (const k of ['create servicecidrs.networking.k8s.io', 'delete servicecidrs.networking.k8s.io']) assert.ok(keys.includes(k), `${k} in ${keys.join('; ')}`);
     assert.ok(!keys.includes('patch services'), 'an extension changes no Service');
   });
 
