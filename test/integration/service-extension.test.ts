@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import * as yaml from 'js-yaml';
+import { DEFAULT_VERSION } from '../testbed/build.ts';
+import { serviceCIDRApiOf } from '../testbed/cluster.ts';
 import { eventually, useTestbed } from '../testbed/harness.ts';
 import { cidrContains } from '../testbed/ip.ts';
 import { run } from '../unit/run-cli.ts';
@@ -16,10 +18,12 @@ const OLD = '10.96.0.0/27';
 const ADD = '10.100.0.0/24';
 const NS = 'extend-tests';
 const SVC = `/api/v1/namespaces/${NS}/services`;
-const SC = '/apis/networking.k8s.io/v1/servicecidrs';
+// the suite's version (KUBE_RENUMBER_K8S_VERSION=v1.30.14 runs it on v1alpha1, the API turned on at start)
+const API = serviceCIDRApiOf(DEFAULT_VERSION)!.version;
+const SC = `/apis/networking.k8s.io/${API}/servicecidrs`;
 
-describe('Service range extension on the real control plane', () => {
-  const tb = useTestbed({ serviceCIDR: OLD, nodes: 1, calicoCRDs: false });
+describe(`Service range extension on the real control plane (${DEFAULT_VERSION}, networking.k8s.io/${API})`, () => {
+  const tb = useTestbed({ serviceCIDR: OLD, nodes: 1, calicoCRDs: false, serviceCIDRApi: 'on' });
   const dir = mkdtempSync(join(tmpdir(), 'kr-extend-'));
   const planPath = join(dir, 'plan.yaml');
   const common = () => ['--kubeconfig', tb.kubeconfigPath, '--state-dir', join(dir, 'state'), '--timeout', '60s'];
@@ -81,7 +85,7 @@ describe('Service range extension on the real control plane', () => {
     const plan = yaml.load(r.out) as any;
     assert.deepEqual(plan.spec.serviceExtension.add, [ADD]);
     assert.deepEqual(plan.spec.serviceExtension.flag, [OLD]);
-    assert.equal(plan.spec.serviceExtension.apiVersion, 'networking.k8s.io/v1');
+    assert.equal(plan.spec.serviceExtension.apiVersion, `networking.k8s.io/${API}`);
     assert.deepEqual(plan.steps.map((s: any) => s.id), ['extend-service-range', 'verify-extension']);
   });
 
