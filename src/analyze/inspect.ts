@@ -4,6 +4,8 @@ import { computeCapacity, type Capacity } from './capacity.ts';
 import type { AvoidRange } from './catalog.ts';
 import { findConflicts, type Conflict } from './conflicts.ts';
 import { readiness, type ReadinessFact } from './readiness.ts';
+import { ipamOwnerFacts } from './ipam-owner.ts';
+import { ownerCapabilityOf } from '../ipam/registry.ts';
 
 export interface PlanEntry {
   cidr: string;
@@ -34,11 +36,53 @@ export interface InspectReport {
   conflicts: Conflict[];
   capacity: Capacity;
   readiness: ReadinessFact[];
+  /**
+   * Which fix fits a range that only ran out (one line each; absent when none ran out): extend it where nothing
+   * conflicts and the range can take a second one, else move it.
+   */
+  recommendations?: string[];
   warnings: string[];
+}
+
+/** A Service range this full (used / usable) counts as running out. */
+export const NEARLY_FULL = 0.9;
+
+/**
+ * The fix for each range that ran out: a Service range at least NEARLY_FULL used is extended when no conflict names it
+ * (plan --extend-service-cidr: a second ServiceCIDR, nothing restarts) and moved when one does; nodes waiting for a
+ * podCIDR under node IPAM can only be moved (kube-controller-manager takes one cluster CIDR per family); under Calico IPAM
+ * (`podPath` calico) the nodes' podCIDRs go unused and kube-controller-manager can stop handing them out.
+ */
+export function recommendations(capacity: Capacity, conflicts: readonly Conflict[], podPath?: string): string[] {
+  const out: string[] = [];
+  const named = (cidr: string) => conflicts.some((c) => c.severity !== 'info' && (c.a.cidr === cidr || c.b.cidr === cidr));
+  for (const s of capacity.serviceRanges) {
+    const usable = Number(s.usable);
+    if (!Number.isFinite(usable) || usable <= 0 || s.used / usable < NEARLY_FULL) continue;
+    const pct = Math.round((100 * s.used) / usable);
+    out.push(named(s.cidr)
+      ? `the Service range ${s.cidr} is ${pct}% used and conflicts with another range: move it (kube-renumber suggest --for services, then plan --service-cidr NEW)`
+      : `the Service range ${s.cidr} is ${pct}% used and conflicts with nothing: extend it (kube-renumber suggest --for services, then plan --extend-service-cidr ADD; nothing restarts) rather than move it`);
+  }
+  for (const n of capacity.nodeIpam) {
+    if (n.nodesWaiting === 0) continue;
+    if (podPath === 'calico') {
+      out.push(`${n.nodesWaiting} node(s) wait for a podCIDR from ${n.clusterCIDR}, but Calico IPAM hands out the pod addresses here, not the nodes' podCIDRs: `
+        + 'set --allocate-node-cidrs=false on kube-controller-manager (and add a Calico IPPool if its pool runs out of blocks) rather than move the range');
+      continue;
+    }
+    out.push(`${n.nodesWaiting} node(s) wait for a podCIDR from ${n.clusterCIDR}: kube-controller-manager's node IPAM takes one cluster CIDR per family, so it cannot be extended: move it (kube-renumber suggest --for pods, then plan --pod-cidr NEW)`);
+  }
+  return out;
 }
 
 export function inspect(snap: Snapshot, opts: { avoid?: readonly AvoidRange[] } = {}): InspectReport {
   const plan = addressPlan(snap);
+  const conflicts = findConflicts(snap, opts);
+  const capacity = computeCapacity(snap);
+  const owner = ipamOwnerFacts(snap);
+  const cap = owner ? ownerCapabilityOf(owner.kind) : undefined;
+  const recommended = recommendations(capacity, conflicts, cap?.supported ? cap.path : undefined);
   const entries = (role: string): PlanEntry[] =>
     plan.filter((g) => g.role === role).map((g) => ({ cidr: g.cidr, labels: g.labels, sources: g.sources }));
   return {
@@ -59,9 +103,10 @@ export function inspect(snap: Snapshot, opts: { avoid?: readonly AvoidRange[] } 
     masqueradeCIDRs: entries('masquerade'),
     kubernetesServiceIPs: snap.kubernetesServiceIPs,
     dnsService: snap.dnsService,
-    conflicts: findConflicts(snap, opts),
-    capacity: computeCapacity(snap),
+    conflicts,
+    capacity,
     readiness: readiness(snap),
+    ...(recommended.length > 0 ? { recommendations: recommended } : {}),
     warnings: snap.warnings,
   };
 }

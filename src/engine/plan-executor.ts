@@ -9,6 +9,7 @@ import { PodExecutor, type PodExecOptions } from './pod-steps.ts';
 import type { Step } from './runner.ts';
 import { ServiceExecutor, type ServiceExecOptions } from './service-steps.ts';
 import { referencesGateStep } from './references-gate.ts';
+import { ExtensionExecutor } from './service/extension.ts';
 
 export type PlanExecOptions = ServiceExecOptions & Omit<PodExecOptions, 'acknowledgedGates' | 'timeoutMs'>;
 
@@ -16,6 +17,8 @@ export class PlanExecutor {
   readonly plan: MigrationPlan;
   readonly service?: ServiceExecutor;
   readonly pod?: PodExecutor;
+  /** An extension plan's executor (spec.serviceExtension: a range added, nothing moved). */
+  readonly extension?: ExtensionExecutor;
   private readonly acknowledged: readonly string[];
   /** One check per gate condition of both migrations (family control in GATE_CONDITION_INFO, src/plan/steps.ts). */
   static readonly gates: { readonly [C in ControlGateCondition]: (plan: MigrationPlan, p: GateStep, acknowledged: readonly string[]) => Step } = {
@@ -26,10 +29,11 @@ export class PlanExecutor {
     this.acknowledged = opts.acknowledgedGates ?? [];
     if (plan.spec.serviceCIDR) this.service = new ServiceExecutor(plan, opts);
     if (plan.spec.podCIDR) this.pod = new PodExecutor(plan, opts);
+    if (plan.spec.serviceExtension) this.extension = new ExtensionExecutor(plan, opts);
   }
 
   /** networking.k8s.io version of the ServiceCIDR objects (v1 when the plan moves no Service). */
-  get scVersion(): string { return this.service?.scVersion ?? 'v1'; }
+  get scVersion(): string { return this.service?.scVersion ?? this.extension?.scVersion ?? 'v1'; }
 
   steps(): Step[] {
     const pod = this.pod;
@@ -38,6 +42,7 @@ export class PlanExecutor {
     const other = (p: MigrationPlan['steps'][number]) => {
       const control = p.kind === 'gate' ? gates[p.gate.condition] : undefined;
       if (control && p.kind === 'gate') return control(this.plan, p, this.acknowledged);
+      if (this.extension?.handles(p)) return this.extension.step(p);
       return pod?.handles(p) ? pod.step(p) : undefined;
     };
     if (this.service) return this.service.steps(other);
@@ -50,7 +55,7 @@ export class PlanExecutor {
   }
 
   async verifyEndState(client: KubeClient, backups: BackupStore): Promise<string | undefined> {
-    const problems = [await this.service?.verifyEndState(client, backups), await this.pod?.verifyEndState(client, { backups })].filter(Boolean);
+    const problems = [await this.service?.verifyEndState(client, backups), await this.pod?.verifyEndState(client, { backups }), await this.extension?.verifyEndState(client)].filter(Boolean);
     return problems.length > 0 ? problems.join('; ') : undefined;
   }
 }

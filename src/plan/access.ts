@@ -51,6 +51,15 @@ function serviceNeeds(plan: MigrationPlan): AccessNeed[] {
   ];
 }
 
+/** An extension plan (spec.serviceExtension): its ServiceCIDR. */
+function extensionNeeds(): AccessNeed[] {
+  const m = 'deploy/rbac-migrate.yaml';
+  return [
+    need('create', 'networking.k8s.io', 'servicecidrs', m, 'the added range'),
+    need('delete', 'networking.k8s.io', 'servicecidrs', m, 'the added range, at rollback while no Service holds an address in it'),
+  ];
+}
+
 /** Step restart-workloads of a Service move (the Pod CIDR path's restart engine): rollouts, evictions, the critical Deployments' replicas. */
 function restartNeeds(file: string, barePodNamespaces: string[]): AccessNeed[] {
   return [
@@ -100,7 +109,8 @@ export function accessNeeds(plan: MigrationPlan, run: RunAccessOptions = {}): Ac
   const configz = run.readKubeletConfig && dnsGate
     ? [need('get', '', 'nodes', KUBELET_CONFIGZ_RBAC_FILE, 'read each Ready kubelet\'s configz for gate kubelet-cluster-dns (--read-kubelet-config)', { subresource: 'proxy' })]
     : [];
-  const all = [...runNeeds(), ...(plan.spec.serviceCIDR ? serviceNeeds(plan) : []), ...(plan.spec.podCIDR ? podNeeds(plan) : []), ...configz];
+  const all = [...runNeeds(), ...(plan.spec.serviceCIDR ? serviceNeeds(plan) : []), ...(plan.spec.podCIDR ? podNeeds(plan) : []),
+    ...(plan.spec.serviceExtension ? extensionNeeds() : []), ...configz];
   const seen = new Set<string>();
   return all.filter((n) => {
     const k = needKey(n);

@@ -87,11 +87,12 @@ export type RestartMode = 'tool' | 'manual';
 export {
   GATE_CONDITION_INFO, GATE_CONDITIONS, markSupersessions, POD_GATE_CONDITIONS, POD_STEP_KINDS, SERVICE_GATE_CONDITIONS, SERVICE_STEP_KINDS,
   STEP_KIND_NAMES, STEP_KINDS, stepKindPath,
-  type ActionKind, type ControlGateCondition, type GateConditionInfo, type PathGateCondition, type PathStepKind, type ServiceActionKind, type ServiceGateCondition,
+  type ActionKind, type ExtendActionKind, type ExtendGateCondition, type ControlGateCondition, type GateConditionInfo, type PathGateCondition, type PathStepKind, type ServiceActionKind, type ServiceGateCondition,
   type SharedPodStepKind, type StepFamily, type StepKindInfo, type ActionStep, type ConfirmStep, type Gate, type GateCondition, type GateStep, type Pause, type PlanStep,
   type ServiceCIDRSpec, type StepItem, type StepKind,
 } from './steps.ts';
 import type { PlanStep, ServiceCIDRSpec, StepItem } from './steps.ts';
+import type { ServiceExtensionSpec } from './extend-spec.ts';
 import { markSupersessions } from './steps.ts';
 import { POD_CONSENT_STEP } from './pod-consent.ts';
 import { nodePortCoverCheck, nodePortCoverText, type NodePortCover } from './nodeport-cover.ts';
@@ -156,6 +157,8 @@ export interface MigrationPlan {
     };
     /** Present when the plan moves the Pod CIDR. */
     podCIDR?: PodCIDRSpec;
+    /** Present in an extension plan (plan --extend-service-cidr, src/plan/extend.ts): a range added, nothing moved. */
+    serviceExtension?: ServiceExtensionSpec;
   };
   preflight: PreflightCheck[];
   mapping: ServiceMapping[];
@@ -220,7 +223,7 @@ export function compareTiers(a: Tier, b: Tier, order: TierOrder = 'ascending'): 
   return order === 'descending' ? -c : c;
 }
 
-function sourceText(src: Snapshot['source']): string {
+export function sourceText(src: Snapshot['source']): string {
   return src.kind === 'live'
     ? `live cluster ${serverWithoutCredentials(src.server) ?? ''}${src.context ? ` (context ${src.context})` : ''}${src.files?.length ? ` with ${src.files.join(', ')}` : ''}`.replace(/\s+/g, ' ').trim()
     : `files: ${src.files.join(', ')}`;

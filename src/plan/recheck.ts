@@ -6,6 +6,7 @@
  */
 import type { Snapshot } from '../cluster/types.ts';
 import { buildMigrationPlan, type MigrationPlan } from './plan.ts';
+import { buildExtensionPlan } from './extend.ts';
 import { podPath } from './pod-paths/registry.ts';
 import type { PreflightCheck } from './preflight.ts';
 
@@ -19,6 +20,8 @@ export interface RecheckOptions {
 
 /** The plan's pre-flight checks as the live snapshot shows them now. */
 export function recheckPreflight(snap: Snapshot, plan: MigrationPlan, opts: RecheckOptions = {}): PreflightCheck[] {
+  // an extension plan: its range checked again (still clear of every range and live address, the API still there)
+  if (plan.spec.serviceExtension) return buildExtensionPlan(snap, { add: plan.spec.serviceExtension.add }).preflight;
   const sc = plan.spec.serviceCIDR;
   const pc = plan.spec.podCIDR;
   const o = plan.spec.options;

@@ -44,6 +44,8 @@ interface Ranges {
   /** spec.serviceCIDR: ranges left, new flag, target, kept */
   svc?: { from: Cidr[]; to: Cidr[]; target: Cidr[]; kept: Cidr[] };
   pod?: { from: Cidr[]; to: Cidr[] };
+  /** spec.serviceExtension: the ranges added */
+  ext?: { add: Cidr[] };
 }
 
 function checkMapping(v: unknown, path: string, r: Ranges): string {
@@ -156,6 +158,9 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   if (family === 'service' && !r.svc) {
     fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a Service CIDR migration, but the plan has no spec.serviceCIDR`);
   }
+  if (family === 'extend' && !r.ext) {
+    fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to an extension plan, but the plan has no spec.serviceExtension`);
+  }
   if (family === 'pod' && !r.pod) {
     fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a Pod CIDR migration, but the plan has no spec.podCIDR`);
   }
@@ -197,7 +202,12 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
     const o = obj(sc, sp);
     subdomain(o, 'name', sp);
     cidrList(o, 'cidrs', sp, { nonEmpty: true, onePerFamily: true });
-    oneOf(o, 'purpose', sp, ['target', 'keep', 'bridge', 'old'] as const);
+    const purpose = oneOf(o, 'purpose', sp, ['target', 'keep', 'bridge', 'old', 'extend'] as const);
+    if (purpose === 'extend') {
+      // what the extension executor creates, deletes at rollback and verifies: exactly the plan's added ranges
+      const cidrs = cidrList(o, 'cidrs', sp);
+      if (!r.ext || cidrs.map(formatCidr).join(',') !== r.ext.add.map(formatCidr).join(',')) fail(`${sp}.cidrs`, `must be spec.serviceExtension.add (${r.ext?.add.map(formatCidr).join(', ') ?? 'absent'})`);
+    }
   });
   return { id, kind };
 }
@@ -224,9 +234,29 @@ export function validatePlan(doc: unknown): MigrationPlan {
     if (server !== undefined && (server.length > 2048 || /[\s\x00-\x1f]/.test(server))) fail('metadata.cluster.server', `${show(server)} is not an apiserver URL`);
   }
   const spec = obj(p.spec, 'spec');
-  onlyKeys(spec, 'spec', ['serviceCIDR', 'strategy', 'options', 'podCIDR']);
-  if (spec.serviceCIDR === undefined && spec.podCIDR === undefined) fail('spec', 'names neither serviceCIDR nor podCIDR: nothing to migrate');
+  onlyKeys(spec, 'spec', ['serviceCIDR', 'strategy', 'options', 'podCIDR', 'serviceExtension']);
+  if (spec.serviceCIDR === undefined && spec.podCIDR === undefined && spec.serviceExtension === undefined) fail('spec', 'names neither serviceCIDR, podCIDR nor serviceExtension: nothing to migrate');
   const r: Ranges = {};
+  if (spec.serviceExtension !== undefined) {
+    const P = 'spec.serviceExtension';
+    if (spec.serviceCIDR !== undefined || spec.podCIDR !== undefined) fail(P, 'an extension plan adds a range and moves nothing: it has no serviceCIDR or podCIDR');
+    const ex = obj(spec.serviceExtension, P);
+    onlyKeys(ex, P, ['from', 'add', 'name', 'apiVersion', 'flag']);
+    const from = cidrList(ex, 'from', P, { nonEmpty: true });
+    const add = cidrList(ex, 'add', P, { nonEmpty: true, onePerFamily: true });
+    cidrList(ex, 'flag', P, { nonEmpty: true, onePerFamily: true });
+    add.forEach((a, i) => {
+      if (!from.some((f) => f.family === a.family)) fail(`${P}.add[${i}]`, `${formatCidr(a)} is ${fam(a)}, but from has no ${fam(a)} range`);
+      const hit = from.find((f) => f.family === a.family && (inAny([f], a) || inAny([a], f)));
+      if (hit) fail(`${P}.add[${i}]`, `${formatCidr(a)} overlaps the service range ${formatCidr(hit)}`);
+    });
+    subdomain(ex, 'name', P);
+    const api = str(ex, 'apiVersion', P)!;
+    if (!['networking.k8s.io/v1', 'networking.k8s.io/v1beta1', 'networking.k8s.io/v1alpha1'].includes(api)) {
+      fail(`${P}.apiVersion`, `${show(api)} is not a ServiceCIDR API version (networking.k8s.io/v1, v1beta1 or v1alpha1)`);
+    }
+    r.ext = { add };
+  }
   if (spec.serviceCIDR !== undefined) {
     const P = 'spec.serviceCIDR';
     const sc = obj(spec.serviceCIDR, P);
@@ -447,6 +477,15 @@ export function podSummaryRows(pc: PodCIDRSpec): Array<[string, string]> {
   return rows;
 }
 
+/** The summary rows of an extension plan (spec.serviceExtension): the table and the Markdown show these. */
+export function extensionRows(ext: NonNullable<MigrationPlan['spec']['serviceExtension']>): Array<[string, string]> {
+  return [
+    ['Service range', `${ext.from.join(', ')} stays; ${ext.add.join(', ')} added as ServiceCIDR ${ext.name} (${ext.apiVersion})`],
+    ['apiserver flag', `--service-cluster-ip-range stays ${ext.flag.join(',')} (the default ServiceCIDR kubernetes keeps it)`],
+    ['Restarts', 'none: no Service moves, no pod restarts'],
+  ];
+}
+
 /**
  * `planPath`: where the plan is stored, named in every resume hint (default PLAN.yaml: the file written with
  * plan -o yaml, which the Markdown does not know).
@@ -462,8 +501,9 @@ export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml'): str
     .map((s) => (s.tier === null || s.tier === undefined ? 'untiered' : String(s.tier)))
     .filter((t, i, a) => a.indexOf(t) === i);
   const pc = plan.spec.podCIDR;
+  const ext = plan.spec.serviceExtension;
   const title = [sc ? `Service CIDR ${sc.from.join(', ') || '?'} → ${sc.target.join(', ') || '?'}` : '', pc ? `Pod CIDR ${pc.from.join(', ')} → ${pc.to.join(', ')}` : ''].filter(Boolean).join('; ');
-  let out = `# Migration: ${title || 'nothing planned (see the failed pre-flight checks)'}\n\n`;
+  let out = ext ? `# Extension: Service range ${ext.from.join(', ')} + ${ext.add.join(', ')}\n\n` : `# Migration: ${title || 'nothing planned (see the failed pre-flight checks)'}\n\n`;
   const rows: Array<[string, string]> = [
     ['Cluster', plan.metadata.generatedFrom],
     ['Bound to', plan.metadata.cluster
@@ -485,6 +525,7 @@ export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml'): str
     );
   }
   if (pc) rows.push(...podSummaryRows(pc));
+  if (ext) rows.push(...extensionRows(ext));
   rows.push(['Pre-flight', `${failed.length} failed, ${warned.length} warning(s), ${plan.preflight.length - failed.length - warned.length} passed`]);
   out += mdTable(['', ''], rows);
   out += '\n## Pre-flight checks\n\n';
@@ -514,10 +555,14 @@ export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml'): str
   out += '## Rollback notes\n\n';
   out += `- Every step backs up the objects it changes first; \`kube-renumber rollback ${shellWord(planPath)}\` undoes completed steps in reverse where the API allows and says what it cannot undo.\n`;
   if (pc) out += '- Pods restarted into NEW stay there after a rollback of the pool steps; re-enable the old pool (or give nodes old podCIDRs) and restart again to move back.\n';
+  if (ext) out += `- ServiceCIDR \`${ext.name}\` is deleted by rollback only while no Service holds an address in it; once one does, rollback refuses and names them.\n`;
   if (sc) out += '- Moved Services can return to their old IPs only while the old range is allocatable: before `drain-old-servicecidrs`, or after creating a ServiceCIDR for the old range again.\n';
-  out += '- A deleted ServiceCIDR cannot be restored; a new one with the same range makes it allocatable again.\n';
-  out += '- Apiserver flags, certificates and kubelet configuration go back by applying each patch in reverse (the "-" lines) and restarting.\n';
-  out += '- Pods restarted with the new nameserver and Service variables keep working after a rollback only while the bridges and the new range exist.\n\n';
+  if (!ext) {
+    out += '- A deleted ServiceCIDR cannot be restored; a new one with the same range makes it allocatable again.\n';
+    out += '- Apiserver flags, certificates and kubelet configuration go back by applying each patch in reverse (the "-" lines) and restarting.\n';
+    out += '- Pods restarted with the new nameserver and Service variables keep working after a rollback only while the bridges and the new range exist.\n';
+  }
+  out += '\n';
   out += mdTable(['Step', 'Rollback'], plan.steps.map((s) => [`\`${s.id}\``, s.rollback]));
   return out;
 }

@@ -8,8 +8,11 @@ import type { DistroPatch } from './distro-patches.ts';
 import type { Tier } from './service-mapping.ts';
 import type { PodPathId } from '../ipam/types.ts';
 
-/** Who runs a step kind: the runner itself (gates, confirmations), the Service executor, or the Pod executor. */
-export type StepFamily = 'control' | 'service' | 'pod';
+/**
+ * Who runs a step kind: the runner itself (gates, confirmations), the Service executor, the Pod executor, or the
+ * extension executor (a plan that only adds room: src/plan/extend.ts, src/engine/service/extension.ts).
+ */
+export type StepFamily = 'control' | 'service' | 'pod' | 'extend';
 
 /** What a step kind is: one entry of STEP_KINDS. */
 export interface StepKindInfo {
@@ -54,6 +57,9 @@ const CORE_STEP_KINDS = {
   'finalize-servicecidrs': { family: 'service', items: 'object' },
   'restart-workloads': { family: 'service', items: 'object' },
   verify: { family: 'service', items: 'object' },
+  // Service range extended by a second ServiceCIDR, nothing moved (extend.ts)
+  'extend-servicecidr': { family: 'extend', items: 'object' },
+  'verify-extension': { family: 'extend', items: 'object' },
   // Pod CIDR (pod-plan.ts, pod-paths/)
   'scale-critical': { family: 'pod', items: 'deployment' },
   'restart-pods': { family: 'pod', items: 'object' },
@@ -94,6 +100,8 @@ const CORE_GATE_CONDITIONS = {
   'load-balancer-address': { family: 'service', firstItem: true },
   // no error-severity reference is left (src/plan/references-gate.ts; src/engine/references-gate.ts checks it)
   references: { family: 'control' },
+  // an extension plan on 1.29–1.32 with the ServiceCIDR API off: as servicecidr-api, for the extension executor
+  'extension-servicecidr-api': { family: 'extend' },
 } as const satisfies Record<string, GateConditionInfo>;
 
 /** The gate conditions of the pod paths in folders of their own, merged in by `declare module`. */
@@ -112,6 +120,10 @@ export type ServiceActionKind = KindsWhere<{ family: 'service' }>;
 export type PathStepKind<P extends PodPathId> = KindsWhere<{ path: P }>;
 /** The pod kinds every pod path uses (PodExecutor runs them). */
 export type SharedPodStepKind = Exclude<KindsWhere<{ family: 'pod' }>, KindsWhere<{ path: PodPathId }>>;
+/** The action kinds the extension executor runs. */
+export type ExtendActionKind = KindsWhere<{ family: 'extend' }>;
+/** The gate conditions the extension executor checks. */
+export type ExtendGateCondition = ConditionsWhere<{ family: 'extend' }>;
 /** The gate conditions the Service executor checks. */
 export type ServiceGateCondition = ConditionsWhere<{ family: 'service' }>;
 /** The gate conditions the plan executor checks, whichever migrations the plan holds. */
@@ -193,8 +205,9 @@ export interface ServiceCIDRSpec {
   name: string;
   cidrs: string[];
   /** target: NEW until the apiserver's own `kubernetes` ServiceCIDR holds it; keep: kept IPs (permanent);
-   *  bridge: the old default/kubernetes IP while its bridge lives; old: a range being drained. */
-  purpose: 'target' | 'keep' | 'bridge' | 'old';
+   *  bridge: the old default/kubernetes IP while its bridge lives; old: a range being drained;
+   *  extend: a range added next to the old one for good (an extension plan). */
+  purpose: 'target' | 'keep' | 'bridge' | 'old' | 'extend';
 }
 
 /** Why a confirm step stops and what a person looks at before saying yes. */

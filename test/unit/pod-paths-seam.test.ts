@@ -12,6 +12,7 @@ import { PlanExecutor } from '../../src/engine/plan-executor.ts';
 import { podPathEngine } from '../../src/engine/pod-paths/registry.ts';
 import { PodExecutor } from '../../src/engine/pod-steps.ts';
 import { ServiceExecutor } from '../../src/engine/service-steps.ts';
+import { ExtensionExecutor } from '../../src/engine/service/extension.ts';
 import type { PodPathId } from '../../src/ipam/types.ts';
 import { buildMigrationPlan, type MigrationPlan } from '../../src/plan/plan.ts';
 import { POD_PATH_NAMES, podPath } from '../../src/plan/pod-paths/registry.ts';
@@ -27,10 +28,11 @@ const has = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k)
 /** Every path the registry lists, in its order. */
 const POD_PATH_IDS = Object.keys(POD_PATH_MODULES) as PodPathId[];
 
-/** Who runs a step kind: the Service executor, PodExecutor's shared steps, or a pod path's engine. */
+/** Who runs a step kind: the Service executor, the extension executor, PodExecutor's shared steps, or a pod path's engine. */
 function executorsOf(kind: StepKind): string[] {
   return [
     ...(has(ServiceExecutor.actions, kind) ? ['service'] : []),
+    ...(has(ExtensionExecutor.actions, kind) ? ['extend'] : []),
     ...(has(PodExecutor.sharedSteps, kind) ? ['pod'] : []),
     ...POD_PATH_IDS.filter((id) => has(podPathEngine(id).steps, kind)).map((id) => `path ${id}`),
   ];
@@ -41,6 +43,7 @@ function checkersOf(c: GateCondition): string[] {
   return [
     ...(has(PlanExecutor.gates, c) ? ['plan'] : []),
     ...(has(ServiceExecutor.gates, c) ? ['service'] : []),
+    ...(has(ExtensionExecutor.gates, c) ? ['extend'] : []),
     ...POD_PATH_IDS.filter((id) => has(podPathEngine(id).gates, c)).map((id) => `path ${id}`),
   ];
 }
@@ -49,6 +52,7 @@ function checkersOf(c: GateCondition): string[] {
 function expectedExecutor(info: StepKindInfo): string[] {
   if (info.family === 'control') return [];
   if (info.family === 'service') return ['service'];
+  if (info.family === 'extend') return ['extend'];
   return info.path ? [`path ${info.path}`] : ['pod'];
 }
 
@@ -79,16 +83,16 @@ describe('step kinds: one table, one executor each', () => {
 
   it('the executors hold no kind the table does not list', () => {
     const listed = new Set<string>(STEP_KIND_NAMES);
-    const tables = [ServiceExecutor.actions, PodExecutor.sharedSteps, ...POD_PATH_IDS.map((id) => podPathEngine(id).steps)];
+    const tables = [ServiceExecutor.actions, ExtensionExecutor.actions, PodExecutor.sharedSteps, ...POD_PATH_IDS.map((id) => podPathEngine(id).steps)];
     for (const t of tables) for (const k of Object.keys(t)) assert.ok(listed.has(k), `${k} is in STEP_KINDS`);
   });
 
   it('every gate condition has exactly one check, the one GATE_CONDITION_INFO names', () => {
     for (const c of GATE_CONDITIONS) {
       const info: GateConditionInfo = GATE_CONDITION_INFO[c];
-      assert.deepEqual(checkersOf(c), [info.family === 'control' ? 'plan' : info.family === 'service' ? 'service' : `path ${info.path}`], c);
+      assert.deepEqual(checkersOf(c), [info.family === 'control' ? 'plan' : info.family === 'service' || info.family === 'extend' ? info.family : `path ${info.path}`], c);
     }
-    const tables = [PlanExecutor.gates, ServiceExecutor.gates, ...POD_PATH_IDS.map((id) => podPathEngine(id).gates)];
+    const tables = [PlanExecutor.gates, ServiceExecutor.gates, ExtensionExecutor.gates, ...POD_PATH_IDS.map((id) => podPathEngine(id).gates)];
     for (const t of tables) for (const k of Object.keys(t)) assert.ok((GATE_CONDITIONS as readonly string[]).includes(k), `${k} is in GATE_CONDITION_INFO`);
   });
 });

@@ -396,7 +396,8 @@ export const verifyCommand: Command = {
     // the temporary copy of the state (with the cluster's merged in) is removed at the end
     const problem = await s.executor.verifyEndState(s.client, s.ctx.backups).finally(() => s.release());
     const checked = [s.plan.spec.serviceCIDR ? 'every Service is where the plan puts it, ServiceCIDR/kubernetes holds the new range, no bridge left' : '',
-      s.plan.spec.podCIDR ? `no pod left in ${s.plan.spec.podCIDR.from.join(', ')}, workloads at their desired replicas` : ''].filter(Boolean);
+      s.plan.spec.podCIDR ? `no pod left in ${s.plan.spec.podCIDR.from.join(', ')}, workloads at their desired replicas` : '',
+      s.plan.spec.serviceExtension ? `ServiceCIDR ${s.plan.spec.serviceExtension.name} Ready with ${s.plan.spec.serviceExtension.add.join(',')}` : ''].filter(Boolean);
     // -o json|yaml: the result on stdout whatever it is, for scripts; the error line on stderr as always
     if (output === 'json' || output === 'yaml') {
       io.out(renderData({ plan: pre.id, verified: !problem, ...(problem ? { problem } : {}), checked }, output));

@@ -125,5 +125,6 @@ export function renderInspect(r: InspectReport, wide: boolean, format: 'text' | 
 
   const mark = (ok: boolean | null) => (ok === true ? 'ok' : ok === false ? 'NO' : '?');
   out += section('READINESS', table(['', 'fact'], r.readiness.map((f) => [mark(f.ok), f.summary])));
+  if (r.recommendations?.length) out += section('RECOMMENDED', `${r.recommendations.join('\n')}\n`);
   return out.trimEnd() + '\n';
 }

@@ -5,7 +5,8 @@ import type { LoadBalancerMode } from '../../plan/load-balancers.ts';
 import { parseNodePortCover, type NodePortCover } from '../../plan/nodeport-cover.ts';
 import { refusals } from '../../plan/preflight.ts';
 import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
-import { planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
+import { extensionRows, planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
+import { buildExtensionPlan, podExtensionRefusal } from '../../plan/extend.ts';
 import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
 import { DEFAULT_MAX_UNAVAILABLE, parseMaxUnavailable } from '../../plan/node-waves.ts';
 import { isPodPathId, orList, POD_PATH_NAMES, podPath } from '../../plan/pod-paths/registry.ts';
@@ -69,10 +70,12 @@ const TIER_ORDERS: Record<string, TierOrder> = { asc: 'ascending', ascending: 'a
 export const planCommand: Command = {
   name: 'plan',
   summary: 'write the ordered, reviewable plan that moves the Service CIDR, the Pod CIDR, or both (changes nothing)',
-  usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
+  usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--extend-service-cidr ADD] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
     + '[--batch-size N] [--headroom X] [--restart-workloads tool|manual] [--cluster-dns none|NS/NAME] [--load-balancers keep|move] [--nodeport-cover off|nodes|IP[,IP...]] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
   options: {
     'service-cidr': { type: 'string' },
+    'extend-service-cidr': { type: 'string' },
+    'extend-pod-cidr': { type: 'string' },
     keep: { type: 'string', multiple: true },
     strategy: { type: 'string' },
     'tier-key': { type: 'string' },
@@ -100,6 +103,13 @@ export const planCommand: Command = {
   --service-cidr NEW       the new Service CIDR; dual-stack: one per family, comma-separated
   --pod-cidr NEW           the new Pod CIDR (one per family); with --service-cidr: one combined plan
                            (at least one of the two is required)
+  --extend-service-cidr ADD  add ADD to the Service range instead of moving it (one CIDR per family): a second
+                           ServiceCIDR, the apiserver flag, Services and pods left as they are (1.29 and later;
+                           a plan of its own, without the move's flags). Rollback deletes it while no Service
+                           holds an address in it
+  --extend-pod-cidr ADD    add ADD to the pod range instead of moving it: refused on node IPAM (kube-controller-
+                           manager takes one cluster CIDR per family), and not written yet for Calico and Cilium
+                           multi-pool; the error line says what to do instead
   --keep NS/NAME           keep this Service's ClusterIP (repeatable)
   --load-balancers M       keep (default): LoadBalancer Services keep their ClusterIPs, under ServiceCIDRs kept in
                            the old range; move: each is re-created in the new range with its external address
@@ -166,6 +176,13 @@ refused; nothing is written; 3 the fleet file is not valid.`,
   async run({ values, io }) {
     if (values.fleet !== undefined) return planFleet(values, io, { readCertSANs: readServingCertSANs });
     if (values['output-directory'] !== undefined) throw new UsageError('--output-directory goes with --fleet FILE');
+    const extendPods = str(values, 'extend-pod-cidr');
+    if (extendPods !== undefined) {
+      refuseUnparsable(() => parsePodTarget(extendPods), `--extend-pod-cidr ${extendPods}`);
+      throw new UsageError(podExtensionRefusal(await loadSnapshot(values, io), extendPods));
+    }
+    const extend = str(values, 'extend-service-cidr');
+    if (extend !== undefined) return planExtension(values, io, extend);
     const target = str(values, 'service-cidr');
     const podTarget = str(values, 'pod-cidr');
     if (!target && !podTarget) throw new UsageError('give --service-cidr NEW, --pod-cidr NEW, or both, e.g. --service-cidr 172.24.0.0/15');
@@ -310,6 +327,34 @@ refused; nothing is written; 3 the fleet file is not valid.`,
   },
 };
 
+/** Flags of plan that an extension plan takes besides --extend-service-cidr (the rest belong to a move). */
+const EXTENSION_FLAGS = new Set(['extend-service-cidr', 'avoid', 'avoid-file', 'output']);
+
+/** plan --extend-service-cidr ADD: the plan that adds ADD to the Service range (src/plan/extend.ts). */
+async function planExtension(values: Values, io: Io, add: string): Promise<number> {
+  refuseUnparsable(() => parseTarget(add), `--extend-service-cidr ${add}`);
+  const own = new Set(Object.keys(planCommand.options ?? {}));
+  for (const [k, v] of Object.entries(values)) {
+    if (v !== undefined && own.has(k) && !EXTENSION_FLAGS.has(k)) throw new UsageError(`--${k} does not go with --extend-service-cidr (an extension moves nothing; plan the move on its own)`);
+  }
+  const output = parseOutput(str(values, 'output'), ['markdown', 'md']);
+  const avoid = avoidList(values, io);
+  const snap = await loadSnapshot(values, io);
+  const plan = buildExtensionPlan(snap, { add, avoid, generator: `kube-renumber ${VERSION}` });
+  const refused = refusals(plan.preflight);
+  if (refused.length > 0) throw new UsageError(`--extend-service-cidr ${add} refused: ${refused.map((c) => c.message).join('; ')}`);
+  if (output === 'yaml') io.out(planToYaml(plan));
+  else if (output === 'json') io.out(planToJson(plan));
+  else if ((output as string) === 'markdown' || (output as string) === 'md') io.out(planToMarkdown(plan));
+  else io.out(renderPlanTable(plan, output === 'wide'));
+  const failed = plan.preflight.filter((c) => c.status === 'fail');
+  if (failed.length > 0) {
+    io.err(`${failed.length} pre-flight check(s) failed (${failed.map((c) => c.id).join(', ')}): the plan is printed for review; fix them before apply\n`);
+    return ExitCode.findings;
+  }
+  return ExitCode.ok;
+}
+
 /** The apiserver serving certificate's IP SANs, read over TLS from the kubeconfig server; undefined when not readable. */
 export async function readServingCertSANs(values: Values, io: Io): Promise<string[] | undefined> {
   let url: URL;
@@ -353,6 +398,7 @@ export function renderPlanTable(plan: MigrationPlan, wide: boolean): string {
     ['kept ranges', sc.kept.join(', ') || '-'],
   );
   if (plan.spec.podCIDR) rows.push(...podSummaryRows(plan.spec.podCIDR).map(([k, v]) => [k.toLowerCase(), v]));
+  if (plan.spec.serviceExtension) rows.push(...extensionRows(plan.spec.serviceExtension).map(([k, v]) => [k.toLowerCase(), v]));
   let out = section('PLAN', table(['field', 'value'], rows));
   out += section('PRE-FLIGHT', table(wide ? ['status', 'check', 'finding', 'fix'] : ['status', 'check', 'finding'],
     plan.preflight.map((p) => (wide ? [p.status.toUpperCase(), p.id, p.message, p.fix] : [p.status.toUpperCase(), p.id, p.message]))));
