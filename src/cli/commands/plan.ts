@@ -157,8 +157,9 @@ Fleet flags (docs/fleet.md):
                            (a new or empty directory)
 
 Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --batch-size,
---apiserver-cert-san, --restart-workloads, --cluster-dns, --load-balancers, --nodeport-cover and --read-helm-releases need --service-cidr; --parallel and --critical need
---pod-cidr, or --service-cidr without --restart-workloads=manual.
+--apiserver-cert-san, --restart-workloads, --cluster-dns, --load-balancers, --nodeport-cover and
+--read-helm-releases need --service-cidr; --parallel and --critical need --pod-cidr, or --service-cidr without
+--restart-workloads=manual.
 Output: -o yaml is the file apply reads; markdown is for a change request; html is one self-contained page
 (address map with the targets, steps with the gates, Service mapping); table (default) is a summary.
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);
