@@ -250,7 +250,15 @@ describe('references scan against the real apiserver', () => {
     ] }) });
     assert.equal(r.code, 0, r.stderr);
 
-    // the gate is checked again as kube-renumber-migrate, with the shipped files and the opt-in one
+    // the gate is checked again as kube-renumber-migrate, with the shipped files, the opt-in one (which `rbac PLAN`
+    // names) and the per-namespace Roles `rbac PLAN` writes
+    const grants = await run(['rbac', planPath]);
+    assert.equal(grants.code, 0, grants.err);
+    assert.match(grants.out, /kubectl apply -f deploy\/rbac-helm-releases\.yaml/);
+    if (/^kind:/m.test(grants.out)) {
+      r = await tb.kubectl(['apply', '-f', '-'], { input: grants.out });
+      assert.equal(r.code, 0, r.stderr);
+    }
     const migrateKC = await token('kube-renumber-migrate');
     a = await run(['resume', planPath, '--yes', ...common.map((x) => (x === tb.kubeconfigPath ? migrateKC : x))]);
     assert.equal(a.code, 7, a.err);

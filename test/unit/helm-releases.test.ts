@@ -5,7 +5,8 @@
 // newSecretsObject, util.go encodeRelease): type helm.sh/release.v1, labels owner/name/status/version, data.release
 // the base64 of gzip of the release JSON, under the API's own base64.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
@@ -144,6 +145,12 @@ describe('Helm releases read live on request', () => {
     assert.equal(gate.gate.helmReleases, true);
     assert.match(gate.gate.instructions[0]!, new RegExp(`^Secret data/sh\\.helm\\.release\\.v1\\.db\\.v3 release db: manifest Service db spec\\.clusterIP: ${old.clusterIPs[0]!.replace(/\./g, '\\.')} → 172\\.2[45]\\.`));
     assert.equal((planFromYaml(planToYaml(held)).steps[0] as GateStep).gate.helmReleases, true);
+    // `kube-renumber rbac PLAN` names the opt-in file for such a plan, and only for it
+    const dir = mkdtempSync(join(tmpdir(), 'kr-helm-'));
+    writeFileSync(join(dir, 'held.yaml'), planToYaml(held));
+    writeFileSync(join(dir, 'plain.yaml'), planToYaml(planOf(false)));
+    assert.match((await run(['rbac', join(dir, 'held.yaml')])).out, /kubectl apply -f deploy\/rbac-helm-releases\.yaml/);
+    assert.doesNotMatch((await run(['rbac', join(dir, 'plain.yaml')])).out, /rbac-helm-releases/);
     // read without the flag (an offline scan of the same objects would find it; the gate would not look again)
     assert.equal(planOf(false).preflight.find((c) => c.id === 'helm-releases')?.status, 'warn');
     const doc = yaml.load(planToYaml(held)) as any;
