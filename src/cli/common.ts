@@ -4,6 +4,7 @@ import { readInventoryFiles } from '../cluster/files.ts';
 import type { Snapshot } from '../cluster/types.ts';
 import { connect, type ConnectionOverrides, type ConnectOptions } from '../kube/client.ts';
 import { readLiveInventory } from '../kube/discover.ts';
+import { HELM_RELEASES_KUBECTL } from '../plan/references-gate.ts';
 import { loadConfig, parseAvoid } from './config.ts';
 import { UsageError } from './errors.ts';
 import type { Io, Values } from './command.ts';
@@ -143,7 +144,9 @@ export async function loadSnapshot(values: Values, io: Io): Promise<Snapshot> {
   const files = list(values, 'from-file');
   const verbose = values.verbose === true;
   const progress = (m: string) => { if (verbose) io.err(`${m}\n`); };
+  const helmReleases = values['read-helm-releases'] === true;
   if (files.length > 0 && !readsLive(values)) {
+    if (helmReleases) throw new UsageError(`--read-helm-releases lists the cluster's Helm releases, and -f alone reads files: leave it out and put the release Secrets among the files (${HELM_RELEASES_KUBECTL})`);
     const inv = await readInventoryFiles(files);
     progress(`read ${inv.objects.length} objects from ${files.length} path(s)`);
     return buildSnapshot(inv);
@@ -165,7 +168,7 @@ export async function loadSnapshot(values: Values, io: Io): Promise<Snapshot> {
   }
   const client = connect(connectOptions(values, io));
   progress(`reading cluster ${client.server} (context "${client.context}")`);
-  const inv = await readLiveInventory(client, { onProgress: progress });
+  const inv = await readLiveInventory(client, { onProgress: progress, ...(helmReleases ? { helmReleases } : {}) });
   progress(`${client.requestCount} API requests`);
   if (extra) {
     inv.configs.push(...extra.configs);

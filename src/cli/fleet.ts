@@ -182,6 +182,8 @@ export function clusterValues(values: Values, c: FleetCluster): Values {
   for (const k of ['fleet', 'output-directory', 'parallel-clusters', 'output', 'from-file', 'context', 'state-dir']) delete v[k];
   if (c.fromFile) {
     delete v.kubeconfig;
+    // a cluster read from files: its release Secrets are among the files or not read
+    delete v['read-helm-releases'];
     v['from-file'] = c.fromFile;
   } else {
     if (c.context) v.context = c.context;

@@ -27,7 +27,11 @@ export interface RawInventory {
    * Where it came from: 'live' or the list of files read. A live read may carry `files` too: distribution
    * configs given with -f alongside a live read (`configs` below).
    */
-  source: { kind: 'live'; context?: string; server?: string; files?: string[]; kubeSystemUID?: string } | { kind: 'file'; files: string[] };
+  source: {
+    kind: 'live'; context?: string; server?: string; files?: string[]; kubeSystemUID?: string;
+    /** Helm's release Secrets were listed (plan --read-helm-releases). */
+    helmReleases?: true;
+  } | { kind: 'file'; files: string[] };
   /** Server version (gitVersion) when known, e.g. "v1.34.4". */
   serverVersion?: string;
   /**

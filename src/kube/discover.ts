@@ -22,6 +22,10 @@ interface Source {
   required: boolean;
   slim?: (o: KubeObject) => KubeObject;
   fieldSelector?: string;
+  labelSelector?: string;
+  pageSize?: number;
+  /** Asked for by the user: refused (403), the read fails with this message instead of leaving a gap. */
+  refused?: string;
 }
 
 /** Keep only what the model reads of a pod; full specs only for kube-system (mirror pods carry flags). */
@@ -99,7 +103,16 @@ async function declaredSources(
   return out;
 }
 
-export async function readLiveInventory(client: KubeClient, opts: { onProgress?: (msg: string) => void } = {}): Promise<RawInventory> {
+export interface LiveReadOptions {
+  onProgress?: (msg: string) => void;
+  /**
+   * List Helm's release Secrets for the references scan (plan --read-helm-releases): `list secrets` in every
+   * namespace, granted by deploy/rbac-helm-releases.yaml only.
+   */
+  helmReleases?: boolean;
+}
+
+export async function readLiveInventory(client: KubeClient, opts: LiveReadOptions = {}): Promise<RawInventory> {
   const progress = opts.onProgress ?? (() => {});
   const version: any = await client.request('GET', '/version');
   const groups = await servedGroups(client);
@@ -133,9 +146,13 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
   }
   // The references scan's other sources (src/cluster/references/), when served: workloads, webhooks, BGP configuration, ...
   const servedGV = new Map<string, Promise<Set<string>>>();
-  for (const l of referenceLists()) {
+  for (const l of referenceLists(opts.helmReleases ? ['helm-releases'] : [])) {
     const what = `${l.plural}${l.group ? `.${l.group}` : ''}`;
-    const extra = { ...(l.slim ? { slim: l.slim } : {}), ...(l.fieldSelector ? { fieldSelector: l.fieldSelector } : {}) };
+    const extra: Partial<Source> = {
+      ...(l.slim ? { slim: l.slim } : {}), ...(l.fieldSelector ? { fieldSelector: l.fieldSelector } : {}),
+      ...(l.labelSelector ? { labelSelector: l.labelSelector } : {}), ...(l.pageSize ? { pageSize: l.pageSize } : {}),
+      ...(l.optIn === 'helm-releases' ? { refused: `--read-helm-releases lists Secrets of type ${l.fieldSelector?.replace(/^type=/, '') ?? ''} in every namespace: apply deploy/rbac-helm-releases.yaml, or leave out the flag` } : {}),
+    };
     if (l.group === '') { sources.push({ path: `/api/${l.version}/${l.plural}`, what, required: false, ...extra }); continue; }
     const [found] = await declaredSources(client, groups, servedGV, [l]);
     if (found) sources.push({ ...found, ...extra });
@@ -158,8 +175,13 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
   const lists = await Promise.all(sources.map(async (s) => {
     const items: KubeObject[] = [];
     try {
-      for await (const o of client.list(s.path, s.fieldSelector ? { fieldSelector: s.fieldSelector } : {})) items.push(s.slim ? s.slim(o) : o);
+      const lo = { ...(s.fieldSelector ? { fieldSelector: s.fieldSelector } : {}), ...(s.labelSelector ? { labelSelector: s.labelSelector } : {}), ...(s.pageSize ? { pageSize: s.pageSize } : {}) };
+      for await (const o of client.list(s.path, lo)) items.push(s.slim ? s.slim(o) : o);
     } catch (e) {
+      if (s.refused !== undefined && e instanceof KubeApiError && e.status === 403) {
+        const who = /\bUser "([^"]*)"/.exec(e.message)?.[1];
+        throw new KubeApiError(e.method, e.path, e.status, e.reason, `not allowed to list ${s.what}${who !== undefined ? ` as user "${who}"` : ''} (403 Forbidden): ${s.refused}`);
+      }
       if (!s.required && e instanceof KubeApiError && (e.status === 403 || e.status === 404)) {
         gaps.push(`could not list ${s.what} (${e.status === 403 ? 'forbidden' : 'not found'}): facts from them are missing`);
         return [];
@@ -184,7 +206,7 @@ export async function readLiveInventory(client: KubeClient, opts: { onProgress?:
   }
   const kubeSystemUID = 'uid' in id ? id.uid : undefined;
   return {
-    source: { kind: 'live', context: client.context, server: client.server, ...(kubeSystemUID ? { kubeSystemUID } : {}) },
+    source: { kind: 'live', context: client.context, server: client.server, ...(kubeSystemUID ? { kubeSystemUID } : {}), ...(opts.helmReleases ? { helmReleases: true as const } : {}) },
     serverVersion: version?.gitVersion,
     serviceCIDRApiVersions: served,
     objects: lists.flat(),

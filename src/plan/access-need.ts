@@ -19,3 +19,9 @@ export const POD_RBAC_FILE = 'deploy/rbac-migrate-pods.yaml';
 
 /** The file granting get nodes/proxy for --read-kubelet-config: never among the default roles (docs/service-migration.md). */
 export const KUBELET_CONFIGZ_RBAC_FILE = 'deploy/rbac-kubelet-configz.yaml';
+
+/**
+ * The file granting list secrets in every namespace for --read-helm-releases (the references scan reads Helm's
+ * release Secrets): never among the default roles (docs/references.md).
+ */
+export const HELM_RELEASES_RBAC_FILE = 'deploy/rbac-helm-releases.yaml';

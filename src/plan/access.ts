@@ -5,13 +5,13 @@
  * test/unit/rbac.test.ts checks the shipped roles (deploy/rbac*.yaml) against this list both ways: every need is
  * granted, and no role grants a write that no plan needs. Pure.
  */
-import { KUBELET_CONFIGZ_RBAC_FILE, need, POD_RBAC_FILE, type AccessNeed } from './access-need.ts';
+import { HELM_RELEASES_RBAC_FILE, KUBELET_CONFIGZ_RBAC_FILE, need, POD_RBAC_FILE, type AccessNeed } from './access-need.ts';
 import type { MigrationPlan } from './plan.ts';
 import { podPath } from './pod-paths/registry.ts';
 import { RECREATE_ROLE } from './recreate-grants.ts';
 
 export type { AccessNeed } from './access-need.ts';
-export { KUBELET_CONFIGZ_RBAC_FILE } from './access-need.ts';
+export { HELM_RELEASES_RBAC_FILE, KUBELET_CONFIGZ_RBAC_FILE } from './access-need.ts';
 export { MIGRATE_SERVICE_ACCOUNT, RECREATE_ROLE, recreateGrantCommands, recreateGrants, recreateGrantText, recreateNamespaces } from './recreate-grants.ts';
 
 /** The namespace kube-renumber keeps runs' state in (engine/cluster-state.ts). */
@@ -109,8 +109,12 @@ export function accessNeeds(plan: MigrationPlan, run: RunAccessOptions = {}): Ac
   const configz = run.readKubeletConfig && dnsGate
     ? [need('get', '', 'nodes', KUBELET_CONFIGZ_RBAC_FILE, 'read each Ready kubelet\'s configz for gate kubelet-cluster-dns (--read-kubelet-config)', { subresource: 'proxy' })]
     : [];
+  // a plan read with --read-helm-releases: its references gate lists Helm's release Secrets again
+  const helm = (plan.steps ?? []).some((s) => s.kind === 'gate' && s.gate.condition === 'references' && s.gate.helmReleases === true)
+    ? [need('list', '', 'secrets', HELM_RELEASES_RBAC_FILE, 'gate references reads the deployed Helm releases again (the plan was read with --read-helm-releases)')]
+    : [];
   const all = [...runNeeds(), ...(plan.spec.serviceCIDR ? serviceNeeds(plan) : []), ...(plan.spec.podCIDR ? podNeeds(plan) : []),
-    ...(plan.spec.serviceExtension ? extensionNeeds() : []), ...configz];
+    ...(plan.spec.serviceExtension ? extensionNeeds() : []), ...configz, ...helm];
   const seen = new Set<string>();
   return all.filter((n) => {
     const k = needKey(n);

@@ -6,7 +6,7 @@
 import type { AvoidRange } from '../analyze/catalog.ts';
 import { barePodNamespaces, buildPodSection, DEFAULT_PARALLEL, dnsDeployment, parsePodTarget, type PodCIDRSpec, type PodPlanOptions } from './pod-plan.ts';
 import { scanReferences, type Reference } from '../analyze/references.ts';
-import { mappedClusterIPs, planMoves, referencesGate } from './references-gate.ts';
+import { helmReleasesCheck, mappedClusterIPs, planMoves, referencesGate } from './references-gate.ts';
 import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts';
 import { contains, formatCidr, parseIP, tryParseCidr, type Cidr } from '../net/index.ts';
 import { compatibilityCheck } from './compatibility.ts';
@@ -826,12 +826,14 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
   const withRefs = (p: MigrationPlan): MigrationPlan => {
     // first of the pre-flight checks: is the plan bound to the cluster it was read from
     p.preflight = [identityCheck(snap), ...p.preflight.filter((c) => c.id !== 'cluster-identity')];
+    const helm = p.spec.serviceCIDR ? helmReleasesCheck(snap) : undefined;
+    if (helm) p.preflight = [...p.preflight.filter((c) => c.id !== helm.id), helm];
     const moves = planMoves(p.spec);
     try {
       const refs = moves.length > 0 ? scanReferences(snap, moves, { clusterIPs: mappedClusterIPs(p.mapping) }) : [];
       if (refs.length > 0) p.references = refs;
       // before the first change: the run stops until the errors are gone or accepted
-      const gate = p.steps.length > 0 ? referencesGate(refs, p.spec) : undefined;
+      const gate = p.steps.length > 0 ? referencesGate(refs, p.spec, snap.source.kind === 'live' && snap.source.helmReleases === true) : undefined;
       if (gate) p.steps.unshift(gate);
     } catch { /* a move that is not two CIDRs of one family: nothing to scan */ }
     return p;

@@ -5,7 +5,7 @@
  * them together; scripts/rbac.ts writes them. `create pods` is in none of them: a run creates bare pods again only
  * in the namespaces its plan lists, by the Role `kube-renumber rbac PLAN` writes there (./recreate-grants.ts). Pure.
  */
-import { KUBELET_CONFIGZ_RBAC_FILE, POD_RBAC_FILE } from './access-need.ts';
+import { HELM_RELEASES_RBAC_FILE, KUBELET_CONFIGZ_RBAC_FILE, POD_RBAC_FILE } from './access-need.ts';
 import { binding, role, type PathRbac, type RbacDoc, type RbacFile, type RbacRule } from './rbac-manifest.ts';
 import { PLATFORM_READ_RULES } from './rbac-platforms.ts';
 import { referenceLists } from '../cluster/references/registry.ts';
@@ -28,7 +28,7 @@ function referenceReadRules(): RbacRule[] {
   return [...byGroup].map(([group, plurals], i) => R([group], plurals, GL, i === 0 ? {
     comment: ['Read to find what still names an old range or ClusterIP (src/cluster/references/): ConfigMaps in every namespace,',
       'the pod templates of Deployments, StatefulSets and DaemonSets, EndpointSlices, admission webhook configurations,',
-      'Calico BGPConfigurations. Secrets are not read.'],
+      'Calico BGPConfigurations. Secrets are not read (Helm\'s release Secrets: the opt-in deploy/rbac-helm-releases.yaml).'],
   } : {}));
 }
 
@@ -263,7 +263,51 @@ function kubeletConfigzFile(): RbacFile {
   };
 }
 
+/**
+ * The opt-in file of --read-helm-releases: list secrets in every namespace, which reads every Secret's data, so it
+ * is in none of the default roles nor in deploy/kustomization.yaml (test/unit/rbac.test.ts checks both).
+ */
+function helmReleasesFile(): RbacFile {
+  return {
+    path: HELM_RELEASES_RBAC_FILE,
+    header: [
+      'OPT-IN, NOT PART OF THE DEFAULT ROLES (not in kustomization.yaml): list on secrets in every namespace for',
+      '`kube-renumber plan --read-helm-releases`, with which the references scan reads Helm\'s release Secrets',
+      '(type helm.sh/release.v1, labels owner=helm,status=deployed) and finds a release whose chart or values pin a',
+      'Service\'s clusterIP (the next helm upgrade would put the old address back). A plan read so checks them again',
+      'at its gate references, so the run\'s ServiceAccount needs it as well.',
+      '',
+      'READ THIS BEFORE APPLYING IT. RBAC cannot grant Secrets by type or label: whoever holds list secrets can read',
+      'the data of every Secret of every namespace (tokens, passwords, TLS keys), whatever selector it sends.',
+      'kube-renumber sends the type and label selectors, keeps only the pinned addresses of each release and drops',
+      'the rest as it reads, and never prints or stores Secret data; the permission itself allows more.',
+      'Without it: leave out --read-helm-releases (the plan says the releases were not read), or plan offline with',
+      'the release Secrets among the files:',
+      '  kubectl get secrets -A --field-selector type=helm.sh/release.v1 -l owner=helm,status=deployed -o yaml',
+      '',
+      'Bind it only for the plan and the run that reads the releases, and delete the binding afterwards:',
+      '  kubectl apply -f deploy/rbac-helm-releases.yaml',
+      '  kube-renumber plan --read-helm-releases ... -o yaml > plan.yaml',
+      '  kube-renumber apply plan.yaml',
+      '  kubectl delete clusterrolebinding kube-renumber-helm-releases',
+      'Written by `npm run rbac` from src/plan/rbac-core.ts; edit that, not this file.',
+    ],
+    docs: [
+      {
+        object: role('kube-renumber-helm-releases', [
+          R([''], ['secrets'], ['list'], { comment: ['list only (no get, no watch): one paginated LIST with fieldSelector type=helm.sh/release.v1'] }),
+        ]),
+      },
+      {
+        comment: ['Both ServiceAccounts: kube-renumber reads for plan, kube-renumber-migrate for the gate of apply and resume.'],
+        object: { ...binding('kube-renumber-helm-releases', 'ClusterRole', 'kube-renumber-helm-releases', 'kube-renumber'),
+          subjects: ['kube-renumber', 'kube-renumber-migrate'].map((name) => ({ kind: 'ServiceAccount', name, namespace: 'kube-system' })) },
+      },
+    ],
+  };
+}
+
 /** Every shipped RBAC file, given what each pod path declares (in the registry's order). */
 export function rbacFiles(paths: readonly PathRbac[]): RbacFile[] {
-  return [readFile(), migrateFile(), migratePodsFile(paths), probeFile(), kubeletConfigzFile()];
+  return [readFile(), migrateFile(), migratePodsFile(paths), probeFile(), kubeletConfigzFile(), helmReleasesFile()];
 }

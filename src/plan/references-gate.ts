@@ -4,7 +4,10 @@
  * the list. The moves and the ClusterIP mapping the scan is made with come from the plan, here, for both. Pure.
  */
 import type { RangeMove, Reference } from '../analyze/references.ts';
+import type { Snapshot } from '../cluster/types.ts';
 import { formatCidr, tryParseCidr } from '../net/index.ts';
+import { HELM_RELEASES_RBAC_FILE } from './access-need.ts';
+import type { PreflightCheck } from './check.ts';
 import type { PlanStep } from './steps.ts';
 import type { ServiceMapping } from './service-mapping.ts';
 
@@ -51,8 +54,31 @@ export function gateErrors(refs: readonly Reference[], spec: { podCIDR?: unknown
   return refs.filter((r) => r.severity === 'error' && !handled(r));
 }
 
-/** The gate before the first change, when the scan found errors the plan does not handle; undefined otherwise. */
-export function referencesGate(refs: readonly Reference[], spec: { podCIDR?: unknown }): PlanStep | undefined {
+/** How to list the deployed Helm releases into a file for an offline plan. */
+export const HELM_RELEASES_KUBECTL = 'kubectl get secrets -A --field-selector type=helm.sh/release.v1 -l owner=helm,status=deployed -o yaml';
+
+/**
+ * Pre-flight check `helm-releases` of a live plan that moves the Service CIDR: whether Helm's release Secrets were
+ * read for the references scan (a release pinning a ClusterIP is found only then). Offline the files hold what
+ * they hold: no check. Reading them is opt-in (--read-helm-releases): it takes `list secrets` in every namespace.
+ */
+export function helmReleasesCheck(snap: Pick<Snapshot, 'source'>): PreflightCheck | undefined {
+  if (snap.source.kind !== 'live') return undefined;
+  if (snap.source.helmReleases) {
+    return { id: 'helm-releases', status: 'pass', message: 'the deployed Helm releases were read (--read-helm-releases): a release pinning a ClusterIP is among the references', fix: '' };
+  }
+  return {
+    id: 'helm-releases', status: 'warn',
+    message: 'Helm releases were not read: a release that pins a ClusterIP would not be found',
+    fix: `plan again with --read-helm-releases (needs ${HELM_RELEASES_RBAC_FILE}: list secrets in every namespace), or offline with the release Secrets among the files: ${HELM_RELEASES_KUBECTL}`,
+  };
+}
+
+/**
+ * The gate before the first change, when the scan found errors the plan does not handle; undefined otherwise.
+ * `helmReleases`: the plan was read with --read-helm-releases, and so is the cluster at the gate.
+ */
+export function referencesGate(refs: readonly Reference[], spec: { podCIDR?: unknown }, helmReleases = false): PlanStep | undefined {
   const errors = gateErrors(refs, spec);
   if (errors.length === 0) return undefined;
   return {
@@ -67,7 +93,8 @@ export function referencesGate(refs: readonly Reference[], spec: { podCIDR?: unk
         'change each as proposed (the plan\'s references section says why; a GitOps-managed object is changed in git)',
         `or accept the list as it is: resume with --ack-gate ${REFERENCES_GATE}`,
       ],
-      check: 'a new scan of the cluster finds no error-severity reference (or --ack-gate references)',
+      check: `a new scan of the cluster${helmReleases ? ' (its deployed Helm releases included)' : ''} finds no error-severity reference (or --ack-gate references)`,
+      ...(helmReleases ? { helmReleases: true as const } : {}),
     },
   };
 }

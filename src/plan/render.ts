@@ -168,6 +168,9 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
     str(g, 'reason', `${path}.gate`);
     strList(g, 'instructions', `${path}.gate`);
     str(g, 'check', `${path}.gate`);
+    if (g.helmReleases !== undefined && (g.helmReleases !== true || condition !== 'references')) {
+      fail(`${path}.gate.helmReleases`, `${show(g.helmReleases)}: only gate references reads Helm's release Secrets again, and only as true`);
+    }
     (list(g, 'patches', `${path}.gate`, true) ?? []).forEach((p, i) => {
       const pp = `${path}.gate.patches[${i}]`;
       const o = obj(p, pp);

@@ -222,6 +222,11 @@ export interface Pause {
 export interface Gate extends Pause {
   /** The condition the executor checks at `resume` (the executor dispatches on this, never on the step id). */
   condition: GateCondition;
+  /**
+   * Gate references of a plan read with --read-helm-releases: its check lists Helm's release Secrets again (and
+   * the run needs deploy/rbac-helm-releases.yaml). Absent: it reads what the read role grants.
+   */
+  helmReleases?: true;
 }
 
 interface StepBase {

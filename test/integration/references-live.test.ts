@@ -4,7 +4,10 @@
 // proposal, also under the shipped read-only RBAC (deploy/rbac.yaml). Then the gate: a cluster holding a Calico
 // BGPConfiguration advertising the old Service range, a webhook called at a ClusterIP and a Service an Argo CD
 // Application syncs with selfHeal gets a plan that starts with gate references; apply stops there (exit 7); once
-// they are fixed, resume passes it (and stops at the next gate, restart-apiservers).
+// they are fixed, resume passes it (and stops at the next gate, restart-apiservers). A Helm release Secret (as
+// Helm's secrets driver writes it) whose manifest pins a Service's clusterIP is among them only with
+// --read-helm-releases: the read role cannot list Secrets (exit 5, the opt-in file named), the opt-in file
+// deploy/rbac-helm-releases.yaml can, and the gate, checked by kube-renumber-migrate, reads the release again.
 
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -17,6 +20,7 @@ import { readLiveInventory } from '../../src/kube/discover.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { kubeconfigWithToken } from './helpers.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { run } from '../unit/run-cli.ts';
 
@@ -89,6 +93,26 @@ const EXPECTED = [
   'error service NetworkPolicy refs/no-dns-range spec.egress[0].destination.notNets → [10.96.0.0/24, 10.100.0.0/24]',
 ];
 
+/**
+ * A release Secret as Helm 3's secrets driver writes it (helm pkg/storage/driver: secrets.go newSecretsObject,
+ * util.go encodeRelease): type helm.sh/release.v1, labels owner/name/status/version, data.release the base64 of
+ * gzip of the release JSON (and the API's own base64 over it).
+ */
+function helmReleaseSecret(name: string, version: number, status: string, manifest: string): unknown {
+  const release = { name, namespace: NS, version, info: { status }, config: { service: { type: 'ClusterIP' }, auth: { password: 'not-for-printing' } }, manifest };
+  const stored = gzipSync(Buffer.from(JSON.stringify(release))).toString('base64');
+  return {
+    apiVersion: 'v1', kind: 'Secret', type: 'helm.sh/release.v1',
+    metadata: { name: `sh.helm.release.v1.${name}.v${version}`, namespace: NS, labels: { owner: 'helm', name, status, version: String(version) } },
+    data: { release: Buffer.from(stored).toString('base64') },
+  };
+}
+
+/** The manifest of chart "cache": its Service, with the clusterIP pinned when `ip` is given. */
+function cacheManifest(ip?: string): string {
+  return `---\n# Source: cache/templates/service.yaml\napiVersion: v1\nkind: Service\nmetadata:\n  name: cache\nspec:\n${ip ? `  clusterIP: ${ip}\n` : ''}  selector:\n    app: cache\n  ports:\n  - port: 6379\n`;
+}
+
 describe('references scan against the real apiserver', () => {
   const tb = useTestbed({ serviceCIDR: '10.96.0.0/16', podCIDR: '10.244.0.0/16', nodes: 1 });
 
@@ -154,15 +178,52 @@ describe('references scan against the real apiserver', () => {
         namespaceSelector: { matchLabels: { 'refs-hook': 'never' } }, rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }] }] };
     r = await tb.kubectl(['apply', '-f', '-'], { input: JSON.stringify(hook) });
     assert.equal(r.code, 0, r.stderr);
+    // a Helm release pinning Service cache's clusterIP: its deployed revision, and an older one (superseded: not listed)
+    r = await tb.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'cache', namespace: NS, labels: { 'app.kubernetes.io/managed-by': 'Helm' } },
+      spec: { selector: { app: 'cache' }, ports: [{ port: 6379 }] } }) });
+    assert.equal(r.code, 0, r.stderr);
+    const cacheIP = JSON.parse((await tb.kubectl(['get', 'service', 'cache', '-n', NS, '-o', 'json'])).stdout).spec.clusterIP as string;
+    r = await tb.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [
+      helmReleaseSecret('cache', 1, 'superseded', cacheManifest('10.96.250.250')),
+      helmReleaseSecret('cache', 2, 'deployed', cacheManifest(cacheIP)),
+    ] }) });
+    assert.equal(r.code, 0, r.stderr);
+    const esc = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const helmLine = new RegExp(`Secret refs/sh\\.helm\\.release\\.v1\\.cache\\.v2 release cache: manifest Service cache spec\\.clusterIP: ${esc(cacheIP)} → 10\\.100\\.`);
 
     const dir = mkdtempSync(join(tmpdir(), 'kr-refs-gate-'));
     const planPath = join(dir, 'plan.yaml');
     const common = ['--kubeconfig', tb.kubeconfigPath, '--state-dir', join(dir, 'state'), '--timeout', '120s', '--propagation-delay', '0s'];
-    const p = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', '10.100.0.0/16', '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '--cluster-dns', 'none', '-o', 'yaml']);
-    assert.ok(p.code === 0 || p.code === 1, p.err);
-    writeFileSync(planPath, p.out);
-    const table = await run(['plan', '--kubeconfig', tb.kubeconfigPath, '--service-cidr', '10.100.0.0/16', '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '--cluster-dns', 'none']);
+    const planArgs = ['--service-cidr', '10.100.0.0/16', '--apiserver-cert-san', '10.96.0.1', '--apiserver-cert-san', '10.100.0.1', '--cluster-dns', 'none'];
+    // without the flag: the release is not read, and the plan says so in its pre-flight checks
+    const table = await run(['plan', '--kubeconfig', tb.kubeconfigPath, ...planArgs, '-o', 'wide']);
     assert.match(table.out, /REFERENCES: 3 error\(s\)/);
+    assert.match(table.out, /WARN +helm-releases +Helm releases were not read.*--read-helm-releases/);
+    assert.doesNotMatch(table.out, /sh\.helm\.release/);
+
+    // as the read ServiceAccount of deploy/rbac.yaml: --read-helm-releases is refused (exit 5) and names the opt-in file
+    r = await tb.kubectl(['apply', '-f', join(ROOT, 'deploy/rbac.yaml'), '-f', join(ROOT, 'deploy/rbac-migrate.yaml')]);
+    assert.equal(r.code, 0, r.stderr);
+    const token = async (sa: string) => {
+      const t = await tb.kubectl(['create', 'token', sa, '-n', 'kube-system', '--duration', '1h']);
+      assert.equal(t.code, 0, t.stderr);
+      return kubeconfigWithToken(tb.server, t.stdout.trim());
+    };
+    const readKC = await token('kube-renumber');
+    const refused = await run(['plan', '--kubeconfig', readKC, ...planArgs, '--read-helm-releases']);
+    assert.equal(refused.code, 5, refused.err);
+    assert.match(refused.err, /^error: .*not allowed to list secrets .*deploy\/rbac-helm-releases\.yaml/m);
+    // with the opt-in file: the plan written as that ServiceAccount reads the deployed release (not the superseded one)
+    r = await tb.kubectl(['apply', '-f', join(ROOT, 'deploy/rbac-helm-releases.yaml')]);
+    assert.equal(r.code, 0, r.stderr);
+    const p = await run(['plan', '--kubeconfig', readKC, ...planArgs, '--read-helm-releases', '-o', 'yaml']);
+    assert.ok(p.code === 0 || p.code === 1, p.err);
+    assert.match(p.out, /helmReleases: true/);
+    assert.doesNotMatch(p.out, /not-for-printing|10\.96\.250\.250/);
+    writeFileSync(planPath, p.out);
+    const withHelm = await run(['plan', '--kubeconfig', readKC, ...planArgs, '--read-helm-releases']);
+    assert.match(withHelm.out, /REFERENCES: 4 error\(s\)/);
+    assert.match(withHelm.out, /PASS +helm-releases/);
 
     let a = await run(['apply', planPath, '--yes', ...common]);
     assert.equal(a.code, 7, a.err);
@@ -170,6 +231,8 @@ describe('references scan against the real apiserver', () => {
     assert.match(a.err, /BGPConfiguration default spec\.serviceClusterIPs/);
     assert.match(a.err, new RegExp(`ValidatingWebhookConfiguration refs-hook webhooks\\[0\\]\\.clientConfig\\.url .*${ip.replace(/\./g, '\\.')}`));
     assert.match(a.err, /Service refs\/web spec\.clusterIPs/);
+    assert.match(a.err, helmLine);
+    assert.doesNotMatch(a.err, /not-for-printing/);
     // nothing changed yet: no ServiceCIDR for the new range
     assert.doesNotMatch((await tb.kubectl(['get', 'servicecidrs', '-o', 'name'])).stdout, /10-100/);
 
@@ -180,10 +243,27 @@ describe('references scan against the real apiserver', () => {
     assert.equal(r.code, 0, r.stderr);
     r = await tb.kubectl(['patch', 'applications.argoproj.io', 'shop', '-n', 'argocd', '--type', 'merge', '-p', JSON.stringify({ spec: { syncPolicy: { automated: { selfHeal: false } } } })]);
     assert.equal(r.code, 0, r.stderr);
+    // the chart no longer pins the address: helm upgrade writes a new deployed revision, the old one superseded
+    r = await tb.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [
+      helmReleaseSecret('cache', 2, 'superseded', cacheManifest(cacheIP)),
+      helmReleaseSecret('cache', 3, 'deployed', cacheManifest()),
+    ] }) });
+    assert.equal(r.code, 0, r.stderr);
 
-    a = await run(['resume', planPath, '--yes', ...common]);
+    // the gate is checked again as kube-renumber-migrate, with the shipped files, the opt-in one (which `rbac PLAN`
+    // names) and the per-namespace Roles `rbac PLAN` writes
+    const grants = await run(['rbac', planPath]);
+    assert.equal(grants.code, 0, grants.err);
+    assert.match(grants.out, /kubectl apply -f deploy\/rbac-helm-releases\.yaml/);
+    if (/^kind:/m.test(grants.out)) {
+      r = await tb.kubectl(['apply', '-f', '-'], { input: grants.out });
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const migrateKC = await token('kube-renumber-migrate');
+    a = await run(['resume', planPath, '--yes', ...common.map((x) => (x === tb.kubeconfigPath ? migrateKC : x))]);
     assert.equal(a.code, 7, a.err);
     assert.doesNotMatch(a.err, /stopped at gate references/);
+    assert.doesNotMatch(a.err, /sh\.helm\.release/);
     assert.match(a.err, /stopped at gate restart-apiservers/);
   });
 });

@@ -29,7 +29,7 @@ const MAX_HEADROOM = 1000;
 
 /** Flags of the Pod CIDR move, and of the Service CIDR move: each needs its move's target. */
 const POD_FLAGS = ['ipam', ...POD_PATH_NAMES.flatMap((id) => podPath(id).flags)] as const;
-const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san', 'restart-workloads', 'cluster-dns', 'load-balancers', 'nodeport-cover'] as const;
+const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san', 'restart-workloads', 'cluster-dns', 'load-balancers', 'nodeport-cover', 'read-helm-releases'] as const;
 
 /**
  * --node-mask-size: one whole number from 1 to 128 per family of --pod-cidr, comma-separated in its order (one
@@ -71,7 +71,7 @@ export const planCommand: Command = {
   name: 'plan',
   summary: 'write the ordered, reviewable plan that moves the Service CIDR, the Pod CIDR, or both (changes nothing)',
   usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--extend-service-cidr ADD] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
-    + '[--batch-size N] [--headroom X] [--restart-workloads tool|manual] [--cluster-dns none|NS/NAME] [--load-balancers keep|move] [--nodeport-cover off|nodes|IP[,IP...]] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
+    + '[--batch-size N] [--headroom X] [--restart-workloads tool|manual] [--cluster-dns none|NS/NAME] [--load-balancers keep|move] [--nodeport-cover off|nodes|IP[,IP...]] [--read-helm-releases] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
   options: {
     'service-cidr': { type: 'string' },
     'extend-service-cidr': { type: 'string' },
@@ -87,6 +87,7 @@ export const planCommand: Command = {
     'cluster-dns': { type: 'string' },
     'load-balancers': { type: 'string' },
     'nodeport-cover': { type: 'string' },
+    'read-helm-releases': { type: 'boolean' },
     'pod-cidr': { type: 'string' },
     ipam: { type: 'string' },
     parallel: { type: 'string' },
@@ -141,6 +142,10 @@ export const planCommand: Command = {
                            batch moves. Refused unless kube-proxy runs in iptables or nftables mode (not IPVS, not
                            replaced by an eBPF data plane). Default off: a node port may be refused for about a
                            second on some nodes (docs/service-migration.md). Recorded, checked again by apply
+  --read-helm-releases     the references scan reads the deployed Helm releases (Secrets of type
+                           helm.sh/release.v1) and finds a release pinning a ClusterIP; so does the plan's gate
+                           references at apply. Needs list secrets in every namespace (deploy/rbac-helm-releases.yaml,
+                           not among the default roles); only the pinned addresses are kept (docs/references.md)
 Restart flags (the Pod CIDR move, and the Service move's step restart-workloads):
   --parallel N             workload rollouts in flight at once (default ${DEFAULT_PARALLEL})
   --critical NS/NAME       a Deployment scaled up by one before the restarts, besides the cluster DNS (repeatable)
@@ -162,8 +167,9 @@ Fleet flags (docs/fleet.md):
                            (a new or empty directory)
 
 Pod CIDR flags need --pod-cidr; --keep, --strategy, --tier-key, --tier-order, --batch-size,
---apiserver-cert-san, --restart-workloads, --cluster-dns, --load-balancers and --nodeport-cover need --service-cidr; --parallel and --critical need
---pod-cidr, or --service-cidr without --restart-workloads=manual.
+--apiserver-cert-san, --restart-workloads, --cluster-dns, --load-balancers, --nodeport-cover and
+--read-helm-releases need --service-cidr; --parallel and --critical need --pod-cidr, or --service-cidr without
+--restart-workloads=manual.
 Output: -o yaml is the file apply reads; markdown is for a change request; html is one self-contained page
 (address map with the targets, steps with the gates, Service mapping); table (default) is a summary.
 Exit codes: 0 plan written; 1 plan written but pre-flight checks failed (fix them before apply);

@@ -1,5 +1,5 @@
 import * as yaml from 'js-yaml';
-import { recreateGrants, recreateNamespaces, RECREATE_ROLE } from '../../plan/access.ts';
+import { HELM_RELEASES_RBAC_FILE, recreateGrants, recreateNamespaces, RECREATE_ROLE } from '../../plan/access.ts';
 import type { Command } from '../command.ts';
 import { ExitCode } from '../errors.ts';
 import { readPlan } from '../session.ts';
@@ -26,6 +26,10 @@ Example: kube-renumber rbac plan.yaml | kubectl apply -f -`,
       `# create pods for the run of plan ${path}, in the namespaces of its bare pods only (they are created again from`,
       '# their backup); on top of deploy/rbac.yaml, deploy/rbac-migrate.yaml and deploy/rbac-migrate-pods.yaml.',
       ...(namespaces.length === 0 ? ['# The plan creates no bare pod again: nothing to grant.'] : []),
+      // a plan read with --read-helm-releases: its gate lists Secrets in every namespace, which no Role here grants
+      ...(plan.steps.some((s) => s.kind === 'gate' && s.gate.helmReleases === true)
+        ? [`# Its gate references reads Helm's release Secrets again (plan --read-helm-releases): kubectl apply -f ${HELM_RELEASES_RBAC_FILE}`]
+        : []),
     ].join('\n');
     io.out(`${head}\n${recreateGrants(namespaces).map((d) => `---\n${yaml.dump(d, { lineWidth: -1, noRefs: true })}`).join('')}`);
     return ExitCode.ok;

@@ -12,7 +12,7 @@ import { helmReleases } from './helm.ts';
 import { hostAliases } from './host-aliases.ts';
 import { istio } from './istio.ts';
 import { linkerd } from './linkerd.ts';
-import type { ReferenceList, ReferenceSourceModule } from './types.ts';
+import type { ReferenceList, ReferenceOptIn, ReferenceSourceModule } from './types.ts';
 import { webhooks } from './webhooks.ts';
 import { workloads } from './workloads.ts';
 
@@ -31,10 +31,11 @@ export const REFERENCE_SOURCES: { readonly [I in ReferenceSourceId]: ReferenceSo
   gitops,
 };
 
-/** What the live read lists for the sources, each resource once. */
-export function referenceLists(): ReferenceList[] {
+/** What the live read lists for the sources, each resource once; an opt-in list only when `optIn` names it. */
+export function referenceLists(optIn: readonly ReferenceOptIn[] = []): ReferenceList[] {
   const seen = new Set<string>();
   return Object.values(REFERENCE_SOURCES).flatMap((s) => s.lists).filter((l) => {
+    if (l.optIn !== undefined && !optIn.includes(l.optIn)) return false;
     const key = `${l.group}/${l.plural}`;
     if (seen.has(key)) return false;
     seen.add(key);

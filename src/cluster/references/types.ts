@@ -11,9 +11,20 @@ import { slimReferenceConfig } from './slim.ts';
 export interface ReferenceList extends ApiResource {
   /** Sent with the LIST: only the objects the source reads. */
   fieldSelector?: string;
+  labelSelector?: string;
+  /** Objects per page, when the objects may be large (default: the client's). */
+  pageSize?: number;
+  /**
+   * Listed only when the user asks for it (`plan --read-helm-releases`): what it lists needs more than the read
+   * role grants, so the read role leaves it out and an opt-in RBAC file grants it (src/plan/rbac-core.ts).
+   */
+  optIn?: ReferenceOptIn;
   /** What is kept of each object listed (the rest is dropped at once). */
   slim?: (o: KubeObject) => KubeObject;
 }
+
+/** The sources read only when asked for: Helm's release Secrets (listing Secrets in every namespace). */
+export type ReferenceOptIn = 'helm-releases';
 
 export interface ReferenceSourceModule {
   /** What the live read lists for this source; the RBAC read role grants get and list on each. */
