@@ -217,10 +217,7 @@ export function validatePlan(doc: unknown): MigrationPlan {
   if (p.kind !== PLAN_KIND) fail('kind', `is ${show(p.kind)}, expected ${PLAN_KIND}`);
   onlyKeys(p, '', ['summary', 'apiVersion', 'kind', 'metadata', 'spec', 'preflight', 'mapping', 'references', 'steps']);
   // the summary plan -o yaml writes first is for people: apply computes it again from the plan and the live cluster
-  if (p.summary !== undefined) {
-    obj(p.summary, 'summary');
-    delete p.summary;
-  }
+  if (p.summary !== undefined) obj(p.summary, 'summary');
   const md = obj(p.metadata, 'metadata');
   str(md, 'generatedFrom', 'metadata');
   str(md, 'kubernetesVersion', 'metadata', true);
