@@ -159,6 +159,22 @@ describe('plan summary', async () => {
   });
 });
 
+describe('apply prints the summary before its first change', () => {
+  // docs/walkthrough.md is a real run's output (test/integration/walkthrough.test.ts keeps it so)
+  it('in docs/walkthrough.md, each apply starts with the summary, before its first step', () => {
+    const page = readFileSync(join(ROOT, 'docs/walkthrough.md'), 'utf8');
+    const runs = [...page.matchAll(/^\$ kube-renumber apply (\S+)[^\n]*\n([\s\S]*?)(?=^\$ |^```)/gm)];
+    assert.ok(runs.length > 0, 'the page shows apply');
+    for (const [, file, out] of runs) {
+      const summary = out!.indexOf('SUMMARY\n');
+      const step = out!.search(/^\[1\/\d+\] /m);
+      assert.ok(summary === 0, `apply ${file}: the summary comes first (at ${summary})`);
+      assert.ok(step > summary, `apply ${file}: before the first step (at ${step})`);
+      assert.match(out!, new RegExp(`kube-renumber rollback ${file.replace(/[.]/g, '\\.')} undoes`), `apply ${file}: the rollback names the plan file`);
+    }
+  });
+});
+
 describe('plan -o markdown reads as prose', () => {
   it('gate instructions: words as words, commands as code', () => {
     assert.equal(instructionMarkdown('kops edit cluster (apply patch kops-service-range)'), '`kops edit cluster` (apply patch kops-service-range)');
