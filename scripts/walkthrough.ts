@@ -106,8 +106,8 @@ npm run testbed -- down
 \`\`\`
 
 On a real cluster the same five commands do the work: \`inspect\`, \`suggest\`, \`plan\`, \`apply\` (and \`resume\` at each
-gate), \`verify\`. Before the first one read [Permissions](../README.md#permissions) and
-[State, backups, locks](../README.md#state-backups-locks); for many clusters, [fleet.md](fleet.md).`,
+gate), \`verify\`. Before the first one read [Permissions](reference.md#permissions) and
+[State, backups, locks](reference.md#state-backups-locks); for many clusters, [fleet.md](fleet.md).`,
   ];
 }
 

@@ -23,6 +23,7 @@ import { platformRefusal, podOwnerRefusal } from '../plan/platform-gate.ts';
 import { planFromYaml, planToYaml, shellWord } from '../plan/render.ts';
 import { certSanProblem, isDnsLabel, podTargetRefusals } from '../plan/targets.ts';
 import { renderPlanHtml } from '../render/html.ts';
+import { planSummary } from '../plan/summary.ts';
 import type { Io, Values } from './command.ts';
 import { avoidList, CLUSTER_FLAGS, intFlag, list, loadSnapshot, str } from './common.ts';
 import { parseAvoid } from './config.ts';
@@ -309,10 +310,11 @@ export async function planFleet(values: Values, io: Io, deps: FleetPlanDeps = {}
       entry.plan = `${c.name}.yaml`;
       const failed = plan.preflight.filter((p) => p.status === 'fail').map((p) => p.id);
       if (failed.length > 0) entry.failed = failed;
-      const text = planToYaml(plan);
+      const summary = planSummary(plan, snap.pods, entry.plan);
+      const text = planToYaml(plan, summary);
       planFromYaml(text, entry.plan); // every plan written passes the validator apply runs
       files.push([entry.plan, text]);
-      files.push([`${c.name}.html`, renderPlanHtml(plan, inspect(snap, { avoid }), { avoid, generator: `kube-renumber ${VERSION}` })]);
+      files.push([`${c.name}.html`, renderPlanHtml(plan, inspect(snap, { avoid }), { avoid, generator: `kube-renumber ${VERSION}`, summary })]);
     }
     entries.push(entry);
   }

@@ -17,6 +17,7 @@ import {
 } from './plan-fields.ts';
 import { POD_PATH_NAMES, podPath } from './pod-paths/registry.ts';
 import type { ServiceMapping } from './service-mapping.ts';
+import { summaryLines, type PlanSummary } from './summary.ts';
 
 export { PlanFormatError } from './plan-fields.ts';
 
@@ -26,12 +27,19 @@ function clean<T>(v: T): T {
   return JSON.parse(JSON.stringify(v)) as T;
 }
 
-export function planToYaml(plan: MigrationPlan): string {
-  return yaml.dump(clean(plan), { noRefs: true, lineWidth: -1, sortKeys: false });
+/** The plan as apply reads it; with `summary` (./summary.ts) that field comes first (apply reads it as a note only). */
+export function planToYaml(plan: MigrationPlan, summary?: PlanSummary): string {
+  return yaml.dump(clean(withSummary(plan, summary)), { noRefs: true, lineWidth: -1, sortKeys: false });
 }
 
-export function planToJson(plan: MigrationPlan): string {
-  return `${JSON.stringify(clean(plan), null, 2)}\n`;
+export function planToJson(plan: MigrationPlan, summary?: PlanSummary): string {
+  return `${JSON.stringify(clean(withSummary(plan, summary)), null, 2)}\n`;
+}
+
+function withSummary(plan: MigrationPlan, summary: PlanSummary | undefined): object {
+  if (!summary) return plan;
+  const { summary: _old, ...rest } = plan as MigrationPlan & { summary?: unknown };
+  return { summary, ...rest };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -220,7 +228,9 @@ export function validatePlan(doc: unknown): MigrationPlan {
   const p = obj(doc, 'plan');
   if (p.apiVersion !== PLAN_API_VERSION) fail('apiVersion', `is ${show(p.apiVersion)}, expected ${PLAN_API_VERSION} (a plan written by kube-renumber plan -o yaml)`);
   if (p.kind !== PLAN_KIND) fail('kind', `is ${show(p.kind)}, expected ${PLAN_KIND}`);
-  onlyKeys(p, '', ['apiVersion', 'kind', 'metadata', 'spec', 'preflight', 'mapping', 'references', 'steps']);
+  onlyKeys(p, '', ['summary', 'apiVersion', 'kind', 'metadata', 'spec', 'preflight', 'mapping', 'references', 'steps']);
+  // the summary plan -o yaml writes first is for people: apply computes it again from the plan and the live cluster
+  if (p.summary !== undefined) obj(p.summary, 'summary');
   const md = obj(p.metadata, 'metadata');
   str(md, 'generatedFrom', 'metadata');
   str(md, 'kubernetesVersion', 'metadata', true);
@@ -444,6 +454,37 @@ export function withPlanPath(text: string, path: string): string {
   return text.replace(/(?<![\w./-])kube-renumber (resume|status|verify|rollback|restore)\b/g, (_m, cmd: string) => `kube-renumber ${cmd} ${shellWord(path)}`);
 }
 
+/** The commands an instruction runs: these words start one (after the start, ": " or "; "). */
+const COMMAND_START = /(^|: |; )((?:kubectl|kops|kube-renumber|kubeadm|systemctl|calicoctl|cilium|helm|for \w+ in) )/;
+/** Where a command ends and words for people go on: a comment, a parenthesis, "on every node", ", one at a time". */
+const COMMAND_END = /\s+#\s|\s\((?=[a-z])|\s+on (?:every|each) |, (?:one|each|then|or) /;
+
+/** `x` as a code span (one that holds a backtick gets two, as Markdown wants). */
+function code(x: string): string {
+  return x.includes('`') ? `\`\` ${x} \`\`` : `\`${x}\``;
+}
+
+/**
+ * A gate's instruction in Markdown: the words as words, each command in it as code ("kops edit cluster (apply patch
+ * X)" → `kops edit cluster` (apply patch X)).
+ */
+export function instructionMarkdown(text: string): string {
+  let out = '';
+  let rest = text;
+  for (;;) {
+    const m = COMMAND_START.exec(rest);
+    if (!m) return out + rest;
+    const start = m.index + m[1]!.length;
+    out += rest.slice(0, start);
+    const after = rest.slice(start);
+    const end = COMMAND_END.exec(after);
+    const cmd = (end ? after.slice(0, end.index) : after).trimEnd();
+    out += code(cmd);
+    rest = after.slice(cmd.length).replace(/^\s+#\s+/, ' (') ;
+    if (rest !== after.slice(cmd.length)) rest += ')';
+  }
+}
+
 function stepMarkdown(s: PlanStep, n: number, path: string): string {
   let out = `### ${n}. \`${s.id}\` (${s.kind})\n\n${s.description}\n\n`;
   for (const sc of s.serviceCIDRs ?? []) out += `- ServiceCIDR \`${sc.name}\`: ${sc.cidrs.join(', ')} (${sc.purpose})\n`;
@@ -455,7 +496,7 @@ function stepMarkdown(s: PlanStep, n: number, path: string): string {
   if (s.gate) {
     out += s.kind === 'confirm' ? `**Confirm** (apply --yes skips it): ${s.gate.reason}\n\n` : `**Gate**: ${s.gate.reason}\n\n`;
     if (s.kind !== 'confirm') {
-      out += s.gate.instructions.map((x, i) => `${i + 1}. \`${withPlanPath(x, path).replace(/`/g, "'")}\``).join('\n') + '\n\n';
+      out += s.gate.instructions.map((x, i) => `${i + 1}. ${instructionMarkdown(withPlanPath(x, path))}`).join('\n') + '\n\n';
       out += `Resume checks (${s.gate.condition}): ${s.gate.check}\n\n`;
     }
     for (const p of s.gate.patches ?? []) {
@@ -489,11 +530,17 @@ export function extensionRows(ext: NonNullable<MigrationPlan['spec']['serviceExt
   ];
 }
 
+/** The summary as a list of sentences: words as words, the rollback command as code. */
+export function summaryMarkdown(summary: PlanSummary): string {
+  const cmd = summary.rollback.command;
+  return summaryLines(summary).map(([k, v]) => `- **${k}:** ${v.replace(cmd, code(cmd))}`).join('\n') + '\n';
+}
+
 /**
  * `planPath`: where the plan is stored, named in every resume hint (default PLAN.yaml: the file written with
  * plan -o yaml, which the Markdown does not know).
  */
-export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml'): string {
+export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml', summary?: PlanSummary): string {
   const sc = plan.spec.serviceCIDR;
   const counts = mappingCounts(plan);
   const dns = plan.mapping.find((m) => m.isDNS);
@@ -507,6 +554,7 @@ export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml'): str
   const ext = plan.spec.serviceExtension;
   const title = [sc ? `Service CIDR ${sc.from.join(', ') || '?'} → ${sc.target.join(', ') || '?'}` : '', pc ? `Pod CIDR ${pc.from.join(', ')} → ${pc.to.join(', ')}` : ''].filter(Boolean).join('; ');
   let out = ext ? `# Extension: Service range ${ext.from.join(', ')} + ${ext.add.join(', ')}\n\n` : `# Migration: ${title || 'nothing planned (see the failed pre-flight checks)'}\n\n`;
+  if (summary) out += `## Summary\n\n${summaryMarkdown(summary)}\n`;
   const rows: Array<[string, string]> = [
     ['Cluster', plan.metadata.generatedFrom],
     ['Bound to', plan.metadata.cluster

@@ -33,6 +33,13 @@ export interface StepKindInfo {
   readonly nodesOnce?: boolean;
   /** Each item's `to` is the podCIDRs patched onto a node: one per family of spec.podCIDR.to, inside it. */
   readonly nodePodCIDRs?: boolean;
+  /**
+   * What the step restarts, for the plan's summary (./summary.ts): `workloads` every workload with a pod in the
+   * moved range, `nodes` the nodes its items name (drained, deleted, registered again).
+   */
+  readonly restarts?: 'workloads' | 'nodes';
+  /** A rollback cannot put back what this step changes as it was (restarted pods, a deleted ServiceCIDR or Node). */
+  readonly oneWay?: boolean;
 }
 
 /**
@@ -50,19 +57,19 @@ const CORE_STEP_KINDS = {
   'move-services': { family: 'service', items: 'service' },
   // LoadBalancer Services re-created in NEW with their external address pinned (--load-balancers move; load-balancers.ts)
   'move-load-balancers': { family: 'service', items: 'service', firstItem: true },
-  'drain-servicecidrs': { family: 'service', items: 'object' },
+  'drain-servicecidrs': { family: 'service', items: 'object', oneWay: true },
   'sweep-services': { family: 'service', items: 'service' },
   'move-kubernetes': { family: 'service', items: 'service', firstItem: true },
   'remove-bridges': { family: 'service', items: 'service' },
   'finalize-servicecidrs': { family: 'service', items: 'object' },
-  'restart-workloads': { family: 'service', items: 'object' },
+  'restart-workloads': { family: 'service', items: 'object', restarts: 'workloads', oneWay: true },
   verify: { family: 'service', items: 'object' },
   // Service range extended by a second ServiceCIDR, nothing moved (extend.ts)
   'extend-servicecidr': { family: 'extend', items: 'object' },
   'verify-extension': { family: 'extend', items: 'object' },
   // Pod CIDR (pod-plan.ts, pod-paths/)
   'scale-critical': { family: 'pod', items: 'deployment' },
-  'restart-pods': { family: 'pod', items: 'object' },
+  'restart-pods': { family: 'pod', items: 'object', restarts: 'workloads', oneWay: true },
   'restore-scale': { family: 'pod', items: 'deployment' },
   'verify-pods': { family: 'pod', items: 'object' },
 } as const satisfies Record<string, StepKindInfo>;

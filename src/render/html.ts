@@ -17,6 +17,7 @@ import { familyName, formatCidr, overlaps, parseCidr, tryParseCidr, type Cidr, t
 import { mappingCounts, type MigrationPlan } from '../plan/plan.ts';
 import { podPath } from '../plan/pod-paths/registry.ts';
 import type { PlanStep } from '../plan/steps.ts';
+import { summaryLines, type PlanSummary } from '../plan/summary.ts';
 import { CLUSTER_ROLES, esc, familyMap, ROLE_TITLE, type MapRange, type MapRole } from './address-map.ts';
 
 export { esc } from './address-map.ts';
@@ -534,7 +535,8 @@ function referencesSection(plan: MigrationPlan): string {
 }
 
 /** `plan -o html`: the plan with the map of today's ranges and its targets. `report` is today's inspect report. */
-export function renderPlanHtml(plan: MigrationPlan, report: InspectReport, opts: HtmlOptions): string {
+/** `plan -o html`; `summary`: the plan's summary (src/plan/summary.ts), the page's first section. */
+export function renderPlanHtml(plan: MigrationPlan, report: InspectReport, opts: HtmlOptions & { summary: PlanSummary }): string {
   const sc = plan.spec.serviceCIDR;
   const pc = plan.spec.podCIDR;
   const moves = [sc ? `Service CIDR ${sc.from.join(', ') || '?'} → ${sc.target.join(', ')}` : '', pc ? `Pod CIDR ${pc.from.join(', ')} → ${pc.to.join(', ')}` : ''].filter(Boolean);
@@ -554,7 +556,8 @@ export function renderPlanHtml(plan: MigrationPlan, report: InspectReport, opts:
     ] as Array<[string, string]> : []),
     ['pre-flight', `${failed} failed, ${plan.preflight.filter((c) => c.status === 'warn').length} warning(s), ${plan.preflight.filter((c) => c.status === 'pass').length} passed`],
   ];
-  const body = `<section id="plan"><h2>Plan</h2>${factsTable(rows)}</section>`
+  const body = `<section id="summary"><h2>Summary</h2>${factsTable(summaryLines(opts.summary))}</section>`
+    + `<section id="plan"><h2>Plan</h2>${factsTable(rows)}</section>`
     + mapSection(report, ranges) + preflightSection(plan) + mappingSection(plan) + stepsSection(plan) + referencesSection(plan)
     + conflictsSection(report) + capacitySection(report);
   const extra = [...(sc?.target ?? []).map((t) => `new services ${t}`), ...(pc?.to ?? []).map((t) => `new pods ${t}`)];

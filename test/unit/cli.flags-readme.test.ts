@@ -1,4 +1,4 @@
-// The README's flag table (### Flags) and each command's --help agree: every flag a command's help lists is a row
+// The flag table of docs/reference.md (### Flags; the README links it) and each command's --help agree: every flag a command's help lists is a row
 // of the table naming that command, every row names exactly the commands whose help lists the flag, short forms
 // match, and the row's meaning shares a word with each help line. Also: every flag a command parses is in its help,
 // and no flag name means two things (one row per name).
@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { COMMANDS as ALL, main, GLOBAL_OPTIONS } from '../../src/cli/main.ts';
 
-const README = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+const README = readFileSync(fileURLToPath(new URL('../../docs/reference.md', import.meta.url)), 'utf8');
 const COMMANDS = ['inspect', 'calc', 'suggest', 'plan', 'apply', 'resume', 'status', 'verify', 'rollback', 'restore', 'probe', 'rbac', 'version', 'completion'];
 
 interface HelpFlag { short?: string; desc: string }
@@ -37,7 +37,7 @@ interface Row { flag: string; short?: string; commands: string[]; meaning: strin
 /** The rows of the README's "### Flags" table. */
 function readmeRows(): Row[] {
   const start = README.indexOf('\n### Flags\n');
-  assert.ok(start >= 0, 'README has a "### Flags" section');
+  assert.ok(start >= 0, 'docs/reference.md has a "### Flags" section');
   const section = README.slice(start + 1, README.indexOf('\n#', start + 2));
   const rows = section.split('\n').filter((l) => l.startsWith('| `'));
   assert.ok(rows.length > 50, `the table has its rows (${rows.length})`);

@@ -4,12 +4,13 @@
  */
 import { join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import type { KubeObject } from '../../cluster/types.ts';
+import type { KubeObject, Snapshot } from '../../cluster/types.ts';
 import { attemptStarted, completedSteps, JournalTail, type JournalEntry } from '../../engine/journal.ts';
 import { readClusterUID } from '../../kube/discover.ts';
 import { ACCEPT_UNBOUND_FLAG, bindingRefusal, serverWithoutCredentials } from '../../plan/identity.ts';
 import { failedNow, recheckPreflight } from '../../plan/recheck.ts';
-import { readServingCertSANs } from './plan.ts';
+import { readServingCertSANs, summarySection } from './plan.ts';
+import { planSummary } from '../../plan/summary.ts';
 import { rollbackSteps, runSteps, type DryRun } from '../../engine/runner.ts';
 import { podForRecreate } from '../../engine/restarts.ts';
 import { connect, KubeApiError } from '../../kube/client.ts';
@@ -137,11 +138,11 @@ function checkHook(values: Values, io: Io, plan: MigrationPlan, dryRun: DryRun):
  * rollback), the plan's pre-flight checks run again against the live snapshot: one that fails now stops the run
  * with exit 6 (the results written in the plan file are not used). Returns the live identity.
  */
-async function checkLive(values: Values, io: Io, pre: Prepared, dryRun: DryRun): Promise<LiveIdentity> {
+async function checkLive(values: Values, io: Io, pre: Prepared, dryRun: DryRun): Promise<LiveIdentity & { pods: Snapshot['pods'] }> {
   const plan = pre.read.plan;
   const snap = await loadSnapshot(values, io);
   checkLivePlatform(snap, plan);
-  const live: LiveIdentity = snap.source.kind === 'live' ? { uid: snap.source.kubeSystemUID, server: snap.source.server } : {};
+  const live: LiveIdentity & { pods: Snapshot['pods'] } = { ...(snap.source.kind === 'live' ? { uid: snap.source.kubeSystemUID, server: snap.source.server } : {}), pods: snap.pods };
   checkBinding(values, io, plan, live);
   const actions = new Set(plan.steps.filter((s) => s.kind !== 'gate' && s.kind !== 'confirm').map((s) => s.id));
   if (attemptStarted(pre.entries, actions)) {
@@ -192,6 +193,8 @@ export async function runPlan(values: Values, positionals: string[], io: Io, res
   checkHook(values, io, pre.read.plan, dryRun);
   await withClusterJournal(values, io, pre);
   const live = await checkLive(values, io, pre, dryRun);
+  // apply says what the run will do before it changes anything (resume continues a run whose summary was shown)
+  if (!resume) io.err(summarySection(planSummary(pre.read.plan, live.pods, shellWord(pre.read.path))));
   if (dryRun === 'none') await checkAccess(values, io, pre.read.plan);
   // stderr: a live status line on a terminal, else one line per event (verbose logs go between them)
   const view = new ProgressView((t) => io.err(t), { tty: io.stderrTTY === true && values.verbose !== true, color: colorFor(io, io.stderrTTY), columns: process.stderr.columns });

@@ -23,6 +23,7 @@ import { VERSION } from '../version.ts';
 import { inspect } from '../../analyze/inspect.ts';
 import { renderPlanHtml } from '../../render/html.ts';
 import { planFleet } from '../fleet.ts';
+import { planSummary, summaryLines, type PlanSummary } from '../../plan/summary.ts';
 
 /** The largest --headroom: beyond it no range of either family would do, and the arithmetic stays finite. */
 const MAX_HEADROOM = 1000;
@@ -319,11 +320,13 @@ refused; nothing is written; 3 the fleet file is not valid.`,
       const what = [target ? `--service-cidr ${target}` : '', podTarget ? `--pod-cidr ${podTarget}` : ''].filter(Boolean).join(' / ');
       throw new UsageError(`${what} refused: ${refused.map((c) => c.message).join('; ')}`);
     }
-    if (output === 'yaml') io.out(planToYaml(plan));
-    else if (output === 'json') io.out(planToJson(plan));
-    else if ((output as string) === 'markdown' || (output as string) === 'md') io.out(planToMarkdown(plan));
-    else if ((output as string) === 'html') io.out(renderPlanHtml(plan, inspect(snap, { avoid }), { avoid, generator: `kube-renumber ${VERSION}` }));
-    else io.out(renderPlanTable(plan, output === 'wide'));
+    // every format starts with the summary: what moves and restarts, the gates, the time, how far a rollback goes
+    const summary = planSummary(plan, snap.pods, PLAN_FILE);
+    if (output === 'yaml') io.out(planToYaml(plan, summary));
+    else if (output === 'json') io.out(planToJson(plan, summary));
+    else if ((output as string) === 'markdown' || (output as string) === 'md') io.out(planToMarkdown(plan, PLAN_FILE, summary));
+    else if ((output as string) === 'html') io.out(renderPlanHtml(plan, inspect(snap, { avoid }), { avoid, generator: `kube-renumber ${VERSION}`, summary }));
+    else io.out(renderPlanTable(plan, output === 'wide', summary));
     const failed = plan.preflight.filter((c) => c.status === 'fail');
     if (failed.length > 0) {
       io.err(`${failed.length} pre-flight check(s) failed (${failed.map((c) => c.id).join(', ')}): the plan is printed for review; fix them before apply\n`);
@@ -388,7 +391,15 @@ export async function readServingCertSANs(values: Values, io: Io): Promise<strin
   });
 }
 
-export function renderPlanTable(plan: MigrationPlan, wide: boolean): string {
+/** The name the plan's texts give the file plan -o yaml writes (the plan does not know where it is stored). */
+const PLAN_FILE = 'PLAN.yaml';
+
+/** The summary as a table's section (also what apply prints on stderr before its first change). */
+export function summarySection(summary: PlanSummary): string {
+  return section('SUMMARY', table(['what', 'value'], summaryLines(summary).map(([k, v]) => [k.toLowerCase(), v])));
+}
+
+export function renderPlanTable(plan: MigrationPlan, wide: boolean, summary?: PlanSummary): string {
   const sc = plan.spec.serviceCIDR;
   const c = mappingCounts(plan);
   const dns = plan.mapping.find((m) => m.isDNS);
@@ -405,7 +416,7 @@ export function renderPlanTable(plan: MigrationPlan, wide: boolean): string {
   );
   if (plan.spec.podCIDR) rows.push(...podSummaryRows(plan.spec.podCIDR).map(([k, v]) => [k.toLowerCase(), v]));
   if (plan.spec.serviceExtension) rows.push(...extensionRows(plan.spec.serviceExtension).map(([k, v]) => [k.toLowerCase(), v]));
-  let out = section('PLAN', table(['field', 'value'], rows));
+  let out = (summary ? summarySection(summary) : '') + section('PLAN', table(['field', 'value'], rows));
   out += section('PRE-FLIGHT', table(wide ? ['status', 'check', 'finding', 'fix'] : ['status', 'check', 'finding'],
     plan.preflight.map((p) => (wide ? [p.status.toUpperCase(), p.id, p.message, p.fix] : [p.status.toUpperCase(), p.id, p.message]))));
   const mrows = plan.mapping.filter((m) => wide || m.action !== 'skip');

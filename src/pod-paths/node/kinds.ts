@@ -7,10 +7,10 @@
 import type { GateConditionInfo, StepKindInfo } from '../../plan/steps.ts';
 
 export const NODE_STEP_KINDS = {
-  'drain-node': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true },
+  'drain-node': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true, restarts: 'nodes', oneWay: true },
   'reregister-node': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true },
   'assign-podcidr': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true, nodePodCIDRs: true },
-  'move-nodes': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true, nodePodCIDRs: true },
+  'move-nodes': { family: 'pod', path: 'node', items: 'object', firstItem: true, nodesOnce: true, nodePodCIDRs: true, restarts: 'nodes', oneWay: true },
 } as const satisfies Record<string, StepKindInfo>;
 
 export const NODE_GATE_CONDITIONS = {
