@@ -133,6 +133,30 @@ interface Kubectl {
 }
 
 /**
+ * What the hand-over of a namespace's pods looks like now, for a failure's message: each pod (phase, readiness, IP,
+ * labels, owner), each ReplicaSet's counts, each Service with a UDP port, each EndpointSlice's addresses (udp-handover.ts
+ * waits on these).
+ */
+export async function handoverPicture(tb: Kubectl, ns: string): Promise<string> {
+  const get = async (kind: string) => {
+    const r = await tb.kubectl(['get', kind, '-n', ns, '-o', 'json']);
+    return r.code === 0 ? (JSON.parse(r.stdout).items as any[]) : [];
+  };
+  const [pods, rs, slices, services] = await Promise.all([get('pods'), get('replicasets'), get('endpointslices'), get('services')]);
+  const ready = (p: any) => (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
+  return [
+    ...pods.map((p) => `pod ${p.metadata.name} ${p.status?.phase} ${ready(p) ? 'ready' : 'not-ready'} ${p.status?.podIP ?? 'no-ip'} node=${p.spec.nodeName ?? '-'}`
+      + ` labels=${JSON.stringify(p.metadata.labels ?? {})} owner=${(p.metadata.ownerReferences ?? []).map((o: any) => `${o.kind}/${o.name}`).join(',') || '-'}`
+      + `${p.metadata.deletionTimestamp ? ' terminating' : ''}`),
+    ...rs.map((r) => `rs ${r.metadata.name} replicas ${r.spec.replicas}, status ${JSON.stringify({ replicas: r.status?.replicas, ready: r.status?.readyReplicas, observed: r.status?.observedGeneration, generation: r.metadata.generation })}`),
+    ...services.filter((v) => (v.spec.ports ?? []).some((p: any) => p.protocol === 'UDP'))
+      .map((v) => `UDP service ${v.metadata.name} ${v.spec.type} ${v.spec.clusterIP ?? '-'} selector=${JSON.stringify(v.spec.selector ?? null)}`),
+    ...slices.map((s) => `slice ${s.metadata.name} of ${s.metadata.labels?.['kubernetes.io/service-name']}: `
+      + `${(s.endpoints ?? []).map((e: any) => `${e.addresses?.join(',')}${e.conditions?.ready === false ? ' (not ready)' : ''} ${e.targetRef?.name ?? ''}`).join('; ')}`),
+  ].join('\n');
+}
+
+/**
  * What a person does at the restart-workloads gate: `kubectl rollout restart` every Deployment, StatefulSet
  * and DaemonSet, delete bare pods, and wait for the rollouts.
  */
