@@ -61,6 +61,7 @@ export class ServiceExecutor extends RestartSteps {
     'move-kubernetes': (x, p) => x.moveKubernetesStep(p),
     'remove-bridges': (x, p) => x.removeBridgesStep(p),
     'finalize-servicecidrs': (x, p) => x.finalizeStep(p),
+    'retire-servicecidrs': (x, p) => x.retireStep(p),
     'restart-workloads': (x, p) => x.restartWorkloadsStep(p),
     verify: (x, p) => ({
       id: p.id, title: p.description, kind: 'action', check: async () => false, apply: async () => {}, verify: (ctx) => x.verifyEndState(ctx.client, ctx.backups),
@@ -108,6 +109,13 @@ export class ServiceExecutor extends RestartSteps {
     problems.push(...loadBalancerEndProblems(this.plan.steps, services));
     const sc = await getObject(client, this.SC, 'kubernetes');
     if (!sc || (sc.spec?.cidrs ?? []).join(',') !== this.svc.to.join(',')) problems.push('ServiceCIDR/kubernetes does not hold the new range');
+    // the kept ranges in the old range give out no address after the run (step retire-kept-servicecidrs)
+    for (const spec of this.plan.steps.filter((s) => s.kind === 'retire-servicecidrs').flatMap((s) => s.serviceCIDRs ?? [])) {
+      const kept = await getObject(client, this.SC, spec.name);
+      if (kept && !kept.metadata?.deletionTimestamp && (kept.spec?.cidrs ?? []).join(',') === spec.cidrs.join(',')) {
+        problems.push(`ServiceCIDR ${spec.name} (${spec.cidrs.join(',')}, in the old range) still gives out addresses`);
+      }
+    }
     const bridges = services.filter((s) => s.metadata?.labels?.[BRIDGE_FOR_LABEL]);
     if (bridges.length > 0) problems.push(`${bridges.length} bridge Service(s) left`);
     const covers = services.filter((s) => s.metadata?.labels?.[COVER_FOR_LABEL]);

@@ -441,6 +441,8 @@ interface ServiceCIDRLayout {
   keptIPs: string[];
   /** CIDRs of existing ServiceCIDRs that stay because they hold kept IPs. */
   retainedCidrs: Cidr[];
+  /** Those existing ServiceCIDRs: deleted at the end with the kept ones (step retire-kept-servicecidrs). */
+  retainedSC: ServiceCIDRSpec[];
   /** The ranges of the kept ServiceCIDRs the plan creates. */
   kept: string[];
   targetSC: ServiceCIDRSpec;
@@ -457,9 +459,14 @@ function serviceCIDRLayout(
   const existing = snap.serviceCIDRs.filter((s) => s.name !== 'kubernetes' && !s.name.startsWith(`${OBJECT_PREFIX}-`) && !s.deleting);
   const retained = existing.filter((s) => s.cidrs.some((c) => { const p = tryParseCidr(c); return !!p && keptIPs.some((a) => contains(p, parseIP(a))); }));
   const retainedCidrs = retained.flatMap((s) => s.cidrs).map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c);
-  const kept = keptRanges(keptIPs, olds, { covered: retainedCidrs });
+  // kept ServiceCIDRs an earlier run deleted at its end: each still holds the addresses of its kept Services
+  // (the service-cidr finalizer) and gives out none, which is what this run would make of them again
+  const retired = snap.serviceCIDRs.filter((s) => s.deleting && s.name.startsWith(`${OBJECT_PREFIX}-keep-`))
+    .flatMap((s) => s.cidrs).map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c);
+  const kept = keptRanges(keptIPs, olds, { covered: [...retainedCidrs, ...retired] });
   return {
     olds, keptIPs, retainedCidrs, kept,
+    retainedSC: retained.map((s) => ({ name: s.name, cidrs: [...s.cidrs], purpose: 'keep' as const })),
     targetSC: { name: `${OBJECT_PREFIX}-${cidrSlug(newFlag)}`, cidrs: newFlag, purpose: 'target' },
     keptSC: kept.map((c) => ({ name: `${OBJECT_PREFIX}-keep-${cidrSlug([c])}`, cidrs: [c], purpose: 'keep' })),
     oldSC: [
@@ -541,7 +548,10 @@ function serviceSteps(inp: ServiceStepInputs): PlanStep[] {
     ...(inp.dnsMoves ? [kubeletClusterDNSGate(inp)] : []),
     tool ? restartWorkloadsStep(inp, tool, inp.dnsMoves) : restartWorkloadsGate(inp, inp.dnsMoves, inp.restarts.manualBecause),
   ];
-  steps.push(removeBridgesStep(steps), finalizeServiceCIDRsStep(inp), verifyServicesStep(inp));
+  steps.push(removeBridgesStep(steps), finalizeServiceCIDRsStep(inp));
+  const retire = retireKeptServiceCIDRsStep(inp);
+  if (retire) steps.push(retire);
+  steps.push(verifyServicesStep(inp));
   markSupersessions(steps);
   return steps;
 }
@@ -768,6 +778,29 @@ function finalizeServiceCIDRsStep(inp: ServiceStepInputs): PlanStep {
   };
 }
 
+/**
+ * Step `retire-kept-servicecidrs`: delete the ServiceCIDRs that keep kept IPs in the old range (ours and the
+ * existing ones that held them), once ServiceCIDR/kubernetes holds NEW. A ServiceCIDR being deleted keeps every
+ * address in it that no other ServiceCIDR covers (the service-cidr finalizer) and gives out no new one (the
+ * apiserver's allocator uses only Ready ServiceCIDRs that are not being deleted), so after the run no new ClusterIP
+ * lands in the range the cluster left. Undefined when nothing is kept there.
+ */
+function retireKeptServiceCIDRsStep(inp: ServiceStepInputs): PlanStep | undefined {
+  const { keptSC, retainedSC, keptIPs } = inp.layout;
+  const all = [...keptSC, ...retainedSC];
+  if (all.length === 0) return undefined;
+  const names = all.map((s) => s.name).join(', ');
+  return {
+    id: 'retire-kept-servicecidrs', kind: 'retire-servicecidrs',
+    description: `delete ServiceCIDR ${names}, which keep the ${keptIPs.length} kept IP(s) in the old range: each stays, marked as being deleted, `
+      + 'for as long as a kept Service holds an address in it, and gives out no new address, so a Service created after the run '
+      + 'never gets one in the old range; when the last kept Service in it is deleted or moved, the ServiceCIDR goes by itself',
+    serviceCIDRs: all,
+    rollback: `create each again, first under a temporary name (so the kept IPs stay covered), then under its own name once the one being deleted is gone; `
+      + 'the temporary one is deleted after that',
+  };
+}
+
 /** Step `verify`: the end state of the Service migration. */
 function verifyServicesStep(inp: ServiceStepInputs): PlanStep {
   const { kept } = inp.layout;
@@ -775,7 +808,7 @@ function verifyServicesStep(inp: ServiceStepInputs): PlanStep {
     id: 'verify', kind: 'verify',
     description: 'check the end state: every moved Service at its mapped IP with its spec otherwise unchanged (against the backups) and EndpointSlices present; '
       + `default/kubernetes at ${inp.kube?.to.join(',') ?? 'the new first IP'}; ServiceCIDR/kubernetes is ${inp.ctx.newFlag.join(',')} and Ready; `
-      + `${kept.length > 0 ? `kept ServiceCIDRs ${kept.join(', ')} Ready and kept Services unchanged; ` : ''}`
+      + `${kept.length > 0 || inp.layout.retainedSC.length > 0 ? 'no ServiceCIDR in the old range gives out addresses (the kept ones are being deleted, holding the kept IPs) and kept Services unchanged; ' : ''}`
       + 'headless and ExternalName Services untouched; no IPAddress left in a drained range outside the kept ServiceCIDRs; no bridge left',
     rollback: 'nothing to undo',
   };

@@ -62,6 +62,8 @@ const CORE_STEP_KINDS = {
   'move-kubernetes': { family: 'service', items: 'service', firstItem: true },
   'remove-bridges': { family: 'service', items: 'service' },
   'finalize-servicecidrs': { family: 'service', items: 'object' },
+  // the kept ServiceCIDRs in the old range deleted at the end: they keep their addresses and give out no new ones
+  'retire-servicecidrs': { family: 'service', items: 'object' },
   'restart-workloads': { family: 'service', items: 'object', restarts: 'workloads', oneWay: true },
   verify: { family: 'service', items: 'object' },
   // Service range extended by a second ServiceCIDR, nothing moved (extend.ts)
@@ -263,8 +265,9 @@ export type PlanStep = GateStep | ConfirmStep | ActionStep;
 
 /**
  * Which later steps supersede which (see StepBase.supersededBy): moved Services and default/kubernetes by
- * remove-bridges, the temporary target ServiceCIDR by finalize-servicecidrs, the scaled-up critical
- * Deployments by restore-scale. Sets the field on every step of the list, in place.
+ * remove-bridges, the temporary target ServiceCIDR by finalize-servicecidrs, the kept ServiceCIDRs by
+ * retire-servicecidrs, the scaled-up critical Deployments by restore-scale. Sets the field on every step of the
+ * list, in place.
  */
 export function markSupersessions(steps: PlanStep[]): void {
   const idsOf = (kind: StepKind) => steps.filter((s) => s.kind === kind).map((s) => s.id);
@@ -275,9 +278,11 @@ export function markSupersessions(steps: PlanStep[]): void {
     'scale-critical': idsOf('restore-scale'),
   };
   const finalize = idsOf('finalize-servicecidrs');
+  const retire = idsOf('retire-servicecidrs');
   for (const s of steps) {
     let later = by[s.kind] ?? [];
     if (s.kind === 'create-servicecidrs' && (s.serviceCIDRs ?? []).some((c) => c.purpose === 'target')) later = finalize;
+    else if (s.kind === 'create-servicecidrs' && (s.serviceCIDRs ?? []).some((c) => c.purpose === 'keep')) later = retire;
     if (later.length > 0) s.supersededBy = later;
     else delete s.supersededBy;
   }

@@ -60,6 +60,31 @@ describe('kept ServiceCIDRs on the real apiserver', () => {
     assert.equal(await drained('10.207.0.0/24', '10.207.0.4', '10.207.0.4/30'), false, '/30 with the IP as its network address');
   });
 
+  // step retire-kept-servicecidrs deletes the kept ones at the end of a run; its rollback makes them Ready again
+  test('a ServiceCIDR being deleted keeps the address in use and gives out none; another with its range lets it go (the rollback)', async () => {
+    const gone = async (name: string) => !(await tb.client.getOrUndefined(`${SC}/${name}`));
+    await sc('kept9', '10.209.0.0/24');
+    assert.ok(await allocate('k9', '10.209.0.6'));
+    await tb.client.delete(`${SC}/kept9`);
+    const o = await eventually('kept9 Ready=False, reason Terminating', async () => {
+      const x = await tb.client.get(`${SC}/kept9`);
+      return x.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'False' && c.reason === 'Terminating') ? x : undefined;
+    }, 20_000, 200);
+    assert.ok(o.metadata.deletionTimestamp);
+    await new Promise((r) => setTimeout(r, 12_000)); // past the controller's 10 s grace
+    assert.equal(await gone('kept9'), false, 'held by the address in use');
+    assert.equal(await allocate('k9b', '10.209.0.7'), false, 'an explicit address in it is refused');
+    // the rollback: the same range under another name, the original goes, comes back, the other one goes
+    await sc('kept9-restore', '10.209.0.0/24');
+    await eventually('kept9 to go once kept9-restore holds its range', () => gone('kept9'), 30_000, 500);
+    await sc('kept9', '10.209.0.0/24');
+    await tb.client.delete(`${SC}/kept9-restore`);
+    await eventually('kept9-restore to go', () => gone('kept9-restore'), 30_000, 500);
+    const svc = await tb.client.get('/api/v1/namespaces/default/services/k9');
+    assert.equal(svc.spec.clusterIP, '10.209.0.6', 'the Service kept its address throughout');
+    assert.ok(await allocate('k9c', '10.209.0.7'), 'Ready again: it gives out addresses');
+  });
+
   test('the plan rule picks exactly such blocks', async () => {
     assert.equal(MIN_KEPT_PREFIX[4], 30);
     const [block] = keptRanges(['10.208.0.7'], [parseCidr('10.208.0.0/16')]);

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import * as yaml from 'js-yaml';
 import { serviceCIDRApiOf } from '../testbed/cluster.ts';
-import { useTestbed } from '../testbed/harness.ts';
+import { eventually, useTestbed } from '../testbed/harness.ts';
 import { watchPDBs, type PDBWatcher } from '../testbed/pdb-watch.ts';
 import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
@@ -162,6 +162,68 @@ export function serviceScenario(version: string, s: ServiceScenario): void {
       const scs = JSON.parse((await tb.kubectl(['get', resource, '-o', 'json'])).stdout).items;
       assert.deepEqual(scs.find((x: any) => x.metadata.name === 'kubernetes')?.spec.cidrs, [s.next]);
       assert.ok(!scs.some((x: any) => x.spec.cidrs.includes(s.old) && x.metadata.name !== 'kubernetes' && !/kept/.test(x.metadata.name)), 'old range drained');
+    });
+
+    test('the kept ranges give out nothing after the run: 200 new Services land in the new range; a kept Service deleted lets its range go', { timeout: 600_000 }, async () => {
+      const plan = yaml.load(readFileSync(planPath, 'utf8')) as any;
+      const retire = plan.steps.find((x: any) => x.id === 'retire-kept-servicecidrs');
+      assert.ok(retire, 'the fixture\'s LoadBalancer Services are kept: the plan retires their ServiceCIDRs');
+      const kept: Array<{ name: string; cidrs: string[] }> = retire.serviceCIDRs;
+      const resource = api && api.version !== 'v1' ? `servicecidrs.${api.version}.networking.k8s.io` : 'servicecidrs';
+      // each is being deleted and, once the controller has seen it, says so: Ready False, reason Terminating
+      for (const k of kept) {
+        const sc = await eventually(`ServiceCIDR ${k.name} Ready=False/Terminating`, async () => {
+          const o = await getJSON(tb, ['get', resource, k.name]);
+          const ready = (o.status?.conditions ?? []).find((c: any) => c.type === 'Ready');
+          return ready?.status === 'False' && ready?.reason === 'Terminating' ? o : undefined;
+        }, 60_000, 500);
+        assert.ok(sc.metadata.deletionTimestamp, `${k.name} is being deleted`);
+        assert.deepEqual(sc.metadata.finalizers, ['networking.k8s.io/service-cidr-finalizer'], `${k.name} held by its finalizer`);
+      }
+      const inKept = (ip: string) => kept.some((k) => k.cidrs.some((c) => inRange(c, ip)));
+      // the kept Services keep their addresses
+      const keptServices = plan.mapping.filter((m: any) => m.action === 'keep' && m.from.some((a: string) => inKept(a)));
+      assert.ok(keptServices.length > 0, 'some Service is kept in the old range');
+      let byKey = await servicesByKey(tb);
+      for (const m of keptServices) assert.deepEqual((byKey.get(`${m.namespace}/${m.name}`) as any)?.spec.clusterIPs, m.from, `${m.namespace}/${m.name} keeps its address`);
+      // 200 Services with dynamic ClusterIPs: every one in the new range, none in a kept or old range
+      const ns = 'after-the-run';
+      const items = [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+        ...Array.from({ length: 200 }, (_, i) => ({ apiVersion: 'v1', kind: 'Service', metadata: { name: `new-${i}`, namespace: ns }, spec: { ports: [{ port: 80 }] } }))];
+      const f = join(dir, 'after-the-run.json');
+      writeFileSync(f, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+      const c = await tb.kubectl(['create', '-f', f], { timeoutMs: 300_000 });
+      assert.equal(c.code, 0, c.stderr);
+      const created = (await getJSON(tb, ['get', 'services', '-n', ns])).items;
+      assert.equal(created.length, 200);
+      const stray = created.filter((x: any) => !inRange(s.next, x.spec.clusterIP) || inRange(s.old, x.spec.clusterIP) || inKept(x.spec.clusterIP));
+      assert.deepEqual(stray.map((x: any) => `${x.metadata.name} ${x.spec.clusterIP}`), [], `every new Service in ${s.next}`);
+      // an explicit address inside a kept range is refused too
+      const used = new Set([...byKey.values()].flatMap((x: any) => x.spec.clusterIPs ?? []));
+      const free = kept.flatMap((k) => k.cidrs).flatMap((cidr) => {
+        const size = 2 ** (32 - Number(cidr.split('/')[1]));
+        return Array.from({ length: Math.max(0, size - 2) }, (_, i) => nthIP(cidr, i + 1)).filter((a) => !used.has(a));
+      })[0];
+      assert.ok(free, 'a free address inside a kept range');
+      writeFileSync(f, JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'explicit', namespace: ns }, spec: { clusterIP: free, ports: [{ port: 80 }] } }));
+      const e = await tb.kubectl(['create', '-f', f]);
+      assert.notEqual(e.code, 0, `an explicit ClusterIP ${free} inside a kept range being deleted was accepted`);
+      process.stderr.write(`# ${version}: explicit ClusterIP ${free} in a kept range refused: ${e.stderr.trim()}\n`);
+      // gone before the second run reads the cluster
+      assert.equal((await tb.kubectl(['delete', 'services', '--all', '-n', ns], { timeoutMs: 300_000 })).code, 0);
+      assert.equal((await tb.kubectl(['delete', 'namespace', ns, '--wait=false'])).code, 0);
+      // the kept Services of one kept range deleted: their addresses are released, and the range goes
+      const k = kept[0]!;
+      const holders = [...byKey.values()].filter((x: any) => (x.spec.clusterIPs ?? []).some((a: string) => a !== 'None' && k.cidrs.some((cidr) => inRange(cidr, a))));
+      assert.ok(holders.length > 0, `a Service holds an address in ${k.name}`);
+      for (const h of holders) assert.equal((await tb.kubectl(['delete', 'service', '-n', h.metadata.namespace, h.metadata.name])).code, 0);
+      const t0 = Date.now();
+      await eventually(`ServiceCIDR ${k.name} to finish deleting`, async () => (await tb.kubectl(['get', resource, k.name])).code !== 0, 90_000, 500);
+      process.stderr.write(`# ${version}: ${holders.map((h: any) => `${h.metadata.namespace}/${h.metadata.name}`).join(', ')} deleted; ServiceCIDR ${k.name} gone ${Math.round((Date.now() - t0) / 1000)} s later\n`);
+      byKey = await servicesByKey(tb);
+      for (const m of keptServices.filter((x: any) => !holders.some((h: any) => h.metadata.namespace === x.namespace && h.metadata.name === x.name))) {
+        assert.deepEqual((byKey.get(`${m.namespace}/${m.name}`) as any)?.spec.clusterIPs, m.from, `${m.namespace}/${m.name} still at its address`);
+      }
     });
 
     test('a second run, stopped at the apiserver gate, rolls back: every Service at its address again', async () => {

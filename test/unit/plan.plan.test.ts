@@ -144,6 +144,77 @@ describe('buildServicePlan: order', () => {
   });
 });
 
+describe('buildServicePlan: the kept ranges retired at the end', () => {
+  const plan = buildServicePlan(snapshot(TIERED), { target: '100.32.0.0/16' });
+
+  it('deletes the kept ServiceCIDRs after finalize-servicecidrs, before verify; creating them counts as done once it was reached', () => {
+    const r = plan.steps[idx(plan, 'retire-kept-servicecidrs')]!;
+    assert.equal(r.kind, 'retire-servicecidrs');
+    assert.equal(idx(plan, 'retire-kept-servicecidrs'), idx(plan, 'finalize-servicecidrs') + 1);
+    assert.equal(ids(plan).at(-1), 'verify');
+    assert.deepEqual(r.serviceCIDRs, [{ name: 'kube-renumber-keep-10-96-7-0-28', cidrs: ['10.96.7.0/28'], purpose: 'keep' }]);
+    assert.match(r.description, /gives out no new address/);
+    assert.match(r.rollback, /temporary name/);
+    assert.deepEqual(plan.steps[idx(plan, 'create-kept-servicecidrs')]!.supersededBy, ['retire-kept-servicecidrs']);
+    assert.deepEqual(plan.steps[idx(plan, 'create-target-servicecidr')]!.supersededBy, ['finalize-servicecidrs']);
+    assert.doesNotMatch(plan.steps[idx(plan, 'verify')]!.description, /Ready and kept/);
+  });
+
+  it('survives the YAML round trip, supersession included', () => {
+    const back = planFromYaml(planToYaml(plan));
+    assert.deepEqual(back.steps.map((s) => [s.id, s.kind, s.supersededBy]), plan.steps.map((s) => [s.id, s.kind, s.supersededBy]));
+  });
+
+  it('nothing kept in the old range: no such step', () => {
+    const p = buildServicePlan(snapshot(TIERED.filter((x) => x.name !== 'lb')), { target: '100.32.0.0/16' });
+    assert.ok(!ids(p).includes('retire-kept-servicecidrs') && !ids(p).includes('create-kept-servicecidrs'));
+    const moved = buildServicePlan(snapshot(TIERED), { target: '100.32.0.0/16', loadBalancers: 'move' });
+    assert.ok(!ids(moved).includes('retire-kept-servicecidrs'));
+  });
+
+  it('an existing ServiceCIDR holding a kept IP is retired with them, not drained before', () => {
+    const snap = snapshot(TIERED, {
+      serviceCIDRs: [
+        { name: 'kubernetes', cidrs: ['10.96.0.0/16'], apiVersion: 'networking.k8s.io/v1', deleting: false, ready: true },
+        { name: 'extra', cidrs: ['10.96.7.0/24'], apiVersion: 'networking.k8s.io/v1', deleting: false, ready: true },
+      ],
+    });
+    const p = buildServicePlan(snap, { target: '100.32.0.0/16' });
+    assert.ok(!ids(p).includes('create-kept-servicecidrs'), 'the existing one covers the kept IP');
+    assert.deepEqual(p.steps[idx(p, 'drain-old-servicecidrs')]!.serviceCIDRs!.map((s) => s.name), ['kubernetes']);
+    assert.deepEqual(p.steps[idx(p, 'retire-kept-servicecidrs')]!.serviceCIDRs, [{ name: 'extra', cidrs: ['10.96.7.0/24'], purpose: 'keep' }]);
+  });
+
+  it('a second run: the kept ServiceCIDR an earlier run retired still holds the IP, so none is created or retired for it', () => {
+    // after a first run 10.96.0.0/16 → 100.32.0.0/16 that kept ingress/lb: ServiceCIDR/kubernetes holds 100.32.0.0/16,
+    // and the kept one is being deleted, holding 10.96.7.7
+    const after = TIERED.map((x) => (x.name === 'lb' ? x : { ...x, clusterIPs: x.clusterIPs.map((a) => a.replace(/^10\.96\./, '100.32.')) }));
+    const snap = snapshot(after, {
+      ranges: [
+        { cidr: '100.32.0.0/16', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' },
+        { cidr: '10.96.7.0/28', role: 'service', source: 'ServiceCIDR/kube-renumber-keep-10-96-7-0-28', label: 'ServiceCIDR kube-renumber-keep-10-96-7-0-28 (being deleted)' },
+      ],
+      serviceCIDRs: [
+        { name: 'kubernetes', cidrs: ['100.32.0.0/16'], apiVersion: 'networking.k8s.io/v1', deleting: false, ready: true },
+        { name: 'kube-renumber-keep-10-96-7-0-28', cidrs: ['10.96.7.0/28'], apiVersion: 'networking.k8s.io/v1', deleting: true, ready: false },
+      ],
+      kubernetesServiceIPs: ['100.32.0.1'],
+      dnsService: { namespace: 'kube-system', name: 'kube-dns', clusterIPs: ['100.32.0.10'], foundBy: 'kubelet clusterDNS' },
+      clusterDNS: ['100.32.0.10'],
+      apiservers: [{ pod: 'kube-apiserver-cp1', serviceClusterIPRange: ['100.32.0.0/16'] }],
+      controllerManagers: [{ pod: 'kube-controller-manager-cp1', serviceClusterIPRange: ['100.32.0.0/16'] }],
+      kubeadm: { serviceSubnet: ['100.32.0.0/16'], kubeletClusterDNS: ['100.32.0.10'] },
+    });
+    const p = buildServicePlan(snap, { target: '172.24.0.0/16' });
+    assert.ok(p.steps.length > 0, p.preflight.filter((c) => c.status === 'fail').map((c) => c.message).join('; '));
+    assert.ok(!ids(p).includes('create-kept-servicecidrs'), ids(p).join(', '));
+    assert.ok(!ids(p).includes('retire-kept-servicecidrs'));
+    assert.deepEqual(p.steps[idx(p, 'drain-old-servicecidrs')]!.serviceCIDRs!.map((s) => s.name), ['kubernetes']);
+    assert.equal(p.mapping.find((m) => m.name === 'lb')!.action, 'keep');
+  });
+});
+
+
 describe('distribution patches', () => {
   const kops: Partial<Snapshot> = {
     platform: { kind: 'kops', title: 'kops', evidence: [], reserved: [] }, kubeadm: undefined,

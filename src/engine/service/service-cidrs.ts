@@ -1,13 +1,14 @@
 /**
  * The ServiceCIDRs of a Service CIDR move: gate enable-servicecidr-api (the API served, ServiceCIDR/kubernetes
  * Ready, every ClusterIP registered), steps create-servicecidrs (the new ones), drain-servicecidrs (the old ones
- * deleted, so nothing new is allocated there) and finalize-servicecidrs (ServiceCIDR/kubernetes on the new range,
- * the temporary one gone).
+ * deleted, so nothing new is allocated there), finalize-servicecidrs (ServiceCIDR/kubernetes on the new range,
+ * the temporary one gone) and retire-servicecidrs (the kept ones in the old range deleted: they keep their
+ * addresses and give out no new ones).
  */
 import type { KubeObject } from '../../cluster/types.ts';
 import { KubeApiError, type KubeClient } from '../../kube/client.ts';
 import { createObject, deleteObject, getObject, listAll, SERVICES } from '../../kube/resources.ts';
-import { contains, formatIP, parseIP, tryParseCidr, type Cidr } from '../../net/index.ts';
+import { cidrLast, contains, formatIP, parseIP, tryParseCidr, type Cidr, type IP } from '../../net/index.ts';
 import { MANAGED_LABEL, type PlanStep, type ServiceCIDRSpec } from '../../plan/plan.ts';
 import { RUN_LABEL } from '../covers.ts';
 import { readJournal, sinceLastRollback } from '../journal.ts';
@@ -210,6 +211,91 @@ export class ServiceCIDRSteps extends ServiceExecutorBase {
     };
   }
 
+  /**
+   * Step retire-servicecidrs: delete the ServiceCIDRs that keep kept IPs in the old range, once the run is
+   * otherwise over. Kubernetes keeps a ServiceCIDR being deleted for as long as an IPAddress inside it is covered
+   * by no other ServiceCIDR (kube-controller-manager's servicecidrs controller, finalizer
+   * networking.k8s.io/service-cidr-finalizer; its Ready condition turns False, reason Terminating), and the
+   * apiserver's allocator gives out no address from it, neither a dynamic one nor an explicit one: so the kept
+   * Services keep their addresses and nothing new lands in the old range. When the last kept Service in it goes,
+   * the ServiceCIDR goes too.
+   *
+   * The finalizer counts every ServiceCIDR containing an address, those being deleted included: two ServiceCIDRs
+   * being deleted at once that share an address could each let the other go, and the address would be left in
+   * none. So a ServiceCIDR sharing an address in use with another one being deleted is left as it is and named
+   * (retireBlockers). Deletes carry the uid read just before. Done when each is gone, being deleted, holds other
+   * CIDRs, or is left for that reason.
+   */
+  protected retireStep(p: PlanStep): Step {
+    const specs = p.serviceCIDRs ?? [];
+    const read = async (client: KubeClient) => {
+      const [all, ips] = await Promise.all([withRetry(() => listAll(client, this.SC)), withRetry(() => listAll(client, this.IPADDR))]);
+      return { all, ips: ips.map((a) => a.metadata!.name!) };
+    };
+    const pending = (all: readonly KubeObject[], ips: readonly string[]) => specs.flatMap((s) => {
+      const sc = all.find((x) => x.metadata?.name === s.name);
+      if (!sc || sc.metadata?.deletionTimestamp || (sc.spec?.cidrs ?? []).join(',') !== s.cidrs.join(',')) return [];
+      const blockers = retireBlockers(sc, all, ips);
+      return [{ spec: s, sc, blockers }];
+    });
+    const done = async (ctx: StepContext) => {
+      const { all, ips } = await read(ctx.client);
+      return pending(all, ips).every((x) => x.blockers.length > 0);
+    };
+    return {
+      id: p.id, title: p.description, kind: 'action',
+      check: done,
+      backup: async (ctx) => (await Promise.all(specs.map((s) => getObject(ctx.client, this.SC, s.name)))).filter((x): x is KubeObject => !!x),
+      apply: async (ctx) => {
+        for (const s of specs) {
+          // read again before each: the one deleted just before may now share an address with this one
+          const { all, ips } = await read(ctx.client);
+          const it = pending(all, ips).find((x) => x.spec.name === s.name);
+          if (!it) continue;
+          if (it.blockers.length > 0) {
+            ctx.log(`ServiceCIDR ${s.name} left as it is: ${it.blockers.slice(0, 3).join('; ')}${it.blockers.length > 3 ? ` and ${it.blockers.length - 3} more` : ''} `
+              + '(two ServiceCIDRs being deleted at once could each let the other go, leaving the address in none); it still gives out addresses');
+            continue;
+          }
+          await withRetry(() => deleteObject(ctx.client, this.SC, s.name, undefined, { uid: it.sc.metadata?.uid, dryRun: ctx.dryRun === 'server' }));
+        }
+      },
+      verify: async (ctx) => ((await done(ctx)) ? undefined : 'a kept ServiceCIDR in the old range was not deleted'),
+      rollback: (ctx) => this.restoreRetired(ctx, specs),
+    };
+  }
+
+  /**
+   * Rollback of retire-servicecidrs: each ServiceCIDR of the step that is being deleted or gone is made Ready again
+   * under its own name. A ServiceCIDR being deleted cannot be taken back, so a temporary one with the same CIDRs
+   * (`<name>-restore`) covers its addresses first; the finalizer then lets the one being deleted go (another
+   * ServiceCIDR holds the same range), it is created again, and the temporary one is deleted (released at once:
+   * the restored one covers it). Each part is read from the cluster, so a rollback killed midway runs again.
+   */
+  protected async restoreRetired(ctx: StepContext, specs: readonly ServiceCIDRSpec[]): Promise<void> {
+    const wait = { timeoutMs: Math.max(this.opts.timeoutMs, 60_000), intervalMs: 500 };
+    const create = (name: string, cidrs: string[], labels: Record<string, string>) => withRetry(() => createObject(ctx.client, this.SC, {
+      apiVersion: `networking.k8s.io/${this.scVersion}`, kind: 'ServiceCIDR', metadata: { name, labels }, spec: { cidrs },
+    }));
+    for (const s of specs) {
+      const temp = `${s.name}-restore`;
+      const sc = await getObject(ctx.client, this.SC, s.name);
+      const backup = ctx.backups.load({ apiVersion: sc?.apiVersion ?? `networking.k8s.io/${this.scVersion}`, kind: 'ServiceCIDR', name: s.name });
+      const labels: Record<string, string> = { ...(backup?.metadata?.labels ?? {}) };
+      if (sc && !sc.metadata?.deletionTimestamp) {
+        if (await getObject(ctx.client, this.SC, temp)) await withRetry(() => deleteObject(ctx.client, this.SC, temp));
+        continue;
+      }
+      if (sc) {
+        if (!(await getObject(ctx.client, this.SC, temp))) await create(temp, s.cidrs, { [MANAGED_LABEL]: 'true', ...(this.opts.token ? { [RUN_LABEL]: this.opts.token } : {}) });
+        await poll(`ServiceCIDR ${s.name} to go once ${temp} covers its addresses`, async () => ((await getObject(ctx.client, this.SC, s.name)) ? undefined : true), wait);
+      }
+      await create(s.name, s.cidrs, labels);
+      await poll(`ServiceCIDR ${s.name} to be Ready`, async () => (ServiceCIDRSteps.judgeServiceCIDR(await getObject(ctx.client, this.SC, s.name), s) === 'ready' ? true : undefined), wait);
+      if (await getObject(ctx.client, this.SC, temp)) await withRetry(() => deleteObject(ctx.client, this.SC, temp));
+    }
+  }
+
   /** Does any IPAddress sit inside these CIDRs that no other Ready ServiceCIDR covers? */
   protected async anyIPIn(client: KubeClient, cidrs: string[]): Promise<boolean> {
     const cs = cidrs.map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c);
@@ -221,4 +307,32 @@ export class ServiceCIDRSteps extends ServiceExecutorBase {
       return cs.some((c) => contains(c, ip)) && !others.some((o) => contains(o, ip));
     });
   }
+}
+
+/** Does ServiceCIDR `cidr` serve `ip`: inside it, and neither its network address nor (IPv4) its broadcast address. */
+export function servesIP(cidr: Cidr, ip: IP): boolean {
+  if (!contains(cidr, ip) || ip.value === cidr.network) return false;
+  return ip.family !== 4 || ip.value !== cidrLast(cidr);
+}
+
+/**
+ * Why ServiceCIDR `sc` must not be deleted now: each address in use (IPAddress names `ips`) that it serves and
+ * that another ServiceCIDR being deleted serves too, as "IP also in ServiceCIDR NAME, being deleted". Empty: it
+ * may go. The servicecidrs controller lets a ServiceCIDR being deleted go once every address in it is served by
+ * some other ServiceCIDR, counting those being deleted too (pkg/api/servicecidr ContainsAddress, used by
+ * canDeleteCIDR in pkg/controller/servicecidrs): two being deleted that share an address may both go.
+ */
+export function retireBlockers(sc: KubeObject, all: readonly KubeObject[], ips: readonly string[]): string[] {
+  const cidrsOf = (o: KubeObject) => ((o.spec?.cidrs ?? []) as string[]).map((c) => tryParseCidr(c)).filter((c): c is Cidr => !!c);
+  const mine = cidrsOf(sc);
+  const others = all.filter((o) => o.metadata?.name !== sc.metadata?.name && !!o.metadata?.deletionTimestamp).map((o) => ({ name: o.metadata?.name, cidrs: cidrsOf(o) }));
+  const out: string[] = [];
+  for (const a of ips) {
+    let ip: IP;
+    try { ip = parseIP(a); } catch { continue; }
+    if (!mine.some((c) => servesIP(c, ip))) continue;
+    const other = others.find((o) => o.cidrs.some((c) => servesIP(c, ip)));
+    if (other) out.push(`${formatIP(ip)} also in ServiceCIDR ${other.name}, being deleted`);
+  }
+  return out;
 }
