@@ -6,6 +6,7 @@
 // Application syncs with selfHeal gets a plan that starts with gate references; apply stops there (exit 7); once
 // they are fixed, resume passes it (and stops at the next gate, restart-apiservers).
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -19,6 +20,8 @@ import { kubeconfigWithToken } from './helpers.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { run } from '../unit/run-cli.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const NS = 'refs';

@@ -4,8 +4,11 @@
 // once the MultiCIDRServiceAllocator gate and its runtime-config are on (as on 1.29): the plan opens with that gate, the
 // test plays it, kube-dns and default/kubernetes move in place; verify; a second run rolled back.
 
+import { install } from '../../src/install.ts';
 import { OLDEST_VERSION } from '../testbed/build.ts';
 import { serviceScenario } from '../matrix/scenarios.ts';
+
+install();
 
 // 8 Services (the matrix runs 20): the gate, the v1alpha1 paths and every step are the same, in less of `npm test`'s time
 serviceScenario(OLDEST_VERSION, { old: '100.64.0.0/13', next: '172.24.0.0/15', second: '10.112.0.0/16', services: 8 });
