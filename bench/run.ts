@@ -4,8 +4,10 @@
 // table to stdout and, as the last stdout line, one JSON object with its figures; progress goes to stderr.
 // See docs/benchmarks.md.
 
-// Every pod path, installed before a scenario plans or runs (as the CLI does).
-import '../src/pod-paths/registry.ts';
+// Every platform and pod path, installed before a scenario plans or runs (as the CLI does).
+import { install } from '../src/install.ts';
+
+install();
 
 interface Scenario {
   summary: string;

@@ -58,7 +58,9 @@ const RUNNER = `
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 const [tree, outDir, spec] = process.argv.slice(1);
-for (const r of ['src/platforms/registry.ts', 'src/pod-paths/registry.ts']) if (existsSync(join(tree, r))) await import(join(tree, r));
+// a tree with src/install.ts installs its registries by calling install(); an older one by importing them
+if (existsSync(join(tree, 'src/install.ts'))) (await import(join(tree, 'src/install.ts'))).install();
+else for (const r of ['src/platforms/registry.ts', 'src/pod-paths/registry.ts']) if (existsSync(join(tree, r))) await import(join(tree, r));
 const { main } = await import(join(tree, 'src/cli/main.ts'));
 const { inputs, cases } = JSON.parse(spec);
 for (const input of inputs) {

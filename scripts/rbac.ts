@@ -5,7 +5,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { install } from '../src/install.ts';
 import { shippedRbac } from '../src/pod-paths/rbac.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 for (const f of shippedRbac()) {

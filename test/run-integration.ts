@@ -128,7 +128,7 @@ function main(argv: string[]): number | undefined {
   const t0 = Date.now();
   const held = new Set<string>();
   void schedule(list, concurrency, MAX_HEAVY, isHeavy, (f) => new Promise<void>((resolve) => {
-    const stream = run({ files: [join(ROOT, f)], concurrency: 1, cwd: ROOT, execArgv: ['--import', './src/pod-paths/registry.ts'] });
+    const stream = run({ files: [join(ROOT, f)], concurrency: 1, cwd: ROOT });
     stream.on('data', (ev: { type: string; data?: { nesting?: number; skip?: unknown; details?: { type?: string } } }) => {
       if (ev.type === 'test:summary') return;
       if ((ev.type === 'test:pass' || ev.type === 'test:fail') && ev.data?.details?.type !== 'suite') {

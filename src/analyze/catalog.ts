@@ -9,6 +9,8 @@
  * `suggest` avoids every entry.
  */
 export type Severity = 'error' | 'warning' | 'info';
+/** The severities, the gravest first. */
+export const SEVERITIES: readonly Severity[] = ['error', 'warning', 'info'];
 
 export interface KnownRange {
   cidr: string;

@@ -4,27 +4,36 @@
  * cobra's protocol, which kubectl's plugin completion expects: one candidate per line, then `:DIRECTIVE`
  * (0: the shell may also complete file names; 4: it must not).
  */
+import { SEVERITIES } from '../analyze/catalog.ts';
+import { POD_PATH_NAMES } from '../plan/pod-paths/registry.ts';
 import type { Command, Options } from './command.ts';
+import { STRATEGIES, TIER_ORDERS } from './commands/plan.ts';
+import { FAMILIES, SUGGEST_FOR } from './commands/suggest.ts';
+import { OUTPUT_FORMATS } from './output.ts';
+import { DRY_RUNS, EVENT_FORMATS } from './session.ts';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 
 const NO_FILES = 4;
 const FILES = 0;
 
-/** Values of the flags that take one of a few words. */
-const FLAG_VALUES: Readonly<Record<string, readonly string[]>> = {
-  output: ['table', 'wide', 'json', 'yaml'],
-  for: ['pods', 'services'],
-  'fail-on': ['error', 'warning', 'info'],
-  strategy: ['in-place', 'recreate'],
-  'tier-order': ['asc', 'desc'],
-  ipam: ['calico', 'node'],
-  'dry-run': ['none', 'client', 'server'],
-  family: ['4', '6'],
-  events: ['ndjson'],
-};
-/** Extra -o formats by command, where the command does not list them itself (Command.outputs). */
-const EXTRA_OUTPUT: Readonly<Record<string, readonly string[]>> = { plan: ['markdown'] };
+/**
+ * Values of the flags that take one of a few words: the lists their parsers accept, and the pod paths installed
+ * (src/install.ts), read when asked.
+ */
+export function flagValues(): Readonly<Record<string, readonly string[]>> {
+  return {
+    output: OUTPUT_FORMATS,
+    for: SUGGEST_FOR,
+    'fail-on': SEVERITIES,
+    strategy: STRATEGIES,
+    'tier-order': Object.keys(TIER_ORDERS),
+    ipam: POD_PATH_NAMES,
+    'dry-run': DRY_RUNS,
+    family: FAMILIES,
+    events: EVENT_FORMATS,
+  };
+}
 /** Flags whose value is a path: the shell completes file names. */
 const PATH_FLAGS = new Set(['kubeconfig', 'from-file', 'config', 'state-dir', 'targets']);
 
@@ -50,8 +59,9 @@ export function completeWords(words: readonly string[], commands: readonly Comma
   const long = (k: string) => `--${k}`;
   const valueOf = (flag: string): string[] | 'files' | undefined => {
     if (PATH_FLAGS.has(flag)) return 'files';
-    if (flag === 'output') return [...FLAG_VALUES.output!, ...(cmd.outputs ?? EXTRA_OUTPUT[cmd.name] ?? [])];
-    const v = FLAG_VALUES[flag];
+    const values = flagValues();
+    if (flag === 'output') return [...values.output!, ...(cmd.outputs ?? [])];
+    const v = values[flag];
     return v ? [...v] : undefined;
   };
   // --flag=VAL being typed

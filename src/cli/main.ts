@@ -1,5 +1,4 @@
-import '../platforms/registry.ts';
-import '../pod-paths/registry.ts';
+import { install } from '../install.ts';
 import { existsSync } from 'node:fs';
 import { arch, platform } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -177,6 +176,7 @@ export function defaultIo(): Io {
 
 /** Run the CLI; returns the exit code. Never throws. */
 export async function main(argv: string[], io: Io = defaultIo()): Promise<number> {
+  install();
   const verbose = isVerbose(argv);
   const prog = programName(io);
   // Last line of defence: no credential reaches stderr, whoever wrote the line; and every "kube-renumber COMMAND"

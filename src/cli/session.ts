@@ -93,7 +93,7 @@ export function checkFlags(values: Values): Flags {
   const ackGates = list(values, 'ack-gate');
   for (const g of ackGates) if (g.trim() === '') throw new UsageError('--ack-gate needs the id of a gate step of the plan');
   const events = str(values, 'events');
-  if (events !== undefined && events !== 'ndjson') throw new UsageError(`--events ${events} is not a known event format (use ndjson)`);
+  if (events !== undefined && !(EVENT_FORMATS as readonly string[]).includes(events)) throw new UsageError(`--events ${events} is not a known event format (use ndjson)`);
   if (events !== undefined && output !== 'table') throw new UsageError(`--events ndjson writes the events to stdout: it cannot go with -o ${output}`);
   return {
     output, dryRun, stateDir, clusterDomain, timeoutMs, rolloutTimeoutMs, propagationDelayMs, nodeIntervalMs, ackGates, only: list(values, 'only'), skip: list(values, 'skip'),
@@ -288,8 +288,12 @@ export async function withClusterJournal(values: Values, io: Io, pre: Prepared):
   checkJournalBelongs(pre.entries, `${join(pre.stateDir, 'journal.jsonl')} (with the cluster's copy)`, pre.id, pre.read.plan);
 }
 
+/** What --dry-run takes, and --events. */
+export const DRY_RUNS = ['none', 'client', 'server'] as const satisfies readonly DryRun[];
+export const EVENT_FORMATS = ['ndjson'] as const;
+
 export function parseDryRun(values: Values): DryRun {
   const v = str(values, 'dry-run') ?? 'none';
-  if (v !== 'none' && v !== 'client' && v !== 'server') throw new UsageError(`--dry-run=${v} must be none, client or server`);
-  return v;
+  if (!(DRY_RUNS as readonly string[]).includes(v)) throw new UsageError(`--dry-run=${v} must be none, client or server`);
+  return v as DryRun;
 }

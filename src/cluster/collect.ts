@@ -58,8 +58,12 @@ export interface Collected {
   };
 }
 
-/** "group/Kind" of the kinds some platform or IPAM owner reads (src/platform/registry.ts, src/ipam/registry.ts). */
-const KEPT_KINDS: ReadonlySet<string> = new Set([...platformResources(), ...ipamResources()].map((r) => objectKey(r.group, r.kind)));
+/** "group/Kind" of the kinds some platform or IPAM owner reads (src/platform/registry.ts, src/ipam/registry.ts): read when first asked, once the platforms are installed. */
+let keptKinds: ReadonlySet<string> | undefined;
+function isKeptKind(key: string): boolean {
+  keptKinds ??= new Set([...platformResources(), ...ipamResources()].map((r) => objectKey(r.group, r.kind)));
+  return keptKinds.has(key);
+}
 
 function groupOfApiVersion(apiVersion: unknown): string {
   return typeof apiVersion === 'string' && apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
@@ -161,7 +165,7 @@ function collectObject(p: Pass, o: KubeObject): void {
       // Distribution configs passed among the objects are treated as configs; kinds a platform or IPAM owner reads are kept.
       if (isDistroConfig(o)) c.configs.push(o);
       const key = objectKey(groupOfApiVersion(o.apiVersion), String(o.kind ?? ''));
-      if (KEPT_KINDS.has(key)) {
+      if (isKeptKind(key)) {
         const list = c.platform.objects.get(key);
         if (list) list.push(o);
         else c.platform.objects.set(key, [o]);

@@ -12,8 +12,8 @@ import { spawn } from 'node:child_process';
 import type { KubeObject } from '../cluster/types.ts';
 import { NODES } from '../kube/calico.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
-import { deleteObject, ENDPOINTSLICES, getObject, listAll, PODS, type ResourceType } from '../kube/resources.ts';
-import { DAEMONSETS, DEPLOYMENTS, JOBS, PODDISRUPTIONBUDGETS, STATEFULSETS, WORKLOAD_TYPES } from '../kube/workloads.ts';
+import { deleteObject, ENDPOINTSLICES, getObject, listAll, PODS } from '../kube/resources.ts';
+import { DEPLOYMENTS, JOBS, PODDISRUPTIONBUDGETS, WORKLOAD_TYPES } from '../kube/workloads.ts';
 import { contains, formatCidr, parseCidr, tryParseCidr, type Cidr } from '../net/index.ts';
 import {
   GATE_CONDITION_INFO, STEP_KINDS, type GateConditionInfo, type GateStep, type MigrationPlan, type PlanStep, type SharedPodStepKind, type StepKindInfo,
@@ -299,7 +299,7 @@ export class PodExecutor implements PodPathHosts {
       const want = new Set(workloads.filter((w) => w.kind === kind).map((w) => `${w.namespace}/${w.name}`));
       if (want.size === 0) continue;
       for (const o of await withRetry(() => listAll(client, WORKLOAD_TYPES[kind]))) {
-        if (want.has(`${o.metadata?.namespace}/${o.metadata?.name}`)) out.push({ ...o, apiVersion: 'apps/v1', kind });
+        if (want.has(`${o.metadata?.namespace}/${o.metadata?.name}`)) out.push(withKind(o, WORKLOAD_TYPES[kind]));
       }
     }
     return out;
@@ -471,7 +471,7 @@ export class PodExecutor implements PodPathHosts {
 
   private async cordon(ctx: StepContext, n: KubeObject): Promise<void> {
     if (n.spec?.unschedulable === true) return;
-    backUpLate(ctx, [withKind(n, 'nodes')]);
+    backUpLate(ctx, [withKind(n, NODES)]);
     await this.patchNode(ctx, n.metadata!.name!, { unschedulable: true });
   }
 
@@ -487,7 +487,7 @@ export class PodExecutor implements PodPathHosts {
    * old range's, or NEW's on the way back).
    */
   private async cordonForDrain(ctx: StepContext, n: KubeObject, step: string, dir: NodeDirection = this.forward): Promise<void> {
-    backUpLate(ctx, [withKind(n, 'nodes')], step);
+    backUpLate(ctx, [withKind(n, NODES)], step);
     // One listing of every node serves all the drains of a step that start together (a wave): at 1,000 nodes, a
     // wave of 100 each listing every Node read ~400 MB from the apiserver. Reused while under 30 s old, and only
     // once it found a moved node ready (until then each drain looks again).
@@ -501,7 +501,7 @@ export class PodExecutor implements PodPathHosts {
         // Once a node that moved can take pods, cordon every node still to move so evicted pods land only where they go.
         if (anyNew) {
           await mapLimit(nodes.filter((y) => dir.leaving(y)), 8, async (x) => {
-            await this.cordon(ctx, withKind(x, 'nodes'));
+            await this.cordon(ctx, withKind(x, NODES));
             entry.cordoned.add(x.metadata!.name!);
           });
         }
@@ -513,7 +513,7 @@ export class PodExecutor implements PodPathHosts {
     }
     await e.p;
     // this node, unless the listing cordoned it (it registered after the listing, or no moved node was ready)
-    if (!e.cordoned.has(n.metadata!.name!)) await this.cordon(ctx, withKind(n, 'nodes'));
+    if (!e.cordoned.has(n.metadata!.name!)) await this.cordon(ctx, withKind(n, NODES));
   }
 
   /** One node's drain: cordoned, its pods evicted (budgets respected), the Node deleted, what is left on it deleted. */
@@ -541,7 +541,7 @@ export class PodExecutor implements PodPathHosts {
     const node = await getObject(ctx.client, NODES, it.name);
     for (const x of left) {
       if (node && !dir.leaving(node) && !ipsOf(x).some((a) => inAny(dir.leaves, a))) continue;
-      if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) backUpLate(ctx, [withKind(x, 'pods')], step);
+      if (!(x.metadata?.ownerReferences ?? []).some((r) => r.controller)) backUpLate(ctx, [withKind(x, PODS)], step);
       await this.removePod(ctx, x);
     }
     mark('leftovers');
@@ -550,7 +550,7 @@ export class PodExecutor implements PodPathHosts {
   /** Every node in the old range and the step's nodes, to back up before a drain. */
   private async drainBackup(ctx: StepContext, items: readonly NodeItem[]): Promise<KubeObject[]> {
     const names = new Set(items.map((x) => x.name));
-    return (await withRetry(() => listAll(ctx.client, NODES))).filter((x) => this.nodeOld(x) || names.has(x.metadata!.name!)).map((x) => withKind(x, 'nodes'));
+    return (await withRetry(() => listAll(ctx.client, NODES))).filter((x) => this.nodeOld(x) || names.has(x.metadata!.name!)).map((x) => withKind(x, NODES));
   }
 
   /** Are all of `items` true of `cond`? (Read concurrently: a wave of 100 nodes is read in one round trip's time.) */
@@ -578,7 +578,7 @@ export class PodExecutor implements PodPathHosts {
       await this.refuseFailingJobs(ctx, pods, `on nodes ${items.map((it) => it.name).join(', ')} (one wave)`);
       if (ctx.dryRun !== 'client') {
         // the wave's nodes cordoned together (16 at a time), before any of them is drained
-        await mapLimit(leaving, 16, async (n) => { backUpLate(ctx, [withKind(n, 'nodes')], step); await this.cordon(ctx, withKind(n, 'nodes')); });
+        await mapLimit(leaving, 16, async (n) => { backUpLate(ctx, [withKind(n, NODES)], step); await this.cordon(ctx, withKind(n, NODES)); });
       }
     }
     const t0 = Date.now();
@@ -931,7 +931,8 @@ export class PodExecutor implements PodPathHosts {
     if (left.length > 0) problems.push(`${left.length} pod(s) still have addresses in ${this.spec.from.join(', ')} (${left.slice(0, 3).map((x) => `${x.metadata?.namespace}/${x.metadata?.name}`).join(', ')})`);
     problems.push(...await podPathEngine(this.spec.ipam).endState(this, client, ctx));
     const notReady: string[] = [];
-    for (const [t, kind] of [[DEPLOYMENTS, 'Deployment'], [STATEFULSETS, 'StatefulSet'], [DAEMONSETS, 'DaemonSet']] as Array<[ResourceType, string]>) {
+    for (const t of Object.values(WORKLOAD_TYPES)) {
+      const kind = t.kind;
       for (const o of await withRetry(() => listAll(client, t))) {
         const s = o.status ?? {};
         const want = kind === 'DaemonSet' ? s.desiredNumberScheduled ?? 0 : o.spec?.replicas ?? 1;

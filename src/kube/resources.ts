@@ -13,16 +13,21 @@ export interface ResourceType {
   namespaced: boolean;
 }
 
-export const SERVICES: ResourceType = { group: '', version: 'v1', plural: 'services', namespaced: true };
-export const PODS: ResourceType = { group: '', version: 'v1', plural: 'pods', namespaced: true };
-export const ENDPOINTSLICES: ResourceType = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices', namespaced: true };
-export const EVENTS: ResourceType = { group: '', version: 'v1', plural: 'events', namespaced: true };
-export const CONFIGMAPS: ResourceType = { group: '', version: 'v1', plural: 'configmaps', namespaced: true };
-export function serviceCIDRs(version: string): ResourceType {
-  return { group: 'networking.k8s.io', version, plural: 'servicecidrs', namespaced: false };
+/** A resource with the kind of its objects: every such constant is also an entry of the kind table (src/kube/kinds.ts). */
+export interface KindResource extends ResourceType {
+  kind: string;
 }
-export function ipAddresses(version: string): ResourceType {
-  return { group: 'networking.k8s.io', version, plural: 'ipaddresses', namespaced: false };
+
+export const SERVICES: KindResource = { group: '', version: 'v1', plural: 'services', namespaced: true, kind: 'Service' };
+export const PODS: KindResource = { group: '', version: 'v1', plural: 'pods', namespaced: true, kind: 'Pod' };
+export const ENDPOINTSLICES: KindResource = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices', namespaced: true, kind: 'EndpointSlice' };
+export const EVENTS: KindResource = { group: '', version: 'v1', plural: 'events', namespaced: true, kind: 'Event' };
+export const CONFIGMAPS: KindResource = { group: '', version: 'v1', plural: 'configmaps', namespaced: true, kind: 'ConfigMap' };
+export function serviceCIDRs(version: string): KindResource {
+  return { group: 'networking.k8s.io', version, plural: 'servicecidrs', namespaced: false, kind: 'ServiceCIDR' };
+}
+export function ipAddresses(version: string): KindResource {
+  return { group: 'networking.k8s.io', version, plural: 'ipaddresses', namespaced: false, kind: 'IPAddress' };
 }
 
 export function collectionPath(t: ResourceType, namespace?: string): string {

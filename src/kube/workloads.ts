@@ -4,22 +4,18 @@
  */
 import type { KubeObject } from '../cluster/types.ts';
 import type { KubeClient } from './client.ts';
-import { objectPath, PODS, type ResourceType } from './resources.ts';
+import { objectPath, PODS, type KindResource, type ResourceType } from './resources.ts';
 
-export const DEPLOYMENTS: ResourceType = { group: 'apps', version: 'v1', plural: 'deployments', namespaced: true };
-export const STATEFULSETS: ResourceType = { group: 'apps', version: 'v1', plural: 'statefulsets', namespaced: true };
-export const DAEMONSETS: ResourceType = { group: 'apps', version: 'v1', plural: 'daemonsets', namespaced: true };
-export const REPLICASETS: ResourceType = { group: 'apps', version: 'v1', plural: 'replicasets', namespaced: true };
-export const JOBS: ResourceType = { group: 'batch', version: 'v1', plural: 'jobs', namespaced: true };
-export const CRONJOBS: ResourceType = { group: 'batch', version: 'v1', plural: 'cronjobs', namespaced: true };
-export const PODDISRUPTIONBUDGETS: ResourceType = { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', namespaced: true };
+export const DEPLOYMENTS: KindResource = { group: 'apps', version: 'v1', plural: 'deployments', namespaced: true, kind: 'Deployment' };
+export const STATEFULSETS: KindResource = { group: 'apps', version: 'v1', plural: 'statefulsets', namespaced: true, kind: 'StatefulSet' };
+export const DAEMONSETS: KindResource = { group: 'apps', version: 'v1', plural: 'daemonsets', namespaced: true, kind: 'DaemonSet' };
+export const REPLICASETS: KindResource = { group: 'apps', version: 'v1', plural: 'replicasets', namespaced: true, kind: 'ReplicaSet' };
+export const JOBS: KindResource = { group: 'batch', version: 'v1', plural: 'jobs', namespaced: true, kind: 'Job' };
+export const CRONJOBS: KindResource = { group: 'batch', version: 'v1', plural: 'cronjobs', namespaced: true, kind: 'CronJob' };
+export const PODDISRUPTIONBUDGETS: KindResource = { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', namespaced: true, kind: 'PodDisruptionBudget' };
 
-/** The workload kinds a pod template restart applies to, by kind. */
-export const WORKLOAD_TYPES: Readonly<Record<'Deployment' | 'StatefulSet' | 'DaemonSet', ResourceType>> = {
-  Deployment: DEPLOYMENTS,
-  StatefulSet: STATEFULSETS,
-  DaemonSet: DAEMONSETS,
-};
+/** The workload kinds a pod template restart applies to, by their kind. */
+export const WORKLOAD_TYPES = Object.fromEntries([DEPLOYMENTS, STATEFULSETS, DAEMONSETS].map((t) => [t.kind, t])) as Readonly<Record<'Deployment' | 'StatefulSet' | 'DaemonSet', KindResource>>;
 
 /** POST here evicts the pod (policy/v1 Eviction): the API server checks PodDisruptionBudgets first. */
 export function evictionPath(namespace: string, pod: string): string {

@@ -151,7 +151,7 @@ export function buildPodSection(snap: Snapshot, opts: PodPlanOptions): PodPlanSe
   Object.assign(spec, sized.section);
   checks.push(...sized.checks);
   checks.push(podGrowthCheck(snap, target, opts.nodeMaskSize));
-  checks.push(...podEnvironmentChecks(snap, target, old.from, newText, path, dns, opts.serviceAfter));
+  checks.push(...podEnvironmentChecks(snap, target, old.from, newText, path, dns));
   checks.push(...distroPodChecks(snap, spec, opts.serviceAfter));
 
   const lists = podStepLists(path, spec, distributionOf(snap), podPatches(snap, spec, opts.serviceAfter));
@@ -211,16 +211,13 @@ function podConflictCheck(snap: Snapshot, opts: PodPlanOptions, target: Map<Fami
     : pass('pod-target-conflicts', `${newText.join(',')} overlaps no cluster range, well-known network or --avoid range and holds no live address (ClusterIP, pod IP, node address)`, true);
 }
 
-/** Checks of what else depends on the pod range: kube-proxy's clusterCIDR, kOps nonMasqueradeCIDR, unread configuration, the DNS Deployment. */
+/** Checks of what else depends on the pod range: kube-proxy's clusterCIDR, unread configuration, the DNS Deployment (the platform's own: distroPodChecks). */
 function podEnvironmentChecks(
   snap: Snapshot, target: Map<Family, Cidr>, from: Cidr[], newText: string[], path: PodPath, dns: string | undefined,
-  serviceAfter?: ReadonlyMap<Family, Cidr>,
 ): PreflightCheck[] {
   const checks: PreflightCheck[] = [];
   const kubeProxy = kubeProxyCheck(snap, target, from, newText, path);
   if (kubeProxy) checks.push(kubeProxy);
-  const nonMasquerade = kopsNonMasqueradeCheck(snap, target, newText, serviceAfter);
-  if (nonMasquerade) checks.push(nonMasquerade);
   const unread = distroConfigCheck(snap);
   if (unread) checks.push(unread);
   checks.push(dns
@@ -271,22 +268,6 @@ export function kubeProxyAfter(current: string, to: readonly string[]): string {
   }
   for (const t of to) if (!out.includes(t)) out.push(t);
   return out.join(',');
-}
-
-/**
- * Check `pod-kops-nonmasquerade`: the kOps nonMasqueradeCIDR (when known) contains NEW when the pods move: today's, or
- * the one the Service part of the same plan sets at gate restart-apiservers (patch kops-service-range).
- */
-function kopsNonMasqueradeCheck(snap: Snapshot, target: Map<Family, Cidr>, newText: string[], serviceAfter?: ReadonlyMap<Family, Cidr>): PreflightCheck | undefined {
-  if (!snap.kops?.nonMasqueradeCIDR) return undefined;
-  const bySvc = serviceAfter ? distributionPlanner(snap).serviceContext?.(snap, serviceAfter, target)?.nonMasqueradeCIDR : undefined;
-  const current = bySvc || snap.kops.nonMasqueradeCIDR;
-  const what = bySvc ? `kOps nonMasqueradeCIDR ${current} (set with the Service range at gate restart-apiservers, patch kops-service-range)` : `kOps nonMasqueradeCIDR ${current}`;
-  const nm = tryParseCidr(current);
-  const outside = [...target.values()].filter((t) => nm && nm.family === t.family && !contains(nm, t));
-  return outside.length > 0
-    ? { id: 'pod-kops-nonmasquerade', status: 'warn', message: `${what} does not contain ${outside.map(formatCidr).join(',')}: traffic from NEW would be masqueraded`, fix: 'the pod-cidr-config gate changes nonMasqueradeCIDR with podCIDR (patch kops-pod-cidr)' }
-    : pass('pod-kops-nonmasquerade', `${what} contains ${newText.join(',')}`);
 }
 
 /** What a distribution's pod patches and pod checks are computed from. */

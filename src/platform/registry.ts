@@ -18,7 +18,7 @@ export function installPlatforms(list: readonly Platform[]): void {
 
 /** The installed platforms, in detection order. */
 export function platforms(): readonly Platform[] {
-  if (INSTALLED.length === 0) throw new Error('no platform installed: import src/platforms/registry.ts first');
+  if (INSTALLED.length === 0) throw new Error('no platform installed: call install() (src/install.ts) first');
   return INSTALLED;
 }
 

@@ -6,8 +6,9 @@
  * reserves, what it refuses and why, the configuration its planner patches and the commands at its gates; its id
  * merged into PlatformIds by `declare module`) and one line here.
  *
- * Importing this module installs every platform into the layers below (the cluster model's detection, the
- * readiness facts of inspect and the planners' registry); src/pod-paths/registry.ts imports it, so the CLI, the benchmarks and the tests have them.
+ * installPlatformModules() installs every platform into the layers below (the cluster model's detection, the
+ * readiness facts of inspect and the planners' registry); src/install.ts calls it, for the CLI, the library, the
+ * benchmarks and the tests. Importing this module does nothing else.
  */
 import { installPlatformReadinessFact } from '../analyze/readiness.ts';
 import { installPlanner } from '../plan/distributions/registry.ts';
@@ -41,7 +42,14 @@ export const PLATFORM_MODULES: { readonly [I in PlatformId]: PlatformModule<I> }
   generic,
 };
 
-const modules = Object.values(PLATFORM_MODULES) as PlatformModule[];
-installPlatforms(modules.map((m) => m.platform));
-modules.forEach((m, i) => installPlanner(m.platform.kind, m.planner, i === modules.length - 1));
-for (const m of modules) if (m.readiness) installPlatformReadinessFact(m.platform.kind, m.readiness);
+let installed = false;
+
+/** Installs every platform into the layers below, once (a second call does nothing). */
+export function installPlatformModules(): void {
+  if (installed) return;
+  installed = true;
+  const modules = Object.values(PLATFORM_MODULES) as PlatformModule[];
+  installPlatforms(modules.map((m) => m.platform));
+  modules.forEach((m, i) => installPlanner(m.platform.kind, m.planner, i === modules.length - 1));
+  for (const m of modules) if (m.readiness) installPlatformReadinessFact(m.platform.kind, m.readiness);
+}

@@ -3,11 +3,12 @@
  * compiler ask for its module here. A new path is one folder under src/pod-paths/ (its kinds, planner and
  * executors; its id, spec section and kinds merged into the plan's types by `declare module`) and one line here.
  *
- * Importing this module installs every path into the layers below (the planners, the executors, the step kinds
- * and gate conditions), and every platform (src/platforms/registry.ts): the CLI, the benchmarks and the tests import
- * it before anything reads a cluster, plans or runs.
+ * installPodPathModules() installs every path into the layers below (the planners, the executors, the step kinds and
+ * gate conditions, the kinds its steps back up); src/install.ts calls it, with the platforms' installer, for the CLI,
+ * the library, the benchmarks and the tests before anything reads a cluster, plans or runs. Importing this module
+ * does nothing else.
  */
-import '../platforms/registry.ts';
+import { installKinds } from '../kube/kinds.ts';
 import { installPodPathEngine } from '../engine/pod-paths/registry.ts';
 import type { PodPathId } from '../ipam/types.ts';
 import { installPodPathPlanner } from '../plan/pod-paths/registry.ts';
@@ -25,8 +26,16 @@ export const POD_PATH_MODULES: { readonly [I in PodPathId]: PodPathModule<I> } =
   'cilium-multi-pool': ciliumMultiPool,
 };
 
-for (const m of Object.values(POD_PATH_MODULES) as PodPathModule[]) {
-  installPathKinds(m.plan.id, m.stepKinds ?? {}, m.gateConditions ?? {});
-  installPodPathPlanner(m.plan);
-  installPodPathEngine(m.engine);
+let installed = false;
+
+/** Installs every pod path into the layers below, once (a second call does nothing). */
+export function installPodPathModules(): void {
+  if (installed) return;
+  installed = true;
+  for (const m of Object.values(POD_PATH_MODULES) as PodPathModule[]) {
+    installPathKinds(m.plan.id, m.stepKinds ?? {}, m.gateConditions ?? {});
+    installPodPathPlanner(m.plan);
+    installPodPathEngine(m.engine);
+    installKinds(m.kinds);
+  }
 }

@@ -10,7 +10,7 @@
  * mapping (old → new) and steps with the gates marked.
  */
 import { createHash } from 'node:crypto';
-import { CATALOG, type AvoidRange, type Severity } from '../analyze/catalog.ts';
+import { CATALOG, SEVERITIES, type AvoidRange, type Severity } from '../analyze/catalog.ts';
 import type { Conflict, ConflictSide } from '../analyze/conflicts.ts';
 import type { InspectReport } from '../analyze/inspect.ts';
 import { familyName, formatCidr, overlaps, parseCidr, tryParseCidr, type Cidr, type Family } from '../net/index.ts';
@@ -30,7 +30,6 @@ const PRIVATE_RANGES: ReadonlyArray<{ cidr: string; name: string }> = [
   { cidr: 'fc00::/7', name: 'unique local (ULA)' },
 ];
 
-const SEVERITIES: Severity[] = ['error', 'warning', 'info'];
 
 const ROLE_OF_WHAT: ReadonlyArray<[string, MapRole]> = [
   ['service range', 'service'], ['pod range', 'pod'], ['Calico pool', 'pool'], ['node network', 'node'],

@@ -7,6 +7,7 @@
 //
 // It prints one JSON line `{"faults":…}` with the figures (docs/reliability.md quotes one run).
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,8 @@ import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
 import { kubeconfigWithToken } from './helpers.ts';
 import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, inRange } from './pod-helpers.ts';
+
+install();
 
 const SVC_OLD = '10.96.0.0/16';
 const SVC_NEW = '10.100.0.0/16';

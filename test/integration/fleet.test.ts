@@ -4,6 +4,7 @@
 // three through their gates; a failure in one cluster stops the other at a step boundary and the next run resumes
 // both; each passes verify with every Service and workload still there.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,8 @@ import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, grantRecreate, migrateKubeconfig, ROOT } from './pod-helpers.ts';
 import { formatIP, ipFrom, overlaps, parseCidr } from '../../src/net/index.ts';
+
+install();
 
 const SVC = '10.96.0.0/16';
 const PODS = ['10.244.0.0/16', '10.244.0.0/16', '10.244.0.0/17'];

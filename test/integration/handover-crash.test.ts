@@ -19,6 +19,9 @@ import { fullRun } from '../testbed/background.ts';
 import { run } from '../unit/run-cli.ts';
 import { assertHandedOver, cli, handoverPicture, killFigures, KillSweep, type KillPoint, udpServedDeployments, withHistory, writeServicePlan } from './helpers.ts';
 import { getJSON } from './pod-helpers.ts';
+import { install } from '../../src/install.ts';
+
+install();
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';

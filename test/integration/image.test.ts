@@ -7,6 +7,7 @@
 // mounts them, the kubeconfig as a mounted file) applies a Pod CIDR plan (Calico) on the real control plane and
 // `verify` passes.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -20,6 +21,8 @@ import { CA_BUNDLE, type ImageSummary } from '../../scripts/image.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { assertAllPodsIn, assertWorkloadsReady, ROOT } from './pod-helpers.ts';
+
+install();
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');

@@ -3,6 +3,7 @@
 // token and CA where a pod finds them, no kubeconfig, against the real apiserver, as the Job's ServiceAccount
 // bound by the shipped roles. The plan (a Pod CIDR move, Calico) runs to its end and passes verify.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,8 @@ import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { inPod } from './helpers.ts';
 import { assertAllPodsIn, assertWorkloadsReady, grantRecreate, ROOT } from './pod-helpers.ts';
+
+install();
 
 const OLD = '10.244.0.0/16';
 const NEW = '10.50.0.0/16';

@@ -6,6 +6,7 @@
 // kube-controller-manager with the flags a k3s/RKE2 server renders from them. Then: every Service and every pod in
 // the new range, as many pods as before, verify passes. 4 nodes, moved in waves of 2 by the re-registration hook.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,8 @@ import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { restartAllWorkloads } from './helpers.ts';
 import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, ROOT } from './pod-helpers.ts';
+
+install();
 
 const SVC_OLD = '10.43.0.0/16';
 const SVC_NEW = '10.100.0.0/16';

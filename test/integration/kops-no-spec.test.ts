@@ -3,6 +3,7 @@
 // kOps state store and never in the API. `plan` reads it live and writes the plan: the kOps patches name the
 // fields for `kops edit cluster`, and a pre-flight check says the spec was not read and how to provide it.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,8 @@ import { useTestbed } from '../testbed/harness.ts';
 import { planFromYaml } from '../../src/plan/render.ts';
 import type { MigrationPlan } from '../../src/plan/plan.ts';
 import { run } from '../unit/run-cli.ts';
+
+install();
 
 const SVC_OLD = '100.64.0.0/13';
 const POD_OLD = '100.96.0.0/11';

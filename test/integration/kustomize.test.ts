@@ -3,6 +3,7 @@
 // overlay like overlays/eu-1 with a real plan of the testbed gives that plan byte for byte and the image by
 // digest; the real apiserver accepts what it renders (server-side dry run).
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,8 @@ import { binDir } from '../testbed/build.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { ROOT } from './pod-helpers.ts';
+
+install();
 
 const kubectl = () => join(binDir(), 'kubectl');
 

@@ -7,6 +7,7 @@
 //
 // It prints one JSON line `{"limiter":…}` with the figures (docs/reliability.md quotes one run).
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,8 @@ import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { kubeconfigWithToken, restartAllWorkloads } from './helpers.ts';
 import { getJSON, inRange } from './pod-helpers.ts';
+
+install();
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';

@@ -8,6 +8,7 @@
 // No speaker runs (the testbed's nodes are kwok's): no packet goes to the pool's addresses (TEST-NET-1).
 // Part of `npm test`: the controller is built by `build-all --background` (or here, when missing).
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,8 @@ import { startMetalLB, type MetalLB } from '../testbed/metallb.ts';
 import { ensureMetalLBBuilt, METALLB_VERSION } from '../testbed/metallb-build.ts';
 import { run } from '../unit/run-cli.ts';
 import { getJSON, inRange } from './pod-helpers.ts';
+
+install();
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';

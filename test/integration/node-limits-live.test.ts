@@ -3,6 +3,7 @@
 // (both through their CRDs, minimal definitions served by the apiserver), cluster-autoscaler's --nodes flags on its
 // pod and its status ConfigMap in kube-system. `suggest` then sizes the pod range for the largest.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -14,6 +15,8 @@ import { connect } from '../../src/kube/client.ts';
 import { readLiveInventory } from '../../src/kube/discover.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { kubeconfigWithToken } from './helpers.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

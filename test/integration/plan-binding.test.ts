@@ -3,6 +3,7 @@
 // dry run leaves no state behind; an unlabelled Service squatting a cover's name stops the run and is left as it
 // was; rollback then apply of the same plan moves every Service again, through to a passing verify.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,8 @@ import { run } from '../unit/run-cli.ts';
 import { restartAllWorkloads, servicesByKey } from './helpers.ts';
 import { backupFileName } from '../../src/engine/backup.ts';
 import { planId } from '../../src/cli/commands/apply.ts';
+
+install();
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';

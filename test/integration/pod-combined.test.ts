@@ -1,6 +1,7 @@
 // One combined plan moves the Service CIDR and the Pod CIDR (Calico) end to end: one restart of every pod
 // picks up the new DNS IP, the new Service variables and an address in the new pod range together.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,8 @@ import { useTestbed } from '../testbed/harness.ts';
 import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
 import { assertAllPodsIn, assertWorkloadsReady, getJSON, inRange } from './pod-helpers.ts';
+
+install();
 
 const SVC_OLD = '10.96.0.0/16';
 const SVC_NEW = '10.100.0.0/16';

@@ -14,6 +14,7 @@
 //
 // It prints one JSON line `{"nodeKills":…}` with the figures (docs/reliability.md quotes one run).
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +26,8 @@ import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
 import { cli, type KillPoint } from './helpers.ts';
 import { activePodNetworkPods, assertAllPodsIn, assertNoWorkloadRestartedTwice, assertWorkloadsReady, getJSON, grantRecreate, inRange, migrateKubeconfig, ROOT, rollouts } from './pod-helpers.ts';
+
+install();
 
 const OLD = '10.244.0.0/16';
 const NEW = '10.60.0.0/16';

@@ -3,6 +3,7 @@
 // right after its first state chunk (helpers.ts KILL_POINTS, in turn). The pod count must be equal. Resuming again and again must end in the same state as an
 // uninterrupted run, with nothing lost: every workload back, the bare pod back, every pod in NEW.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,8 @@ import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
 import { cli, KILL_POINTS, killFigures, KillSweep, withHistory } from './helpers.ts';
 import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, inRange } from './pod-helpers.ts';
+
+install();
 
 const OLD = '10.244.0.0/16';
 const NEW = '10.50.0.0/16';

@@ -3,6 +3,7 @@
 // evicted pod as a failure). The wave is refused before any of its nodes is touched, naming the Job; with the
 // backoffLimit raised to 2 the same run goes on, and the Job lives.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,8 @@ import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { getJSON, ROOT } from './pod-helpers.ts';
+
+install();
 
 const OLD = '10.244.0.0/16';
 const NEW = '10.62.0.0/16';

@@ -3,6 +3,7 @@
 // PDBs; pod IPs from IPPools through per-node blocks (Calico's own calico-ipam plugin); run under the
 // shipped least-privilege roles. A watcher follows every PodDisruptionBudget: none may ever be violated.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,8 @@ import { watchPDBs, type PDBWatcher } from '../testbed/pdb-watch.ts';
 import { populateWorkloads, type WorkloadSummary } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
 import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, grantRecreate, migrateKubeconfig } from './pod-helpers.ts';
+
+install();
 
 const SVC = '10.96.0.0/16';
 

@@ -4,6 +4,7 @@
 // CIDRs the operator allocated to their node. kube-renumber runs under the shipped least-privilege roles; a watcher
 // follows every PodDisruptionBudget. Skipped (with the reason) only when the operator is not built.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,8 @@ import { eventually, useTestbed } from '../testbed/harness.ts';
 import { watchPDBs, type PDBWatcher } from '../testbed/pdb-watch.ts';
 import { run } from '../unit/run-cli.ts';
 import { activePodNetworkPods, assertAllPodsIn, assertWorkloadsReady, inRange, migrateKubeconfig } from './pod-helpers.ts';
+
+install();
 
 const operator = ciliumOperatorPath();
 const OLD = '10.10.0.0/16';

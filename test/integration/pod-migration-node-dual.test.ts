@@ -4,6 +4,7 @@
 // stand-in, node-ipam.ts). The plan moves both families at once with node podCIDR sizes per family; every node
 // is drained, deleted, re-registered by the hook and given one podCIDR per family in NEW.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,8 @@ import { useTestbed } from '../testbed/harness.ts';
 import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
 import { activePodNetworkPods, assertWorkloadsReady, getJSON, ROOT } from './pod-helpers.ts';
+
+install();
 
 const OLD = ['10.244.0.0/16', 'fd00:10:244::/56'];
 const NEW = ['10.245.0.0/16', 'fd00:10:245::/56'];

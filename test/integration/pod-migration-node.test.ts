@@ -4,6 +4,7 @@
 // (--max-unavailable 25%, each wave spread over both zones), then kcm allocates from NEW. A watcher follows every
 // PodDisruptionBudget: none may ever be violated.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,8 @@ import { populateWorkloads, type WorkloadSummary } from '../testbed/workloads.ts
 import { readJournal } from '../../src/engine/journal.ts';
 import { run } from '../unit/run-cli.ts';
 import { assertAllPodsIn, assertWorkloadsReady, getJSON, inRange, ROOT } from './pod-helpers.ts';
+
+install();
 
 const SVC = '10.96.0.0/16';
 

@@ -7,6 +7,7 @@
 // podCIDR patch, with a Node delete in flight and before a node report's fsync, and run again: every node is back in the old range with as many pods as before, and a third rollback has nothing
 // left to undo.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,8 @@ import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
 import { cli, killFigures, type KillPoint } from './helpers.ts';
 import { activePodNetworkPods, assertAllPodsIn, assertNoWorkloadRestartedTwice, assertWorkloadsReady, getJSON, inRange, ROOT, rollouts } from './pod-helpers.ts';
+
+install();
 
 const OLD = '10.244.0.0/16';
 const NEW = '10.61.0.0/16';

@@ -9,6 +9,7 @@
 // --read-helm-releases: the read role cannot list Secrets (exit 5, the opt-in file named), the opt-in file
 // deploy/rbac-helm-releases.yaml can, and the gate, checked by kube-renumber-migrate, reads the release again.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -23,6 +24,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { run } from '../unit/run-cli.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const NS = 'refs';

@@ -13,6 +13,9 @@ import { serviceCIDRApiOf } from '../testbed/cluster.ts';
 import { eventually, useTestbed } from '../testbed/harness.ts';
 import { cidrContains } from '../testbed/ip.ts';
 import { run } from '../unit/run-cli.ts';
+import { install } from '../../src/install.ts';
+
+install();
 
 const OLD = '10.96.0.0/27';
 const ADD = '10.100.0.0/24';

@@ -4,6 +4,7 @@
 // plan --cluster-dns none plans it; apply checks the choice again on the live cluster (a DNS Service that appeared
 // stops it before its first write); the run goes through the apiserver gate and restarts the workloads itself.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,8 @@ import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { servicesByKey } from './helpers.ts';
 import { getJSON, inRange } from './pod-helpers.ts';
+
+install();
 
 const OLD = '192.168.0.0/29';
 const NEW = '10.168.0.0/24';

@@ -4,6 +4,7 @@
 // nodePort kept. (A nodePort the apiserver leaked, held by no Service, cannot be made on demand: the waiting
 // for it is covered by test/unit/engine.service-moves.test.ts, with this file proving the real 422's wording.)
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,8 @@ import { ServiceExecutor } from '../../src/engine/service-steps.ts';
 import { connect } from '../../src/kube/client.ts';
 import type { MigrationPlan, StepItem } from '../../src/plan/plan.ts';
 import { eventually, useTestbed } from '../testbed/harness.ts';
+
+install();
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';

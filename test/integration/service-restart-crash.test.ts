@@ -7,6 +7,7 @@
 // created again once, each Job pod replaced at most once), CoreDNS back at its replicas, and no pod left that
 // started before the moves.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,8 @@ import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
 import { assertHandedOver, cli, KILL_POINTS, killFigures, KillSweep, udpServedDeployments, withHistory } from './helpers.ts';
 import { getJSON } from './pod-helpers.ts';
+
+install();
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';

@@ -4,6 +4,7 @@
 // Every run goes as the ServiceAccount of the shipped roles (deploy/rbac*.yaml); one without them is refused
 // before its first write, the missing verbs named.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,8 @@ import { useTestbed } from '../testbed/harness.ts';
 import { run } from '../unit/run-cli.ts';
 import { cli, kubeconfigWithToken, servicesByKey, ServiceGates, specWithoutIPs, writeServicePlan } from './helpers.ts';
 import { migrateKubeconfig } from './pod-helpers.ts';
+
+install();
 
 const OLD = '10.96.0.0/16';
 const NEW = '10.100.0.0/16';

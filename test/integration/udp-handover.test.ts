@@ -60,6 +60,8 @@ describe('UDP hand-over', () => {
     `import { restartInWaves } from ${JSON.stringify(join(ROOT, 'src/engine/restart-run.ts'))};`,
     `import { scaleUp } from ${JSON.stringify(join(ROOT, 'src/engine/restarts.ts'))};`,
     `import { connect } from ${JSON.stringify(join(ROOT, 'src/kube/client.ts'))};`,
+    `import { install } from ${JSON.stringify(join(ROOT, 'src/install.ts'))};`,
+    'install();',
     'const [kubeconfig, dir, pods] = process.argv.slice(2);',
     'const ctx = { client: connect({ kubeconfig }), backups: new BackupStore(dir + "/backups", "run-u"), journal: new Journal(dir + "/journal.jsonl", "run-u"), dryRun: "none", log: (m) => console.error(m) };',
     `const scaled = await scaleUp(ctx, { namespace: "${NS}", name: "dns" }, { timeoutMs: 60000 });`,
@@ -68,7 +70,7 @@ describe('UDP hand-over', () => {
     'console.log(JSON.stringify({ scaled }));',
   ].join('\n'));
   const run = (pods: string[], killAfter: number) => new Promise<{ signal: string | null; code: number | null; out: string; err: string }>((resolve) => {
-    const p = spawn(process.execPath, ['--import', join(ROOT, 'src/pod-paths/registry.ts'), script, tb.kubeconfigPath, state, pods.join(',')],
+    const p = spawn(process.execPath, [script, tb.kubeconfigPath, state, pods.join(',')],
       { env: { ...process.env, KUBE_RENUMBER_TEST_KILL_AFTER_WRITES: String(killAfter) }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = ''; let err = '';
     p.stdout.on('data', (d) => { out += d; });

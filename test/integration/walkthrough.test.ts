@@ -3,11 +3,14 @@
 // run rolled back) and the page must equal its output, stand-ins for ports, times and ids included. A page left
 // behind by a change of the CLI's output fails here; `npm run walkthrough` writes it again.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ROOT } from './pod-helpers.ts';
+
+install();
 
 describe('docs/walkthrough.md', () => {
   test('equals the output of a new run of its commands', { timeout: 20 * 60_000 }, () => {

@@ -32,10 +32,13 @@
 // 20,470 lookups to a timeout 3.5 s into the workload restart, after every step of the tool had passed with none.
 // Needs root (ip netns).
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DEFAULT_STRATEGY } from '../../src/plan/plan.ts';
 import { runZeroDowntime, type ScenarioFigures } from '../testbed/zero-downtime.ts';
+
+install();
 
 const isRoot = process.getuid?.() === 0;
 

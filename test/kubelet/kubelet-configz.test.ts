@@ -5,6 +5,7 @@
 // deploy/rbac-kubelet-configz.yaml applied it waits while the kubelet runs with the old clusterDNS, and passes on
 // its own once the kubelet was restarted with the new one. kwok serves no configz, so this needs the real one.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -17,6 +18,8 @@ import type { MigrationPlan } from '../../src/plan/plan.ts';
 import { startKubelet, type RealKubelet } from '../testbed/kubelet.ts';
 import { useTestbed } from '../testbed/harness.ts';
 import { migrateKubeconfig } from '../integration/pod-helpers.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const OLD_DNS = '10.96.0.10';

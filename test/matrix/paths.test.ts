@@ -2,7 +2,10 @@
 // `npm run matrix`, test/matrix/run.ts), KUBE_RENUMBER_MATRIX_PATHS (comma-separated: service,node,calico; all by
 // default). Not part of `npm test`: it is the version matrix's runner.
 
+import { install } from '../../src/install.ts';
 import { calicoScenario, nodeIpamScenario, serviceScenario } from './scenarios.ts';
+
+install();
 
 const version = process.env.KUBE_RENUMBER_MATRIX_VERSION;
 if (!version) throw new Error('KUBE_RENUMBER_MATRIX_VERSION is not set (run it through `npm run matrix`)');

@@ -34,7 +34,7 @@ function runPath(version: string, path: MatrixPath): Promise<MatrixResult> {
   const junit = join(dir, 'junit.xml');
   const t0 = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', './src/pod-paths/registry.ts', '--test', '--test-concurrency=1',
+    const child = spawn(process.execPath, ['--test', '--test-concurrency=1',
       '--test-reporter=spec', '--test-reporter-destination=stderr', '--test-reporter=junit', `--test-reporter-destination=${junit}`,
       'test/matrix/paths.test.ts'], {
       cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'],

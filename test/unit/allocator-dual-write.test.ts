@@ -1,9 +1,12 @@
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Snapshot } from '../../src/cluster/types.ts';
 import { allocatorDualWrite, dualWriteFlags, featureEnabledInMetrics, parseFeatureGates } from '../../src/plan/allocator-dual-write.ts';
 import { buildServicePlan } from '../../src/plan/plan.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
+
+install();
 
 const SERVICES = [svc('default', 'kubernetes', '10.96.0.1', { ports: [{ port: 443 }] }),
   svc('kube-system', 'kube-dns', '10.96.0.10', { ports: [{ port: 53, protocol: 'UDP' }], selector: { 'k8s-app': 'kube-dns' } }),

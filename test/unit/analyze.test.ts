@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +13,8 @@ import { readInventoryFiles } from '../../src/cluster/files.ts';
 import type { KubeObject, Snapshot } from '../../src/cluster/types.ts';
 import { findFreeBlock, formatCidr, overlaps, parseCidr } from '../../src/net/index.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const ex = (name: string) => fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));
 const load = async (name: string) => buildSnapshot(await readInventoryFiles([ex(name)]));

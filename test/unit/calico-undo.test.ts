@@ -1,6 +1,7 @@
 // The Calico path's new IPPool carries the run's labels, and undoing it touches only that pool: deleted with its uid
 // as precondition when it is this run's; a pool of the name that was there disabled before is disabled again; any
 // other pool of the name stops the rollback, untouched.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,8 @@ import type { StepContext } from '../../src/engine/runner.ts';
 import type { KubeClient, Method } from '../../src/kube/client.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
 import { MANAGED_LABEL } from '../../src/plan/plan.ts';
+
+install();
 
 const RUN = 'a1b2c3d4e5f6';
 const POOL = { name: 'new-pool', cidr: '10.50.0.0/16', blockSize: 26 };

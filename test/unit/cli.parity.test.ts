@@ -3,6 +3,7 @@
  * texts, version -o json|yaml, help CMD, shell completion (and kubectl's plugin completion protocol), colour on a
  * terminal, --no-headers, inspect -o markdown.
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -15,6 +16,8 @@ import { editDistance, normalizeArgs, programName, suggestions } from '../../src
 import { parseGoDuration } from '../../src/cli/common.ts';
 import { main, type Io } from '../../src/cli/main.ts';
 import { connect } from '../../src/kube/client.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const KOPS = join(ROOT, 'examples/kops-tailscale');

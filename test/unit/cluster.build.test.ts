@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
@@ -10,6 +11,8 @@ import { normalizeExtraArgs, parseClusterConfiguration } from '../../src/cluster
 import { cniConfigIpam } from '../../src/cni/detect.ts';
 import { MAX_COMPARE, setObjectOrigin } from '../../src/cluster/validate.ts';
 import { InputError } from '../../src/errors.ts';
+
+install();
 
 const FIX = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'inventory');
 

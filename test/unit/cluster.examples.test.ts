@@ -2,6 +2,7 @@
  * The bundled examples, read through the offline loader and built into snapshots: the exact facts each
  * one carries (analyzer tests rely on these; examples/README.md lists them too).
  */
+import { install } from '../../src/install.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
@@ -9,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import type { Snapshot } from '../../src/cluster/types.ts';
+
+install();
 
 const EXAMPLES = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples');
 

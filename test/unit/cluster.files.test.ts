@@ -1,9 +1,12 @@
+import { install } from '../../src/install.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InputError, parseInventoryText, readInventoryFiles } from '../../src/cluster/files.ts';
 import { inferServerVersion } from '../../src/cluster/version.ts';
+
+install();
 
 const FIX = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');
 const inv = (f: string): string => join(FIX, 'inventory', f);

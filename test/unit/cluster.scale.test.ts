@@ -2,10 +2,13 @@
  * A synthetic large inventory: 5,000 nodes, 100,000 pods, 20,000 services, 5,000 Calico blocks. Checks the
  * result is right at that size (timing belongs in the benchmarks).
  */
+import { install } from '../../src/install.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import type { KubeObject } from '../../src/cluster/types.ts';
+
+install();
 
 const NODES = 5000;
 const PODS = 100_000;

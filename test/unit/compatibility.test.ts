@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,6 +9,8 @@ import { MATRIX_UNBUILT as MATRIX_UNBUILT_DATA } from '../../src/plan/compatibil
 import { buildServicePlan } from '../../src/plan/plan.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
 import { failureReason, MATRIX_VERSIONS, renderCompatibilityData, renderCompatibilityPage, withReadmeTable, type MatrixResults } from '../matrix/results.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -1,12 +1,15 @@
 // Cover Services for in-place moves (src/engine/covers.ts): the pure parts. The behaviour on a real data plane
 // is measured by test/integration/zero-downtime.test.ts and `npm run bench -- zero-downtime`.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { coverCarries, coverIngress, coverService, coverStatus, pickSpares, readyAddresses, COVER_CLASS, COVER_FOR_LABEL } from '../../src/engine/covers.ts';
 import { contains, formatIP, parseCidr, parseIP, usable } from '../../src/net/index.ts';
 import { coverName, bridgeName } from '../../src/plan/plan.ts';
+
+install();
 
 const svc = (spec: Record<string, unknown>) => ({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'shop', uid: 'u1', resourceVersion: '7' }, spec });
 

@@ -1,6 +1,7 @@
 // deploy/job-apply.yaml stays consistent with the least-privilege roles (deploy/rbac*.yaml), the CLI's flags and
 // the image (deploy/Containerfile): the ServiceAccount it runs as is the one the roles are bound to, the plan
 // and the state directory are on the volumes it mounts, every flag is one apply takes.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import * as yaml from 'js-yaml';
 import { applyCommand } from '../../src/cli/commands/apply.ts';
 import { GLOBAL_OPTIONS } from '../../src/cli/main.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const docs = (f: string) => yaml.loadAll(readFileSync(join(ROOT, 'deploy', f), 'utf8')).filter(Boolean) as any[];

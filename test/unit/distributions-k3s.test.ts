@@ -3,6 +3,7 @@
  * held while nodes of both ranges exist, per family; the patches of a Pod CIDR move whose final gate leaves
  * allocation off (the Calico path); the restart order and the re-registration command each gives.
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { before, describe, it } from 'node:test';
@@ -14,6 +15,8 @@ import { kubeadmSnapshot, svc } from './fixtures.ts';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import type { Snapshot } from '../../src/cluster/types.ts';
+
+install();
 
 const snap = kubeadmSnapshot([svc('default', 'kubernetes', '10.43.0.1'), svc('kube-system', 'kube-dns', '10.43.0.10')], { platform: { kind: 'k3s', title: 'k3s', evidence: ['test'], reserved: [] }, kubeadm: undefined });
 

@@ -4,6 +4,7 @@
  * the Record, in the compiler). Each planner is asked for every Service gate and every pod gate, and for its
  * patches with and without the configuration it reads, with and without the ServiceCIDR API to enable.
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Snapshot } from '../../src/cluster/types.ts';
@@ -16,6 +17,8 @@ import { certFix, distroConfigCheck } from '../../src/plan/preflight.ts';
 import { podGateInstructions } from '../../src/plan/pod-step-lists.ts';
 import type { PodCIDRSpec, PodPatchGate } from '../../src/plan/pod-spec.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
+
+install();
 
 /** Every Service gate and pod gate: Records, so a gate added to the unions without a line here does not compile. */
 const SERVICE_GATES = Object.keys({ 'enable-servicecidr-api': 1, 'restart-apiservers': 1, 'kubelet-cluster-dns': 1 } satisfies Record<ServiceGate, 1>) as ServiceGate[];

@@ -1,5 +1,6 @@
 // What the move-services step decides from what the cluster shows, without an apiserver. Pure functions of
 // the observed objects; the moves themselves are proven in test/integration/service-*.test.ts.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,8 @@ import {
 } from '../../src/engine/service-steps.ts';
 import { KubeApiError, type KubeClient, type Method } from '../../src/kube/client.ts';
 import type { MigrationPlan, StepItem } from '../../src/plan/plan.ts';
+
+install();
 
 const it1: StepItem = { namespace: 'ns', name: 'web', from: ['10.96.0.50'], to: ['10.100.0.50'], bridge: 'web-kr-old' };
 const svc = (name: string, ips: string[], extra: Record<string, unknown> = {}, labels?: Record<string, string>): KubeObject => ({

@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,8 @@ import { acquireLocalLock, localLockState, LockedError } from '../../src/engine/
 import { isTransient, withRetry } from '../../src/engine/retry.ts';
 import { rollbackSteps, runSteps, type Step, type StepContext } from '../../src/engine/runner.ts';
 import { KubeApiError } from '../../src/kube/client.ts';
+
+install();
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'kr-engine-'));
 const mode = (p: string) => statSync(p).mode & 0o777;

@@ -1,4 +1,5 @@
 // plan --fleet from dumps (the seeds' clusters), its refusals, and the order and stops of a fleet run.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,8 @@ import { ExitCode } from '../../src/cli/errors.ts';
 import { planFromYaml } from '../../src/plan/render.ts';
 import { overlaps, parseCidr } from '../../src/net/index.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ex = (n: string) => join(ROOT, 'examples', n);

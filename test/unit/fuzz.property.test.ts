@@ -6,6 +6,7 @@
  * serialises, or fail with one of the errors the CLI maps to a documented exit code (UserError, NetError):
  * never a TypeError, RangeError or other crash that would end in exit 70.
  */
+import { install } from '../../src/install.ts';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
@@ -24,6 +25,8 @@ import { refusals } from '../../src/plan/preflight.ts';
 import { planFromYaml, planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../src/plan/render.ts';
 import { UserError } from '../../src/errors.ts';
 import { NetError } from '../../src/net/index.ts';
+
+install();
 
 const EXAMPLES = fileURLToPath(new URL('../../examples/', import.meta.url));
 const RUNS = Number(process.env.KR_FUZZ_RUNS ?? 300);

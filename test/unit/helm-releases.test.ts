@@ -28,6 +28,9 @@ import type { StepContext } from '../../src/engine/runner.ts';
 import { KubeApiError, type KubeClient } from '../../src/kube/client.ts';
 import type { GateStep } from '../../src/plan/steps.ts';
 import { run } from './run-cli.ts';
+import { install } from '../../src/install.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SVC = { role: 'service' as const, from: '10.96.0.0/16', to: '10.100.0.0/16' };

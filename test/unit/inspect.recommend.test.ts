@@ -7,6 +7,9 @@ import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import { inspect, recommendations } from '../../src/analyze/inspect.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
+import { install } from '../../src/install.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -1,9 +1,12 @@
 // A moved Service's IP with no IPAddress object (the apiserver undid the allocation of a create whose client was cut
 // off) is the one problem a batch waits on for the apiserver's IPAddress repair; an IPAddress held by another object,
 // or a Service not at its IP, is never waited out that way.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ipAddressProblem, IPADDRESS_REPAIR_WAIT_MS, onlyMissingIPAddresses } from '../../src/engine/service/decisions.ts';
+
+install();
 
 const it1 = { namespace: 'shop', name: 'web' };
 const addr = (namespace: string, name: string) => ({ apiVersion: 'networking.k8s.io/v1', kind: 'IPAddress', metadata: { name: '10.100.0.7' },

@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -11,6 +12,8 @@ import { acquireLocalLock } from '../../src/engine/lock.ts';
 import { InputError } from '../../src/errors.ts';
 import { run } from './run-cli.ts';
 import { KUBECONFIG, SERVICE_PLAN } from './bad-input/plan-fixtures.ts';
+
+install();
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'kr-journal-'));
 const line = (o: Record<string, unknown>) => `${JSON.stringify({ ts: '2026-01-01T00:00:00.000Z', run: 'r', ...o })}\n`;

@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { closeSync, ftruncateSync, mkdtempSync, openSync, read, readdirSync, readFileSync, readlinkSync, rmSync, truncateSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
@@ -11,6 +12,8 @@ import { buildSnapshot } from '../../src/cluster/build.ts';
 import { InputError, parseInventoryBytes, readInventoryFiles } from '../../src/cluster/files.ts';
 import { type AsyncByteSource, type ByteSource, type ElementFields, parseJsonBytes, parseJsonStream, parseJsonStreamAhead } from '../../src/cluster/json-list.ts';
 import type { KubeObject } from '../../src/cluster/types.ts';
+
+install();
 
 const EXAMPLES = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples');
 const bytes = (s: string): Buffer => Buffer.from(s, 'utf8');

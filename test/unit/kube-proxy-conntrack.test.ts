@@ -1,5 +1,6 @@
 // The readiness fact and gate line for kube-proxy 1.32–1.35's quadratic UDP conntrack clean-up
 // (kubernetes/kubernetes#135323): which version is read, when the warning appears, where it is said.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { NodeInfo, Snapshot } from '../../src/cluster/types.ts';
@@ -7,6 +8,8 @@ import { buildSnapshot } from '../../src/cluster/build.ts';
 import { kubeProxyVersion, readiness, slowUdpConntrackCleanup } from '../../src/analyze/readiness.ts';
 import { buildServicePlan } from '../../src/plan/plan.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
+
+install();
 
 function node(name: string, kubeletVersion?: string): NodeInfo {
   return { name, podCIDRs: [], internalIPs: ['192.168.0.1'], externalIPs: [], labels: {}, ready: true, unschedulable: false, ...(kubeletVersion ? { kubeletVersion } : {}) };

@@ -2,6 +2,7 @@
 // in-memory API server on 127.0.0.1 that answers 429/5xx with or without Retry-After, resets connections after
 // applying a write (its answer lost), and expires continue tokens.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -22,6 +23,8 @@ import { DEFAULT_RETRY_BUDGET_MS, MAX_RETRY_AFTER_MS, parseRetryAfter, retriesEx
 import { patchWithPrecondition } from '../../src/kube/workloads.ts';
 import type { MigrationPlan } from '../../src/plan/plan.ts';
 import { kubeconfigFile } from './kube-servers.ts';
+
+install();
 
 const dir = mkdtempSync(join(tmpdir(), 'kr-retry-'));
 const env = { HOME: join(dir, 'no-home'), PATH: process.env.PATH };

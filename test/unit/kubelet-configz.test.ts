@@ -1,6 +1,7 @@
 // Gate kubelet-cluster-dns with --read-kubelet-config against a fake API: which nodes are asked, what counts as
 // "on the new DNS", what the gate says when it does not hold, and that only GETs of configz are sent. The same
 // gate against a real kubelet: test/kubelet/kubelet-configz.test.ts.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubeObject } from '../../src/cluster/types.ts';
@@ -8,6 +9,8 @@ import { KubeApiError, type KubeClient, type Method } from '../../src/kube/clien
 import { clusterDNSOf, configzPath, kubeletsClusterDNS, namesNewDNS } from '../../src/kube/kubelet-configz.ts';
 import { kubeletsServeNewDNS } from '../../src/engine/kubelet-dns-gate.ts';
 import type { StepContext } from '../../src/engine/runner.ts';
+
+install();
 
 const node = (name: string, ready: boolean): KubeObject => ({
   apiVersion: 'v1', kind: 'Node', metadata: { name }, status: { conditions: [{ type: 'Ready', status: ready ? 'True' : 'Unknown' }] },

@@ -2,6 +2,7 @@
 // the target checks of plan (--service-cidr, --pod-cidr) and in suggest's search; an unnamed service range is
 // inferred from the ClusterIPs (or the plan fails before any write); the DNS Service is found by its well-known
 // identity, and a plan that moves Services without knowing it fails.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +26,8 @@ import {
   aksObjects, eksCustomNetworkingObjects, gkeObjects, k3sObjects, listJson, node, pod, service,
 } from './live-fixtures.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const snapOf = (objects: KubeObject[], opts?: Parameters<typeof buildSnapshot>[1]): Snapshot =>
   buildSnapshot({ source: { kind: 'file', files: ['test'] }, objects, configs: [], gaps: [] }, opts);

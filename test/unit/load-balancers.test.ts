@@ -1,6 +1,7 @@
 // LoadBalancer Services in the new range (--load-balancers move): which platform keeps each external address across
 // a re-creation, read from the annotations each platform documents (cited in docs/platforms.md, "LoadBalancer
 // Services"), and the plan's steps and gates.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { buildServicePlan, type MigrationPlan } from '../../src/plan/plan.ts';
@@ -8,6 +9,8 @@ import { planFromYaml, planToYaml } from '../../src/plan/render.ts';
 import { externalDNSNames, loadBalancerAddress } from '../../src/plan/load-balancers.ts';
 import { externalAddresses, loadBalancerEndProblems, loadBalancerMoved, missingAddresses, pinned } from '../../src/engine/load-balancers.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
+
+install();
 
 const lb = (name: string, over: Parameters<typeof svc>[3] = {}) => svc('web', name, '10.96.7.7', { type: 'LoadBalancer', ...over });
 

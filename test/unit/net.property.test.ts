@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -33,6 +34,8 @@ import {
 } from '../../src/net/index.ts';
 import { parseIPReason } from '../../src/net/ip.ts';
 import { ipProblem } from '../../src/cluster/validate.ts';
+
+install();
 
 const max = (f: Family): bigint => (1n << BigInt(bits(f))) - 1n;
 const mask = (f: Family, v: bigint, p: number): bigint => v & ~((1n << BigInt(bits(f) - p)) - 1n);

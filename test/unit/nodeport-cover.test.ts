@@ -2,6 +2,7 @@
 // flag's values, the plan's check and text, the refusals, what the plan records and apply checks again, and the
 // cover's shape. Its effect on a real data plane: test/integration/zero-downtime.test.ts.
 
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parseArgs } from 'node:util';
@@ -16,6 +17,8 @@ import { buildServicePlan, nodePortCoverName, type StepItem } from '../../src/pl
 import { recheckPreflight } from '../../src/plan/recheck.ts';
 import { planFromYaml, planToYaml, PlanFormatError } from '../../src/plan/render.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

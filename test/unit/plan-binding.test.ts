@@ -1,6 +1,7 @@
 // The decisions that bind a plan to its cluster and keep a run to what it owns: the identity check, the pre-flight
 // checks run again live (never read from the file), supersession after a rollback, the node hook's environment,
 // and which bridges and covers a run may touch.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,8 @@ import { readdirSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import { buildSnapshot } from '../../src/cluster/build.ts';
+
+install();
 
 const UID = '6f1c3a52-9d1e-4c1b-a3f5-0c2d7e9b4a11';
 const tmp = () => mkdtempSync(join(tmpdir(), 'kr-bind-'));

@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as yaml from 'js-yaml';
@@ -5,6 +6,8 @@ import { planFromYaml, planToYaml, PlanFormatError, validatePlan } from '../../s
 import { run } from './run-cli.ts';
 import { ROOT } from './bad-input/harness.ts';
 import { join } from 'node:path';
+
+install();
 
 async function planOf(args: string[], example: string): Promise<any> {
   const r = await run(['plan', ...args, '-f', join(ROOT, 'examples', example), '-o', 'yaml']);

@@ -13,6 +13,7 @@
  * [], an empty patch, "undefined" or "NaN". A plan with failed pre-flight checks is still printed, so its text
  * is held to the same rule.
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dump, load } from 'js-yaml';
@@ -33,6 +34,8 @@ import { podTargetRefusals } from '../../src/plan/targets.ts';
 import { renderPlanTable } from '../../src/cli/commands/plan.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const EXAMPLES = fileURLToPath(new URL('../../examples/', import.meta.url));
 

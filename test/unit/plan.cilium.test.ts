@@ -3,6 +3,7 @@
  * SOURCES.md): what inspect reads, the cluster-pool refusal with its sourced reason, and the multi-pool path's
  * plan: its section, its steps in order, the cilium-config changes, the refusals, and the plan read back.
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,8 @@ import type { Snapshot } from '../../src/cluster/types.ts';
 import { buildMigrationPlan, type MigrationPlan } from '../../src/plan/plan.ts';
 import { planFromYaml, planToYaml } from '../../src/plan/render.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const CP = `${ROOT}examples/cilium-cluster-pool`;

@@ -4,6 +4,7 @@
  * it) and a kubeadm cluster without its ClusterConfiguration. The plan is still written: the distribution
  * patches name the fields to change, and a pre-flight check says what was not read and how to provide it.
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -16,6 +17,8 @@ import type { Snapshot } from '../../src/cluster/types.ts';
 import type { DistroPatch } from '../../src/plan/distro-patches.ts';
 import { buildMigrationPlan, type MigrationPlan, type PlanStep } from '../../src/plan/plan.ts';
 import { planFromYaml, planToYaml } from '../../src/plan/render.ts';
+
+install();
 
 const EXAMPLES = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples');
 

@@ -3,6 +3,7 @@
  * where the cluster ends (kOps nonMasqueradeCIDR), no placeholder and valid YAML in every patch, and no in-house
  * words in any output of any bundled example or platform fixture.
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,8 @@ import { readInventoryFiles } from '../../src/cluster/files.ts';
 import { buildMigrationPlan } from '../../src/plan/plan.ts';
 import { contains, overlaps, parseCidr } from '../../src/net/index.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const KOPS = join(ROOT, 'examples/kops-tailscale');

@@ -12,6 +12,9 @@ import { accessNeeds, needKey } from '../../src/plan/access.ts';
 import { recheckPreflight } from '../../src/plan/recheck.ts';
 import { planFromYaml, planToMarkdown, planToYaml, PlanFormatError } from '../../src/plan/render.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
+import { install } from '../../src/install.ts';
+
+install();
 
 const SVCS = [svc('default', 'kubernetes', '10.96.0.1'), svc('kube-system', 'kube-dns', '10.96.0.10'), svc('web', 'api', '10.96.3.4')];
 const snap = (over: Partial<Snapshot> = {}) => kubeadmSnapshot(SVCS, {

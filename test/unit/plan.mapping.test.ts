@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
@@ -5,6 +6,8 @@ import { buildSnapshot } from '../../src/cluster/build.ts';
 import type { ServiceInfo, Snapshot } from '../../src/cluster/types.ts';
 import { cidrSize, contains, formatCidr, formatIP, parseCidr, parseIP, usable } from '../../src/net/index.ts';
 import { keptRanges, mapServices, MIN_KEPT_PREFIX, parseTarget, readTier, type ServiceMapping } from '../../src/plan/service-mapping.ts';
+
+install();
 
 // ---- fixtures -------------------------------------------------------------------------------------
 

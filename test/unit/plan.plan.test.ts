@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseArgs } from 'node:util';
@@ -9,6 +10,8 @@ import type { Snapshot } from '../../src/cluster/types.ts';
 import { bridgeName, buildServicePlan, cidrSlug, compareTiers, type MigrationPlan } from '../../src/plan/plan.ts';
 import { planFromYaml, planToMarkdown, planToYaml, PlanFormatError } from '../../src/plan/render.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

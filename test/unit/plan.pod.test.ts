@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
@@ -13,6 +14,8 @@ import { refusals } from '../../src/plan/preflight.ts';
 import { failedNow, recheckPreflight } from '../../src/plan/recheck.ts';
 import { run } from './run-cli.ts';
 import { planFromYaml, planToMarkdown, planToYaml } from '../../src/plan/render.ts';
+
+install();
 
 function node(name: string, podCIDR: string, ip: string): NodeInfo {
   return { name, podCIDRs: podCIDR ? [podCIDR] : [], internalIPs: [ip], externalIPs: [], labels: {}, ready: true, unschedulable: false };

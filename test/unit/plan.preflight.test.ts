@@ -1,8 +1,11 @@
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ServiceInfo, Snapshot } from '../../src/cluster/types.ts';
 import { buildServicePlan } from '../../src/plan/plan.ts';
 import { refusals, runPreflight, type PreflightCheck } from '../../src/plan/preflight.ts';
+
+install();
 
 function svc(ns: string, name: string, ips: string | string[], over: Partial<ServiceInfo> = {}): ServiceInfo {
   const list = typeof ips === 'string' ? [ips] : ips;

@@ -1,5 +1,6 @@
 // A Service move's workload restarts (step restart-workloads, or the gate with --restart-workloads=manual) and
 // --cluster-dns none|NS/NAME: what the plan writes, what apply checks again on the live read, what a run asks of RBAC.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseArgs } from 'node:util';
@@ -11,6 +12,8 @@ import { buildServicePlan, type MigrationPlan } from '../../src/plan/plan.ts';
 import { recheckPreflight } from '../../src/plan/recheck.ts';
 import { planFromYaml, planToYaml } from '../../src/plan/render.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
+
+install();
 
 const SERVICES = [
   svc('default', 'kubernetes', '10.96.0.1'),

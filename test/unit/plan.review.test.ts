@@ -2,6 +2,7 @@
  * Review output: distribution patches as unified diffs in `plan -o markdown` (a small line diff of our own), and
  * every resume hint naming the plan file.
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -13,6 +14,8 @@ import fc from 'fast-check';
 import { lineEdits, unifiedDiff } from '../../src/plan/diff.ts';
 import { withPlanPath } from '../../src/plan/render.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const KOPS = join(ROOT, 'examples/kops-tailscale');

@@ -12,6 +12,9 @@ import * as yaml from 'js-yaml';
 import { planSummary, durationText, MEASURED_RATES } from '../../src/plan/summary.ts';
 import { instructionMarkdown } from '../../src/plan/render.ts';
 import { run } from './run-cli.ts';
+import { install } from '../../src/install.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const KOPS = join(ROOT, 'examples/kops-tailscale');

@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +9,8 @@ import {
   certSanProblem, currentPodRanges, isDnsLabel, isDnsSubdomain, isQualifiedName, objectRefProblem, podTargetRefusals,
 } from '../../src/plan/targets.ts';
 import { kubeadmSnapshot } from './fixtures.ts';
+
+install();
 
 const ex = (name: string) => fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));
 const kubeadm = buildSnapshot(await readInventoryFiles([ex('kubeadm-exhausted')]));

@@ -4,6 +4,7 @@
  * shown by inspect on one platform line, and both moves refused before any plan (exit 2, one error line, the
  * KubeadmControlPlane webhook's reason and the platform's own path).
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -12,6 +13,8 @@ import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import { capabilityOf } from '../../src/platform/registry.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'platforms', 'capi');
 

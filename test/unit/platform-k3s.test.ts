@@ -6,6 +6,7 @@
  * Calico refused); and a
  * token in node-args never shown anywhere. Fixtures: test/fixtures/platforms/{k3s,rke2-canal} (SOURCES.md).
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,8 @@ import type { KubeObject, RawInventory, Snapshot } from '../../src/cluster/types
 import { readNodeArgs } from '../../src/platforms/k3s-family/node-args.ts';
 import { platforms } from '../../src/platform/registry.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const FIXTURES = join(ROOT, 'test', 'fixtures', 'platforms');

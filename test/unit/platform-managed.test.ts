@@ -4,6 +4,7 @@
  * Distro, a providerID alone) are not, and `plan` refuses both moves on each with one error line that names the
  * platform, its reason and its own path, and writes no plan.
  */
+import { install } from '../../src/install.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
@@ -14,6 +15,8 @@ import type { KubeObject, Snapshot } from '../../src/cluster/types.ts';
 import { detectPlatform } from '../../src/platform/registry.ts';
 import { objectKey, type PlatformInput, type PlatformNode } from '../../src/platform/types.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const FIXTURES = join(ROOT, 'test', 'fixtures', 'platforms');

@@ -3,10 +3,13 @@
  * validator accepts and whose text names no empty value, or exits 2 with one error line giving the platform's (or the
  * pod-address owner's) reason and path, and prints no plan.
  */
+import { install } from '../../src/install.ts';
 import { strict as assert } from 'node:assert';
 import { describe, test } from 'node:test';
 import { planFromYaml } from '../../src/plan/index.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 type Outcome = 'planned' | RegExp;
 const REFUSED_SERVICE = /^error: moving the Service CIDR is refused on /;

@@ -4,6 +4,7 @@
  * openshift-dns/dns-default as the DNS Service, OVN-Kubernetes' internal subnets reported by inspect against
  * Tailscale's 100.64.0.0/10, and both moves refused by `plan` with OpenShift's reason and path.
  */
+import { install } from '../../src/install.ts';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
@@ -16,6 +17,8 @@ import { openshift } from '../../src/platforms/openshift/platform.ts';
 import { platformResources } from '../../src/platform/registry.ts';
 import type { PlatformInput } from '../../src/platform/types.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'platforms');
 const OVN = join(FIXTURES, 'openshift');

@@ -2,6 +2,7 @@
  * The platform and pod-IPAM seams (src/platform/, src/ipam/): the registries' invariants, detection with evidence on
  * the bundled examples, and refusals that come before any plan (exit 2, one error line, the owner's reason).
  */
+import { install } from '../../src/install.ts';
 import { strict as assert } from 'node:assert';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,8 @@ import { platformRefusal, podOwnerRefusal } from '../../src/plan/platform-gate.t
 import { podTargetRefusals } from '../../src/plan/targets.ts';
 import type { Platform } from '../../src/platform/types.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const snapOf = async (dir: string) => buildSnapshot(await readInventoryFiles([dir]));
 

@@ -5,12 +5,15 @@
  * What a platform knows that a lower layer asks (the signs its installer leaves, its documents read from files, the
  * node groups they cap, its readiness fact) is declared in its folder and installed by the registry.
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { plannerOfPlatform } from '../../src/plan/distributions/registry.ts';
 import { fallbackPlatform, platformOf, platforms } from '../../src/platform/registry.ts';
 import { PLATFORM_MODULES } from '../../src/platforms/registry.ts';
+
+install();
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const REGISTRY = 'src/platforms/registry.ts';

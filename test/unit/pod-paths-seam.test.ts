@@ -3,6 +3,7 @@
  * GATE_CONDITION_INFO, src/pod-paths/registry.ts), so a kind, condition or path added to one of them without its
  * executor, planner, --ipam value or documentation fails here (and, for the typed tables, in the compiler).
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
@@ -22,6 +23,8 @@ import {
 } from '../../src/plan/steps.ts';
 import { POD_PATH_MODULES } from '../../src/pod-paths/registry.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const has = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k);

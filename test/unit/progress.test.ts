@@ -3,6 +3,7 @@
  * flight), the CLI's view of them (a live line on a terminal, one line per event elsewhere, heartbeats), the
  * journal followed by status --watch, and --events ndjson.
  */
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdtempSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,8 @@ import { runWaves, type RestartResult, type Workload } from '../../src/engine/re
 import { runSteps, type ProgressEvent, type Step, type StepContext } from '../../src/engine/runner.ts';
 import { poll, PollTimeout, waitFor, withProgress } from '../../src/engine/toolkit.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'kr-progress-'));
 

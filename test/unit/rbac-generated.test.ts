@@ -1,6 +1,7 @@
 // deploy/rbac*.yaml are written by `npm run rbac` from what the code declares (src/plan/rbac-core.ts,
 // src/plan/rbac-platforms.ts, each pod path's rbac.ts): generated again here, in memory, and compared byte for byte
 // with the committed files. And `kube-renumber rbac PLAN`: the per-namespace Roles of create pods a plan needs.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,8 @@ import { describe, test } from 'node:test';
 import * as yaml from 'js-yaml';
 import { shippedRbac } from '../../src/pod-paths/rbac.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -4,6 +4,7 @@
 // that run it as that ServiceAccount (service-migration, pod-helpers' migrateKubeconfig, state-in-cluster).
 // `create pods` is never cluster-wide and deploy/ grants it nowhere: a plan lists its bare pods' namespaces, and the
 // operator makes a Role kube-renumber-recreate-pods and its RoleBinding in each (recreateGrants; kube-renumber rbac PLAN).
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,6 +13,8 @@ import { describe, test } from 'node:test';
 import * as yaml from 'js-yaml';
 import { accessNeeds, needKey, recreateGrantCommands, recreateGrants, type AccessNeed } from '../../src/plan/access.ts';
 import type { MigrationPlan } from '../../src/plan/plan.ts';
+
+install();
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const FILES = ['deploy/rbac.yaml', 'deploy/rbac-migrate.yaml', 'deploy/rbac-migrate-pods.yaml'];

@@ -1,5 +1,6 @@
 // The sources of src/cluster/references/, each on a fixture written from its project's documented format
 // (docs/references.md), scanned against a Service and a pod move.
+import { install } from '../../src/install.ts';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildSnapshot } from '../../src/cluster/build.ts';
@@ -8,6 +9,8 @@ import { scanReferences, type RangeMove, type Reference } from '../../src/analyz
 import { REFERENCE_SOURCES, referenceLists } from '../../src/cluster/references/registry.ts';
 import { slimPod } from '../../src/kube/discover.ts';
 import { gzipSync } from 'node:zlib';
+
+install();
 
 const POD: RangeMove = { role: 'pod', from: '10.244.0.0/16', to: '10.200.0.0/16' };
 const SVC: RangeMove = { role: 'service', from: '10.96.0.0/16', to: '10.100.0.0/16' };

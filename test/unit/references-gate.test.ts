@@ -1,5 +1,6 @@
 // The references gate: a plan whose scan found errors stops before its first change; the check at the gate scans
 // the cluster again (here a client serving lists from memory) and holds once the errors are gone, or by --ack-gate.
+import { install } from '../../src/install.ts';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildSnapshot } from '../../src/cluster/build.ts';
@@ -13,6 +14,8 @@ import { gateErrors } from '../../src/plan/references-gate.ts';
 import type { Reference } from '../../src/analyze/references.ts';
 import type { StepContext } from '../../src/engine/runner.ts';
 import { KubeApiError, type KubeClient } from '../../src/kube/client.ts';
+
+install();
 
 const ROOT = new URL('../../examples/kops-tailscale', import.meta.url).pathname;
 

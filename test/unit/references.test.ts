@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -7,6 +8,8 @@ import { addressTokens, parseAddressToken, reverseZone } from '../../src/cluster
 import { renderReferences, scanReferences, type RangeMove, type Reference } from '../../src/analyze/references.ts';
 import { slimReferenceObject } from '../../src/kube/discover.ts';
 import { type Cidr, cidrFrom, formatCidr, overlaps, parseCidr } from '../../src/net/index.ts';
+
+install();
 
 function snap(objects: KubeObject[]): Snapshot {
   return buildSnapshot({ source: { kind: 'live' }, objects, configs: [], gaps: [] });

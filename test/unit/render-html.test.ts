@@ -1,3 +1,4 @@
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -12,6 +13,8 @@ import { containmentForest, type MapRange } from '../../src/render/address-map.t
 import { CONTENT_SECURITY_POLICY, renderInspectHtml } from '../../src/render/html.ts';
 import { all, parseHtml, text, type El } from './html-parse.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const EX = 'examples/kops-tailscale';
 

@@ -6,6 +6,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { retireBlockers, servesIP } from '../../src/engine/service/service-cidrs.ts';
 import { parseCidr, parseIP } from '../../src/net/index.ts';
+import { install } from '../../src/install.ts';
+
+install();
 
 const sc = (name: string, cidrs: string[], deleting = false) => ({
   apiVersion: 'networking.k8s.io/v1', kind: 'ServiceCIDR',

@@ -1,5 +1,6 @@
 // status PLAN and status --fleet DIR for a run whose journal has no run-end: running (a live process of this machine
 // holds its lock) or interrupted (none does), told apart by the lock file; a lock of another host is not guessed at.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,8 @@ import { InputError } from '../../src/errors.ts';
 import { planFromYaml } from '../../src/plan/render.ts';
 import { SERVICE_PLAN } from './bad-input/plan-fixtures.ts';
 import { run } from './run-cli.ts';
+
+install();
 
 const LOCK_MODULE = fileURLToPath(new URL('../../src/engine/lock.ts', import.meta.url));
 const RUN = planId(SERVICE_PLAN);

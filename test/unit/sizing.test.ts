@@ -1,6 +1,7 @@
 // Ranges sized for the cluster's future: where the most nodes a cluster may reach is read (kOps InstanceGroups,
 // cluster-autoscaler flags and status ConfigMap, Cluster API annotations, Karpenter NodePools), the floor every
 // suggestion keeps to on every bundled example and platform fixture, --min-prefix, and the pre-flight warnings.
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
@@ -15,6 +16,8 @@ import { buildMigrationPlan } from '../../src/plan/plan.ts';
 import { NODE_LIMIT_RESOURCES } from '../../src/cluster/node-limits.ts';
 import * as yaml from 'js-yaml';
 import { run } from './run-cli.ts';
+
+install();
 
 const root = (p: string) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
 const dirs = (p: string) => readdirSync(root(p), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => `${p}/${d.name}`);

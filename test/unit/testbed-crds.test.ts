@@ -3,6 +3,7 @@
 // Calico object the tool or the testbed writes, and every one in the bundled examples, uses only declared
 // fields with the declared types, enums and CIDR formats. The CEL rules themselves run on the real
 // apiserver (test/integration/*calico* and the testbed start, which applies these definitions).
+import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,8 @@ import {
 import { CASES } from '../testbed/crds/cases.ts';
 import { CALICO_GROUP, calicoCRDs, calicoCRDsYaml, type CustomResourceDefinition, type Schema } from '../testbed/crds/calico.ts';
 import { fixtureObjects } from '../testbed/fixture.ts';
+
+install();
 
 const EXAMPLES = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples');
 const CRDS = calicoCRDs();

@@ -14,11 +14,10 @@ import { planSummary } from '../../plan/summary.ts';
 import { rollbackSteps, runSteps, type DryRun } from '../../engine/runner.ts';
 import { podForRecreate } from '../../engine/restarts.ts';
 import { connect, KubeApiError } from '../../kube/client.ts';
-import { BLOCKAFFINITIES, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, NODES } from '../../kube/calico.ts';
-import { createObject, ENDPOINTSLICES, forCreate, getObject, PODS, SERVICES, serviceCIDRs, type ResourceType } from '../../kube/resources.ts';
+import { resourceOfObject } from '../../kube/kinds.ts';
+import { createObject, forCreate, getObject } from '../../kube/resources.ts';
 import { withRetry } from '../../kube/retry.ts';
 import { checkAccess } from './access-check.ts';
-import { DAEMONSETS, DEPLOYMENTS, STATEFULSETS } from '../../kube/workloads.ts';
 import { MANAGED_LABEL } from '../../plan/plan.ts';
 import type { MigrationPlan } from '../../plan/index.ts';
 import { shellWord, withPlanPath } from '../../plan/render.ts';
@@ -445,22 +444,6 @@ export const rollbackCommand: Command = {
   },
 };
 
-function typeFor(o: KubeObject, scVersion: string): ResourceType | undefined {
-  if (o.kind === 'Service') return SERVICES;
-  if (o.kind === 'Pod') return PODS;
-  if (o.kind === 'Node') return NODES;
-  if (o.kind === 'Deployment') return DEPLOYMENTS;
-  if (o.kind === 'StatefulSet') return STATEFULSETS;
-  if (o.kind === 'DaemonSet') return DAEMONSETS;
-  if (o.kind === 'IPPool') return IPPOOLS;
-  if (o.kind === 'IPAMBlock') return IPAMBLOCKS;
-  if (o.kind === 'BlockAffinity') return BLOCKAFFINITIES;
-  if (o.kind === 'IPAMHandle') return IPAMHANDLES;
-  if (o.kind === 'ServiceCIDR') return serviceCIDRs(scVersion);
-  if (o.kind === 'EndpointSlice') return ENDPOINTSLICES;
-  return undefined;
-}
-
 export const restoreCommand: Command = {
   name: 'restore',
   positionals: PLAN_POSITIONAL,
@@ -479,7 +462,8 @@ export const restoreCommand: Command = {
       const rows: { kind: string; namespace?: string; name: string; result: 'restored' | 'exists' | 'skipped' | 'failed'; detail?: string }[] = [];
       for (const rec of s.ctx.backups.records()) {
         const o = rec.object;
-        const t = typeFor(o, s.executor.scVersion);
+        // the kind table: the core's kinds and every pod path's (src/kube/kinds.ts), at the version it was read at
+        const t = resourceOfObject(o);
         const row = { kind: String(o.kind), ...(o.metadata?.namespace ? { namespace: o.metadata.namespace } : {}), name: String(o.metadata?.name) };
         // only what this plan's run backed up, from this cluster
         if (rec.run !== pre.id) { rows.push({ ...row, result: 'skipped', detail: `backed up by another run (${rec.run}), not this plan's (${pre.id})` }); continue; }

@@ -1,5 +1,5 @@
 import { ownerCapabilityOf } from '../../ipam/registry.ts';
-import type { Severity } from '../../analyze/catalog.ts';
+import { SEVERITIES, type Severity } from '../../analyze/catalog.ts';
 import { inspect, type InspectReport } from '../../analyze/inspect.ts';
 import { avoidList, loadSnapshot, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
@@ -8,7 +8,6 @@ import { markdownTable, parseOutput, renderData, section as textSection, table a
 import { renderInspectHtml } from '../../render/html.ts';
 import { VERSION } from '../version.ts';
 
-const SEVERITIES: Severity[] = ['error', 'warning', 'info'];
 
 export const inspectCommand: Command = {
   name: 'inspect',

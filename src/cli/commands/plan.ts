@@ -25,11 +25,14 @@ import { renderPlanHtml } from '../../render/html.ts';
 import { planFleet } from '../fleet.ts';
 import { planSummary, summaryLines, type PlanSummary } from '../../plan/summary.ts';
 
+/** What --strategy takes. */
+export const STRATEGIES = ['in-place', 'recreate'] as const satisfies readonly Strategy[];
+
 /** The largest --headroom: beyond it no range of either family would do, and the arithmetic stays finite. */
 const MAX_HEADROOM = 1000;
 
-/** Flags of the Pod CIDR move, and of the Service CIDR move: each needs its move's target. */
-const POD_FLAGS = ['ipam', ...POD_PATH_NAMES.flatMap((id) => podPath(id).flags)] as const;
+/** Flags of the Pod CIDR move (the installed paths', read when asked, as the help below), and of the Service CIDR move: each needs its move's target. */
+const podFlags = (): string[] => ['ipam', ...POD_PATH_NAMES.flatMap((id) => podPath(id).flags)];
 const SERVICE_FLAGS = ['keep', 'strategy', 'tier-key', 'tier-order', 'batch-size', 'apiserver-cert-san', 'restart-workloads', 'cluster-dns', 'load-balancers', 'nodeport-cover', 'read-helm-releases'] as const;
 
 /**
@@ -66,13 +69,14 @@ function refuseUnparsable(parse: () => unknown, what: string): void {
   }
 }
 
-const TIER_ORDERS: Record<string, TierOrder> = { asc: 'ascending', ascending: 'ascending', desc: 'descending', descending: 'descending' };
+export const TIER_ORDERS: Readonly<Record<string, TierOrder>> = { asc: 'ascending', ascending: 'ascending', desc: 'descending', descending: 'descending' };
 
 export const planCommand: Command = {
   name: 'plan',
   summary: 'write the ordered, reviewable plan that moves the Service CIDR, the Pod CIDR, or both (changes nothing)',
   usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--extend-service-cidr ADD] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
     + '[--batch-size N] [--headroom X] [--restart-workloads tool|manual] [--cluster-dns none|NS/NAME] [--load-balancers keep|move] [--nodeport-cover off|nodes|IP[,IP...]] [--read-helm-releases] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
+  outputs: ['markdown', 'html'],
   options: {
     'service-cidr': { type: 'string' },
     'extend-service-cidr': { type: 'string' },
@@ -101,7 +105,8 @@ export const planCommand: Command = {
     'output-directory': { type: 'string' },
     'max-unavailable': { type: 'string' },
   },
-  help: `Flags:
+  get help() {
+    return `Flags:
   --service-cidr NEW       the new Service CIDR; dual-stack: one per family, comma-separated
   --pod-cidr NEW           the new Pod CIDR (one per family); with --service-cidr: one combined plan
                            (at least one of the two is required)
@@ -179,7 +184,8 @@ can be written (current service range unknown, nothing to move, IPAM unknown: gi
 (recreate, kube-proxy not known to run in iptables or nftables mode, no address), or the move is refused
 on this platform or by the owner of the pod addresses (docs/platforms.md): one error line, no plan. With --fleet: 2
 also when the fleet's ranges cannot all be met (the line names the clusters and ranges) or a cluster's plan is
-refused; nothing is written; 3 the fleet file is not valid.`,
+refused; nothing is written; 3 the fleet file is not valid.`;
+  },
   async run({ values, io }) {
     if (values.fleet !== undefined) return planFleet(values, io, { readCertSANs: readServingCertSANs });
     if (values['output-directory'] !== undefined) throw new UsageError('--output-directory goes with --fleet FILE');
@@ -199,7 +205,7 @@ refused; nothing is written; 3 the fleet file is not valid.`,
     const needs = (flags: readonly string[], what: string) => {
       for (const f of flags) if (values[f] !== undefined) throw new UsageError(`--${f} needs ${what}`);
     };
-    if (!podTarget) needs(POD_FLAGS, '--pod-cidr (it applies to the Pod CIDR move)');
+    if (!podTarget) needs(podFlags(), '--pod-cidr (it applies to the Pod CIDR move)');
     if (!target) needs(SERVICE_FLAGS, '--service-cidr (it applies to the Service CIDR move)');
     const ipamRaw = str(values, 'ipam');
     if (ipamRaw !== undefined && !isPodPathId(ipamRaw)) throw new UsageError(`--ipam ${ipamRaw} must be ${orList(POD_PATH_NAMES)}`);
@@ -248,9 +254,9 @@ refused; nothing is written; 3 the fleet file is not valid.`,
     if (tierKey !== undefined && !isQualifiedName(tierKey)) {
       throw new UsageError(`--tier-key ${JSON.stringify(tierKey)} is not a valid label or annotation key ([PREFIX/]NAME: NAME at most 63 of letters, digits, "-", "_" and ".", starting and ending alphanumeric; PREFIX a DNS subdomain)`);
     }
-    const output = parseOutput(str(values, 'output'), ['markdown', 'md', 'html']);
+    const output = parseOutput(str(values, 'output'), [...planCommand.outputs!, 'md']);
     const strategyRaw = str(values, 'strategy') ?? DEFAULT_STRATEGY;
-    if (strategyRaw !== 'in-place' && strategyRaw !== 'recreate') throw new UsageError(`--strategy ${strategyRaw} must be in-place or recreate`);
+    if (!(STRATEGIES as readonly string[]).includes(strategyRaw)) throw new UsageError(`--strategy ${strategyRaw} must be in-place or recreate`);
     const orderRaw = str(values, 'tier-order') ?? 'asc';
     const tierOrder = TIER_ORDERS[orderRaw];
     if (!tierOrder) throw new UsageError(`--tier-order ${orderRaw} must be asc or desc`);

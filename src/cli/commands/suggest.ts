@@ -2,6 +2,10 @@ import { suggestFamilies, suggestPairFamilies, type PairSuggestion, type Suggest
 import { avoidList, intFlag, loadSnapshot, numberFlag, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
 import type { Command, Io } from '../command.ts';
+
+/** What --for takes (both, comma-separated: a pair), and --family. */
+export const SUGGEST_FOR = ['pods', 'services'] as const;
+export const FAMILIES = ['4', '6'] as const;
 import { parseOutput, renderData, table } from '../output.ts';
 
 /** "512 nodes of /24: kOps InstanceGroups maxSize (3 groups)"; with the need when the floor decided. */
@@ -50,11 +54,11 @@ node address), catalog entry or --avoid range wins. Each suggestion says what it
   async run({ values, io }) {
     const raw = str(values, 'for');
     const words = (raw ?? '').split(',').map((w) => w.trim()).sort().join(',');
-    const what = words === 'pods,services' ? 'pair' : raw;
+    const what = words === [...SUGGEST_FOR].sort().join(',') ? 'pair' : raw;
     if (what !== 'pods' && what !== 'services' && what !== 'pair') throw new UsageError('--for must be "pods", "services" or "services,pods"');
     const output = parseOutput(str(values, 'output'));
     const famRaw = str(values, 'family');
-    if (famRaw !== undefined && famRaw !== '4' && famRaw !== '6') throw new UsageError(`--family ${famRaw} must be 4 or 6`);
+    if (famRaw !== undefined && !(FAMILIES as readonly string[]).includes(famRaw)) throw new UsageError(`--family ${famRaw} must be 4 or 6`);
     const avoid = avoidList(values, io);
     const opts = {
       family: famRaw ? (Number(famRaw) as 4 | 6) : undefined,

@@ -5,7 +5,6 @@
  */
 import { buildSnapshot } from '../../cluster/build.ts';
 import type { KubeObject } from '../../cluster/types.ts';
-import { KIND_OF } from '../../kube/calico.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { CONFIGMAPS, listAll, PODS } from '../../kube/resources.ts';
 import { contains, formatCidr, overlaps, parseCidr, parseIP, tryParseCidr, type Cidr } from '../../net/index.ts';
@@ -13,10 +12,7 @@ import { withRetry } from '../toolkit.ts';
 
 export const MANAGED_LABEL = 'kube-renumber.io/managed';
 
-export function withKind(o: KubeObject, plural: string): KubeObject {
-  const k = KIND_OF[plural];
-  return k ? { ...o, ...k } : o;
-}
+export { withKind } from '../../kube/kinds.ts';
 
 export function ipsOf(pod: KubeObject): string[] {
   const list: string[] = (pod.status?.podIPs ?? []).map((x: any) => x?.ip).filter(Boolean);

@@ -20,7 +20,7 @@ export function installPodPathEngine<I extends PodPathId>(e: PodPathEngine<I, Po
 /** The engine of the path of this id. */
 export function podPathEngine(id: PodPathId): PodPathEngine<PodPathId, PodPathHosts> {
   const e = ENGINES.get(id);
-  if (!e) throw new Error(ENGINES.size === 0 ? 'no pod path is installed: import src/pod-paths/registry.ts first' : `pod path ${id} is not installed`);
+  if (!e) throw new Error(ENGINES.size === 0 ? 'no pod path is installed: call install() (src/install.ts) first' : `pod path ${id} is not installed`);
   return e;
 }
 

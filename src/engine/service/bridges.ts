@@ -11,6 +11,7 @@
 import type { KubeObject } from '../../cluster/types.ts';
 import { KubeApiError, type KubeClient } from '../../kube/client.ts';
 import { createObject, deleteObject, ENDPOINTSLICES, getObject, listAll, SERVICES } from '../../kube/resources.ts';
+import { resourceOfObject } from '../../kube/kinds.ts';
 import { formatIP, parseIP } from '../../net/index.ts';
 import { MANAGED_LABEL, type PlanStep, type StepItem } from '../../plan/plan.ts';
 import { refOf } from '../backup.ts';
@@ -148,7 +149,7 @@ export class BridgeSteps extends ServiceCIDRSteps {
       apply: async (ctx) => {
         for (const o of await present(ctx.client)) {
           const r = refOf(o);
-          const t = o.kind === 'ServiceCIDR' ? this.SC : o.kind === 'EndpointSlice' ? ENDPOINTSLICES : SERVICES;
+          const t = resourceOfObject(o) ?? SERVICES;
           await withRetry(() => deleteObject(ctx.client, t, r.name, r.namespace, { uid: o.metadata?.uid, dryRun: ctx.dryRun === 'server' }));
         }
       },

@@ -25,7 +25,7 @@ export function installPlanner(kind: string, planner: DistributionPlanner | unde
 }
 
 function fallback(): DistributionPlanner {
-  if (!FALLBACK) throw new Error('no planner installed: import src/platforms/registry.ts first');
+  if (!FALLBACK) throw new Error('no planner installed: call install() (src/install.ts) first');
   return FALLBACK;
 }
 

@@ -20,7 +20,7 @@ export function installPodPathPlanner(p: PodPath): void {
 /** The path of this id (a plan's spec.podCIDR.ipam). */
 export function podPath<I extends PodPathId>(id: I): PodPath<I> {
   const p = PLANNERS.get(id);
-  if (!p) throw new Error(PLANNERS.size === 0 ? 'no pod path is installed: import src/pod-paths/registry.ts first' : `pod path ${id} is not installed`);
+  if (!p) throw new Error(PLANNERS.size === 0 ? 'no pod path is installed: call install() (src/install.ts) first' : `pod path ${id} is not installed`);
   return p as PodPath<I>;
 }
 

@@ -320,26 +320,48 @@ function interimCheck(snap: Snapshot, value: string, family: Family, podsAfter?:
   }];
 }
 
-/** The Pod part's nonMasqueradeCIDR: where the Service part of the same plan left it (`now`), and where the plan ends (`after`; undefined: none fits). */
-function podNonMasquerade(inp: PodPatchInputs): { now?: string; after?: string; unset?: true } {
+/**
+ * The Pod part's nonMasqueradeCIDR: where it is when the pods move (`now`: where the Service part of the same plan
+ * left it, `bySvc`, else today's), and where the plan ends (`after`; undefined: none fits).
+ */
+function podNonMasquerade(inp: PodPatchInputs): { now?: string; bySvc?: true; after?: string; unset?: true } {
   const { snap, spec, serviceAfter } = inp;
   if (snap.kops && !snap.kops.nonMasqueradeCIDR) return { unset: true }; // the spec sets none: nothing to change
   const news = spec.to.map((t) => parseCidr(t));
   const pods = new Map(news.map((c) => [c.family, c]));
-  const now = (serviceAfter ? serviceNonMasquerade(snap, serviceAfter, pods)?.value : undefined) || snap.kops?.nonMasqueradeCIDR;
+  const bySvc = serviceAfter ? serviceNonMasquerade(snap, serviceAfter, pods)?.value : undefined;
+  const now = bySvc || snap.kops?.nonMasqueradeCIDR;
   const nm = now ? tryParseCidr(now) : undefined;
   const perFamily = news.map((c) => endNonMasquerade(snap, nm?.family === c.family ? nm : undefined, [c, ...serviceRangeAfter(snap, c.family, serviceAfter)]));
   const after = perFamily.every((x): x is string => !!x) ? [...new Set(perFamily)].join(',') : undefined;
-  return { now, after };
+  return { now, ...(bySvc ? { bySvc: true as const } : {}), after };
 }
 
-/** kOps: a Pod CIDR move whose nonMasqueradeCIDR cannot be computed is refused (exit 2), naming the pair that fits. */
+/**
+ * Check `pod-kops-nonmasquerade` (when the Cluster spec was read): the nonMasqueradeCIDR when the pods move, today's or
+ * the one the Service part of the same plan sets at gate restart-apiservers (patch kops-service-range), contains NEW.
+ */
+function podNonMasqueradeNowCheck(inp: PodPatchInputs, nm: { now?: string; bySvc?: true }): PreflightCheck[] {
+  if (!inp.snap.kops?.nonMasqueradeCIDR || !nm.now) return [];
+  const what = nm.bySvc ? `kOps nonMasqueradeCIDR ${nm.now} (set with the Service range at gate restart-apiservers, patch kops-service-range)` : `kOps nonMasqueradeCIDR ${nm.now}`;
+  const cidr = tryParseCidr(nm.now);
+  const outside = inp.spec.to.map((t) => parseCidr(t)).filter((t) => cidr && cidr.family === t.family && !contains(cidr, t));
+  return [outside.length > 0
+    ? { id: 'pod-kops-nonmasquerade', status: 'warn', message: `${what} does not contain ${outside.map(formatCidr).join(',')}: traffic from NEW would be masqueraded`, fix: 'the pod-cidr-config gate changes nonMasqueradeCIDR with podCIDR (patch kops-pod-cidr)' }
+    : { id: 'pod-kops-nonmasquerade', status: 'pass', message: `${what} contains ${inp.spec.to.join(',')}`, fix: '' }];
+}
+
+/**
+ * kOps' Pod checks: pod-kops-nonmasquerade (above), and a Pod CIDR move whose nonMasqueradeCIDR cannot be computed is
+ * refused (exit 2, check kops-pod-non-masquerade), naming the pair that fits.
+ */
 function podNonMasqueradeChecks(inp: PodPatchInputs): PreflightCheck[] {
   const nm = podNonMasquerade(inp);
-  if (nm.after || nm.unset) return [];
+  const now = podNonMasqueradeNowCheck(inp, nm);
+  if (nm.after || nm.unset) return now;
   const family = parseCidr(inp.spec.to[0]!).family;
   const svc = inp.spec.to.flatMap((t) => serviceRangeAfter(inp.snap, parseCidr(t).family, inp.serviceAfter)).map(formatCidr).join(',') || 'the service range';
-  return [{
+  return [...now, {
     id: 'kops-pod-non-masquerade', status: 'fail', target: true,
     message: `no kOps nonMasqueradeCIDR of /8 or smaller holds podCIDR ${inp.to} and ${inp.serviceAfter ? 'the new' : 'the'} serviceClusterIPRange ${svc} without overlapping the node network: ${pairAdvice(inp.snap, family)}`,
     fix: 'plan the pair kube-renumber suggest --for services,pods gives, in one plan',

@@ -5,9 +5,9 @@
  * pools' part of the end state. Each step derives "done" from the cluster, so a crash is resumed by running again.
  */
 import type { KubeObject } from '../../cluster/types.ts';
-import { BLOCKAFFINITIES, INSTALLATIONS, IPAMBLOCKS, IPAMHANDLES, IPPOOLS, KIND_OF } from '../../kube/calico.ts';
+import { BLOCKAFFINITIES, INSTALLATIONS, IPAMBLOCKS, IPAMHANDLES, IPPOOLS } from '../../kube/calico.ts';
 import type { KubeClient } from '../../kube/client.ts';
-import { createObject, deleteObject, forCreate, getObject, listAll, PODS, replaceObject } from '../../kube/resources.ts';
+import { apiVersionOf, createObject, deleteObject, forCreate, getObject, listAll, PODS, replaceObject } from '../../kube/resources.ts';
 import { patchWithPrecondition } from '../../kube/workloads.ts';
 import { contains, parseCidr, parseIP } from '../../net/index.ts';
 import type { PoolData } from './kinds.ts';
@@ -50,7 +50,7 @@ async function editInstallationPools(ctx: StepContext, edit: (pools: any[]) => a
 async function installationBackup(pe: PodPathHost, client: KubeClient): Promise<KubeObject[]> {
   if (!pe.spec.calico?.operatorManaged) return [];
   const inst = await withRetry(() => installation(client));
-  return inst ? [withKind(inst, 'installations')] : [];
+  return inst ? [withKind(inst, INSTALLATIONS)] : [];
 }
 
 async function poolsReady(client: KubeClient, pools: readonly PoolData[]): Promise<boolean> {
@@ -70,7 +70,7 @@ function createPoolStep(pe: PodPathHost, p: PlanStep): Step {
     // Installation/default when the operator manages the pools; a disabled pool of the new pool's name that apply enables
     backup: async (ctx) => [...await installationBackup(pe, ctx.client),
       ...(await Promise.all(pools.map((np) => withRetry(() => getObject(ctx.client, IPPOOLS, np.name)))))
-        .filter((x): x is KubeObject => !!x && x.spec?.disabled === true).map((x) => withKind(x, 'ippools'))],
+        .filter((x): x is KubeObject => !!x && x.spec?.disabled === true).map((x) => withKind(x, IPPOOLS))],
     apply: async (ctx) => {
       for (const np of pools) {
         const cur = await getObject(ctx.client, IPPOOLS, np.name);
@@ -87,7 +87,7 @@ function createPoolStep(pe: PodPathHost, p: PlanStep): Step {
         } else if (!cur) {
           await withRetry(() => createObject(ctx.client, IPPOOLS, poolObject(np, pe.run), { dryRun: ctx.dryRun === 'server' }));
         } else if (cur.spec?.disabled === true) {
-          backUpLate(ctx, [withKind(cur, 'ippools')], p.id);
+          backUpLate(ctx, [withKind(cur, IPPOOLS)], p.id);
           // a 409 (our write whose answer was lost, or someone's edit) reads the pool again
           await retryOnConflict(`IPPool ${np.name}`, async (n) => {
             const now = n === 1 ? cur : await withRetry(() => getObject(ctx.client, IPPOOLS, np.name));
@@ -105,7 +105,7 @@ function createPoolStep(pe: PodPathHost, p: PlanStep): Step {
       if (operator) {
         // the operator writes the IPPool's metadata itself (only its managed-by label), so the pool cannot carry the
         // run label: what the run added is told by the Installation's backup, taken before the run changed it
-        const before = ctx.backups.load({ ...KIND_OF.installations!, name: 'default' });
+        const before = ctx.backups.load({ apiVersion: apiVersionOf(INSTALLATIONS), kind: INSTALLATIONS.kind, name: 'default' });
         await editInstallationPools(ctx, (list) => {
           const ours = addedPools(list, pools, before);
           return ours.length > 0 ? list.filter((x) => !ours.includes(x)) : undefined;
@@ -149,7 +149,7 @@ export async function undoPool(ctx: StepContext, name: string, run: string): Pro
 /** The old pools that still exist, ready to back up. */
 async function oldPoolObjects(pe: PodPathHost, client: KubeClient): Promise<KubeObject[]> {
   const found = await Promise.all((pe.spec.calico?.oldPools ?? []).map((o) => getObject(client, IPPOOLS, o.name)));
-  return found.filter((x): x is KubeObject => !!x).map((x) => withKind(x, 'ippools'));
+  return found.filter((x): x is KubeObject => !!x).map((x) => withKind(x, IPPOOLS));
 }
 
 async function oldPoolsDisabled(pe: PodPathHost, client: KubeClient): Promise<boolean> {
@@ -235,12 +235,12 @@ function deletePoolsStep(pe: PodPathHost, p: PlanStep): Step {
 /** IPAM objects in the old range: blocks, affinities, and handles that point only at such blocks. */
 async function leftovers(pe: PodPathHost, client: KubeClient): Promise<{ blocks: KubeObject[]; affinities: KubeObject[]; handles: KubeObject[] }> {
   const [blocks, affinities, handles] = await Promise.all([IPAMBLOCKS, BLOCKAFFINITIES, IPAMHANDLES].map((t) => withRetry(() => listAll(client, t))));
-  const oldBlocks = blocks!.filter((b) => cidrIn(pe.old, b.spec?.cidr)).map((b) => withKind(b, 'ipamblocks'));
-  const oldAff = affinities!.filter((a) => cidrIn(pe.old, a.spec?.cidr)).map((a) => withKind(a, 'blockaffinities'));
+  const oldBlocks = blocks!.filter((b) => cidrIn(pe.old, b.spec?.cidr)).map((b) => withKind(b, IPAMBLOCKS));
+  const oldAff = affinities!.filter((a) => cidrIn(pe.old, a.spec?.cidr)).map((a) => withKind(a, BLOCKAFFINITIES));
   const oldHandles = handles!.filter((h) => {
     const keys = Object.keys(h.spec?.block ?? {});
     return keys.length > 0 && keys.every((k) => cidrIn(pe.old, k));
-  }).map((h) => withKind(h, 'ipamhandles'));
+  }).map((h) => withKind(h, IPAMHANDLES));
   return { blocks: oldBlocks, affinities: oldAff, handles: oldHandles };
 }
 

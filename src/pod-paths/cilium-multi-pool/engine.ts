@@ -8,7 +8,7 @@
 import type { KubeObject } from '../../cluster/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { KubeApiError } from '../../kube/errors.ts';
-import { CONFIGMAPS, createObject, deleteObject, forCreate, getObject, listAll, PODS, type ResourceType } from '../../kube/resources.ts';
+import { CONFIGMAPS, createObject, deleteObject, forCreate, getObject, listAll, PODS, type KindResource } from '../../kube/resources.ts';
 import { DAEMONSETS, patchWithPrecondition } from '../../kube/workloads.ts';
 import { contains, parseCidr, tryParseCidr } from '../../net/index.ts';
 import type { CiliumConfigChange, CiliumPoolData } from './kinds.ts';
@@ -24,14 +24,18 @@ export interface CiliumHost extends PodPathHost {
   readonly opts: { readonly token: string; readonly rolloutTimeoutMs: number };
 }
 
-const CILIUM_NODES: ResourceType = { group: 'cilium.io', version: 'v2', plural: 'ciliumnodes', namespaced: false };
+const CILIUM_NODES: KindResource = { group: 'cilium.io', version: 'v2', plural: 'ciliumnodes', namespaced: false, kind: 'CiliumNode' };
+/** CiliumPodIPPools, at the version the plan names (v2alpha1 in Cilium 1.14-1.17, v2 from 1.18). */
+const CILIUM_POD_IP_POOLS: KindResource = { group: 'cilium.io', version: 'v2alpha1', plural: 'ciliumpodippools', namespaced: false, kind: 'CiliumPodIPPool' };
+/** The kinds the path's steps change and back up besides the core's (PodPathModule.kinds: `restore` puts them back). */
+export const CILIUM_MULTI_POOL_KINDS: readonly KindResource[] = [CILIUM_POD_IP_POOLS, CILIUM_NODES];
 /** The pool annotations a pod or namespace chooses its pool by (Cilium v1.15.19 pkg/annotation/k8s.go, pkg/ipam/metadata/manager.go:97-115). */
 export const POOL_ANNOTATIONS = ['ipam.cilium.io/ip-pool', 'ipam.cilium.io/ipv4-pool', 'ipam.cilium.io/ipv6-pool'] as const;
 const AGENTS = { namespace: 'kube-system', name: 'cilium' };
 const CONFIG = { namespace: 'kube-system', name: 'cilium-config' };
 
-function poolsType(apiVersion: string): ResourceType {
-  return { group: 'cilium.io', version: apiVersion.split('/')[1] ?? 'v2alpha1', plural: 'ciliumpodippools', namespaced: false };
+function poolsType(apiVersion: string): KindResource {
+  return { ...CILIUM_POD_IP_POOLS, version: apiVersion.split('/')[1] ?? CILIUM_POD_IP_POOLS.version };
 }
 
 function section(pe: PodPathHost) {
@@ -48,7 +52,7 @@ function poolObject(apiVersion: string, p: CiliumPoolData): KubeObject {
   const spec: Record<string, unknown> = {};
   if (p.ipv4) spec.ipv4 = { cidrs: [...p.ipv4.cidrs], maskSize: p.ipv4.maskSize };
   if (p.ipv6) spec.ipv6 = { cidrs: [...p.ipv6.cidrs], maskSize: p.ipv6.maskSize };
-  return { apiVersion, kind: 'CiliumPodIPPool', metadata: { name: p.name, labels: { [MANAGED_LABEL]: 'true' } }, spec };
+  return { apiVersion, kind: CILIUM_POD_IP_POOLS.kind, metadata: { name: p.name, labels: { [MANAGED_LABEL]: 'true' } }, spec };
 }
 
 /** Whether a pool object has exactly the planned CIDRs. */

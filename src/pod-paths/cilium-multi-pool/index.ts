@@ -4,7 +4,7 @@
  * executors: engine.ts; its types and kinds: kinds.ts. Listed once in src/pod-paths/registry.ts.
  */
 import type { PodPathModule } from '../module.ts';
-import { ciliumMultiPoolEngine } from './engine.ts';
+import { CILIUM_MULTI_POOL_KINDS, ciliumMultiPoolEngine } from './engine.ts';
 import { CILIUM_GATE_CONDITIONS, CILIUM_STEP_KINDS } from './kinds.ts';
 import { ciliumMultiPoolPath } from './plan.ts';
 import { CILIUM_MULTI_POOL_RBAC } from './rbac.ts';
@@ -13,6 +13,7 @@ export const ciliumMultiPool: PodPathModule<'cilium-multi-pool'> = {
   plan: ciliumMultiPoolPath,
   engine: ciliumMultiPoolEngine,
   stepKinds: CILIUM_STEP_KINDS,
+  kinds: CILIUM_MULTI_POOL_KINDS,
   rbac: CILIUM_MULTI_POOL_RBAC,
   gateConditions: CILIUM_GATE_CONDITIONS,
 };

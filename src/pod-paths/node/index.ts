@@ -15,6 +15,7 @@ export const node: PodPathModule<'node'> = {
   plan: nodePath,
   engine: nodeEngine,
   stepKinds: NODE_STEP_KINDS,
+  kinds: [], // Nodes and Pods: the core's kinds (src/kube/kinds.ts)
   rbac: NODE_RBAC,
   gateConditions: NODE_GATE_CONDITIONS,
 };
