@@ -85,8 +85,9 @@ describe('scripts/image.ts', () => {
     assert.equal(pod.securityContext.runAsGroup, IMAGE_GID);
     const k = yaml.load(readFileSync(join(ROOT, 'deploy/kustomization.yaml'), 'utf8')) as any;
     // every manifest of deploy/ the migration Job needs is in the base (rbac-probe.yaml is `probe --deploy`'s, run from a
-    // workstation; rbac-kubelet-configz.yaml is opt-in: --read-kubelet-config, get nodes/proxy, docs/service-migration.md)
-    const optIn = new Set(['rbac-probe.yaml', 'rbac-kubelet-configz.yaml']);
+    // workstation; rbac-kubelet-configz.yaml is opt-in: --read-kubelet-config, get nodes/proxy, docs/service-migration.md;
+    // rbac-helm-releases.yaml too: --read-helm-releases, list secrets, docs/references.md)
+    const optIn = new Set(['rbac-probe.yaml', 'rbac-kubelet-configz.yaml', 'rbac-helm-releases.yaml']);
     const files = spawnSync('ls', [join(ROOT, 'deploy')], { encoding: 'utf8' }).stdout.split('\n').filter((f) => /^(rbac.*|job-apply)\.yaml$/.test(f) && !optIn.has(f)).sort();
     assert.deepEqual([...k.resources].sort(), files);
     const vol = pod.volumes.find((v: any) => v.configMap);

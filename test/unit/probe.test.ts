@@ -352,7 +352,9 @@ describe('probe clients (servers on 127.0.0.1)', () => {
       assert.ok((d.failuresByReason['dns-timeout'] ?? 0) >= 1, info);
       assert.ok((d.failuresByReason['dns-error'] ?? 0) >= 1, info);
       assert.equal(d.dnsFailures, d.failures);
-      assert.ok(d.longestGap && d.longestGap.ms >= broken - 5, `${info}, broken ${broken} ms`);
+      // the gap runs between two answered requests' times; on a loaded machine its edges can fall up to one request's
+      // timeout (80 ms) inside the broken window measured here (seen: a 279.7 ms gap for 288.4 ms broken)
+      assert.ok(d.longestGap && d.longestGap.ms >= broken - 80, `${info}, broken ${broken} ms`);
       // the env client never asks DNS
       assert.equal(result(r, 'env').failures, 0);
       assert.equal(r.totals.dnsFailures, d.dnsFailures);
