@@ -7,14 +7,13 @@
  */
 import type { AvoidRange } from '../analyze/catalog.ts';
 import { scanReferences, type RangeMove, type Reference } from '../analyze/references.ts';
-import { platformKindOf, type Family, type Snapshot } from '../cluster/types.ts';
+import type { Family, Snapshot } from '../cluster/types.ts';
 import { bits, formatCidr, overlaps, type Cidr } from '../net/index.ts';
-import { planDistributionOf } from '../platform/registry.ts';
 import { ipamOwnerFacts, podPathOf } from './platform-gate.ts';
 import { compatibilityCheck } from './compatibility.ts';
 import { distroPatches } from './distro-patches.ts';
-import { identityCheck, identityOf } from './identity.ts';
-import { currentFlag, cidrSlug, OBJECT_PREFIX, PLAN_API_VERSION, PLAN_KIND, sourceText, type MigrationPlan } from './plan.ts';
+import { identityCheck } from './identity.ts';
+import { currentFlag, cidrSlug, OBJECT_PREFIX, PLAN_API_VERSION, PLAN_KIND, planMetadata, type MigrationPlan } from './plan.ts';
 import { serviceCIDRApiState, targetChecks, type PreflightCheck } from './preflight.ts';
 import { enableServiceCIDRApiGate } from './service-gates.ts';
 import { currentServiceRanges } from './service-mapping.ts';
@@ -49,14 +48,7 @@ export function buildExtensionPlan(snap: Snapshot, opts: ExtensionPlanOptions): 
   const flag = currentFlag(snap);
   const plan: MigrationPlan = {
     apiVersion: PLAN_API_VERSION, kind: PLAN_KIND,
-    metadata: {
-      generatedFrom: sourceText(snap.source),
-      ...(snap.kubernetesVersion ? { kubernetesVersion: snap.kubernetesVersion } : {}),
-      distribution: planDistributionOf(platformKindOf(snap)),
-      platform: platformKindOf(snap),
-      ...(opts.generator ? { generator: opts.generator } : {}),
-      ...(identityOf(snap) ? { cluster: identityOf(snap)! } : {}),
-    },
+    metadata: planMetadata(snap, opts.generator),
     spec: {},
     preflight: [identityCheck(snap)],
     mapping: [],

@@ -173,6 +173,18 @@ function boundTo(snap: Snapshot): { cluster?: ClusterIdentity } {
   return id ? { cluster: id } : {};
 }
 
+/** A plan's metadata: where it was read from, the version and platform, the generator, the cluster it is bound to. */
+export function planMetadata(snap: Snapshot, generator?: string): MigrationPlan['metadata'] {
+  return {
+    generatedFrom: sourceText(snap.source),
+    ...(snap.kubernetesVersion ? { kubernetesVersion: snap.kubernetesVersion } : {}),
+    distribution: planDistributionOf(platformKindOf(snap)),
+    platform: platformKindOf(snap),
+    ...(generator ? { generator } : {}),
+    ...boundTo(snap),
+  };
+}
+
 /** A DNS-safe name for a ServiceCIDR derived from CIDRs: 172.24.0.0/15 → 172-24-0-0-15. */
 export function cidrSlug(cidrs: readonly string[]): string {
   return cidrs.map((c) => c.toLowerCase().replace(/[:./]/g, '-')).join('-').replace(/^-+|-+$/g, '');
@@ -372,14 +384,7 @@ function emptyServicePlan(snap: Snapshot, opts: PlanOptions, s: ServiceSettings,
   return {
     apiVersion: PLAN_API_VERSION,
     kind: PLAN_KIND,
-    metadata: {
-      generatedFrom: sourceText(snap.source),
-      ...(snap.kubernetesVersion ? { kubernetesVersion: snap.kubernetesVersion } : {}),
-      distribution: planDistributionOf(platformKindOf(snap)),
-      platform: platformKindOf(snap),
-      ...(opts.generator ? { generator: opts.generator } : {}),
-      ...boundTo(snap),
-    },
+    metadata: planMetadata(snap, opts.generator),
     spec: {
       serviceCIDR: {
         from: currentServiceRanges(snap).map(formatCidr), to: [], target: [],
@@ -846,14 +851,7 @@ export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): M
     ? buildServicePlan(snap, { ...opts.service, ...(podsAfter ? { podsAfter } : {}), avoid: [...(opts.service.avoid ?? []), ...asAvoid(podTargets, 'the new pod CIDR of this plan')], ...(opts.generator ? { generator: opts.generator } : {}) })
     : {
       apiVersion: PLAN_API_VERSION, kind: PLAN_KIND,
-      metadata: {
-        generatedFrom: sourceText(snap.source),
-        ...(snap.kubernetesVersion ? { kubernetesVersion: snap.kubernetesVersion } : {}),
-        distribution: planDistributionOf(platformKindOf(snap)),
-        platform: platformKindOf(snap),
-        ...(opts.generator ? { generator: opts.generator } : {}),
-        ...boundTo(snap),
-      },
+      metadata: planMetadata(snap, opts.generator),
       spec: {}, preflight: [], mapping: [], steps: [],
     };
   const withRefs = (p: MigrationPlan): MigrationPlan => {

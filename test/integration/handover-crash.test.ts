@@ -17,7 +17,7 @@ import { describe, test } from 'node:test';
 import { useTestbed } from '../testbed/harness.ts';
 import { fullRun } from '../testbed/background.ts';
 import { run } from '../unit/run-cli.ts';
-import { assertHandedOver, cli, handoverPicture, killFigures, KillSweep, type KillPoint, udpServedDeployments, withHistory, writeServicePlan } from './helpers.ts';
+import { assertHandedOver, cli, handoverPicture, killFigures, KillSweep, type KillPoint, runUpToRestarts, udpServedDeployments, withHistory, writeServicePlan } from './helpers.ts';
 import { getJSON } from './pod-helpers.ts';
 import { install } from '../../src/install.ts';
 
@@ -48,13 +48,7 @@ describe('restart-workloads killed at each write of its UDP hand-overs, resumed 
     const planPath = await writeServicePlan(tb.kubeconfigPath, dir, NEW, 'in-place');
     const plan = (await import('js-yaml')).load(readFileSync(planPath, 'utf8')) as any;
     // the migration up to the restarts, uninterrupted
-    const later = plan.steps.slice(plan.steps.findIndex((s: any) => s.id === 'restart-workloads')).map((s: any) => s.id).join(',');
-    let r = await run(['apply', planPath, '--yes', '--skip', later, ...common()]);
-    assert.equal(r.code, 7, r.err.slice(-2000));
-    assert.match(r.err, /stopped at gate restart-apiservers/);
-    await tb.restartApiserver({ serviceCIDR: NEW });
-    r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', '--skip', later, ...common()]);
-    assert.equal(r.code, 0, r.err.slice(-2000));
+    await runUpToRestarts(tb, plan, planPath, NEW, common());
 
     const handed = await udpServedDeployments(tb);
     assert.deepEqual([...handed].sort(), ['kube-system/coredns', 'tb-app-0/web-0', 'tb-app-1/web-0'], 'the Deployments a UDP Service selects');

@@ -305,6 +305,22 @@ export async function writeServicePlan(kubeconfig: string, dir: string, target: 
 }
 
 /**
+ * Runs the Service plan at `planPath` uninterrupted up to step restart-workloads (left out with the steps after it):
+ * apply stops at gate restart-apiservers, the testbed's apiserver restarts on `target`, resume runs to the end of the
+ * part. `common` is the run's flags (kubeconfig, state directory, timeouts).
+ */
+export async function runUpToRestarts(tb: { restartApiserver(o: { serviceCIDR: string }): Promise<unknown> }, plan: { steps: Array<{ id: string }> },
+  planPath: string, target: string, common: string[]): Promise<void> {
+  const later = plan.steps.slice(plan.steps.findIndex((s) => s.id === 'restart-workloads')).map((s) => s.id).join(',');
+  let r = await run(['apply', planPath, '--yes', '--skip', later, ...common]);
+  assert.equal(r.code, 7, r.err.slice(-2000));
+  assert.match(r.err, /stopped at gate restart-apiservers/);
+  await tb.restartApiserver({ serviceCIDR: target });
+  r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', '--skip', later, ...common]);
+  assert.equal(r.code, 0, r.err.slice(-2000));
+}
+
+/**
  * Deployments (`ns/name`) whose pod template a Service with a UDP port selects: the run's restarts hand their pods
  * over one at a time (src/engine/udp-handover.ts) instead of rolling them out, so they get no new revision.
  */

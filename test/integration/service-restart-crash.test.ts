@@ -17,7 +17,7 @@ import { useTestbed } from '../testbed/harness.ts';
 import { listWatch, watchPDBs } from '../testbed/pdb-watch.ts';
 import { populateWorkloads } from '../testbed/workloads.ts';
 import { run } from '../unit/run-cli.ts';
-import { assertHandedOver, cli, KILL_POINTS, killFigures, KillSweep, udpServedDeployments, withHistory } from './helpers.ts';
+import { assertHandedOver, cli, KILL_POINTS, killFigures, KillSweep, runUpToRestarts, udpServedDeployments, withHistory } from './helpers.ts';
 import { getJSON } from './pod-helpers.ts';
 
 install();
@@ -43,13 +43,7 @@ describe('step restart-workloads killed at every write, resumed each time', () =
     assert.deepEqual(plan.spec.serviceCIDR.restarts.barePodNamespaces, ['tb-wl-0']);
 
     // the migration up to the restarts, uninterrupted
-    const later = plan.steps.slice(plan.steps.findIndex((s: any) => s.id === 'restart-workloads')).map((s: any) => s.id).join(',');
-    let r = await run(['apply', planPath, '--yes', '--skip', later, ...common()]);
-    assert.equal(r.code, 7, r.err.slice(-2000));
-    assert.match(r.err, /stopped at gate restart-apiservers/);
-    await tb.restartApiserver({ serviceCIDR: NEW });
-    r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', '--skip', later, ...common()]);
-    assert.equal(r.code, 0, r.err.slice(-2000));
+    await runUpToRestarts(tb, plan, planPath, NEW, common());
 
     // what the restarts start from
     const list = (kind: string) => getJSON(tb, ['get', kind, '-A']).then((l) => l.items);
@@ -152,7 +146,7 @@ describe('step restart-workloads killed at every write, resumed each time', () =
       }
 
       // done from the cluster's point of view: a run now finds the step done; the rest of the plan ends; verify passes
-      r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', ...common()]);
+      const r = await run(['resume', planPath, '--yes', '--ack-gate', 'kubelet-cluster-dns', ...common()]);
       assert.equal(r.code, 0, r.err.slice(-2000));
       const journal = readFileSync(join(stateDir, 'journal.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
       // step-done, or step-skip "already done" when a kill came after the step's last write and before its step-done
