@@ -137,7 +137,7 @@ export class ProgressView {
           else this.say(`started: ${e.title}`);
           return;
         }
-        const text = e.state === 'done' ? 'done' : e.state === 'skip' ? 'already done' : e.state === 'excluded' ? 'left out (--only/--skip)'
+        const text = e.state === 'done' ? 'done' : e.state === 'skip' ? (e.detail ?? 'already done') : e.state === 'excluded' ? 'left out (--only/--skip)'
           : e.state === 'gate' ? 'stopped at this gate' : e.state === 'confirm' ? 'waiting for confirmation' : 'failed';
         const counts = [...this.counts].map(([what, c]) => `${what} ${c.done}/${c.total}`).join(', ');
         // the step is over: no live line until the next one starts

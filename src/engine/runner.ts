@@ -28,7 +28,11 @@ export type DryRun = 'none' | 'client' | 'server';
  *   timed out rather than saw its condition).
  */
 export type ProgressEvent =
-  | { type: 'step'; step: string; n: number; total: number; title: string; state: 'start' | 'done' | 'skip' | 'excluded' | 'gate' | 'confirm' | 'failed' }
+  | {
+    type: 'step'; step: string; n: number; total: number; title: string; state: 'start' | 'done' | 'skip' | 'excluded' | 'gate' | 'confirm' | 'failed';
+    /** With state 'skip': why (a step never reached before whose check holds has nothing to do; one reached before is already done). */
+    detail?: string;
+  }
   | { type: 'count'; what: string; done: number; total: number }
   | { type: 'inflight'; what: string; names: string[] }
   | { type: 'wait'; what: string; timeoutMs?: number }
@@ -145,13 +149,16 @@ async function blockedBefore(steps: Step[], i: number, sel: StepSelection, ctx: 
   };
 }
 
+/** What a step's skip says when no earlier run reached it and its check already holds. */
+export const NOTHING_TO_DO = 'nothing to do, the cluster is already as this step leaves it';
+
 export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions = {}): Promise<RunResult> {
   let applied = 0;
   let skipped = 0;
   const mark = (event: string, step: string) => opts.afterEvent?.(event, step);
   const total = steps.length;
-  const tell = (i: number, step: Step, state: Extract<ProgressEvent, { type: 'step' }>['state']) =>
-    ctx.progress?.({ type: 'step', step: step.id, n: i + 1, total, title: step.title, state });
+  const tell = (i: number, step: Step, state: Extract<ProgressEvent, { type: 'step' }>['state'], detail?: string) =>
+    ctx.progress?.({ type: 'step', step: step.id, n: i + 1, total, title: step.title, state, ...(detail ? { detail } : {}) });
   let excluded = 0;
   // steps reached since the last rollback: a step started before a rollback supersedes nothing any more
   const reached = reachedSteps(ctx.journal.entries());
@@ -184,10 +191,13 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
     const seen: string[] = [];
     const checkCtx: StepContext = step.kind === 'gate' ? { ...ctx, log: (m: string) => { seen.push(m); ctx.log(m); } } : ctx;
     if (await withProgress(ctx.progress, () => step.check(checkCtx))) {
-      ctx.journal.append('step-skip', { step: step.id, detail: step.kind === 'gate' ? 'condition holds' : 'already done' });
+      // a step no earlier run reached, whose check holds the first time it is asked, was never done: the cluster is
+      // already as the step would leave it (e.g. sweep-stragglers with no Service left in a drained range)
+      const detail = step.kind === 'gate' ? 'condition holds' : reached.has(step.id) ? 'already done' : NOTHING_TO_DO;
+      ctx.journal.append('step-skip', { step: step.id, detail });
       skipped++;
       mark('skip', step.id);
-      tell(i, step, 'skip');
+      tell(i, step, 'skip', step.kind === 'gate' ? undefined : detail);
       continue;
     }
     if (step.kind === 'gate') {

@@ -23,7 +23,11 @@ export function gateInstructions(snap: Snapshot, gate: ServiceGate | 'restart-wo
   if (gate !== 'restart-workloads') return d.serviceGateInstructions(snap, gate, ctx);
   const slow = slowUdpConntrackCleanup(snap);
   return [
-    'restart every workload: for ns in $(kubectl get ns -o jsonpath=\'{.items[*].metadata.name}\'); do kubectl -n "$ns" rollout restart deployment,statefulset,daemonset; done',
+    // one workload at a time, each rollout awaited, stopping at the first that does not finish: what the tool does
+    // itself, less the parallelism and the PodDisruptionBudget-aware evictions (never every namespace at once)
+    'restart every workload one at a time, waiting for each rollout and stopping at the first that does not finish: '
+      + 'for ns in $(kubectl get ns -o jsonpath=\'{.items[*].metadata.name}\'); do for w in $(kubectl -n "$ns" get deployment,statefulset,daemonset -o name); do '
+      + 'kubectl -n "$ns" rollout restart "$w" && kubectl -n "$ns" rollout status "$w" --timeout=10m || break 2; done; done',
     'delete (or let their owners recreate) bare pods and finished-Job pods that are still running',
     ...(slow ? [`kube-proxy ${slow} clears stale UDP conntrack entries slowly (kubernetes/kubernetes#135323): restart CoreDNS at a quiet hour, or lookups from busy nodes can fail for as long as that clean-up takes`] : []),
     ...d.restartWorkloadsNote,

@@ -8,7 +8,7 @@ import { BackupStore, backupFileName } from '../../src/engine/backup.ts';
 import { completedSteps, Journal, readJournal } from '../../src/engine/journal.ts';
 import { acquireLocalLock, localLockState, LockedError } from '../../src/engine/lock.ts';
 import { isTransient, withRetry } from '../../src/engine/retry.ts';
-import { rollbackSteps, runSteps, type Step, type StepContext } from '../../src/engine/runner.ts';
+import { NOTHING_TO_DO, rollbackSteps, runSteps, type Step, type StepContext } from '../../src/engine/runner.ts';
 import { KubeApiError } from '../../src/kube/client.ts';
 
 install();
@@ -147,6 +147,24 @@ describe('runner', () => {
     assert.deepEqual(events.filter((e) => e.startsWith('step-skip')), ['step-skip:b']);
     assert.ok(events.indexOf('backup:a') < events.indexOf('applied:a'));
     assert.equal(c.backups.all().length, 2);
+  });
+
+  it('a skip says "nothing to do" for a step no run reached before, "already done" for one an earlier run started', async () => {
+    const w = world();
+    w.state.set('b', 1);
+    const dir = tmp();
+    const skips = async (c: StepContext, steps: Step[]) => {
+      const seen: Record<string, string | undefined> = {};
+      await runSteps(steps, { ...c, progress: (e) => { if (e.type === 'step' && e.state === 'skip') seen[e.step] = e.detail; } });
+      return seen;
+    };
+    // b was never reached: its check holds the first time, nothing was done
+    const first = await skips(ctxIn(dir), [w.step('a'), w.step('b'), w.step('c', { apply: async () => { throw new Error('stop'); } })]);
+    assert.deepEqual(first, { b: NOTHING_TO_DO }, 'the first run skips b only, and fails at c');
+    const journal = readJournal(join(dir, 'journal.jsonl'));
+    assert.deepEqual(journal.filter((e) => e.event === 'step-skip').map((e) => `${e.step}: ${e.detail}`), [`b: ${NOTHING_TO_DO}`]);
+    // resumed: a and b were reached before, so their skips say already done
+    assert.deepEqual(await skips(ctxIn(dir, 'r2'), [w.step('a'), w.step('b'), w.step('c')]), { a: 'already done', b: 'already done' });
   });
 
   it('stops at a gate until its condition holds, and at a confirm step unless --yes', async () => {
