@@ -37,7 +37,31 @@ interface Step {
   code: number;
   /** the output's last line is the kubeconfig: the next commands get it as KUBECONFIG */
   kubeconfig?: boolean;
+  /** a file written to the work directory before the command runs, shown on the page above it */
+  writes?: { path: string; text: string };
 }
+
+/** A webhook that calls the cluster DNS Service by its ClusterIP (never in the way: failurePolicy Ignore, no namespace matches). */
+const WEBHOOK = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: audit-hook
+webhooks:
+  - name: audit.example.com
+    clientConfig:
+      url: https://10.96.0.10:443/validate
+    failurePolicy: Ignore
+    sideEffects: None
+    admissionReviewVersions: [v1]
+    namespaceSelector:
+      matchLabels:
+        audit-hook: never
+    rules:
+      - apiGroups: [""]
+        apiVersions: [v1]
+        operations: [CREATE]
+        resources: [configmaps]
+`;
 
 /** The first address of an IPv4 /16 or larger block: default/kubernetes's address in that range. */
 const firstOf = (cidr: string): string => cidr.replace(/\.0\/\d+$/, '.1');
@@ -56,12 +80,14 @@ Start one with the Service range ${OLD} and two nodes, and put a few Deployments
     { say: '', show: `npm run testbed -- up --service-cidr ${OLD} --pod-cidr 10.244.0.0/20 --nodes 2`, argv: testbed('up', '--service-cidr', OLD, '--pod-cidr', '10.244.0.0/20', '--nodes', '2'), code: 0, kubeconfig: true },
     { say: 'The last line is the kubeconfig; every command below reads it through `KUBECONFIG`, as kubectl does:', show: 'export KUBECONFIG=KUBECONFIG', argv: [], code: 0 },
     { say: '`--fixed-addresses` gives the Services fixed ClusterIPs instead of random ones, so that this page is the same on every run:', show: 'npm run testbed -- populate --namespaces 2 --deployments 1 --replicas 1 --services 2 --fixed-addresses', argv: testbed('populate', '--namespaces', '2', '--deployments', '1', '--replicas', '1', '--services', '2', '--fixed-addresses'), code: 0 },
+    { say: 'Clusters keep old addresses in places a move does not change by itself. Here, a webhook that some tool registered with the cluster DNS Service\'s ClusterIP in its URL:', show: 'kubectl apply -f audit-hook.yaml', argv: ['kubectl', 'apply', '-f', 'audit-hook.yaml'], code: 0, writes: { path: 'audit-hook.yaml', text: WEBHOOK } },
     `## 2. Look before you move
 
 \`inspect\` reads the cluster (it changes nothing) and shows its ranges, where each was found, conflicts and
 capacity:`,
     { say: '', show: 'kube-renumber inspect', argv: cli('inspect'), code: 0 },
     { say: '`suggest` finds a free range that holds today\'s Services with headroom (twice as many by default), clear of the cluster\'s own ranges and of the well-known ones (Tailscale\'s 100.64.0.0/10, Docker, cloud VPC defaults):', show: 'kube-renumber suggest --for services', argv: cli('suggest', '--for', 'services'), code: 0 },
+    { say: 'Moving both ranges, ask for the pair: two disjoint ranges inside one aligned range, the envelope, that a firewall rule, a route or a mesh setting can name (on kOps it is the new `nonMasqueradeCIDR`):', show: 'kube-renumber suggest --for services,pods', argv: cli('suggest', '--for', 'services,pods'), code: 0 },
     `## 3. The plan
 
 A plan is a document: read it, review it like any change, then apply it. Without \`-o\` it prints a summary;
@@ -81,6 +107,8 @@ with exit 7 and says what to do. \`--yes\` only answers the plan's confirmation 
 between tiers, before the DNS Service): without it, each of them asks \`proceed? [y/N]\` on a terminal, and
 elsewhere stops the run there (exit 7) until \`resume --yes\`.`,
     { say: '', show: 'kube-renumber apply plan.yaml --yes', argv: cli('apply', 'plan.yaml', '--yes'), code: 7 },
+    { say: 'The first gate holds the run before any change: the webhook still calls the DNS Service at its old address, which the move takes away. Point it at the Service by name (or, if nothing uses it, delete it); the gate reads the cluster again and passes once nothing of the kind is left:', show: 'kubectl delete validatingwebhookconfiguration audit-hook', argv: ['kubectl', 'delete', 'validatingwebhookconfiguration', 'audit-hook'], code: 0 },
+    { say: '', show: 'kube-renumber resume plan.yaml --yes', argv: cli('resume', 'plan.yaml', '--yes'), code: 7 },
     { say: 'Every Service has moved; the API server still allocates from the old range. On a real cluster you change `--service-cluster-ip-range` in its manifest (kubeadm, kOps: the plan shows the patch); on the testbed:', show: `npm run testbed -- restart-apiserver --service-cidr ${NEW}`, argv: testbed('restart-apiserver', '--service-cidr', NEW), code: 0 },
     { say: '`resume` goes on from the journal. The gate is checked against the cluster, so nothing needs acknowledging:', show: 'kube-renumber resume plan.yaml --yes', argv: cli('resume', 'plan.yaml', '--yes'), code: 7 },
     { say: 'The kubelets\' `clusterDNS` lives in each node\'s kubelet configuration, which the API cannot show; once it names the new DNS address, acknowledge the gate (the testbed\'s kwok nodes have no kubelet configuration). Pods keep the environment variables and the resolver they started with until they restart: the run then restarts every workload itself (waves of `--parallel`, PodDisruptionBudgets respected through the Eviction API, the cluster DNS first) and finishes:', show: 'kube-renumber resume plan.yaml --yes --ack-gate kubelet-cluster-dns', argv: cli('resume', 'plan.yaml', '--yes', '--ack-gate', 'kubelet-cluster-dns'), code: 0 },
@@ -157,6 +185,10 @@ export function generate(log: (s: string) => void = () => {}): Result {
       if (typeof s === 'string') { out.push(s, ''); continue; }
       if (s.say) out.push(s.say, '');
       if (s.argv.length === 0) { out.push('```sh', `$ ${s.show.replace('KUBECONFIG=KUBECONFIG', `KUBECONFIG=${normalise(env.KUBECONFIG ?? '', work)}`)}`, '```', ''); continue; }
+      if (s.writes) {
+        writeFileSync(join(work, s.writes.path), s.writes.text);
+        out.push(`\`${s.writes.path}\`:`, '', '```yaml', s.writes.text.replace(/\n$/, ''), '```', '');
+      }
       log(`$ ${s.show}`);
       const file = join(work, '.out');
       const fd = openSync(file, 'w');

@@ -197,7 +197,7 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
       ctx.journal.append('step-skip', { step: step.id, detail });
       skipped++;
       mark('skip', step.id);
-      tell(i, step, 'skip', step.kind === 'gate' ? undefined : detail);
+      tell(i, step, 'skip', detail);
       continue;
     }
     if (step.kind === 'gate') {
