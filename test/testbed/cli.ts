@@ -172,13 +172,7 @@ async function cmdBuildAll(args: string[] = []) {
   process.env.KUBE_RENUMBER_GOCACHE = join(testbedRoot(), 'go', 'build-cache');
   const t0 = Date.now();
   let built = false;
-  const step = async (what: string, done: () => boolean, f: () => Promise<unknown>) => {
-    const t = Date.now();
-    const was = done();
-    await f();
-    built ||= !was;
-    process.stderr.write(`[build-all] ${what}: ${was ? 'cached' : `built in ${Math.round((Date.now() - t) / 1000)} s`}\n`);
-  };
+  const step = async (what: string, done: () => boolean, f: () => Promise<unknown>) => { built = (await timedBuild(what, done, f)) || built; };
   // what most test files need: the control plane and Calico's IPAM (the testbed's default pod IPAM with Calico's CRDs)
   await step(`control plane ${DEFAULT_VERSION}`, () => isBuilt(DEFAULT_VERSION), () => ensureBuilt({ version: DEFAULT_VERSION }));
   await step('calico-ipam, calico-kube-controllers, calicoctl', () => calicoBuiltDir(CALICO_VERSION) !== undefined, () => ensureCalicoBuilt({ version: CALICO_VERSION }));
@@ -219,15 +213,21 @@ async function cmdBuildBackground(args: string[]) {
     for (const a of args) {
       if (!(a in BACKGROUND_BUILDS)) continue;
       const b = BACKGROUND_BUILDS[a as BackgroundBuild];
-      const t = Date.now();
-      const was = b.built();
-      await b.build();
-      process.stderr.write(`[build-all] ${b.what}: ${was ? 'cached' : `built in ${Math.round((Date.now() - t) / 1000)} s`} (background)\n`);
+      await timedBuild(b.what, b.built, b.build, ' (background)');
     }
     if (args.includes('--remove-cache')) await removeSharedCache(process.env.KUBE_RENUMBER_GOCACHE);
   } finally {
     await clearBackground(process.pid);
   }
+}
+
+/** Runs one build of build-all, saying whether it was cached or how long it took; true when it built something. */
+async function timedBuild(what: string, done: () => boolean, build: () => Promise<unknown>, suffix = ''): Promise<boolean> {
+  const t = Date.now();
+  const was = done();
+  await build();
+  process.stderr.write(`[build-all] ${what}: ${was ? 'cached' : `built in ${Math.round((Date.now() - t) / 1000)} s`}${suffix}\n`);
+  return !was;
 }
 
 /** Removes build-all's shared Go build cache (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it). */
