@@ -20,7 +20,7 @@ import {
   DEPLOYMENTS, evictPod, JOBS, PODDISRUPTIONBUDGETS, patchWithPrecondition, REPLICASETS, WORKLOAD_TYPES,
 } from '../kube/workloads.ts';
 import { jobEvictionRefusal, jobEvictionRisk } from './job-eviction.ts';
-import { HANDOVER_LABEL, handsOverLive } from './udp-handover.ts';
+import { HANDOVER_LABEL, handoverState, handsOverLive } from './udp-handover.ts';
 import { backUpLate } from './runner.ts';
 import { EvictionBlocked, evictRespectingPdb, mapLimit, poll, PollTimeout, retryOnConflict, sleep, withRetry } from './toolkit.ts';
 import type { StepContext } from './runner.ts';
@@ -721,6 +721,18 @@ async function patchReplicas(ctx: StepContext, ns: string, name: string, from: (
 }
 
 /**
+ * Pods of `deployment` an earlier run left in the middle of a hand-over (labelled HANDOVER_LABEL, not terminating),
+ * matched by its selector on their labels and the ones the hand-over stashed. While one is there the Deployment's
+ * status may not look at rest (its replacement is still starting), yet its pods are being handed over: a resumed run
+ * must not scale it up (the scale-down afterwards would delete a serving pod at once).
+ */
+export async function midHandover(client: KubeClient, deployment: KubeObject): Promise<KubeObject[]> {
+  const held = await withRetry(() => listAll(client, PODS, { namespace: deployment.metadata?.namespace, labelSelector: HANDOVER_LABEL }));
+  return held.filter((p) => !p.metadata?.deletionTimestamp
+    && selectorMatches(deployment.spec?.selector, { ...p.metadata?.labels, ...(handoverState(p)?.removed ?? {}) }));
+}
+
+/**
  * Scale a (critical) Deployment to max(replicas + 1, 2) before its pods restart, and wait until the new
  * replicas are available. Backs it up first; the original count comes from the backup, so a resumed run
  * neither scales twice nor forgets the original. undefined when the Deployment does not exist.
@@ -735,7 +747,7 @@ export async function scaleUp(ctx: StepContext, ref: { namespace: string; name: 
   const current = live.spec?.replicas ?? 1;
   const label = `Deployment ${ref.namespace}/${ref.name}`;
   if (current >= target) return { ...ref, original, scaledTo: current };
-  if (current === original && await handsOverLive(ctx.client, live)) {
+  if (current === original && (await handsOverLive(ctx.client, live) || (await midHandover(ctx.client, live)).length > 0)) {
     // its pods are handed over one at a time, each serving until its replacement does: no extra replica needed, and
     // none to scale away afterwards (a scale-down deletes a pod at once, lookups pinned to it by conntrack failing)
     ctx.log(`${label} serves a UDP Service: not scaled up (its pods are handed over one at a time)`);
