@@ -527,7 +527,9 @@ export class Dataplane {
 
   /** The wired pods (lingering ones not included). */
   pods(): WiredPod[] {
-    return [...this.#pods.values()].map(Dataplane.#report);
+    // only pods whose wiring is complete: a pod being added is in #pods before its netns exists (a prober started in
+    // it then failed with "setting the network namespace … failed: Invalid argument")
+    return [...this.#pods.values()].filter((pn) => pn.wiredAt > 0).map(Dataplane.#report);
   }
 
   /** Pods deleted from the cluster whose netns and process stay until their grace period ends. */

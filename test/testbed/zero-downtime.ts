@@ -516,6 +516,9 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
   });
   let dp: Dataplane | undefined;
   let kubelet: ProberKubelet | undefined;
+  // pollers stopped in `finally` too: a scenario that throws must not leave one looping (its timers kept the test
+  // file's process alive after it failed, and the suite waited on it)
+  let pollers: Array<{ stop(): Promise<unknown> }> = [];
   try {
     dp = await Dataplane.start(tb, { proxyMode: o.proxyMode ?? 'iptables', ...(o.terminationGraceMs !== undefined ? { terminationGraceMs: o.terminationGraceMs } : {}) });
     dp.follow();
@@ -577,6 +580,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     const mark = (ph: string) => { marks[ph] = Date.now() - t0; log(`[${scenario}] ${ph} at ${round(marks[ph]! / 1000)} s`); };
     const trace = process.env.KUBE_RENUMBER_ZD_TRACE === '1' ? traceKubeDNS(tb, dp, t0, join(dir, 'trace.log')) : undefined;
     const handoverTrack = trackHandovers(tb, dp);
+    pollers = [handoverTrack, ...(trace ? [trace] : [])];
     await sleep((o.settleSeconds ?? 3) * 1000);
 
     const planPath = join(dir, 'plan.yaml');
@@ -677,6 +681,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
     await trace?.stop();
     const handovers = await handoverTrack.stop();
     kubelet = undefined;
+    pollers = [];
     log(`[${scenario}] ${runs.length} prober run(s); reports and failure lines in ${dir}`);
 
     const byKind: Record<string, KindFigures> = {};
@@ -733,6 +738,7 @@ export async function runZeroDowntime(o: ZeroDowntimeOptions): Promise<ScenarioF
       phases: marks, migrationMs, exitCodes, probers: runs.length, handovers, sampleFailures, dir,
     };
   } finally {
+    for (const p of pollers) await p.stop().catch(() => undefined);
     if (kubelet) await kubelet.stop().catch(() => []);
     if (dp) await dp.stop();
     await tb.stop();
