@@ -128,7 +128,10 @@ function main(argv: string[]): number | undefined {
   const t0 = Date.now();
   const held = new Set<string>();
   void schedule(list, concurrency, MAX_HEAVY, isHeavy, (f) => new Promise<void>((resolve) => {
-    const stream = run({ files: [join(ROOT, f)], concurrency: 1, cwd: ROOT });
+    // forceExit: a file whose tests are over ends even if something of it still holds the event loop (a poller a
+    // failed scenario did not stop once kept a file's process alive for 15 minutes, and the suite with it); its
+    // after() hooks have run by then, and the testbed's processes go with their owner (tbsup)
+    const stream = run({ files: [join(ROOT, f)], concurrency: 1, cwd: ROOT, forceExit: true });
     stream.on('data', (ev: { type: string; data?: { nesting?: number; skip?: unknown; details?: { type?: string } } }) => {
       if (ev.type === 'test:summary') return;
       if ((ev.type === 'test:pass' || ev.type === 'test:fail') && ev.data?.details?.type !== 'suite') {
