@@ -4,9 +4,10 @@ import { buildMigrationPlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRAT
 import type { LoadBalancerMode } from '../../plan/load-balancers.ts';
 import { parseNodePortCover, type NodePortCover } from '../../plan/nodeport-cover.ts';
 import { refusals } from '../../plan/preflight.ts';
-import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
-import { extensionRows, planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
+import { platformRefusal, podOwnerRefusal, podPathOf } from '../../plan/platform-gate.ts';
+import { extensionRows, podExtensionRows, planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
 import { buildExtensionPlan, podExtensionRefusal } from '../../plan/extend.ts';
+import { buildPodExtensionPlan } from '../../plan/extend-pod.ts';
 import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
 import { DEFAULT_MAX_UNAVAILABLE, parseMaxUnavailable } from '../../plan/node-waves.ts';
 import { isPodPathId, orList, POD_PATH_NAMES, podPath } from '../../plan/pod-paths/registry.ts';
@@ -192,10 +193,10 @@ refused; nothing is written; 3 the fleet file is not valid.`;
     const extendPods = str(values, 'extend-pod-cidr');
     if (extendPods !== undefined) {
       refuseUnparsable(() => parsePodTarget(extendPods), `--extend-pod-cidr ${extendPods}`);
-      throw new UsageError(podExtensionRefusal(await loadSnapshot(values, io), extendPods));
+      return planExtension(values, io, extendPods, 'extend-pod-cidr');
     }
     const extend = str(values, 'extend-service-cidr');
-    if (extend !== undefined) return planExtension(values, io, extend);
+    if (extend !== undefined) return planExtension(values, io, extend, 'extend-service-cidr');
     const target = str(values, 'service-cidr');
     const podTarget = str(values, 'pod-cidr');
     if (!target && !podTarget) throw new UsageError('give --service-cidr NEW, --pod-cidr NEW, or both, e.g. --service-cidr 172.24.0.0/15');
@@ -343,21 +344,26 @@ refused; nothing is written; 3 the fleet file is not valid.`;
 };
 
 /** Flags of plan that an extension plan takes besides --extend-service-cidr (the rest belong to a move). */
-const EXTENSION_FLAGS = new Set(['extend-service-cidr', 'avoid', 'avoid-file', 'output']);
+const EXTENSION_FLAGS = new Set(['avoid', 'avoid-file', 'output']);
 
-/** plan --extend-service-cidr ADD: the plan that adds ADD to the Service range (src/plan/extend.ts). */
-async function planExtension(values: Values, io: Io, add: string): Promise<number> {
-  refuseUnparsable(() => parseTarget(add), `--extend-service-cidr ${add}`);
+/**
+ * plan --extend-service-cidr ADD (src/plan/extend.ts) or --extend-pod-cidr ADD (src/plan/extend-pod.ts, Calico IPAM;
+ * any other owner of the pod addresses is refused with the reason): the plan that adds ADD and moves nothing.
+ */
+async function planExtension(values: Values, io: Io, add: string, flag: 'extend-service-cidr' | 'extend-pod-cidr'): Promise<number> {
+  if (flag === 'extend-service-cidr') refuseUnparsable(() => parseTarget(add), `--extend-service-cidr ${add}`);
   const own = new Set(Object.keys(planCommand.options ?? {}));
   for (const [k, v] of Object.entries(values)) {
-    if (v !== undefined && own.has(k) && !EXTENSION_FLAGS.has(k)) throw new UsageError(`--${k} does not go with --extend-service-cidr (an extension moves nothing; plan the move on its own)`);
+    if (v !== undefined && own.has(k) && k !== flag && !EXTENSION_FLAGS.has(k)) throw new UsageError(`--${k} does not go with --${flag} (an extension moves nothing; plan the move on its own)`);
   }
   const output = parseOutput(str(values, 'output'), ['markdown', 'md']);
   const avoid = avoidList(values, io);
   const snap = await loadSnapshot(values, io);
-  const plan = buildExtensionPlan(snap, { add, avoid, generator: `kube-renumber ${VERSION}` });
+  if (flag === 'extend-pod-cidr' && podPathOf(snap) !== 'calico') throw new UsageError(podExtensionRefusal(snap, add));
+  const generator = `kube-renumber ${VERSION}`;
+  const plan = flag === 'extend-pod-cidr' ? buildPodExtensionPlan(snap, { add, avoid, generator }) : buildExtensionPlan(snap, { add, avoid, generator });
   const refused = refusals(plan.preflight);
-  if (refused.length > 0) throw new UsageError(`--extend-service-cidr ${add} refused: ${refused.map((c) => c.message).join('; ')}`);
+  if (refused.length > 0) throw new UsageError(`--${flag} ${add} refused: ${refused.map((c) => c.message).join('; ')}`);
   if (output === 'yaml') io.out(planToYaml(plan));
   else if (output === 'json') io.out(planToJson(plan));
   else if ((output as string) === 'markdown' || (output as string) === 'md') io.out(planToMarkdown(plan));
@@ -422,6 +428,7 @@ export function renderPlanTable(plan: MigrationPlan, wide: boolean, summary?: Pl
   );
   if (plan.spec.podCIDR) rows.push(...podSummaryRows(plan.spec.podCIDR).map(([k, v]) => [k.toLowerCase(), v]));
   if (plan.spec.serviceExtension) rows.push(...extensionRows(plan.spec.serviceExtension).map(([k, v]) => [k.toLowerCase(), v]));
+  if (plan.spec.podExtension) rows.push(...podExtensionRows(plan.spec.podExtension).map(([k, v]) => [k.toLowerCase(), v]));
   let out = (summary ? summarySection(summary) : '') + section('PLAN', table(['field', 'value'], rows));
   out += section('PRE-FLIGHT', table(wide ? ['status', 'check', 'finding', 'fix'] : ['status', 'check', 'finding'],
     plan.preflight.map((p) => (wide ? [p.status.toUpperCase(), p.id, p.message, p.fix] : [p.status.toUpperCase(), p.id, p.message]))));
