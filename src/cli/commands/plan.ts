@@ -75,7 +75,7 @@ export const TIER_ORDERS: Readonly<Record<string, TierOrder>> = { asc: 'ascendin
 export const planCommand: Command = {
   name: 'plan',
   summary: 'write the ordered, reviewable plan that moves the Service CIDR, the Pod CIDR, or both (changes nothing)',
-  usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--extend-service-cidr ADD] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
+  usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--extend-service-cidr ADD] [--extend-pod-cidr ADD] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
     + '[--batch-size N] [--headroom X] [--restart-workloads tool|manual] [--cluster-dns none|NS/NAME] [--load-balancers keep|move] [--nodeport-cover off|nodes|IP[,IP...]] [--read-helm-releases] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
   outputs: ['markdown', 'html'],
   options: {
@@ -115,9 +115,14 @@ export const planCommand: Command = {
                            ServiceCIDR, the apiserver flag, Services and pods left as they are (1.29 and later;
                            a plan of its own, without the move's flags). Rollback deletes it while no Service
                            holds an address in it
-  --extend-pod-cidr ADD    add ADD to the pod range instead of moving it: refused on node IPAM (kube-controller-
-                           manager takes one cluster CIDR per family), and not written yet for Calico and Cilium
-                           multi-pool; the error line says what to do instead
+  --extend-pod-cidr ADD    add ADD to the pod range instead of moving it. Calico IPAM: a second IPPool with the
+                           old pool's settings (encapsulation, natOutgoing, blockSize where it fits, nodeSelector),
+                           no pool disabled, no pod restarted; kube-proxy's clusterCIDR widened to one range holding
+                           both at a gate (refused when that range would hold anything but pod ranges), ip-masq-
+                           agent's nonMasqueradeCIDRs grown; on kOps ADD must lie inside nonMasqueradeCIDR. Rollback
+                           deletes the pool while no pod holds an address in it and refuses, naming them, once one
+                           does. Refused on node IPAM (kube-controller-manager takes one cluster CIDR per family) and
+                           not written yet for Cilium multi-pool; the error line says what to do instead
   --keep NS/NAME           keep this Service's ClusterIP (repeatable)
   --load-balancers M       keep (default): LoadBalancer Services keep their ClusterIPs, under ServiceCIDRs kept in
                            the old range; move: each is re-created in the new range with its external address
