@@ -313,3 +313,53 @@ function podExtensionSteps(spec: PodExtensionSpec): PlanStep[] {
   });
   return steps;
 }
+
+/** `suggest --for pods` on a Calico pool with no free block: a range next to it that the extension plan takes, or why none. */
+export interface PodExtensionSuggestion {
+  pool: string;
+  poolCidr: string;
+  /** A range the extension plan accepts; absent when none next to the pool does. */
+  cidr?: string;
+  /** Why the first candidate next to the pool is refused (when none is accepted). */
+  refused?: string;
+  /** kube-proxy's clusterCIDR once it is added, when it changes. */
+  kubeProxy?: string;
+}
+
+/**
+ * For each enabled Calico pool whose blocks are all taken and that no conflict names (exhaustion, not a clash): the
+ * first range next to it that buildPodExtensionPlan accepts without a refusal, tried in this order: its sibling (the
+ * other half of the CIDR one bit shorter: kube-proxy's envelope is then that CIDR), the block of its size right after
+ * it and right before it, then the same at each smaller size down to 1/16 of it (never below one block).
+ */
+export function suggestPodExtension(snap: Snapshot, opts: { avoid?: readonly AvoidRange[]; exhausted: ReadonlySet<string> }): PodExtensionSuggestion[] {
+  const out: PodExtensionSuggestion[] = [];
+  for (const p of snap.pools.filter((x) => !x.disabled && opts.exhausted.has(x.name))) {
+    const c = tryParseCidr(p.cidr);
+    if (!c || c.prefix === 0) continue;
+    const size = 1n << BigInt(bits(c.family) - c.prefix);
+    const max = (1n << BigInt(bits(c.family))) - 1n;
+    const candidates: Cidr[] = [];
+    for (let pre = c.prefix; pre <= Math.min(c.prefix + 4, p.blockSize); pre++) {
+      const s = 1n << BigInt(bits(c.family) - pre);
+      const sib = pre === c.prefix ? c.network ^ size : undefined;
+      for (const n of [sib, c.network + size, c.network - s]) {
+        if (n === undefined || n < 0n || n + s - 1n > max || n % s !== 0n) continue;
+        const cand: Cidr = { family: c.family, network: n, prefix: pre };
+        if (!candidates.some((x) => x.network === cand.network && x.prefix === cand.prefix)) candidates.push(cand);
+      }
+    }
+    let refused: string | undefined;
+    let found: PodExtensionSuggestion | undefined;
+    for (const cand of candidates) {
+      const plan = buildPodExtensionPlan(snap, { add: formatCidr(cand), avoid: opts.avoid });
+      const no = plan.preflight.find((k) => k.status === 'fail' && k.target);
+      if (no) { refused ??= `${formatCidr(cand)}: ${no.message}`; continue; }
+      const kp = plan.spec.podExtension?.kubeProxy?.to;
+      found = { pool: p.name, poolCidr: p.cidr, cidr: formatCidr(cand), ...(kp ? { kubeProxy: kp } : {}) };
+      break;
+    }
+    out.push(found ?? { pool: p.name, poolCidr: p.cidr, ...(refused ? { refused } : {}) });
+  }
+  return out;
+}

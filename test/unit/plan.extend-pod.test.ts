@@ -5,11 +5,12 @@ import { describe, it } from 'node:test';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { planCommand } from '../../src/cli/commands/plan.ts';
+import { extensionText } from '../../src/cli/commands/suggest.ts';
 import { exitCodeOf, GLOBAL_OPTIONS, type Io } from '../../src/cli/main.ts';
 import type { CalicoPool, ReferenceSource, Snapshot } from '../../src/cluster/types.ts';
 import { blockAllocations, extensionPoolObject, masqueradeList, poolMatches, withMasqueradeList } from '../../src/engine/pod-extension.ts';
 import {
-  buildPodExtensionPlan, EXTEND_KUBE_PROXY_GATE, EXTEND_MASQUERADE_STEP, EXTEND_POOL_STEP, extensionPoolName, kubeProxyEnvelope, modelPool, VERIFY_POD_EXTENSION_STEP,
+  buildPodExtensionPlan, suggestPodExtension, EXTEND_KUBE_PROXY_GATE, EXTEND_MASQUERADE_STEP, EXTEND_POOL_STEP, extensionPoolName, kubeProxyEnvelope, modelPool, VERIFY_POD_EXTENSION_STEP,
 } from '../../src/plan/extend-pod.ts';
 import { accessNeeds, needKey } from '../../src/plan/access.ts';
 import { parsePodTarget } from '../../src/plan/pod-plan.ts';
@@ -251,5 +252,42 @@ describe('the pod extension executor\'s pure parts', () => {
     assert.match(next, /resyncInterval: 60s/);
     assert.equal(masqueradeList('{not: [yaml'), undefined);
     assert.deepEqual(masqueradeList('masqLinkLocal: true'), []);
+  });
+});
+
+describe('suggest --for pods: the range next to a pool that ran out', () => {
+  /** Pool 10.50.0.0/24 of /26 blocks, all four taken; kube-proxy's clusterCIDR the pool. */
+  const full = (over: Partial<Snapshot> = {}) => snap({
+    pools: [{ ...POOL, name: 'p', cidr: '10.50.0.0/24' }],
+    kubeProxy: { clusterCIDR: '10.50.0.0/24' },
+    ranges: [
+      { cidr: '10.96.0.0/16', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' },
+      { cidr: '10.50.0.0/24', role: 'pool', source: 'IPPool/p', label: 'Calico pool p' },
+    ],
+    blocks: ['10.50.0.0/26', '10.50.0.64/26', '10.50.0.128/26', '10.50.0.192/26'].map((cidr, i) => ({ cidr, node: `n${i}`, allocated: 60 })),
+    pods: [],
+    ...over,
+  });
+
+  it('its sibling first, the envelope kube-proxy gets named; nothing for a pool with room', () => {
+    const [e] = suggestPodExtension(full(), { exhausted: new Set(['p']) });
+    assert.deepEqual(e, { pool: 'p', poolCidr: '10.50.0.0/24', cidr: '10.50.1.0/24', kubeProxy: '10.50.0.0/23' });
+    assert.match(extensionText(e!), /^extend instead: the Calico pool p 10\.50\.0\.0\/24 has no free block and conflicts with nothing; 10\.50\.1\.0\/24 next to it .*clusterCIDR becomes 10\.50\.0\.0\/23\): kube-renumber plan --extend-pod-cidr 10\.50\.1\.0\/24$/);
+    assert.deepEqual(suggestPodExtension(full(), { exhausted: new Set() }), []);
+  });
+
+  it('skips a neighbour in use for the next one the plan takes, and says why when none is', () => {
+    const avoid = [{ cidr: '10.50.1.0/24', reason: 'lab', from: '--avoid' } as never];
+    const [e] = suggestPodExtension(full(), { exhausted: new Set(['p']), avoid });
+    assert.equal(e!.cidr, '10.49.255.0/24', 'the block right before it (10.50.1.0/24 avoided)');
+    // the pool right above the Service range: every neighbour's envelope holds the services
+    const tight = full({
+      pools: [{ ...POOL, name: 'p', cidr: '10.97.0.0/16' }], kubeProxy: { clusterCIDR: '10.97.0.0/16' },
+      ranges: [{ cidr: '10.96.0.0/16', role: 'service', source: 'kube-apiserver --service-cluster-ip-range', label: 'Service CIDR' }],
+    });
+    const [n] = suggestPodExtension(tight, { exhausted: new Set(['p']) });
+    assert.equal(n!.cidr, undefined);
+    assert.match(n!.refused!, /^10\.96\.0\.0\/16: /);
+    assert.match(extensionText(n!), /but no range next to it can be added/);
   });
 });
