@@ -162,7 +162,13 @@ export function buildPodExtensionPlan(snap: Snapshot, opts: PodExtensionPlanOpti
       `add ${pools.map((p) => `{cidr: ${p.cidr}, blockSize: ${p.blockSize}}`).join(', ')} to Installation/default spec.calicoNetwork.ipPools with the old pool's encapsulation, natOutgoing and nodeSelector`));
     return plan;
   }
-  const hits = overlapHits(snap, opts.avoid ?? [], target);
+  // kube-proxy's clusterCIDR is a setting that must hold ADD (check pod-extend-kube-proxy), not a range ADD must avoid
+  const holdsAdd = (r: Snapshot['ranges'][number]) => {
+    const c = r.source === 'kube-proxy clusterCIDR' ? tryParseCidr(r.cidr) : undefined;
+    const t = c ? target.get(c.family) : undefined;
+    return !!c && !!t && contains(c, t);
+  };
+  const hits = overlapHits({ ...snap, ranges: snap.ranges.filter((r) => !holdsAdd(r)) }, opts.avoid ?? [], target);
   if (hits.length > 0) {
     checks.push(fail('pod-extend-conflicts', hits.slice(0, 4).join(', ') + (hits.length > 4 ? ` and ${hits.length - 4} more` : ''),
       `choose a range that overlaps nothing the cluster uses or must reach, the pools included: ${SUGGEST}`));

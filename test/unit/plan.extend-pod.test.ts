@@ -86,7 +86,10 @@ describe('buildPodExtensionPlan', () => {
   });
 
   it('nothing to change where kube-proxy and ip-masq-agent already hold ADD', () => {
-    const p = buildPodExtensionPlan(snap({ kubeProxy: { clusterCIDR: '10.244.0.0/15' }, referenceSources: [{ ...MASQ, values: ['10.0.0.0/8'] }] }), { add: '10.245.0.0/16' });
+    // kube-proxy's clusterCIDR is read as a pod range too: one that holds ADD is what the plan wants, not a conflict
+    const s = snap({ kubeProxy: { clusterCIDR: '10.244.0.0/15' }, referenceSources: [{ ...MASQ, values: ['10.0.0.0/8'] }] });
+    s.ranges = s.ranges.map((r) => (r.source === 'kube-proxy clusterCIDR' ? { ...r, cidr: '10.244.0.0/15' } : r));
+    const p = buildPodExtensionPlan(s, { add: '10.245.0.0/16' });
     assert.deepEqual(failed(p), []);
     assert.equal(p.spec.podExtension!.kubeProxy, undefined);
     assert.equal(p.spec.podExtension!.masquerade, undefined);
@@ -197,6 +200,7 @@ describe('the pod extension plan as a file', () => {
       pools: [POOL, { ...POOL, name: extensionPoolName('10.245.0.0/16'), cidr: '10.245.0.0/16' }],
       pods: [{ namespace: 'web', name: 'a', podIPs: ['10.244.3.4'], hostNetwork: false } as never, { namespace: 'web', name: 'b', podIPs: ['10.245.0.7'], hostNetwork: false } as never],
     });
+    after.ranges = after.ranges.map((r) => (r.source === 'kube-proxy clusterCIDR' ? { ...r, cidr: '10.244.0.0/15' } : r));
     after.ranges.push({ cidr: '10.245.0.0/16', role: 'pool', source: `IPPool/${extensionPoolName('10.245.0.0/16')}`, label: 'Calico pool' });
     assert.deepEqual(recheckPreflight(after, p).filter((c) => c.status === 'fail'), []);
     // a pod in ADD that no pool of the plan explains still is one
