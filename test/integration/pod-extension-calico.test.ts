@@ -98,7 +98,7 @@ describe('Pod range extension on Calico IPAM (the real calico-ipam): a second po
     const pool = await tb.client.get(`${CALICO}/ippools/${POOL}`);
     assert.deepEqual({ cidr: pool.spec.cidr, blockSize: pool.spec.blockSize, ipip: pool.spec.ipipMode, nat: pool.spec.natOutgoing, disabled: pool.spec.disabled }, { cidr: ADD, blockSize: 29, ipip: 'Always', nat: true, disabled: false });
     assert.notEqual((await tb.client.get(`${CALICO}/ippools/default-ipv4-ippool`)).spec.disabled, true, 'the old pool stays enabled');
-    const masq = yaml.load((await tb.client.get('/api/v1/namespaces/kube-system/configmaps/ip-masq-agent')).data.config) as any;
+    const masq = yaml.load((await tb.client.get('/api/v1/namespaces/kube-system/configmaps/ip-masq-agent')).data?.config ?? '') as any;
     assert.deepEqual(masq.nonMasqueradeCIDRs, ['10.244.0.0/16', ADD]);
     assert.equal(masq.resyncInterval, '60s', 'the rest of the agent\'s config kept');
     const more = await eventually('the waiting pods Running with an address', async () => { const ps = withIP(await podsOf('more')); return ps.length === 2 ? ps : undefined; }, 90_000, 500);
@@ -141,7 +141,7 @@ describe('Pod range extension on Calico IPAM (the real calico-ipam): a second po
       const left = (await tb.client.list(`${CALICO}/${kind}`)).items.filter((b) => cidrContains(ADD, b.spec.cidr.split('/')[0]));
       assert.deepEqual(left.map((b) => b.metadata.name), [], `${kind} left in ${ADD}`);
     }
-    const masq = yaml.load((await tb.client.get('/api/v1/namespaces/kube-system/configmaps/ip-masq-agent')).data.config) as any;
+    const masq = yaml.load((await tb.client.get('/api/v1/namespaces/kube-system/configmaps/ip-masq-agent')).data?.config ?? '') as any;
     assert.deepEqual(masq.nonMasqueradeCIDRs, ['10.244.0.0/16'], 'ip-masq-agent as before');
     const check = await calicoIpamCheck(tb);
     assert.equal(check.problems, 0, check.output);
