@@ -11,8 +11,8 @@
  *    restarts);
  *  - ip-masq-agent's nonMasqueradeCIDRs is a list, re-read from its ConfigMap every resyncInterval (60 s) without a
  *    restart (https://kubernetes.io/docs/tasks/administer-cluster/ip-masq-agent/): ADD is added to it;
- *  - kOps' nonMasqueradeCIDR is one CIDR that kOps' validation wants the pod range inside; changing it is a `kops
- *    update cluster` and a rolling update of every node, so an ADD outside it is refused.
+ *  - the platform's own configuration is checked by its planner (DistributionPlanner.podExtensionChecks: on kOps
+ *    ADD must lie inside nonMasqueradeCIDR, whose change is a rolling update of every node).
  * Pure: a function of (Snapshot, options).
  */
 import type { AvoidRange } from '../analyze/catalog.ts';
@@ -21,6 +21,7 @@ import type { CalicoPool, Family, Snapshot } from '../cluster/types.ts';
 import { bits, contains, familyName, formatCidr, NetError, parseCidr, tryParseCidr, type Cidr } from '../net/index.ts';
 import { compatibilityCheck } from './compatibility.ts';
 import { covering } from './distributions/common.ts';
+import { distributionPlanner } from './distributions/registry.ts';
 import type { ExtensionPool, PodExtensionSpec } from './extend-spec.ts';
 import { identityCheck } from './identity.ts';
 import { cidrSlug, OBJECT_PREFIX, PLAN_API_VERSION, PLAN_KIND, planMetadata, type MigrationPlan } from './plan.ts';
@@ -118,7 +119,7 @@ export function kubeProxyEnvelope(snap: Snapshot, target: ReadonlyMap<Family, Ci
  * The plan that adds ADD to the pod range of a Calico IPAM cluster. Refusals (checks with `target: true` failing)
  * are what the CLI exits 2 with: ADD does not parse, names a family without an enabled pool, overlaps anything the
  * cluster uses or must reach, holds no block; the Tigera operator manages the pools; kube-proxy's clusterCIDR cannot
- * hold both ranges and nothing else; kOps' nonMasqueradeCIDR does not hold ADD.
+ * hold both ranges and nothing else; the platform's own check refuses it (src/platforms/).
  */
 export function buildPodExtensionPlan(snap: Snapshot, opts: PodExtensionPlanOptions): MigrationPlan {
   const plan: MigrationPlan = {
@@ -185,13 +186,11 @@ export function buildPodExtensionPlan(snap: Snapshot, opts: PodExtensionPlanOpti
       `choose ADD next to the pod range so that one CIDR holds both and nothing else (${SUGGEST}), or set kube-proxy's detectLocalMode to InterfaceNamePrefix (interfaceNamePrefix: cali) first, which does not use clusterCIDR`));
     return plan;
   }
-  const platform = snap.platform.kind;
+  // the platform's own configuration (kOps: nonMasqueradeCIDR, kube-proxy's range from the Cluster spec)
+  const own = distributionPlanner(snap).podExtensionChecks?.(snap, target, kp?.to) ?? [];
+  checks.push(...own);
+  if (own.some((c) => c.status === 'fail' && c.target)) return plan;
   if (kp) {
-    if (platform === 'kops') {
-      checks.push(fail('pod-extend-kube-proxy', `kube-proxy clusterCIDR ${snap.kubeProxy!.clusterCIDR} does not hold ${add.join(',')}: on kOps it comes from the Cluster spec (kubeProxy.clusterCIDR, else podCIDR), and changing it is a kops update cluster and a rolling update of every node`,
-        `choose ADD inside ${snap.kubeProxy!.clusterCIDR} (outside the pools), or move the range with plan --pod-cidr NEW`));
-      return plan;
-    }
     spec.kubeProxy = { from: snap.kubeProxy!.clusterCIDR!, to: kp.to, configMap: kubeProxyFromConfigMap(snap) };
     checks.push({
       id: 'pod-extend-kube-proxy', status: 'warn',
@@ -200,19 +199,6 @@ export function buildPodExtensionPlan(snap: Snapshot, opts: PodExtensionPlanOpti
     });
   } else if (snap.kubeProxy?.clusterCIDR) {
     checks.push(pass('pod-extend-kube-proxy', `kube-proxy clusterCIDR ${snap.kubeProxy.clusterCIDR} holds ${add.join(',')}`));
-  }
-  // kOps' nonMasqueradeCIDR: one CIDR the pod range must be inside
-  const nm = snap.kops?.nonMasqueradeCIDR ? tryParseCidr(snap.kops.nonMasqueradeCIDR) : undefined;
-  if (nm) {
-    const outside = [...target.values()].filter((t) => t.family === nm.family && !contains(nm, t));
-    if (outside.length > 0) {
-      checks.push(fail('pod-extend-kops-non-masquerade', `kOps nonMasqueradeCIDR ${formatCidr(nm)} does not hold ${outside.map(formatCidr).join(',')}: kOps validation wants the pod range inside it, and changing it is a kops update cluster and a rolling update of every node`,
-        `choose ADD inside ${formatCidr(nm)}, clear of the service and pod ranges, or move the range with plan --pod-cidr NEW`));
-      return plan;
-    }
-    checks.push(pass('pod-extend-kops-non-masquerade', `kOps nonMasqueradeCIDR ${formatCidr(nm)} holds ${add.join(',')}: the Cluster spec stays as it is`));
-  } else if (platform === 'kops') {
-    checks.push({ id: 'pod-extend-kops-non-masquerade', status: 'warn', message: 'kOps cluster without its Cluster spec in the input: nonMasqueradeCIDR was not read, so the plan could not check that it holds ADD (traffic from pods outside it is masqueraded)', fix: '`kops get cluster -o yaml > cluster.yaml`, then plan again with -f cluster.yaml' });
   }
   // ip-masq-agent: a list, ADD added
   const masq = ipMasqAgent(snap);

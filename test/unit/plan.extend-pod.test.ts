@@ -154,10 +154,16 @@ describe('buildPodExtensionPlan', () => {
     assert.match(failed(op)[0]!.fix, /Installation\/default spec\.calicoNetwork\.ipPools/);
     const kops = snap({ platform: { kind: 'kops', title: 'kOps', evidence: [], reserved: [] }, kubeProxy: undefined, kops: { layout: 'networking', nonMasqueradeCIDR: '10.240.0.0/13' } });
     const out = buildPodExtensionPlan(kops, { add: '10.250.0.0/16' });
-    assert.equal(failed(out)[0]!.id, 'pod-extend-kops-non-masquerade');
+    assert.equal(failed(out)[0]!.id, 'pod-extend-non-masquerade');
+    assert.match(failed(out)[0]!.message, /^kOps nonMasqueradeCIDR 10\.240\.0\.0\/13 does not hold 10\.250\.0\.0\/16/);
     const inside = buildPodExtensionPlan(kops, { add: '10.245.0.0/16' });
     assert.deepEqual(failed(inside), []);
-    assert.equal(inside.preflight.find((c) => c.id === 'pod-extend-kops-non-masquerade')!.status, 'pass');
+    assert.equal(inside.preflight.find((c) => c.id === 'pod-extend-non-masquerade')!.status, 'pass');
+    // kube-proxy's range comes from the Cluster spec there: a change of it is refused, not gated
+    const kp = buildPodExtensionPlan({ ...kops, kubeProxy: { clusterCIDR: '10.244.0.0/16' } }, { add: '10.245.0.0/16' });
+    assert.equal(failed(kp)[0]!.id, 'pod-extend-kube-proxy');
+    assert.match(failed(kp)[0]!.message, /on kOps it comes from the Cluster spec/);
+    assert.equal(kp.spec.podExtension, undefined);
   });
 
   it('lists references that name the pool as warnings with ADD added, leaving out what the plan changes itself', () => {
