@@ -52,11 +52,14 @@ const pass = (id: string, message: string): PreflightCheck => ({ id, status: 'pa
 const SUGGEST = 'kube-renumber suggest --for pods finds a free range';
 
 /**
- * The pool whose settings the new pool of family `f` copies: the enabled pools of that family, the one that serves
- * every node (nodeSelector all()) first, else the first by name. Undefined when the family has no enabled pool.
+ * The pool whose settings the new pool of family `f` copies: the enabled pools of that family that serve pods
+ * (allowedUses absent or holding Workload), the one that serves every node (nodeSelector all()) first, else the first
+ * by name. Undefined when the family has none.
  */
 export function modelPool(pools: readonly CalicoPool[], f: Family): CalicoPool | undefined {
-  const mine = pools.filter((p) => !p.disabled && tryParseCidr(p.cidr)?.family === f).sort((a, b) => a.name.localeCompare(b.name));
+  // a pool whose allowedUses leaves out Workload gives pods nothing (Calico's IPPool reference: Workload, Tunnel)
+  const forPods = (p: CalicoPool) => !p.allowedUses || p.allowedUses.includes('Workload');
+  const mine = pools.filter((p) => !p.disabled && forPods(p) && tryParseCidr(p.cidr)?.family === f).sort((a, b) => a.name.localeCompare(b.name));
   return mine.find((p) => (p.nodeSelector ?? 'all()').trim() === 'all()') ?? mine[0];
 }
 

@@ -114,6 +114,9 @@ describe('buildPodExtensionPlan', () => {
     assert.equal(modelPool(pools, 4)!.name, 'default-ipv4-ippool');
     assert.equal(modelPool([pools[0]!, pools[1]!], 4)!.name, 'a-gpu');
     assert.equal(modelPool([pools[1]!], 4), undefined);
+    const tunnel: CalicoPool = { ...POOL, name: 'a-tunnel', cidr: '10.251.0.0/24', allowedUses: ['Tunnel'] };
+    assert.equal(modelPool([tunnel, pools[0]!], 4)!.name, 'a-gpu', 'a pool only for tunnel addresses gives pods nothing');
+    assert.equal(modelPool([{ ...tunnel, allowedUses: ['Workload', 'Tunnel'] }], 4)!.name, 'a-tunnel');
     const p = buildPodExtensionPlan(snap({ pools: [pools[1]!] }), { add: '10.245.0.0/16' });
     assert.match(failed(p).map((c) => c.message).join(), /no enabled IPv4 Calico IPPool to extend for 10\.245\.0\.0\/16 \(pools: b-old 10\.240\.0\.0\/16 disabled\)/);
     assert.equal(p.spec.podExtension, undefined);
