@@ -210,7 +210,8 @@ export function podExtensionRefusal(snap: Snapshot, add: string): string {
   }
   if (path === 'cilium-multi-pool') {
     return `--extend-pod-cidr ${add} refused: this version does not write the extension of Cilium multi-pool pod addresses yet${seen}; `
-      + 'instead: add a second CiliumPodIPPool to the pool list by hand and widen kube-proxy\'s clusterCIDR and ip-masq-agent to hold both ranges, or move the range with plan --pod-cidr NEW';
+      + 'instead: add ADD to spec.ipv4.cidrs (or ipv6) of the CiliumPodIPPool the pods take addresses from (default, for pods and namespaces without an ipam.cilium.io/ip-pool annotation: a second pool serves only those that name it) '
+      + 'by hand and widen kube-proxy\'s clusterCIDR and ip-masq-agent to hold both ranges, or move the range with plan --pod-cidr NEW';
   }
   return `--extend-pod-cidr ${add} refused: who hands out pod addresses here is not known or cannot take a second range${seen}; move the range with plan --pod-cidr NEW where that is allowed`;
 }

@@ -209,7 +209,7 @@ describe('--extend-pod-cidr', () => {
       cni: { plugin: 'cilium', ipam: 'multi-pool', operatorManaged: false, evidence: [], ipamMode: 'multi-pool', owner: { kind: 'cilium-multi-pool', title: 'Cilium multi-pool', evidence: ['ConfigMap kube-system/cilium-config ipam: multi-pool'] } } as never,
     }), '10.245.0.0/16');
     assert.match(line, /does not write the extension of Cilium multi-pool pod addresses yet/);
-    assert.match(line, /a second CiliumPodIPPool/);
+    assert.match(line, /add ADD to spec\.ipv4\.cidrs \(or ipv6\) of the CiliumPodIPPool the pods take addresses from \(default, for pods and namespaces without an ipam\.cilium\.io\/ip-pool annotation/);
   });
 
   it('the CLI exits 2 with the line, and refuses a range that does not parse first', async () => {
