@@ -51,7 +51,8 @@ export const NEARLY_FULL = 0.9;
  * The fix for each range that ran out: a Service range at least NEARLY_FULL used is extended when no conflict names it
  * (plan --extend-service-cidr: a second ServiceCIDR, nothing restarts) and moved when one does; nodes waiting for a
  * podCIDR under node IPAM can only be moved (kube-controller-manager takes one cluster CIDR per family); under Calico IPAM
- * (`podPath` calico) the nodes' podCIDRs go unused and kube-controller-manager can stop handing them out.
+ * (`podPath` calico) the nodes' podCIDRs go unused and kube-controller-manager can stop handing them out; an enabled
+ * Calico pool with no free block is extended (plan --extend-pod-cidr: a second pool) when no conflict names it.
  */
 export function recommendations(capacity: Capacity, conflicts: readonly Conflict[], podPath?: string): string[] {
   const out: string[] = [];
@@ -64,11 +65,18 @@ export function recommendations(capacity: Capacity, conflicts: readonly Conflict
       ? `the Service range ${s.cidr} is ${pct}% used and conflicts with another range: move it (kube-renumber suggest --for services, then plan --service-cidr NEW)`
       : `the Service range ${s.cidr} is ${pct}% used and conflicts with nothing: extend it (kube-renumber suggest --for services, then plan --extend-service-cidr ADD; nothing restarts) rather than move it`);
   }
+  for (const p of capacity.pools ?? []) {
+    const total = Number(p.blocksTotal);
+    if (p.disabled || !Number.isFinite(total) || total <= 0 || p.blocksUsed < total) continue;
+    out.push(named(p.cidr)
+      ? `the Calico pool ${p.name} ${p.cidr} has no free block (${p.blocksUsed} of ${total} /${p.blockSize} blocks taken) and conflicts with another range: move it (kube-renumber suggest --for pods, then plan --pod-cidr NEW)`
+      : `the Calico pool ${p.name} ${p.cidr} has no free block (${p.blocksUsed} of ${total} /${p.blockSize} blocks taken) and conflicts with nothing: extend it (kube-renumber suggest --for pods, then plan --extend-pod-cidr ADD: a second pool, nothing restarts) rather than move it`);
+  }
   for (const n of capacity.nodeIpam) {
     if (n.nodesWaiting === 0) continue;
     if (podPath === 'calico') {
       out.push(`${n.nodesWaiting} node(s) wait for a podCIDR from ${n.clusterCIDR}, but Calico IPAM hands out the pod addresses here, not the nodes' podCIDRs: `
-        + 'set --allocate-node-cidrs=false on kube-controller-manager (and add a Calico IPPool if its pool runs out of blocks) rather than move the range');
+        + 'set --allocate-node-cidrs=false on kube-controller-manager (and, once its pool runs out of blocks, extend it: plan --extend-pod-cidr ADD) rather than move the range');
       continue;
     }
     out.push(`${n.nodesWaiting} node(s) wait for a podCIDR from ${n.clusterCIDR}: kube-controller-manager's node IPAM takes one cluster CIDR per family, so it cannot be extended: move it (kube-renumber suggest --for pods, then plan --pod-cidr NEW)`);

@@ -10,6 +10,7 @@ import type { Step } from './runner.ts';
 import { ServiceExecutor, type ServiceExecOptions } from './service-steps.ts';
 import { referencesGateStep } from './references-gate.ts';
 import { ExtensionExecutor } from './service/extension.ts';
+import { PodExtensionExecutor } from './pod-extension.ts';
 
 export type PlanExecOptions = ServiceExecOptions & Omit<PodExecOptions, 'acknowledgedGates' | 'timeoutMs'>;
 
@@ -19,6 +20,8 @@ export class PlanExecutor {
   readonly pod?: PodExecutor;
   /** An extension plan's executor (spec.serviceExtension: a range added, nothing moved). */
   readonly extension?: ExtensionExecutor;
+  /** A pod extension plan's executor (spec.podExtension: a Calico pool added, nothing moved). */
+  readonly podExtension?: PodExtensionExecutor;
   private readonly acknowledged: readonly string[];
   /** One check per gate condition of both migrations (family control in GATE_CONDITION_INFO, src/plan/steps.ts). */
   static readonly gates: { readonly [C in ControlGateCondition]: (plan: MigrationPlan, p: GateStep, acknowledged: readonly string[]) => Step } = {
@@ -30,6 +33,7 @@ export class PlanExecutor {
     if (plan.spec.serviceCIDR) this.service = new ServiceExecutor(plan, opts);
     if (plan.spec.podCIDR) this.pod = new PodExecutor(plan, opts);
     if (plan.spec.serviceExtension) this.extension = new ExtensionExecutor(plan, opts);
+    if (plan.spec.podExtension) this.podExtension = new PodExtensionExecutor(plan, opts);
   }
 
   /** networking.k8s.io version of the ServiceCIDR objects (v1 when the plan moves no Service). */
@@ -43,6 +47,7 @@ export class PlanExecutor {
       const control = p.kind === 'gate' ? gates[p.gate.condition] : undefined;
       if (control && p.kind === 'gate') return control(this.plan, p, this.acknowledged);
       if (this.extension?.handles(p)) return this.extension.step(p);
+      if (this.podExtension?.handles(p)) return this.podExtension.step(p);
       return pod?.handles(p) ? pod.step(p) : undefined;
     };
     if (this.service) return this.service.steps(other);
@@ -55,7 +60,8 @@ export class PlanExecutor {
   }
 
   async verifyEndState(client: KubeClient, backups: BackupStore): Promise<string | undefined> {
-    const problems = [await this.service?.verifyEndState(client, backups), await this.pod?.verifyEndState(client, { backups }), await this.extension?.verifyEndState(client)].filter(Boolean);
+    const problems = [await this.service?.verifyEndState(client, backups), await this.pod?.verifyEndState(client, { backups }), await this.extension?.verifyEndState(client),
+      await this.podExtension?.verifyEndState(client)].filter(Boolean);
     return problems.length > 0 ? problems.join('; ') : undefined;
   }
 }

@@ -60,6 +60,19 @@ function extensionNeeds(): AccessNeed[] {
   ];
 }
 
+/** A pod extension plan (spec.podExtension): its IPPool, the ip-masq-agent ConfigMap, the rollback's checks and clean-up. */
+function podExtensionNeeds(plan: MigrationPlan): AccessNeed[] {
+  const m = POD_RBAC_FILE;
+  const ext = plan.spec.podExtension!;
+  return [
+    need('create', 'crd.projectcalico.org', 'ippools', m, 'the added pool'),
+    need('patch', 'crd.projectcalico.org', 'ippools', m, 'rollback: the added pool disabled before it is deleted'),
+    need('delete', 'crd.projectcalico.org', 'ippools', m, 'rollback: the added pool, while no pod holds an address in it'),
+    ...['ipamblocks', 'blockaffinities', 'ipamhandles'].map((r) => need('delete', 'crd.projectcalico.org', r, m, 'rollback: empty IPAM objects Calico left in the added range')),
+    ...(ext.masquerade ? [need('patch', '', 'configmaps', m, `ip-masq-agent's nonMasqueradeCIDRs (${ext.masquerade.namespace}/${ext.masquerade.name})`, { namespace: ext.masquerade.namespace })] : []),
+  ];
+}
+
 /** Step restart-workloads of a Service move (the Pod CIDR path's restart engine): rollouts, evictions, the critical Deployments' replicas. */
 function restartNeeds(file: string, barePodNamespaces: string[]): AccessNeed[] {
   return [
@@ -114,7 +127,7 @@ export function accessNeeds(plan: MigrationPlan, run: RunAccessOptions = {}): Ac
     ? [need('list', '', 'secrets', HELM_RELEASES_RBAC_FILE, 'gate references reads the deployed Helm releases again (the plan was read with --read-helm-releases)')]
     : [];
   const all = [...runNeeds(), ...(plan.spec.serviceCIDR ? serviceNeeds(plan) : []), ...(plan.spec.podCIDR ? podNeeds(plan) : []),
-    ...(plan.spec.serviceExtension ? extensionNeeds() : []), ...configz, ...helm];
+    ...(plan.spec.serviceExtension ? extensionNeeds() : []), ...(plan.spec.podExtension ? podExtensionNeeds(plan) : []), ...configz, ...helm];
   const seen = new Set<string>();
   return all.filter((n) => {
     const k = needKey(n);

@@ -15,3 +15,35 @@ export interface ServiceExtensionSpec {
   /** --service-cluster-ip-range, which stays as it is (ServiceCIDR `kubernetes` keeps its range). */
   flag: string[];
 }
+
+/** A Calico IPPool an extension plan creates (plan --extend-pod-cidr): the old pool's settings on the added range. */
+export interface ExtensionPool {
+  name: string;
+  cidr: string;
+  blockSize: number;
+  ipipMode?: string;
+  vxlanMode?: string;
+  natOutgoing?: boolean;
+  nodeSelector?: string;
+  allowedUses?: string[];
+  /** The pool whose settings it copies. */
+  model: string;
+}
+
+/**
+ * spec.podExtension of a plan (plan --extend-pod-cidr on Calico IPAM): a second IPPool per family next to the pools
+ * the cluster has, none disabled, and the settings that must name both ranges.
+ */
+export interface PodExtensionSpec {
+  ipam: 'calico';
+  /** The enabled pools' CIDRs today (they all stay). */
+  from: string[];
+  /** ADD: one CIDR per family. */
+  add: string[];
+  /** The new pools, one per CIDR of add. */
+  pools: ExtensionPool[];
+  /** kube-proxy's clusterCIDR, when it must grow to hold ADD: one CIDR per family, so the envelope of old and new. */
+  kubeProxy?: { from: string; to: string; configMap: boolean };
+  /** ConfigMap ip-masq-agent's nonMasqueradeCIDRs, when ADD is not in it: a list, so ADD is added to it. */
+  masquerade?: { namespace: string; name: string; key: string; from: string[]; to: string[] };
+}

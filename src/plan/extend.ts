@@ -192,8 +192,9 @@ function extensionSteps(snap: Snapshot, ext: ServiceExtensionSpec, enable?: Retu
 /**
  * Why `--extend-pod-cidr ADD` is refused on this cluster (one line; the CLI exits 2 with it). Node IPAM cannot take a
  * second range: kube-controller-manager's --cluster-cidr holds one CIDR per family (validateCIDRs in kubernetes'
- * cmd/kube-controller-manager/app/core.go refuses two of one family), and a node's podCIDRs are set once. Extending a
- * Calico pool or a Cilium multi-pool pool list is not built yet: the line says what to do instead.
+ * cmd/kube-controller-manager/app/core.go refuses two of one family), and a node's podCIDRs are set once. Calico IPAM
+ * is extended by src/plan/extend-pod.ts (the CLI calls this only for the other owners); extending a Cilium multi-pool
+ * pool list is not built yet: the line says what to do instead.
  */
 export function podExtensionRefusal(snap: Snapshot, add: string): string {
   const owner = ipamOwnerFacts(snap);
@@ -207,10 +208,10 @@ export function podExtensionRefusal(snap: Snapshot, add: string): string {
       + `instead: move the range with plan --pod-cidr NEW, or, where Calico IPAM hands out the addresses and the nodes' podCIDRs go unused, `
       + 'set --allocate-node-cidrs=false on kube-controller-manager and add a Calico IPPool';
   }
-  if (path === 'calico' || path === 'cilium-multi-pool') {
-    const what = path === 'calico' ? 'a second Calico IPPool with the old pool\'s settings (encapsulation, natOutgoing, blockSize)' : 'a second CiliumPodIPPool in the pool list';
-    return `--extend-pod-cidr ${add} refused: this version does not write the extension of ${path === 'calico' ? 'Calico' : 'Cilium multi-pool'} pod addresses yet${seen}; `
-      + `instead: add ${what} by hand and widen kube-proxy's clusterCIDR, kOps nonMasqueradeCIDR and ip-masq-agent to hold both ranges, or move the range with plan --pod-cidr NEW`;
+  if (path === 'cilium-multi-pool') {
+    return `--extend-pod-cidr ${add} refused: this version does not write the extension of Cilium multi-pool pod addresses yet${seen}; `
+      + 'instead: add ADD to spec.ipv4.cidrs (or ipv6) of the CiliumPodIPPool the pods take addresses from (default, for pods and namespaces without an ipam.cilium.io/ip-pool annotation: a second pool serves only those that name it) '
+      + 'by hand and widen kube-proxy\'s clusterCIDR and ip-masq-agent to hold both ranges, or move the range with plan --pod-cidr NEW';
   }
   return `--extend-pod-cidr ${add} refused: who hands out pod addresses here is not known or cannot take a second range${seen}; move the range with plan --pod-cidr NEW where that is allowed`;
 }

@@ -87,12 +87,12 @@ export type RestartMode = 'tool' | 'manual';
 export {
   GATE_CONDITION_INFO, GATE_CONDITIONS, markSupersessions, POD_GATE_CONDITIONS, POD_STEP_KINDS, SERVICE_GATE_CONDITIONS, SERVICE_STEP_KINDS,
   STEP_KIND_NAMES, STEP_KINDS, stepKindPath,
-  type ActionKind, type ExtendActionKind, type ExtendGateCondition, type ControlGateCondition, type GateConditionInfo, type PathGateCondition, type PathStepKind, type ServiceActionKind, type ServiceGateCondition,
+  type ActionKind, type ExtendActionKind, type ExtendGateCondition, type ExtendPodActionKind, type ExtendPodGateCondition, type ControlGateCondition, type GateConditionInfo, type PathGateCondition, type PathStepKind, type ServiceActionKind, type ServiceGateCondition,
   type SharedPodStepKind, type StepFamily, type StepKindInfo, type ActionStep, type ConfirmStep, type Gate, type GateCondition, type GateStep, type Pause, type PlanStep,
   type ServiceCIDRSpec, type StepItem, type StepKind,
 } from './steps.ts';
 import type { PlanStep, ServiceCIDRSpec, StepItem } from './steps.ts';
-import type { ServiceExtensionSpec } from './extend-spec.ts';
+import type { PodExtensionSpec, ServiceExtensionSpec } from './extend-spec.ts';
 import { markSupersessions } from './steps.ts';
 import { POD_CONSENT_STEP } from './pod-consent.ts';
 import { nodePortCoverCheck, nodePortCoverText, type NodePortCover } from './nodeport-cover.ts';
@@ -159,6 +159,8 @@ export interface MigrationPlan {
     podCIDR?: PodCIDRSpec;
     /** Present in an extension plan (plan --extend-service-cidr, src/plan/extend.ts): a range added, nothing moved. */
     serviceExtension?: ServiceExtensionSpec;
+    /** Present in a pod extension plan (plan --extend-pod-cidr, src/plan/extend-pod.ts): a Calico pool added, nothing moved. */
+    podExtension?: PodExtensionSpec;
   };
   preflight: PreflightCheck[];
   mapping: ServiceMapping[];

@@ -5,8 +5,10 @@
  * checks are returned. Pure.
  */
 import type { Snapshot } from '../cluster/types.ts';
+import { contains, parseCidr, parseIP, type IP } from '../net/index.ts';
 import { buildMigrationPlan, type MigrationPlan } from './plan.ts';
 import { buildExtensionPlan } from './extend.ts';
+import { buildPodExtensionPlan } from './extend-pod.ts';
 import { podPath } from './pod-paths/registry.ts';
 import type { PreflightCheck } from './preflight.ts';
 
@@ -18,10 +20,25 @@ export interface RecheckOptions {
   liveCertSANs?: readonly string[];
 }
 
+function tryParseIP(s: string): IP | undefined {
+  try { return parseIP(s); } catch { return undefined; }
+}
+
 /** The plan's pre-flight checks as the live snapshot shows them now. */
 export function recheckPreflight(snap: Snapshot, plan: MigrationPlan, opts: RecheckOptions = {}): PreflightCheck[] {
   // an extension plan: its range checked again (still clear of every range and live address, the API still there)
   if (plan.spec.serviceExtension) return buildExtensionPlan(snap, { add: plan.spec.serviceExtension.add }).preflight;
+  // a pod extension plan: its range checked again, less the pools this plan made (planned again after apply)
+  if (plan.spec.podExtension) {
+    const own = new Set(plan.spec.podExtension.pools.map((p) => `IPPool/${p.name}`));
+    const added = plan.spec.podExtension.add.map((a) => parseCidr(a));
+    const inAdded = (ip: string) => { const a = tryParseIP(ip); return !!a && added.some((c) => contains(c, a)); };
+    const before: Snapshot = {
+      ...snap, pools: snap.pools.filter((p) => !own.has(`IPPool/${p.name}`)), ranges: snap.ranges.filter((r) => !own.has(r.source)),
+      pods: snap.pods.filter((p) => !p.podIPs.some(inAdded)),
+    };
+    return buildPodExtensionPlan(before, { add: plan.spec.podExtension.add }).preflight;
+  }
   const sc = plan.spec.serviceCIDR;
   const pc = plan.spec.podCIDR;
   const o = plan.spec.options;

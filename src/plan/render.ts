@@ -54,6 +54,61 @@ interface Ranges {
   pod?: { from: Cidr[]; to: Cidr[] };
   /** spec.serviceExtension: the ranges added */
   ext?: { add: Cidr[] };
+  /** spec.podExtension: the pod ranges added */
+  podExt?: { add: Cidr[] };
+}
+
+/** spec.podExtension (plan --extend-pod-cidr): every field the pod extension executor reads. */
+function checkPodExtension(spec: Record<string, unknown>): { add: Cidr[] } {
+  const P = 'spec.podExtension';
+  if (spec.serviceCIDR !== undefined || spec.podCIDR !== undefined || spec.serviceExtension !== undefined) fail(P, 'a pod extension plan adds a pool and moves nothing: it has no serviceCIDR, podCIDR or serviceExtension');
+  const ex = obj(spec.podExtension, P);
+  onlyKeys(ex, P, ['ipam', 'from', 'add', 'pools', 'kubeProxy', 'masquerade']);
+  oneOf(ex, 'ipam', P, ['calico'] as const);
+  const from = cidrList(ex, 'from', P, { nonEmpty: true });
+  const add = cidrList(ex, 'add', P, { nonEmpty: true, onePerFamily: true });
+  add.forEach((a, i) => {
+    if (!from.some((f) => f.family === a.family)) fail(`${P}.add[${i}]`, `${formatCidr(a)} is ${fam(a)}, but from has no ${fam(a)} range`);
+    const hit = from.find((f) => f.family === a.family && (inAny([f], a) || inAny([a], f)));
+    if (hit) fail(`${P}.add[${i}]`, `${formatCidr(a)} overlaps the pool ${formatCidr(hit)}`);
+  });
+  const pools = list(ex, 'pools', P)!;
+  if (pools.length !== add.length) fail(`${P}.pools`, `must name one pool per range of add (${add.length})`);
+  pools.forEach((v, i) => {
+    const pp = `${P}.pools[${i}]`;
+    const po = obj(v, pp);
+    onlyKeys(po, pp, ['name', 'cidr', 'blockSize', 'ipipMode', 'vxlanMode', 'natOutgoing', 'nodeSelector', 'allowedUses', 'model']);
+    subdomain(po, 'name', pp);
+    str(po, 'model', pp);
+    const c = cidrAt(str(po, 'cidr', pp)!, `${pp}.cidr`);
+    if (formatCidr(c) !== formatCidr(add[i]!)) fail(`${pp}.cidr`, `must be spec.podExtension.add[${i}] (${formatCidr(add[i]!)})`);
+    int(po, 'blockSize', pp, Math.max(c.prefix, c.family === 4 ? 20 : 116), c.family === 4 ? 32 : 128);
+    for (const k of ['ipipMode', 'vxlanMode'] as const) oneOf(po, k, pp, ['Always', 'CrossSubnet', 'Never'] as const, true);
+    bool(po, 'natOutgoing', pp, true);
+    str(po, 'nodeSelector', pp, true);
+    strList(po, 'allowedUses', pp, true);
+  });
+  if (ex.kubeProxy !== undefined) {
+    const kp = obj(ex.kubeProxy, `${P}.kubeProxy`);
+    onlyKeys(kp, `${P}.kubeProxy`, ['from', 'to', 'configMap']);
+    str(kp, 'from', `${P}.kubeProxy`);
+    const to = str(kp, 'to', `${P}.kubeProxy`)!.split(',').map((x, i) => cidrAt(x.trim(), `${P}.kubeProxy.to[${i}]`));
+    bool(kp, 'configMap', `${P}.kubeProxy`);
+    for (const a of add) if (!inAny(to, a)) fail(`${P}.kubeProxy.to`, `does not hold ${formatCidr(a)}`);
+  }
+  if (ex.masquerade !== undefined) {
+    const M = `${P}.masquerade`;
+    const m = obj(ex.masquerade, M);
+    onlyKeys(m, M, ['namespace', 'name', 'key', 'from', 'to']);
+    subdomain(m, 'namespace', M);
+    subdomain(m, 'name', M);
+    const key = str(m, 'key', M)!;
+    if (!/^[-._a-zA-Z0-9]+$/.test(key)) fail(`${M}.key`, `${show(key)} is not a ConfigMap key`);
+    strList(m, 'from', M);
+    const to = strList(m, 'to', M)!.map((x, i) => cidrAt(x, `${M}.to[${i}]`));
+    for (const a of add) if (!inAny(to, a)) fail(`${M}.to`, `does not hold ${formatCidr(a)}`);
+  }
+  return { add };
 }
 
 function checkMapping(v: unknown, path: string, r: Ranges): string {
@@ -169,6 +224,9 @@ function checkStep(v: unknown, path: string, r: Ranges): { id: string; kind: str
   if (family === 'extend' && !r.ext) {
     fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to an extension plan, but the plan has no spec.serviceExtension`);
   }
+  if (family === 'extend-pod' && !r.podExt) {
+    fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a pod extension plan, but the plan has no spec.podExtension`);
+  }
   if (family === 'pod' && !r.pod) {
     fail(`${path}.kind`, `${kind}${kind === 'gate' ? ` ${id}` : ''} belongs to a Pod CIDR migration, but the plan has no spec.podCIDR`);
   }
@@ -247,9 +305,12 @@ export function validatePlan(doc: unknown): MigrationPlan {
     if (server !== undefined && (server.length > 2048 || /[\s\x00-\x1f]/.test(server))) fail('metadata.cluster.server', `${show(server)} is not an apiserver URL`);
   }
   const spec = obj(p.spec, 'spec');
-  onlyKeys(spec, 'spec', ['serviceCIDR', 'strategy', 'options', 'podCIDR', 'serviceExtension']);
-  if (spec.serviceCIDR === undefined && spec.podCIDR === undefined && spec.serviceExtension === undefined) fail('spec', 'names neither serviceCIDR, podCIDR nor serviceExtension: nothing to migrate');
+  onlyKeys(spec, 'spec', ['serviceCIDR', 'strategy', 'options', 'podCIDR', 'serviceExtension', 'podExtension']);
+  if (spec.serviceCIDR === undefined && spec.podCIDR === undefined && spec.serviceExtension === undefined && spec.podExtension === undefined) {
+    fail('spec', 'names neither serviceCIDR, podCIDR, serviceExtension nor podExtension: nothing to migrate');
+  }
   const r: Ranges = {};
+  if (spec.podExtension !== undefined) r.podExt = checkPodExtension(spec);
   if (spec.serviceExtension !== undefined) {
     const P = 'spec.serviceExtension';
     if (spec.serviceCIDR !== undefined || spec.podCIDR !== undefined) fail(P, 'an extension plan adds a range and moves nothing: it has no serviceCIDR or podCIDR');
@@ -530,6 +591,16 @@ export function extensionRows(ext: NonNullable<MigrationPlan['spec']['serviceExt
   ];
 }
 
+/** The summary rows of a pod extension plan (spec.podExtension): the table and the Markdown show these. */
+export function podExtensionRows(ext: NonNullable<MigrationPlan['spec']['podExtension']>): Array<[string, string]> {
+  return [
+    ['Pod range', `${ext.from.join(', ')} stays (no pool disabled); ${ext.pools.map((p) => `${p.cidr} added as IPPool ${p.name} (/${p.blockSize} blocks, settings of ${p.model})`).join(', ')}`],
+    ['kube-proxy', ext.kubeProxy ? `clusterCIDR ${ext.kubeProxy.from} -> ${ext.kubeProxy.to} at gate extend-kube-proxy (kube-proxy restarted: host network)` : 'unchanged'],
+    ['ip-masq-agent', ext.masquerade ? `nonMasqueradeCIDRs + ${ext.masquerade.to.filter((x) => !ext.masquerade!.from.includes(x)).join(', ')} (re-read without a restart)` : 'unchanged'],
+    ['Restarts', `no workload pod restarts; pods keep their addresses${ext.kubeProxy ? '; kube-proxy (host network) restarts once' : ''}`],
+  ];
+}
+
 /** The summary as a list of sentences: words as words, the rollback command as code. */
 export function summaryMarkdown(summary: PlanSummary): string {
   const cmd = summary.rollback.command;
@@ -553,7 +624,9 @@ export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml', summ
   const pc = plan.spec.podCIDR;
   const ext = plan.spec.serviceExtension;
   const title = [sc ? `Service CIDR ${sc.from.join(', ') || '?'} → ${sc.target.join(', ') || '?'}` : '', pc ? `Pod CIDR ${pc.from.join(', ')} → ${pc.to.join(', ')}` : ''].filter(Boolean).join('; ');
-  let out = ext ? `# Extension: Service range ${ext.from.join(', ')} + ${ext.add.join(', ')}\n\n` : `# Migration: ${title || 'nothing planned (see the failed pre-flight checks)'}\n\n`;
+  const pext = plan.spec.podExtension;
+  let out = ext ? `# Extension: Service range ${ext.from.join(', ')} + ${ext.add.join(', ')}\n\n`
+    : pext ? `# Extension: pod range ${pext.from.join(', ')} + ${pext.add.join(', ')}\n\n` : `# Migration: ${title || 'nothing planned (see the failed pre-flight checks)'}\n\n`;
   if (summary) out += `## Summary\n\n${summaryMarkdown(summary)}\n`;
   const rows: Array<[string, string]> = [
     ['Cluster', plan.metadata.generatedFrom],
@@ -577,6 +650,7 @@ export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml', summ
   }
   if (pc) rows.push(...podSummaryRows(pc));
   if (ext) rows.push(...extensionRows(ext));
+  if (pext) rows.push(...podExtensionRows(pext));
   rows.push(['Pre-flight', `${failed.length} failed, ${warned.length} warning(s), ${plan.preflight.length - failed.length - warned.length} passed`]);
   out += mdTable(['', ''], rows);
   out += '\n## Pre-flight checks\n\n';
@@ -608,7 +682,8 @@ export function planToMarkdown(plan: MigrationPlan, planPath = 'PLAN.yaml', summ
   if (pc) out += '- Pods restarted into NEW stay there after a rollback of the pool steps; re-enable the old pool (or give nodes old podCIDRs) and restart again to move back.\n';
   if (ext) out += `- ServiceCIDR \`${ext.name}\` is deleted by rollback only while no Service holds an address in it; once one does, rollback refuses and names them.\n`;
   if (sc) out += '- Moved Services can return to their old IPs only while the old range is allocatable: before `drain-old-servicecidrs`, or after creating a ServiceCIDR for the old range again.\n';
-  if (!ext) {
+  if (pext) out += `- IPPool ${pext.pools.map((p) => `\`${p.name}\``).join(', ')} is deleted by rollback only while no pod holds an address in it; once one does, rollback refuses and names them.\n`;
+  if (!ext && !pext) {
     out += '- A deleted ServiceCIDR cannot be restored; a new one with the same range makes it allocatable again.\n';
     out += '- Apiserver flags, certificates and kubelet configuration go back by applying each patch in reverse (the "-" lines) and restarting.\n';
     out += '- Pods restarted with the new nameserver and Service variables keep working after a rollback only while the bridges and the new range exist.\n';

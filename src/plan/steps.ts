@@ -10,9 +10,10 @@ import type { PodPathId } from '../ipam/types.ts';
 
 /**
  * Who runs a step kind: the runner itself (gates, confirmations), the Service executor, the Pod executor, or the
- * extension executor (a plan that only adds room: src/plan/extend.ts, src/engine/service/extension.ts).
+ * extension executor (a plan that only adds room: src/plan/extend.ts, src/engine/service/extension.ts), or the pod
+ * extension executor (a Calico pool added next to the pod range: src/plan/extend-pod.ts, src/engine/pod-extension.ts).
  */
-export type StepFamily = 'control' | 'service' | 'pod' | 'extend';
+export type StepFamily = 'control' | 'service' | 'pod' | 'extend' | 'extend-pod';
 
 /** What a step kind is: one entry of STEP_KINDS. */
 export interface StepKindInfo {
@@ -69,6 +70,10 @@ const CORE_STEP_KINDS = {
   // Service range extended by a second ServiceCIDR, nothing moved (extend.ts)
   'extend-servicecidr': { family: 'extend', items: 'object' },
   'verify-extension': { family: 'extend', items: 'object' },
+  // pod range extended by a second Calico IPPool, nothing moved (extend-pod.ts)
+  'extend-masquerade': { family: 'extend-pod', items: 'object' },
+  'extend-ippool': { family: 'extend-pod', items: 'object' },
+  'verify-pod-extension': { family: 'extend-pod', items: 'object' },
   // Pod CIDR (pod-plan.ts, pod-paths/)
   'scale-critical': { family: 'pod', items: 'deployment' },
   'restart-pods': { family: 'pod', items: 'object', restarts: 'workloads', oneWay: true },
@@ -111,6 +116,8 @@ const CORE_GATE_CONDITIONS = {
   references: { family: 'control' },
   // an extension plan on 1.29–1.32 with the ServiceCIDR API off: as servicecidr-api, for the extension executor
   'extension-servicecidr-api': { family: 'extend' },
+  // a pod extension plan whose kube-proxy clusterCIDR must grow to hold the added range (read when kube-proxy starts)
+  'extension-kube-proxy': { family: 'extend-pod' },
 } as const satisfies Record<string, GateConditionInfo>;
 
 /** The gate conditions of the pod paths in folders of their own, merged in by `declare module`. */
@@ -133,6 +140,10 @@ export type SharedPodStepKind = Exclude<KindsWhere<{ family: 'pod' }>, KindsWher
 export type ExtendActionKind = KindsWhere<{ family: 'extend' }>;
 /** The gate conditions the extension executor checks. */
 export type ExtendGateCondition = ConditionsWhere<{ family: 'extend' }>;
+/** The action kinds the pod extension executor runs. */
+export type ExtendPodActionKind = KindsWhere<{ family: 'extend-pod' }>;
+/** The gate conditions the pod extension executor checks. */
+export type ExtendPodGateCondition = ConditionsWhere<{ family: 'extend-pod' }>;
 /** The gate conditions the Service executor checks. */
 export type ServiceGateCondition = ConditionsWhere<{ family: 'service' }>;
 /** The gate conditions the plan executor checks, whichever migrations the plan holds. */

@@ -51,4 +51,26 @@ describe('inspect recommendations', () => {
     const r = inspect(buildSnapshot(await readInventoryFiles([`${ROOT}examples/kubeadm-exhausted`])));
     assert.ok(r.recommendations?.some((l) => /wait for a podCIDR .* Calico IPAM hands out the pod addresses here/.test(l)), JSON.stringify(r.recommendations));
   });
+
+  it('a Calico pool with no free block: extend it when nothing conflicts with it, move it when something does; room left: nothing', () => {
+    const pool = { name: 'default-pool', cidr: '10.233.64.0/18', blockSize: 26, disabled: false, blocksTotal: 256, blocksUsed: 256, nodesWithBlocks: 79, maxBlocksOnANode: 4 };
+    const cap = (p: object) => ({ serviceRanges: [], nodeIpam: [], pools: [p] }) as never;
+    assert.deepEqual(recommendations(cap(pool), [], 'calico'), [
+      'the Calico pool default-pool 10.233.64.0/18 has no free block (256 of 256 /26 blocks taken) and conflicts with nothing: extend it (kube-renumber suggest --for pods, then plan --extend-pod-cidr ADD: a second pool, nothing restarts) rather than move it',
+    ]);
+    const conflict = [{ severity: 'error', a: { cidr: '10.233.64.0/18' }, b: { cidr: '10.233.0.0/16' } }] as never;
+    assert.match(recommendations(cap(pool), conflict, 'calico')[0]!, /has no free block .* conflicts with another range: move it .*plan --pod-cidr NEW/);
+    assert.deepEqual(recommendations(cap({ ...pool, blocksUsed: 255 }), [], 'calico'), []);
+    assert.deepEqual(recommendations(cap({ ...pool, disabled: true }), [], 'calico'), [], 'a disabled pool gives nothing anyway');
+  });
+
+  it('inspect on a snapshot whose only pool has every block taken recommends the extension', () => {
+    const s = small(2, {
+      pools: [{ name: 'p', cidr: '10.50.0.0/24', blockSize: 26, disabled: false }],
+      blocks: ['10.50.0.0/26', '10.50.0.64/26', '10.50.0.128/26', '10.50.0.192/26'].map((cidr, i) => ({ cidr, node: `n${i}`, allocated: 60 })),
+      nodes: [0, 1, 2, 3].map((i) => ({ name: `n${i}`, podCIDRs: [], internalIPs: [`192.168.1.${i + 1}`], externalIPs: [] })) as never,
+    });
+    const r = inspect(s);
+    assert.ok(r.recommendations?.some((l) => /^the Calico pool p 10\.50\.0\.0\/24 has no free block \(4 of 4 \/26 blocks taken\).*plan --extend-pod-cidr ADD/.test(l)), JSON.stringify(r.recommendations));
+  });
 });

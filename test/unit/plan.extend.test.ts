@@ -204,12 +204,12 @@ describe('--extend-pod-cidr', () => {
     assert.doesNotMatch(line, /\n/);
   });
 
-  it('on Calico: refused as not written yet, saying what to add by hand', () => {
+  it('on Cilium multi-pool: refused as not written yet, saying what to add by hand', () => {
     const line = podExtensionRefusal(withPods({
-      pools: [{ name: 'default-ipv4-ippool', cidr: '10.244.0.0/16', blockSize: 26, disabled: false, ipipMode: 'Always', vxlanMode: 'Never', natOutgoing: true, nodeSelector: 'all()' }],
+      cni: { plugin: 'cilium', ipam: 'multi-pool', operatorManaged: false, evidence: [], ipamMode: 'multi-pool', owner: { kind: 'cilium-multi-pool', title: 'Cilium multi-pool', evidence: ['ConfigMap kube-system/cilium-config ipam: multi-pool'] } } as never,
     }), '10.245.0.0/16');
-    assert.match(line, /does not write the extension of Calico pod addresses yet/);
-    assert.match(line, /a second Calico IPPool with the old pool's settings/);
+    assert.match(line, /does not write the extension of Cilium multi-pool pod addresses yet/);
+    assert.match(line, /add ADD to spec\.ipv4\.cidrs \(or ipv6\) of the CiliumPodIPPool the pods take addresses from \(default, for pods and namespaces without an ipam\.cilium\.io\/ip-pool annotation/);
   });
 
   it('the CLI exits 2 with the line, and refuses a range that does not parse first', async () => {

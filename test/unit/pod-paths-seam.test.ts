@@ -14,6 +14,7 @@ import { podPathEngine } from '../../src/engine/pod-paths/registry.ts';
 import { PodExecutor } from '../../src/engine/pod-steps.ts';
 import { ServiceExecutor } from '../../src/engine/service-steps.ts';
 import { ExtensionExecutor } from '../../src/engine/service/extension.ts';
+import { PodExtensionExecutor } from '../../src/engine/pod-extension.ts';
 import type { PodPathId } from '../../src/ipam/types.ts';
 import { buildMigrationPlan, type MigrationPlan } from '../../src/plan/plan.ts';
 import { POD_PATH_NAMES, podPath } from '../../src/plan/pod-paths/registry.ts';
@@ -36,6 +37,7 @@ function executorsOf(kind: StepKind): string[] {
   return [
     ...(has(ServiceExecutor.actions, kind) ? ['service'] : []),
     ...(has(ExtensionExecutor.actions, kind) ? ['extend'] : []),
+    ...(has(PodExtensionExecutor.actions, kind) ? ['extend-pod'] : []),
     ...(has(PodExecutor.sharedSteps, kind) ? ['pod'] : []),
     ...POD_PATH_IDS.filter((id) => has(podPathEngine(id).steps, kind)).map((id) => `path ${id}`),
   ];
@@ -47,6 +49,7 @@ function checkersOf(c: GateCondition): string[] {
     ...(has(PlanExecutor.gates, c) ? ['plan'] : []),
     ...(has(ServiceExecutor.gates, c) ? ['service'] : []),
     ...(has(ExtensionExecutor.gates, c) ? ['extend'] : []),
+    ...(has(PodExtensionExecutor.gates, c) ? ['extend-pod'] : []),
     ...POD_PATH_IDS.filter((id) => has(podPathEngine(id).gates, c)).map((id) => `path ${id}`),
   ];
 }
@@ -55,7 +58,7 @@ function checkersOf(c: GateCondition): string[] {
 function expectedExecutor(info: StepKindInfo): string[] {
   if (info.family === 'control') return [];
   if (info.family === 'service') return ['service'];
-  if (info.family === 'extend') return ['extend'];
+  if (info.family === 'extend' || info.family === 'extend-pod') return [info.family];
   return info.path ? [`path ${info.path}`] : ['pod'];
 }
 
@@ -86,16 +89,16 @@ describe('step kinds: one table, one executor each', () => {
 
   it('the executors hold no kind the table does not list', () => {
     const listed = new Set<string>(STEP_KIND_NAMES);
-    const tables = [ServiceExecutor.actions, ExtensionExecutor.actions, PodExecutor.sharedSteps, ...POD_PATH_IDS.map((id) => podPathEngine(id).steps)];
+    const tables = [ServiceExecutor.actions, ExtensionExecutor.actions, PodExtensionExecutor.actions, PodExecutor.sharedSteps, ...POD_PATH_IDS.map((id) => podPathEngine(id).steps)];
     for (const t of tables) for (const k of Object.keys(t)) assert.ok(listed.has(k), `${k} is in STEP_KINDS`);
   });
 
   it('every gate condition has exactly one check, the one GATE_CONDITION_INFO names', () => {
     for (const c of GATE_CONDITIONS) {
       const info: GateConditionInfo = GATE_CONDITION_INFO[c];
-      assert.deepEqual(checkersOf(c), [info.family === 'control' ? 'plan' : info.family === 'service' || info.family === 'extend' ? info.family : `path ${info.path}`], c);
+      assert.deepEqual(checkersOf(c), [info.family === 'control' ? 'plan' : info.family === 'service' || info.family === 'extend' || info.family === 'extend-pod' ? info.family : `path ${info.path}`], c);
     }
-    const tables = [PlanExecutor.gates, ServiceExecutor.gates, ExtensionExecutor.gates, ...POD_PATH_IDS.map((id) => podPathEngine(id).gates)];
+    const tables = [PlanExecutor.gates, ServiceExecutor.gates, ExtensionExecutor.gates, PodExtensionExecutor.gates, ...POD_PATH_IDS.map((id) => podPathEngine(id).gates)];
     for (const t of tables) for (const k of Object.keys(t)) assert.ok((GATE_CONDITIONS as readonly string[]).includes(k), `${k} is in GATE_CONDITION_INFO`);
   });
 });

@@ -399,7 +399,8 @@ export const verifyCommand: Command = {
     const problem = await s.executor.verifyEndState(s.client, s.ctx.backups).finally(() => s.release());
     const checked = [s.plan.spec.serviceCIDR ? 'every Service is where the plan puts it, ServiceCIDR/kubernetes holds the new range, no bridge left' : '',
       s.plan.spec.podCIDR ? `no pod left in ${s.plan.spec.podCIDR.from.join(', ')}, workloads at their desired replicas` : '',
-      s.plan.spec.serviceExtension ? `ServiceCIDR ${s.plan.spec.serviceExtension.name} Ready with ${s.plan.spec.serviceExtension.add.join(',')}` : ''].filter(Boolean);
+      s.plan.spec.serviceExtension ? `ServiceCIDR ${s.plan.spec.serviceExtension.name} Ready with ${s.plan.spec.serviceExtension.add.join(',')}` : '',
+      s.plan.spec.podExtension ? `IPPool ${s.plan.spec.podExtension.pools.map((p) => p.name).join(', ')} enabled with ${s.plan.spec.podExtension.add.join(',')} and the old pool's settings${s.plan.spec.podExtension.kubeProxy ? ', kube-proxy clusterCIDR holds it' : ''}${s.plan.spec.podExtension.masquerade ? ', ip-masq-agent holds it' : ''}` : ''].filter(Boolean);
     // -o json|yaml: the result on stdout whatever it is, for scripts; the error line on stderr as always
     if (output === 'json' || output === 'yaml') {
       io.out(renderData({ plan: pre.id, verified: !problem, ...(problem ? { problem } : {}), checked }, output));

@@ -4,9 +4,10 @@ import { buildMigrationPlan, DEFAULT_BATCH_SIZE, DEFAULT_HEADROOM, DEFAULT_STRAT
 import type { LoadBalancerMode } from '../../plan/load-balancers.ts';
 import { parseNodePortCover, type NodePortCover } from '../../plan/nodeport-cover.ts';
 import { refusals } from '../../plan/preflight.ts';
-import { platformRefusal, podOwnerRefusal } from '../../plan/platform-gate.ts';
-import { extensionRows, planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
+import { platformRefusal, podOwnerRefusal, podPathOf } from '../../plan/platform-gate.ts';
+import { extensionRows, podExtensionRows, planToJson, planToMarkdown, planToYaml, podSummaryRows } from '../../plan/render.ts';
 import { buildExtensionPlan, podExtensionRefusal } from '../../plan/extend.ts';
+import { buildPodExtensionPlan } from '../../plan/extend-pod.ts';
 import { DEFAULT_PARALLEL } from '../../plan/pod-plan.ts';
 import { DEFAULT_MAX_UNAVAILABLE, parseMaxUnavailable } from '../../plan/node-waves.ts';
 import { isPodPathId, orList, POD_PATH_NAMES, podPath } from '../../plan/pod-paths/registry.ts';
@@ -74,7 +75,7 @@ export const TIER_ORDERS: Readonly<Record<string, TierOrder>> = { asc: 'ascendin
 export const planCommand: Command = {
   name: 'plan',
   summary: 'write the ordered, reviewable plan that moves the Service CIDR, the Pod CIDR, or both (changes nothing)',
-  usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--extend-service-cidr ADD] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
+  usage: 'kube-renumber plan [--service-cidr NEW] [--pod-cidr NEW] [--extend-service-cidr ADD] [--extend-pod-cidr ADD] [--keep NS/NAME ...] [--strategy in-place|recreate] [--tier-key KEY] [--tier-order asc|desc] '
     + '[--batch-size N] [--headroom X] [--restart-workloads tool|manual] [--cluster-dns none|NS/NAME] [--load-balancers keep|move] [--nodeport-cover off|nodes|IP[,IP...]] [--read-helm-releases] [--parallel N] [--critical NS/NAME ...] [--node-hook CMD] [--max-unavailable N|P%] [-o yaml|json|markdown|html|table]',
   outputs: ['markdown', 'html'],
   options: {
@@ -114,9 +115,14 @@ export const planCommand: Command = {
                            ServiceCIDR, the apiserver flag, Services and pods left as they are (1.29 and later;
                            a plan of its own, without the move's flags). Rollback deletes it while no Service
                            holds an address in it
-  --extend-pod-cidr ADD    add ADD to the pod range instead of moving it: refused on node IPAM (kube-controller-
-                           manager takes one cluster CIDR per family), and not written yet for Calico and Cilium
-                           multi-pool; the error line says what to do instead
+  --extend-pod-cidr ADD    add ADD to the pod range instead of moving it. Calico IPAM: a second IPPool with the
+                           old pool's settings (encapsulation, natOutgoing, blockSize where it fits, nodeSelector),
+                           no pool disabled, no pod restarted; kube-proxy's clusterCIDR widened to one range holding
+                           both at a gate (refused when that range would hold anything but pod ranges), ip-masq-
+                           agent's nonMasqueradeCIDRs grown; on kOps ADD must lie inside nonMasqueradeCIDR. Rollback
+                           deletes the pool while no pod holds an address in it and refuses, naming them, once one
+                           does. Refused on node IPAM (kube-controller-manager takes one cluster CIDR per family) and
+                           not written yet for Cilium multi-pool; the error line says what to do instead
   --keep NS/NAME           keep this Service's ClusterIP (repeatable)
   --load-balancers M       keep (default): LoadBalancer Services keep their ClusterIPs, under ServiceCIDRs kept in
                            the old range; move: each is re-created in the new range with its external address
@@ -192,10 +198,10 @@ refused; nothing is written; 3 the fleet file is not valid.`;
     const extendPods = str(values, 'extend-pod-cidr');
     if (extendPods !== undefined) {
       refuseUnparsable(() => parsePodTarget(extendPods), `--extend-pod-cidr ${extendPods}`);
-      throw new UsageError(podExtensionRefusal(await loadSnapshot(values, io), extendPods));
+      return planExtension(values, io, extendPods, 'extend-pod-cidr');
     }
     const extend = str(values, 'extend-service-cidr');
-    if (extend !== undefined) return planExtension(values, io, extend);
+    if (extend !== undefined) return planExtension(values, io, extend, 'extend-service-cidr');
     const target = str(values, 'service-cidr');
     const podTarget = str(values, 'pod-cidr');
     if (!target && !podTarget) throw new UsageError('give --service-cidr NEW, --pod-cidr NEW, or both, e.g. --service-cidr 172.24.0.0/15');
@@ -343,21 +349,26 @@ refused; nothing is written; 3 the fleet file is not valid.`;
 };
 
 /** Flags of plan that an extension plan takes besides --extend-service-cidr (the rest belong to a move). */
-const EXTENSION_FLAGS = new Set(['extend-service-cidr', 'avoid', 'avoid-file', 'output']);
+const EXTENSION_FLAGS = new Set(['avoid', 'avoid-file', 'output']);
 
-/** plan --extend-service-cidr ADD: the plan that adds ADD to the Service range (src/plan/extend.ts). */
-async function planExtension(values: Values, io: Io, add: string): Promise<number> {
-  refuseUnparsable(() => parseTarget(add), `--extend-service-cidr ${add}`);
+/**
+ * plan --extend-service-cidr ADD (src/plan/extend.ts) or --extend-pod-cidr ADD (src/plan/extend-pod.ts, Calico IPAM;
+ * any other owner of the pod addresses is refused with the reason): the plan that adds ADD and moves nothing.
+ */
+async function planExtension(values: Values, io: Io, add: string, flag: 'extend-service-cidr' | 'extend-pod-cidr'): Promise<number> {
+  if (flag === 'extend-service-cidr') refuseUnparsable(() => parseTarget(add), `--extend-service-cidr ${add}`);
   const own = new Set(Object.keys(planCommand.options ?? {}));
   for (const [k, v] of Object.entries(values)) {
-    if (v !== undefined && own.has(k) && !EXTENSION_FLAGS.has(k)) throw new UsageError(`--${k} does not go with --extend-service-cidr (an extension moves nothing; plan the move on its own)`);
+    if (v !== undefined && own.has(k) && k !== flag && !EXTENSION_FLAGS.has(k)) throw new UsageError(`--${k} does not go with --${flag} (an extension moves nothing; plan the move on its own)`);
   }
   const output = parseOutput(str(values, 'output'), ['markdown', 'md']);
   const avoid = avoidList(values, io);
   const snap = await loadSnapshot(values, io);
-  const plan = buildExtensionPlan(snap, { add, avoid, generator: `kube-renumber ${VERSION}` });
+  if (flag === 'extend-pod-cidr' && podPathOf(snap) !== 'calico') throw new UsageError(podExtensionRefusal(snap, add));
+  const generator = `kube-renumber ${VERSION}`;
+  const plan = flag === 'extend-pod-cidr' ? buildPodExtensionPlan(snap, { add, avoid, generator }) : buildExtensionPlan(snap, { add, avoid, generator });
   const refused = refusals(plan.preflight);
-  if (refused.length > 0) throw new UsageError(`--extend-service-cidr ${add} refused: ${refused.map((c) => c.message).join('; ')}`);
+  if (refused.length > 0) throw new UsageError(`--${flag} ${add} refused: ${refused.map((c) => c.message).join('; ')}`);
   if (output === 'yaml') io.out(planToYaml(plan));
   else if (output === 'json') io.out(planToJson(plan));
   else if ((output as string) === 'markdown' || (output as string) === 'md') io.out(planToMarkdown(plan));
@@ -422,6 +433,7 @@ export function renderPlanTable(plan: MigrationPlan, wide: boolean, summary?: Pl
   );
   if (plan.spec.podCIDR) rows.push(...podSummaryRows(plan.spec.podCIDR).map(([k, v]) => [k.toLowerCase(), v]));
   if (plan.spec.serviceExtension) rows.push(...extensionRows(plan.spec.serviceExtension).map(([k, v]) => [k.toLowerCase(), v]));
+  if (plan.spec.podExtension) rows.push(...podExtensionRows(plan.spec.podExtension).map(([k, v]) => [k.toLowerCase(), v]));
   let out = (summary ? summarySection(summary) : '') + section('PLAN', table(['field', 'value'], rows));
   out += section('PRE-FLIGHT', table(wide ? ['status', 'check', 'finding', 'fix'] : ['status', 'check', 'finding'],
     plan.preflight.map((p) => (wide ? [p.status.toUpperCase(), p.id, p.message, p.fix] : [p.status.toUpperCase(), p.id, p.message]))));

@@ -1,4 +1,9 @@
 import { suggestFamilies, suggestPairFamilies, type PairSuggestion, type Suggestion } from '../../analyze/suggest.ts';
+import { computeCapacity } from '../../analyze/capacity.ts';
+import { findConflicts } from '../../analyze/conflicts.ts';
+import type { Snapshot } from '../../cluster/types.ts';
+import type { AvoidRange } from '../../analyze/catalog.ts';
+import { suggestPodExtension, type PodExtensionSuggestion } from '../../plan/extend-pod.ts';
 import { avoidList, intFlag, loadSnapshot, numberFlag, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
 import type { Command, Io } from '../command.ts';
@@ -76,9 +81,11 @@ node address), catalog entry or --avoid range wins. Each suggestion says what it
     const all = suggestFamilies(snap, { ...opts, for: what });
     const s = all[0]!;
     const allFound = all.every((x) => x.cidr);
+    // a Calico pool that only ran out (no free block, no conflict): the range next to it an extension plan takes
+    const extension = what === 'pods' ? poolExtensions(snap, avoid) : [];
     if (output === 'json' || output === 'yaml') {
       // The primary family's suggestion as before, and `families`: one per family suggested.
-      io.out(renderData({ ...s, families: all }, output));
+      io.out(renderData({ ...s, families: all, ...(extension.length > 0 ? { extension } : {}) }, output));
       return allFound ? ExitCode.ok : ExitCode.findings;
     }
     const found = all.filter((x) => x.cidr);
@@ -94,6 +101,7 @@ node address), catalog entry or --avoid range wins. Each suggestion says what it
         }
       }
     }
+    for (const e of extension) io.out(`\n${extensionText(e)}\n`);
     if (!allFound) {
       const missing = all.filter((x) => !x.cidr);
       io.err(`error: ${missing.map((x) => `no free /${x.prefix} in ${x.searched.join(', ')} avoids every known range`).join('; ')}\n`);
@@ -134,4 +142,21 @@ function printPairs(all: PairSuggestion[], output: ReturnType<typeof parseOutput
     return ExitCode.findings;
   }
   return ExitCode.ok;
+}
+
+/** The enabled Calico pools with every block taken and no conflict naming them, and the range next to each (src/plan/extend-pod.ts). */
+function poolExtensions(snap: Snapshot, avoid: readonly AvoidRange[]): PodExtensionSuggestion[] {
+  const conflicts = findConflicts(snap, { avoid });
+  const named = (cidr: string) => conflicts.some((c) => c.severity !== 'info' && (c.a.cidr === cidr || c.b.cidr === cidr));
+  const exhausted = new Set(computeCapacity(snap).pools
+    .filter((p) => !p.disabled && Number.isFinite(Number(p.blocksTotal)) && p.blocksUsed >= Number(p.blocksTotal) && !named(p.cidr)).map((p) => p.name));
+  return exhausted.size > 0 ? suggestPodExtension(snap, { avoid, exhausted }) : [];
+}
+
+/** One line per pool that ran out: the extension to plan instead of the move, or why none next to it is possible. */
+export function extensionText(e: PodExtensionSuggestion): string {
+  const head = `extend instead: the Calico pool ${e.pool} ${e.poolCidr} has no free block and conflicts with nothing`;
+  return e.cidr
+    ? `${head}; ${e.cidr} next to it can be added without moving anything${e.kubeProxy ? ` (kube-proxy's clusterCIDR becomes ${e.kubeProxy})` : ''}: kube-renumber plan --extend-pod-cidr ${e.cidr}`
+    : `${head}, but no range next to it can be added${e.refused ? ` (${e.refused})` : ''}: move it with the range above, or see plan --extend-pod-cidr's refusal for what would allow one`;
 }

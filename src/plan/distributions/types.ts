@@ -115,6 +115,12 @@ export interface DistributionPlanner {
   podChecks?(inp: PodPatchInputs): PreflightCheck[];
   /** Values of the Service patch context the platform computes itself from the targets, and the new Pod CIDR when the same plan moves it (kOps: nonMasqueradeCIDR). */
   serviceContext?(snap: Snapshot, target: ReadonlyMap<Family, Cidr>, podsAfter?: ReadonlyMap<Family, Cidr>): Partial<PatchContext>;
+  /**
+   * Pre-flight checks of a pod extension (plan --extend-pod-cidr) against the platform's own configuration: `add` the
+   * added ranges, `kubeProxyTo` kube-proxy's clusterCIDR the plan asks for when it must change (kOps: ADD inside
+   * nonMasqueradeCIDR, and kube-proxy's range comes from the Cluster spec, so a change of it is refused).
+   */
+  podExtensionChecks?(snap: Snapshot, add: ReadonlyMap<Family, Cidr>, kubeProxyTo?: string): PreflightCheck[];
   /** Pre-flight checks of a Service CIDR target against the platform's own configuration (kOps: nonMasqueradeCIDR). */
   serviceChecks?(snap: Snapshot, target: ReadonlyMap<Family, Cidr>, podsAfter?: ReadonlyMap<Family, Cidr>): PreflightCheck[];
 }

@@ -368,7 +368,40 @@ function podNonMasqueradeChecks(inp: PodPatchInputs): PreflightCheck[] {
   }];
 }
 
+/**
+ * A pod extension on kOps (plan --extend-pod-cidr): kOps' validation wants the pod range inside nonMasqueradeCIDR, and
+ * kube-proxy's --cluster-cidr comes from the Cluster spec (kubeProxy.clusterCIDR, else podCIDR); changing either is
+ * `kops update cluster` and a rolling update of every node, so ADD must need neither (refused, exit 2, otherwise).
+ */
+function podExtensionChecks(snap: Snapshot, add: ReadonlyMap<Family, Cidr>, kubeProxyTo?: string): PreflightCheck[] {
+  const text = [...add.values()].map(formatCidr).join(',');
+  const out: PreflightCheck[] = [];
+  if (kubeProxyTo !== undefined) {
+    const now = snap.kubeProxy?.clusterCIDR ?? snap.kops?.podCIDR ?? '?';
+    return [{
+      id: 'pod-extend-kube-proxy', status: 'fail', target: true,
+      message: `kube-proxy clusterCIDR ${now} does not hold ${text}: on kOps it comes from the Cluster spec (kubeProxy.clusterCIDR, else podCIDR), and changing it is a kops update cluster and a rolling update of every node`,
+      fix: `choose ADD inside ${now} (outside the pools), or move the range with plan --pod-cidr NEW`,
+    }];
+  }
+  const nm = snap.kops?.nonMasqueradeCIDR ? tryParseCidr(snap.kops.nonMasqueradeCIDR) : undefined;
+  if (!nm) {
+    out.push({ id: 'pod-extend-kops-spec', status: 'warn', message: 'kOps cluster without its Cluster spec in the input: nonMasqueradeCIDR was not read, so the plan could not check that it holds ADD (traffic from pods outside it is masqueraded)', fix: '`kops get cluster -o yaml > cluster.yaml`, then plan again with -f cluster.yaml' });
+    return out;
+  }
+  const outside = [...add.values()].filter((t) => t.family === nm.family && !contains(nm, t));
+  out.push(outside.length > 0
+    ? {
+      id: 'pod-extend-non-masquerade', status: 'fail', target: true,
+      message: `kOps nonMasqueradeCIDR ${formatCidr(nm)} does not hold ${outside.map(formatCidr).join(',')}: kOps validation wants the pod range inside it, and changing it is a kops update cluster and a rolling update of every node`,
+      fix: `choose ADD inside ${formatCidr(nm)}, clear of the service and pod ranges, or move the range with plan --pod-cidr NEW`,
+    }
+    : { id: 'pod-extend-non-masquerade', status: 'pass', message: `kOps nonMasqueradeCIDR ${formatCidr(nm)} holds ${text}: the Cluster spec stays as it is`, fix: '' });
+  return out;
+}
+
 export const kops: DistributionPlanner = {
+  podExtensionChecks,
   id: 'kops',
   servicePatches: kopsPatches,
   serviceContext(snap, target, podsAfter) {

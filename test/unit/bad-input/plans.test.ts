@@ -60,7 +60,7 @@ cases.push(
     /plan\.yaml: apiVersion: is "kube-renumber\.io\/v2", expected kube-renumber\.io\/v1/),
   field('a Kubernetes object, not a plan', 'apply', 'apiVersion: v1\nkind: Service\nmetadata: {name: web}\n', /apiVersion: is "v1", expected kube-renumber\.io\/v1/),
   field('unknown top-level field', 'apply', mutate(SERVICE_PLAN, (d) => { d.stepz = []; }), /plan\.yaml: stepz: unknown field/),
-  field('spec names nothing', 'apply', mutate(CALICO_PLAN, (d) => { d.spec = {}; }), /spec: names neither serviceCIDR, podCIDR nor serviceExtension/),
+  field('spec names nothing', 'apply', mutate(CALICO_PLAN, (d) => { d.spec = {}; }), /spec: names neither serviceCIDR, podCIDR, serviceExtension nor podExtension/),
   field('mapping namespace a list', 'apply', mutate(SERVICE_PLAN, (d) => { d.mapping[0].namespace = ['a']; }), /mapping\[0\]\.namespace: must be a string \(got a list\)/),
   field('mapping name invalid', 'resume', mutate(SERVICE_PLAN, (d) => { d.mapping[0].name = 'Not_A_Name'; }), /mapping\[0\]\.name: "Not_A_Name" is not a valid name/),
   field('mapped address outside the target', 'apply', mutate(SERVICE_PLAN, (d) => { d.mapping[moved(d)].to[0] = '10.99.0.1'; }),
