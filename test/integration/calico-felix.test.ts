@@ -174,8 +174,13 @@ describe("Calico's own data plane: calico-node (felix) with VXLAN in the node ne
       assert.equal(r.code, 0, r.stderr);
       for (const chain of ['cali-INPUT', 'cali-FORWARD', 'cali-PREROUTING', 'cali-POSTROUTING']) assert.match(r.stdout, new RegExp(`^:${chain} `, 'm'), `${n.name}: ${chain}`);
       assert.match(r.stdout, /^:KUBE-SERVICES /m, `${n.name}: kube-proxy's rules`);
-      // VXLAN from the other node's VTEP is let in (felix's all-vxlan-net / all-hosts-net set)
-      assert.match(r.stdout, /-A cali-INPUT .*--dport 4789/, `${n.name}: VXLAN accepted from known hosts`);
+      // VXLAN is let in from the hosts in felix's cali40all-vxlan-net set only, which holds the other node's address
+      assert.match(r.stdout, /-A cali-INPUT -p udp .*--dports 4789 -m set --match-set cali40all-vxlan-net src .*-j ACCEPT/, `${n.name}: VXLAN from known hosts`);
+      assert.match(r.stdout, /-A cali-INPUT -p udp .*Drop IPv4 VXLAN packets from non-allowed hosts.*--dports 4789 .*-j DROP/, `${n.name}: VXLAN from others dropped`);
+      const other = d().dp.nodes().find((o) => o.name !== n.name)!;
+      const set = await d().dp.exec(n.netns, 'ipset', ['list', 'cali40all-vxlan-net']);
+      assert.equal(set.code, 0, set.stderr);
+      assert.match(set.stdout, new RegExp(`^${other.fabricIP.replaceAll('.', '\\.')}$`, 'm'), `${n.name}: ${other.fabricIP} in cali40all-vxlan-net`);
     }
   });
   const podsReady = (names: string[]) =>

@@ -52,6 +52,9 @@ import { POD_IP_ANNOTATION } from './stages.ts';
 /** Node annotations Calico's kubernetes datastore keeps a Calico Node's fields in (libcalico-go resources/node). */
 export const IPV4_ADDRESS_ANNOTATION = 'projectcalico.org/IPv4Address';
 export const VXLAN_TUNNEL_ADDR_ANNOTATION = 'projectcalico.org/IPv4VXLANTunnelAddr';
+const CALICO = '/apis/crd.projectcalico.org/v1';
+/** The commit of CALICO_VERSION as Calico's own build names it (node/Makefile's GIT_VERSION: git describe --tags). */
+export const CALICO_RELEASE = 'v3.28.4-11-ga0db560f0520';
 /** The interface felix creates for VXLAN (felix/dataplane/linux: VXLANIfaceNameV4 default). */
 export const VXLAN_IFACE = 'vxlan.calico';
 /** Felix's health port (FelixConfiguration healthPort default), on 127.0.0.1 of each node netns. */
@@ -134,7 +137,13 @@ export class CalicoNodes {
     await mkdir(cn.#cniDir, { recursive: true });
     for (const name of ['calico', 'calico-ipam']) await symlink(calicoBinary('calico-ipam')!, join(cn.#cniDir, name));
     const t0 = Date.now();
-    await Promise.all(dp.nodes().map((n) => cn.#startNode(n, t0)));
+    // start-ups one node at a time (see #startup), then the rest of every node at once
+    const started: Promise<void>[] = [];
+    for (const n of dp.nodes()) {
+      const node = await cn.#startup(n);
+      started.push(cn.#startNode(node, t0));
+    }
+    await Promise.all(started);
     return cn;
   }
 
@@ -188,15 +197,30 @@ export class CalicoNodes {
     this.#log(`${n.name}: ${what} done in ${Date.now() - t} ms`);
   }
 
-  async #startNode(node: { name: string; netns: string; fabricIP: string }, t0: number): Promise<void> {
+  /**
+   * `calico-node -startup` on one node. Its first step (ensureKDDMigrated, libcalico-go/lib/upgrade/migrator) reads
+   * ClusterInformation's calicoVersion as a semantic version and refuses any below v3 ("migration to v3 requires a
+   * tagged release of Calico v2.6.5+"): the Go proxy's pseudo-version of the monorepo (v1.11.0-cni-plugin.0.…) that
+   * the testbed writes there and calico-node itself writes back (its startup.VERSION, as calicoctl's) is one. So before
+   * each start-up it holds CALICO_RELEASE, the `git describe` name of the same commit; the start-ups run one at a time.
+   */
+  async #startup(node: { name: string; netns: string; fabricIP: string }): Promise<CalicoNode> {
     const timeoutMs = this.#opts.timeoutMs ?? 180_000;
     const varLib = join(this.dp.stateDir, 'calico', node.name, 'var-lib');
     await mkdir(join(varLib, 'calico'), { recursive: true });
     const n: CalicoNode = { ...node, varLib, procs: [] };
     this.#nodes.set(n.name, n);
-    const env = this.env(n);
+    const ci = `${CALICO}/clusterinformations/default`;
+    await this.dp.tb.client.mergePatch(ci, { spec: { calicoVersion: CALICO_RELEASE } });
     // rc.local: start-up, then the tunnel addresses once, then the services
-    await this.#oneShot(n, 'startup', ['-startup'], env, timeoutMs);
+    await this.#oneShot(n, 'startup', ['-startup'], this.env(n), timeoutMs);
+    return n;
+  }
+
+  async #startNode(n: CalicoNode, t0: number): Promise<void> {
+    const timeoutMs = this.#opts.timeoutMs ?? 180_000;
+    const varLib = n.varLib;
+    const env = this.env(n);
     await this.#oneShot(n, 'tunnel-once', ['-allocate-tunnel-addrs', '-allocate-tunnel-addrs-run-once'], env, timeoutMs);
     for (const [what, args] of [['felix', ['-felix']], ['tunnel-addrs', ['-allocate-tunnel-addrs']]] as const) {
       const [cmd, ...rest] = this.#wrapped(varLib, [...args]);
@@ -369,7 +393,6 @@ export class CalicoNodes {
   }
 
   async #removePod(pe: PodEntry): Promise<void> {
-    this.#pods.delete(pe.uid);
     await Promise.all(pe.procs.map((p) => p.stop()));
     const r = await this.runPlugin('DEL', pe);
     if (r.code !== 0) {
@@ -379,6 +402,7 @@ export class CalicoNodes {
       this.stats.dels++;
     }
     await this.#deleteNetns(pe.netns);
+    this.#pods.delete(pe.uid);
     this.#log(`${pe.key} (${pe.ip}) removed, CNI DEL ${r.ms} ms`);
   }
 
