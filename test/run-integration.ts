@@ -41,6 +41,7 @@ export const WAITS_FOR: Readonly<Record<string, BackgroundBuild>> = {
   'pod-migration-cilium': 'cilium',
   'load-balancers-metallb': 'metallb',
   'seed-000': 'oldest',
+  'calico-felix': 'calico-dataplane',
 };
 /** Heavy files at once, whatever the concurrency. */
 export const MAX_HEAVY = 2;

@@ -9,17 +9,19 @@
 //
 // One record per build (the compiler rejects an id without its line); the oldest control plane is built only for
 // `npm run test:full` (KUBE_RENUMBER_TEST_FULL=1), where seed-000.test.ts runs on it; `npm test` runs that file on the
-// default version and leaves the version matrix to `npm run matrix`.
+// default version and leaves the version matrix to `npm run matrix`. Calico's data plane (calico-node: felix) likewise
+// only for test:full, where calico-felix.test.ts runs on it; `npm test` skips that file.
 
 import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_VERSION, ensureBuilt, isBuilt, OLDEST_VERSION, pidAlive, testbedRoot } from './build.ts';
+import { CALICO_VERSION, calicoDataplaneBuiltDir, ensureCalicoDataplaneBuilt } from './calico-build.ts';
 import { CILIUM_VERSION, ensureCiliumOperatorBuilt, readCiliumStamp } from './cilium-build.ts';
 import { ensureDataplaneBuilt, isDataplaneBuilt } from './dataplane-build.ts';
 import { ensureMetalLBBuilt, METALLB_VERSION, metallbBuiltDir } from './metallb-build.ts';
 
-export type BackgroundBuild = 'dataplane' | 'cilium' | 'metallb' | 'oldest';
+export type BackgroundBuild = 'dataplane' | 'cilium' | 'metallb' | 'oldest' | 'calico-dataplane';
 
 export interface BackgroundBuildSpec {
   /** What it builds, as the build log names it. */
@@ -49,17 +51,24 @@ export const BACKGROUND_BUILDS: Record<BackgroundBuild, BackgroundBuildSpec> = {
     built: () => isBuilt(OLDEST_VERSION),
     build: () => ensureBuilt({ version: OLDEST_VERSION }),
   },
+  'calico-dataplane': {
+    what: `calico-node ${CALICO_VERSION} (felix)`,
+    built: () => calicoDataplaneBuiltDir(CALICO_VERSION) !== undefined,
+    build: () => ensureCalicoDataplaneBuilt({ version: CALICO_VERSION }),
+  },
 };
 
 /** The order of the background process: the data plane first (zero-downtime.test.ts is one of the longest files). */
-export const BACKGROUND_ORDER: readonly BackgroundBuild[] = ['dataplane', 'cilium', 'metallb', 'oldest'];
+export const BACKGROUND_ORDER: readonly BackgroundBuild[] = ['dataplane', 'cilium', 'metallb', 'oldest', 'calico-dataplane'];
+/** Built only for `npm run test:full`: the oldest control plane (seed-000) and Calico's data plane (calico-felix). */
+export const FULL_ONLY: readonly BackgroundBuild[] = ['oldest', 'calico-dataplane'];
 
 /** Whether this run is `npm run test:full`'s (every kill point at every write, the oldest version). */
 export const fullRun = (): boolean => process.env.KUBE_RENUMBER_TEST_FULL === '1';
 
 /** The builds `npm test` (or `npm run test:full`) leaves to the background, in order. */
 export function backgroundBuilds(full = fullRun()): BackgroundBuild[] {
-  return BACKGROUND_ORDER.filter((b) => b !== 'oldest' || full);
+  return BACKGROUND_ORDER.filter((b) => !FULL_ONLY.includes(b) || full);
 }
 
 /** Where the background process records its pid and its list, for the runner. */

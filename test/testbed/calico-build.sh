@@ -1,34 +1,56 @@
 #!/usr/bin/env bash
-# Builds Calico's own calico-ipam CNI plugin, calico-kube-controllers and calicoctl from the Go module
-# github.com/projectcalico/calico (the monorepo, served by the Go proxy only as a pseudo-version), no release
-# download. Called by test/testbed/calico-build.ts, which handles locking, the stamp file and timing.
+# Builds Calico's own binaries from the Go module github.com/projectcalico/calico (the monorepo, served by the Go
+# proxy only as a pseudo-version), no release download. Called by test/testbed/calico-build.ts, which handles
+# locking, the stamp file and timing. Two targets:
+#
+#   ipam (the default; `npm test`'s build): the calico-ipam CNI plugin, calico-kube-controllers and calicoctl,
+#        with the CRDs of the same commit.
+#   dataplane (`npm run test:full` and the bench only): calico-node (node/cmd/calico-node), the binary Calico's
+#        calico/node image runs as felix (`calico-node -felix`, felix/daemon), the start-up routine
+#        (`-startup`) and the VXLAN tunnel address allocator (`-allocate-tunnel-addrs`). CGO_ENABLED=0 as for
+#        every binary here: felix's BPF part (libbpf, cgo) is then stubbed (felix/bpf/*_stub.go, `!cgo`), which
+#        the iptables data plane does not use; felix/Makefile and node/Makefile build the same way (CGO_ENABLED=0)
+#        on every architecture but amd64 and arm64.
 #
 # Inputs (environment):
 #   CALICO_ROOT         cache root for Calico, e.g. ~/.cache/kube-renumber/calico
 #   TB_ROOT             the control plane's cache root (its Go module cache is shared, read and extended)
 #   CALICO_VERSION      the monorepo's module version
 #   CALICO_API_VERSION  the github.com/projectcalico/api module version used in place of the monorepo's ./api
-# Output: $CALICO_ROOT/$CALICO_VERSION/bin/{calico-ipam,calico-kube-controllers,calicoctl} and
-#         $CALICO_ROOT/$CALICO_VERSION/crds/ (the CRDs of the same commit, libcalico-go/config/crd)
+# Output: ipam:      $CALICO_ROOT/$CALICO_VERSION/bin/{calico-ipam,calico-kube-controllers,calicoctl} and
+#                    $CALICO_ROOT/$CALICO_VERSION/crds/ (the CRDs of the same commit, libcalico-go/config/crd)
+#         dataplane: $CALICO_ROOT/$CALICO_VERSION/dataplane/bin/calico-node
 #
 # The monorepo's go.mod replaces github.com/projectcalico/api with ./api, which the module zip does not hold:
 # the wrapper module (generated here, in the cache) replaces it with CALICO_API_VERSION and carries the
 # monorepo's own module => module replaces (its k8s.io pins) over, since Go ignores a dependency's replaces.
 # That api is one step newer than the monorepo: one comparison does not compile, and the copy of the source
 # used through a replace gets the smallest patch that compiles (listed in docs/testbed.md; no IPAM code).
+# Each target has its own source copy, wrapper module and build cache, so both may build at once.
 set -euo pipefail
 
 main() {
 
 : "${CALICO_ROOT:?}" "${TB_ROOT:?}" "${CALICO_VERSION:?}" "${CALICO_API_VERSION:?}"
+local target="${1:-ipam}"
 
 VDIR="$CALICO_ROOT/$CALICO_VERSION"
-BIN="$VDIR/bin"
-SRC="$VDIR/src"
+case "$target" in
+  ipam)
+    OUT="$VDIR"
+    export GOCACHE="${KUBE_RENUMBER_GOCACHE:-$CALICO_ROOT/go/build-cache}"
+    ;;
+  dataplane)
+    OUT="$VDIR/dataplane"
+    export GOCACHE="${KUBE_RENUMBER_GOCACHE:-$CALICO_ROOT/go/build-cache-dataplane}"
+    ;;
+  *) echo "unknown target $target (ipam or dataplane)" >&2; exit 2 ;;
+esac
+BIN="$OUT/bin"
+SRC="$OUT/src"
 mkdir -p "$BIN" "$SRC"
 
 export GOMODCACHE="$TB_ROOT/go/mod"
-export GOCACHE="${KUBE_RENUMBER_GOCACHE:-$CALICO_ROOT/go/build-cache}"
 export GOPATH="$CALICO_ROOT/go/path"
 export GOFLAGS="-mod=mod -buildvcs=false"
 export GOTOOLCHAIN=local
@@ -55,8 +77,10 @@ chmod -R u+w "$copy"
 patch_source "$copy"
 
 # The CRDs of the same commit.
-rm -rf "$VDIR/crds"
-cp -r "$copy/libcalico-go/config/crd" "$VDIR/crds"
+if [ "$target" = ipam ]; then
+  rm -rf "$VDIR/crds"
+  cp -r "$copy/libcalico-go/config/crd" "$VDIR/crds"
+fi
 
 local wrap="$SRC/wrap"
 rm -rf "$wrap"
@@ -78,35 +102,58 @@ cd "$wrap"
        (blk || /^replace[[:space:]]/) && line ~ /^[[:space:]]*[^ ]+ => [^ .\/][^ ]* v[^ ]*[[:space:]]*$/ { gsub(/^[[:space:]]+/, "", line); print "replace " line }' "$gomod"
 } > go.mod
 
-local pkgs=(
-  "github.com/projectcalico/calico/cni-plugin/cmd/calico"
-  "github.com/projectcalico/calico/kube-controllers/cmd/kube-controllers"
-  "github.com/projectcalico/calico/calicoctl/calicoctl"
-)
-log "go get ${pkgs[*]}"
-local logf="$VDIR/go-get.log"
-if ! go get "${pkgs[@]}" > "$logf" 2>&1; then
-  tail -n 60 "$logf" >&2
-  echo "go get failed (full log: $logf)" >&2
-  return 1
+if [ "$target" = dataplane ]; then
+  build_dataplane
+else
+  build_ipam
 fi
-# One binary holds the calico CNI plugin and calico-ipam; it chooses by the name it is run as (cmd/calico).
-log "go build calico-ipam"
-go build -trimpath -ldflags "-s -w -X main.VERSION=$CALICO_VERSION" -o "$BIN/calico-ipam" "${pkgs[0]}"
-log "go build calico-kube-controllers"
-go build -trimpath -ldflags "-s -w" -o "$BIN/calico-kube-controllers" "${pkgs[1]}"
-log "go build calicoctl"
-# the version calicoctl compares with ClusterInformation's calicoVersion (calicoctl/Makefile's LDFLAGS)
-go build -trimpath -ldflags "-s -w -X github.com/projectcalico/calico/calicoctl/calicoctl/commands.VERSION=$CALICO_VERSION -X github.com/projectcalico/calico/calicoctl/calicoctl/commands/common.VERSION=$CALICO_VERSION" \
-  -o "$BIN/calicoctl" "${pkgs[2]}"
 
 if [ "${KUBE_RENUMBER_TESTBED_KEEP_GOCACHE:-0}" != 1 ]; then
-  du -sb "$GOCACHE" | cut -f1 > "$VDIR/gocache-bytes-before-trim"
+  du -sb "$GOCACHE" | cut -f1 > "$OUT/gocache-bytes-before-trim"
   log "build cache: $(du -sh "$GOCACHE" | cut -f1), removing it (KUBE_RENUMBER_TESTBED_KEEP_GOCACHE=1 keeps it)"
   go clean -cache
 fi
 rm -rf "$copy" "$wrap"
 log "done: $(ls "$BIN" | tr '\n' ' ')"
+}
+
+go_get() {
+  local logf="$OUT/go-get.log"
+  log "go get $*"
+  if ! go get "$@" > "$logf" 2>&1; then
+    tail -n 60 "$logf" >&2
+    echo "go get failed (full log: $logf)" >&2
+    return 1
+  fi
+}
+
+build_ipam() {
+  local pkgs=(
+    "github.com/projectcalico/calico/cni-plugin/cmd/calico"
+    "github.com/projectcalico/calico/kube-controllers/cmd/kube-controllers"
+    "github.com/projectcalico/calico/calicoctl/calicoctl"
+  )
+  go_get "${pkgs[@]}"
+  # One binary holds the calico CNI plugin and calico-ipam; it chooses by the name it is run as (cmd/calico).
+  log "go build calico-ipam"
+  go build -trimpath -ldflags "-s -w -X main.VERSION=$CALICO_VERSION" -o "$BIN/calico-ipam" "${pkgs[0]}"
+  log "go build calico-kube-controllers"
+  go build -trimpath -ldflags "-s -w" -o "$BIN/calico-kube-controllers" "${pkgs[1]}"
+  log "go build calicoctl"
+  # the version calicoctl compares with ClusterInformation's calicoVersion (calicoctl/Makefile's LDFLAGS)
+  go build -trimpath -ldflags "-s -w -X github.com/projectcalico/calico/calicoctl/calicoctl/commands.VERSION=$CALICO_VERSION -X github.com/projectcalico/calico/calicoctl/calicoctl/commands/common.VERSION=$CALICO_VERSION" \
+    -o "$BIN/calicoctl" "${pkgs[2]}"
+}
+
+build_dataplane() {
+  local pkg="github.com/projectcalico/calico/node/cmd/calico-node"
+  go_get "$pkg"
+  # node/Makefile's LDFLAGS: startup.VERSION is what `-startup` writes into ClusterInformation's calicoVersion
+  # (calicoctl compares its own with it), buildinfo what felix and the allocator report.
+  local p="github.com/projectcalico/calico/node"
+  log "go build calico-node (felix, startup, tunnel address allocator)"
+  go build -trimpath -ldflags "-s -w -X $p/pkg/lifecycle/startup.VERSION=$CALICO_VERSION -X $p/buildinfo.GitVersion=$CALICO_VERSION -X $p/buildinfo.GitRevision=${CALICO_VERSION##*-} -X $p/buildinfo.BuildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    -o "$BIN/calico-node" "$pkg"
 }
 
 # The smallest patches that build and run against CALICO_API_VERSION, both in the validator (docs/testbed.md,

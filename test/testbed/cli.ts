@@ -6,6 +6,8 @@
 //   npm run testbed -- build-kubelet [--version V]     a real kubelet and its CRI stand-in fakecri (see kubelet-build.ts; not run by npm test)
 //   npm run testbed -- build-cilium [--version V]      cilium-operator-generic (see cilium-build.ts; not run by npm test)
 //   npm run testbed -- build-calico [--version V]      calico-ipam, calico-kube-controllers, calicoctl, CRDs (see calico-build.ts)
+//   npm run testbed -- build-calico-dataplane [--version V]   calico-node: felix, startup, tunnel address allocator
+//                                                      (calico-build.ts; test:full and the bench only, not npm test)
 //   npm run testbed -- build-metallb [--version V]     MetalLB's controller and CRDs (see metallb-build.ts)
 //   npm run testbed -- chromium              Debian's chromium for the HTML test, installed when missing (chromium.ts)
 //   npm run testbed -- dataplane-cleanup     deletes network namespaces left by dead data planes (dataplane.ts)
@@ -40,7 +42,7 @@ import { BACKGROUND_BUILDS, backgroundBuilds, clearBackground, recordBackground,
 import { Testbed } from './cluster.ts';
 import { ensureChromium } from './chromium.ts';
 import { CILIUM_VERSION, ensureCiliumOperatorBuilt, readCiliumStamp } from './cilium-build.ts';
-import { CALICO_VERSION, calicoBuiltDir, ensureCalicoBuilt, readCalicoStamp } from './calico-build.ts';
+import { CALICO_VERSION, calicoBuiltDir, ensureCalicoBuilt, ensureCalicoDataplaneBuilt, readCalicoDataplaneStamp, readCalicoStamp } from './calico-build.ts';
 import { ensureMetalLBBuilt, METALLB_VERSION, readMetalLBStamp } from './metallb-build.ts';
 import { cleanupLeftovers } from './dataplane.ts';
 import { COREDNS_VERSION, ensureDataplaneBuilt, readDataplaneStamp } from './dataplane-build.ts';
@@ -253,6 +255,15 @@ async function cmdBuildCalico(args: string[]) {
   const dir = await ensureCalicoBuilt({ version });
   const stamp = readCalicoStamp(version);
   process.stderr.write(`[calico] ${dir} (${Date.now() - t} ms${stamp ? `; its build took ${stamp.seconds}s` : ''})\n`);
+}
+
+async function cmdBuildCalicoDataplane(args: string[]) {
+  const { values } = parseArgs({ args, options: { version: { type: 'string' } } });
+  const version = values.version ?? CALICO_VERSION;
+  const t = Date.now();
+  const dir = await ensureCalicoDataplaneBuilt({ version });
+  const stamp = readCalicoDataplaneStamp(version);
+  process.stderr.write(`[calico dataplane] ${dir} (${Date.now() - t} ms${stamp ? `; its build took ${stamp.seconds}s` : ''})\n`);
 }
 
 async function cmdBuildMetalLB(args: string[]) {
@@ -573,6 +584,9 @@ try {
     case 'build-calico':
       await cmdBuildCalico(rest);
       break;
+    case 'build-calico-dataplane':
+      await cmdBuildCalicoDataplane(rest);
+      break;
     case 'build-metallb':
       await cmdBuildMetalLB(rest);
       break;
@@ -622,7 +636,7 @@ try {
       break;
     default:
       die(
-        'usage: testbed build [--version V] | build-dataplane [--version V] | build-cilium [--version V] | build-calico [--version V] | build-metallb [--version V] | chromium | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
+        'usage: testbed build [--version V] | build-dataplane [--version V] | build-cilium [--version V] | build-calico [--version V] | build-calico-dataplane [--version V] | build-metallb [--version V] | chromium | dataplane-cleanup | up [--service-cidr C] [--pod-cidr C] [--node-mask N] [--nodes N] [--version V]\n' +
           '                                        [--pod-ipam kwok|calico] [--kcm-qps N] [--servicecidr-api on|off]\n' +
           '       | populate [--services N] [--deployments N] [--namespaces N] [--replicas N]\n' +
           '       | populate-workloads [--namespaces N] [--deployments N] [--replicas N] [--statefulsets N]\n' +

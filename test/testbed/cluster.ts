@@ -97,6 +97,12 @@ export interface TestbedOptions {
    */
   calicoIPAM?: 'calico' | 'stand-in';
   /**
+   * With Calico's own IPAM: whether test/testbed/calico-cni.ts runs calico-ipam for every pod (default true). false:
+   * nobody gives pods their addresses until Calico's data plane runs the full calico CNI plugin in the node network
+   * namespaces (CalicoNodes.follow() in test/testbed/calico-node.ts), as a kubelet on a Calico node does.
+   */
+  calicoCniDriver?: boolean;
+  /**
    * kube-controller-manager --kube-api-qps (burst = 2x). 0 (default) keeps kcm's default of 20, which
    * paces pod creation by ReplicaSets/StatefulSets/DaemonSets/Jobs at ~20 pods/s.
    */
@@ -416,6 +422,7 @@ export class Testbed {
       podIPAM: opts.podIPAM ?? 'kwok',
       calicoDefaultPool: opts.calicoDefaultPool ?? false,
       calicoIPAM: opts.calicoIPAM ?? ((process.env.KUBE_RENUMBER_CALICO_IPAM as 'calico' | 'stand-in' | undefined) || 'calico'),
+      calicoCniDriver: opts.calicoCniDriver ?? true,
       controllerManagerQPS: opts.controllerManagerQPS ?? 0,
       kubeletLogs: opts.kubeletLogs ?? false,
       realKubelets: opts.realKubelets ?? false,
@@ -572,7 +579,7 @@ export class Testbed {
     }
     if (this.options.podIPAM === 'calico') await this.#initCalicoDatastore(!!this.#realCalico());
     if (this.options.podIPAM === 'calico' && this.#realCalico()) {
-      this.#startCalicoCni();
+      if (this.options.calicoCniDriver) this.#startCalicoCni();
       this.#startCalicoKubeControllers();
       this.#log(`calico CNI driver and calico-kube-controllers started (${Date.now() - t0} ms)`);
     } else if (this.options.podIPAM === 'calico') {

@@ -152,9 +152,22 @@ function runQuiet(cmd: string, args: string[]): Promise<number> {
   });
 }
 
+/**
+ * What Calico's felix runs besides iptables (felix/ipsets: `ipset restore`, `ipset list`; felix/conntrack: `conntrack -D`
+ * for a workload address that goes): installed by the Calico data plane (calico-node.ts) only.
+ */
+export const CALICO_DATAPLANE_PACKAGES = [
+  ...DATAPLANE_PACKAGES,
+  { pkg: 'ipset', cmd: 'ipset' },
+  { pkg: 'conntrack', cmd: 'conntrack' },
+] as const;
+
 /** Installs the Debian packages the data plane needs when they are missing (as root, through apt-get). */
-export async function ensureHostPackages(log: (s: string) => void = (s) => process.stderr.write(`[dataplane] ${s}\n`)): Promise<void> {
-  const missing = DATAPLANE_PACKAGES.filter((p) => !onPath(p.cmd)).map((p) => p.pkg);
+export async function ensureHostPackages(
+  log: (s: string) => void = (s) => process.stderr.write(`[dataplane] ${s}\n`),
+  packages: readonly { pkg: string; cmd: string }[] = DATAPLANE_PACKAGES,
+): Promise<void> {
+  const missing = packages.filter((p) => !onPath(p.cmd)).map((p) => p.pkg);
   if (missing.length === 0) return;
   if (process.getuid?.() !== 0) throw new Error(`the data plane needs ${missing.join(', ')} (Debian packages) and installing them needs root`);
   log(`installing ${missing.join(', ')} with apt-get`);
@@ -163,7 +176,7 @@ export async function ensureHostPackages(log: (s: string) => void = (s) => proce
     await runQuiet('apt-get', ['update']);
     code = await runQuiet('apt-get', ['install', '-y', '--no-install-recommends', ...missing]);
   }
-  if (code !== 0 || DATAPLANE_PACKAGES.some((p) => !onPath(p.cmd))) throw new Error(`apt-get install ${missing.join(' ')} failed (exit ${code})`);
+  if (code !== 0 || packages.some((p) => !onPath(p.cmd))) throw new Error(`apt-get install ${missing.join(' ')} failed (exit ${code})`);
 }
 
 export async function ensureDataplaneBuilt(opts: { version?: string; log?: (s: string) => void } = {}): Promise<string> {

@@ -349,11 +349,25 @@ export class Dataplane {
     }
   }
 
-  #spawn(name: string, netns: string | undefined, cmd: string, args: string[], into: Proc[] = this.#procs): Proc {
+  #spawn(name: string, netns: string | undefined, cmd: string, args: string[], into: Proc[] = this.#procs, env?: Record<string, string>): Proc {
     const full = netns ? ['netns', 'exec', netns, cmd, ...args] : args;
-    const proc = new Proc(name, join(this.tb.binDir, 'tbsup'), netns ? 'ip' : cmd, full, join(this.stateDir, `${name}.log`), 3);
+    const proc = new Proc(name, join(this.tb.binDir, 'tbsup'), netns ? 'ip' : cmd, full, join(this.stateDir, `${name}.log`), 3, env);
     into.push(proc);
     return proc;
+  }
+
+  /**
+   * Starts a supervised process inside `netns` (a node's: nodeNetns), its log in the state directory as
+   * `<name>.log`, `env` added to this process's environment. stop() stops it with the node processes.
+   */
+  spawnIn(netns: string, name: string, cmd: string, args: string[], env?: Record<string, string>): Proc {
+    if (this.#stopped) throw new Error('the data plane is stopped');
+    return this.#spawn(name, netns, cmd, args, this.#procs, env);
+  }
+
+  /** The nodes of this data plane, in the order they were wired (node i has fabric address 172.31.255.<i+1>). */
+  nodes(): { name: string; netns: string; fabricIP: string }[] {
+    return [...this.#nodes.values()].map(({ name, netns, fabricIP }) => ({ name, netns, fabricIP }));
   }
 
   /** Runs a command inside a netns. Never throws for a non-zero exit. */

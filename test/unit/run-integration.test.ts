@@ -65,6 +65,7 @@ describe('integration runner', () => {
       cilium: /podIPAM: 'cilium'|from '\.\.\/testbed\/cilium-build\.ts'/,
       metallb: /metallb/i,
       oldest: /OLDEST_VERSION/,
+      'calico-dataplane': /from '\.\.\/testbed\/calico-node\.ts'/,
     };
     const found: Record<string, string> = {};
     for (const f of readdirSync(dir).filter((n) => n.endsWith('.test.ts'))) {
@@ -74,9 +75,9 @@ describe('integration runner', () => {
     assert.deepEqual(Object.entries(found).sort(), Object.entries(WAITS_FOR).sort());
   });
 
-  test('npm test leaves the data plane, cilium-operator and MetalLB to the background; only test:full adds the oldest control plane', () => {
+  test('npm test leaves the data plane, cilium-operator and MetalLB to the background; only test:full adds the oldest control plane and calico-node', () => {
     assert.deepEqual(backgroundBuilds(false), ['dataplane', 'cilium', 'metallb']);
-    assert.deepEqual(backgroundBuilds(true), ['dataplane', 'cilium', 'metallb', 'oldest']);
+    assert.deepEqual(backgroundBuilds(true), ['dataplane', 'cilium', 'metallb', 'oldest', 'calico-dataplane']);
   });
 
   test('schedule: an empty list ends at once', async () => {
