@@ -9,6 +9,7 @@
  * So a crash at any point is resumed by running again.
  */
 import { spawn } from 'node:child_process';
+import { isReady } from '../cluster/readers.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import { NODES } from '../kube/calico.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
@@ -496,8 +497,7 @@ export class PodExecutor implements PodPathHosts {
       const entry: CordonAll = { at: 0, done: false, anyNew: false, cordoned: new Set(), p: Promise.resolve(false) };
       entry.p = (async () => {
         const nodes = await withRetry(() => listAll(ctx.client, NODES));
-        const ready = (x: KubeObject) => (x.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
-        const anyNew = nodes.some((x) => !dir.leaving(x) && (x.spec?.podCIDRs ?? []).length > 0 && ready(x) && x.spec?.unschedulable !== true);
+        const anyNew = nodes.some((x) => !dir.leaving(x) && (x.spec?.podCIDRs ?? []).length > 0 && isReady(x) && x.spec?.unschedulable !== true);
         // Once a node that moved can take pods, cordon every node still to move so evicted pods land only where they go.
         if (anyNew) {
           await mapLimit(nodes.filter((y) => dir.leaving(y)), 8, async (x) => {
@@ -707,9 +707,8 @@ export class PodExecutor implements PodPathHosts {
 
   /** Uncordon every Ready node in the old range that this run cordoned (its backup is schedulable). */
   private async uncordonMovedBack(ctx: StepContext): Promise<void> {
-    const ready = (x: KubeObject) => (x.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
     for (const n of await withRetry(() => listAll(ctx.client, NODES))) {
-      if (n.spec?.unschedulable !== true || !ready(n) || this.back.leaving(n) || nodeCIDRs(n).length === 0) continue;
+      if (n.spec?.unschedulable !== true || !isReady(n) || this.back.leaving(n) || nodeCIDRs(n).length === 0) continue;
       const before = ctx.backups.load({ apiVersion: 'v1', kind: 'Node', name: n.metadata!.name! });
       if (before && before.spec?.unschedulable !== true) await this.patchNode(ctx, n.metadata!.name!, { unschedulable: false });
     }
@@ -768,7 +767,7 @@ export class PodExecutor implements PodPathHosts {
     if (cidrs.length === 0) return `node ${it.name} has no podCIDR`;
     const off = dir.problem(cidrs);
     if (off) return `node ${it.name} ${off}`;
-    if (!(n.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True')) return `node ${it.name} is not Ready`;
+    if (!isReady(n)) return `node ${it.name} is not Ready`;
     // assignOne uncordons a node that registered cordoned: one that has its podCIDR but is still cordoned (a run
     // killed between the two) is not done, or a resume would skip it and leave it cordoned. (On the way back, the
     // rollback's last uncordon covers it.)
@@ -808,7 +807,7 @@ export class PodExecutor implements PodPathHosts {
     if (ready?.spec?.unschedulable === true) await this.patchNode(ctx, it.name, { unschedulable: false });
     await poll(`node ${it.name} to be Ready`, async () => {
       const x = await getObject(ctx.client, NODES, it.name);
-      return (x?.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True') ? true : undefined;
+      return isReady(x) ? true : undefined;
     }, { timeoutMs: this.opts.timeoutMs });
     mark('ready');
     await restoreNodeMetadata(ctx, it.name);
@@ -848,7 +847,7 @@ export class PodExecutor implements PodPathHosts {
    * garbage collector would.
    */
   private async removePod(ctx: StepContext, x: KubeObject): Promise<void> {
-    const ready = (x.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
+    const ready = isReady(x);
     if (ready && !isDaemonSetPod(x) && !isMirrorPod(x) && (x.metadata?.ownerReferences ?? []).some((r) => r.controller)) {
       await this.evictWaiting(ctx, x);
       return;

@@ -12,6 +12,7 @@
  * any point continues where the first run stopped: the pod template carries this run's token once
  * patched, a bare pod whose backup's uid is gone has been evicted, a budget that blocks is named.
  */
+import { isReady } from '../cluster/readers.ts';
 import { UserError } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
@@ -461,7 +462,7 @@ async function waitReplaced(r: Run, t: ResourceType, label: string, evicted: Kub
     if (!o) return { failed: 'it was deleted' };
     const want = t.plural === 'daemonsets' ? (o.status?.desiredNumberScheduled ?? 0) : (o.spec?.replicas ?? 1);
     const pods = (await ownedPods(r, o)).filter((p) => !p.metadata?.deletionTimestamp && p.metadata?.uid !== evicted.metadata?.uid);
-    const ready = pods.filter((p) => (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True'));
+    const ready = pods.filter((p) => isReady(p));
     return { value: ready.length >= want && ready.length === pods.length ? true : undefined, detail: `desired ${want}, pods ${pods.length}, ready ${ready.length}` };
   });
 }
