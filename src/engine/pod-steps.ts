@@ -11,6 +11,7 @@
 import { spawn } from 'node:child_process';
 import { isReady } from '../cluster/readers.ts';
 import type { KubeObject } from '../cluster/types.ts';
+import { errorLine } from '../errors.ts';
 import { NODES } from '../kube/calico.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { deleteObject, ENDPOINTSLICES, getObject, listAll, PODS } from '../kube/resources.ts';
@@ -20,7 +21,8 @@ import {
   GATE_CONDITION_INFO, STEP_KINDS, type GateConditionInfo, type GateStep, type MigrationPlan, type PlanStep, type SharedPodStepKind, type StepKindInfo,
 } from '../plan/plan.ts';
 import type { PodCIDRSpec } from '../plan/pod-plan.ts';
-import { active, cidrIn, errText, inAny, ipsOf, isDaemonSetPod, isMirrorPod, sameList, withKind } from './pod-paths/common.ts';
+import { firstAndMore } from '../text.ts';
+import { active, cidrIn, inAny, ipsOf, isDaemonSetPod, isMirrorPod, sameList, withKind } from './pod-paths/common.ts';
 import type { NodeSteps } from './pod-paths/types.ts';
 import { pathGateCheck, pathStepExecutor, podPathEngine, type PodPathHosts } from './pod-paths/registry.ts';
 import {
@@ -172,7 +174,7 @@ export class PodExecutor implements PodPathHosts {
       await poll(what, async () => ((await cond()) ? true : undefined), { timeoutMs: this.opts.timeoutMs });
       return undefined;
     } catch (e) {
-      return errText(e);
+      return errorLine(e);
     }
   }
 
@@ -593,7 +595,7 @@ export class PodExecutor implements PodPathHosts {
         await move(it, mark);
         return { it, error: undefined as string | undefined, seconds: (Date.now() - t0) / 1000, phases, counts };
       } catch (e) {
-        return { it, error: errText(e), seconds: (Date.now() - t0) / 1000, phases, counts };
+        return { it, error: errorLine(e), seconds: (Date.now() - t0) / 1000, phases, counts };
       }
     }));
     const failed = outcomes.filter((o) => o.error !== undefined);
@@ -613,7 +615,7 @@ export class PodExecutor implements PodPathHosts {
       }
     }
     if (failed.length > 0) {
-      throw new Error(`${failed.length} of ${items.length} node(s) of the wave failed (${failed.slice(0, 5).map((o) => `${o.it.name}: ${o.error}`).join('; ')}${failed.length > 5 ? ` and ${failed.length - 5} more` : ''}); `
+      throw new Error(`${failed.length} of ${items.length} node(s) of the wave failed (${firstAndMore(failed.map((o) => `${o.it.name}: ${o.error}`), 5, '; ')}); `
         + `the others finished${uncordoned.length > 0 ? `; uncordoned again: ${uncordoned.join(', ')}` : ''}. Fix the cause, then kube-renumber resume`);
     }
   }
@@ -939,7 +941,7 @@ export class PodExecutor implements PodPathHosts {
         if (have < want) notReady.push(`${kind} ${o.metadata?.namespace}/${o.metadata?.name} ${have}/${want}`);
       }
     }
-    if (notReady.length > 0) problems.push(`not at desired replicas: ${notReady.slice(0, 5).join(', ')}${notReady.length > 5 ? ` and ${notReady.length - 5} more` : ''}`);
+    if (notReady.length > 0) problems.push(`not at desired replicas: ${firstAndMore(notReady, 5)}`);
     if (ctx && 'all' in ctx.backups) {
       const gone = ctx.backups.all().filter((o) => o.kind === 'Pod' && !(o.metadata?.ownerReferences ?? []).some((r) => r.controller));
       for (const b of gone) if (!(await getObject(client, PODS, b.metadata!.name!, b.metadata!.namespace))) problems.push(`bare pod ${b.metadata?.namespace}/${b.metadata?.name} is gone (restore it: kube-renumber restore)`);

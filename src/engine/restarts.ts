@@ -13,7 +13,7 @@
  * patched, a bare pod whose backup's uid is gone has been evicted, a budget that blocks is named.
  */
 import { isReady } from '../cluster/readers.ts';
-import { UserError } from '../errors.ts';
+import { errorLine, UserError } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { createObject, forCreate, getObject, listAll, PODS, type ResourceType } from '../kube/resources.ts';
@@ -303,7 +303,6 @@ interface Run {
 type Outcome = { status: RestartStatus; message?: string };
 
 const secondsLeft = (r: Run) => Math.max(0, Math.round((r.deadline - Date.now()) / 1000));
-const errMessage = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0]! : String(e));
 
 /**
  * Restart one workload so that its pods get new IPs. Never throws: the result says what happened
@@ -337,8 +336,8 @@ export async function restartWorkload(ctx: StepContext, w: Workload, opts: Resta
       ctx.log(`${describeWorkload(w)}: stuck: ${e.message}`);
       return result({ status: 'stuck', message: e.message });
     }
-    ctx.log(`${describeWorkload(w)}: failed: ${errMessage(e)}`);
-    return result({ status: 'failed', message: errMessage(e) }, e);
+    ctx.log(`${describeWorkload(w)}: failed: ${errorLine(e)}`);
+    return result({ status: 'failed', message: errorLine(e) }, e);
   }
 }
 
@@ -672,7 +671,7 @@ export async function runWaves(workloads: readonly Workload[], opts: WaveOptions
     try {
       results[slot] = await fn(w);
     } catch (e) {
-      results[slot] = { workload: w, status: 'failed', seconds: (Date.now() - s) / 1000, message: errMessage(e), warnings: [], error: e };
+      results[slot] = { workload: w, status: 'failed', seconds: (Date.now() - s) / 1000, message: errorLine(e), warnings: [], error: e };
     } finally {
       inFlight--;
       finished++;

@@ -4,6 +4,7 @@
  * steps; docs/plan.md explains the order.
  */
 import type { AvoidRange } from '../analyze/catalog.ts';
+import { splitList } from '../text.ts';
 import { barePodNamespaces, buildPodSection, DEFAULT_PARALLEL, dnsDeployment, parsePodTarget, type PodCIDRSpec, type PodPlanOptions } from './pod-plan.ts';
 import { scanReferences, type Reference } from '../analyze/references.ts';
 import { helmReleasesCheck, mappedClusterIPs, planMoves, referencesGate } from './references-gate.ts';
@@ -840,8 +841,8 @@ export interface CombinedPlanOptions {
  * Each target avoids the other.
  */
 export function buildMigrationPlan(snap: Snapshot, opts: CombinedPlanOptions): MigrationPlan {
-  const podTargets = opts.pod ? String(opts.pod.target).split(',').map((t) => t.trim()).filter(Boolean) : [];
-  const svcTargets = opts.service ? (typeof opts.service.target === 'string' ? opts.service.target.split(',') : [...opts.service.target]).map((t) => t.trim()).filter(Boolean) : [];
+  const podTargets = opts.pod ? splitList(String(opts.pod.target)) : [];
+  const svcTargets = opts.service ? (typeof opts.service.target === 'string' ? splitList(opts.service.target) : [...opts.service.target].map((t) => t.trim()).filter(Boolean)) : [];
   // Each part computes its platform values (kOps nonMasqueradeCIDR) from where the cluster ends: the other part's target.
   const parsedAfter = (parse: () => Map<Family, Cidr>): Map<Family, Cidr> | undefined => { try { return parse(); } catch { return undefined; } };
   const podsAfter = opts.pod && opts.service ? parsedAfter(() => parsePodTarget(opts.pod!.target)) : undefined;

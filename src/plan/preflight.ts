@@ -13,6 +13,7 @@ import {
   cidrToRange, contains, familyName, formatCidr, formatIP, NetError, overlaps, parseCidr, parseIP, subtract, tryParseCidr,
   type Cidr,
 } from '../net/index.ts';
+import { firstAndMore } from '../text.ts';
 import {
   assignableCount, currentServiceRanges, firstIP, isKubernetesService, mapServices, parseTarget, serviceKey, type ServiceMapping,
 } from './service-mapping.ts';
@@ -168,10 +169,6 @@ export function overlapHits(snap: Snapshot, avoid: readonly AvoidRange[], target
   return [...liveHits(snap, target, known), ...ranges];
 }
 
-function summarize(xs: string[], max = 3): string {
-  return xs.length <= max ? xs.join(', ') : `${xs.slice(0, max).join(', ')} and ${xs.length - max} more`;
-}
-
 /** Checks that judge NEW alone (parse, family, overlaps). Returns the parsed target when it parses. */
 export function targetChecks(snap: Snapshot, opts: PreflightOptions): { checks: PreflightCheck[]; target?: Map<Family, Cidr> } {
   const checks: PreflightCheck[] = [];
@@ -212,7 +209,7 @@ export function targetChecks(snap: Snapshot, opts: PreflightOptions): { checks: 
   checks.push(hits.length > 0
     ? {
       id: 'target-conflicts', status: 'fail', target: true,
-      message: summarize(hits, 4),
+      message: firstAndMore(hits, 4),
       fix: 'choose a range that overlaps nothing the cluster uses or must reach: `kube-renumber suggest --for services` finds one',
     }
     : {
@@ -376,7 +373,7 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
     if (opts.strategy === 'recreate' && withExternal.length > 0) {
       checks.push({
         id: 'admission', status: 'fail',
-        message: `DenyServiceExternalIPs is enabled and strategy recreate would create ${summarize(withExternal)} again with spec.externalIPs, which it rejects`,
+        message: `DenyServiceExternalIPs is enabled and strategy recreate would create ${firstAndMore(withExternal, 3)} again with spec.externalIPs, which it rejects`,
         fix: 'use --strategy in-place (updates keep existing externalIPs), or --keep these Services',
       });
     } else {
@@ -409,7 +406,7 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
   } else if (ranges.size > 1) {
     checks.push({
       id: 'apiservers-agree', status: 'fail',
-      message: `kube-apiservers disagree on --service-cluster-ip-range: ${[...ranges].map(([r, pods]) => `${r} (${summarize(pods, 2)})`).join(' vs ')}`,
+      message: `kube-apiservers disagree on --service-cluster-ip-range: ${[...ranges].map(([r, pods]) => `${r} (${firstAndMore(pods, 2)})`).join(' vs ')}`,
       fix: 'finish (or undo) the rollout that changed the flag so every apiserver has the same range, then plan again',
     });
   } else {

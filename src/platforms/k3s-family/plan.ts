@@ -25,6 +25,7 @@ import type { Snapshot } from '../../cluster/types.ts';
 import { covering, dump, mergeFeatureGates, mergeRuntimeConfig } from '../../plan/distributions/common.ts';
 import type { Distribution, DistributionPlanner, DistroPatch, PatchContext, PodGateRole, PodPatchInputs, ServiceGate } from '../../plan/distributions/types.ts';
 import type { PodPatchGate } from '../../plan/pod-spec.ts';
+import { firstAndMore } from '../../text.ts';
 
 /** How one k3s-family distribution is named on disk and in systemd. */
 export interface Program {
@@ -57,7 +58,7 @@ export function serverNames(snap: Snapshot): string[] {
 
 function serversText(snap: Snapshot | undefined): string {
   const names = snap ? serverNames(snap) : [];
-  return names.length === 0 ? 'every server' : `every server (${names.slice(0, 5).join(', ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''})`;
+  return names.length === 0 ? 'every server' : `every server (${firstAndMore(names, 5)})`;
 }
 
 /** The restart order that keeps the critical values matching (see the header). */
