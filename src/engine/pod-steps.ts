@@ -1,7 +1,8 @@
 /**
  * Executes the Pod CIDR part of a MigrationPlan (src/plan/pod-plan.ts) with the same runner, journal,
  * backups and locks as the Service part: the steps every pod path shares here, each path's own steps and gates
- * through its module under src/engine/pod-paths/ (registry.ts). Every step derives "done" from the cluster:
+ * through its engine (src/pod-paths/<id>/engine.ts, installed into ./pod-paths/registry.ts). Every step derives
+ * "done" from the cluster:
  *  - pools (calico path): the new pool exists and is enabled; the old ones are disabled, then gone;
  *  - restarts: no non-hostNetwork pod has an address in the old range;
  *  - nodes (node path): a node's podCIDR is in NEW (or it is gone between its drain and its re-registration);

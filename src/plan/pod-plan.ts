@@ -3,9 +3,10 @@
  * podCIDRs), and the ordered steps with their gates. Pure: a function of (Snapshot, options). The same engine as
  * the Service plan executes it (src/engine/pod-steps.ts); docs/pod-migration.md explains the order.
  *
- * The path is chosen from the owner of the pod addresses (src/ipam/) or --ipam; each path is one module under
- * src/plan/pod-paths/ (calico.ts: a new IPPool, the old one disabled, every workload restarted; node.ts: every
- * node drained, re-registered and given a podCIDR in NEW), listed in src/plan/pod-paths/registry.ts.
+ * The path is chosen from the owner of the pod addresses (src/ipam/) or --ipam; each path is one folder under
+ * src/pod-paths/ (calico/: a new IPPool, the old one disabled, every workload restarted; node/: every node
+ * drained, re-registered and given a podCIDR in NEW), listed once in src/pod-paths/registry.ts, which installs its
+ * planner (its plan.ts) into src/plan/pod-paths/registry.ts.
  */
 import type { Family, Snapshot } from '../cluster/types.ts';
 import {

@@ -1,5 +1,6 @@
 /**
- * What k3s and RKE2 servers tell about their own configuration on their Node objects, shared by k3s.ts and rke2.ts.
+ * What k3s and RKE2 servers tell about their own configuration on their Node objects, shared by
+ * ../k3s/platform.ts and ../rke2/platform.ts.
  *
  * Both write the annotation `<program>.io/node-args` (k3s.io/node-args, rke2.io/node-args): a JSON array of the
  * process's arguments merged with its config file, `--flag=value` split into two elements, first element "server"

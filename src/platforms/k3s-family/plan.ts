@@ -1,5 +1,5 @@
 /**
- * What k3s and RKE2 share as distributions (k3s.ts, rke2.ts): one config file on every server,
+ * What k3s and RKE2 share as distributions (../k3s/plan.ts, ../rke2/plan.ts): one config file on every server,
  * /etc/rancher/<program>/config.yaml, whose keys are the server's flags without the dashes (repeatable flags as
  * YAML lists; https://docs.k3s.io/installation/configuration, https://docs.rke2.io/install/configuration), read at
  * every start. The server renders the kube-apiserver flag (`service-cidr`), the kubelets' clusterDNS and the DNS

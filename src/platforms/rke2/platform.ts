@@ -3,7 +3,7 @@
  * kube-controller-manager and kube-scheduler as static pods it writes itself from its flags or
  * /etc/rancher/rke2/config.yaml, and deploys the CNI (Canal by default, Calico or Cilium) and CoreDNS as Helm
  * charts (HelmChart objects, helm.cattle.io/v1) whose values it rewrites on every start. Editing those
- * manifests by hand does not last: the plans' patches go to config.yaml (src/plan/distributions/rke2.ts). A Pod
+ * manifests by hand does not last: the plans' patches go to config.yaml (plan.ts). A Pod
  * CIDR move is refused with Calico, whose pool the rke2-calico chart owns.
  *
  * Recognised by what RKE2 writes on its Node objects (k3s's code with program name "rke2"): the annotations
@@ -88,7 +88,7 @@ export const rke2: Platform<'rke2'> = {
   // selector app.kubernetes.io/instance=rke2-coredns,app.kubernetes.io/name=rke2-coredns,k8s-app=kube-dns).
   dnsServices: [{ namespace: 'kube-system', name: 'rke2-coredns-rke2-coredns', selector: { 'k8s-app': 'kube-dns' } }],
   // Both moves go through /etc/rancher/rke2/config.yaml on every server, which the rke2 server renders its static
-  // pods and its charts' injected values from at every start (src/plan/distributions/rke2.ts, k3s-family.ts).
+  // pods and its charts' injected values from at every start (plan.ts, ../k3s-family/plan.ts).
   capabilities: { service: SUPPORTED, pod: SUPPORTED },
   ownerCapability(owner) {
     if (owner !== 'calico' && owner !== 'calico-operator') return undefined;
