@@ -63,7 +63,7 @@ export function loadConfig(explicit: string | undefined, env: NodeJS.ProcessEnv 
     const why = err.code === 'ENOENT' ? 'no such file'
       : err.code === 'EISDIR' ? 'it is a directory'
         : err.code === 'EACCES' || err.code === 'EPERM' ? 'permission denied'
-          : err.code ?? err.message.split('\n')[0];
+          : err.code ?? errorLine(e);
     throw new InputError(`cannot read config file ${file}: ${why}`);
   }
   text = text.replace(/^\uFEFF/, '');
