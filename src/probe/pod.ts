@@ -11,8 +11,6 @@
 import { isIP } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { errorLine } from '../errors.ts';
-import { splitList } from '../text.ts';
 import { CLIENT_KINDS, defaultKinds, probe, splitHostPort, type ClientKind, type NodePortTarget, type ProbeReport, type ServiceTarget } from './probe.ts';
 import { RESOLV_CONF, resolvConfNameserver } from './resolv.ts';
 import { PROTOCOLS, type Protocol } from './wire.ts';
@@ -98,11 +96,11 @@ export function parsePodArgs(argv: string[], env: NodeJS.ProcessEnv): PodRunSett
       },
     }) as { values: Record<string, string | string[] | undefined> });
   } catch (e) {
-    throw new PodUsageError(errorLine(e));
+    throw new PodUsageError((e as Error).message.split('\n')[0]!);
   }
   const one = (k: string) => values[k] as string | undefined;
   const nodePorts = ((values.nodeport as string[] | undefined) ?? []).map(parseNodePort);
-  const kinds = splitList(one('kinds') ?? defaultKinds(nodePorts.length > 0).join(','));
+  const kinds = (one('kinds') ?? defaultKinds(nodePorts.length > 0).join(',')).split(',').map((k) => k.trim()).filter(Boolean);
   for (const k of kinds) if (!(CLIENT_KINDS as readonly string[]).includes(k)) throw new PodUsageError(`--kinds: "${k}" is not a client kind`);
   const services = ((values.service as string[] | undefined) ?? []).map(parseTarget);
   if (services.length === 0 && kinds.some((k) => k !== 'kubernetes' && k !== 'nodeport')) throw new PodUsageError('no Services to probe (--service NS/NAME:PORT)');

@@ -5,7 +5,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { errorLine } from '../errors.ts';
 
 export const RESOLV_CONF = '/etc/resolv.conf';
 
@@ -41,7 +40,7 @@ export function resolvConfNameserver(path: string = RESOLV_CONF, read: (p: strin
   try {
     text = read(path);
   } catch (e) {
-    throw new Error(`--dns-server auto: cannot read ${path}: ${errorLine(e)}`);
+    throw new Error(`--dns-server auto: cannot read ${path}: ${(e as Error).message.split('\n')[0]}`);
   }
   const first = parseResolvConf(text).nameservers[0];
   if (!first) throw new Error(`--dns-server auto: no nameserver line with an IP address in ${path}`);
