@@ -48,3 +48,8 @@ export class InputError extends UserError {
     this.name = 'InputError';
   }
 }
+
+/** The first line of what was thrown: an Error's message up to its first newline, anything else as a string. */
+export function errorLine(e: unknown): string {
+  return e instanceof Error ? e.message.split('\n')[0]! : String(e);
+}

@@ -2,6 +2,7 @@ import type { Snapshot } from '../cluster/types.ts';
 import {
   contains, formatCidr, formatIP, merge, overlaps, parseCidr, subtract, toRange, tryParseCidr, type Cidr, type IP, parseIP,
 } from '../net/index.ts';
+import { firstAndMore } from '../text.ts';
 import { addressPlan, cidrsOf, nodePodCIDRs, type RangeGroup } from './addressing.ts';
 import { CATALOG, type AvoidRange, type Severity } from './catalog.ts';
 import { holderText, LIVE_KIND_NAME, liveIn, liveIndex, MAX_COLLISIONS, type LiveAddress, type LiveKind } from './live.ts';
@@ -192,10 +193,6 @@ function isGuessedNodeNetwork(g: RangeGroup): boolean {
   return g.role === 'node' && g.sources.every((s) => s === GUESSED_NODE_SOURCE);
 }
 
-function summarize(names: string[], max = 3): string {
-  return names.length <= max ? names.join(', ') : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
-}
-
 /** Node podCIDRs outside --cluster-cidr, overlapping each other, or overlapping a service range. */
 function nodePodCIDRConflicts(snap: Snapshot): Conflict[] {
   const out: Conflict[] = [];
@@ -217,7 +214,7 @@ function nodePodCIDRConflicts(snap: Snapshot): Conflict[] {
     for (const [cluster, list] of outside) {
       out.push({
         severity: 'error', kind: 'node-podcidr-outside',
-        a: { cidr: list.length === 1 ? list[0]!.split(' ')[1]! : `${list.length} node podCIDRs`, what: `node podCIDR (${summarize(list)})` },
+        a: { cidr: list.length === 1 ? list[0]!.split(' ')[1]! : `${list.length} node podCIDRs`, what: `node podCIDR (${firstAndMore(list, 3)})` },
         b: { cidr: cluster, what: clusterSource },
         reason: 'node IPAM fails ("cidr is out the range of cluster cidr") and kube-controller-manager may not start; '
           + 'podCIDR is immutable, so these nodes must be re-registered',
@@ -244,7 +241,7 @@ function nodePodCIDRConflicts(snap: Snapshot): Conflict[] {
     if (hit.length === 0) continue;
     out.push({
       severity: 'error', kind: 'node-podcidr-overlap',
-      a: { cidr: hit.length === 1 ? formatCidr(hit[0]!.cidr) : `${hit.length} node podCIDRs`, what: `node podCIDR (${summarize(hit.map((h) => h.node))})` },
+      a: { cidr: hit.length === 1 ? formatCidr(hit[0]!.cidr) : `${hit.length} node podCIDRs`, what: `node podCIDR (${firstAndMore(hit.map((h) => h.node), 3)})` },
       b: side(s),
       reason: 'pod addresses on these nodes can equal ClusterIPs',
     });
@@ -272,7 +269,7 @@ function nodeAddressConflicts(snap: Snapshot): Conflict[] {
   for (const [t, list] of hits) {
     out.push({
       severity: 'error', kind: 'node-ip-inside',
-      a: { cidr: list.length === 1 ? list[0]!.split(' ')[1]! : `${list.length} node addresses`, what: `node address (${summarize(list)})` },
+      a: { cidr: list.length === 1 ? list[0]!.split(' ')[1]! : `${list.length} node addresses`, what: `node address (${firstAndMore(list, 3)})` },
       b: side(t),
       reason: t.role === 'service'
         ? 'kube-proxy captures traffic to these node addresses as ClusterIP traffic'

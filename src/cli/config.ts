@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as yaml from 'js-yaml';
 import type { AvoidRange } from '../analyze/catalog.ts';
+import { errorLine } from '../errors.ts';
 import { formatCidr, NetError, parseCidr } from '../net/index.ts';
 import { InputError } from './errors.ts';
 
@@ -62,7 +63,7 @@ export function loadConfig(explicit: string | undefined, env: NodeJS.ProcessEnv 
     const why = err.code === 'ENOENT' ? 'no such file'
       : err.code === 'EISDIR' ? 'it is a directory'
         : err.code === 'EACCES' || err.code === 'EPERM' ? 'permission denied'
-          : err.code ?? err.message.split('\n')[0];
+          : err.code ?? errorLine(e);
     throw new InputError(`cannot read config file ${file}: ${why}`);
   }
   text = text.replace(/^\uFEFF/, '');
@@ -71,7 +72,7 @@ export function loadConfig(explicit: string | undefined, env: NodeJS.ProcessEnv 
   try {
     doc = yaml.load(text);
   } catch (e) {
-    const msg = e instanceof Error ? e.message.split('\n')[0] : String(e);
+    const msg = errorLine(e);
     throw new InputError(`config file ${file} is not valid YAML: ${msg}`);
   }
   if (doc == null) return { avoid: [], file };

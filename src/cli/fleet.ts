@@ -7,6 +7,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'no
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import * as yaml from 'js-yaml';
 import type { Snapshot } from '../cluster/types.ts';
+import { errorLine } from '../errors.ts';
 import type { PodPathId } from '../ipam/types.ts';
 import { addressPlan } from '../analyze/addressing.ts';
 import { CATALOG, type AvoidRange } from '../analyze/catalog.ts';
@@ -89,7 +90,7 @@ function readYamlDoc(path: string, what: string): Record<string, unknown> {
   try {
     doc = yaml.load(text);
   } catch (e) {
-    throw new InputError(`${path}: not YAML: ${(e as Error).message.split('\n')[0]}`);
+    throw new InputError(`${path}: not YAML: ${errorLine(e)}`);
   }
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new InputError(`${path}: not a ${what} (a YAML mapping with apiVersion, kind and clusters)`);
   return doc as Record<string, unknown>;
@@ -434,7 +435,7 @@ export async function runFleet(index: FleetIndex, opts: { parallel: number; run:
       try {
         code = await opts.run(c, opts.values, io, () => stop);
       } catch (e) {
-        io.err(`error: ${redact(e instanceof Error ? e.message.split('\n')[0]! : String(e))}\n`);
+        io.err(`error: ${redact(errorLine(e))}\n`);
         code = e instanceof UserError ? EXIT_CODE_OF_KIND[e.kind] : e instanceof NetError ? ExitCode.usage : ExitCode.internal;
       }
       // a failure (not a gate or a stop) stops every other cluster at its next step boundary

@@ -1,3 +1,4 @@
+import { errorLine } from '../errors.ts';
 import { install } from '../install.ts';
 import { existsSync } from 'node:fs';
 import { arch, platform } from 'node:os';
@@ -410,7 +411,7 @@ export function exitCodeOf(e: unknown): number {
 
 function reportError(e: unknown, io: Io, verbose: boolean): number {
   const code = exitCodeOf(e);
-  const message = redact(e instanceof Error ? e.message.split('\n')[0]! : String(e));
+  const message = redact(errorLine(e));
   if (code === ExitCode.internal) {
     io.err(`error: internal: ${message}${verbose ? '' : ' (run with -v for details)'}\n`);
   } else {

@@ -16,6 +16,7 @@ import { acquireLease, acquireLocalLock, guardedClient, holderIdentity, type Lea
 import type { DryRun, StepContext, StepSelection } from '../engine/runner.ts';
 import { parseSelection } from '../engine/selection.ts';
 import { PlanExecutor, type PlanExecOptions } from '../engine/plan-executor.ts';
+import { errorLine } from '../errors.ts';
 import { connect, type KubeClient } from '../kube/client.ts';
 import { describeWindow } from '../kube/limiter.ts';
 import { planFromYaml, type MigrationPlan } from '../plan/index.ts';
@@ -270,7 +271,7 @@ export async function openSession(values: Values, io: Io, pre: Prepared, opts: S
       const w = client.limiter?.stats();
       if (w) ctx.log(describeWindow(w));
       // the last entries (run-end) reach the cluster copy too, while the Lease is still ours
-      try { await state?.flush(); } catch (e) { warn(`the last journal entries did not reach the run's copy in the cluster: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`); }
+      try { await state?.flush(); } catch (e) { warn(`the last journal entries did not reach the run's copy in the cluster: ${errorLine(e)}`); }
       await lease?.release();
       releaseLocal();
       dropDry();

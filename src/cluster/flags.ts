@@ -8,7 +8,7 @@
  *  - `--flag value` as two separate words.
  * Pure; no I/O.
  */
-import { splitList } from './kubeadm-config.ts';
+import { splitList } from '../text.ts';
 
 export { splitList };
 

@@ -9,6 +9,7 @@
  * Both: spec.kubeDNS.serverIP, spec.kubelet.clusterDNS, spec.kubeControllerManager.allocateNodeCIDRs.
  * Pure; no I/O.
  */
+import { splitList } from '../text.ts';
 import type { KubeObject, RawRange } from '../vocabulary.ts';
 import { normalizeVersion } from './kubeadm-config.ts';
 
@@ -104,7 +105,7 @@ export function parseKopsCluster(o: KubeObject): KopsParse {
   // address there; otherwise kOps uses kubeDNS.serverIP.
   const clusterDNS: string[] = [];
   const nodeLocal = spec.kubeDNS?.nodeLocalDNS;
-  if (kubeletDNS) clusterDNS.push(...kubeletDNS.split(',').map((s) => s.trim()).filter(Boolean));
+  if (kubeletDNS) clusterDNS.push(...splitList(kubeletDNS));
   else if (nodeLocal?.enabled === true) clusterDNS.push(str(nodeLocal.localIP) ?? KOPS_NODE_LOCAL_DNS_IP);
   else if (serverIP) clusterDNS.push(serverIP);
   return { networking: kn, ranges, clusterDNS };

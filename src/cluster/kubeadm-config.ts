@@ -3,6 +3,7 @@
  * KubeletConfiguration (ConfigMap kube-system/kubelet-config[-1.xx], data.kubelet). Pure; no I/O.
  */
 import { load } from 'js-yaml';
+import { splitList } from '../text.ts';
 import type { KubeObject } from '../vocabulary.ts';
 
 export interface KubeadmNetworking {
@@ -15,12 +16,6 @@ export interface KubeadmNetworking {
   apiServerExtraArgs?: Record<string, string>;
   /** clusterDNS from the kubelet-config ConfigMap. */
   kubeletClusterDNS?: string[];
-}
-
-/** Splits a comma-separated flag value ("10.0.0.0/16,fd00::/108") into trimmed, non-empty parts. */
-export function splitList(value: string | undefined): string[] {
-  if (value === undefined) return [];
-  return value.split(',').map((s) => s.trim()).filter((s) => s !== '');
 }
 
 /** Parses a YAML/JSON text into a plain object, or returns an error string. */

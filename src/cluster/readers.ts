@@ -29,6 +29,11 @@ function condition(o: KubeObject, type: string): boolean | undefined {
   return c.status === 'True';
 }
 
+/** Whether an object's (a pod's, a node's) Ready condition is True. */
+export function isReady(o: KubeObject | undefined): boolean {
+  return (o?.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
+}
+
 /** The version part of an apiVersion ("networking.k8s.io/v1" → "v1"). */
 function apiVersionOnly(av: string): string {
   return av.slice(av.lastIndexOf('/') + 1);

@@ -24,6 +24,7 @@ import { InputError } from '../errors.ts';
 import { platformConfigFiles } from '../platform/registry.ts';
 import { parseCidr } from '../net/cidr.ts';
 import { dottedQuadValue, parseIPReason } from '../net/ip.ts';
+import { splitList } from '../text.ts';
 import type { KubeObject, RawInventory } from './types.ts';
 
 /**
@@ -273,7 +274,7 @@ class Check {
   cidrCsv(path: string, v: Json = this.at(path)): void {
     const s = this.str(path, v);
     if (s === undefined) return;
-    for (const part of s.split(',').map((x) => x.trim()).filter(Boolean)) {
+    for (const part of splitList(s)) {
       const why = cidrProblem(part);
       if (why !== undefined) {
         this.fail(path, `${show(s)} is not a CIDR${s.includes(',') ? ' list' : ''} (${show(part)}: ${why})`);

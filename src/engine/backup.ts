@@ -6,7 +6,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeObject } from '../cluster/types.ts';
-import { InputError } from '../errors.ts';
+import { errorLine, InputError } from '../errors.ts';
 import { createFileDurable, decodeText, fileTypeName, ioReason, readRegularFile, statOrUndefined } from './files.ts';
 
 /** The largest backup file read (one object). */
@@ -49,7 +49,7 @@ export function readBackupFile(path: string): BackupRecord {
   try {
     v = JSON.parse(text);
   } catch (e) {
-    throw new InputError(`backup ${path}: not JSON (${(e as Error).message.split('\n')[0]}); the backup is damaged`);
+    throw new InputError(`backup ${path}: not JSON (${errorLine(e)}); the backup is damaged`);
   }
   const bad = (why: string): never => { throw new InputError(`backup ${path}: ${why}; the backup is damaged`); };
   if (!v || typeof v !== 'object' || Array.isArray(v)) bad('not a backup record (an object with takenAt, run and object)');

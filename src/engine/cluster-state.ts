@@ -23,7 +23,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import type { KubeObject } from '../cluster/types.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { withRetry } from '../kube/retry.ts';
-import { UserError } from '../errors.ts';
+import { errorLine, UserError } from '../errors.ts';
 import { refKey, refOf, type BackupRecord } from './backup.ts';
 import { journalEntryProblem, type JournalEntry } from './journal.ts';
 
@@ -135,7 +135,7 @@ export function assemble(run: string, secrets: readonly KubeObject[]): ClusterCo
       const gz = Buffer.concat([...Array(c.parts).keys()].map((p) => c.data.get(p)!));
       payload = JSON.parse(gunzipSync(gz).toString('utf8'));
     } catch (e) {
-      damaged(run, `chunk ${seq}: ${(e as Error).message.split('\n')[0]}`);
+      damaged(run, `chunk ${seq}: ${errorLine(e)}`);
     }
     if (!payload || !Array.isArray(payload.journal) || !Array.isArray(payload.backups)) damaged(run, `chunk ${seq} is not a state chunk`);
     for (const e of payload.journal) {

@@ -12,7 +12,7 @@ import {
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
-import { InputError } from '../errors.ts';
+import { errorLine, InputError } from '../errors.ts';
 
 export function ensurePrivateDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -92,7 +92,7 @@ export function ioReason(e: unknown): string {
     ENAMETOOLONG: 'the name is too long', EROFS: 'read-only file system', ENOSPC: 'no space left on the device',
   };
   if (code && known[code]) return `${known[code]} (${code})`;
-  return code ?? (e instanceof Error ? e.message.split('\n')[0]! : String(e));
+  return code ?? (errorLine(e));
 }
 
 /** What a stat says a path is, for messages: "a directory", "a FIFO", ... */

@@ -21,6 +21,7 @@
  * the Job, naming what the operator can do; `kubectl drain` evicts them anyway.
  */
 import type { KubeObject } from '../cluster/types.ts';
+import { firstAndMore } from '../text.ts';
 
 export const INDEX_FAILURE_COUNT = 'batch.kubernetes.io/job-index-failure-count';
 const COMPLETION_INDEX = 'batch.kubernetes.io/job-completion-index';
@@ -81,8 +82,7 @@ export function jobEvictionRisk(job: KubeObject | undefined, evictions: number |
       failing.set(ix, Math.max(used, failing.get(ix) ?? 0));
     }
     if (failing.size === 0) return undefined;
-    const shown = [...failing].slice(0, 3).map(([ix, used]) => `index ${ix} has ${used} failure(s)`).join(', ')
-      + (failing.size > 3 ? ` and ${failing.size - 3} more` : '');
+    const shown = firstAndMore([...failing].map(([ix, used]) => `index ${ix} has ${used} failure(s)`), 3);
     const max = spec.maxFailedIndexes;
     const already = countIndexes(status.failedIndexes);
     const end = typeof max === 'number' && already + failing.size > max

@@ -5,12 +5,13 @@
  */
 import { kubeletsClusterDNS, type KubeletDNSReport } from '../kube/kubelet-configz.ts';
 import { KUBELET_CONFIGZ_RBAC_FILE } from '../plan/access.ts';
+import { firstAndMore } from '../text.ts';
 import type { StepContext } from './runner.ts';
 
 /** What the gate says when it does not hold yet, one line each (logged; the runner shows them with the stop). */
 export function explainKubeletDNS(r: KubeletDNSReport, to: readonly string[]): string[] {
   const lines: string[] = [];
-  const some = <T>(xs: T[], f: (x: T) => string) => xs.slice(0, 5).map(f).join('; ') + (xs.length > 5 ? `; and ${xs.length - 5} more` : '');
+  const some = <T>(xs: T[], f: (x: T) => string) => firstAndMore(xs.map(f), 5, '; ', '; and ');
   if (r.ready === 0) lines.push('kubelet clusterDNS: no node is Ready, so no kubelet can show its configuration');
   if (r.behind.length > 0) {
     lines.push(`kubelet clusterDNS: ${r.behind.length} of ${r.ready} Ready node(s) still run without ${to.join(', ')}: `

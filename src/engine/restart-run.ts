@@ -6,7 +6,9 @@
  * before the Services moved).
  */
 import type { KubeObject } from '../cluster/types.ts';
+import { errorLine } from '../errors.ts';
 import { getObject, PODS } from '../kube/resources.ts';
+import { firstAndMore } from '../text.ts';
 import { describeWorkload, fatalError, restartWorkload, runWaves, type RestartResult, type Workload } from './restarts.ts';
 import type { StepContext } from './runner.ts';
 import { finishPending, handOverDeployment, type HandoverOptions } from './udp-handover.ts';
@@ -76,7 +78,7 @@ async function handOver(ctx: StepContext, w: Workload, opts: RestartRunOptions):
     if (h.status !== 'skipped' || ctx.dryRun === 'none') ctx.log(`${describeWorkload(w)}: ${h.status} (${h.message}) in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
     return result(h.status, h.message);
   } catch (e) {
-    const msg = e instanceof Error ? e.message.split('\n')[0]! : String(e);
+    const msg = errorLine(e);
     ctx.log(`${describeWorkload(w)}: hand-over failed: ${msg}`);
     return result('failed', `hand-over: ${msg}`, e);
   }
@@ -98,8 +100,8 @@ export async function restartInWaves(ctx: StepContext, workloads: readonly Workl
   if (fatal) throw fatal;
   const bad = rep.results.filter((r) => r.status === 'paused' || r.status === 'stuck' || r.status === 'failed');
   if (bad.length > 0) {
-    throw new Error(`${bad.length} workload(s) not restarted: ${bad.slice(0, 5).map((r) => `${describeWorkload(r.workload)} ${r.status}${r.message ? ` (${r.message})` : ''}`).join('; ')}`
-      + `${bad.length > 5 ? ` and ${bad.length - 5} more` : ''} — paused rollouts are never resumed by this tool: resume them (kubectl rollout resume) or fix them, then kube-renumber resume`);
+    throw new Error(`${bad.length} workload(s) not restarted: ${firstAndMore(bad.map((r) => `${describeWorkload(r.workload)} ${r.status}${r.message ? ` (${r.message})` : ''}`), 5, '; ')}`
+      + ` — paused rollouts are never resumed by this tool: resume them (kubectl rollout resume) or fix them, then kube-renumber resume`);
   }
 }
 

@@ -12,7 +12,8 @@
  * any point continues where the first run stopped: the pod template carries this run's token once
  * patched, a bare pod whose backup's uid is gone has been evicted, a budget that blocks is named.
  */
-import { UserError } from '../errors.ts';
+import { isReady } from '../cluster/readers.ts';
+import { errorLine, UserError } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { createObject, forCreate, getObject, listAll, PODS, type ResourceType } from '../kube/resources.ts';
@@ -302,7 +303,6 @@ interface Run {
 type Outcome = { status: RestartStatus; message?: string };
 
 const secondsLeft = (r: Run) => Math.max(0, Math.round((r.deadline - Date.now()) / 1000));
-const errMessage = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0]! : String(e));
 
 /**
  * Restart one workload so that its pods get new IPs. Never throws: the result says what happened
@@ -336,8 +336,8 @@ export async function restartWorkload(ctx: StepContext, w: Workload, opts: Resta
       ctx.log(`${describeWorkload(w)}: stuck: ${e.message}`);
       return result({ status: 'stuck', message: e.message });
     }
-    ctx.log(`${describeWorkload(w)}: failed: ${errMessage(e)}`);
-    return result({ status: 'failed', message: errMessage(e) }, e);
+    ctx.log(`${describeWorkload(w)}: failed: ${errorLine(e)}`);
+    return result({ status: 'failed', message: errorLine(e) }, e);
   }
 }
 
@@ -461,7 +461,7 @@ async function waitReplaced(r: Run, t: ResourceType, label: string, evicted: Kub
     if (!o) return { failed: 'it was deleted' };
     const want = t.plural === 'daemonsets' ? (o.status?.desiredNumberScheduled ?? 0) : (o.spec?.replicas ?? 1);
     const pods = (await ownedPods(r, o)).filter((p) => !p.metadata?.deletionTimestamp && p.metadata?.uid !== evicted.metadata?.uid);
-    const ready = pods.filter((p) => (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True'));
+    const ready = pods.filter((p) => isReady(p));
     return { value: ready.length >= want && ready.length === pods.length ? true : undefined, detail: `desired ${want}, pods ${pods.length}, ready ${ready.length}` };
   });
 }
@@ -671,7 +671,7 @@ export async function runWaves(workloads: readonly Workload[], opts: WaveOptions
     try {
       results[slot] = await fn(w);
     } catch (e) {
-      results[slot] = { workload: w, status: 'failed', seconds: (Date.now() - s) / 1000, message: errMessage(e), warnings: [], error: e };
+      results[slot] = { workload: w, status: 'failed', seconds: (Date.now() - s) / 1000, message: errorLine(e), warnings: [], error: e };
     } finally {
       inFlight--;
       finished++;

@@ -9,7 +9,7 @@
  * journaling each transition. A crash anywhere leaves a state from which `resume` continues: a step that
  * was applied but not journaled is seen as done by its check.
  */
-import { type ErrorKind, UserError } from '../errors.ts';
+import { type ErrorKind, errorLine, UserError } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { BackupStore } from './backup.ts';
@@ -229,7 +229,7 @@ export async function runSteps(steps: Step[], ctx: StepContext, opts: RunOptions
     try {
       if (step.apply) await withProgress(ctx.progress, () => step.apply!(ctx));
     } catch (e) {
-      const message = e instanceof Error ? e.message.split('\n')[0]! : String(e);
+      const message = errorLine(e);
       ctx.journal.append('step-failed', { step: step.id, detail: message });
       tell(i, step, 'failed');
       // Unreachable cluster, missing permissions, a lost lock: the run cannot go on; keep their exit codes.
@@ -286,7 +286,7 @@ export async function rollbackSteps(steps: Step[], ctx: StepContext): Promise<Ro
       ctx.journal.append('rolled-back', { step: id });
       result.undone.push(id);
     } catch (e) {
-      const reason = e instanceof Error ? e.message.split('\n')[0]! : String(e);
+      const reason = errorLine(e);
       ctx.journal.append('rollback-failed', { step: id, detail: reason });
       result.notUndone.push({ step: id, reason });
     }

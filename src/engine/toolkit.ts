@@ -15,11 +15,11 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { KubeObject } from '../cluster/types.ts';
+import { errorLine } from '../errors.ts';
 import { KubeApiError, type KubeClient } from '../kube/client.ts';
 import { isTransient, sleep } from '../kube/retry.ts';
 import { evictPod } from '../kube/workloads.ts';
 
-const firstLine = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0]! : String(e));
 
 export { isTransient, isRetryableRead, MAX_RETRY_AFTER_MS, parseRetryAfter, retryAfterOf, retriesExhausted, retryDelay, type RetryOptions, sleep, withRetry } from '../kube/retry.ts';
 
@@ -146,7 +146,7 @@ export async function poll<T>(what: string, fn: (note: (detail: string) => void)
       v = await fn(note);
     } catch (e) {
       if (!(opts.tolerateTransient && isTransient(e))) { done('failed'); throw e; }
-      detail = `API error: ${firstLine(e)}`;
+      detail = `API error: ${errorLine(e)}`;
       v = undefined;
     }
     if (v !== undefined) { done(); return v; }
@@ -309,9 +309,9 @@ export async function evictRespectingPdb(client: KubeClient, pod: KubeObject, op
     let why: string;
     if (v === 'blocked') {
       const pdbs = await names();
-      why = pdbs.length > 0 ? `blocked by ${pdbs.map(opts.describeBudget ?? ((b) => `PodDisruptionBudget ${b.metadata?.name}`)).join('; ')}` : `refused (429): ${firstLine(err)}`;
+      why = pdbs.length > 0 ? `blocked by ${pdbs.map(opts.describeBudget ?? ((b) => `PodDisruptionBudget ${b.metadata?.name}`)).join('; ')}` : `refused (429): ${errorLine(err)}`;
     } else {
-      why = `refused: ${firstLine(err)}`;
+      why = `refused: ${errorLine(err)}`;
     }
     if (opts.onRefused && (await opts.onRefused(why, now() - t0, v === 'blocked'))) return 'fallback';
     if (opts.dryRun && v === 'blocked') throw new EvictionBlocked(`eviction of pod ${ns}/${name} would be ${why} now`, why);

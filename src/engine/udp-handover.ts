@@ -23,6 +23,7 @@
  * nothing is restarted twice and no pod is lost. No replica count changes: the old pod serves until its
  * replacement does, so the Deployment needs no scale-up (scaleUp leaves such Deployments alone).
  */
+import { isReady } from '../cluster/readers.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { ENDPOINTSLICES, getObject, listAll, PODS, SERVICES } from '../kube/resources.ts';
@@ -209,8 +210,6 @@ function journal(ctx: StepContext, opts: HandoverOptions, ns: string, name: stri
   ctx.log(`pod ${ns}/${name}: ${detail}`);
   if (ctx.dryRun === 'none') ctx.journal.append('report', { ...(opts.step ? { step: opts.step } : {}), objects: [podRef(ns, name)], detail: `handover: ${detail}` });
 }
-
-const isReady = (p: KubeObject) => (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True');
 
 async function patchPod(ctx: StepContext, ns: string, name: string, uid: string | undefined, patch: (cur: KubeObject) => Record<string, unknown> | undefined): Promise<KubeObject | undefined> {
   return retryOnConflict(`pod ${ns}/${name}`, async () => {

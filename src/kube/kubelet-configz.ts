@@ -9,12 +9,13 @@
  * opted in (`--read-kubelet-config`) and granted it (deploy/rbac-kubelet-configz.yaml). Only GETs of
  * `/configz` are ever sent through it.
  */
+import { isReady } from '../cluster/readers.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import { KubeApiError, type KubeClient } from './client.ts';
 
 /** The nodes whose kubelet is asked: those whose Ready condition is True (a NotReady kubelet cannot answer). */
 export function readyNodes(nodes: readonly KubeObject[]): KubeObject[] {
-  return nodes.filter((n) => (n.status?.conditions ?? []).some((c: { type?: string; status?: string }) => c.type === 'Ready' && c.status === 'True'));
+  return nodes.filter((n) => isReady(n));
 }
 
 export type ConfigzRead =

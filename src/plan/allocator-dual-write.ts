@@ -19,6 +19,7 @@
  *
  * Pure: the planner writes the flags from it, the restart-apiservers check reads the apiservers against it.
  */
+import { splitList } from '../text.ts';
 import { mergeFeatureGates } from './distributions/common.ts';
 
 export const DUAL_WRITE_GATE = 'DisableAllocatorDualWrite';
@@ -27,7 +28,7 @@ export const MULTI_CIDR_GATE = 'MultiCIDRServiceAllocator';
 /** "A=true,B=false" as a map (values other than true/false, and malformed entries, left out). */
 export function parseFeatureGates(s: string | undefined): Map<string, boolean> {
   const out = new Map<string, boolean>();
-  for (const part of (s ?? '').split(',')) {
+  for (const part of splitList(s)) {
     const [k, v] = part.split('=').map((x) => x.trim());
     if (!k || v === undefined) continue;
     if (/^true$/i.test(v)) out.set(k, true);

@@ -8,6 +8,7 @@
  * "LoadBalancer Services"), checked by test/unit/load-balancers.test.ts.
  */
 import type { ServiceInfo } from '../cluster/types.ts';
+import { splitList } from '../text.ts';
 import type { PlanStep, StepItem } from './steps.ts';
 
 /** keep: LoadBalancer Services keep their ClusterIPs (kept ServiceCIDRs); move: they are re-created in NEW. */
@@ -63,11 +64,9 @@ export interface LoadBalancerAddress {
 type LBInput = Pick<ServiceInfo, 'namespace' | 'name' | 'annotations' | 'loadBalancerIPs'>
   & Partial<Pick<ServiceInfo, 'loadBalancerIP' | 'loadBalancerClass' | 'loadBalancerHostnames'>>;
 
-const list = (v: string | undefined): string[] => (v ?? '').split(',').map((x) => x.trim()).filter(Boolean);
-
 /** The DNS names external-dns publishes for the Service (every hostname annotation, deduplicated). */
 export function externalDNSNames(annotations: Readonly<Record<string, string>>): string[] {
-  return [...new Set(EXTERNAL_DNS_HOSTNAMES.flatMap((k) => list(annotations[k])))];
+  return [...new Set(EXTERNAL_DNS_HOSTNAMES.flatMap((k) => splitList(annotations[k])))];
 }
 
 /**
@@ -89,15 +88,15 @@ export function loadBalancerAddress(s: LBInput): LoadBalancerAddress {
     return { keeper, external, kept, changes, ...(pin ? { pin } : {}), dnsNames, note };
   };
   const metallbSet = a[METALLB_IPS] ?? a[METALLB_IPS_LEGACY];
-  if (metallbSet) return out('metallb-annotation', external, `MetalLB assigns ${list(metallbSet).join(', ')} again (annotation ${a[METALLB_IPS] ? METALLB_IPS : METALLB_IPS_LEGACY})`);
+  if (metallbSet) return out('metallb-annotation', external, `MetalLB assigns ${splitList(metallbSet).join(', ')} again (annotation ${a[METALLB_IPS] ? METALLB_IPS : METALLB_IPS_LEGACY})`);
   if (s.loadBalancerIP) {
     return out('spec.loadBalancerIP', external, `spec.loadBalancerIP ${s.loadBalancerIP} is asked for again (MetalLB assigns it; a cloud keeps it only when it is a reserved static address)`);
   }
-  if (a[GKE_STATIC]) return out('gke-static', external, `GKE gives the reserved static address(es) ${list(a[GKE_STATIC]).join(', ')} (annotation ${GKE_STATIC}) to the new load balancer`);
+  if (a[GKE_STATIC]) return out('gke-static', external, `GKE gives the reserved static address(es) ${splitList(a[GKE_STATIC]).join(', ')} (annotation ${GKE_STATIC}) to the new load balancer`);
   const azure = AZURE_STATIC.filter((k) => a[k]);
   if (azure.length > 0) return out('azure-static', external, `Azure gives the existing public IP (${azure.map((k) => `${k}=${a[k]}`).join(', ')}) to the new load balancer`);
   if (a[AWS_EIPS]) {
-    return out('aws-eip', ips, `the Network Load Balancer is created again with Elastic IP allocations ${list(a[AWS_EIPS]).join(', ')}: its addresses stay, its DNS name is new`
+    return out('aws-eip', ips, `the Network Load Balancer is created again with Elastic IP allocations ${splitList(a[AWS_EIPS]).join(', ')}: its addresses stay, its DNS name is new`
       + (a[AWS_LB_TYPE] && !/nlb|external/.test(a[AWS_LB_TYPE]!) ? ` (${AWS_LB_TYPE} is ${a[AWS_LB_TYPE]}: Elastic IPs apply to an NLB only)` : ''));
   }
   if (s.loadBalancerClass === TAILSCALE_CLASS) {

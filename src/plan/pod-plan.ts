@@ -3,15 +3,17 @@
  * podCIDRs), and the ordered steps with their gates. Pure: a function of (Snapshot, options). The same engine as
  * the Service plan executes it (src/engine/pod-steps.ts); docs/pod-migration.md explains the order.
  *
- * The path is chosen from the owner of the pod addresses (src/ipam/) or --ipam; each path is one module under
- * src/plan/pod-paths/ (calico.ts: a new IPPool, the old one disabled, every workload restarted; node.ts: every
- * node drained, re-registered and given a podCIDR in NEW), listed in src/plan/pod-paths/registry.ts.
+ * The path is chosen from the owner of the pod addresses (src/ipam/) or --ipam; each path is one folder under
+ * src/pod-paths/ (calico/: a new IPPool, the old one disabled, every workload restarted; node/: every node
+ * drained, re-registered and given a podCIDR in NEW), listed once in src/pod-paths/registry.ts, which installs its
+ * planner (its plan.ts) into src/plan/pod-paths/registry.ts.
  */
 import type { Family, Snapshot } from '../cluster/types.ts';
 import {
   contains, familyName, formatCidr, NetError, parseCidr, tryParseCidr, type Cidr,
 } from '../net/index.ts';
 import { clusterCIDRTooWide } from '../analyze/references.ts';
+import { firstAndMore, splitList } from '../text.ts';
 import type { DistroPatch } from './distro-patches.ts';
 import { covering } from './distributions/common.ts';
 import { distributionOf, distributionPlanner } from './distributions/registry.ts';
@@ -55,7 +57,7 @@ export interface PodPlanSection {
 
 /** NEW as a family → CIDR map; NetError names the first bad value. */
 export function parsePodTarget(target: string | readonly string[]): Map<Family, Cidr> {
-  const parts = (typeof target === 'string' ? [target] : [...target]).flatMap((t) => t.split(',')).map((t) => t.trim()).filter(Boolean);
+  const parts = (typeof target === 'string' ? [target] : [...target]).flatMap((t) => splitList(t));
   if (parts.length === 0) throw new NetError('--pod-cidr is empty: give the new pod CIDR, e.g. 172.16.0.0/13');
   const out = new Map<Family, Cidr>();
   for (const p of parts) {
@@ -207,7 +209,7 @@ function podIpamChecked(snap: Snapshot, opts: PodPlanOptions, checks: PreflightC
 function podConflictCheck(snap: Snapshot, opts: PodPlanOptions, target: Map<Family, Cidr>, newText: string[]): PreflightCheck {
   const hits = overlapHits(snap, opts.avoid ?? [], target);
   return hits.length > 0
-    ? { id: 'pod-target-conflicts', status: 'fail', target: true, message: hits.slice(0, 4).join(', ') + (hits.length > 4 ? ` and ${hits.length - 4} more` : ''), fix: 'choose a range that overlaps nothing the cluster uses or must reach (the node network included): `kube-renumber suggest --for pods` finds one' }
+    ? { id: 'pod-target-conflicts', status: 'fail', target: true, message: firstAndMore(hits, 4), fix: 'choose a range that overlaps nothing the cluster uses or must reach (the node network included): `kube-renumber suggest --for pods` finds one' }
     : pass('pod-target-conflicts', `${newText.join(',')} overlaps no cluster range, well-known network or --avoid range and holds no live address (ClusterIP, pod IP, node address)`, true);
 }
 
@@ -232,7 +234,7 @@ function kubeProxyCheck(
 ): PreflightCheck | undefined {
   const kp = snap.kubeProxy?.clusterCIDR;
   if (!kp) return undefined;
-  const kpc = kp.split(',').map((s) => tryParseCidr(s.trim())).filter((c): c is Cidr => !!c);
+  const kpc = splitList(kp).map((s) => tryParseCidr(s)).filter((c): c is Cidr => !!c);
   const uncovered = [...target.values()].filter((t) => !kpc.some((c) => contains(c, t)));
   // A clusterCIDR holding old and new during the move, per family: only one that holds nothing but pod ranges
   // (never 0.0.0.0/0 or the node network: kube-proxy would count those addresses as pods).
@@ -262,7 +264,7 @@ function kubeProxyCheck(
 export function kubeProxyAfter(current: string, to: readonly string[]): string {
   const next = new Map(to.map((t) => [famOf(t), t]));
   const out: string[] = [];
-  for (const c of current.split(',').map((x) => x.trim()).filter(Boolean)) {
+  for (const c of splitList(current)) {
     const v = next.get(famOf(c)) ?? c;
     if (!out.includes(v)) out.push(v);
   }

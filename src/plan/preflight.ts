@@ -13,6 +13,7 @@ import {
   cidrToRange, contains, familyName, formatCidr, formatIP, NetError, overlaps, parseCidr, parseIP, subtract, tryParseCidr,
   type Cidr,
 } from '../net/index.ts';
+import { firstAndMore } from '../text.ts';
 import {
   assignableCount, currentServiceRanges, firstIP, isKubernetesService, mapServices, parseTarget, serviceKey, type ServiceMapping,
 } from './service-mapping.ts';
@@ -168,10 +169,6 @@ export function overlapHits(snap: Snapshot, avoid: readonly AvoidRange[], target
   return [...liveHits(snap, target, known), ...ranges];
 }
 
-function summarize(xs: string[], max = 3): string {
-  return xs.length <= max ? xs.join(', ') : `${xs.slice(0, max).join(', ')} and ${xs.length - max} more`;
-}
-
 /** Checks that judge NEW alone (parse, family, overlaps). Returns the parsed target when it parses. */
 export function targetChecks(snap: Snapshot, opts: PreflightOptions): { checks: PreflightCheck[]; target?: Map<Family, Cidr> } {
   const checks: PreflightCheck[] = [];
@@ -186,50 +183,62 @@ export function targetChecks(snap: Snapshot, opts: PreflightOptions): { checks: 
   const newText = [...target.values()].map(formatCidr).join(',');
   checks.push({ id: 'target-parse', status: 'pass', target: true, message: `new Service CIDR ${newText}`, fix: '' });
 
-  // Family: NEW may only name families the cluster's service ranges use.
+  checks.push(targetFamilyCheck(snap, target, newText));
+  checks.push(targetConflictsCheck(snap, opts.avoid ?? [], target, newText));
+  const defaults = targetDefaultsCheck(target, newText);
+  if (defaults) checks.push(defaults);
+  return { checks, target };
+}
+
+/** Check `target-family`: NEW may only name families the cluster's service ranges use. */
+function targetFamilyCheck(snap: Snapshot, target: Map<Family, Cidr>, newText: string): PreflightCheck {
   const current = currentServiceRanges(snap, target);
   const families = new Set<Family>([...current.map((c) => c.family), ...snap.services.flatMap((s) => s.clusterIPs.map((a) => (a.includes(':') ? 6 : 4) as Family))]);
   const extra = [...target.keys()].filter((f) => families.size > 0 && !families.has(f));
   if (extra.length > 0) {
-    checks.push({
+    return {
       id: 'target-family', status: 'fail', target: true,
       message: `${newText} adds ${extra.map(familyName).join(' and ')}, which the cluster's service range does not use (${current.map(formatCidr).join(', ') || 'none known'})`,
       fix: 'renumbering keeps the families the cluster has: give one CIDR per family the cluster uses (converting to dual-stack is a different change)',
-    });
-  } else {
-    const kept = [...families].filter((f) => !target.has(f));
-    checks.push({
-      id: 'target-family', status: 'pass', target: true,
-      message: kept.length > 0
-        ? `${newText} replaces the ${[...target.keys()].map(familyName).join('/')} range; the ${kept.map(familyName).join('/')} range and addresses stay as they are`
-        : `${newText} matches the cluster's address families`,
-      fix: '',
-    });
+    };
   }
+  const kept = [...families].filter((f) => !target.has(f));
+  return {
+    id: 'target-family', status: 'pass', target: true,
+    message: kept.length > 0
+      ? `${newText} replaces the ${[...target.keys()].map(familyName).join('/')} range; the ${kept.map(familyName).join('/')} range and addresses stay as they are`
+      : `${newText} matches the cluster's address families`,
+    fix: '',
+  };
+}
 
-  // Overlaps (an obstacle inside another one that is hit, e.g. a node address inside the node network, is not repeated).
-  const hits = overlapHits(snap, opts.avoid ?? [], target);
-  checks.push(hits.length > 0
+/**
+ * Check `target-conflicts`: NEW overlaps nothing the cluster uses or must reach (an obstacle inside another one
+ * that is hit, e.g. a node address inside the node network, is not repeated).
+ */
+function targetConflictsCheck(snap: Snapshot, avoid: readonly AvoidRange[], target: Map<Family, Cidr>, newText: string): PreflightCheck {
+  const hits = overlapHits(snap, avoid, target);
+  return hits.length > 0
     ? {
       id: 'target-conflicts', status: 'fail', target: true,
-      message: summarize(hits, 4),
+      message: firstAndMore(hits, 4),
       fix: 'choose a range that overlaps nothing the cluster uses or must reach: `kube-renumber suggest --for services` finds one',
     }
     : {
       id: 'target-conflicts', status: 'pass', target: true,
       message: `${newText} overlaps no cluster range, well-known network or --avoid range and holds no live address (ClusterIP, pod IP, node address)`, fix: '',
-    });
+    };
+}
 
-  // Tool defaults (catalog info): not refused, but other clusters built on defaults collide.
+/** Check `target-defaults` (tool defaults, catalog info): not refused, but other clusters built on defaults collide. */
+function targetDefaultsCheck(target: Map<Family, Cidr>, newText: string): PreflightCheck | undefined {
   const defaults = [...target.values()].flatMap((t) => CATALOG.filter((k) => k.severity === 'info' && overlaps(t, parseCidr(k.cidr))).map((k) => `${k.cidr} (${k.name})`));
-  if (defaults.length > 0) {
-    checks.push({
-      id: 'target-defaults', status: 'warn', target: false,
-      message: `${newText} overlaps a tool's default range: ${defaults.join(', ')}; other clusters built on defaults use it too`,
-      fix: 'fine for an isolated cluster; pick another range if this cluster will be peered or joined by a VPN to others',
-    });
-  }
-  return { checks, target };
+  if (defaults.length === 0) return undefined;
+  return {
+    id: 'target-defaults', status: 'warn', target: false,
+    message: `${newText} overlaps a tool's default range: ${defaults.join(', ')}; other clusters built on defaults use it too`,
+    fix: 'fine for an isolated cluster; pick another range if this cluster will be peered or joined by a VPN to others',
+  };
 }
 
 /** The size check: NEW holds today's moved Services times headroom, and the apiserver accepts its size. */
@@ -303,45 +312,60 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
   if (range) checks.push(range);
   checks.push(sizeCheck(target, mapping, opts.headroom ?? 2));
   checks.push(serviceFloorCheck(snap, target));
+  checks.push(serviceCIDRApiCheck(snap));
+  checks.push(apiserverCertCheck(snap, target, mapping, opts));
+  checks.push(admissionCheck(snap, mapping, opts));
+  checks.push(apiserversAgreeCheck(snap));
+  const keep = keepCheck(snap, opts);
+  if (keep) checks.push(keep);
+  checks.push(clusterDNSCheck(snap, mapping, opts));
+  // The distribution's own configuration, when it is not in the input.
+  const unread = distroConfigCheck(snap);
+  if (unread) checks.push(unread);
+  // The platform's own checks of the target (kOps: nonMasqueradeCIDR).
+  checks.push(...distributionPlanner(snap).serviceChecks?.(snap, target, opts.podsAfter) ?? []);
+  const traces = inProgressCheck(snap);
+  if (traces) checks.push(traces);
+  return checks;
+}
 
-  // ServiceCIDR API.
+/** Check `servicecidr-api`: how the plan gets the ServiceCIDR API (served, enabled at a gate, unknown offline, or none). */
+function serviceCIDRApiCheck(snap: Snapshot): PreflightCheck {
   const api = serviceCIDRApiState(snap);
   const v = snap.kubernetesVersion ?? 'unknown version';
   switch (api.state) {
     case 'served':
-      checks.push({ id: 'servicecidr-api', status: 'pass', message: `ServiceCIDR API served (networking.k8s.io/${api.version}) on ${v}`, fix: '' });
-      break;
+      return { id: 'servicecidr-api', status: 'pass', message: `ServiceCIDR API served (networking.k8s.io/${api.version}) on ${v}`, fix: '' };
     case 'enable':
-      checks.push({
+      return {
         id: 'servicecidr-api', status: 'warn',
         message: `ServiceCIDR API not served on ${v}: the plan opens with a gate enabling networking.k8s.io/${api.version}`
           + (api.version === 'v1' ? '' : ' (feature gate MultiCIDRServiceAllocator and --runtime-config)'),
         fix: api.version === 'v1'
           ? 'enable it: --runtime-config=networking.k8s.io/v1=true on every kube-apiserver (it is on by default from 1.33)'
           : `enable feature gate MultiCIDRServiceAllocator=true on kube-apiserver and kube-controller-manager and --runtime-config=networking.k8s.io/${api.version}=true (see step enable-servicecidr-api)`,
-      });
-      break;
+      };
     case 'unknown':
-      checks.push({
+      return {
         id: 'servicecidr-api', status: 'warn',
         message: api.version === 'v1'
           ? `ServiceCIDR API not checked (offline): expected, networking.k8s.io/v1 is on by default on ${v}`
           : 'ServiceCIDR API not checked (offline) and the Kubernetes version is unknown',
         fix: 'plan against the live cluster, or apply checks it before the first step',
-      });
-      break;
+      };
     case 'unsupported':
-      checks.push({
+      return {
         id: 'servicecidr-api', status: 'fail',
         message: `Kubernetes ${v} has no ServiceCIDR API (it arrived as v1alpha1 in 1.29): the service range lives only in the apiserver flag, `
           + 'and the allocator keeps a bitmap in a RangeAllocation object in etcd that goes stale when the range changes ("range is full"); '
           + 'clusters moved that way have had to patch kube-proxy and the apiserver and delete that object with kube-controller-manager stopped',
         fix: 'upgrade to 1.29+ (1.33+ serves networking.k8s.io/v1 by default), then plan again; kube-renumber does not migrate without the ServiceCIDR API',
-      });
-      break;
+      };
   }
+}
 
-  // Apiserver serving certificate.
+/** Check `apiserver-cert-san`: the apiserver serving certificate carries the new default/kubernetes IP. */
+function apiserverCertCheck(snap: Snapshot, target: Map<Family, Cidr>, mapping: readonly ServiceMapping[], opts: PreflightOptions): PreflightCheck {
   const kube = mapping.find((m) => m.isKubernetes);
   const primary = kube?.to[0] ?? (() => {
     const t = [...target.values()][0]!;
@@ -351,109 +375,97 @@ export function clusterChecks(snap: Snapshot, target: Map<Family, Cidr>, mapping
   const newFirsts = [...target.values()].map((t) => formatIP(firstIP(t)));
   const wanted = kube ? kube.to.filter((a, i) => a !== kube.from[i]) : newFirsts.slice(0, 1);
   if (opts.apiserverCertSANs === undefined) {
-    checks.push({
+    return {
       id: 'apiserver-cert-san', status: 'warn',
       message: `not checked (offline): the apiserver serving certificate must carry ${wanted.join(', ') || primary} (the new default/kubernetes IP) before pods use it`,
       fix: certFix(snap, wanted.join(',') || primary, oldFirst),
-    });
-  } else {
-    const sans = new Set(opts.apiserverCertSANs.map((s) => { try { return formatIP(parseIP(s)); } catch { return s; } }));
-    const missing = wanted.filter((a) => !sans.has(a));
-    checks.push(missing.length === 0
-      ? { id: 'apiserver-cert-san', status: 'pass', message: `the apiserver serving certificate carries ${wanted.join(', ') || primary}`, fix: '' }
-      : {
-        id: 'apiserver-cert-san', status: 'fail',
-        message: `the apiserver serving certificate lacks ${missing.join(', ')}: pods reaching default/kubernetes at its new IP would fail TLS verification (x509)`,
-        fix: certFix(snap, missing.join(','), oldFirst),
-      });
+    };
   }
+  const sans = new Set(opts.apiserverCertSANs.map((s) => { try { return formatIP(parseIP(s)); } catch { return s; } }));
+  const missing = wanted.filter((a) => !sans.has(a));
+  return missing.length === 0
+    ? { id: 'apiserver-cert-san', status: 'pass', message: `the apiserver serving certificate carries ${wanted.join(', ') || primary}`, fix: '' }
+    : {
+      id: 'apiserver-cert-san', status: 'fail',
+      message: `the apiserver serving certificate lacks ${missing.join(', ')}: pods reaching default/kubernetes at its new IP would fail TLS verification (x509)`,
+      fix: certFix(snap, missing.join(','), oldFirst),
+    };
+}
 
-  // Admission: DenyServiceExternalIPs and the strategy.
+/** Check `admission`: DenyServiceExternalIPs and the strategy. */
+function admissionCheck(snap: Snapshot, mapping: readonly ServiceMapping[], opts: PreflightOptions): PreflightCheck {
   const plugins = new Set(snap.apiservers.flatMap((a) => a.admissionPlugins ?? []));
   const moved = new Set(mapping.filter((m) => m.action === 'move' && !m.isKubernetes).map(serviceKey));
   const withExternal = snap.services.filter((s) => moved.has(serviceKey(s)) && s.externalIPs.length > 0).map(serviceKey);
-  if (plugins.has('DenyServiceExternalIPs')) {
-    if (opts.strategy === 'recreate' && withExternal.length > 0) {
-      checks.push({
-        id: 'admission', status: 'fail',
-        message: `DenyServiceExternalIPs is enabled and strategy recreate would create ${summarize(withExternal)} again with spec.externalIPs, which it rejects`,
-        fix: 'use --strategy in-place (updates keep existing externalIPs), or --keep these Services',
-      });
-    } else {
-      checks.push({
-        id: 'admission', status: 'pass',
-        message: 'DenyServiceExternalIPs is enabled; no step sets spec.externalIPs (in-place keeps existing ones unchanged, bridges carry none)',
-        fix: '',
-      });
-    }
-  } else {
-    checks.push({
+  if (!plugins.has('DenyServiceExternalIPs')) {
+    return {
       id: 'admission', status: 'pass',
       message: `no admission plugin known to reject the changes (no strategy needs spec.externalIPs)${snap.apiservers.length === 0 ? '; apiserver flags not seen' : ''}; validating webhooks on Services are checked by apply --dry-run=server`,
       fix: '',
-    });
+    };
   }
+  if (opts.strategy === 'recreate' && withExternal.length > 0) {
+    return {
+      id: 'admission', status: 'fail',
+      message: `DenyServiceExternalIPs is enabled and strategy recreate would create ${firstAndMore(withExternal, 3)} again with spec.externalIPs, which it rejects`,
+      fix: 'use --strategy in-place (updates keep existing externalIPs), or --keep these Services',
+    };
+  }
+  return {
+    id: 'admission', status: 'pass',
+    message: 'DenyServiceExternalIPs is enabled; no step sets spec.externalIPs (in-place keeps existing ones unchanged, bridges carry none)',
+    fix: '',
+  };
+}
 
-  // HA apiservers must agree on the range.
+/** Check `apiservers-agree`: HA apiservers must agree on the range. */
+function apiserversAgreeCheck(snap: Snapshot): PreflightCheck {
   const ranges = new Map<string, string[]>();
   for (const a of snap.apiservers) {
     const k = (a.serviceClusterIPRange ?? []).join(',') || '(unset)';
     ranges.set(k, [...(ranges.get(k) ?? []), a.pod]);
   }
   if (snap.apiservers.length === 0) {
-    checks.push({
+    return {
       id: 'apiservers-agree', status: 'warn',
       message: 'no kube-apiserver pods seen (managed control plane, or not readable): the apiserver restart gate cannot be checked from their flags',
       fix: 'a managed control plane (EKS, GKE, AKS) cannot change its service range; elsewhere grant read access to kube-system pods',
-    });
-  } else if (ranges.size > 1) {
-    checks.push({
+    };
+  }
+  if (ranges.size > 1) {
+    return {
       id: 'apiservers-agree', status: 'fail',
-      message: `kube-apiservers disagree on --service-cluster-ip-range: ${[...ranges].map(([r, pods]) => `${r} (${summarize(pods, 2)})`).join(' vs ')}`,
+      message: `kube-apiservers disagree on --service-cluster-ip-range: ${[...ranges].map(([r, pods]) => `${r} (${firstAndMore(pods, 2)})`).join(' vs ')}`,
       fix: 'finish (or undo) the rollout that changed the flag so every apiserver has the same range, then plan again',
-    });
-  } else {
-    checks.push({
-      id: 'apiservers-agree', status: 'pass',
-      message: `${snap.apiservers.length} kube-apiserver(s), all with --service-cluster-ip-range=${[...ranges.keys()][0]}`, fix: '',
-    });
+    };
   }
+  return {
+    id: 'apiservers-agree', status: 'pass',
+    message: `${snap.apiservers.length} kube-apiserver(s), all with --service-cluster-ip-range=${[...ranges.keys()][0]}`, fix: '',
+  };
+}
 
-  // --keep names.
-  if ((opts.keep ?? []).length > 0) {
-    const known = new Set(snap.services.map(serviceKey));
-    const bad = (opts.keep ?? []).filter((k) => !/^[^/]+\/[^/]+$/.test(k) || !known.has(k));
-    const kube2 = (opts.keep ?? []).filter((k) => isKubernetesService({ namespace: k.split('/')[0] ?? '', name: k.split('/')[1] ?? '' }));
-    if (bad.length > 0) {
-      checks.push({ id: 'keep', status: 'fail', message: `--keep names no Service: ${bad.join(', ')}`, fix: 'give existing Services as namespace/name' });
-    } else if (kube2.length > 0) {
-      checks.push({ id: 'keep', status: 'warn', message: '--keep default/kubernetes is ignored: its IP is always the first IP of the apiserver flag range', fix: 'remove it from --keep' });
-    } else {
-      checks.push({ id: 'keep', status: 'pass', message: `${opts.keep!.length} Service(s) kept by --keep`, fix: '' });
-    }
-  }
+/** Check `keep`: every --keep names a Service (none without --keep). */
+function keepCheck(snap: Snapshot, opts: PreflightOptions): PreflightCheck | undefined {
+  if ((opts.keep ?? []).length === 0) return undefined;
+  const known = new Set(snap.services.map(serviceKey));
+  const bad = (opts.keep ?? []).filter((k) => !/^[^/]+\/[^/]+$/.test(k) || !known.has(k));
+  const kube2 = (opts.keep ?? []).filter((k) => isKubernetesService({ namespace: k.split('/')[0] ?? '', name: k.split('/')[1] ?? '' }));
+  if (bad.length > 0) return { id: 'keep', status: 'fail', message: `--keep names no Service: ${bad.join(', ')}`, fix: 'give existing Services as namespace/name' };
+  if (kube2.length > 0) return { id: 'keep', status: 'warn', message: '--keep default/kubernetes is ignored: its IP is always the first IP of the apiserver flag range', fix: 'remove it from --keep' };
+  return { id: 'keep', status: 'pass', message: `${opts.keep!.length} Service(s) kept by --keep`, fix: '' };
+}
 
-  // Cluster DNS.
-  checks.push(clusterDNSCheck(snap, mapping, opts));
-
-  // The distribution's own configuration, when it is not in the input.
-  const unread = distroConfigCheck(snap);
-  if (unread) checks.push(unread);
-
-  // The platform's own checks of the target (kOps: nonMasqueradeCIDR).
-  checks.push(...distributionPlanner(snap).serviceChecks?.(snap, target, opts.podsAfter) ?? []);
-
-  // An earlier run left traces.
+/** Check `in-progress`: an earlier run left traces (none when it did not). */
+function inProgressCheck(snap: Snapshot): PreflightCheck | undefined {
   const ours = snap.serviceCIDRs.filter((s) => s.name.startsWith('kube-renumber-'));
   const draining = snap.serviceCIDRs.filter((s) => s.name === 'kubernetes' && s.deleting);
-  if (ours.length > 0 || draining.length > 0) {
-    checks.push({
-      id: 'in-progress', status: 'warn',
-      message: `a migration seems under way: ${[...ours.map((s) => `ServiceCIDR/${s.name}`), ...draining.map(() => 'ServiceCIDR/kubernetes is being deleted')].join(', ')}`,
-      fix: 'continue it with `kube-renumber resume`; a new plan maps from the state the snapshot shows',
-    });
-  }
-  return checks;
+  if (ours.length === 0 && draining.length === 0) return undefined;
+  return {
+    id: 'in-progress', status: 'warn',
+    message: `a migration seems under way: ${[...ours.map((s) => `ServiceCIDR/${s.name}`), ...draining.map(() => 'ServiceCIDR/kubernetes is being deleted')].join(', ')}`,
+    fix: 'continue it with `kube-renumber resume`; a new plan maps from the state the snapshot shows',
+  };
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   bits, cidrSize, compareCidr, contains, familyName, formatCidr, formatIP, merge, NetError, parseCidr,
   parseIP, rangeToCidrs, supernet, tryParseCidr, usable, type Cidr, type IP,
 } from '../net/index.ts';
+import { splitList } from '../text.ts';
 
 /** The label (then annotation) a Service's migration tier is read from unless --tier-key says otherwise. */
 export const DEFAULT_TIER_KEY = 'kube-renumber.io/tier';
@@ -69,9 +70,7 @@ export interface MappingOptions {
 /** NEW by family. NetError on a bad CIDR, or two CIDRs of one family. */
 export function parseTarget(target: string | readonly string[]): Map<Family, Cidr> {
   const parts = (typeof target === 'string' ? [target] : [...target])
-    .flatMap((t) => t.split(','))
-    .map((t) => t.trim())
-    .filter((t) => t !== '');
+    .flatMap((t) => splitList(t));
   if (parts.length === 0) throw new NetError('--service-cidr is empty: give the new Service CIDR, e.g. 172.24.0.0/15');
   const out = new Map<Family, Cidr>();
   for (const p of parts) {

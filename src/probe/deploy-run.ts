@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ErrorKind, UsageError, UserError } from '../errors.ts';
+import { type ErrorKind, errorLine, UsageError, UserError } from '../errors.ts';
 import type { KubeObject } from '../cluster/types.ts';
 import { KubeApiError, UnreachableError, type KubeClient } from '../kube/client.ts';
 import { collectionPath, CONFIGMAPS, listAll, objectPath, PODS, type ResourceType } from '../kube/resources.ts';
@@ -118,10 +118,6 @@ function transient(e: unknown): boolean {
   return e instanceof UnreachableError || (e instanceof KubeApiError && (e.status >= 500 || e.status === 429));
 }
 
-function firstLine(e: unknown): string {
-  return (e instanceof Error ? e.message : String(e)).split('\n')[0]!;
-}
-
 const containerStatus = (pod: KubeObject): any => (pod as any).status?.containerStatuses?.find((c: any) => c.name === CONTAINER);
 
 /** Why a pod does not run yet, in a few words. */
@@ -168,7 +164,7 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
       const f = forbidden(e);
       if (f) throw f;
       if (e instanceof KubeApiError && e.status === 404) throw new UsageError(`namespace "${namespace}" does not exist (-n)`);
-      if (e instanceof KubeApiError && (e.status === 422 || e.status === 400)) throw new UsageError(`the API server refused the probe ${obj.kind}: ${firstLine(e)}`);
+      if (e instanceof KubeApiError && (e.status === 422 || e.status === 400)) throw new UsageError(`the API server refused the probe ${obj.kind}: ${errorLine(e)}`);
       throw e;
     }
   }
@@ -182,7 +178,7 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
       const f = forbidden(e);
       if (f) throw f;
       if (!transient(e) && !(e instanceof KubeApiError)) throw e;
-      progress(`listing the probe pods failed (will retry): ${firstLine(e)}`);
+      progress(`listing the probe pods failed (will retry): ${errorLine(e)}`);
       return undefined;
     }
     await Promise.all(pods.map(async (pod) => {
@@ -201,7 +197,7 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
       } catch (e) {
         const f = forbidden(e);
         if (f) throw f;
-        progress(`reading the log of ${podName} failed (will retry): ${firstLine(e)}`);
+        progress(`reading the log of ${podName} failed (will retry): ${errorLine(e)}`);
         return;
       }
       const { report, errors } = parseReportLog(text);
@@ -286,7 +282,7 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
         return;
       } catch (e) {
         if (!transient(e) || Date.now() + delay > deadline) throw e;
-        progress(`${what} failed (retrying): ${firstLine(e)}`);
+        progress(`${what} failed (retrying): ${errorLine(e)}`);
         await sleep(delay);
       }
     }
@@ -311,7 +307,7 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
       } catch (e) {
         const f = forbidden(e);
         if (f) throw f;
-        progress(`deleting the Deployment failed: ${firstLine(e)}`);
+        progress(`deleting the Deployment failed: ${errorLine(e)}`);
       }
       if (deploymentDeleted) await collectFinals();
     }
@@ -333,12 +329,12 @@ export async function runDeployedProbe(o: DeployRunOptions): Promise<MergedProbe
     }
     if (created.configMap || created.deployment) progress(leftover.length ? `could not delete ${leftover.join(', ')}` : `deleted Deployment and ConfigMap ${namespace}/${name}`);
     if (cleanupError !== undefined) {
-      const cause = firstLine(forbidden(cleanupError) ?? cleanupError);
+      const cause = errorLine(forbidden(cleanupError) ?? cleanupError);
       const code: ErrorKind = cleanupError instanceof UserError ? (forbidden(cleanupError)?.kind ?? cleanupError.kind) : 'internal';
       const msg = `could not delete ${leftover.join(' and ')} (${cause}); delete them with: ${manual}`;
       if (failure !== undefined) {
-        const f = failure instanceof UserError ? failure : new UserError(firstLine(failure), 'internal');
-        throw new UserError(`${firstLine(f)}; also ${msg}`, f.kind);
+        const f = failure instanceof UserError ? failure : new UserError(errorLine(failure), 'internal');
+        throw new UserError(`${errorLine(f)}; also ${msg}`, f.kind);
       }
       const report = store.size > 0 ? store.merged(stoppedBy) : undefined;
       throw new ProbeCleanupError(msg, code, report);

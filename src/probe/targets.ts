@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import * as yaml from 'js-yaml';
+import { errorLine } from '../errors.ts';
 import type { NodePortTarget, ServiceTarget } from './probe.ts';
 
 /** A target the user wrote wrongly. */
@@ -78,7 +79,7 @@ export function readTargetsFile(file: string, defaults: { namespace: string; por
   try {
     doc = yaml.load(readFileSync(file, 'utf8'));
   } catch (e) {
-    const msg = e instanceof Error ? e.message.split('\n')[0] : String(e);
+    const msg = errorLine(e);
     throw new TargetFileError(`cannot read targets file ${file}: ${msg}`);
   }
   return parseTargetsDocument(doc, defaults, file);

@@ -293,7 +293,7 @@ async function combinedExamplePlan() {
 
 describe('pod executor: node hook and plan routing', () => {
   it('runs the node hook with KUBE_RENUMBER_NODE, reports its exit code and output tail', async () => {
-    const { runHook } = await import('../../src/engine/pod-steps.ts');
+    const { runHook } = await import('../../src/pod-paths/node/hook.ts');
     const d = tmp();
     const logs: string[] = [];
     await runHook(`echo "registered $KUBE_RENUMBER_NODE" > ${join(d, 'out')}; echo done`, 'node-7', 10_000, (m) => logs.push(m));

@@ -7,6 +7,7 @@ import { install } from '../../src/install.ts';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import ts from 'typescript';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { readInventoryFiles } from '../../src/cluster/files.ts';
 import { PlanExecutor } from '../../src/engine/plan-executor.ts';
@@ -77,6 +78,51 @@ const PATH_PLANS: Record<PodPathId, Array<() => Promise<MigrationPlan>>> = {
     () => examplePlan('kubeadm-exhausted', { target: '10.244.0.0/14', ipam: 'node', nodeHook: 'true', maxUnavailable: '100%' }),
     () => examplePlan('kubeadm-exhausted', { target: '10.244.0.0/14', ipam: 'node', maxUnavailable: '100%' }),
   ],
+};
+
+/**
+ * Where a file outside the paths' folders names a pod path id in code (comments excluded): a string literal equal to
+ * an id ('node', 'calico', 'cilium-multi-pool') or an identifier spelling it (node, calico, ciliumMultiPool), read
+ * with the TypeScript parser. The installer (src/pod-paths/registry.ts) is exempt. Many are homonyms (a Node object,
+ * the Calico CNI, the node address role), which a parser cannot tell apart from the path.
+ */
+function podPathNames(ids: readonly string[]): string[] {
+  const camel = (id: string) => id.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+  const files = (readdirSync(`${ROOT}src`, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => `src/${f}`).sort();
+  const out: string[] = [];
+  for (const f of files) {
+    if (f === 'src/pod-paths/registry.ts') continue;
+    const sf = ts.createSourceFile(f, readFileSync(`${ROOT}${f}`, 'utf8'), ts.ScriptTarget.Latest, true);
+    const visit = (n: ts.Node): void => {
+      const shown = ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n) ? `'${n.text}'` : ts.isIdentifier(n) ? n.text : undefined;
+      const id = shown === undefined ? undefined : ids.find((x) => shown === `'${x}'` || shown === camel(x));
+      if (id !== undefined && !f.startsWith(`src/pod-paths/${id}/`)) out.push(`${f}:${sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1} ${shown}`);
+      ts.forEachChild(n, visit);
+    };
+    visit(sf);
+  }
+  return out;
+}
+
+/**
+ * The names of a pod path id outside its folder and the installer, per file, as podPathNames found them when the
+ * check was written (issue 50: 163 in all, most of them homonyms). A file may not name an id more often than this;
+ * an entry is lowered (or removed at 0) when a file names one less often.
+ */
+const PATH_ID_NAMES_LEFT: Readonly<Record<string, number>> = {
+   'src/analyze/addressing.ts': 4, 'src/analyze/capacity.ts': 3, 'src/analyze/conflicts.ts': 10,
+   'src/analyze/inspect.ts': 2, 'src/analyze/live.ts': 9, 'src/analyze/references.ts': 1,
+   'src/cli/commands/apply.ts': 1, 'src/cli/commands/inspect.ts': 1, 'src/cli/fleet.ts': 1, 'src/cluster/build.ts': 2,
+   'src/cluster/builder.ts': 1, 'src/cluster/calico.ts': 4, 'src/cluster/cni-signals.ts': 2,
+   'src/cluster/collect.ts': 9, 'src/cluster/kops-spec.ts': 3, 'src/cluster/readers.ts': 4,
+   'src/cluster/reference-sources.ts': 4, 'src/cluster/types.ts': 2, 'src/cluster/validate.ts': 10,
+   'src/cni/detect.ts': 10, 'src/engine/kubelet-dns-gate.ts': 2, 'src/ipam/calico.ts': 6, 'src/ipam/cilium.ts': 4,
+   'src/ipam/node-podcidr.ts': 3, 'src/ipam/registry.ts': 2, 'src/kube/discover.ts': 2,
+   'src/kube/kubelet-configz.ts': 14, 'src/plan/compatibility-data.ts': 2, 'src/plan/extend.ts': 5,
+   'src/plan/pod-plan.ts': 3, 'src/plan/pod-spec.ts': 1, 'src/plan/preflight.ts': 1,
+   'src/platforms/k3s-family/node-args.ts': 4, 'src/platforms/k3s-family/plan.ts': 2,
+   'src/platforms/k3s-family/signs.ts': 2, 'src/platforms/kops/plan.ts': 1, 'src/platforms/rke2/platform.ts': 2,
+   'src/probe/deploy.ts': 1, 'src/render/address-map.ts': 18, 'src/render/html.ts': 4, 'src/vocabulary.ts': 1,
 };
 
 describe('step kinds: one table, one executor each', () => {
@@ -169,6 +215,15 @@ describe('pod paths: one module each, one registry line', () => {
       for (const c of GATE_CONDITIONS.filter((x) => (GATE_CONDITION_INFO[x] as GateConditionInfo).path === id)) assert.ok(gates.has(c), `a ${id} plan has a ${c} gate`);
     });
   }
+
+  it('outside its folder, no file but the installer names a pod path id more often than PATH_ID_NAMES_LEFT records', () => {
+    const found = podPathNames(POD_PATH_IDS);
+    const count: Record<string, number> = {};
+    for (const h of found) { const f = h.slice(0, h.indexOf(':')); count[f] = (count[f] ?? 0) + 1; }
+    const grew = Object.keys(count).filter((f) => count[f]! > (PATH_ID_NAMES_LEFT[f] ?? 0));
+    assert.deepEqual(grew, [], `more names of a pod path id outside its folder (each belongs in src/pod-paths/<id>/):\n${found.filter((h) => grew.some((f) => h.startsWith(`${f}:`))).join('\n')}`);
+    assert.deepEqual(count, PATH_ID_NAMES_LEFT, 'fewer names than recorded: lower PATH_ID_NAMES_LEFT');
+  });
 
   it('--ipam accepts every path id (and nothing else), and the help and docs name each', async () => {
     const kubeadm = `${ROOT}examples/kubeadm-exhausted`;

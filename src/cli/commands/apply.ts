@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { KubeObject, Snapshot } from '../../cluster/types.ts';
 import { attemptStarted, completedSteps, JournalTail, type JournalEntry } from '../../engine/journal.ts';
+import { errorLine } from '../../errors.ts';
 import { readClusterUID } from '../../kube/discover.ts';
 import { ACCEPT_UNBOUND_FLAG, bindingRefusal, serverWithoutCredentials } from '../../plan/identity.ts';
 import { failedNow, recheckPreflight } from '../../plan/recheck.ts';
@@ -328,7 +329,7 @@ export const statusCommand: Command = {
     // no journal here (another machine's run, a lost state directory): the cluster's copy of the run's state
     const journalHere = pre.entries.length > 0;
     if (!journalHere) await withClusterJournal(values, io, pre).catch((e: unknown) => {
-      if (values.verbose === true) io.err(`could not read the run's state from the cluster: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}\n`);
+      if (values.verbose === true) io.err(`could not read the run's state from the cluster: ${errorLine(e)}\n`);
     });
     const entries = pre.entries;
     const command = (verb: string) => `kube-renumber ${verb} ${shellWord(pre.read.path)}${pre.flags.stateDir !== undefined ? ` --state-dir ${shellWord(pre.flags.stateDir)}` : ''}`;
@@ -485,7 +486,7 @@ export const restoreCommand: Command = {
           }
           // the apiserver refuses this object now (e.g. its IP is outside every range): say so, go on with the others
           if (!(e instanceof KubeApiError) || e.status < 400 || e.status >= 500 || e.status === 401 || e.status === 403) throw e;
-          rows.push({ ...row, result: 'failed', detail: e.message.split('\n')[0]! });
+          rows.push({ ...row, result: 'failed', detail: errorLine(e) });
           continue;
         }
         rows.push({ ...row, result: 'restored' });

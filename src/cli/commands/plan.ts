@@ -15,6 +15,7 @@ import { DEFAULT_TIER_KEY, parseTarget } from '../../plan/service-mapping.ts';
 import { parsePodTarget } from '../../plan/pod-plan.ts';
 import { certSanProblem, isDnsSubdomain, isQualifiedName, objectRefProblem, podTargetRefusals } from '../../plan/targets.ts';
 import { NetError } from '../../net/index.ts';
+import { firstAndMore, splitList } from '../../text.ts';
 import { avoidList, connectOptions, durationFlag, intFlag, list, loadSnapshot, numberFlag, readsLive, str } from '../common.ts';
 import { ExitCode, UsageError } from '../errors.ts';
 import type { Command, Io, Values } from '../command.ts';
@@ -222,7 +223,7 @@ refused; nothing is written; 3 the fleet file is not valid.`;
         needs(podPath(other).flags, `--ipam ${other} (${podPath(other).moves}); --ipam ${ipam} moves ${podPath(ipam).moves}`);
       }
     }
-    const critical = list(values, 'critical').flatMap((k) => k.split(',')).map((k) => k.trim()).filter(Boolean);
+    const critical = list(values, 'critical').flatMap((k) => splitList(k));
     for (const k of critical) {
       const problem = objectRefProblem(k);
       if (problem) throw new UsageError(`--critical ${k}: ${problem} (a Deployment as namespace/name)`);
@@ -266,12 +267,12 @@ refused; nothing is written; 3 the fleet file is not valid.`;
     const orderRaw = str(values, 'tier-order') ?? 'asc';
     const tierOrder = TIER_ORDERS[orderRaw];
     if (!tierOrder) throw new UsageError(`--tier-order ${orderRaw} must be asc or desc`);
-    const keep = list(values, 'keep').flatMap((k) => k.split(',')).map((k) => k.trim()).filter(Boolean);
+    const keep = list(values, 'keep').flatMap((k) => splitList(k));
     for (const k of keep) {
       const problem = objectRefProblem(k, true);
       if (problem) throw new UsageError(`--keep ${k}: ${problem} (a Service as namespace/name)`);
     }
-    const givenSans = list(values, 'apiserver-cert-san').flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+    const givenSans = list(values, 'apiserver-cert-san').flatMap((s) => splitList(s));
     for (const san of givenSans) {
       const problem = certSanProblem(san);
       if (problem) throw new UsageError(`--apiserver-cert-san ${san} ${problem}`);
@@ -286,7 +287,7 @@ refused; nothing is written; 3 the fleet file is not valid.`;
     }
     if (podTarget) {
       const refused = podTargetRefusals(snap, { target: podTarget, serviceTarget: target, avoid });
-      if (refused.length > 0) throw new UsageError(`--pod-cidr ${podTarget} refused: ${refused.slice(0, 4).join('; ')}${refused.length > 4 ? ` and ${refused.length - 4} more` : ''}`);
+      if (refused.length > 0) throw new UsageError(`--pod-cidr ${podTarget} refused: ${firstAndMore(refused, 4, '; ')}`);
     }
     let sans = givenSans;
     if (target && sans.length === 0 && readsLive(values)) {
@@ -399,7 +400,7 @@ export async function readServingCertSANs(values: Values, io: Io): Promise<strin
     const sock = tlsConnect({ host, port, rejectUnauthorized: false, ...(isIP ? {} : { servername: host }) }, () => {
       const alt = sock.getPeerCertificate()?.subjectaltname ?? '';
       sock.end();
-      const ips = alt.split(',').map((s) => s.trim()).filter((s) => s.startsWith('IP Address:')).map((s) => s.slice('IP Address:'.length));
+      const ips = splitList(alt).filter((s) => s.startsWith('IP Address:')).map((s) => s.slice('IP Address:'.length));
       if (values.verbose === true) io.err(`apiserver serving certificate at ${host}:${port}: IP SANs ${ips.join(', ') || 'none'}\n`);
       resolve(ips);
     });

@@ -9,6 +9,7 @@ import {
 import { RESOLV_CONF, resolvConfNameserver } from '../../probe/resolv.ts';
 import { NODE_IP_ENV, PROBE_FLAGS } from '../../probe/pod.ts';
 import { isDnsSubdomain } from '../../plan/targets.ts';
+import { splitList } from '../../text.ts';
 import { CONNECTION_FLAGS, connectOptions, durationFlag, intFlag, list, str } from '../common.ts';
 import { ExitCode, UsageError, UserError } from '../errors.ts';
 import type { Command } from '../command.ts';
@@ -76,7 +77,7 @@ it refuses (RBAC). See docs/probe.md.`,
     const output = parseOutput(str(values, 'output'));
     const kindsRaw = str(values, 'kinds');
     const nodePortFlags = list(values, 'nodeport');
-    const kinds = (kindsRaw ?? defaultKinds(nodePortFlags.length > 0).join(',')).split(',').map((k) => k.trim()).filter(Boolean);
+    const kinds = splitList(kindsRaw ?? defaultKinds(nodePortFlags.length > 0).join(','));
     for (const k of kinds) {
       if (!(CLIENT_KINDS as readonly string[]).includes(k)) throw new UsageError(`--kinds: "${k}" is not a client kind (use ${CLIENT_KINDS.join(', ')})`);
     }

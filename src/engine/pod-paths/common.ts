@@ -8,6 +8,7 @@ import type { KubeObject } from '../../cluster/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { CONFIGMAPS, listAll, PODS } from '../../kube/resources.ts';
 import { contains, formatCidr, overlaps, parseCidr, parseIP, tryParseCidr, type Cidr } from '../../net/index.ts';
+import { splitList } from '../../text.ts';
 import { withRetry } from '../toolkit.ts';
 
 export const MANAGED_LABEL = 'kube-renumber.io/managed';
@@ -46,10 +47,6 @@ export function isMirrorPod(p: KubeObject): boolean {
   return !!p.metadata?.annotations?.['kubernetes.io/config.mirror'];
 }
 
-export function errText(e: unknown): string {
-  return e instanceof Error ? e.message.split('\n')[0]! : String(e);
-}
-
 /** Whether every one of `cs` (at least one) lies inside one of `target`. */
 export function cidrsWithin(target: readonly Cidr[], cs: string[] | undefined): boolean {
   return !!cs && cs.length > 0 && cs.every((c) => cidrIn(target, c) && target.some((t) => contains(t, parseCidr(c))));
@@ -78,7 +75,7 @@ export async function podRangeConfigDone(client: KubeClient, target: readonly Ci
   const v = await controlPlaneView(client);
   if (v.kcm.length === 0 && !v.kubeProxy?.clusterCIDR) return false; // nothing visible: --ack-gate
   const kcmOk = v.kcm.every((k) => k.allocateNodeCIDRs === false || cidrsWithin(target, k.clusterCIDR));
-  const kp = v.kubeProxy?.clusterCIDR?.split(',').map((s) => tryParseCidr(s.trim())).filter((c): c is Cidr => !!c);
+  const kp = splitList(v.kubeProxy?.clusterCIDR).map((s) => tryParseCidr(s)).filter((c): c is Cidr => !!c);
   const kpOk = !kp || kp.length === 0 || target.every((t) => kp.some((c) => contains(c, t)));
   return kcmOk && kpOk;
 }

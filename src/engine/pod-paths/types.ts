@@ -1,10 +1,10 @@
 /**
  * The seam of the Pod CIDR executor: one PodPathEngine per pod path (src/ipam/types.ts PodPathId), each part of
- * its path's module listed once in src/pod-paths/registry.ts (src/pod-paths/<id>/engine.ts). An engine has exactly one executor for each
- * step kind and each gate condition its path owns (STEP_KINDS / GATE_CONDITION_INFO in src/plan/steps.ts: the
- * types below are mapped over them, so a new kind of the path is a compile error here until it has one), and
- * the path's part of the end-state check. The steps every path shares (scale-critical, restart-pods,
- * restore-scale, verify-pods) stay with PodExecutor (src/engine/pod-steps.ts).
+ * its path's module listed once in src/pod-paths/registry.ts (src/pod-paths/<id>/engine.ts). An engine has exactly
+ * one executor for each step kind and each gate condition its path owns (STEP_KINDS / GATE_CONDITION_INFO in
+ * src/plan/steps.ts: the types below are mapped over them, so a new kind of the path is a compile error here until
+ * it has one), and the path's part of the end-state check. The steps every path shares (scale-critical,
+ * restart-pods, restore-scale, verify-pods) stay with PodExecutor (src/engine/pod-steps.ts).
  */
 import type { KubeObject } from '../../cluster/types.ts';
 import type { PodPathId } from '../../ipam/types.ts';
@@ -28,31 +28,30 @@ export interface PodPathHost {
   podsInOld(client: KubeClient, fieldSelector?: string): Promise<KubeObject[]>;
 }
 
-/** The node path's steps and checks, as PodExecutor builds them. */
-export interface NodeSteps {
-  drainNodeStep(p: PlanStep): Step;
-  reregisterStep(p: PlanStep): Step;
-  assignStep(p: PlanStep): Step;
-  /** A wave of nodes moved at once, each through drain, the node hook and its podCIDR (kind move-nodes). */
-  moveNodesStep(p: PlanStep): Step;
-  /** Whether the node is registered again (exists, podCIDR not in the old range). */
-  registered(client: KubeClient, name: string): Promise<boolean>;
-  /** Whether every node a step names (one, or a wave's) is registered again. */
-  allRegistered(client: KubeClient, p: PlanStep): Promise<boolean>;
-  /** Why a node's podCIDRs are not in NEW; undefined when they are. */
-  podCIDRProblem(cidrs: readonly string[]): string | undefined;
-}
-
 /**
  * Everything PodExecutor gives the paths' executors: each path's engine declares the host it needs (PodPathHost
  * and more), and src/pod-paths/registry.ts accepts it only if this is one (a path that needs more is a compile
  * error there until PodExecutor offers it).
  */
 export interface PodPathHosts extends PodPathHost {
-  /** The run token and the rollout timeout (restarts of a CNI's agents). */
-  readonly opts: { readonly token: string; readonly rolloutTimeoutMs: number };
-  /** The node path's steps (src/pod-paths/node/engine.ts). */
-  readonly node: NodeSteps;
+  /**
+   * The run's options: the token and the rollout timeout (restarts of a CNI's agents), the wait for an effect, and
+   * the node hook's environment, permission and pacing (src/pod-paths/node/).
+   */
+  readonly opts: {
+    readonly token: string;
+    readonly timeoutMs: number;
+    readonly rolloutTimeoutMs: number;
+    readonly hookEnv: Readonly<Record<string, string>>;
+    readonly hookAllowed: boolean;
+    readonly nodeIntervalMs: number;
+  };
+  /** Bare pods this run backed up (to evict and create again) that do not exist now: a crash came between the two. */
+  missingBarePods(ctx: StepContext): Promise<KubeObject[]>;
+  /** Create again, from their backups, the bare pods a crash left deleted. */
+  recreateMissing(ctx: StepContext): Promise<void>;
+  /** A warning of the run (the log when the run has no warning channel). */
+  warn(ctx: StepContext, msg: string): void;
 }
 
 /** Builds the engine step of one plan step of the path. */

@@ -199,7 +199,7 @@ export class CoverSteps extends BridgeSteps {
 
   /**
    * Waits until `ready` holds for the EndpointSlices of these Services, read once and then followed by a watch
-   * (./slice-watch.ts; LISTs in a loop where no watch can be had). Returns the slices it last saw.
+   * (../slice-watch.ts; LISTs in a loop where no watch can be had). Returns the slices it last saw.
    */
   protected async untilSlices(ctx: StepContext, what: string, services: ReadonlyArray<{ namespace: string; name: string }>,
     ready: (slices: ReadonlyMap<string, KubeObject[]>, note: (detail: string) => void) => boolean): Promise<Map<string, KubeObject[]>> {

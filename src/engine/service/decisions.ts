@@ -7,6 +7,7 @@ import type { KubeObject } from '../../cluster/types.ts';
 import { KubeApiError } from '../../kube/client.ts';
 import { coverName, MANAGED_LABEL, nodePortCoverName, type StepItem } from '../../plan/plan.ts';
 import { UserError } from '../../errors.ts';
+import { firstAndMore } from '../../text.ts';
 import { COVER_FOR_LABEL, ownedHelper, RUN_LABEL } from '../covers.ts';
 import { BRIDGE_FOR_LABEL, ipsOf, itemKey, sameIPs, type MoveEvidence, type ServiceView } from './common.ts';
 
@@ -126,7 +127,7 @@ export function notOursError(what: readonly string[], run?: string, found: (key:
         + `or, if that plan was replaced by this one, label it as this run's (kubectl -n ${k.split('/')[0]} label service ${k.split('/')[1]} ${RUN_LABEL}=${run} --overwrite) and resume`]
       : [];
   });
-  return new UserError(`Service ${what.slice(0, 3).join(', ')}${what.length > 3 ? ` and ${what.length - 3} more` : ''} has the name of a kube-renumber helper `
+  return new UserError(`Service ${firstAndMore(what, 3)} has the name of a kube-renumber helper `
     + `but is not one of this run's (labels ${MANAGED_LABEL}=true, ${BRIDGE_FOR_LABEL} or ${COVER_FOR_LABEL}${run ? `, ${RUN_LABEL}=${run}` : ''}): `
     + `it was left untouched; rename or remove it, then resume${label}${others.length > 0 ? `; ${others.join('; ')}` : ''}`, 'verify');
 }

@@ -14,6 +14,7 @@ import { contains, formatIP, parseCidr, parseIP, tryParseCidr, type Cidr } from 
 import { MIN_KEPT_PREFIX } from '../../plan/service-mapping.ts';
 import type { ExtendActionKind, ExtendGateCondition, GateStep, MigrationPlan, PlanStep, ServiceCIDRSpec } from '../../plan/plan.ts';
 import type { ServiceExtensionSpec } from '../../plan/extend-spec.ts';
+import { firstAndMore } from '../../text.ts';
 import { withPlanSupersessions, type Step, type StepContext } from '../runner.ts';
 import { withRetry } from '../toolkit.ts';
 import type { ServiceExecOptions } from './common.ts';
@@ -90,7 +91,7 @@ export class ExtensionExecutor extends ServiceCIDRSteps {
           const holders = await this.holdersIn(ctx.client, s);
           if (holders.length > 0) {
             throw new Error(`ServiceCIDR ${s.name} (${s.cidrs.join(',')}) holds the ClusterIPs of ${holders.length} Service(s): `
-              + `${holders.slice(0, 10).join(', ')}${holders.length > 10 ? ` and ${holders.length - 10} more` : ''}; `
+              + `${firstAndMore(holders, 10)}; `
               + 'deleting it now would leave them on addresses no Ready ServiceCIDR serves: delete or move those Services, then run rollback again');
           }
         }

@@ -3,6 +3,7 @@
  * --service-cluster-ip-range (restart-apiservers) and the kubelets handing out the new DNS IP (kubelet-cluster-dns).
  */
 import type { KubeObject } from '../../cluster/types.ts';
+import { errorLine } from '../../errors.ts';
 import { EVENTS, getObject, listAll, PODS } from '../../kube/resources.ts';
 import { allocatorDualWrite, DUAL_WRITE_GATE, featureEnabledInMetrics, MULTI_CIDR_GATE } from '../../plan/allocator-dual-write.ts';
 import { minorOf } from '../../plan/preflight.ts';
@@ -86,7 +87,7 @@ export class GateChecks extends KubernetesStep {
     try {
       text = await ctx.client.request<string>('GET', '/metrics', { responseType: 'text' });
     } catch (e) {
-      ctx.log(`the apiserver's feature gates cannot be read (GET /metrics: ${(e as Error).message.split('\n')[0]}): make sure every kube-apiserver runs with ${DUAL_WRITE_GATE}=true`);
+      ctx.log(`the apiserver's feature gates cannot be read (GET /metrics: ${errorLine(e)}): make sure every kube-apiserver runs with ${DUAL_WRITE_GATE}=true`);
       return true;
     }
     const disable = featureEnabledInMetrics(text, DUAL_WRITE_GATE);

@@ -76,7 +76,7 @@ export class RestartSteps extends GateChecks {
   }
 
   /**
-   * Step restart-workloads: the restart engine of the Pod CIDR path (./restarts.ts, ./restart-run.ts) on every
+   * Step restart-workloads: the restart engine of the Pod CIDR path (../restarts.ts, ../restart-run.ts) on every
    * workload with a pod started before the moves. The critical Deployments (the cluster DNS, --critical) are
    * scaled up by one and restarted first, then put back. Done, from the cluster: no such pod is left, no bare pod
    * this run deleted is missing, the critical Deployments are back at their replicas. A kill at any point is resumed

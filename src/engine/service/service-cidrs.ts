@@ -10,6 +10,7 @@ import { KubeApiError, type KubeClient } from '../../kube/client.ts';
 import { createObject, deleteObject, getObject, listAll, SERVICES } from '../../kube/resources.ts';
 import { cidrLast, contains, formatIP, parseIP, tryParseCidr, type Cidr, type IP } from '../../net/index.ts';
 import { MANAGED_LABEL, type PlanStep, type ServiceCIDRSpec } from '../../plan/plan.ts';
+import { firstAndMore } from '../../text.ts';
 import { RUN_LABEL } from '../covers.ts';
 import { readJournal, sinceLastRollback } from '../journal.ts';
 import type { Step, StepContext } from '../runner.ts';
@@ -52,7 +53,7 @@ export class ServiceCIDRSteps extends ServiceExecutorBase {
     for (let first = true; ; first = false) {
       const missing = await this.unregisteredClusterIPs(ctx.client);
       if (missing.length === 0) return true;
-      const shown = `${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ` and ${missing.length - 3} more` : ''}`;
+      const shown = firstAndMore(missing, 3);
       if (Date.now() >= deadline || ctx.dryRun !== 'none') {
         ctx.log(`${missing.length} ClusterIP(s) not registered as IPAddress objects yet (${shown}): the apiserver's repair loop registers `
           + 'the addresses of Services made before the API was enabled at its next pass (every 3 minutes); resume once it has');
@@ -253,7 +254,7 @@ export class ServiceCIDRSteps extends ServiceExecutorBase {
           const it = pending(all, ips).find((x) => x.spec.name === s.name);
           if (!it) continue;
           if (it.blockers.length > 0) {
-            ctx.log(`ServiceCIDR ${s.name} left as it is: ${it.blockers.slice(0, 3).join('; ')}${it.blockers.length > 3 ? ` and ${it.blockers.length - 3} more` : ''} `
+            ctx.log(`ServiceCIDR ${s.name} left as it is: ${firstAndMore(it.blockers, 3, '; ')} `
               + '(two ServiceCIDRs being deleted at once could each let the other go, leaving the address in none); it still gives out addresses');
             continue;
           }

@@ -1,6 +1,7 @@
 /** Helpers the distribution planners share: YAML text for patches, flag merging, the kOps edit target. */
 import * as yaml from 'js-yaml';
 import { contains, supernet, type Cidr } from '../../net/index.ts';
+import { splitList } from '../../text.ts';
 
 export function dump(o: unknown): string {
   return yaml.dump(o, { noRefs: true, lineWidth: -1, sortKeys: false });
@@ -13,13 +14,13 @@ export function at(path: string, value: Record<string, unknown>): Record<string,
 
 /** "a=b,c=d" feature-gates with `gate` set to true. */
 export function mergeFeatureGates(existing: string | undefined, gate: string): string {
-  const parts = (existing ?? '').split(',').map((s) => s.trim()).filter(Boolean).filter((p) => p.split('=')[0] !== gate);
+  const parts = splitList(existing).filter((p) => p.split('=')[0] !== gate);
   return [...parts, `${gate}=true`].join(',');
 }
 
 /** "--runtime-config" with `group/version=true` added. */
 export function mergeRuntimeConfig(existing: string | undefined, gv: string): string {
-  const parts = (existing ?? '').split(',').map((s) => s.trim()).filter(Boolean).filter((p) => p.split('=')[0] !== gv);
+  const parts = splitList(existing).filter((p) => p.split('=')[0] !== gv);
   return [...parts, `${gv}=true`].join(',');
 }
 

@@ -1,8 +1,9 @@
 /**
  * The seam of the Pod CIDR planner: one PodPath per way kube-renumber moves pod addresses (src/ipam/types.ts
- * POD_PATH_IDS), each one module under src/plan/pod-paths/ listed once in registry.ts. A path says what it
- * leaves (OLD), sizes NEW, writes its section of spec.podCIDR and its steps, validates that section when a plan
- * is read back, and describes its end state; its executors are the same path's module under src/engine/pod-paths/.
+ * POD_PATH_IDS), each the plan.ts of its folder under src/pod-paths/, listed once in src/pod-paths/registry.ts and
+ * installed into ./registry.ts. A path says what it leaves (OLD), sizes NEW, writes its section of spec.podCIDR and
+ * its steps, validates that section when a plan is read back, and describes its end state; its executors are the
+ * same folder's engine.ts (src/engine/pod-paths/types.ts PodPathEngine).
  */
 import type { AvoidRange } from '../../analyze/catalog.ts';
 import type { AccessNeed } from '../access-need.ts';

@@ -2,6 +2,7 @@
  * Amazon EKS: a managed control plane whose kube-apiserver flags nobody outside AWS can change, with pod
  * addresses taken from the VPC by the Amazon VPC CNI (aws-node). Sources: docs/platforms.md.
  */
+import { firstAndMore } from '../../text.ts';
 import { managedEvidence } from '../managed/signs.ts';
 import { objectsOf, type Platform, type PlatformInput, type ReservedRange } from '../../platform/types.ts';
 
@@ -19,7 +20,7 @@ function detect(input: PlatformInput): string[] | undefined {
   });
   if (!evidence) return undefined;
   const enis = objectsOf(input, ENICONFIG.group, ENICONFIG.kind).map((o) => o.metadata?.name).filter((n): n is string => typeof n === 'string');
-  if (enis.length > 0) evidence.push(`ENIConfig${enis.length > 1 ? 's' : ''} ${enis.slice(0, 3).join(', ')}${enis.length > 3 ? ` and ${enis.length - 3} more` : ''} (VPC CNI custom networking)`);
+  if (enis.length > 0) evidence.push(`ENIConfig${enis.length > 1 ? 's' : ''} ${firstAndMore(enis, 3)} (VPC CNI custom networking)`);
   return evidence;
 }
 

@@ -1,5 +1,6 @@
 /**
- * What k3s and RKE2 servers tell about their own configuration on their Node objects, shared by k3s.ts and rke2.ts.
+ * What k3s and RKE2 servers tell about their own configuration on their Node objects, shared by
+ * ../k3s/platform.ts and ../rke2/platform.ts.
  *
  * Both write the annotation `<program>.io/node-args` (k3s.io/node-args, rke2.io/node-args): a JSON array of the
  * process's arguments merged with its config file, `--flag=value` split into two elements, first element "server"
@@ -11,6 +12,7 @@
  * annotation: no other value can reach evidence, warnings or output through here.
  */
 import type { PlatformNode, PlatformRange } from '../../platform/types.ts';
+import { firstAndMore, splitList } from '../../text.ts';
 
 /** The flags read, and only these. */
 export type ReadFlag = '--cluster-cidr' | '--service-cidr' | '--cluster-dns' | '--flannel-backend';
@@ -60,7 +62,7 @@ export function readNodeArgs(text: string | undefined): Partial<Record<ReadFlag,
     if (eq > 0) raw = a.slice(eq + 1);
     else if (i + 1 < list.length && !list[i + 1]!.startsWith('-')) raw = list[++i];
     if (raw === undefined) continue;
-    for (const v of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    for (const v of splitList(raw)) {
       if (!shapeOk(flag, v)) continue;
       (out[flag] ??= []).push(v);
     }
@@ -78,11 +80,6 @@ export function serverArgs(nodes: readonly PlatformNode[], key: string): ServerA
   return out;
 }
 
-/** "a, b, c" or "a, b and 3 more". */
-export function someNames(names: readonly string[], max = 3): string {
-  return names.length <= max ? names.join(', ') : `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
-}
-
 /**
  * The ranges one flag names across the servers' node-args: one range per distinct value, its source the
  * annotation and flag, its label the servers that name it. Empty when no server names the flag.
@@ -98,7 +95,7 @@ export function rangesFromArgs(servers: readonly ServerArgs[], key: string, flag
     cidr,
     role: flag === '--cluster-cidr' ? 'pod' as const : 'service' as const,
     source: `${key} ${flag}`,
-    label: `${what} ${flag} (node-args of server ${someNames(nodes)})`,
+    label: `${what} ${flag} (node-args of server ${firstAndMore(nodes, 3)})`,
   }));
 }
 

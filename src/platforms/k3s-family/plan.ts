@@ -1,5 +1,5 @@
 /**
- * What k3s and RKE2 share as distributions (k3s.ts, rke2.ts): one config file on every server,
+ * What k3s and RKE2 share as distributions (../k3s/plan.ts, ../rke2/plan.ts): one config file on every server,
  * /etc/rancher/<program>/config.yaml, whose keys are the server's flags without the dashes (repeatable flags as
  * YAML lists; https://docs.k3s.io/installation/configuration, https://docs.rke2.io/install/configuration), read at
  * every start. The server renders the kube-apiserver flag (`service-cidr`), the kubelets' clusterDNS and the DNS
@@ -25,6 +25,7 @@ import type { Snapshot } from '../../cluster/types.ts';
 import { covering, dump, mergeFeatureGates, mergeRuntimeConfig } from '../../plan/distributions/common.ts';
 import type { Distribution, DistributionPlanner, DistroPatch, PatchContext, PodGateRole, PodPatchInputs, ServiceGate } from '../../plan/distributions/types.ts';
 import type { PodPatchGate } from '../../plan/pod-spec.ts';
+import { firstAndMore } from '../../text.ts';
 
 /** How one k3s-family distribution is named on disk and in systemd. */
 export interface Program {
@@ -57,7 +58,7 @@ export function serverNames(snap: Snapshot): string[] {
 
 function serversText(snap: Snapshot | undefined): string {
   const names = snap ? serverNames(snap) : [];
-  return names.length === 0 ? 'every server' : `every server (${names.slice(0, 5).join(', ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''})`;
+  return names.length === 0 ? 'every server' : `every server (${firstAndMore(names, 5)})`;
 }
 
 /** The restart order that keeps the critical values matching (see the header). */

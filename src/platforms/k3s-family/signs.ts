@@ -3,7 +3,8 @@
  * Node objects carry and the ranges their servers' node-args name, for one program given by its name.
  */
 import type { PlatformNode, PlatformRange } from '../../platform/types.ts';
-import { rangesFromArgs, someNames, type ServerArgs } from './node-args.ts';
+import { firstAndMore } from '../../text.ts';
+import { rangesFromArgs, type ServerArgs } from './node-args.ts';
 
 /** "N node(s) <what> (e.g. <example>)" for the nodes `pick` finds something on, or undefined. */
 function nodeSign(nodes: readonly PlatformNode[], pick: (n: PlatformNode) => string | undefined, what: string): string | undefined {
@@ -43,7 +44,7 @@ export function programNodeSigns(nodes: readonly PlatformNode[], program: string
 export function clusterDnsEvidence(servers: readonly ServerArgs[], key: string, program: string, fallback: string): string | undefined {
   if (servers.length === 0) return undefined;
   const named = [...new Set(servers.flatMap((s) => s.values['--cluster-dns'] ?? []))];
-  if (named.length > 0) return `${key} --cluster-dns ${named.join(',')} (node-args of server ${someNames(servers.filter((s) => s.values['--cluster-dns']).map((s) => s.node))})`;
+  if (named.length > 0) return `${key} --cluster-dns ${named.join(',')} (node-args of server ${firstAndMore(servers.filter((s) => s.values['--cluster-dns']).map((s) => s.node), 3)})`;
   return `--cluster-dns not in any server's ${key}: ${program} default ${fallback}`;
 }
 
@@ -53,7 +54,7 @@ export function clusterDnsEvidence(servers: readonly ServerArgs[], key: string, 
  */
 export function programRanges(servers: readonly ServerArgs[], key: string, title: string, defaults: { clusterCIDR: string; serviceCIDR: string }): PlatformRange[] {
   const out: PlatformRange[] = [];
-  const why = servers.length === 0 ? `no server's ${key} seen` : `not set in the ${key} of server ${someNames(servers.map((s) => s.node))}`;
+  const why = servers.length === 0 ? `no server's ${key} seen` : `not set in the ${key} of server ${firstAndMore(servers.map((s) => s.node), 3)}`;
   for (const [flag, role, def] of [['--cluster-cidr', 'pod', defaults.clusterCIDR], ['--service-cidr', 'service', defaults.serviceCIDR]] as const) {
     const read = rangesFromArgs(servers, key, flag, title);
     if (read.length > 0) out.push(...read);

@@ -1,7 +1,7 @@
 /**
  * k3s: /etc/rancher/k3s/config.yaml on every server renders the apiserver flag, the kubelets' clusterDNS, the
  * CoreDNS Service's address, kube-controller-manager's flags and the embedded flannel's Network; the commands
- * restart the k3s server and agent units (k3s-family.ts has what k3s and RKE2 share, with the sources).
+ * restart the k3s server and agent units (../k3s-family/plan.ts has what k3s and RKE2 share, with the sources).
  */
 import * as family from '../k3s-family/plan.ts';
 import type { DistributionPlanner } from '../../plan/distributions/types.ts';

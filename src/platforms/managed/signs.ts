@@ -5,6 +5,7 @@
  * scheme, which kOps on AWS or GCE sets too, a cloud CNI's DaemonSet, a ConfigMap) are only reported alongside.
  */
 import type { PlatformInput, PlatformNode } from '../../platform/types.ts';
+import { firstAndMore } from '../../text.ts';
 
 /** How one managed platform is recognised. */
 export interface ManagedSigns {
@@ -26,8 +27,7 @@ export interface ManagedSigns {
 const NAMED = 2;
 
 function nodesList(nodes: readonly PlatformNode[]): string {
-  const names = nodes.slice(0, NAMED).map((n) => n.name).join(', ');
-  return nodes.length > NAMED ? `${names} and ${nodes.length - NAMED} more` : names;
+  return firstAndMore(nodes.map((n) => n.name), NAMED);
 }
 
 function hostOf(server: string): string | undefined {

@@ -14,6 +14,7 @@
  * config; the network address and hostPrefix stay). Sources: the `sources` list, quoted in docs/platforms.md.
  */
 import { NetError, formatCidr, parseCidr, tryParseCidr } from '../../net/index.ts';
+import { firstAndMore } from '../../text.ts';
 import type { KubeObject } from '../../vocabulary.ts';
 import { objectsOf, type Platform, type PlatformInput, type PlatformRange, type PlatformResource, type ReservedRange } from '../../platform/types.ts';
 
@@ -54,7 +55,7 @@ function detect(input: PlatformInput): string[] | undefined {
     weak.push(`${osIds.length} of ${input.nodes.length} nodes labelled ${OS_ID_LABEL} (${ids})`);
   }
   const ns = OPENSHIFT_NAMESPACES.filter((n) => input.namespaces.has(n));
-  if (ns.length > 0) weak.push(`OpenShift operator namespaces ${ns.slice(0, 3).join(', ')}${ns.length > 3 ? ` and ${ns.length - 3} more` : ''}`);
+  if (ns.length > 0) weak.push(`OpenShift operator namespaces ${firstAndMore(ns, 3)}`);
   const kubelet = input.nodes.find((n) => n.kubeletVersion && KUBELET_SUFFIX.test(n.kubeletVersion));
   if (kubelet) weak.push(`kubelet version ${kubelet.kubeletVersion} (OpenShift's +commit suffix) on ${kubelet.name}`);
 

@@ -3,7 +3,7 @@
  * kube-controller-manager and kube-proxy static pods from it (pkg/podtemplate), and rewrites its HelmCharts'
  * injected values global.clusterCIDR, global.serviceCIDR and global.clusterDNS from it (pkg/bootstrap/bootstrap.go
  * setChartValues): the rke2-coredns Service's address and Canal's flannel Network follow the config file, and hand
- * edits of the manifests do not last. k3s-family.ts has what k3s and RKE2 share, with the sources.
+ * edits of the manifests do not last. ../k3s-family/plan.ts has what k3s and RKE2 share, with the sources.
  */
 import * as family from '../k3s-family/plan.ts';
 import type { DistributionPlanner } from '../../plan/distributions/types.ts';

@@ -3,7 +3,7 @@
  * kube-controller-manager and kube-scheduler as static pods it writes itself from its flags or
  * /etc/rancher/rke2/config.yaml, and deploys the CNI (Canal by default, Calico or Cilium) and CoreDNS as Helm
  * charts (HelmChart objects, helm.cattle.io/v1) whose values it rewrites on every start. Editing those
- * manifests by hand does not last: the plans' patches go to config.yaml (src/plan/distributions/rke2.ts). A Pod
+ * manifests by hand does not last: the plans' patches go to config.yaml (plan.ts). A Pod
  * CIDR move is refused with Calico, whose pool the rke2-calico chart owns.
  *
  * Recognised by what RKE2 writes on its Node objects (k3s's code with program name "rke2"): the annotations
@@ -14,7 +14,8 @@
  * its HelmCharts (pkg/bootstrap/bootstrap.go setChartValues), else RKE2's documented defaults, labelled as such.
  */
 import { objectsOf, SUPPORTED, type Platform, type PlatformInput, type PlatformRange } from '../../platform/types.ts';
-import { rangesFromArgs, serverArgs, someNames } from '../k3s-family/node-args.ts';
+import { firstAndMore, splitList } from '../../text.ts';
+import { rangesFromArgs, serverArgs } from '../k3s-family/node-args.ts';
 import { clusterDnsEvidence, programNodeSigns } from '../k3s-family/signs.ts';
 
 export const RKE2_NODE_ARGS = 'rke2.io/node-args';
@@ -39,7 +40,7 @@ function chartRanges(input: PlatformInput, key: 'global.clusterCIDR' | 'global.s
   for (const c of rke2Charts(input)) {
     const v = c.set[key];
     if (typeof v !== 'string') continue;
-    for (const cidr of v.split(',').map((s) => s.trim()).filter((s) => CIDR_SHAPE.test(s))) {
+    for (const cidr of splitList(v).filter((s) => CIDR_SHAPE.test(s))) {
       const list = byValue.get(cidr);
       if (list) list.push(c.name);
       else byValue.set(cidr, [c.name]);
@@ -49,14 +50,14 @@ function chartRanges(input: PlatformInput, key: 'global.clusterCIDR' | 'global.s
     cidr,
     role: key === 'global.clusterCIDR' ? 'pod' as const : 'service' as const,
     source: `RKE2 HelmChart spec.set ${key}`,
-    label: `RKE2 ${key} (HelmChart kube-system/${someNames(charts)})`,
+    label: `RKE2 ${key} (HelmChart kube-system/${firstAndMore(charts, 3)})`,
   }));
 }
 
 function ranges(input: PlatformInput): PlatformRange[] {
   const servers = serverArgs(input.nodes, RKE2_NODE_ARGS);
   const out: PlatformRange[] = [];
-  const why = servers.length === 0 ? `no server's ${RKE2_NODE_ARGS} seen` : `not set in the ${RKE2_NODE_ARGS} of server ${someNames(servers.map((s) => s.node))}`;
+  const why = servers.length === 0 ? `no server's ${RKE2_NODE_ARGS} seen` : `not set in the ${RKE2_NODE_ARGS} of server ${firstAndMore(servers.map((s) => s.node), 3)}`;
   for (const [flag, key, role, def] of [
     ['--cluster-cidr', 'global.clusterCIDR', 'pod', RKE2_DEFAULTS.clusterCIDR],
     ['--service-cidr', 'global.serviceCIDR', 'service', RKE2_DEFAULTS.serviceCIDR],
@@ -75,10 +76,10 @@ export const rke2: Platform<'rke2'> = {
   detect(input) {
     const signs = programNodeSigns(input.nodes, 'rke2', '+rke2');
     const charts = rke2Charts(input).map((c) => c.name);
-    if (charts.length > 0) signs.push(`HelmChart(s) kube-system/${someNames(charts)} (helm.cattle.io/v1, deployed by RKE2)`);
+    if (charts.length > 0) signs.push(`HelmChart(s) kube-system/${firstAndMore(charts, 3)} (helm.cattle.io/v1, deployed by RKE2)`);
     if (signs.length === 0) return undefined;
     const ds = [...input.daemonSets].filter((d) => d.startsWith('kube-system/rke2-'));
-    if (ds.length > 0) signs.push(`DaemonSet(s) ${someNames(ds)}`);
+    if (ds.length > 0) signs.push(`DaemonSet(s) ${firstAndMore(ds, 3)}`);
     const dns = clusterDnsEvidence(serverArgs(input.nodes, RKE2_NODE_ARGS), RKE2_NODE_ARGS, 'RKE2', RKE2_DEFAULTS.clusterDNS);
     return dns ? [...signs, dns] : signs;
   },
@@ -87,7 +88,7 @@ export const rke2: Platform<'rke2'> = {
   // selector app.kubernetes.io/instance=rke2-coredns,app.kubernetes.io/name=rke2-coredns,k8s-app=kube-dns).
   dnsServices: [{ namespace: 'kube-system', name: 'rke2-coredns-rke2-coredns', selector: { 'k8s-app': 'kube-dns' } }],
   // Both moves go through /etc/rancher/rke2/config.yaml on every server, which the rke2 server renders its static
-  // pods and its charts' injected values from at every start (src/plan/distributions/rke2.ts, k3s-family.ts).
+  // pods and its charts' injected values from at every start (plan.ts, ../k3s-family/plan.ts).
   capabilities: { service: SUPPORTED, pod: SUPPORTED },
   ownerCapability(owner) {
     if (owner !== 'calico' && owner !== 'calico-operator') return undefined;

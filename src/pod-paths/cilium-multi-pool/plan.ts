@@ -17,6 +17,7 @@ import { need, POD_RBAC_FILE } from '../../plan/access-need.ts';
 import { covering } from '../../plan/distributions/common.ts';
 import { cidrAt, fail, inAny, int, list, obj, str, subdomain, type Obj } from '../../plan/plan-fields.ts';
 import type { PodCIDRSpec } from '../../plan/pod-spec.ts';
+import { splitList } from '../../text.ts';
 import type { CiliumConfigChange, CiliumPoolData } from './kinds.ts';
 import { patchesFor, podGateInstructions } from '../../plan/pod-step-lists.ts';
 import type { PreflightCheck } from '../../plan/preflight.ts';
@@ -53,7 +54,7 @@ export function defaultPoolName(config: Readonly<Record<string, string>>): strin
  * and JSON) with the entry `from` renamed `to`; undefined when the value is in another form (JSON) and names `from`.
  */
 function renameMapKey(value: string, from: string, to: string): string | undefined {
-  const entries = value.split(',').map((e) => e.trim()).filter(Boolean);
+  const entries = splitList(value);
   if (!entries.every((e) => /^[a-z0-9.-]+=[^=,]*$/i.test(e))) return value.includes(from) ? undefined : value;
   return entries.map((e) => { const [k, v] = e.split('='); return k === from ? `${to}=${v}` : e; }).join(',');
 }

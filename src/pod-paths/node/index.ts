@@ -2,7 +2,7 @@
  * The node IPAM pod path, whole: pods take addresses from their node's spec.podCIDR (flannel, kubenet,
  * host-local, Cilium's kubernetes IPAM), so kube-controller-manager stops allocating, every node is drained,
  * deleted, re-registered and given a podCIDR in NEW, and allocation from NEW resumes. Plan side: plan.ts;
- * executors: engine.ts (the node steps themselves are PodExecutor's, handed over as NodeSteps); its kinds:
+ * executors: engine.ts, the node steps in executor.ts (NodeExecutor), the node hook in hook.ts; its kinds:
  * kinds.ts; its RBAC: rbac.ts. Listed once in src/pod-paths/registry.ts.
  */
 import type { PodPathModule } from '../module.ts';
