@@ -23,8 +23,8 @@ import { compatibilityCheck } from './compatibility.ts';
 import { covering } from './distributions/common.ts';
 import { distributionPlanner } from './distributions/registry.ts';
 import type { ExtensionPool, PodExtensionSpec } from './extend-spec.ts';
-import { identityCheck } from './identity.ts';
-import { cidrSlug, OBJECT_PREFIX, PLAN_API_VERSION, PLAN_KIND, planMetadata, type MigrationPlan } from './plan.ts';
+import { extensionPlanShell } from './extend.ts';
+import { cidrSlug, OBJECT_PREFIX, type MigrationPlan } from './plan.ts';
 import { parsePodTarget } from './pod-plan.ts';
 import { overlapHits, type PreflightCheck } from './preflight.ts';
 import type { PlanStep } from './steps.ts';
@@ -125,14 +125,7 @@ export function kubeProxyEnvelope(snap: Snapshot, target: ReadonlyMap<Family, Ci
  * hold both ranges and nothing else; the platform's own check refuses it (src/platforms/).
  */
 export function buildPodExtensionPlan(snap: Snapshot, opts: PodExtensionPlanOptions): MigrationPlan {
-  const plan: MigrationPlan = {
-    apiVersion: PLAN_API_VERSION, kind: PLAN_KIND,
-    metadata: planMetadata(snap, opts.generator),
-    spec: {},
-    preflight: [identityCheck(snap)],
-    mapping: [],
-    steps: [],
-  };
+  const plan = extensionPlanShell(snap, opts.generator);
   const checks = plan.preflight;
   let target: Map<Family, Cidr>;
   try {

@@ -16,8 +16,8 @@ export interface ServiceExtensionSpec {
   flag: string[];
 }
 
-/** A Calico IPPool an extension plan creates (plan --extend-pod-cidr): the old pool's settings on the added range. */
-export interface ExtensionPool {
+/** A Calico IPPool as a plan records it: the Calico path's old and new pools (its PoolData), an extension's pool. */
+export interface CalicoPoolSettings {
   name: string;
   cidr: string;
   blockSize: number;
@@ -26,6 +26,10 @@ export interface ExtensionPool {
   natOutgoing?: boolean;
   nodeSelector?: string;
   allowedUses?: string[];
+}
+
+/** A Calico IPPool an extension plan creates (plan --extend-pod-cidr): the old pool's settings on the added range. */
+export interface ExtensionPool extends CalicoPoolSettings {
   /** The pool whose settings it copies. */
   model: string;
 }

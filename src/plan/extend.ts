@@ -38,6 +38,18 @@ export function extensionName(add: readonly string[]): string {
 export const EXTEND_STEP = 'extend-service-range';
 export const VERIFY_EXTENSION_STEP = 'verify-extension';
 
+/** An extension plan before its planner fills it: metadata, the identity check, nothing else (Service and pod extensions). */
+export function extensionPlanShell(snap: Snapshot, generator?: string): MigrationPlan {
+  return {
+    apiVersion: PLAN_API_VERSION, kind: PLAN_KIND,
+    metadata: planMetadata(snap, generator),
+    spec: {},
+    preflight: [identityCheck(snap)],
+    mapping: [],
+    steps: [],
+  };
+}
+
 /**
  * The plan that adds NEW to the Service range. Refusals (checks with `target: true` failing) are what the CLI exits 2
  * with: NEW does not parse, adds a family, overlaps the Service range, a pod or node range, a well-known network or
@@ -46,14 +58,7 @@ export const VERIFY_EXTENSION_STEP = 'verify-extension';
 export function buildExtensionPlan(snap: Snapshot, opts: ExtensionPlanOptions): MigrationPlan {
   const api = serviceCIDRApiState(snap);
   const flag = currentFlag(snap);
-  const plan: MigrationPlan = {
-    apiVersion: PLAN_API_VERSION, kind: PLAN_KIND,
-    metadata: planMetadata(snap, opts.generator),
-    spec: {},
-    preflight: [identityCheck(snap)],
-    mapping: [],
-    steps: [],
-  };
+  const plan = extensionPlanShell(snap, opts.generator);
   const tc = targetChecks(snap, { target: opts.add, avoid: opts.avoid });
   plan.preflight.push(...tc.checks.map(asExtensionCheck));
   const target = tc.target;

@@ -3,19 +3,11 @@
  * condition. The types merge into the plan's (declaration merging) and src/pod-paths/registry.ts adds the entries
  * to STEP_KINDS and GATE_CONDITION_INFO when it installs the path.
  */
+import type { CalicoPoolSettings } from '../../plan/extend-spec.ts';
 import type { GateConditionInfo, StepKindInfo } from '../../plan/steps.ts';
 
 /** A Calico IPPool as the plan records it (the old pools, and the new one modelled on them). */
-export interface PoolData {
-  name: string;
-  cidr: string;
-  blockSize: number;
-  ipipMode?: string;
-  vxlanMode?: string;
-  natOutgoing?: boolean;
-  nodeSelector?: string;
-  allowedUses?: string[];
-}
+export type PoolData = CalicoPoolSettings;
 
 /** spec.podCIDR.calico: whether the Tigera operator manages the pools, the pools left and the pools created. */
 export interface CalicoSection {
