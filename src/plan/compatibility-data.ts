@@ -6,7 +6,7 @@ export type CompatibilityPath = 'service' | 'node' | 'calico';
 export interface CompatibilityFailure { minor: number; version: string; path: CompatibilityPath; reason: string }
 
 /** Versions on which at least one path ran and passed. */
-export const MATRIX_PASSED_VERSIONS: readonly string[] = ["v1.29.15","v1.30.14","v1.31.0","v1.32.2","v1.33.13","v1.34.4","v1.35.4","v1.36.4","v1.37.2"];
+export const MATRIX_PASSED_VERSIONS: readonly string[] = ["v1.29.15","v1.30.14","v1.31.0","v1.31.3","v1.32.2","v1.33.13","v1.34.4","v1.35.4","v1.36.4","v1.37.2"];
 
 export const COMPATIBILITY_FAILURES: readonly CompatibilityFailure[] = [
 ];

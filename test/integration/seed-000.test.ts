@@ -1,10 +1,10 @@
 // Seed 000's Service move: kOps' default Service range 100.64.0.0/13, which collides with Tailscale, moved in place to
 // 172.24.0.0/15 as the seed did; kube-dns and default/kubernetes move in place; verify; a second run rolled back.
 // `npm test` runs it on the default version; `npm run test:full` on the oldest one the testbed builds (OLDEST_VERSION,
-// 1.30), where ServiceCIDR is served only as networking.k8s.io/v1alpha1 once the MultiCIDRServiceAllocator gate and its
-// runtime-config are on (as on 1.29, which the seed ran: `npm run matrix -- --versions v1.29.15`): the plan opens with
-// that gate and the test plays it. Building a second control plane for one file cost `npm test` about a quarter of its
-// cold build time (docs/testbed.md, Time budget); the version matrix is `npm run matrix`'s.
+// v1.29.15), the minor the original migration ran on, where ServiceCIDR is served only as networking.k8s.io/v1alpha1
+// once the MultiCIDRServiceAllocator gate and its runtime-config are on: the plan opens with that gate and the test
+// plays it. Building a second control plane for one file cost `npm test` about a quarter of its cold build time
+// (docs/testbed.md, Time budget), so only the full run builds it; the version matrix is `npm run matrix`'s.
 
 import { install } from '../../src/install.ts';
 import { DEFAULT_VERSION, OLDEST_VERSION } from '../testbed/build.ts';

@@ -4,14 +4,17 @@
 /**
  * The matrix's versions: every minor from 1.29 to 1.37 at the newest patch whose modules the Go proxy serves whole, and
  * the 1.38 beta as a smoke test. 1.31.14 and 1.32.13 are served as k8s.io/kubernetes but not all their staging modules
- * (k8s.io/endpointslice, kube-controller-manager and kube-scheduler v0.31.14, k8s.io/endpointslice v0.32.13 answer
- * 403), so those minors run at 1.31.0 and 1.32.2. 1.29 runs at 1.29.15, served whole though `go list -m -versions
- * k8s.io/kubernetes` lists no 1.29 patch but 1.29.6, whose staging modules the proxy refuses (docs/testbed.md).
+ * (k8s.io/endpointslice, kube-controller-manager, kube-proxy, kube-scheduler and sample-apiserver v0.31.14 answer 403,
+ * and the zip of k8s.io/endpointslice v0.32.13), and neither is any patch down to 1.31.4 and 1.32.6; the newest served
+ * whole are v1.31.3 and v1.32.5 (docs/testbed.md lists what each patch lacks). 1.31 runs at v1.31.3 (passed
+ * 2026-12-02); v1.32.5 has not been run yet, so 1.32 still runs at v1.32.2. 1.29 runs at 1.29.15, served whole though
+ * `go list -m -versions k8s.io/kubernetes` lists no 1.29 patch but 1.29.6, whose staging modules the proxy refuses
+ * (docs/testbed.md).
  */
 export const MATRIX_VERSIONS: Record<string, string> = {
   '1.29': 'v1.29.15',
   '1.30': 'v1.30.14',
-  '1.31': 'v1.31.0',
+  '1.31': 'v1.31.3',
   '1.32': 'v1.32.2',
   '1.33': 'v1.33.13',
   '1.34': 'v1.34.4',

@@ -1,7 +1,8 @@
 // The migration paths, each end to end on the real control plane of one Kubernetes version, playing every gate the
 // plan writes for that version. `npm run matrix` runs them on every version of the matrix (test/matrix/paths.test.ts);
-// `npm test` runs the Service path on the oldest version (test/integration/seed-000.test.ts), which serves
-// ServiceCIDR only as networking.k8s.io/v1alpha1 behind the MultiCIDRServiceAllocator gate.
+// test/integration/seed-000.test.ts runs the Service path in `npm test` on the default version, and in `npm run test:full`
+// on the oldest (OLDEST_VERSION, 1.29), which serves ServiceCIDR only as networking.k8s.io/v1alpha1 behind the
+// MultiCIDRServiceAllocator gate.
 //
 // Each scenario is one describe() on its own testbed: plan, apply, the gates played as an operator would (the
 // testbed restarts its apiserver and controller manager with the flags the gate names), verify; then a second run

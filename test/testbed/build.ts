@@ -19,12 +19,14 @@ import { fileURLToPath } from 'node:url';
 /** The suite's Kubernetes version: the newest stable release served here (KUBE_RENUMBER_K8S_VERSION overrides it, e.g.
  *  to run the suite on another version of the matrix). */
 export const DEFAULT_VERSION = process.env.KUBE_RENUMBER_K8S_VERSION || 'v1.37.2';
-/** The oldest version of the matrix that builds here, which serves ServiceCIDR only as networking.k8s.io/v1alpha1
- *  behind the MultiCIDRServiceAllocator gate: `npm test` builds it too, so the gated path and the v1alpha1 client run on
- *  every change. (1.29.6, the 1.29 patch the Go proxy lists, does not build: it refuses k8s.io/endpointslice,
- *  k8s.io/kube-controller-manager and k8s.io/legacy-cloud-providers at v0.29.6. v1.29.15 is served whole (its build:
- *  docs/testbed.md); the matrix runs it for 1.29, and whether it takes this place is open.) */
-export const OLDEST_VERSION = 'v1.30.14';
+/** The oldest version of the matrix: 1.29, the version the original kOps migration (100.64.0.0/13 to 172.24.0.0/15)
+ *  ran on, which serves ServiceCIDR only as networking.k8s.io/v1alpha1 behind the MultiCIDRServiceAllocator gate.
+ *  `npm run test:full` builds it and runs test/integration/seed-000.test.ts on it, so the gated path and the v1alpha1
+ *  client run as they ran there (`npm test` runs that file on DEFAULT_VERSION). 1.29 is built at v1.29.15: v1.29.6, the
+ *  only 1.29 patch the Go proxy lists, does not build (the proxy refuses k8s.io/endpointslice,
+ *  k8s.io/kube-controller-manager and k8s.io/legacy-cloud-providers at v0.29.6); v1.29.15 is served whole
+ *  (docs/testbed.md, Other versions). */
+export const OLDEST_VERSION = 'v1.29.15';
 export const ETCD_VERSION = 'v3.6.16';
 export const KWOK_VERSION = 'v0.7.0';
 /** kwok as built here: its version and the two patches build.sh applies (pods deleted with their UID as
