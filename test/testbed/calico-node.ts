@@ -38,6 +38,7 @@
 //   await cn.get({ namespace, name }, url);     // one HTTP GET from inside a pod's netns
 //   await cn.stop();                            // pods' CNI DEL, then felix and the allocators stopped
 
+import { FollowLoop } from './follow-loop.ts';
 import { spawn } from 'node:child_process';
 import { mkdir, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -113,8 +114,8 @@ export class CalicoNodes {
   /** CNI_PATH: `calico` and `calico-ipam`, both Calico's cni-plugin/cmd/calico binary. */
   #cniDir = '';
   #queue: Promise<unknown> = Promise.resolve();
-  #follow: { on: boolean; done: Promise<void>; wake?: () => void } | undefined;
-  #lastFollowError = '';
+  #follow: FollowLoop | undefined;
+  #lastAddError = '';
   #stopped = false;
   /** Plugin runs and their failures. */
   readonly stats = { adds: 0, dels: 0, failures: 0, addMs: 0 };
@@ -365,8 +366,8 @@ export class CalicoNodes {
     if (!ip) {
       this.stats.failures++;
       const msg = pluginError(r);
-      if (msg !== this.#lastFollowError) process.stderr.write(`[calico-node] CNI ADD ${key} on ${pod.node}: ${msg} (trying again)\n`);
-      this.#lastFollowError = msg;
+      if (msg !== this.#lastAddError) process.stderr.write(`[calico-node] CNI ADD ${key} on ${pod.node}: ${msg} (trying again)\n`);
+      this.#lastAddError = msg;
       // a failed ADD may have left an address or a veth: DEL is idempotent
       await this.runPlugin('DEL', pod);
       await this.#deleteNetns(pod.netns);
@@ -417,36 +418,14 @@ export class CalicoNodes {
   /** Runs syncPods every `intervalMs` until unfollow() or stop(). */
   follow(intervalMs = 200): void {
     if (this.#follow || this.#stopped) return;
-    const f: { on: boolean; done: Promise<void>; wake?: () => void } = { on: true, done: Promise.resolve() };
-    this.#follow = f;
-    f.done = (async () => {
-      while (f.on) {
-        try {
-          await this.syncPods();
-        } catch (e) {
-          const msg = e instanceof Error ? e.message : String(e);
-          if (msg !== this.#lastFollowError && f.on) process.stderr.write(`[calico-node] follow: ${msg}\n`);
-          this.#lastFollowError = msg;
-        }
-        if (!f.on) break;
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, intervalMs);
-          f.wake = () => {
-            clearTimeout(t);
-            r();
-          };
-        });
-      }
-    })();
+    this.#follow = new FollowLoop(() => this.syncPods(), intervalMs, '[calico-node] follow: ');
   }
 
   async unfollow(): Promise<void> {
     const f = this.#follow;
     if (!f) return;
     this.#follow = undefined;
-    f.on = false;
-    f.wake?.();
-    await f.done;
+    await f.stop();
   }
 
   /** The pods with a network. */

@@ -48,6 +48,7 @@
 // crash leaves nothing behind for long.
 // All processes run under tbsup and die with the owning process.
 
+import { FollowLoop } from './follow-loop.ts';
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -298,8 +299,7 @@ export class Dataplane {
   #queue: Promise<unknown> = Promise.resolve();
   /** Readiness checks of gated pods in flight. */
   #probes = new Set<Promise<void>>();
-  #follow: { on: boolean; done: Promise<void>; wake?: () => void } | undefined;
-  #lastFollowError = '';
+  #follow: FollowLoop | undefined;
 
   private constructor(tb: Testbed, binDir: string, prefix: string, stateDir: string, opts: DataplaneOptions) {
     this.tb = tb;
@@ -824,28 +824,7 @@ export class Dataplane {
   follow(intervalMs = 100): void {
     if (this.#stopped) throw new Error('the data plane is stopped');
     if (this.#follow) return;
-    const f: { on: boolean; done: Promise<void>; wake?: () => void } = { on: true, done: Promise.resolve() };
-    this.#follow = f;
-    f.done = (async () => {
-      while (f.on) {
-        try {
-          await this.syncPods();
-          this.#lastFollowError = '';
-        } catch (e) {
-          const msg = e instanceof Error ? e.message : String(e);
-          if (msg !== this.#lastFollowError && f.on) process.stderr.write(`[dataplane] follow: syncPods failed: ${msg}\n`);
-          this.#lastFollowError = msg;
-        }
-        if (!f.on) break;
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, intervalMs);
-          f.wake = () => {
-            clearTimeout(t);
-            r();
-          };
-        });
-      }
-    })();
+    this.#follow = new FollowLoop(() => this.syncPods(), intervalMs, '[dataplane] follow: syncPods failed: ');
   }
 
   /** Stops the follow() loop and waits for its current syncPods to end. */
@@ -853,9 +832,7 @@ export class Dataplane {
     const f = this.#follow;
     if (!f) return;
     this.#follow = undefined;
-    f.on = false;
-    f.wake?.();
-    await f.done;
+    await f.stop();
   }
 
   /** True while follow() runs. */
