@@ -391,7 +391,8 @@ export class CalicoCni {
   }
 }
 
-function pluginError(r: CniResult): string {
+/** A CNI plugin's failure in one line: its JSON error ({code, msg, details}) on stdout, else its last output lines. */
+export function pluginError(r: Pick<CniResult, 'code' | 'stdout' | 'stderr'>): string {
   // CNI errors come as JSON on stdout ({code, msg, details}); the plugin's own log is on stderr
   try {
     const e = JSON.parse(r.stdout) as { msg?: string; details?: string };

@@ -39,6 +39,7 @@
 //   await cn.stop();                            // pods' CNI DEL, then felix and the allocators stopped
 
 import { FollowLoop } from './follow-loop.ts';
+import { pluginError } from './calico-cni.ts';
 import { spawn } from 'node:child_process';
 import { mkdir, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -456,14 +457,3 @@ export class CalicoNodes {
   }
 }
 
-function pluginError(r: ExecResult): string {
-  // CNI errors come as JSON on stdout ({code, msg, details}); the plugin's log is on stderr
-  try {
-    const e = JSON.parse(r.stdout) as { msg?: string; details?: string };
-    if (e.msg) return `exit ${r.code}: ${e.msg}${e.details ? ` (${e.details})` : ''}`;
-  } catch {
-    /* not JSON */
-  }
-  const lines = (r.stdout + r.stderr).trim().split('\n');
-  return `exit ${r.code}: ${lines.slice(-3).join(' | ')}`;
-}

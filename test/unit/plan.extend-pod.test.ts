@@ -2,11 +2,8 @@
 // reads, through the CLI on the example clusters, and the executor's pure parts (src/engine/pod-extension.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { planCommand } from '../../src/cli/commands/plan.ts';
 import { extensionText } from '../../src/cli/commands/suggest.ts';
-import { exitCodeOf, GLOBAL_OPTIONS, type Io } from '../../src/cli/main.ts';
 import type { CalicoPool, ReferenceSource, Snapshot } from '../../src/cluster/types.ts';
 import { blockAllocations, extensionPoolObject, masqueradeList, poolMatches, withMasqueradeList } from '../../src/engine/pod-extension.ts';
 import {
@@ -18,6 +15,7 @@ import { recheckPreflight } from '../../src/plan/recheck.ts';
 import { planFromYaml, planToMarkdown, planToYaml, PlanFormatError } from '../../src/plan/render.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
 import { install } from '../../src/install.ts';
+import { run } from './run-cli.ts';
 
 install();
 
@@ -44,18 +42,8 @@ const snap = (over: Partial<Snapshot> = {}) => kubeadmSnapshot(SVCS, {
   ...over,
 });
 
-async function plan(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const io: Io = { out: (t) => { out += t; }, err: (t) => { err += t; }, env: { HOME: '/nonexistent' } };
-  try {
-    const p = parseArgs({ args: argv, options: { ...GLOBAL_OPTIONS, ...planCommand.options }, allowPositionals: true, strict: true });
-    const code = await planCommand.run({ values: p.values as never, positionals: p.positionals, io });
-    return { code, out, err };
-  } catch (e) {
-    return { code: exitCodeOf(e), out, err: `${err}error: ${(e as Error).message}\n` };
-  }
-}
+/** `kube-renumber plan ARGV` in this process (test/unit/run-cli.ts). */
+const plan = (argv: string[]) => run(['plan', ...argv]);
 
 const failed = (p: ReturnType<typeof buildPodExtensionPlan>) => p.preflight.filter((c) => c.status === 'fail');
 

@@ -1,10 +1,7 @@
 // plan --extend-service-cidr: the extension plan (src/plan/extend.ts) as data, as a file apply reads, and through the CLI.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { planCommand } from '../../src/cli/commands/plan.ts';
-import { exitCodeOf, GLOBAL_OPTIONS, type Io } from '../../src/cli/main.ts';
 import type { Snapshot } from '../../src/cluster/types.ts';
 import { buildSnapshot } from '../../src/cluster/build.ts';
 import { buildExtensionPlan, EXTEND_STEP, extensionName, podExtensionRefusal, VERIFY_EXTENSION_STEP } from '../../src/plan/extend.ts';
@@ -13,6 +10,7 @@ import { recheckPreflight } from '../../src/plan/recheck.ts';
 import { planFromYaml, planToMarkdown, planToYaml, PlanFormatError } from '../../src/plan/render.ts';
 import { kubeadmSnapshot, svc } from './fixtures.ts';
 import { install } from '../../src/install.ts';
+import { run } from './run-cli.ts';
 
 install();
 
@@ -28,18 +26,8 @@ const snap = (over: Partial<Snapshot> = {}) => kubeadmSnapshot(SVCS, {
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-async function plan(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const io: Io = { out: (t) => { out += t; }, err: (t) => { err += t; }, env: { HOME: '/nonexistent' } };
-  try {
-    const p = parseArgs({ args: argv, options: { ...GLOBAL_OPTIONS, ...planCommand.options }, allowPositionals: true, strict: true });
-    const code = await planCommand.run({ values: p.values as never, positionals: p.positionals, io });
-    return { code, out, err };
-  } catch (e) {
-    return { code: exitCodeOf(e), out, err: `${err}error: ${(e as Error).message}\n` };
-  }
-}
+/** `kube-renumber plan ARGV` in this process (test/unit/run-cli.ts). */
+const plan = (argv: string[]) => run(['plan', ...argv]);
 
 describe('buildExtensionPlan', () => {
   it('adds one ServiceCIDR, leaves the flag, verifies, and refuses nothing on a clear range', () => {
