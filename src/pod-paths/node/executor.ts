@@ -19,7 +19,7 @@ import { firstAndMore } from '../../text.ts';
 import { jobEvictionRefusal, jobEvictionRisk } from '../../engine/job-eviction.ts';
 import { nodeMetadataRestored, restoreNodeMetadata } from '../../engine/node-metadata.ts';
 import { active, cidrIn, inAny, ipsOf, isDaemonSetPod, isMirrorPod, sameList, withKind } from '../../engine/pod-paths/common.ts';
-import type { PodPathHost } from '../../engine/pod-paths/types.ts';
+import type { PodPathHost, PodPathHosts } from '../../engine/pod-paths/types.ts';
 import { describePdb, pdbsFor, resolveWorkloads, restartWorkload } from '../../engine/restarts.ts';
 import { reportWarnings } from '../../engine/restart-run.ts';
 import { backUpLate, type Step, type StepContext } from '../../engine/runner.ts';
@@ -27,22 +27,7 @@ import { evictRespectingPdb, mapLimit, Pacer, poll, sleep, withRetry } from '../
 import { runHook } from './hook.ts';
 
 /** What the node path's executor uses of PodExecutor (src/engine/pod-steps.ts): PodPathHosts offers it. */
-export interface NodePathHost extends PodPathHost {
-  readonly opts: {
-    readonly token: string;
-    readonly timeoutMs: number;
-    readonly rolloutTimeoutMs: number;
-    /** The node hook's environment besides KUBE_RENUMBER_NODE (src/engine/pod-steps.ts hookEnvironment). */
-    readonly hookEnv: Readonly<Record<string, string>>;
-    readonly hookAllowed: boolean;
-    readonly nodeIntervalMs: number;
-  };
-  /** Bare pods this run backed up (to evict and create again) that do not exist now. */
-  missingBarePods(ctx: StepContext): Promise<KubeObject[]>;
-  /** Create again, from their backups, the bare pods a crash left deleted. */
-  recreateMissing(ctx: StepContext): Promise<void>;
-  warn(ctx: StepContext, msg: string): void;
-}
+export interface NodePathHost extends PodPathHost, Pick<PodPathHosts, 'opts' | 'missingBarePods' | 'recreateMissing' | 'warn'> {}
 
 /** A node of a node step: its name, its podCIDRs today and in NEW. */
 type NodeItem = { name: string; from: string[]; to: string[] };
