@@ -22,7 +22,7 @@ import { bits, contains, familyName, formatCidr, NetError, parseCidr, tryParseCi
 import { compatibilityCheck } from './compatibility.ts';
 import { covering } from './distributions/common.ts';
 import { distributionPlanner } from './distributions/registry.ts';
-import type { ExtensionPool, PodExtensionSpec } from './extend-spec.ts';
+import { withPoolSettings, type ExtensionPool, type PodExtensionSpec } from './extend-spec.ts';
 import { extensionPlanShell } from './extend.ts';
 import { cidrSlug, OBJECT_PREFIX, type MigrationPlan } from './plan.ts';
 import { parsePodTarget } from './pod-plan.ts';
@@ -65,13 +65,7 @@ export function modelPool(pools: readonly CalicoPool[], f: Family): CalicoPool |
 
 /** The new pool for ADD `t`, modelled on `model`: its block size where it fits ADD, else ADD is one block. */
 export function extensionPool(model: CalicoPool, t: Cidr): ExtensionPool {
-  const p: ExtensionPool = { name: extensionPoolName(formatCidr(t)), cidr: formatCidr(t), blockSize: Math.max(model.blockSize, t.prefix), model: model.name };
-  if (model.ipipMode !== undefined) p.ipipMode = model.ipipMode;
-  if (model.vxlanMode !== undefined) p.vxlanMode = model.vxlanMode;
-  if (model.natOutgoing !== undefined) p.natOutgoing = model.natOutgoing;
-  if (model.nodeSelector !== undefined) p.nodeSelector = model.nodeSelector;
-  if (model.allowedUses !== undefined) p.allowedUses = [...model.allowedUses];
-  return p;
+  return withPoolSettings<ExtensionPool>({ name: extensionPoolName(formatCidr(t)), cidr: formatCidr(t), blockSize: Math.max(model.blockSize, t.prefix), model: model.name }, model);
 }
 
 /** The ip-masq-agent ConfigMap's nonMasqueradeCIDRs, when the cluster has one (read with the kube-system ConfigMaps). */

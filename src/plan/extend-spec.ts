@@ -28,6 +28,16 @@ export interface CalicoPoolSettings {
   allowedUses?: string[];
 }
 
+/** Copies a pool's optional settings (encapsulation, natOutgoing, nodeSelector, allowedUses) that are set onto `to`. */
+export function withPoolSettings<T extends CalicoPoolSettings>(to: T, from: Omit<CalicoPoolSettings, 'name' | 'cidr' | 'blockSize'>): T {
+  if (from.ipipMode !== undefined) to.ipipMode = from.ipipMode;
+  if (from.vxlanMode !== undefined) to.vxlanMode = from.vxlanMode;
+  if (from.natOutgoing !== undefined) to.natOutgoing = from.natOutgoing;
+  if (from.nodeSelector !== undefined) to.nodeSelector = from.nodeSelector;
+  if (from.allowedUses !== undefined) to.allowedUses = [...from.allowedUses];
+  return to;
+}
+
 /** A Calico IPPool an extension plan creates (plan --extend-pod-cidr): the old pool's settings on the added range. */
 export interface ExtensionPool extends CalicoPoolSettings {
   /** The pool whose settings it copies. */

@@ -4,6 +4,7 @@
  * blocks removed, then the distribution settings (kube-controller-manager stops allocating node podCIDRs in the
  * same change that names NEW, so it keeps starting). Its executors: engine.ts; its types and kinds: kinds.ts.
  */
+import { withPoolSettings } from '../../plan/extend-spec.ts';
 import type { CalicoPool, Family, Snapshot } from '../../cluster/types.ts';
 import { contains, familyName, formatCidr, parseCidr, type Cidr } from '../../net/index.ts';
 import { need, POD_RBAC_FILE } from '../../plan/access-need.ts';
@@ -17,13 +18,7 @@ import { famOf, pass, POOL_PREFIX, slug } from '../../plan/pod-paths/common.ts';
 import type { PodPath, PodPlanOptions, PodStepInputs, PodStepLists } from '../../plan/pod-paths/types.ts';
 
 function poolData(p: CalicoPool): PoolData {
-  const out: PoolData = { name: p.name, cidr: p.cidr, blockSize: p.blockSize };
-  if (p.ipipMode !== undefined) out.ipipMode = p.ipipMode;
-  if (p.vxlanMode !== undefined) out.vxlanMode = p.vxlanMode;
-  if (p.natOutgoing !== undefined) out.natOutgoing = p.natOutgoing;
-  if (p.nodeSelector !== undefined) out.nodeSelector = p.nodeSelector;
-  if (p.allowedUses !== undefined) out.allowedUses = [...p.allowedUses];
-  return out;
+  return withPoolSettings<PoolData>({ name: p.name, cidr: p.cidr, blockSize: p.blockSize }, p);
 }
 
 /** One family's new pool, modelled on its old pool: a problem, or the pool and whether NEW holds enough blocks and addresses. */
